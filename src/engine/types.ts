@@ -1,0 +1,54 @@
+// The one small chat-engine interface that every agent module talks to. Two implementations: the
+// planner engine (our WebGPU Qwen2 runtime, with LoRA, token ids and logprobs) and the shared web-llm
+// engine (token ids and logprobs empty). Any module can run on either.
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant';
+  content: string;
+}
+
+export interface GenerateOptions {
+  maxNewTokens?: number;
+  /** 0 means greedy. */
+  temperature?: number;
+  topK?: number;
+  topP?: number;
+  seed?: number;
+  /** Stop when the decoded text ends with one of these (the stop string is not returned). */
+  stop?: string[];
+  signal?: AbortSignal;
+  /** Called with each newly decoded piece of text. */
+  onToken?: (piece: string) => void;
+  /** Ask for a JSON object (web-llm `response_format: {type: 'json_object'}`); planner engine ignores it. */
+  json?: boolean;
+}
+
+export type FinishReason = 'stop' | 'length' | 'abort';
+
+export interface GenerationResult {
+  text: string;
+  /** Exact prompt token ids as fed to the model (empty where the engine does not expose them). */
+  promptTokens: number[];
+  /** Sampled token ids, and log p of each under the sampling policy (same length). */
+  tokens: number[];
+  logprobs: number[];
+  /** Adapter active while sampling, or null for the base model. */
+  adapterId: string | null;
+  finishReason: FinishReason;
+  timings: { prefillMs: number; decodeMs: number };
+}
+
+export interface ChatEngine {
+  /** A human-readable id, e.g. 'planner:Qwen2.5-0.5B-Instruct' or 'web-llm:Qwen2.5-1.5B-Instruct-q4f16_1-MLC'. */
+  readonly id: string;
+  chat(messages: ChatMessage[], options?: GenerateOptions): Promise<GenerationResult>;
+}
+
+export interface LoadProgress {
+  /** File being fetched or read, e.g. 'model.safetensors'. */
+  file: string;
+  bytesDone: number;
+  bytesTotal: number;
+  /** True when the bytes came from the browser's cache rather than the network. */
+  fromCache: boolean;
+}

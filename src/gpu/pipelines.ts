@@ -1,0 +1,74 @@
+// Compiles WGSL once per (device, source, entry point). Shader compilation errors are raised with the
+// kernel's name and the compiler's messages, instead of surfacing later as an invalid pipeline.
+
+import type { GpuContext } from './device';
+
+const caches = new WeakMap<GPUDevice, Map<string, GPUComputePipeline>>();
+
+export class ShaderCompileError extends Error {
+  constructor(kernel: string, messages: string) {
+    super(`WGSL kernel '${kernel}' failed to compile:\n${messages}`);
+    this.name = 'ShaderCompileError';
+  }
+}
+
+export async function getPipeline(ctx: GpuContext, kernel: string, code: string, entryPoint = 'main'): Promise<GPUComputePipeline> {
+  let cache = caches.get(ctx.device);
+  if (!cache) {
+    cache = new Map();
+    caches.set(ctx.device, cache);
+  }
+  const key = `${entryPoint}\u0000${code}`;
+  const hit = cache.get(key);
+  if (hit) return hit;
+  const module = ctx.device.createShaderModule({ label: kernel, code });
+  const info = await module.getCompilationInfo();
+  const errors = info.messages.filter((m) => m.type === 'error');
+  if (errors.length) {
+    throw new ShaderCompileError(kernel, errors.map((m) => `  line ${m.lineNum}:${m.linePos} ${m.message}`).join('\n'));
+  }
+  ctx.device.pushErrorScope('validation');
+  const pipeline = await ctx.device.createComputePipelineAsync({ label: kernel, layout: 'auto', compute: { module, entryPoint } });
+  const err = await ctx.device.popErrorScope();
+  if (err) throw new ShaderCompileError(kernel, err.message);
+  cache.set(key, pipeline);
+  return pipeline;
+}
+
+export interface Dispatch {
+  pipeline: GPUComputePipeline;
+  /** Buffers bound at group 0, bindings 0..n-1, in order. */
+  buffers: GPUBuffer[];
+  workgroups: [number, number?, number?];
+  label?: string;
+}
+
+/** Records one compute pass per dispatch into `enc`; bind groups are built from the pipeline's layout. */
+export function encodeDispatch(ctx: GpuContext, enc: GPUCommandEncoder, d: Dispatch): void {
+  const bindGroup = ctx.device.createBindGroup({
+    label: d.label ?? d.pipeline.label,
+    layout: d.pipeline.getBindGroupLayout(0),
+    entries: d.buffers.map((buffer, binding) => ({ binding, resource: { buffer } })),
+  });
+  const pass = enc.beginComputePass({ label: d.label ?? d.pipeline.label });
+  pass.setPipeline(d.pipeline);
+  pass.setBindGroup(0, bindGroup);
+  const [x, y = 1, z = 1] = d.workgroups;
+  pass.dispatchWorkgroups(x, y, z);
+  pass.end();
+}
+
+/** Encodes and submits a list of dispatches in one command buffer. */
+export function submitDispatches(ctx: GpuContext, dispatches: Dispatch[], label = 'kernels'): void {
+  const enc = ctx.device.createCommandEncoder({ label });
+  for (const d of dispatches) encodeDispatch(ctx, enc, d);
+  ctx.device.queue.submit([enc.finish()]);
+}
+
+/** Splits a 1-D workgroup count over x and y so it stays within maxComputeWorkgroupsPerDimension. */
+export function grid1d(ctx: GpuContext, workgroups: number): [number, number] {
+  const max = ctx.caps.limits.maxComputeWorkgroupsPerDimension;
+  if (workgroups <= max) return [Math.max(1, workgroups), 1];
+  const y = Math.ceil(workgroups / max);
+  return [Math.ceil(workgroups / y), y];
+}

@@ -1,0 +1,99 @@
+// Shapes of what is stored in IndexedDB. Owned by the modules named in each comment; add fields freely.
+
+/** A chat conversation or a benchmark/training run of the agent (agent loop). */
+export interface ConversationRecord {
+  id: string;
+  title: string;
+  createdAt: number;
+  updatedAt: number;
+  /** 'running' until the generator's answer is stored; a reload leaves it 'running' -> shown as interrupted. */
+  status: 'running' | 'done' | 'error' | 'interrupted';
+  query: string;
+  answer?: string;
+  reference?: string;
+  reward?: number;
+  settings?: Record<string, unknown>;
+}
+
+/** One completed step of a conversation's run (agent loop). `seq` orders steps within the conversation. */
+export interface StepRecord {
+  conversationId: string;
+  seq: number;
+  kind: 'analysis' | 'planner' | 'executor' | 'verifier' | 'generator' | 'error';
+  turn: number;
+  startedAt: number;
+  endedAt: number;
+  data: Record<string, unknown>;
+}
+
+/** A planner call recorded for training (agent loop writes, trainer reads). */
+export interface RolloutRecord {
+  id: string;
+  runId: string;
+  groupId: string;
+  conversationId: string;
+  turn: number;
+  adapterId: string | null;
+  promptTokens: number[];
+  tokens: number[];
+  logprobs: number[];
+  reward?: number;
+  advantage?: number;
+  prompt: string;
+  completion: string;
+  createdAt: number;
+}
+
+/** A LoRA adapter in PEFT layout (trainer). Tensors keyed by PEFT name, f32. */
+export interface AdapterRecord {
+  id: string;
+  name: string;
+  createdAt: number;
+  baseModel: string;
+  config: Record<string, unknown>;
+  tensors: Record<string, { shape: number[]; data: Float32Array }>;
+  trainingRunId?: string;
+}
+
+export interface CheckpointRecord {
+  id: string;
+  runId: string;
+  step: number;
+  createdAt: number;
+  adapterId: string;
+  /** AdamW first and second moments, by PEFT tensor name. */
+  moments: Record<string, { m: Float32Array; v: Float32Array }>;
+  rngState: number;
+}
+
+export interface TrainingRunRecord {
+  id: string;
+  createdAt: number;
+  updatedAt: number;
+  status: 'running' | 'paused' | 'done' | 'error';
+  config: Record<string, unknown>;
+  stats: Array<Record<string, number | string | boolean>>;
+}
+
+export interface ExperimentRecord {
+  id: string;
+  createdAt: number;
+  name: string;
+  status: 'running' | 'done' | 'error' | 'interrupted';
+  config: Record<string, unknown>;
+  total: number;
+  summary?: Record<string, number>;
+}
+
+export interface ExperimentItemRecord {
+  experimentId: string;
+  index: number;
+  pid: string;
+  query: string;
+  reference: string;
+  answer?: string;
+  correct?: boolean;
+  conversationId?: string;
+  toolCalls?: Record<string, number>;
+  errors?: string[];
+}

@@ -1,0 +1,40 @@
+// Tools the executor can call. Each has a card that the planner and executor see in their prompts, and
+// a JSON-schema-like input description the executor's arguments are checked against.
+
+export interface JsonSchemaProperty {
+  type: 'string' | 'number' | 'integer' | 'boolean';
+  description: string;
+  enum?: Array<string | number>;
+}
+
+export interface ToolCard {
+  name: string;
+  description: string;
+  input: { type: 'object'; properties: Record<string, JsonSchemaProperty>; required: string[] };
+  output: string;
+  limitations: string[];
+  examples: Array<{ goal: string; args: Record<string, unknown> }>;
+  /** Sends data off the device; such tools are off until the user allows them, and the UI says so. */
+  usesNetwork: boolean;
+}
+
+export interface ToolContext {
+  signal: AbortSignal;
+  /** Milliseconds the tool may take; the executor enforces it too. */
+  timeoutMs: number;
+}
+
+export interface ToolResult {
+  ok: boolean;
+  /** Full output, stored in memory as is. */
+  output: string;
+  /** Set when ok is false: what went wrong, for the memory and the UI. */
+  error?: string;
+}
+
+export interface Tool {
+  card: ToolCard;
+  run(args: Record<string, unknown>, ctx: ToolContext): Promise<ToolResult>;
+  /** Releases workers or other resources. */
+  dispose?(): void;
+}

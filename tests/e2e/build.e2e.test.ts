@@ -1,0 +1,43 @@
+// The production build, served by a plain static server under a sub-path, loads in Chromium and shows
+// the WebGPU capability report computed in a module worker.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { build } from 'vite';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Browser } from 'playwright-core';
+import { launchChromium } from '../support/chromium';
+import { serveStatic, type StaticServer } from '../support/static-server';
+
+let server: StaticServer;
+let browser: Browser;
+const outDir = mkdtempSync(join(tmpdir(), 'agentflow-dist-'));
+
+beforeAll(async () => {
+  await build({ configFile: 'vite.config.ts', logLevel: 'error', build: { outDir, emptyOutDir: true, sourcemap: false } });
+  server = await serveStatic({ '/some/sub/path/': outDir });
+  browser = await launchChromium();
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+describe('production build', () => {
+  it('serves statically from a sub-path and shows the WebGPU report', async () => {
+    const page = await browser.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+    await page.goto(`${server.url}/some/sub/path/`);
+    const report = page.locator('agentflow-app gpu-capabilities [data-testid="gpu-report"]');
+    await report.waitFor({ timeout: 60_000 });
+    expect(await page.locator('gpu-capabilities [data-testid="f16"]').textContent()).toContain('no');
+    expect(await report.textContent()).toMatch(/swiftshader/i);
+    // Every asset came from under the sub-path: nothing asked the server's root.
+    expect(server.requests.filter((r) => !r.startsWith('/some/sub/path/'))).toEqual([]);
+    expect(errors).toEqual([]);
+    await page.screenshot({ path: join(outDir, 'home.png') });
+    await page.close();
+  });
+});

@@ -1,0 +1,64 @@
+import { defineConfig, mergeConfig } from 'vitest/config';
+import { playwright } from '@vitest/browser-playwright';
+import viteConfig from './vite.config.ts';
+
+import { CHROMIUM_ARGS, CHROMIUM_PATH as CHROMIUM } from './tests/support/chromium.ts';
+export default mergeConfig(
+  viteConfig,
+  defineConfig({
+    test: {
+      projects: [
+        {
+          extends: true,
+          test: {
+            name: 'unit',
+            environment: 'node',
+            include: ['src/**/*.test.ts', 'tests/unit/**/*.test.ts'],
+            exclude: ['**/*.gpu.test.ts', '**/*.browser.test.ts', '**/*.e2e.test.ts', 'node_modules/**'],
+          },
+        },
+        {
+          extends: true,
+          test: {
+            name: 'gpu',
+            environment: 'node',
+            include: ['src/**/*.gpu.test.ts', 'tests/gpu/**/*.test.ts'],
+            testTimeout: 600_000,
+            hookTimeout: 600_000,
+            // Software GPUs use every core; two Dawn devices at once only slow each other down.
+            fileParallelism: false,
+          },
+        },
+        {
+          extends: true,
+          test: {
+            name: 'browser',
+            include: ['src/**/*.gpu.test.ts', 'src/**/*.browser.test.ts', 'tests/browser/**/*.browser.test.ts'],
+            exclude: ['**/*.node.gpu.test.ts', 'node_modules/**'],
+            testTimeout: 600_000,
+            hookTimeout: 600_000,
+            fileParallelism: false,
+            browser: {
+              enabled: true,
+              headless: true,
+              screenshotFailures: false,
+              provider: playwright({ launchOptions: { executablePath: CHROMIUM, args: CHROMIUM_ARGS } }),
+              instances: [{ browser: 'chromium' }],
+            },
+          },
+        },
+        {
+          extends: true,
+          test: {
+            name: 'e2e',
+            environment: 'node',
+            include: ['tests/e2e/**/*.e2e.test.ts'],
+            testTimeout: 600_000,
+            hookTimeout: 600_000,
+            fileParallelism: false,
+          },
+        },
+      ],
+    },
+  }),
+);
