@@ -27,8 +27,8 @@ if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.
   commands+=("echo '$backports_line' > /etc/apt/sources.list.d/bookworm-backports.list")
 fi
 commands+=("apt-get update")
-[ "$need_chromium" = 1 ] && commands+=("DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium fonts-liberation")
-[ "$need_mesa" = 1 ] && commands+=("DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends -t bookworm-backports mesa-vulkan-drivers libvulkan1")
+[ "$need_chromium" = 1 ] && commands+=("DEBIAN_FRONTEND=noninteractive apt-get install -y chromium fonts-liberation")
+[ "$need_mesa" = 1 ] && commands+=("DEBIAN_FRONTEND=noninteractive apt-get install -y -t bookworm-backports mesa-vulkan-drivers libvulkan1")
 
 if ! grep -qs 'bookworm' /etc/os-release; then
   echo "setup-machine: this script knows Debian 12 (bookworm). On other systems install Chromium with WebGPU and Mesa >= 25 lavapipe (or use a GPU driver), then set CHROMIUM_PATH and VK_ICD_FILENAMES." >&2

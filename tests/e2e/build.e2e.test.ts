@@ -40,4 +40,19 @@ describe('production build', () => {
     await page.screenshot({ path: join(outDir, 'home.png') });
     await page.close();
   });
+
+  it('tells a user without WebGPU what to do', async () => {
+    const noGpu = await launchChromium({ webgpu: false });
+    try {
+      const page = await noGpu.newPage();
+      await page.goto(`${server.url}/some/sub/path/`);
+      const alert = page.locator('gpu-capabilities [role="alert"]');
+      await alert.waitFor({ timeout: 60_000 });
+      const text = (await alert.textContent()) ?? '';
+      expect(text).toMatch(/WebGPU is not available/);
+      expect(text).toMatch(/Chrome or Edge 113/);
+    } finally {
+      await noGpu.close();
+    }
+  });
 });

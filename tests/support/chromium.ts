@@ -14,6 +14,11 @@ export const CHROMIUM_ARGS = [
   '--disable-dev-shm-usage',
 ];
 
-export function launchChromium(): Promise<Browser> {
-  return chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: CHROMIUM_ARGS });
+/** `webgpu: false` starts Chromium with WebGPU switched off, to test what a user without it sees. */
+export function launchChromium(opts: { webgpu?: boolean } = {}): Promise<Browser> {
+  const args =
+    opts.webgpu === false
+      ? [...CHROMIUM_ARGS.filter((a) => a !== '--enable-unsafe-webgpu' && a !== '--enable-features=Vulkan'), '--disable-features=WebGPU,Vulkan', '--disable-gpu']
+      : CHROMIUM_ARGS;
+  return chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args });
 }
