@@ -1,0 +1,61 @@
+// LoRA forward in two dispatches: t = x A^T (down, [N, r], saved for the backward), then
+// y += s * t B^T (up). A and B are f32 (trainable), so there is no f16 weight path.
+// The down projection reduces over `in` (hundreds to thousands): one workgroup per (row, j).
+// The up projection reduces over r (<= 64): one thread per output element.
+
+export const LORA_DOWN_WG = 64;
+export const LORA_UP_WG = 256;
+
+export function loraDownWgsl(): string {
+  return /* wgsl */ `
+struct Dims { n: u32, inDim: u32, rank: u32 }
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read> A: array<f32>;
+@group(0) @binding(2) var<storage, read_write> t: array<f32>;
+@group(0) @binding(3) var<uniform> dims: Dims;
+
+var<workgroup> partial: array<f32, ${LORA_DOWN_WG}>;
+
+@compute @workgroup_size(${LORA_DOWN_WG})
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let idx = wg.x + wg.y * nwg.x;
+  if (idx >= dims.n * dims.rank) { return; }
+  let row = idx / dims.rank;
+  let j = idx - row * dims.rank;
+  var acc = 0.0;
+  for (var i = lid; i < dims.inDim; i += ${LORA_DOWN_WG}u) {
+    acc += x[row * dims.inDim + i] * A[j * dims.inDim + i];
+  }
+  partial[lid] = acc;
+  workgroupBarrier();
+  for (var s = ${LORA_DOWN_WG / 2}u; s > 0u; s >>= 1u) {
+    if (lid < s) { partial[lid] += partial[lid + s]; }
+    workgroupBarrier();
+  }
+  if (lid == 0u) { t[idx] = partial[0]; }
+}
+`;
+}
+
+export function loraUpWgsl(): string {
+  return /* wgsl */ `
+struct Dims { n: u32, outDim: u32, rank: u32, scale: f32 }
+@group(0) @binding(0) var<storage, read> t: array<f32>;
+@group(0) @binding(1) var<storage, read> B: array<f32>;
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+@group(0) @binding(3) var<uniform> dims: Dims;
+
+@compute @workgroup_size(${LORA_UP_WG})
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let idx = (wg.x + wg.y * nwg.x) * ${LORA_UP_WG}u + lid;
+  if (idx >= dims.n * dims.outDim) { return; }
+  let row = idx / dims.outDim;
+  let o = idx - row * dims.outDim;
+  var acc = 0.0;
+  for (var j = 0u; j < dims.rank; j++) { acc += t[row * dims.rank + j] * B[o * dims.rank + j]; }
+  y[idx] += dims.scale * acc;
+}
+`;
+}

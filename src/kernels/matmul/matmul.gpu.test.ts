@@ -1,0 +1,81 @@
+import { describe, expect, it } from 'vitest';
+import { readF32 } from '../../gpu/buffers';
+import { submitDispatches } from '../../gpu/pipelines';
+import { Rng } from '../../util/rng';
+import { gpuFor, weightPaths } from '../../../tests/support/gpu';
+import { f32Buffer, relMaxErr, randomHalf } from '../common/testing';
+import { uploadStorage } from '../../gpu/buffers';
+import { matmul } from './matmul';
+import { matmulRef } from './matmul.ref';
+
+// f32 accumulation of `in` products of O(1) values: error ~ sqrt(in) * 2^-24 * |terms|, relative to a
+// result of magnitude ~sqrt(in); 2e-5 relative leaves margin for in up to ~1000 and any summation order.
+const TOL = 2e-5;
+
+describe('matmul kernel (f16 W, f32 accumulate)', async () => {
+  const paths = await weightPaths();
+  const cases: Array<[number, number, number, 'tiled' | 'rows', boolean, boolean]> = [
+    [1, 1, 1, 'rows', false, false],
+    [1, 33, 7, 'rows', true, false],
+    [3, 70, 65, 'rows', true, true],
+    [1, 5, 3, 'tiled', false, false],
+    [5, 17, 9, 'tiled', true, false],
+    [67, 45, 130, 'tiled', false, true],
+    [70, 129, 66, 'tiled', true, true],
+  ];
+  for (const path of paths) {
+    for (const [N, IN, OUT, kernel, bias, acc] of cases) {
+      it(`${path}: ${kernel} N=${N} in=${IN} out=${OUT} bias=${bias} accumulate=${acc}`, async () => {
+        const ctx = await gpuFor(path);
+        const rng = new Rng(N * 1000 + IN * 10 + OUT);
+        const W = randomHalf(rng, OUT * IN);
+        const x = rng.fill(N * IN);
+        const b = rng.fill(OUT);
+        const y0 = rng.fill(N * OUT);
+        const Wb = uploadStorage(ctx, 'W', W.bits);
+        const xb = f32Buffer(ctx, 'x', x);
+        const bb = f32Buffer(ctx, 'b', b);
+        const y = f32Buffer(ctx, 'y', y0);
+        submitDispatches(ctx, [
+          await matmul(ctx, { x: xb, W: Wb, y, bias: bias ? bb : undefined, n: N, inDim: IN, outDim: OUT, accumulate: acc, kernel }),
+        ]);
+        const got = await readF32(ctx, y, N * OUT);
+        const want = matmulRef(x, W.values, N, IN, OUT, bias ? b : undefined, acc ? y0 : undefined);
+        expect(relMaxErr(got, want)).toBeLessThan(TOL);
+        for (const buf of [Wb, xb, bb, y]) buf.destroy();
+      });
+    }
+    it(`${path}: a W row chunk lands at its column offset of a wider y (LM-head use)`, async () => {
+      const ctx = await gpuFor(path);
+      const rng = new Rng(99);
+      const [N, IN, V] = [6, 19, 23];
+      const W = randomHalf(rng, V * IN);
+      const x = rng.fill(N * IN);
+      const xb = f32Buffer(ctx, 'x', x);
+      const y = f32Buffer(ctx, 'y', new Float32Array(N * V));
+      const ds = [];
+      const bufs = [];
+      for (const [off, cnt, kernel] of [[0, 10, 'tiled'], [10, 13, 'rows']] as const) {
+        const Wb = uploadStorage(ctx, 'Wchunk', W.bits.subarray(off * IN, (off + cnt) * IN));
+        bufs.push(Wb);
+        const n = kernel === 'rows' ? 4 : N;
+        ds.push(await matmul(ctx, { x: xb, W: Wb, y, n, inDim: IN, outDim: cnt, yStride: V, yOffset: off, kernel }));
+        if (kernel === 'rows') {
+          // rows kernel covers N <= 4; the last two rows come from a second dispatch on shifted x.
+          const x2 = f32Buffer(ctx, 'x2', x.subarray(4 * IN));
+          const y2 = f32Buffer(ctx, 'y2', new Float32Array(2 * V));
+          bufs.push(x2, y2);
+          ds.push(await matmul(ctx, { x: x2, W: Wb, y: y2, n: 2, inDim: IN, outDim: cnt, yStride: V, yOffset: off, kernel }));
+        }
+      }
+      submitDispatches(ctx, ds);
+      const got = await readF32(ctx, y, N * V);
+      const got2 = await readF32(ctx, bufs[bufs.length - 1], 2 * V);
+      const want = matmulRef(x, W.values, N, IN, V);
+      const merged = Array.from(got);
+      for (let r = 4; r < N; r++) for (let c = 10; c < V; c++) merged[r * V + c] = got2[(r - 4) * V + c];
+      expect(relMaxErr(merged, want)).toBeLessThan(TOL);
+      for (const b of [...bufs, xb, y]) b.destroy();
+    });
+  }
+});

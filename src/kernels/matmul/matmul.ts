@@ -1,0 +1,57 @@
+import type { GpuContext } from '../../gpu/device';
+import { getPipeline, grid1d, type Dispatch } from '../../gpu/pipelines';
+import { checkDims, paramsUniform } from '../common/params';
+import { SMALL_N, TILE, matmulRowsWgsl, matmulTiledWgsl } from './matmul.wgsl';
+
+export interface MatmulArgs {
+  /** f32 [N, in] input rows. */
+  x: GPUBuffer;
+  /** f16 bits [out, in] (HF layout, y = x W^T). May be a row chunk of a larger matrix. */
+  W: GPUBuffer;
+  /** f32 output; row n, column o is at y[n * yStride + yOffset + o]. Must differ from x. */
+  y: GPUBuffer;
+  /** Optional f32 [out] bias. */
+  bias?: GPUBuffer;
+  n: number;
+  inDim: number;
+  outDim: number;
+  /** y += result instead of y = result (residual fusion). */
+  accumulate?: boolean;
+  /** Row stride of y in elements (default outDim). */
+  yStride?: number;
+  /** Column offset in y (default 0): lets a vocabulary chunk land at its columns of [rows, V] logits. */
+  yOffset?: number;
+  /** Force a kernel (tests); default: 'rows' for N <= 4, 'tiled' otherwise. */
+  kernel?: 'tiled' | 'rows';
+}
+
+/**
+ * y[N, out] (+)= x[N, in] · W^T + b. Buffers: x f32 [N, in], W f16 [out, in], b f32 [out],
+ * y f32 [N, yStride] written at columns yOffset .. yOffset+out.
+ */
+export async function matmul(ctx: GpuContext, a: MatmulArgs): Promise<Dispatch> {
+  const yStride = a.yStride ?? a.outDim;
+  const yOffset = a.yOffset ?? 0;
+  checkDims('matmul', { n: a.n, inDim: a.inDim, outDim: a.outDim, yStride, yOffset }, ['yOffset']);
+  if (yOffset + a.outDim > yStride) throw new Error(`matmul: yOffset ${yOffset} + outDim ${a.outDim} exceeds yStride ${yStride}`);
+  if (a.x === a.y) throw new Error('matmul: x and y must be different buffers');
+  const kernel = a.kernel ?? (a.n <= SMALL_N ? 'rows' : 'tiled');
+  if (kernel === 'rows' && a.n > SMALL_N) throw new Error(`matmul: the rows kernel handles N <= ${SMALL_N}, got ${a.n}`);
+  const variant = { bias: !!a.bias, accumulate: !!a.accumulate };
+  const p = { f16: ctx.caps.f16 };
+  const name = `matmul_${kernel}_${p.f16 ? 'f16' : 'packed'}${variant.bias ? '_bias' : ''}${variant.accumulate ? '_acc' : ''}`;
+  const code = kernel === 'tiled' ? matmulTiledWgsl(p, variant) : matmulRowsWgsl(p, variant);
+  const pipeline = await getPipeline(ctx, name, code);
+  const dims = paramsUniform(ctx, 'matmul.dims', [['u32', a.n], ['u32', a.inDim], ['u32', a.outDim], ['u32', yStride], ['u32', yOffset]]);
+  const buffers = [a.W, a.x, a.y, dims];
+  if (a.bias) buffers.push(a.bias);
+  const max = ctx.caps.limits.maxComputeWorkgroupsPerDimension;
+  let workgroups: [number, number];
+  if (kernel === 'tiled') {
+    workgroups = [Math.ceil(a.outDim / TILE), Math.ceil(a.n / TILE)];
+    if (workgroups[0] > max || workgroups[1] > max) throw new Error(`matmul: grid ${workgroups} exceeds ${max} workgroups per dimension`);
+  } else {
+    workgroups = grid1d(ctx, a.outDim);
+  }
+  return { pipeline, buffers, workgroups, label: name };
+}

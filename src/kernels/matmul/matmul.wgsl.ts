@@ -1,0 +1,129 @@
+// y[n, yOffset + o] (+)= sum_i x[n, i] * W[o, i] (+ b[o]), W f16 [out, in] (Hugging Face layout).
+// Output rows are written at a row stride `yStride` and column offset `yOffset`, so the LM head can
+// write a vocabulary chunk into its columns of a wider logits buffer.
+//
+// Two kernels: a 64x64-tiled one for prefill/training (workgroup memory holds a 64x16 tile of x and of W,
+// each thread computes a 4x4 block), and a row kernel for N <= SMALL_N (decode), where the whole cost is
+// reading W once: one workgroup per output column, all N rows accumulated from the same W reads.
+
+import { enableF16, halfArray, type WeightPath } from '../common/weights.wgsl';
+
+export interface MatmulVariant {
+  bias: boolean;
+  accumulate: boolean;
+}
+
+export const TILE = 64;
+export const TILE_K = 16;
+export const SMALL_N = 4;
+export const ROW_WG = 64;
+
+function header(p: WeightPath, v: MatmulVariant): string {
+  return `${enableF16(p)}
+struct Dims { n: u32, inDim: u32, outDim: u32, yStride: u32, yOffset: u32 }
+${halfArray(p, 0, 'W')}
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+@group(0) @binding(3) var<uniform> dims: Dims;
+${v.bias ? '@group(0) @binding(4) var<storage, read> b: array<f32>;' : ''}
+
+fn store(row: u32, col: u32, acc: f32) {
+  let idx = row * dims.yStride + dims.yOffset + col;
+  var v = acc;
+  ${v.bias ? 'v += b[col];' : ''}
+  ${v.accumulate ? 'v += y[idx];' : ''}
+  y[idx] = v;
+}
+`;
+}
+
+export function matmulTiledWgsl(p: WeightPath, v: MatmulVariant): string {
+  return /* wgsl */ `${header(p, v)}
+// Stored k-major ([k][m]) so the inner loop reads consecutive rows / columns.
+var<workgroup> xs: array<f32, ${TILE * TILE_K}>;
+var<workgroup> ws: array<f32, ${TILE * TILE_K}>;
+
+@compute @workgroup_size(16, 16)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid3: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let col0 = wg.x * ${TILE}u;
+  let row0 = wg.y * ${TILE}u;
+  let tx = lid3.x;
+  let ty = lid3.y;
+  // Four vec4 accumulators (rows ty+16i, columns tx+16j): plain vectors compile much faster than
+  // dynamically indexed arrays on software drivers, and map to registers everywhere.
+  var acc0 = vec4<f32>(0.0);
+  var acc1 = vec4<f32>(0.0);
+  var acc2 = vec4<f32>(0.0);
+  var acc3 = vec4<f32>(0.0);
+  for (var k0 = 0u; k0 < dims.inDim; k0 += ${TILE_K}u) {
+    for (var l = 0u; l < 4u; l++) {
+      let e = lid + l * 256u;
+      let m = e / ${TILE_K}u;
+      let kk = e % ${TILE_K}u;
+      let k = k0 + kk;
+      let r = row0 + m;
+      var xv = 0.0;
+      if (r < dims.n && k < dims.inDim) { xv = x[r * dims.inDim + k]; }
+      xs[kk * ${TILE}u + m] = xv;
+      let o = col0 + m;
+      var wv = 0.0;
+      if (o < dims.outDim && k < dims.inDim) { wv = W_at(o * dims.inDim + k); }
+      ws[kk * ${TILE}u + m] = wv;
+    }
+    workgroupBarrier();
+    for (var kk = 0u; kk < ${TILE_K}u; kk++) {
+      let xb = kk * ${TILE}u + ty;
+      let wb = kk * ${TILE}u + tx;
+      let w = vec4<f32>(ws[wb], ws[wb + 16u], ws[wb + 32u], ws[wb + 48u]);
+      acc0 += xs[xb] * w;
+      acc1 += xs[xb + 16u] * w;
+      acc2 += xs[xb + 32u] * w;
+      acc3 += xs[xb + 48u] * w;
+    }
+    workgroupBarrier();
+  }
+  storeRow(row0 + ty, col0 + tx, acc0);
+  storeRow(row0 + ty + 16u, col0 + tx, acc1);
+  storeRow(row0 + ty + 32u, col0 + tx, acc2);
+  storeRow(row0 + ty + 48u, col0 + tx, acc3);
+}
+
+fn storeRow(r: u32, c: u32, v: vec4<f32>) {
+  if (r >= dims.n) { return; }
+  for (var j = 0u; j < 4u; j++) {
+    let o = c + 16u * j;
+    if (o < dims.outDim) { store(r, o, v[j]); }
+  }
+}
+`;
+}
+
+export function matmulRowsWgsl(p: WeightPath, v: MatmulVariant): string {
+  return /* wgsl */ `${header(p, v)}
+var<workgroup> partial: array<f32, ${ROW_WG * SMALL_N}>;
+
+@compute @workgroup_size(${ROW_WG})
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let o = wg.x + wg.y * nwg.x;
+  if (o >= dims.outDim) { return; }
+  var acc: array<f32, ${SMALL_N}>;
+  for (var r = 0u; r < ${SMALL_N}u; r++) { acc[r] = 0.0; }
+  let base = o * dims.inDim;
+  for (var i = lid; i < dims.inDim; i += ${ROW_WG}u) {
+    let w = W_at(base + i);
+    for (var r = 0u; r < dims.n; r++) { acc[r] += w * x[r * dims.inDim + i]; }
+  }
+  for (var r = 0u; r < ${SMALL_N}u; r++) { partial[r * ${ROW_WG}u + lid] = acc[r]; }
+  workgroupBarrier();
+  for (var s = ${ROW_WG / 2}u; s > 0u; s >>= 1u) {
+    if (lid < s) {
+      for (var r = 0u; r < ${SMALL_N}u; r++) { partial[r * ${ROW_WG}u + lid] += partial[r * ${ROW_WG}u + lid + s]; }
+    }
+    workgroupBarrier();
+  }
+  if (lid < dims.n) { store(lid, o, partial[lid * ${ROW_WG}u]); }
+}
+`;
+}

@@ -1,0 +1,196 @@
+import type { GpuContext } from '../../gpu/device';
+import { createStorage, readBuffer, readF32 } from '../../gpu/buffers';
+import { getPipeline, grid1d, submitDispatches, type Dispatch } from '../../gpu/pipelines';
+import type { Rng } from '../../util/rng';
+import { checkDims, paramsUniform } from '../common/params';
+import { lseChunk } from '../logits/logits';
+import { TOPK_MAX_K, TOPK_NONE, TOPK_SLICE, topkWgsl } from './sampling.wgsl';
+import {
+  candidateDistribution,
+  checkSamplingOptions,
+  drawIndex,
+  logSumExp,
+  sortRow,
+  type SampleResult,
+  type SamplingOptions,
+} from './draw';
+
+export type { SampleResult, SamplingOptions } from './draw';
+
+export interface TopkPassArgs {
+  /** f32 [count] logits row (first pass) or previous candidates' values. */
+  values: GPUBuffer;
+  /** u32 [count] previous candidates' ids; absent on the first pass (ids = positions). */
+  ids?: GPUBuffer;
+  /** f32 [ceil(count / 1024) * k] output values, sorted within each 1024-slice. */
+  outValues: GPUBuffer;
+  /** u32 [ceil(count / 1024) * k] output ids. */
+  outIds: GPUBuffer;
+  count: number;
+  k: number;
+}
+
+/** One top-k pass: each 1024-slice of values f32 [count] yields its k best (value desc, id asc). */
+export async function topkPass(ctx: GpuContext, a: TopkPassArgs): Promise<Dispatch> {
+  checkDims('topkPass', { count: a.count, k: a.k });
+  if (a.k > TOPK_MAX_K) throw new Error(`topkPass: k ${a.k} exceeds ${TOPK_MAX_K}`);
+  const indexed = !!a.ids;
+  const pipeline = await getPipeline(ctx, `topk${indexed ? '_indexed' : ''}`, topkWgsl(indexed));
+  const dims = paramsUniform(ctx, 'topk.dims', [['u32', a.count], ['u32', a.k]]);
+  const buffers = [a.values, a.outValues, a.outIds, dims];
+  if (a.ids) buffers.push(a.ids);
+  return { pipeline, buffers, workgroups: grid1d(ctx, Math.ceil(a.count / TOPK_SLICE)), label: 'topk' };
+}
+
+/** Slice counts of the successive passes until one workgroup holds the final k. */
+function passCounts(vocab: number, k: number): number[] {
+  const counts = [vocab];
+  while (Math.ceil(counts[counts.length - 1] / TOPK_SLICE) > 1) counts.push(Math.ceil(counts[counts.length - 1] / TOPK_SLICE) * k);
+  return counts;
+}
+
+export interface SamplerArgs {
+  /** f32 [V]: the logits row to sample from (rewritten by the engine before each sample() call). */
+  logits: GPUBuffer;
+  vocab: number;
+  /** Largest candidate set extracted on the GPU (<= 64, default 64). */
+  maxK?: number;
+}
+
+/**
+ * Samples a token from one row of logits. The GPU does the O(V) work: top-k candidates (sorted, ties to
+ * the lowest id) and the log-sum-exp at temperature 1 and T. The CPU reads back <= 64 candidates and two
+ * numbers and draws with the caller's seeded Rng. Only when the candidates cannot determine the
+ * distribution (no top-k and the top-p nucleus is wider than 64 tokens, top-k > 64, or pure temperature
+ * sampling) is the whole row read back and the same CPU code run over it.
+ * Owns small scratch buffers: call destroy() when done.
+ */
+export class GpuSampler {
+  private readonly plans = new Map<number, { dispatches: Dispatch[]; vals: GPUBuffer; ids: GPUBuffer }>();
+  private readonly lsePlans = new Map<number, Dispatch[]>();
+  private readonly scratch: GPUBuffer[];
+  private readonly stats1: GPUBuffer;
+  private readonly statsT: GPUBuffer;
+  private readonly maxK: number;
+
+  private constructor(
+    private readonly ctx: GpuContext,
+    private readonly logits: GPUBuffer,
+    readonly vocab: number,
+    maxK: number,
+  ) {
+    this.maxK = maxK;
+    const counts = passCounts(vocab, maxK);
+    // Two ping-pong candidate buffer pairs sized for the largest pass output (the first).
+    const first = Math.ceil(vocab / TOPK_SLICE) * maxK;
+    const second = counts.length > 2 ? counts[2] : maxK;
+    this.scratch = [
+      createStorage(ctx, 'sampler.candVals0', first * 4),
+      createStorage(ctx, 'sampler.candIds0', first * 4),
+      createStorage(ctx, 'sampler.candVals1', Math.max(second, maxK) * 4),
+      createStorage(ctx, 'sampler.candIds1', Math.max(second, maxK) * 4),
+    ];
+    this.stats1 = createStorage(ctx, 'sampler.stats1', 12);
+    this.statsT = createStorage(ctx, 'sampler.statsT', 12);
+  }
+
+  static async create(ctx: GpuContext, a: SamplerArgs): Promise<GpuSampler> {
+    const maxK = a.maxK ?? TOPK_MAX_K;
+    checkDims('GpuSampler', { vocab: a.vocab, maxK });
+    if (maxK > TOPK_MAX_K) throw new Error(`GpuSampler: maxK ${maxK} exceeds ${TOPK_MAX_K}`);
+    return new GpuSampler(ctx, a.logits, a.vocab, maxK);
+  }
+
+  private async plan(k: number) {
+    const hit = this.plans.get(k);
+    if (hit) return hit;
+    const counts = passCounts(this.vocab, k);
+    const dispatches: Dispatch[] = [];
+    let inVals = this.logits;
+    let inIds: GPUBuffer | undefined;
+    let out = 0;
+    for (const count of counts) {
+      const [vals, ids] = [this.scratch[2 * out], this.scratch[2 * out + 1]];
+      dispatches.push(await topkPass(this.ctx, { values: inVals, ids: inIds, outValues: vals, outIds: ids, count, k }));
+      inVals = vals;
+      inIds = ids;
+      out ^= 1;
+    }
+    const p = { dispatches, vals: inVals, ids: inIds! };
+    this.plans.set(k, p);
+    return p;
+  }
+
+  /** The k (<= maxK) most likely tokens of the current row, sorted (value desc, id asc). */
+  async candidates(k: number): Promise<{ values: Float32Array; ids: Uint32Array }> {
+    const p = await this.plan(k);
+    submitDispatches(this.ctx, p.dispatches, 'sampler.topk');
+    const values = await readF32(this.ctx, p.vals, k);
+    const ids = new Uint32Array(await readBuffer(this.ctx, p.ids, k * 4));
+    const n = ids.findIndex((id) => id === TOPK_NONE);
+    return n < 0 ? { values, ids } : { values: values.slice(0, n), ids: ids.slice(0, n) };
+  }
+
+  /** log-sum-exp of the row at temperature 1 and of logits/T. */
+  async logSumExps(temperature: number): Promise<{ lse1: number; lseT: number }> {
+    const scaled = temperature > 0 && temperature !== 1;
+    // Cached per temperature: building a dispatch allocates its uniform, and this runs every token.
+    let ds = this.lsePlans.get(temperature);
+    if (!ds) {
+      ds = [await lseChunk(this.ctx, { logits: this.logits, stats: this.stats1, rows: 1, cols: this.vocab, ld: this.vocab, first: true })];
+      if (scaled) {
+        ds.push(await lseChunk(this.ctx, { logits: this.logits, stats: this.statsT, rows: 1, cols: this.vocab, ld: this.vocab, first: true, scale: 1 / temperature }));
+      }
+      if (this.lsePlans.size > 8) this.lsePlans.clear();
+      this.lsePlans.set(temperature, ds);
+    }
+    submitDispatches(this.ctx, ds, 'sampler.lse');
+    const s1 = await readF32(this.ctx, this.stats1, 2);
+    const lse1 = s1[0] + Math.log(s1[1]);
+    if (!scaled) return { lse1, lseT: lse1 };
+    const sT = await readF32(this.ctx, this.statsT, 2);
+    return { lse1, lseT: sT[0] + Math.log(sT[1]) };
+  }
+
+  /** The distribution sample() draws from, as (ids, probs); reads the whole row only when it must. */
+  async distribution(o: SamplingOptions): Promise<{ ids: number[]; probs: number[]; lse1: number; usedFullRow: boolean; logitOf: (id: number) => number }> {
+    checkSamplingOptions(o);
+    const T = o.temperature ?? 0;
+    const { lse1, lseT } = await this.logSumExps(T);
+    if (T === 0) {
+      const c = await this.candidates(1);
+      return { ids: [c.ids[0]], probs: [1], lse1, usedFullRow: false, logitOf: () => c.values[0] };
+    }
+    const k = o.topK && o.topK <= this.maxK ? o.topK : this.maxK;
+    const c = await this.candidates(Math.min(k, this.vocab));
+    const d = candidateDistribution(c.values, c.ids, lseT, this.vocab, o);
+    if (d) {
+      const byId = new Map(Array.from(c.ids, (id, i) => [id, c.values[i]] as const));
+      return { ...d, lse1, usedFullRow: false, logitOf: (id) => byId.get(id)! };
+    }
+    const row = await readF32(this.ctx, this.logits, this.vocab);
+    const sorted = sortRow(row);
+    const full = candidateDistribution(sorted.values, sorted.ids, logSumExp(row, 1 / T), this.vocab, o)!;
+    return { ...full, lse1, usedFullRow: true, logitOf: (id) => row[id] };
+  }
+
+  /** Samples one token; see SampleResult for which log-probabilities are returned. rng: needed unless greedy. */
+  async sample(o: SamplingOptions, rng?: Rng): Promise<SampleResult> {
+    const d = await this.distribution(o);
+    if (d.probs.length > 1 && !rng) throw new Error('GpuSampler.sample: a seeded Rng is required for temperature > 0');
+    const i = d.probs.length === 1 ? 0 : drawIndex(d.probs, rng!);
+    const token = d.ids[i];
+    return { token, logprob: d.logitOf(token) - d.lse1, sampleLogprob: Math.log(d.probs[i]) };
+  }
+
+  destroy(): void {
+    for (const b of [...this.scratch, this.stats1, this.statsT]) b.destroy();
+    this.plans.clear();
+    this.lsePlans.clear();
+  }
+}
+
+/** Greedy decoding: the argmax token (ties to the lowest id) and its temperature-1 log-probability. */
+export async function greedy(sampler: GpuSampler): Promise<SampleResult> {
+  return sampler.sample({ temperature: 0 });
+}
