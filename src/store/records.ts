@@ -42,6 +42,12 @@ export interface RolloutRecord {
   prompt: string;
   completion: string;
   createdAt: number;
+  /** The chat messages the planner saw (the engine applied its chat template to these). */
+  messages?: Array<{ role: 'system' | 'user' | 'assistant'; content: string }>;
+  /** Engine that sampled the completion, and whether the loop could use the completion. */
+  engineId?: string;
+  parsedOk?: boolean;
+  finishReason?: 'stop' | 'length' | 'abort';
 }
 
 /** A LoRA adapter in PEFT layout (trainer). Tensors keyed by PEFT name, f32. */

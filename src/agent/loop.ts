@@ -1,0 +1,498 @@
+// The AgentFlow turn loop on the main thread: query analysis, then per turn planner -> executor (one tool
+// call) -> memory -> verifier, until the verifier says STOP or a turn/time budget runs out; then the
+// generator. Every completed step goes to the sink as it completes, so a reload loses at most the step in
+// flight, and a run can be resumed from its stored steps. Model nonsense never ends a run: an unusable
+// output becomes an error step and the loop goes on.
+import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../engine/types';
+import type { StepRecord } from '../store/records';
+import type { Tool, ToolResult } from '../tools/types';
+import type { MemoryEntry } from './memory';
+import { extractAnswerTag, matchToolName, parsePlannerOutput, parseToolArgs, parseVerdict, type PlannerAction, type PlannerParse } from './parse';
+import {
+  analysisMessages,
+  DEFAULT_LIMITS,
+  executorMessages,
+  generatorMessages,
+  plannerMessages,
+  verifierMessages,
+  type ModuleName,
+  type PromptLimits,
+} from './prompts';
+
+export interface AgentEngines {
+  /** Our WebGPU runtime (LoRA, token ids, logprobs). */
+  planner: ChatEngine;
+  /** The shared web-llm engine. */
+  shared: ChatEngine;
+}
+
+export interface AgentConfig {
+  maxTurns: number;
+  /** Wall-clock budget for the turns; when it runs out the generator still answers from the memory. */
+  timeBudgetMs: number;
+  toolTimeoutMs: number;
+  /** Per-tool timeouts by tool name, overriding toolTimeoutMs (e.g. Python needs longer on first load). */
+  toolTimeouts: Record<string, number>;
+  /** Benchmarks: ask for <answer> tags and extract them. */
+  answerTags: boolean;
+  /** Which engine each module runs on. */
+  engineFor: Record<ModuleName, keyof AgentEngines>;
+  generation: Record<ModuleName, GenerateOptions>;
+  limits: PromptLimits;
+}
+
+export const CHAT_DEFAULTS: AgentConfig = {
+  maxTurns: 10,
+  timeBudgetMs: 10 * 60_000,
+  toolTimeoutMs: 60_000,
+  toolTimeouts: {},
+  answerTags: false,
+  engineFor: { analysis: 'shared', planner: 'planner', executor: 'shared', verifier: 'shared', generator: 'shared' },
+  generation: {
+    analysis: { maxNewTokens: 256, temperature: 0 },
+    planner: { maxNewTokens: 256, temperature: 0 },
+    executor: { maxNewTokens: 384, temperature: 0, json: true },
+    verifier: { maxNewTokens: 160, temperature: 0, json: true },
+    generator: { maxNewTokens: 768, temperature: 0 },
+  },
+  limits: DEFAULT_LIMITS,
+};
+
+export type AgentConfigInput = Partial<Omit<AgentConfig, 'engineFor' | 'generation' | 'limits'>> & {
+  engineFor?: Partial<AgentConfig['engineFor']>;
+  generation?: Partial<AgentConfig['generation']>;
+  limits?: Partial<PromptLimits>;
+};
+
+export function resolveConfig(c: AgentConfigInput = {}): AgentConfig {
+  const generation = { ...CHAT_DEFAULTS.generation };
+  for (const [k, v] of Object.entries(c.generation ?? {}) as Array<[ModuleName, GenerateOptions]>) generation[k] = { ...generation[k], ...v };
+  const cfg: AgentConfig = {
+    ...CHAT_DEFAULTS,
+    ...c,
+    engineFor: { ...CHAT_DEFAULTS.engineFor, ...c.engineFor },
+    generation,
+    limits: { ...CHAT_DEFAULTS.limits, ...c.limits },
+  };
+  if (!Number.isInteger(cfg.maxTurns) || cfg.maxTurns < 1) throw new Error(`agent config: maxTurns must be a positive integer, got ${cfg.maxTurns}`);
+  if (!(cfg.timeBudgetMs > 0)) throw new Error(`agent config: timeBudgetMs must be positive, got ${cfg.timeBudgetMs}`);
+  if (!(cfg.toolTimeoutMs > 0)) throw new Error(`agent config: toolTimeoutMs must be positive, got ${cfg.toolTimeoutMs}`);
+  for (const [name, ms] of Object.entries(cfg.toolTimeouts)) {
+    if (!(ms > 0)) throw new Error(`agent config: toolTimeouts['${name}'] must be positive, got ${ms}`);
+  }
+  return cfg;
+}
+
+/** Receives each completed step; awaited, so a step is stored before the next module runs. */
+export interface StepSink {
+  write(step: StepRecord): Promise<void>;
+}
+
+/** Everything about one planner call that training needs. */
+export interface PlannerCall {
+  conversationId: string;
+  turn: number;
+  engineId: string;
+  messages: ChatMessage[];
+  result: GenerationResult;
+  parsed: PlannerParse;
+}
+
+export interface RunAgentOptions {
+  conversationId: string;
+  query: string;
+  tools: Tool[];
+  engines: AgentEngines;
+  config?: AgentConfigInput;
+  signal?: AbortSignal;
+  sink?: StepSink;
+  /** Awaited before the planner step is written, so a stored planner step always has its rollout. */
+  onPlannerCall?: (call: PlannerCall) => Promise<void> | void;
+  /** Streamed text of the module running now (for the UI). */
+  onToken?: (module: ModuleName, turn: number, piece: string) => void;
+  /** Steps already stored for this conversation: the run continues from them. */
+  resumeFrom?: StepRecord[];
+  now?: () => number;
+}
+
+export type StopReason = 'verifier' | 'turn-budget' | 'time-budget' | 'aborted' | 'error';
+
+export interface AgentRunResult {
+  conversationId: string;
+  status: 'done' | 'interrupted' | 'error';
+  stopReason: StopReason;
+  /** The generator's full reply. */
+  answer: string | null;
+  /** With answerTags, what the last <answer> tag held (else the whole reply). */
+  finalAnswer: string | null;
+  analysis: string;
+  memory: MemoryEntry[];
+  /** All steps of the conversation, stored ones included. */
+  steps: StepRecord[];
+  /** Turns with a planner call (or planner error). */
+  turns: number;
+  error?: string;
+}
+
+type Phase = 'analysis' | 'plan' | 'execute' | 'verify' | 'generate' | 'done';
+
+/** Where a conversation stands, rebuilt from its stored steps. */
+export interface LoopState {
+  phase: Phase;
+  turn: number;
+  analysis: string;
+  memory: MemoryEntry[];
+  action: PlannerAction | null;
+  /** The registered tool the planner's tool name resolved to, null when none did. */
+  resolvedTool: string | null;
+  answer: string | null;
+  nextSeq: number;
+  turnsUsed: number;
+}
+
+/** Rebuilds memory and the next phase from stored steps (sorted by seq). */
+export function stateFromSteps(steps: StepRecord[]): LoopState {
+  const s: LoopState = { phase: 'analysis', turn: 1, analysis: '', memory: [], action: null, resolvedTool: null, answer: null, nextSeq: 0, turnsUsed: 0 };
+  for (const st of [...steps].sort((a, b) => a.seq - b.seq)) {
+    s.nextSeq = Math.max(s.nextSeq, st.seq + 1);
+    const d = st.data;
+    const module = st.kind === 'error' ? (d.module as ModuleName) : st.kind;
+    switch (module) {
+      case 'analysis':
+        s.analysis = st.kind === 'analysis' ? String(d.text ?? '') : '';
+        s.phase = 'plan';
+        break;
+      case 'planner':
+        s.turn = st.turn;
+        s.turnsUsed = Math.max(s.turnsUsed, st.turn);
+        if (st.kind === 'planner') {
+          s.action = d.action as PlannerAction;
+          s.resolvedTool = (d.resolvedTool as string | null) ?? null;
+          s.phase = 'execute';
+        } else {
+          s.memory.push(memoryOfError(st.turn, null, `planner: ${String(d.message)}`));
+          s.turn = st.turn + 1;
+          s.phase = 'plan';
+        }
+        break;
+      case 'executor':
+        s.memory.push(
+          st.kind === 'executor'
+            ? {
+                turn: st.turn,
+                subGoal: String(d.subGoal ?? ''),
+                toolName: String(d.toolName ?? ''),
+                args: (d.args as Record<string, unknown> | null) ?? null,
+                result: String(d.result ?? ''),
+                ok: d.ok === true,
+                ...(d.error ? { error: String(d.error) } : {}),
+              }
+            : memoryOfError(st.turn, s.action, String(d.message)),
+        );
+        s.phase = 'verify';
+        break;
+      case 'verifier':
+        if (st.kind === 'verifier' && d.verdict === 'STOP') s.phase = 'generate';
+        else {
+          s.turn = st.turn + 1;
+          s.phase = 'plan';
+        }
+        break;
+      case 'generator':
+        if (st.kind === 'generator') {
+          s.answer = String(d.text ?? '');
+          s.phase = 'done';
+        }
+        break;
+    }
+  }
+  return s;
+}
+
+function memoryOfError(turn: number, action: PlannerAction | null, message: string): MemoryEntry {
+  return { turn, subGoal: action?.subGoal ?? '', toolName: action?.toolName ?? '', args: null, result: '', ok: false, error: message };
+}
+
+class BudgetExhausted extends Error {
+  constructor() {
+    super('time budget exhausted');
+    this.name = 'BudgetExhausted';
+  }
+}
+
+class ToolTimeout extends Error {}
+
+/** AbortSignal.any, which Chrome 113-115 (within the supported range) lack. */
+export function anySignal(signals: AbortSignal[]): AbortSignal {
+  if (typeof AbortSignal.any === 'function') return AbortSignal.any(signals);
+  const ctl = new AbortController();
+  for (const s of signals) {
+    if (s.aborted) {
+      ctl.abort(s.reason);
+      break;
+    }
+    s.addEventListener('abort', () => ctl.abort(s.reason), { once: true });
+  }
+  return ctl.signal;
+}
+
+function errorMessage(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+/** Runs (or resumes) one conversation of the agent. Never throws for model or tool misbehaviour. */
+export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
+  const cfg = resolveConfig(opts.config);
+  const now = opts.now ?? (() => Date.now());
+  const steps: StepRecord[] = [...(opts.resumeFrom ?? [])].sort((a, b) => a.seq - b.seq);
+  const state = stateFromSteps(steps);
+  const tools = new Map(opts.tools.map((t) => [t.card.name, t]));
+  const cards = opts.tools.map((t) => t.card);
+  const userSignal = opts.signal ?? new AbortController().signal;
+
+  // Turns run under the user's signal and the time budget; the generator only under the user's.
+  const budget = new AbortController();
+  const timer = setTimeout(() => budget.abort(new BudgetExhausted()), cfg.timeBudgetMs);
+  const turnSignal = anySignal([userSignal, budget.signal]);
+
+  const record = async (kind: StepRecord['kind'], turn: number, startedAt: number, data: Record<string, unknown>) => {
+    const step: StepRecord = { conversationId: opts.conversationId, seq: state.nextSeq++, kind, turn, startedAt, endedAt: now(), data };
+    await opts.sink?.write(step);
+    steps.push(step);
+    return step;
+  };
+
+  const call = async (module: ModuleName, turn: number, messages: ChatMessage[], signal: AbortSignal) => {
+    const engine = opts.engines[cfg.engineFor[module]];
+    const onToken = opts.onToken ? (p: string) => opts.onToken!(module, turn, p) : undefined;
+    const result = await engine.chat(messages, { ...cfg.generation[module], signal, onToken });
+    signal.throwIfAborted();
+    return { engine, result, usage: usage(engine, result) };
+  };
+
+  let stopReason: StopReason | null = null;
+  let fatal: string | undefined;
+  try {
+    while (state.phase !== 'generate' && state.phase !== 'done') {
+      turnSignal.throwIfAborted();
+      const startedAt = now();
+      if (state.phase === 'analysis') {
+        try {
+          const { result, usage: u } = await call('analysis', 0, analysisMessages(opts.query, cards), turnSignal);
+          state.analysis = result.text.trim();
+          await record('analysis', 0, startedAt, { text: state.analysis, ...u });
+        } catch (e) {
+          if (turnSignal.aborted) throw e;
+          state.analysis = '';
+          await record('error', 0, startedAt, { module: 'analysis', message: errorMessage(e), errorKind: 'engine-error' });
+        }
+        state.phase = 'plan';
+      } else if (state.phase === 'plan') {
+        if (state.turn > cfg.maxTurns) {
+          stopReason = 'turn-budget';
+          break;
+        }
+        state.turnsUsed = Math.max(state.turnsUsed, state.turn);
+        await planTurn(startedAt);
+      } else if (state.phase === 'execute') {
+        await executeTurn(startedAt);
+        state.phase = 'verify';
+      } else if (state.phase === 'verify') {
+        if (state.turn >= cfg.maxTurns) {
+          // The last turn's verdict could not change anything: answer now.
+          stopReason = 'turn-budget';
+          break;
+        }
+        await verifyTurn(startedAt);
+      }
+    }
+    if (state.phase === 'generate' && !stopReason) stopReason = 'verifier';
+  } catch (e) {
+    if (userSignal.aborted) stopReason = 'aborted';
+    else if (budget.signal.aborted) stopReason = 'time-budget';
+    else {
+      stopReason = 'error';
+      fatal = errorMessage(e);
+    }
+  } finally {
+    clearTimeout(timer);
+  }
+
+  if (state.phase !== 'done' && (stopReason === 'verifier' || stopReason === 'turn-budget' || stopReason === 'time-budget')) {
+    const startedAt = now();
+    try {
+      const { result, usage: u } = await call('generator', state.turn, generatorMessages(opts.query, state.memory, { answerTags: cfg.answerTags, limits: cfg.limits }), userSignal);
+      state.answer = result.text;
+      const tagged = cfg.answerTags ? extractAnswerTag(result.text) : null;
+      await record('generator', state.turn, startedAt, { text: result.text, finalAnswer: tagged ?? result.text.trim(), stopReason, ...u });
+      state.phase = 'done';
+    } catch (e) {
+      if (userSignal.aborted) stopReason = 'aborted';
+      else {
+        fatal = `generator failed: ${errorMessage(e)}`;
+        stopReason = 'error';
+        // Best effort: the store may be what failed.
+        await record('error', state.turn, startedAt, { module: 'generator', message: fatal, errorKind: 'engine-error' }).catch(() => undefined);
+      }
+    }
+  }
+
+  const generatorStep = [...steps].reverse().find((s) => s.kind === 'generator');
+  const finalAnswer = generatorStep ? String(generatorStep.data.finalAnswer ?? generatorStep.data.text ?? '') : null;
+  return {
+    conversationId: opts.conversationId,
+    status: state.phase === 'done' ? 'done' : stopReason === 'aborted' ? 'interrupted' : 'error',
+    stopReason: state.phase === 'done' && !stopReason ? (((generatorStep?.data.stopReason as StopReason) ?? 'verifier')) : (stopReason ?? 'error'),
+    answer: state.answer,
+    finalAnswer,
+    analysis: state.analysis,
+    memory: state.memory,
+    steps,
+    turns: state.turnsUsed,
+    ...(fatal ? { error: fatal } : {}),
+  };
+
+  async function planTurn(startedAt: number): Promise<void> {
+    const turn = state.turn;
+    const messages = plannerMessages({ query: opts.query, analysis: state.analysis, cards, memory: state.memory, turn, maxTurns: cfg.maxTurns, limits: cfg.limits });
+    let res: Awaited<ReturnType<typeof call>>;
+    try {
+      res = await call('planner', turn, messages, turnSignal);
+    } catch (e) {
+      if (turnSignal.aborted) throw e;
+      await planFailed(turn, startedAt, { message: `planner engine failed: ${errorMessage(e)}`, errorKind: 'engine-error' });
+      return;
+    }
+    const parsed = parsePlannerOutput(res.result.text, [...tools.keys()]);
+    await opts.onPlannerCall?.({ conversationId: opts.conversationId, turn, engineId: res.engine.id, messages, result: res.result, parsed });
+    if (!parsed.ok) {
+      await planFailed(turn, startedAt, { message: parsed.error, errorKind: 'unusable-output', raw: res.result.text, adapterId: res.result.adapterId, ...res.usage });
+      return;
+    }
+    const match = matchToolName(parsed.action.toolName, [...tools.keys()]);
+    state.action = parsed.action;
+    state.resolvedTool = match?.name ?? null;
+    await record('planner', turn, startedAt, {
+      raw: res.result.text,
+      action: parsed.action,
+      parseMethod: parsed.method,
+      resolvedTool: state.resolvedTool,
+      toolMatch: match ? (match.exact ? 'exact' : 'fuzzy') : 'none',
+      adapterId: res.result.adapterId,
+      ...res.usage,
+    });
+    state.phase = 'execute';
+  }
+
+  async function planFailed(turn: number, startedAt: number, data: Record<string, unknown>): Promise<void> {
+    await record('error', turn, startedAt, { module: 'planner', ...data });
+    state.memory.push(memoryOfError(turn, null, `planner: ${String(data.message)}`));
+    state.action = null;
+    state.turn = turn + 1;
+    state.phase = 'plan';
+  }
+
+  async function executeTurn(startedAt: number): Promise<void> {
+    const turn = state.turn;
+    const action = state.action!;
+    const base = { subGoal: action.subGoal, toolName: state.resolvedTool ?? action.toolName };
+    const tool = state.resolvedTool ? tools.get(state.resolvedTool) : undefined;
+    const finish = async (data: Record<string, unknown>, entry: Omit<MemoryEntry, 'turn' | 'subGoal' | 'toolName'>) => {
+      await record('executor', turn, startedAt, { ...base, ...data, args: entry.args, ok: entry.ok, result: entry.result, error: entry.error ?? null });
+      state.memory.push({ turn, ...base, ...entry });
+    };
+    if (!tool) {
+      const error = `tool-calling error: no tool named '${action.toolName}'; available: ${[...tools.keys()].join(', ')}`;
+      await finish({ errorKind: 'unknown-tool' }, { args: null, result: '', ok: false, error });
+      return;
+    }
+    let res: Awaited<ReturnType<typeof call>>;
+    try {
+      res = await call('executor', turn, executorMessages(opts.query, action, tool.card), turnSignal);
+    } catch (e) {
+      if (turnSignal.aborted) throw e;
+      const message = `executor engine failed: ${errorMessage(e)}`;
+      await record('error', turn, startedAt, { module: 'executor', message, errorKind: 'engine-error' });
+      state.memory.push(memoryOfError(turn, action, message));
+      return;
+    }
+    const parsed = parseToolArgs(res.result.text, tool.card);
+    const llm = { raw: res.result.text, parseMethod: parsed.method, ...res.usage };
+    if (!parsed.ok) {
+      await finish({ ...llm, errorKind: 'bad-arguments' }, { args: null, result: '', ok: false, error: `tool-calling error: ${parsed.error}` });
+      return;
+    }
+    const toolStart = now();
+    const out = await runTool(tool, parsed.args, cfg.toolTimeouts[tool.card.name] ?? cfg.toolTimeoutMs, turnSignal);
+    const toolMs = now() - toolStart;
+    const errorKind = out.timedOut ? 'timeout' : out.result.ok ? null : 'tool-error';
+    await finish(
+      { ...llm, toolMs, errorKind, droppedArgs: parsed.dropped },
+      { args: parsed.args, result: out.result.output ?? '', ok: out.result.ok, ...(out.result.ok ? {} : { error: out.result.error ?? 'tool failed without a message' }) },
+    );
+  }
+
+  async function verifyTurn(startedAt: number): Promise<void> {
+    const turn = state.turn;
+    try {
+      const { result, usage: u } = await call('verifier', turn, verifierMessages(opts.query, state.analysis, state.memory, cfg.limits), turnSignal);
+      const v = parseVerdict(result.text);
+      await record('verifier', turn, startedAt, { raw: result.text, verdict: v.verdict, explanation: v.explanation, parseMethod: v.method, ...u });
+      if (v.verdict === 'STOP') {
+        state.phase = 'generate';
+        return;
+      }
+    } catch (e) {
+      if (turnSignal.aborted) throw e;
+      await record('error', turn, startedAt, { module: 'verifier', message: `verifier engine failed: ${errorMessage(e)}`, errorKind: 'engine-error' });
+    }
+    state.turn = turn + 1;
+    state.phase = 'plan';
+  }
+}
+
+function usage(engine: ChatEngine, r: GenerationResult): Record<string, unknown> {
+  return {
+    engineId: engine.id,
+    promptTokenCount: r.promptTokens.length || null,
+    completionTokenCount: r.tokens.length || null,
+    finishReason: r.finishReason,
+    timings: r.timings,
+  };
+}
+
+/**
+ * Runs a tool under its timeout and the loop's signal. A tool that ignores its signal is abandoned at the
+ * deadline (its eventual result is dropped); the loop's own abort propagates as an AbortError.
+ */
+export async function runTool(
+  tool: Tool,
+  args: Record<string, unknown>,
+  timeoutMs: number,
+  signal: AbortSignal,
+): Promise<{ result: ToolResult; timedOut: boolean }> {
+  signal.throwIfAborted();
+  const ctl = new AbortController();
+  const onAbort = () => ctl.abort(signal.reason);
+  signal.addEventListener('abort', onAbort, { once: true });
+  const timer = setTimeout(() => ctl.abort(new ToolTimeout(`${tool.card.name} timed out after ${timeoutMs} ms`)), timeoutMs);
+  const aborted = new Promise<never>((_, reject) => {
+    if (ctl.signal.aborted) reject(ctl.signal.reason);
+    ctl.signal.addEventListener('abort', () => reject(ctl.signal.reason), { once: true });
+  });
+  try {
+    const result = await Promise.race([tool.run(args, { signal: ctl.signal, timeoutMs }), aborted]);
+    // A wrapped tool (e.g. the registry's) may answer 'cancelled' instead of throwing: an abort is an abort.
+    signal.throwIfAborted();
+    if (!result || typeof result.ok !== 'boolean') return { result: { ok: false, output: '', error: `${tool.card.name} returned no result` }, timedOut: false };
+    return { result: { ...result, output: typeof result.output === 'string' ? result.output : String(result.output ?? '') }, timedOut: false };
+  } catch (e) {
+    if (signal.aborted) throw signal.reason ?? e;
+    if (e instanceof ToolTimeout) return { result: { ok: false, output: '', error: e.message }, timedOut: true };
+    return { result: { ok: false, output: '', error: `${tool.card.name} threw: ${errorMessage(e)}` }, timedOut: false };
+  } finally {
+    clearTimeout(timer);
+    signal.removeEventListener('abort', onAbort);
+    aborted.catch(() => undefined);
+  }
+}

@@ -1,0 +1,11 @@
+// The agent's view of the tool registry: the tools available now, each run through the registry (which
+// checks the user's switches and network consent at call time, validates and time-limits the call).
+import type { ToolRegistry } from '../tools/registry';
+import type { Tool } from '../tools/types';
+
+export function toolsFromRegistry(registry: Pick<ToolRegistry, 'cards' | 'run'>): Tool[] {
+  return registry.cards().map((card) => ({
+    card,
+    run: (args, ctx) => registry.run(card.name, args, ctx),
+  }));
+}

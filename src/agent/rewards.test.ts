@@ -1,0 +1,201 @@
+// Reward functions against the real answers of the AgentFlow benchmarks in ../shared/benchmarks.
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import type { ChatEngine, ChatMessage, GenerationResult } from '../engine/types';
+import {
+  checkGame24,
+  choiceLetter,
+  choiceMatch,
+  exactMatch,
+  game24Expression,
+  judgeAnswer,
+  normalizeAnswer,
+  numericMatch,
+  parseNumber,
+  rewardKindFor,
+  scoreAnswer,
+} from './rewards';
+
+interface Item {
+  pid: string | number;
+  answer: unknown;
+  question?: unknown;
+  query?: string;
+}
+const load = (name: string): Item[] =>
+  JSON.parse(readFileSync(new URL(`../../../shared/benchmarks/${name}.json`, import.meta.url), 'utf8')) as Item[];
+const refs = (a: unknown): string[] => (Array.isArray(a) ? a.map(String) : [String(a)]);
+
+describe('exact match on the search benchmarks', () => {
+  for (const name of ['bamboogle', '2wiki', 'hotpotqa', 'musique']) {
+    it(`${name}: each answer and its obvious variants match, other items' answers do not`, () => {
+      const items = load(name);
+      expect(items.length).toBeGreaterThan(50);
+      expect(rewardKindFor(name)).toBe('exact');
+      let wrongChecked = 0;
+      items.forEach((item, i) => {
+        for (const r of refs(item.answer)) {
+          expect(exactMatch(r, item.answer)).toBe(true);
+          expect(exactMatch(`  ${r.toUpperCase()}. `, item.answer)).toBe(true);
+          expect(exactMatch(`The ${r}!`, item.answer)).toBe(true);
+          expect(scoreAnswer({ kind: 'exact', prediction: `I found it. <answer>${r}</answer>`, reference: item.answer })).toBe(1);
+        }
+        const other = items[(i + 1) % items.length];
+        const otherRef = refs(other.answer)[0];
+        if (!refs(item.answer).some((r) => normalizeAnswer(r) === normalizeAnswer(otherRef))) {
+          expect(exactMatch(otherRef, item.answer)).toBe(false);
+          wrongChecked++;
+        }
+        expect(exactMatch('', item.answer)).toBe(false);
+      });
+      expect(wrongChecked).toBeGreaterThan(items.length / 2);
+    });
+  }
+
+  it('normalizes like SQuAD', () => {
+    expect(normalizeAnswer('The  Battle of Britain, and the Battle of Malta.')).toBe('battle of britain and battle of malta');
+    expect(exactMatch('Titan IIIE', ['Titan IIIE'])).toBe(true);
+    expect(exactMatch('Titan III', ['Titan IIIE'])).toBe(false);
+    expect(exactMatch('yes', 'no')).toBe(false);
+  });
+});
+
+describe('numeric match on AIME24 and AMC23', () => {
+  for (const name of ['aime24', 'amc23']) {
+    it(`${name}: every answer in the usual written forms matches; off-by-one does not`, () => {
+      const items = load(name);
+      expect(rewardKindFor(name)).toBe('numeric');
+      for (const item of items) {
+        const v = Number(item.answer);
+        expect(Number.isFinite(v)).toBe(true);
+        const s = String(item.answer);
+        const forms = [s, `\\boxed{${s}}`, `The answer is $${s}$.`, `so we get ${s} units`, `${s}.0`, `x = ${s}`, `<answer>${s}</answer>`];
+        if (Math.abs(v) >= 1000) forms.push(v.toLocaleString('en-US'));
+        for (const f of forms) expect(numericMatch(f, item.answer), f).toBe(true);
+        expect(numericMatch(String(v + 1), item.answer)).toBe(false);
+        expect(numericMatch(`\\boxed{${v * 10}}`, item.answer)).toBe(false);
+        expect(scoreAnswer({ kind: 'numeric', prediction: `Work... <answer>\\boxed{${s}}</answer>`, reference: item.answer })).toBe(1);
+      }
+    });
+  }
+
+  it('reads fractions, LaTeX, commas, percent, degrees and units', () => {
+    expect(parseNumber('\\frac{3}{4}')).toBe(0.75);
+    expect(parseNumber('\\dfrac{-6}{8}')).toBe(-0.75);
+    expect(parseNumber('\\tfrac12')).toBe(0.5);
+    expect(parseNumber('3/4')).toBe(0.75);
+    expect(parseNumber('2 1/2')).toBe(2.5);
+    expect(parseNumber('$1,234,567$')).toBe(1234567);
+    expect(parseNumber('45^\\circ')).toBe(45);
+    expect(parseNumber('50\\%')).toBe(50);
+    expect(parseNumber('27 miles')).toBe(27);
+    expect(parseNumber('\\boxed{\\frac{1}{3}}')).toBeCloseTo(1 / 3, 15);
+    expect(parseNumber('1/0')).toBeNull();
+    expect(parseNumber('x+1')).toBeNull();
+    expect(numericMatch('\\frac{1}{3}', '0.333333333')).toBe(true);
+    expect(numericMatch('0.3333', '\\frac{1}{3}')).toBe(false);
+    expect(numericMatch('no number here', '3')).toBe(false);
+  });
+});
+
+describe('multiple choice', () => {
+  const options = ['Mitochondria', 'Nucleus', 'Ribosome', 'Golgi apparatus'];
+  it('matches the letter in its usual forms or the option text', () => {
+    for (const p of ['B', '(B)', 'B.', 'B) Nucleus', 'The answer is B', 'Answer: (B)']) {
+      expect(choiceLetter(p), p).toBe('B');
+      expect(choiceMatch(p, 'B', options), p).toBe(true);
+      expect(choiceMatch(p, 'Nucleus', options), p).toBe(true);
+      expect(choiceMatch(p, 'C', options), p).toBe(false);
+    }
+    expect(choiceMatch('the nucleus', 'B', options)).toBe(true);
+    expect(choiceMatch('Ribosome', 'B', options)).toBe(false);
+    expect(choiceLetter('I am not sure')).toBeNull();
+    expect(rewardKindFor('gpqa')).toBe('choice');
+  });
+});
+
+// An independent solver: tries every order of the numbers, operator choice and bracketing.
+function solve24(nums: number[]): string | null {
+  type E = { v: number; s: string };
+  const rec = (items: E[]): string | null => {
+    if (items.length === 1) return Math.abs(items[0].v - 24) < 1e-9 ? items[0].s : null;
+    for (let i = 0; i < items.length; i++) {
+      for (let j = 0; j < items.length; j++) {
+        if (i === j) continue;
+        const rest = items.filter((_, k) => k !== i && k !== j);
+        const a = items[i];
+        const b = items[j];
+        const cands: E[] = [
+          { v: a.v + b.v, s: `(${a.s}+${b.s})` },
+          { v: a.v - b.v, s: `(${a.s}-${b.s})` },
+          { v: a.v * b.v, s: `(${a.s}×${b.s})` },
+        ];
+        if (b.v !== 0) cands.push({ v: a.v / b.v, s: `(${a.s}÷${b.s})` });
+        for (const c of cands) {
+          const r = rec([...rest, c]);
+          if (r) return r;
+        }
+      }
+    }
+    return null;
+  };
+  return rec(nums.map((n) => ({ v: n, s: String(n) })));
+}
+
+describe('Game of 24', () => {
+  const items = load('gameof24') as Array<Item & { question: number[]; answer: string[] }>;
+
+  it('accepts the dataset answers and solver expressions for every real puzzle, and rejects tampered ones', () => {
+    expect(items.length).toBe(300);
+    expect(rewardKindFor('gameof24')).toBe('gameof24');
+    let solved = 0;
+    for (const item of items) {
+      const nums = item.question;
+      for (const a of item.answer) expect(checkGame24(a, nums), `${item.pid}: ${a}`).toMatchObject({ ok: true });
+      const expr = solve24(nums);
+      if (!expr) continue;
+      solved++;
+      const check = checkGame24(expr, nums);
+      expect(check.ok, `${nums} ${expr}`).toBe(true);
+      expect(scoreAnswer({ kind: 'gameof24', prediction: `<answer>${expr} = 24</answer>`, reference: item.answer, numbers: nums })).toBe(1);
+      // The same expression for other numbers, one number changed, or one left out, is wrong.
+      const changed = nums.map((n, i) => (i === 0 ? n + 1 : n));
+      expect(checkGame24(expr, changed).ok).toBe(false);
+      expect(checkGame24(`${expr}×1`, nums).ok).toBe(false);
+    }
+    expect(solved).toBe(items.length);
+  });
+
+  it('rejects non-24 values, reuse, division by zero, unary minus and anything that is not arithmetic', () => {
+    expect(checkGame24('(1+2+3)×4', [1, 2, 3, 4])).toEqual({ ok: true, value: 24 });
+    expect(checkGame24('8/(3-8/3)', [3, 3, 8, 8])).toMatchObject({ ok: true }); // needs exact-ish division
+    expect(checkGame24('1+2+3+4', [1, 2, 3, 4])).toEqual({ ok: false, reason: 'evaluates to 10, not 24' });
+    expect(checkGame24('4×6', [4, 6, 6, 1])).toEqual({ ok: false, reason: 'uses 4, 6 but the numbers are 1, 4, 6, 6' });
+    expect(checkGame24('4/(1-1)×6×6', [4, 1, 1, 6])).toMatchObject({ ok: false, reason: 'division by zero' });
+    expect(checkGame24('-1+25', [1, 25])).toMatchObject({ ok: false, reason: 'unary minus is not allowed' });
+    expect(checkGame24('alert(24)', [24])).toMatchObject({ ok: false });
+    expect(checkGame24('(1+2', [1, 2])).toMatchObject({ ok: false, reason: 'unbalanced parentheses' });
+    expect(game24Expression('Let me think.\nSo (1+2+3)×4 = 24 works.')).toBe('(1+2+3)×4');
+  });
+});
+
+class OneReplyEngine implements ChatEngine {
+  readonly id = 'test:one-reply';
+  seen: ChatMessage[][] = [];
+  constructor(private reply: string) {}
+  async chat(messages: ChatMessage[]): Promise<GenerationResult> {
+    this.seen.push(messages);
+    return { text: this.reply, promptTokens: [], tokens: [], logprobs: [], adapterId: null, finishReason: 'stop', timings: { prefillMs: 0, decodeMs: 0 } };
+  }
+}
+
+describe('judge', () => {
+  it('asks the engine with the question, reference and response, and parses its yes/no', async () => {
+    const yes = new OneReplyEngine('Yes, they match.');
+    expect(await judgeAnswer(yes, 'Who?', 'J. Madison', ['james madison'])).toBe(true);
+    expect(yes.seen[0][1].content).toContain('Reference answer: james madison');
+    expect(yes.seen[0][1].content).toContain('Response: J. Madison');
+    expect(await judgeAnswer(new OneReplyEngine('{"answer": "no"}'), 'q', 'a', 'b')).toBe(false);
+    expect(await judgeAnswer(new OneReplyEngine('perhaps'), 'q', 'a', 'b')).toBeNull();
+  });
+});

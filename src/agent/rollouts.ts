@@ -1,0 +1,127 @@
+// Planner calls as training data (Flow-GRPO): the exact prompt token ids, sampled ids and their logprobs,
+// the adapter that sampled them, the group (same query, several rollouts) and the run; the run's final
+// reward is broadcast to every planner call of that conversation. Exported as JSONL for TRL/verl.
+import type { RolloutRecord } from '../store/records';
+import { getRolloutsByRun, putRollout, setConversationReward } from '../store/rollouts';
+import type { PlannerCall } from './loop';
+
+export interface RolloutIds {
+  /** The collection this belongs to: a training run, an experiment, or 'chat'. */
+  runId: string;
+  /** Rollouts of the same query compared with each other (GRPO group). */
+  groupId: string;
+}
+
+/** Stable per conversation and turn, so a planner call repeated after a reload replaces its record. */
+export function rolloutId(runId: string, conversationId: string, turn: number): string {
+  return `${runId}:${conversationId}:${turn}`;
+}
+
+export function rolloutFromPlannerCall(call: PlannerCall, ids: RolloutIds, createdAt = Date.now()): RolloutRecord {
+  const r = call.result;
+  if (r.tokens.length !== r.logprobs.length) {
+    throw new Error(`planner engine '${call.engineId}' returned ${r.tokens.length} tokens but ${r.logprobs.length} logprobs`);
+  }
+  return {
+    id: rolloutId(ids.runId, call.conversationId, call.turn),
+    runId: ids.runId,
+    groupId: ids.groupId,
+    conversationId: call.conversationId,
+    turn: call.turn,
+    adapterId: r.adapterId,
+    promptTokens: [...r.promptTokens],
+    tokens: [...r.tokens],
+    logprobs: [...r.logprobs],
+    prompt: call.messages.map((m) => `${m.role}: ${m.content}`).join('\n\n'),
+    completion: r.text,
+    createdAt,
+    messages: call.messages.map((m) => ({ role: m.role, content: m.content })),
+    engineId: call.engineId,
+    parsedOk: call.parsed.ok,
+    finishReason: r.finishReason,
+  };
+}
+
+/**
+ * An onPlannerCall handler for runAgent that stores each call. A planner on web-llm has no token ids; its
+ * calls are stored with empty ids (engineId says which engine) and the trainer skips them.
+ */
+export function rolloutRecorder(ids: RolloutIds, dbName?: string): (call: PlannerCall) => Promise<void> {
+  return (call) => putRollout(rolloutFromPlannerCall(call, ids), dbName);
+}
+
+/** Broadcasts the run's final reward to all of its planner calls. */
+export function recordReward(ids: RolloutIds, conversationId: string, reward: number, dbName?: string): Promise<number> {
+  return setConversationReward(ids.runId, conversationId, reward, dbName);
+}
+
+/**
+ * Group-normalized advantages, one reward per trajectory (conversation) broadcast to its turns:
+ * A = (R - mean) / (std + eps) over the conversations of a group, population std. A group whose rewards are
+ * all equal gets 0. Rollouts without a reward get no advantage.
+ */
+export function groupAdvantages(records: RolloutRecord[], eps = 1e-6): Map<string, number> {
+  const groups = new Map<string, Map<string, number>>();
+  for (const r of records) {
+    if (typeof r.reward !== 'number') continue;
+    let g = groups.get(r.groupId);
+    if (!g) groups.set(r.groupId, (g = new Map()));
+    g.set(r.conversationId, r.reward);
+  }
+  const out = new Map<string, number>();
+  for (const r of records) {
+    const g = groups.get(r.groupId);
+    if (!g || typeof r.reward !== 'number') continue;
+    const rewards = [...g.values()];
+    const mean = rewards.reduce((a, b) => a + b, 0) / rewards.length;
+    const std = Math.sqrt(rewards.reduce((a, b) => a + (b - mean) ** 2, 0) / rewards.length);
+    out.set(r.id, std === 0 ? 0 : (r.reward - mean) / (std + eps));
+  }
+  return out;
+}
+
+export interface RolloutJsonLine {
+  prompt: Array<{ role: string; content: string }>;
+  completion: Array<{ role: 'assistant'; content: string }>;
+  reward: number | null;
+  advantage: number | null;
+  group_id: string;
+  run_id: string;
+  conversation_id: string;
+  turn: number;
+  adapter_id: string | null;
+  prompt_token_ids: number[];
+  completion_token_ids: number[];
+  logprobs: number[];
+}
+
+/**
+ * JSONL, one planner call per line, in the conversational prompt/completion form TRL and verl read, with
+ * token ids and sampling logprobs. Stored advantages are used; missing ones come from groupAdvantages.
+ */
+export function rolloutsToJsonl(records: RolloutRecord[]): string {
+  const computed = groupAdvantages(records);
+  return records
+    .map((r) => {
+      const line: RolloutJsonLine = {
+        prompt: r.messages ?? [{ role: 'user', content: r.prompt }],
+        completion: [{ role: 'assistant', content: r.completion }],
+        reward: typeof r.reward === 'number' ? r.reward : null,
+        advantage: typeof r.advantage === 'number' ? r.advantage : (computed.get(r.id) ?? null),
+        group_id: r.groupId,
+        run_id: r.runId,
+        conversation_id: r.conversationId,
+        turn: r.turn,
+        adapter_id: r.adapterId,
+        prompt_token_ids: r.promptTokens,
+        completion_token_ids: r.tokens,
+        logprobs: r.logprobs,
+      };
+      return JSON.stringify(line);
+    })
+    .join('\n') + (records.length ? '\n' : '');
+}
+
+export async function exportRunJsonl(runId: string, dbName?: string): Promise<string> {
+  return rolloutsToJsonl(await getRolloutsByRun(runId, dbName));
+}

@@ -1,0 +1,128 @@
+// A stored run end to end on fake-indexeddb: conversation record, steps, rollouts with the broadcast reward,
+// and an interrupted run resumed from storage.
+import 'fake-indexeddb/auto';
+import { describe, expect, it } from 'vitest';
+import { getConversation, getSteps, markStaleRunsInterrupted } from '../store/conversations';
+import { getRolloutsByRun } from '../store/rollouts';
+import type { Tool } from '../tools/types';
+import { ScriptedEngine, type Script } from './scripted-engine';
+import { resumeConversation, runGroup, startConversation } from './session';
+import { exportRunJsonl, type RolloutJsonLine } from './rollouts';
+
+let n = 0;
+const freshDb = () => `session-test-${++n}-${Math.random()}`;
+
+/** Multiplies two numbers: the scripted agent must get its answer from here. */
+const multiply: Tool = {
+  card: {
+    name: 'Multiply_Tool',
+    description: 'Multiplies a by b.',
+    input: { type: 'object', properties: { a: { type: 'number', description: 'a' }, b: { type: 'number', description: 'b' } }, required: ['a', 'b'] },
+    output: 'the product',
+    limitations: [],
+    examples: [{ goal: 'multiply 2 by 3', args: { a: 2, b: 3 } }],
+    usesNetwork: false,
+  },
+  async run(args) {
+    return { ok: true, output: String((args.a as number) * (args.b as number)) };
+  },
+};
+
+const plan = (g: string) => JSON.stringify({ justification: 'j', context: 'c', sub_goal: g, tool_name: 'Multiply_Tool' });
+const answerFromMemory = (m: { content: string }[]) => `<answer>${/Result: (\d+)/.exec(m[1].content)?.[1] ?? 'unknown'}</answer>`;
+
+function engines(script: Script) {
+  return { planner: new ScriptedEngine({ planner: script.planner }, 'planner:test', 'lora-a'), shared: new ScriptedEngine({ ...script, planner: undefined }, 'shared:test') };
+}
+
+describe('stored agent sessions', () => {
+  it('stores the run, scores it against the reference and broadcasts the reward to its planner calls', async () => {
+    const db = freshDb();
+    const e = engines({
+      analysis: ['Speed times time.'],
+      planner: ['nonsense', plan('Multiply 18 by 1.5')],
+      executor: ['{"a": 18, "b": 1.5}'],
+      verifier: ['STOP'],
+      generator: [answerFromMemory],
+    });
+    const r = await startConversation('How far does Alicia ride in 1.5 hours at 18 mph?', {
+      id: 'alicia',
+      tools: [multiply],
+      engines: e,
+      config: { answerTags: true, maxTurns: 3 },
+      rollouts: { runId: 'run-1', groupId: 'alicia-q' },
+      reward: { kind: 'numeric', reference: 27 },
+      dbName: db,
+    });
+    expect(r.status).toBe('done');
+    expect(r.finalAnswer).toBe('27');
+    expect(r.reward).toBe(1);
+    const conv = await getConversation('alicia', db);
+    expect(conv).toMatchObject({ status: 'done', reward: 1, reference: '27', answer: '<answer>27</answer>' });
+    expect((await getSteps('alicia', db)).map((s) => s.kind)).toEqual(['analysis', 'error', 'planner', 'executor', 'verifier', 'generator']);
+    const rollouts = await getRolloutsByRun('run-1', db);
+    expect(rollouts.map((x) => [x.turn, x.reward, x.parsedOk, x.adapterId])).toEqual([[1, 1, false, 'lora-a'], [2, 1, true, 'lora-a']]);
+    expect(rollouts[1].completion).toBe(plan('Multiply 18 by 1.5'));
+  });
+
+  it('scores a wrong answer 0, and asks the judge for exact-match misses', async () => {
+    const db = freshDb();
+    const script: Script = { analysis: ['x'], planner: [plan('m')], executor: ['{"a": 2, "b": 2}'], verifier: ['STOP'], generator: ['<answer>Jim Madison</answer>'] };
+    const wrong = await startConversation('Who?', { tools: [multiply], engines: engines(script), config: { answerTags: true }, reward: { kind: 'exact', reference: ['james madison'] }, dbName: db });
+    expect(wrong.reward).toBe(0);
+    const judge = new ScriptedEngine({ other: ['yes'] }, 'judge');
+    const judged = await startConversation('Who?', { tools: [multiply], engines: engines(script), config: { answerTags: true }, reward: { kind: 'exact', reference: ['james madison'], judge }, dbName: db });
+    expect(judged.reward).toBe(1);
+    expect(judge.calls[0].messages[1].content).toContain('Response: Jim Madison');
+  });
+
+  it('leaves an interrupted run resumable: marked interrupted on the next start, then finished from storage', async () => {
+    const db = freshDb();
+    const script: Script = {
+      analysis: ['x'],
+      planner: [plan('Multiply 6 by 7'), plan('Multiply 42 by 10')],
+      executor: ['{"a": 6, "b": 7}', '{"a": 42, "b": 10}'],
+      verifier: ['CONTINUE', 'STOP'],
+      generator: [(m) => `<answer>${[...m[1].content.matchAll(/Result: (\d+)/g)].map((x) => x[1]).join(',')}</answer>`],
+    };
+    const ctl = new AbortController();
+    const first = engines({ ...script, executor: ['{"a": 6, "b": 7}', { text: '{"a": 42, "b": 10}', delayMs: 60_000 }] });
+    const running = startConversation('6*7*10?', { id: 'cut', tools: [multiply], engines: first, signal: ctl.signal, config: { answerTags: true }, rollouts: { runId: 'run-2', groupId: 'g' }, dbName: db });
+    while (first.shared.count('executor') < 2) await new Promise((res) => setTimeout(res, 5));
+    ctl.abort();
+    expect((await running).status).toBe('interrupted');
+    expect((await getConversation('cut', db))!.status).toBe('interrupted');
+    expect((await getSteps('cut', db)).map((s) => `${s.kind}@${s.turn}`)).toEqual(['analysis@0', 'planner@1', 'executor@1', 'verifier@1', 'planner@2']);
+    expect(await markStaleRunsInterrupted(new Set(), db)).toEqual([]); // already marked by the abort
+
+    const second = engines({ ...script, executor: ['{"a": 42, "b": 10}'], verifier: ['STOP'] });
+    const r = await resumeConversation('cut', { tools: [multiply], engines: second, config: { answerTags: true }, rollouts: { runId: 'run-2', groupId: 'g' }, reward: { kind: 'numeric', reference: 420 }, dbName: db });
+    expect(r.status).toBe('done');
+    expect(r.finalAnswer).toBe('42,420');
+    expect(second.planner.calls).toHaveLength(0);
+    expect((await getConversation('cut', db))!.status).toBe('done');
+    expect((await getSteps('cut', db)).map((s) => s.seq)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    await expect(resumeConversation('nope', { tools: [], engines: second, dbName: db })).rejects.toThrow("no conversation with id 'nope' to resume");
+  });
+
+  it('runs a GRPO group whose planner calls carry group-normalized advantages', async () => {
+    const db = freshDb();
+    // Shared engines across the group: the first run multiplies the right numbers, the second the wrong ones.
+    const e = engines({
+      analysis: ['x'],
+      planner: [plan('Multiply 6 by 7'), plan('Multiply 6 by 8')],
+      executor: ['{"a": 6, "b": 7}', '{"a": 6, "b": 8}'],
+      verifier: ['STOP'],
+      generator: [answerFromMemory],
+    });
+    const runs = await runGroup('6*7?', { kind: 'numeric', reference: 42 }, 2, { runId: 'grpo-1', groupId: 'q-6x7', tools: [multiply], engines: e, config: { answerTags: true }, dbName: db });
+    expect(runs.map((r) => [r.finalAnswer, r.reward])).toEqual([['42', 1], ['48', 0]]);
+    const lines = (await exportRunJsonl('grpo-1', db)).trim().split('\n').map((l) => JSON.parse(l) as RolloutJsonLine);
+    expect(lines.map((l) => [l.group_id, l.reward])).toEqual([['q-6x7', 1], ['q-6x7', 0]]);
+    expect(lines[0].advantage).toBeCloseTo(1, 5);
+    expect(lines[1].advantage).toBeCloseTo(-1, 5);
+    await expect(runGroup('q', { kind: 'exact', reference: 'a' }, 0, { runId: 'r', groupId: 'g', tools: [], engines: e, dbName: db })).rejects.toThrow(
+      'runGroup: group size must be a positive integer, got 0',
+    );
+  });
+});

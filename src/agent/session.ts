@@ -1,0 +1,117 @@
+// A run of the agent tied to storage: the conversation record, its steps written as they complete, planner
+// calls recorded as rollouts, and, when the query has a reference answer, the reward scored and broadcast.
+import type { ChatEngine } from '../engine/types';
+import { createConversation, getConversation, getSteps, idbStepSink, updateConversation } from '../store/conversations';
+import type { ConversationRecord } from '../store/records';
+import type { Tool } from '../tools/types';
+import { runAgent, type AgentConfigInput, type AgentEngines, type AgentRunResult, type PlannerCall } from './loop';
+import type { ModuleName } from './prompts';
+import { recordReward, rolloutRecorder, type RolloutIds } from './rollouts';
+import { judgeAnswer, scoreAnswer, type RewardKind } from './rewards';
+
+export interface RewardSpec {
+  kind: RewardKind;
+  reference: unknown;
+  numbers?: number[];
+  options?: string[];
+  /** Also ask this engine when the rule-based check says wrong (search answers phrased differently). */
+  judge?: ChatEngine;
+}
+
+export interface SessionOptions {
+  tools: Tool[];
+  engines: AgentEngines;
+  config?: AgentConfigInput;
+  signal?: AbortSignal;
+  /** Record planner calls for training under these ids. */
+  rollouts?: RolloutIds;
+  reward?: RewardSpec;
+  onToken?: (module: ModuleName, turn: number, piece: string) => void;
+  onStep?: (step: import('../store/records').StepRecord) => void;
+  dbName?: string;
+}
+
+export interface SessionResult extends AgentRunResult {
+  reward?: number;
+}
+
+/** Starts a new stored conversation for `query` and runs it to the end (or until interrupted). */
+export async function startConversation(query: string, opts: SessionOptions & { id?: string; title?: string }): Promise<SessionResult> {
+  const conv = await createConversation(
+    {
+      query,
+      ...(opts.id ? { id: opts.id } : {}),
+      ...(opts.title ? { title: opts.title } : {}),
+      ...(opts.reward ? { reference: JSON.stringify(opts.reward.reference) } : {}),
+      settings: { config: opts.config ?? {}, rollouts: opts.rollouts ?? null, rewardKind: opts.reward?.kind ?? null },
+    },
+    opts.dbName,
+  );
+  return continueConversation(conv, [], opts);
+}
+
+/** Continues an interrupted conversation from its stored steps. */
+export async function resumeConversation(id: string, opts: SessionOptions): Promise<SessionResult> {
+  const conv = await getConversation(id, opts.dbName);
+  if (!conv) throw new Error(`no conversation with id '${id}' to resume`);
+  const steps = await getSteps(id, opts.dbName);
+  await updateConversation(id, { status: 'running' }, opts.dbName);
+  return continueConversation(conv, steps, opts);
+}
+
+async function continueConversation(conv: ConversationRecord, steps: import('../store/records').StepRecord[], opts: SessionOptions): Promise<SessionResult> {
+  const sink = idbStepSink(opts.dbName);
+  const record = opts.rollouts ? rolloutRecorder(opts.rollouts, opts.dbName) : undefined;
+  const result: SessionResult = await runAgent({
+    conversationId: conv.id,
+    query: conv.query,
+    tools: opts.tools,
+    engines: opts.engines,
+    config: opts.config,
+    signal: opts.signal,
+    sink: {
+      async write(step) {
+        await sink.write(step);
+        opts.onStep?.(step);
+      },
+    },
+    ...(record ? { onPlannerCall: (c: PlannerCall) => record(c) } : {}),
+    ...(opts.onToken ? { onToken: opts.onToken } : {}),
+    resumeFrom: steps,
+  });
+  const patch: Partial<ConversationRecord> = { status: result.status };
+  if (result.answer !== null) patch.answer = result.answer;
+  if (result.status === 'done' && opts.reward && result.finalAnswer !== null) {
+    let reward = scoreAnswer({ kind: opts.reward.kind, prediction: result.finalAnswer, reference: opts.reward.reference, numbers: opts.reward.numbers, options: opts.reward.options });
+    if (reward === 0 && opts.reward.judge && opts.reward.kind === 'exact') {
+      const verdict = await judgeAnswer(opts.reward.judge, conv.query, result.finalAnswer, opts.reward.reference, opts.signal).catch(() => null);
+      if (verdict === true) reward = 1;
+    }
+    result.reward = reward;
+    patch.reward = reward;
+    if (opts.rollouts) await recordReward(opts.rollouts, conv.id, reward, opts.dbName);
+  }
+  await updateConversation(conv.id, patch, opts.dbName);
+  return result;
+}
+
+export interface GroupOptions extends Omit<SessionOptions, 'rollouts' | 'reward'> {
+  runId: string;
+  groupId: string;
+}
+
+/**
+ * A GRPO group: `size` runs of the same query, one after another (the engines serve one request at a time),
+ * each stored as a conversation with its planner calls under (runId, groupId) and its reward broadcast.
+ * Stops early, returning the runs so far, when the signal aborts.
+ */
+export async function runGroup(query: string, reward: RewardSpec, size: number, opts: GroupOptions): Promise<SessionResult[]> {
+  if (!Number.isInteger(size) || size < 1) throw new Error(`runGroup: group size must be a positive integer, got ${size}`);
+  const results: SessionResult[] = [];
+  for (let i = 0; i < size; i++) {
+    if (opts.signal?.aborted) break;
+    const { runId, groupId, ...rest } = opts;
+    results.push(await startConversation(query, { ...rest, title: `${groupId} #${i + 1}`, rollouts: { runId, groupId }, reward }));
+  }
+  return results;
+}
