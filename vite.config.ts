@@ -1,8 +1,11 @@
 import { defineConfig } from 'vite';
+import { pyodideAssets } from './src/tools/pyodide-assets';
 
 // The app is a static site: relative base so dist/ works from any host and sub-path.
 export default defineConfig({
   base: './',
+  // Ships Pyodide's runtime files with the build so the Python tool works offline from any static host.
+  plugins: [pyodideAssets()],
   worker: { format: 'es' },
   build: {
     target: 'es2022',

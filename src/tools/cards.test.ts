@@ -1,0 +1,49 @@
+import { describe, expect, it } from 'vitest';
+import { BUILTIN_CARDS, formatToolCard, PYTHON_CARD } from './cards';
+import { checkCard, validateArgs } from './validate';
+import { PythonTool } from './python';
+import { WikipediaTool } from './wikipedia';
+import { BaseGeneratorTool } from './base-generator';
+import { WebSearchTool } from './web-search';
+
+describe('built-in tool cards', () => {
+  it('are valid, uniquely named, and their examples pass their own schema', () => {
+    for (const card of BUILTIN_CARDS) expect(checkCard(card), card.name).toEqual([]);
+    expect(new Set(BUILTIN_CARDS.map((c) => c.name)).size).toBe(BUILTIN_CARDS.length);
+    expect(BUILTIN_CARDS.map((c) => c.name)).toEqual(['python', 'wikipedia', 'base_generator', 'web_search']);
+  });
+
+  it('mark exactly the tools that send data off the device', () => {
+    expect(BUILTIN_CARDS.filter((c) => c.usesNetwork).map((c) => c.name)).toEqual(['wikipedia', 'web_search']);
+    for (const c of BUILTIN_CARDS.filter((c) => c.usesNetwork)) expect(c.limitations.join(' ')).toMatch(/internet|search service/);
+  });
+
+  it('stay short enough for a small model, with examples and limitations', () => {
+    for (const c of BUILTIN_CARDS) {
+      expect(c.description.length, c.name).toBeLessThanOrEqual(300);
+      expect(c.examples.length, c.name).toBeGreaterThanOrEqual(2);
+      expect(c.limitations.length, c.name).toBeGreaterThanOrEqual(2);
+    }
+  });
+
+  it('are the cards the tools carry', () => {
+    const tools = [new PythonTool({ indexURL: 'http://localhost/pyodide/' }), new WikipediaTool(), new BaseGeneratorTool({ engine: { id: 'x', chat: () => Promise.reject(new Error('unused')) } }), new WebSearchTool()];
+    expect(tools.map((t) => t.card)).toEqual(BUILTIN_CARDS);
+  });
+
+  it('render to prompt text with arguments and a JSON call per example', () => {
+    const text = formatToolCard(PYTHON_CARD);
+    expect(text.split('\n').slice(0, 4)).toEqual([
+      'Tool: python',
+      `What it does: ${PYTHON_CARD.description}`,
+      'Arguments:',
+      '  - code (string, required): Complete Python 3 code. Print the result with print(...).',
+    ]);
+    const calls = text.split('\n').filter((l) => l.startsWith('  - For "')).map((l) => JSON.parse(l.slice(l.indexOf(': {') + 2)));
+    expect(calls).toHaveLength(PYTHON_CARD.examples.length);
+    for (const call of calls) {
+      expect(call.tool).toBe('python');
+      expect(validateArgs(PYTHON_CARD, call.args).ok).toBe(true);
+    }
+  });
+});

@@ -1,0 +1,88 @@
+import { describe, expect, it } from 'vitest';
+import { checkCard, validateArgs } from './validate';
+import type { ToolCard } from './types';
+
+const card: ToolCard = {
+  name: 'demo',
+  description: 'A demo tool.',
+  input: {
+    type: 'object',
+    properties: {
+      query: { type: 'string', description: 'what to look up' },
+      count: { type: 'integer', description: 'how many' },
+      scale: { type: 'number', description: 'a factor' },
+      exact: { type: 'boolean', description: 'exact match' },
+      lang: { type: 'string', description: 'language', enum: ['en', 'de'] },
+    },
+    required: ['query'],
+  },
+  output: 'text',
+  limitations: [],
+  examples: [{ goal: 'look up x', args: { query: 'x', count: 2 } }],
+  usesNetwork: false,
+};
+
+describe('validateArgs', () => {
+  it('coerces quoted numbers and booleans and drops undeclared fields', () => {
+    const r = validateArgs(card, { query: 'cats', count: '3', scale: ' 2.5 ', exact: 'true', extra: 1 });
+    expect(r).toEqual({ ok: true, args: { query: 'cats', count: 3, scale: 2.5, exact: true }, ignored: ['extra'] });
+  });
+
+  it('turns a bare number into the string a string field asks for', () => {
+    const r = validateArgs(card, { query: 42 });
+    expect(r.ok && r.args.query).toBe('42');
+  });
+
+  it('names the missing required field', () => {
+    const r = validateArgs(card, { count: 1 });
+    expect(r.ok).toBe(false);
+    expect(!r.ok && r.error).toMatch(/tool 'demo'.*missing required field 'query'/);
+    expect(validateArgs(card, { query: '' }).ok).toBe(false);
+  });
+
+  it('names each field with a wrong type, and reports all of them', () => {
+    const r = validateArgs(card, { query: 'x', count: 'three', scale: [1], exact: 'yes' });
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.error).toMatch(/field 'count' must be an integer, got the string "three"/);
+    expect(r.error).toMatch(/field 'scale' must be a number, got an array/);
+    expect(r.error).toMatch(/field 'exact' must be a boolean/);
+  });
+
+  it('rejects a non-integer for an integer field and an out-of-enum value', () => {
+    const a = validateArgs(card, { query: 'x', count: '2.5' });
+    expect(!a.ok && a.error).toMatch(/field 'count' must be an integer, got 2.5/);
+    const b = validateArgs(card, { query: 'x', lang: 'fr' });
+    expect(!b.ok && b.error).toMatch(/field 'lang' must be one of "en", "de", got "fr"/);
+    expect(validateArgs(card, { query: 'x', lang: 'de' }).ok).toBe(true);
+  });
+
+  it('rejects arguments that are not an object, listing the fields', () => {
+    const r = validateArgs(card, 'cats');
+    expect(!r.ok && r.error).toMatch(/must be a JSON object with fields 'query', 'count'/);
+    expect(validateArgs(card, [1]).ok).toBe(false);
+    expect(validateArgs(card, null).ok).toBe(false);
+  });
+});
+
+describe('checkCard', () => {
+  it('accepts a good card and reports each problem of a bad one', () => {
+    expect(checkCard(card)).toEqual([]);
+    const bad: ToolCard = {
+      ...card,
+      name: 'bad name',
+      input: { type: 'object', properties: { q: { type: 'string', description: '' } }, required: ['missing'] },
+      examples: [],
+    };
+    const problems = checkCard(bad);
+    expect(problems.join('\n')).toMatch(/name "bad name"/);
+    expect(problems.join('\n')).toMatch(/required field 'missing' is not in input.properties/);
+    expect(problems.join('\n')).toMatch(/input field 'q' has no description/);
+  });
+
+  it('rejects a card whose example does not pass its own schema', () => {
+    const problems = checkCard({ ...card, examples: [{ goal: 'g', args: { count: 1 } }] });
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatch(/example 0 .*missing required field 'query'/);
+  });
+});

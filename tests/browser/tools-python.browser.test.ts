@@ -1,0 +1,71 @@
+// The Python tool end to end in Chromium: Pyodide from node_modules in a real module worker.
+import { afterAll, describe, expect, it } from 'vitest';
+import { PythonTool } from '../../src/tools/python';
+import type { ToolContext } from '../../src/tools/types';
+
+const ctx = (timeoutMs = 20_000): ToolContext => ({ signal: new AbortController().signal, timeoutMs });
+
+describe('python tool (Pyodide in a module worker)', () => {
+  const tool = new PythonTool();
+  afterAll(() => tool.dispose());
+
+  it('prints, and returns the last expression value', async () => {
+    expect(await tool.warmUp()).toMatch(/^3\.\d+\.\d+/);
+    expect(await tool.run({ code: 'print(1+1)' }, ctx())).toEqual({ ok: true, output: '2' });
+    const r = await tool.run({ code: 'x = [i*i for i in range(5)]\nprint(sum(x))\nx' }, ctx());
+    expect(r).toEqual({ ok: true, output: '30\n[0, 1, 4, 9, 16]' });
+  });
+
+  it('computes with the standard library exactly', async () => {
+    const r = await tool.run({ code: 'from datetime import date\nfrom fractions import Fraction\nprint((date(2024,3,1)-date(2024,1,15)).days, Fraction(1,3)+Fraction(1,6))' }, ctx());
+    expect(r).toEqual({ ok: true, output: '46 1/2' });
+  });
+
+  it("returns an exception's traceback as a tool error, with the user's line and nothing of Pyodide's", async () => {
+    const r = await tool.run({ code: 'print("before")\ndef f(a):\n    return a / 0\nf(3)' }, ctx());
+    expect(r.ok).toBe(false);
+    expect(r.output).toBe('before');
+    expect(r.error).toMatch(/^Traceback \(most recent call last\):/);
+    expect(r.error).toContain('File "<code>", line 4');
+    expect(r.error).toContain('File "<code>", line 3, in f');
+    expect(r.error).toMatch(/ZeroDivisionError: division by zero\n?$/);
+    expect(r.error).not.toMatch(/_pyodide|eval_code|_agentflow_run/);
+    const s = await tool.run({ code: 'print(1' }, ctx());
+    expect(s.ok).toBe(false);
+    expect(s.error).toMatch(/SyntaxError/);
+  });
+
+  it('keeps calls independent and captures stderr', async () => {
+    await tool.run({ code: 'secret = 5' }, ctx());
+    const r = await tool.run({ code: 'import sys\nprint("warn", file=sys.stderr)\nprint(globals().get("secret"))' }, ctx());
+    expect(r).toEqual({ ok: true, output: 'None\n[stderr]\nwarn' });
+  });
+
+  it('gives Python no way to the network or the page', async () => {
+    const r = await tool.run(
+      {
+        code: [
+          'import js',
+          'print(hasattr(js, "fetch"), hasattr(js, "document"))',
+          // js.eval is gone with the globals; a JS function's constructor still reaches the worker's scope,
+          // where the network and storage entry points have been removed.
+          'import pyodide_js',
+          'f = pyodide_js.setStdout.constructor("return [typeof fetch, typeof XMLHttpRequest, typeof document, typeof indexedDB].join(\' \')")',
+          'print(f())',
+        ].join('\n'),
+      },
+      ctx(),
+    );
+    expect(r).toEqual({ ok: true, output: 'False False\nundefined undefined undefined undefined' });
+  });
+
+  it('stops a runaway loop at the time limit, and the next call works in a fresh worker', async () => {
+    const before = tool.workersStarted;
+    const r = await tool.run({ code: 'while True: pass' }, ctx(1500));
+    expect(r.ok).toBe(false);
+    expect(r.error).toMatch(/time limit of 1500 ms and was stopped/);
+    const next = await tool.run({ code: 'print(6*7)' }, ctx());
+    expect(next).toEqual({ ok: true, output: '42' });
+    expect(tool.workersStarted).toBe(before + 1);
+  });
+});

@@ -1,0 +1,62 @@
+// The Python tool in a production build served from a sub-path: the pyodide-assets plugin must ship
+// Pyodide's files where the built tool looks for them, and nothing may be fetched from outside the build.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { build } from 'vite';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Browser } from 'playwright-core';
+import { launchChromium } from '../support/chromium';
+import { serveStatic, type StaticServer } from '../support/static-server';
+import { PYODIDE_FILES, pyodideAssets } from '../../src/tools/pyodide-assets';
+
+let server: StaticServer;
+let browser: Browser;
+const outDir = mkdtempSync(join(tmpdir(), 'agentflow-tools-dist-'));
+
+beforeAll(async () => {
+  // `npm run build` runs with NODE_ENV=production; inside vitest it is 'test', which would make Vite build
+  // with import.meta.env.DEV = true.
+  const nodeEnv = process.env.NODE_ENV;
+  process.env.NODE_ENV = 'production';
+  await build({
+    configFile: 'vite.config.ts',
+    logLevel: 'error',
+    plugins: [pyodideAssets()],
+    build: { outDir, emptyOutDir: true, sourcemap: false, rollupOptions: { input: { tools: 'tests/e2e/pages/tools-python.html' } } },
+  }).finally(() => {
+    process.env.NODE_ENV = nodeEnv;
+  });
+  server = await serveStatic({ '/sub/path/': outDir });
+  browser = await launchChromium();
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+describe('python tool in the production build', () => {
+  it('loads Pyodide from the copied files under the sub-path and runs code', async () => {
+    for (const f of PYODIDE_FILES) expect(existsSync(join(outDir, 'pyodide', f)), f).toBe(true);
+    const page = await browser.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+    await page.goto(`${server.url}/sub/path/tests/e2e/pages/tools-python.html`);
+    await page.waitForFunction(() => (window as unknown as { pageReady?: boolean }).pageReady === true);
+    const out = await page.evaluate(async () => {
+      const tool = new (window as any).agentflow.PythonTool();
+      const ctx = { signal: new AbortController().signal, timeoutMs: 20_000 };
+      const r = await tool.run({ code: 'import math\nprint(math.factorial(20))' }, ctx);
+      tool.dispose();
+      return r;
+    });
+    expect(out).toEqual({ ok: true, output: '2432902008176640000' });
+    expect(server.requests.filter((r) => r.startsWith('/sub/path/pyodide/')).sort()).toEqual(
+      PYODIDE_FILES.map((f) => `/sub/path/pyodide/${f}`).sort(),
+    );
+    expect(server.requests.filter((r) => !r.startsWith('/sub/path/'))).toEqual([]);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+});
