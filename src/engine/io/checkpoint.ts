@@ -1,0 +1,178 @@
+// The runtime's single entry point for weights: config + every tensor (converted on demand to f16 bits or
+// f32) + the tokenizer files, from any FileSource; and loadAdapter for PEFT adapters.
+import { checkWeights, parseQwen2Config, type Qwen2Config } from './config.ts';
+import { parseAdapter, type LoraAdapter } from './peft.ts';
+import { parseSafetensorsHeader, tensorToF16, tensorToF32, type SafetensorsDtype } from './safetensors.ts';
+import { parseShardIndex, SHARD_INDEX_FILE, SINGLE_FILE } from './shards.ts';
+import { MissingFileError, readOptionalJson, type FileSource, type ProgressCallback } from './sources.ts';
+import { loadMlcCheckpoint, splitRows, type MlcCheckpoint } from './mlc.ts';
+import { f32ToF16Bits } from '../../util/half.ts';
+
+export interface TensorHandle {
+  name: string;
+  /** Storage dtype; 'Q4F16_1' for tensors dequantized from an MLC q4f16_1 build. */
+  dtype: SafetensorsDtype | 'Q4F16_1';
+  shape: number[];
+  file: string;
+  /** IEEE half bits (BF16/F32 rounded to nearest even). Converts on each call; cache if reused. */
+  f16(): Uint16Array;
+  f32(): Float32Array;
+}
+
+export interface TokenizerFiles {
+  /** tokenizer.json, or null when the checkpoint has none. */
+  tokenizerJson: unknown | null;
+  /** tokenizer_config.json (holds chat_template), or null. */
+  tokenizerConfig: unknown | null;
+  /** generation_config.json, or null. */
+  generationConfig: unknown | null;
+  /** chat_template.jinja (newer transformers save the template there instead of tokenizer_config.json), or null. */
+  chatTemplate: string | null;
+}
+
+export interface Checkpoint {
+  /** 'safetensors' (Hugging Face folder) or 'mlc-q4f16_1' (web-llm folder, dequantized on the CPU). */
+  format: 'safetensors' | 'mlc-q4f16_1';
+  config: Qwen2Config;
+  tensors: Map<string, TensorHandle>;
+  tokenizer: TokenizerFiles;
+  /** Drops the file bytes; tensor handles fail afterwards. Call once the weights are on the GPU. */
+  release(): void;
+}
+
+export interface LoadOptions {
+  onProgress?: ProgressCallback;
+}
+
+/**
+ * Loads a Hugging Face folder (config.json + model.safetensors or a sharded index), or, when there is no
+ * config.json but an mlc-chat-config.json, a web-llm q4f16_1 folder presented under Hugging Face names.
+ */
+export async function loadCheckpoint(source: FileSource, opts: LoadOptions = {}): Promise<Checkpoint> {
+  const configJson = await readOptionalJson(source, 'config.json');
+  if (configJson === null) {
+    if ((await readOptionalJson(source, 'mlc-chat-config.json')) !== null) return mlcAsCheckpoint(await loadMlcCheckpoint(source, opts), await readTokenizerFiles(source));
+    throw new Error(`${source.label}: no config.json (nor mlc-chat-config.json); is this a model folder?`);
+  }
+  const config = parseQwen2Config(configJson, `${source.label} config.json`);
+  const index = await readOptionalJson(source, SHARD_INDEX_FILE);
+  const shard = index ? parseShardIndex(index, `${source.label} ${SHARD_INDEX_FILE}`) : null;
+  const files = shard ? shard.files : [SINGLE_FILE];
+  const tokenizer = await readTokenizerFiles(source);
+  const buffers = new Map<string, Uint8Array | null>();
+  const tensors = new Map<string, TensorHandle>();
+  for (const file of files) {
+    const bytes = await source.readBytes(file, opts.onProgress);
+    buffers.set(file, bytes);
+    const header = parseSafetensorsHeader(bytes, file);
+    for (const d of header.tensors.values()) {
+      if (shard && shard.weightMap.get(d.name) !== file) {
+        // A tensor in a shard the index does not point at would be silently shadowed; treat as corrupt.
+        throw new Error(`${SHARD_INDEX_FILE} maps '${d.name}' to ${shard.weightMap.get(d.name) ?? 'no shard'} but it is in ${file}`);
+      }
+      if (tensors.has(d.name)) throw new Error(`tensor '${d.name}' appears in both ${tensors.get(d.name)!.file} and ${file}`);
+      const bytesOf = () => {
+        const b = buffers.get(file);
+        if (!b) throw new Error(`tensor '${d.name}': checkpoint was released`);
+        return b;
+      };
+      tensors.set(d.name, {
+        name: d.name,
+        dtype: d.dtype,
+        shape: d.shape,
+        file,
+        f16: () => tensorToF16(bytesOf(), d),
+        f32: () => tensorToF32(bytesOf(), d),
+      });
+    }
+  }
+  if (shard) {
+    for (const [name, file] of shard.weightMap) {
+      if (!tensors.has(name)) throw new Error(`${SHARD_INDEX_FILE} maps '${name}' to ${file}, which does not contain it`);
+    }
+  }
+  checkWeights(config, tensors.values());
+  return {
+    format: 'safetensors',
+    config,
+    tensors,
+    tokenizer,
+    release: () => {
+      for (const k of buffers.keys()) buffers.set(k, null);
+    },
+  };
+}
+
+async function readTokenizerFiles(source: FileSource): Promise<TokenizerFiles> {
+  return {
+    tokenizerJson: await readOptionalJson(source, 'tokenizer.json'),
+    tokenizerConfig: await readOptionalJson(source, 'tokenizer_config.json'),
+    generationConfig: await readOptionalJson(source, 'generation_config.json'),
+    chatTemplate: await readOptionalText(source, 'chat_template.jinja'),
+  };
+}
+
+async function readOptionalText(source: FileSource, name: string): Promise<string | null> {
+  try {
+    return new TextDecoder().decode(await source.readBytes(name));
+  } catch (e) {
+    if (e instanceof MissingFileError) return null;
+    throw e;
+  }
+}
+
+function toF16(a: Float32Array): Uint16Array {
+  const out = new Uint16Array(a.length);
+  for (let i = 0; i < a.length; i++) out[i] = f32ToF16Bits(a[i]);
+  return out;
+}
+
+/**
+ * An MLC q4f16_1 checkpoint under Hugging Face tensor names: fused c_attn (q, k, v rows in that order, bias
+ * included) and gate_up_proj (gate rows first) are split, quantized matrices dequantized on each call.
+ */
+export function mlcAsCheckpoint(ck: MlcCheckpoint, tokenizer: TokenizerFiles): Checkpoint {
+  const c = ck.config;
+  const q = c.numHeads * c.headDim;
+  const kv = c.numKvHeads * c.headDim;
+  const tensors = new Map<string, TensorHandle>();
+  const add = (name: string, shape: number[], dtype: TensorHandle['dtype'], file: string, get: () => Float32Array) => {
+    tensors.set(name, { name, shape, dtype, file, f32: get, f16: () => toF16(get()) });
+  };
+  const fileOf = (mlcName: string) => ck.manifest.records.get(mlcName)!.dataPath;
+  const f16 = (name: string, shape: number[]) => add(name, shape, 'F16', fileOf(name), () => ck.f32(name));
+  add('model.embed_tokens.weight', [c.vocabSize, c.hiddenSize], 'Q4F16_1', fileOf('model.embed_tokens.q_weight'), () => ck.dequantized('model.embed_tokens'));
+  if (!c.tieWordEmbeddings) add('lm_head.weight', [c.vocabSize, c.hiddenSize], 'Q4F16_1', fileOf('lm_head.q_weight'), () => ck.dequantized('lm_head'));
+  f16('model.norm.weight', [c.hiddenSize]);
+  for (let l = 0; l < c.numLayers; l++) {
+    const p = `model.layers.${l}`;
+    f16(`${p}.input_layernorm.weight`, [c.hiddenSize]);
+    f16(`${p}.post_attention_layernorm.weight`, [c.hiddenSize]);
+    const attnFile = fileOf(`${p}.self_attn.c_attn.q_weight`);
+    const rows = [q, kv, kv];
+    (['q', 'k', 'v'] as const).forEach((m, i) => {
+      add(`${p}.self_attn.${m}_proj.weight`, [rows[i], c.hiddenSize], 'Q4F16_1', attnFile, () => splitRows(ck.dequantized(`${p}.self_attn.c_attn`), c.hiddenSize, rows)[i]);
+      add(`${p}.self_attn.${m}_proj.bias`, [rows[i]], 'F16', attnFile, () => splitRows(ck.f32(`${p}.self_attn.c_attn.bias`), 1, rows)[i]);
+    });
+    add(`${p}.self_attn.o_proj.weight`, [c.hiddenSize, q], 'Q4F16_1', fileOf(`${p}.self_attn.o_proj.q_weight`), () => ck.dequantized(`${p}.self_attn.o_proj`));
+    const I = c.intermediateSize;
+    const mlpFile = fileOf(`${p}.mlp.gate_up_proj.q_weight`);
+    (['gate', 'up'] as const).forEach((m, i) => {
+      add(`${p}.mlp.${m}_proj.weight`, [I, c.hiddenSize], 'Q4F16_1', mlpFile, () => splitRows(ck.dequantized(`${p}.mlp.gate_up_proj`), c.hiddenSize, [I, I])[i]);
+    });
+    add(`${p}.mlp.down_proj.weight`, [c.hiddenSize, I], 'Q4F16_1', fileOf(`${p}.mlp.down_proj.q_weight`), () => ck.dequantized(`${p}.mlp.down_proj`));
+  }
+  checkWeights(c, tensors.values());
+  return { format: 'mlc-q4f16_1', config: c, tensors, tokenizer, release: () => ck.release() };
+}
+
+/** Loads adapter_config.json + adapter_model.safetensors from `source`, checked against `config`. */
+export async function loadAdapter(source: FileSource, config: Qwen2Config, opts: LoadOptions = {}): Promise<LoraAdapter> {
+  const cfg = await source.readJson('adapter_config.json');
+  const weights = await source.readBytes('adapter_model.safetensors', opts.onProgress);
+  return parseAdapter(cfg, weights, {
+    base: config,
+    configFile: `${source.label} adapter_config.json`,
+    weightsFile: `${source.label} adapter_model.safetensors`,
+  });
+}

@@ -1,0 +1,58 @@
+// Model I/O for the planner engine: what the runtime, trainer and UI import.
+export { loadCheckpoint, loadAdapter, mlcAsCheckpoint, type Checkpoint, type TensorHandle, type TokenizerFiles, type LoadOptions } from './checkpoint.ts';
+export { parseQwen2Config, checkWeights, expectedQwen2Tensors, ConfigError, type Qwen2Config } from './config.ts';
+export {
+  parseAdapter,
+  parseAdapterConfig,
+  exportAdapter,
+  loraKey,
+  loraScale,
+  moduleShape,
+  orderedPairs,
+  targetsModule,
+  LORA_MODULES,
+  MODULE_PATH,
+  AdapterError,
+  type LoraAdapter,
+  type LoraAdapterConfig,
+  type LoraPair,
+  type LoraModule,
+} from './peft.ts';
+export {
+  readSafetensors,
+  writeSafetensors,
+  parseSafetensorsHeader,
+  readHeaderLength,
+  tensorToF16,
+  tensorToF32,
+  SafetensorsError,
+  type SafetensorsFile,
+  type SafetensorsHeader,
+  type TensorDescriptor,
+  type WritableTensor,
+} from './safetensors.ts';
+export { parseShardIndex, SHARD_INDEX_FILE, type ShardIndex } from './shards.ts';
+export {
+  directorySource,
+  pickedFilesSource,
+  urlSource,
+  readOptionalJson,
+  MissingFileError,
+  SourceError,
+  MODEL_CACHE_NAME,
+  type FileSource,
+  type ProgressCallback,
+  type UrlSourceOptions,
+} from './sources.ts';
+export {
+  loadMlcCheckpoint,
+  parseTensorCache,
+  parseMlcChatConfig,
+  checkMlcQwen2,
+  dequantizeQ4f16_1,
+  readMlcRecord,
+  splitRows,
+  type MlcCheckpoint,
+  type MlcManifest,
+  type MlcRecord,
+} from './mlc.ts';

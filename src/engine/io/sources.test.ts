@@ -1,0 +1,76 @@
+// urlSource's error paths with a stubbed fetch (Node has no Cache Storage; caching is covered in Chromium by
+// tests/e2e/model-download.e2e.test.ts), and pickedFilesSource with real File objects.
+import { describe, expect, it } from 'vitest';
+import { MissingFileError, pickedFilesSource, urlSource } from './sources.ts';
+import type { LoadProgress } from '../types.ts';
+
+const BASE = 'https://hub.example/Qwen/Tiny/resolve/main/';
+
+function streamOf(chunks: Uint8Array[], failAfter?: number): ReadableStream<Uint8Array> {
+  let i = 0;
+  return new ReadableStream({
+    pull(c) {
+      if (failAfter !== undefined && i === failAfter) return c.error(new Error('connection reset'));
+      if (i < chunks.length) c.enqueue(chunks[i++]);
+      else c.close();
+    },
+  });
+}
+
+describe('urlSource', () => {
+  it('streams a file with progress up to its size', async () => {
+    const data = new Uint8Array(1000).map((_, i) => i & 255);
+    const urls: string[] = [];
+    const src = urlSource(BASE, {
+      cacheName: null,
+      fetch: async (u) => {
+        urls.push(String(u));
+        return new Response(streamOf([data.subarray(0, 400), data.subarray(400)]), { headers: { 'content-length': '1000' } });
+      },
+    });
+    const events: LoadProgress[] = [];
+    const got = await src.readBytes('model.safetensors', (p) => events.push(p));
+    expect(got).toEqual(data);
+    expect(urls).toEqual([`${BASE}model.safetensors`]);
+    expect(events.map((e) => e.bytesDone)).toEqual([0, 400, 1000]);
+    expect(events.every((e) => e.bytesTotal === 1000 && !e.fromCache && e.file === 'model.safetensors')).toBe(true);
+  });
+
+  it('names the URL and HTTP status on errors; 404 is a MissingFileError', async () => {
+    const src = (status: number) => urlSource(BASE, { cacheName: null, fetch: async () => new Response('no', { status, statusText: status === 403 ? 'Forbidden' : '' }) });
+    await expect(src(403).readBytes('config.json')).rejects.toThrow(`download of ${BASE}config.json failed: HTTP 403 Forbidden`);
+    await expect(src(500).readJson('config.json')).rejects.toThrow(`${BASE}config.json failed: HTTP 500`);
+    await expect(src(404).readBytes('tokenizer.json')).rejects.toBeInstanceOf(MissingFileError);
+    const offline = urlSource(BASE, { cacheName: null, fetch: async () => { throw new TypeError('Failed to fetch'); } });
+    await expect(offline.readBytes('config.json')).rejects.toThrow(`download of ${BASE}config.json failed: Failed to fetch`);
+  });
+
+  it('rejects a body cut short of its Content-Length, and an interrupted stream', async () => {
+    const short = urlSource(BASE, { cacheName: null, fetch: async () => new Response(streamOf([new Uint8Array(10)]), { headers: { 'content-length': '20' } }) });
+    await expect(short.readBytes('model.safetensors')).rejects.toThrow(/model\.safetensors was cut short/);
+    const reset = urlSource(BASE, { cacheName: null, fetch: async () => new Response(streamOf([new Uint8Array(10), new Uint8Array(10)], 1), { headers: { 'content-length': '20' } }) });
+    await expect(reset.readBytes('model.safetensors')).rejects.toThrow(/model\.safetensors was interrupted after 10 bytes: connection reset/);
+  });
+
+  it('parses JSON and names a file that is not JSON', async () => {
+    const src = urlSource(BASE, { cacheName: null, fetch: async (u) => new Response(String(u).endsWith('a.json') ? '{"x":1}' : '<html>') });
+    expect(await src.readJson('a.json')).toEqual({ x: 1 });
+    await expect(src.readJson('b.json')).rejects.toThrow(/b\.json in https:\/\/hub\.example\/Qwen\/Tiny\/resolve\/main\/ is not valid JSON/);
+  });
+});
+
+describe('pickedFilesSource', () => {
+  it('reads picked files, stripping the picked folder from directory picks', async () => {
+    const cfg = new File(['{"a":2}'], 'config.json');
+    Object.defineProperty(cfg, 'webkitRelativePath', { value: 'Qwen2.5/config.json' });
+    const w = new File([new Uint8Array([1, 2, 3])], 'model.safetensors');
+    Object.defineProperty(w, 'webkitRelativePath', { value: 'Qwen2.5/model.safetensors' });
+    const src = pickedFilesSource([cfg, w]);
+    expect(await src.list!()).toEqual(['config.json', 'model.safetensors']);
+    expect(await src.readJson('config.json')).toEqual({ a: 2 });
+    const events: LoadProgress[] = [];
+    expect(await src.readBytes('model.safetensors', (p) => events.push(p))).toEqual(new Uint8Array([1, 2, 3]));
+    expect(events.at(-1)).toEqual({ file: 'model.safetensors', bytesDone: 3, bytesTotal: 3, fromCache: false });
+    await expect(src.readBytes('tokenizer.json')).rejects.toBeInstanceOf(MissingFileError);
+  });
+});

@@ -1,0 +1,264 @@
+// Where model files come from: a directory on disk (Node), files the user picked in the browser, or a URL
+// base such as https://huggingface.co/Qwen/Qwen2.5-0.5B-Instruct/resolve/main/ (streamed, kept in Cache
+// Storage so the second load downloads nothing). Loaders only see the FileSource interface.
+import type { LoadProgress } from '../types.ts';
+
+export type ProgressCallback = (p: LoadProgress) => void;
+
+export interface FileSource {
+  /** Where the files come from, for error messages (a path, 'picked files', or a URL base). */
+  readonly label: string;
+  /** File names (relative, '/'-separated) when the source can enumerate them; URL sources cannot. */
+  list?(): Promise<string[]>;
+  readJson(name: string): Promise<unknown>;
+  readBytes(name: string, onProgress?: ProgressCallback): Promise<Uint8Array>;
+}
+
+/** A file the source does not have; loaders catch it for optional files (tokenizer.json, shard index). */
+export class MissingFileError extends Error {
+  constructor(public readonly file: string, where: string) {
+    super(`${file} not found in ${where}`);
+    this.name = 'MissingFileError';
+  }
+}
+
+export class SourceError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SourceError';
+  }
+}
+
+function parseJson(bytes: Uint8Array, name: string, where: string): unknown {
+  try {
+    return JSON.parse(new TextDecoder().decode(bytes));
+  } catch (e) {
+    throw new SourceError(`${name} in ${where} is not valid JSON (${(e as Error).message})`);
+  }
+}
+
+/** Reads an optional JSON file: null when the source does not have it. */
+export async function readOptionalJson(source: FileSource, name: string): Promise<unknown | null> {
+  try {
+    return await source.readJson(name);
+  } catch (e) {
+    if (e instanceof MissingFileError) return null;
+    throw e;
+  }
+}
+
+// Progress events for multi-gigabyte reads: often enough for a smooth bar, rare enough to cost nothing.
+const CHUNK = 16 * 2 ** 20;
+
+type NodeFs = typeof import('node:fs/promises');
+
+async function nodeFs(): Promise<{ fs: NodeFs; join: (...p: string[]) => string }> {
+  const isNode = typeof process !== 'undefined' && !!process.versions?.node;
+  if (!isNode) throw new SourceError('Reading a model folder by path needs Node; in the browser pick the files or give a URL.');
+  // Variable specifiers keep bundlers from resolving node: modules into the browser bundle (as
+  // src/gpu/device.ts does for 'webgpu').
+  const fsName = 'node:fs/promises';
+  const pathName = 'node:path';
+  const fs = (await import(/* @vite-ignore */ fsName)) as NodeFs;
+  const path = (await import(/* @vite-ignore */ pathName)) as typeof import('node:path');
+  return { fs, join: path.join };
+}
+
+/** A directory on disk (Node only). */
+export function directorySource(dir: string): FileSource {
+  const where = dir;
+  const open = async (name: string) => {
+    const { fs, join } = await nodeFs();
+    const path = join(dir, ...name.split('/'));
+    try {
+      return { fs, handle: await fs.open(path, 'r') };
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw new MissingFileError(name, where);
+      throw new SourceError(`cannot open ${path}: ${(e as Error).message}`);
+    }
+  };
+  const readBytes = async (name: string, onProgress?: ProgressCallback) => {
+    const { handle } = await open(name);
+    try {
+      const { size } = await handle.stat();
+      const out = new Uint8Array(size);
+      let done = 0;
+      onProgress?.({ file: name, bytesDone: 0, bytesTotal: size, fromCache: false });
+      while (done < size) {
+        const { bytesRead } = await handle.read(out, done, Math.min(CHUNK, size - done), done);
+        if (bytesRead === 0) throw new SourceError(`${name} in ${where} ended after ${done} of ${size} bytes`);
+        done += bytesRead;
+        onProgress?.({ file: name, bytesDone: done, bytesTotal: size, fromCache: false });
+      }
+      return out;
+    } finally {
+      await handle.close();
+    }
+  };
+  return {
+    label: where,
+    async list() {
+      const { fs } = await nodeFs();
+      const entries = await fs.readdir(dir, { recursive: true, withFileTypes: true });
+      return entries
+        .filter((e) => e.isFile())
+        .map((e) => {
+          const parent = (e as unknown as { parentPath?: string; path?: string }).parentPath ?? (e as unknown as { path: string }).path;
+          const rel = parent.length > dir.length ? parent.slice(dir.replace(/\/$/, '').length + 1) + '/' : '';
+          return (rel + e.name).replace(/\\/g, '/');
+        })
+        .sort();
+    },
+    readBytes,
+    readJson: async (name) => parseJson(await readBytes(name), name, where),
+  };
+}
+
+/**
+ * Files the user picked (<input type=file multiple> or a directory pick with webkitdirectory). For a
+ * directory pick the top folder is stripped, so 'Qwen2.5-0.5B/config.json' is read as 'config.json'.
+ */
+export function pickedFilesSource(files: Iterable<File> | ArrayLike<File>): FileSource {
+  const list = Array.from(files as ArrayLike<File>);
+  const byName = new Map<string, File>();
+  for (const f of list) {
+    const rel = (f as File & { webkitRelativePath?: string }).webkitRelativePath;
+    const name = rel ? rel.split('/').slice(1).join('/') : f.name;
+    byName.set(name, f);
+  }
+  const where = 'the picked files';
+  const get = (name: string) => {
+    const f = byName.get(name);
+    if (!f) throw new MissingFileError(name, where);
+    return f;
+  };
+  const readBytes = async (name: string, onProgress?: ProgressCallback) => {
+    const f = get(name);
+    const out = new Uint8Array(f.size);
+    let done = 0;
+    onProgress?.({ file: name, bytesDone: 0, bytesTotal: f.size, fromCache: false });
+    const reader = f.stream().getReader();
+    for (;;) {
+      const { done: end, value } = await reader.read();
+      if (end) break;
+      if (done + value.byteLength > f.size) throw new SourceError(`${name} changed while being read`);
+      out.set(value, done);
+      done += value.byteLength;
+      onProgress?.({ file: name, bytesDone: done, bytesTotal: f.size, fromCache: false });
+    }
+    if (done !== f.size) throw new SourceError(`${name} ended after ${done} of ${f.size} bytes`);
+    return out;
+  };
+  return {
+    label: where,
+    list: async () => [...byName.keys()].sort(),
+    readBytes,
+    readJson: async (name) => parseJson(await readBytes(name), name, where),
+  };
+}
+
+export const MODEL_CACHE_NAME = 'agentflow-models';
+
+export interface UrlSourceOptions {
+  /** Cache Storage name; null turns caching off. Default 'agentflow-models'. */
+  cacheName?: string | null;
+  fetch?: typeof fetch;
+  signal?: AbortSignal;
+}
+
+/**
+ * Files under a URL base ('.../resolve/main/'). Each file is streamed with progress and, once complete and
+ * of the advertised length, stored in Cache Storage; a failed or interrupted download stores nothing.
+ */
+export function urlSource(base: string, opts: UrlSourceOptions = {}): FileSource {
+  const root = base.endsWith('/') ? base : `${base}/`;
+  const doFetch = opts.fetch ?? globalThis.fetch.bind(globalThis);
+  const cacheName = opts.cacheName === undefined ? MODEL_CACHE_NAME : opts.cacheName;
+  const cacheStorage = (globalThis as { caches?: CacheStorage }).caches;
+  const openCache = async (): Promise<Cache | null> => {
+    if (!cacheName || !cacheStorage) return null;
+    try {
+      return await cacheStorage.open(cacheName);
+    } catch {
+      return null; // e.g. opaque origins: work without a cache rather than fail the load
+    }
+  };
+
+  const readBytes = async (name: string, onProgress?: ProgressCallback): Promise<Uint8Array> => {
+    const url = new URL(name, root).href;
+    const cache = await openCache();
+    const cached = cache ? await cache.match(url) : undefined;
+    if (cached?.status === 404) throw new MissingFileError(name, root);
+    if (cached) {
+      const bytes = await readBody(cached, url, name, true, onProgress);
+      if (bytes) return bytes;
+      await cache!.delete(url); // a damaged entry: drop it and download again
+    }
+    let res: Response;
+    try {
+      res = await doFetch(url, { signal: opts.signal });
+    } catch (e) {
+      throw new SourceError(`download of ${url} failed: ${(e as Error).message}`);
+    }
+    if (res.status === 404) {
+      // Remember the absence too (optional files such as tokenizer.json), so a cached model loads
+      // offline and a second load makes no requests at all.
+      await cache?.put(url, new Response(null, { status: 404 })).catch(() => undefined);
+      throw new MissingFileError(name, root);
+    }
+    if (!res.ok) throw new SourceError(`download of ${url} failed: HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ''}`);
+    const bytes = await readBody(res, url, name, false, onProgress);
+    if (!bytes) throw new SourceError(`download of ${url} was cut short (fewer bytes than its Content-Length)`);
+    if (cache) {
+      const headers = new Headers({ 'content-type': res.headers.get('content-type') ?? 'application/octet-stream', 'content-length': String(bytes.byteLength) });
+      try {
+        await cache.put(url, new Response(bytes as Uint8Array<ArrayBuffer>, { status: 200, headers }));
+      } catch {
+        // Quota exceeded: the load still succeeds, the next one downloads again.
+      }
+    }
+    return bytes;
+  };
+  return {
+    label: root,
+    readBytes,
+    readJson: async (name) => parseJson(await readBytes(name), name, root),
+  };
+}
+
+/** Reads a response body with progress; null when it ends short of its Content-Length. */
+async function readBody(res: Response, url: string, name: string, fromCache: boolean, onProgress?: ProgressCallback): Promise<Uint8Array | null> {
+  const lenHeader = res.headers.get('content-length');
+  // With a Content-Encoding the header counts compressed bytes, not the body we read.
+  const encoded = (res.headers.get('content-encoding') ?? 'identity') !== 'identity';
+  const declared = !encoded && lenHeader !== null && /^\d+$/.test(lenHeader) ? Number(lenHeader) : null;
+  const chunks: Uint8Array[] = [];
+  const pre = declared !== null ? new Uint8Array(declared) : null;
+  let done = 0;
+  onProgress?.({ file: name, bytesDone: 0, bytesTotal: declared ?? 0, fromCache });
+  if (!res.body) throw new SourceError(`${url} has no body`);
+  const reader = res.body.getReader();
+  try {
+    for (;;) {
+      const { done: end, value } = await reader.read();
+      if (end) break;
+      if (pre) {
+        if (done + value.byteLength > pre.byteLength) throw new SourceError(`${url} sent more bytes than its Content-Length ${declared}`);
+        pre.set(value, done);
+      } else chunks.push(value);
+      done += value.byteLength;
+      onProgress?.({ file: name, bytesDone: done, bytesTotal: declared ?? done, fromCache });
+    }
+  } catch (e) {
+    if (e instanceof SourceError) throw e;
+    throw new SourceError(`download of ${url} was interrupted after ${done} bytes: ${(e as Error).message}`);
+  }
+  if (pre) return done === pre.byteLength ? pre : null;
+  const out = new Uint8Array(done);
+  let pos = 0;
+  for (const c of chunks) {
+    out.set(c, pos);
+    pos += c.byteLength;
+  }
+  return out;
+}
