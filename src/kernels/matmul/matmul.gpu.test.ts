@@ -45,6 +45,26 @@ describe('matmul kernel (f16 W, f32 accumulate)', async () => {
         for (const buf of [Wb, xb, bb, y]) buf.destroy();
       });
     }
+    it(`${path}: rows kernel, subgroup reduction and shared-memory fallback agree with float64`, async () => {
+      const ctx = await gpuFor(path);
+      const rng = new Rng(7);
+      const [N, IN, OUT] = [3, 301, 37];
+      const W = randomHalf(rng, OUT * IN);
+      const x = rng.fill(N * IN);
+      const b = rng.fill(OUT);
+      const Wb = uploadStorage(ctx, 'W', W.bits);
+      const xb = f32Buffer(ctx, 'x', x);
+      const bb = f32Buffer(ctx, 'b', b);
+      const want = matmulRef(x, W.values, N, IN, OUT, b);
+      // Runs the subgroup path where the device has the feature, and the fallback everywhere.
+      for (const subgroups of ctx.caps.subgroups ? [true, false] : [false]) {
+        const y = f32Buffer(ctx, 'y', new Float32Array(N * OUT));
+        submitDispatches(ctx, [await matmul(ctx, { x: xb, W: Wb, y, bias: bb, n: N, inDim: IN, outDim: OUT, kernel: 'rows', subgroups })]);
+        expect(relMaxErr(await readF32(ctx, y, N * OUT), want)).toBeLessThan(TOL);
+        y.destroy();
+      }
+      for (const buf of [Wb, xb, bb]) buf.destroy();
+    });
     it(`${path}: a W row chunk lands at its column offset of a wider y (LM-head use)`, async () => {
       const ctx = await gpuFor(path);
       const rng = new Rng(99);

@@ -23,6 +23,8 @@ export interface MatmulArgs {
   yOffset?: number;
   /** Force a kernel (tests); default: 'rows' for N <= 4, 'tiled' otherwise. */
   kernel?: 'tiled' | 'rows';
+  /** Use the subgroup reduction in the rows kernel where the device has `subgroups` (default true). */
+  subgroups?: boolean;
 }
 
 /**
@@ -37,9 +39,9 @@ export async function matmul(ctx: GpuContext, a: MatmulArgs): Promise<Dispatch> 
   if (a.x === a.y) throw new Error('matmul: x and y must be different buffers');
   const kernel = a.kernel ?? (a.n <= SMALL_N ? 'rows' : 'tiled');
   if (kernel === 'rows' && a.n > SMALL_N) throw new Error(`matmul: the rows kernel handles N <= ${SMALL_N}, got ${a.n}`);
-  const variant = { bias: !!a.bias, accumulate: !!a.accumulate };
+  const variant = { bias: !!a.bias, accumulate: !!a.accumulate, subgroups: kernel === 'rows' && ctx.caps.subgroups && a.subgroups !== false };
   const p = { f16: ctx.caps.f16 };
-  const name = `matmul_${kernel}_${p.f16 ? 'f16' : 'packed'}${variant.bias ? '_bias' : ''}${variant.accumulate ? '_acc' : ''}`;
+  const name = `matmul_${kernel}_${p.f16 ? 'f16' : 'packed'}${variant.bias ? '_bias' : ''}${variant.accumulate ? '_acc' : ''}${variant.subgroups ? '_sg' : ''}`;
   const code = kernel === 'tiled' ? matmulTiledWgsl(p, variant) : matmulRowsWgsl(p, variant);
   const pipeline = await getPipeline(ctx, name, code);
   const dims = paramsUniform(ctx, 'matmul.dims', [['u32', a.n], ['u32', a.inDim], ['u32', a.outDim], ['u32', yStride], ['u32', yOffset]]);

@@ -11,6 +11,8 @@ import { enableF16, halfArray, type WeightPath } from '../common/weights.wgsl';
 export interface MatmulVariant {
   bias: boolean;
   accumulate: boolean;
+  /** Rows kernel only: reduce with subgroupAdd (device has `subgroups`) instead of a shared-memory tree. */
+  subgroups?: boolean;
 }
 
 export const TILE = 64;
@@ -19,7 +21,7 @@ export const SMALL_N = 4;
 export const ROW_WG = 64;
 
 function header(p: WeightPath, v: MatmulVariant): string {
-  return `${enableF16(p)}
+  return `${enableF16(p)}${v.subgroups ? 'enable subgroups;\n' : ''}
 struct Dims { n: u32, inDim: u32, outDim: u32, yStride: u32, yOffset: u32 }
 ${halfArray(p, 0, 'W')}
 @group(0) @binding(1) var<storage, read> x: array<f32>;
@@ -100,21 +102,22 @@ fn storeRow(r: u32, c: u32, v: vec4<f32>) {
 }
 
 export function matmulRowsWgsl(p: WeightPath, v: MatmulVariant): string {
-  return /* wgsl */ `${header(p, v)}
-var<workgroup> partial: array<f32, ${ROW_WG * SMALL_N}>;
-
-@compute @workgroup_size(${ROW_WG})
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-  let o = wg.x + wg.y * nwg.x;
-  if (o >= dims.outDim) { return; }
-  var acc: array<f32, ${SMALL_N}>;
-  for (var r = 0u; r < ${SMALL_N}u; r++) { acc[r] = 0.0; }
-  let base = o * dims.inDim;
-  for (var i = lid; i < dims.inDim; i += ${ROW_WG}u) {
-    let w = W_at(base + i);
-    for (var r = 0u; r < dims.n; r++) { acc[r] += w * x[r * dims.inDim + i]; }
+  // Subgroup path: each subgroup sums its lanes with subgroupAdd and only its lane 0 keeps the sum (WGSL
+  // does not promise which invocations share a subgroup, so no slot is derived from the subgroup size);
+  // then the first N threads add up the slots. The fallback is the usual shared-memory tree.
+  const reduce = v.subgroups
+    ? `
+  for (var r = 0u; r < ${SMALL_N}u; r++) {
+    let t = subgroupAdd(acc[r]);
+    partial[r * ${ROW_WG}u + lid] = select(0.0, t, sgLane == 0u);
   }
+  workgroupBarrier();
+  if (lid < dims.n) {
+    var total = 0.0;
+    for (var g = 0u; g < ${ROW_WG}u; g++) { total += partial[lid * ${ROW_WG}u + g]; }
+    store(lid, o, total);
+  }`
+    : `
   for (var r = 0u; r < ${SMALL_N}u; r++) { partial[r * ${ROW_WG}u + lid] = acc[r]; }
   workgroupBarrier();
   for (var s = ${ROW_WG / 2}u; s > 0u; s >>= 1u) {
@@ -123,7 +126,23 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     }
     workgroupBarrier();
   }
-  if (lid < dims.n) { store(lid, o, partial[lid * ${ROW_WG}u]); }
+  if (lid < dims.n) { store(lid, o, partial[lid * ${ROW_WG}u]); }`;
+  const sgArgs = v.subgroups ? ',\n        @builtin(subgroup_invocation_id) sgLane: u32' : '';
+  return /* wgsl */ `${header(p, v)}
+var<workgroup> partial: array<f32, ${ROW_WG * SMALL_N}>;
+
+@compute @workgroup_size(${ROW_WG})
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32${sgArgs}) {
+  let o = wg.x + wg.y * nwg.x;
+  if (o >= dims.outDim) { return; }
+  var acc: array<f32, ${SMALL_N}>;
+  for (var r = 0u; r < ${SMALL_N}u; r++) { acc[r] = 0.0; }
+  let base = o * dims.inDim;
+  for (var i = lid; i < dims.inDim; i += ${ROW_WG}u) {
+    let w = W_at(base + i);
+    for (var r = 0u; r < dims.n; r++) { acc[r] += w * x[r * dims.inDim + i]; }
+  }${reduce}
 }
 `;
 }

@@ -1,6 +1,6 @@
 import type { GpuContext } from '../../gpu/device';
 import { createStorage, readBuffer, readF32 } from '../../gpu/buffers';
-import { getPipeline, grid1d, submitDispatches, type Dispatch } from '../../gpu/pipelines';
+import { encodeDispatch, getPipeline, grid1d, type Dispatch } from '../../gpu/pipelines';
 import type { Rng } from '../../util/rng';
 import { checkDims, paramsUniform } from '../common/params';
 import { lseChunk } from '../logits/logits';
@@ -70,6 +70,7 @@ export class GpuSampler {
   private readonly lsePlans = new Map<number, Dispatch[]>();
   private readonly scratch: GPUBuffer[];
   private readonly stats1: GPUBuffer;
+  private readonly packed: GPUBuffer;
   private readonly statsT: GPUBuffer;
   private readonly maxK: number;
 
@@ -91,6 +92,7 @@ export class GpuSampler {
       createStorage(ctx, 'sampler.candIds1', Math.max(second, maxK) * 4),
     ];
     this.stats1 = createStorage(ctx, 'sampler.stats1', 12);
+    this.packed = createStorage(ctx, 'sampler.readback', 24 + 8 * maxK);
     this.statsT = createStorage(ctx, 'sampler.statsT', 12);
   }
 
@@ -121,49 +123,67 @@ export class GpuSampler {
     return p;
   }
 
-  /** The k (<= maxK) most likely tokens of the current row, sorted (value desc, id asc). */
-  async candidates(k: number): Promise<{ values: Float32Array; ids: Uint32Array }> {
-    const p = await this.plan(k);
-    submitDispatches(this.ctx, p.dispatches, 'sampler.topk');
-    const values = await readF32(this.ctx, p.vals, k);
-    const ids = new Uint32Array(await readBuffer(this.ctx, p.ids, k * 4));
-    const n = ids.findIndex((id) => id === TOPK_NONE);
-    return n < 0 ? { values, ids } : { values: values.slice(0, n), ids: ids.slice(0, n) };
-  }
-
-  /** log-sum-exp of the row at temperature 1 and of logits/T. */
-  async logSumExps(temperature: number): Promise<{ lse1: number; lseT: number }> {
-    const scaled = temperature > 0 && temperature !== 1;
+  private async lsePlan(temperature: number): Promise<Dispatch[]> {
     // Cached per temperature: building a dispatch allocates its uniform, and this runs every token.
     let ds = this.lsePlans.get(temperature);
     if (!ds) {
       ds = [await lseChunk(this.ctx, { logits: this.logits, stats: this.stats1, rows: 1, cols: this.vocab, ld: this.vocab, first: true })];
-      if (scaled) {
+      if (temperature !== 1) {
         ds.push(await lseChunk(this.ctx, { logits: this.logits, stats: this.statsT, rows: 1, cols: this.vocab, ld: this.vocab, first: true, scale: 1 / temperature }));
       }
       if (this.lsePlans.size > 8) this.lsePlans.clear();
       this.lsePlans.set(temperature, ds);
     }
-    submitDispatches(this.ctx, ds, 'sampler.lse');
-    const s1 = await readF32(this.ctx, this.stats1, 2);
-    const lse1 = s1[0] + Math.log(s1[1]);
-    if (!scaled) return { lse1, lseT: lse1 };
-    const sT = await readF32(this.ctx, this.statsT, 2);
-    return { lse1, lseT: sT[0] + Math.log(sT[1]) };
+    return ds;
+  }
+
+  /**
+   * One submission: log-sum-exps at temperature 1 and T, the top-k passes, and copies of the results
+   * into one small buffer, read back with a single map (a per-token round trip is the cost that matters).
+   */
+  async gather(k: number, temperature: number): Promise<{ values: Float32Array; ids: Uint32Array; lse1: number; lseT: number }> {
+    if (!(k >= 1 && k <= this.maxK)) throw new Error(`GpuSampler: k must be in [1, ${this.maxK}], got ${k}`);
+    const T = temperature > 0 ? temperature : 1;
+    const p = await this.plan(k);
+    const dispatches = [...(await this.lsePlan(T)), ...p.dispatches];
+    const enc = this.ctx.device.createCommandEncoder({ label: 'sampler' });
+    for (const d of dispatches) encodeDispatch(this.ctx, enc, d);
+    enc.copyBufferToBuffer(this.stats1, 0, this.packed, 0, 12);
+    if (T !== 1) enc.copyBufferToBuffer(this.statsT, 0, this.packed, 12, 12);
+    else enc.copyBufferToBuffer(this.stats1, 0, this.packed, 12, 12);
+    enc.copyBufferToBuffer(p.vals, 0, this.packed, 24, k * 4);
+    enc.copyBufferToBuffer(p.ids, 0, this.packed, 24 + k * 4, k * 4);
+    this.ctx.device.queue.submit([enc.finish()]);
+    const raw = await readBuffer(this.ctx, this.packed, 24 + 8 * k);
+    const f = new Float32Array(raw);
+    let values = f.slice(6, 6 + k);
+    let ids = new Uint32Array(raw, 24 + 4 * k, k).slice();
+    const n = ids.findIndex((id) => id === TOPK_NONE);
+    if (n >= 0) {
+      values = values.slice(0, n);
+      ids = ids.slice(0, n);
+    }
+    return { values, ids, lse1: f[0] + Math.log(f[1]), lseT: f[3] + Math.log(f[4]) };
+  }
+
+  /** The k (<= maxK) most likely tokens of the current row, sorted (value desc, id asc). */
+  async candidates(k: number): Promise<{ values: Float32Array; ids: Uint32Array }> {
+    const { values, ids } = await this.gather(k, 1);
+    return { values, ids };
   }
 
   /** The distribution sample() draws from, as (ids, probs); reads the whole row only when it must. */
   async distribution(o: SamplingOptions): Promise<{ ids: number[]; probs: number[]; lse1: number; usedFullRow: boolean; logitOf: (id: number) => number }> {
     checkSamplingOptions(o);
     const T = o.temperature ?? 0;
-    const { lse1, lseT } = await this.logSumExps(T);
     if (T === 0) {
-      const c = await this.candidates(1);
-      return { ids: [c.ids[0]], probs: [1], lse1, usedFullRow: false, logitOf: () => c.values[0] };
+      const c = await this.gather(1, 1);
+      return { ids: [c.ids[0]], probs: [1], lse1: c.lse1, usedFullRow: false, logitOf: () => c.values[0] };
     }
     const k = o.topK && o.topK <= this.maxK ? o.topK : this.maxK;
-    const c = await this.candidates(Math.min(k, this.vocab));
-    const d = candidateDistribution(c.values, c.ids, lseT, this.vocab, o);
+    const c = await this.gather(Math.min(k, this.vocab), T);
+    const lse1 = c.lse1;
+    const d = candidateDistribution(c.values, c.ids, c.lseT, this.vocab, o);
     if (d) {
       const byId = new Map(Array.from(c.ids, (id, i) => [id, c.values[i]] as const));
       return { ...d, lse1, usedFullRow: false, logitOf: (id) => byId.get(id)! };
@@ -184,7 +204,7 @@ export class GpuSampler {
   }
 
   destroy(): void {
-    for (const b of [...this.scratch, this.stats1, this.statsT]) b.destroy();
+    for (const b of [...this.scratch, this.stats1, this.statsT, this.packed]) b.destroy();
     this.plans.clear();
     this.lsePlans.clear();
   }

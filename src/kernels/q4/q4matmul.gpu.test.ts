@@ -1,0 +1,83 @@
+import { describe, expect, it } from 'vitest';
+import { createStorage, readF32 } from '../../gpu/buffers';
+import { submitDispatches } from '../../gpu/pipelines';
+import { Rng } from '../../util/rng';
+import { gpuFor, weightPaths } from '../../../tests/support/gpu';
+import { f32Buffer, relMaxErr } from '../common/testing';
+import { matmulRef } from '../matmul/matmul.ref';
+import { dequantizeQ4, quantizeQ4, type Q4ScaleDtype } from './q4.ref';
+import { q4Matmul, q4Matvec } from './q4matmul';
+import { destroyQ4, uploadQ4 } from './q4weight';
+
+// The reference multiplies the dequantized weights in float64, so the only GPU error is f32 accumulation
+// over `in` products (as for the f16 matmul): 2e-5 relative to the largest output.
+const TOL = 2e-5;
+
+describe('q4 matmul (4-bit W dequantized in registers, f32 accumulate)', async () => {
+  const paths = await weightPaths();
+  const cases: Array<[number, number, number, 'tiled' | 'rows', boolean, boolean, Q4ScaleDtype]> = [
+    [1, 96, 13, 'rows', true, false, 'f16'],
+    [2, 320, 17, 'rows', false, true, 'f32'],
+    [4, 800, 70, 'rows', true, true, 'f16'],
+    [5, 64, 9, 'tiled', true, false, 'f32'],
+    [67, 96, 130, 'tiled', false, true, 'f16'],
+    [70, 160, 66, 'tiled', true, true, 'f16'],
+  ];
+  for (const path of paths) {
+    const ctxP = gpuFor(path);
+    for (const subgroups of [true, false]) {
+      for (const [N, IN, OUT, kernel, bias, acc, scale] of cases) {
+        if (kernel === 'tiled' && !subgroups) continue; // the tiled kernel has no subgroup variant
+        it(`${path}${kernel === 'rows' ? (subgroups ? ' subgroups' : ' no-subgroups') : ''}: ${kernel} N=${N} in=${IN} out=${OUT} bias=${bias} accumulate=${acc} scale=${scale}`, async () => {
+          const ctx = await ctxP;
+          expect(ctx.caps.f16).toBe(path === 'native');
+          const rng = new Rng(N * 1000 + IN * 10 + OUT);
+          const q = quantizeQ4(rng.fill(OUT * IN, 0.5), OUT, IN, scale);
+          const Wd = dequantizeQ4(q);
+          const x = rng.fill(N * IN);
+          const b = rng.fill(OUT);
+          const y0 = rng.fill(N * OUT);
+          const W = uploadQ4(ctx, 'W', q);
+          const xb = f32Buffer(ctx, 'x', x);
+          const bb = f32Buffer(ctx, 'b', b);
+          const y = f32Buffer(ctx, 'y', y0);
+          submitDispatches(ctx, [
+            await q4Matmul(ctx, { x: xb, W, y, bias: bias ? bb : undefined, n: N, inDim: IN, outDim: OUT, accumulate: acc, kernel, subgroups }),
+          ]);
+          const got = await readF32(ctx, y, N * OUT);
+          const want = matmulRef(x, Wd, N, IN, OUT, bias ? b : undefined, acc ? y0 : undefined);
+          expect(relMaxErr(got, want)).toBeLessThan(TOL);
+          destroyQ4(W);
+          for (const buf of [xb, bb, y]) buf.destroy();
+        });
+      }
+    }
+
+    it(`${path}: q4Matvec on a window of rows (rowBase) of a larger matrix, both reductions`, async () => {
+      const ctx = await ctxP;
+      const rng = new Rng(7);
+      const [ROWS, IN, base, cnt] = [41, 128, 11, 23];
+      const q = quantizeQ4(rng.fill(ROWS * IN), ROWS, IN);
+      const x = rng.fill(IN);
+      const W = uploadQ4(ctx, 'Wbig', q);
+      const xb = f32Buffer(ctx, 'x', x);
+      const want = matmulRef(x, dequantizeQ4(q, base, cnt), 1, IN, cnt);
+      for (const subgroups of [true, false]) {
+        const y = createStorage(ctx, 'y', cnt * 4);
+        submitDispatches(ctx, [await q4Matvec(ctx, { W: { ...W, rowBase: base }, x: xb, y, rows: cnt, cols: IN, subgroups })]);
+        expect(relMaxErr(await readF32(ctx, y, cnt), want)).toBeLessThan(TOL);
+        y.destroy();
+      }
+      destroyQ4(W);
+      xb.destroy();
+    });
+  }
+
+  it('rejects an input dimension that is not a multiple of 32, and a too-small q_weight, naming them', async () => {
+    const ctx = await gpuFor('packed');
+    const d = createStorage(ctx, 'd', 4096);
+    const W = { qWeight: createStorage(ctx, 'tiny.q_weight', 16), qScale: createStorage(ctx, 'tiny.q_scale', 4096) };
+    await expect(q4Matmul(ctx, { x: d, W, y: createStorage(ctx, 'y', 4096), n: 1, inDim: 48, outDim: 1 })).rejects.toThrow(/multiple of 32 .*got 48/);
+    await expect(q4Matmul(ctx, { x: d, W, y: createStorage(ctx, 'y', 4096), n: 1, inDim: 64, outDim: 4 })).rejects.toThrow(/tiny\.q_weight/);
+  });
+});

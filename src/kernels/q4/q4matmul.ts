@@ -1,0 +1,71 @@
+import type { GpuContext } from '../../gpu/device';
+import { getPipeline, grid1d, type Dispatch } from '../../gpu/pipelines';
+import { checkDims, paramsUniform } from '../common/params';
+import type { MatmulArgs } from '../matmul/matmul';
+import { q4PathName } from './q4.wgsl';
+import { Q4_ROWS, Q4_SMALL_N, Q4_TILE, q4RowsWgsl, q4TiledWgsl } from './q4matmul.wgsl';
+import { checkQ4Weight, q4Path, type Q4Weight } from './q4weight';
+
+/** MatmulArgs with a 4-bit W: swapping an f16 linear for a q4 one changes only `W`. */
+export interface Q4MatmulArgs extends Omit<MatmulArgs, 'W'> {
+  /** 4-bit [out, in] (HF layout, y = x W^T); `in` must be a multiple of 32. */
+  W: Q4Weight;
+  /** Use the subgroup reduction in the rows kernel when the device has it (default true; tests turn it off). */
+  subgroups?: boolean;
+}
+
+/**
+ * y[N, out] (+)= x[N, in] · deq(W)^T + b. Buffers: x f32 [N, in], W q_weight u32 [out, in/8] + q_scale
+ * [out, in/32], b f32 [out], y f32 [N, yStride] written at columns yOffset .. yOffset+out.
+ * Decode (N <= 4) uses the rows kernel (each weight word read once for all N rows), else the tiled one.
+ */
+export async function q4Matmul(ctx: GpuContext, a: Q4MatmulArgs): Promise<Dispatch> {
+  const yStride = a.yStride ?? a.outDim;
+  const yOffset = a.yOffset ?? 0;
+  checkDims('q4Matmul', { n: a.n, inDim: a.inDim, outDim: a.outDim, yStride, yOffset }, ['yOffset']);
+  checkQ4Weight('q4Matmul', a.W, a.inDim, a.outDim);
+  if (yOffset + a.outDim > yStride) throw new Error(`q4Matmul: yOffset ${yOffset} + outDim ${a.outDim} exceeds yStride ${yStride}`);
+  if (a.x === a.y) throw new Error('q4Matmul: x and y must be different buffers');
+  if (a.x.size < a.n * a.inDim * 4) throw new Error(`q4Matmul: x ('${a.x.label}') is smaller than [${a.n}, ${a.inDim}] f32`);
+  if (a.y.size < ((a.n - 1) * yStride + yOffset + a.outDim) * 4) throw new Error(`q4Matmul: y ('${a.y.label}') is smaller than [${a.n}, ${yStride}] f32`);
+  if (a.bias && a.bias.size < a.outDim * 4) throw new Error(`q4Matmul: bias ('${a.bias.label}') is smaller than [${a.outDim}] f32`);
+  const kernel = a.kernel ?? (a.n <= Q4_SMALL_N ? 'rows' : 'tiled');
+  if (kernel === 'rows' && a.n > Q4_SMALL_N) throw new Error(`q4Matmul: the rows kernel handles N <= ${Q4_SMALL_N}, got ${a.n}`);
+  const variant = { bias: !!a.bias, accumulate: !!a.accumulate };
+  const p = q4Path(ctx, a.W);
+  const sg = kernel === 'rows' && a.subgroups !== false && ctx.caps.subgroups;
+  const name = `q4_matmul_${kernel}${kernel === 'rows' ? `${a.n}${sg ? '_sg' : ''}` : ''}_${q4PathName(p)}${variant.bias ? '_bias' : ''}${variant.accumulate ? '_acc' : ''}`;
+  const code = kernel === 'tiled' ? q4TiledWgsl(p, variant) : q4RowsWgsl(p, variant, a.n, sg);
+  const pipeline = await getPipeline(ctx, name, code);
+  const dims = paramsUniform(ctx, 'q4Matmul.dims', [
+    ['u32', a.n], ['u32', a.inDim], ['u32', a.outDim], ['u32', yStride], ['u32', yOffset], ['u32', a.W.rowBase ?? 0],
+  ]);
+  const buffers = [a.W.qWeight, a.W.qScale, a.x, a.y, dims];
+  if (a.bias) buffers.push(a.bias);
+  const max = ctx.caps.limits.maxComputeWorkgroupsPerDimension;
+  let workgroups: [number, number];
+  if (kernel === 'tiled') {
+    workgroups = [Math.ceil(a.outDim / Q4_TILE), Math.ceil(a.n / Q4_TILE)];
+    if (workgroups[0] > max || workgroups[1] > max) throw new Error(`q4Matmul: grid ${workgroups} exceeds ${max} workgroups per dimension`);
+  } else {
+    workgroups = grid1d(ctx, Math.ceil(a.outDim / Q4_ROWS));
+  }
+  return { pipeline, buffers, workgroups, label: name };
+}
+
+export interface Q4MatvecArgs {
+  /** 4-bit [rows, cols]. */
+  W: Q4Weight;
+  /** f32 [cols]. */
+  x: GPUBuffer;
+  /** f32 [rows] out. */
+  y: GPUBuffer;
+  rows: number;
+  cols: number;
+  subgroups?: boolean;
+}
+
+/** y[rows] = deq(W) x: the decode matvec (MatvecArgs with a 4-bit W). */
+export function q4Matvec(ctx: GpuContext, a: Q4MatvecArgs): Promise<Dispatch> {
+  return q4Matmul(ctx, { W: a.W, x: a.x, y: a.y, n: 1, inDim: a.cols, outDim: a.rows, kernel: 'rows', subgroups: a.subgroups });
+}
