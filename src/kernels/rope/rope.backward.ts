@@ -1,7 +1,8 @@
 import type { GpuContext } from '../../gpu/device';
 import { getPipeline, grid1d, type Dispatch } from '../../gpu/pipelines';
 import { checkDims, paramsUniform } from '../common/params';
-import { ROPE_BWD_MAX_HALF, ROPE_BWD_WG, ropeBackwardInvFreq, ropeBackwardWgsl } from './rope.backward.wgsl';
+import { ROPE_BWD_MAX_HALF, ROPE_BWD_WG, ropeBackwardWgsl } from './rope.backward.wgsl';
+import { ropeInvFreq } from './rope';
 
 export interface RopeBackwardArgs {
   /** f32 [n, nH*hd]: gradient of the rotated q, rotated back in place */
@@ -27,7 +28,7 @@ export async function ropeBackward(ctx: GpuContext, a: RopeBackwardArgs): Promis
   if (a.pos.size < a.n * 4) throw new Error(`ropeBackward: 'pos' ('${a.pos.label}') holds fewer than ${a.n} positions`);
   const pipeline = await getPipeline(ctx, 'rope_backward', ropeBackwardWgsl());
   const table = new Float32Array(ROPE_BWD_MAX_HALF);
-  table.set(ropeBackwardInvFreq(a.theta, a.headDim));
+  table.set(ropeInvFreq(a.theta, a.headDim));
   const dims = paramsUniform(ctx, 'ropeBackward.dims', [['u32', a.n], ['u32', a.nHeads], ['u32', a.nKvHeads], ['u32', a.headDim]], table);
   const threads = a.n * (a.nHeads + a.nKvHeads) * (a.headDim / 2);
   return { pipeline, buffers: [a.dq, a.dk, a.pos, dims], workgroups: grid1d(ctx, Math.ceil(threads / ROPE_BWD_WG)), label: 'rope_backward' };

@@ -1,21 +1,14 @@
 // RoPE backward: the forward rotates each pair (i, i + hd/2) by +angle (rotate-half), so its gradient is
 // the rotation by -angle, applied in place on dq and dk:
 //   dx[i] = dy[i] cos + dy[i+hd/2] sin,   dx[i+hd/2] = dy[i+hd/2] cos - dy[i] sin
-// The angle is computed as Hugging Face does: inv_freq in float64 on the CPU rounded to f32 (a uniform
-// table: the GPU's pow/exp carry ~1e-6 relative error, 2e-4 rad at position 200), times f32(pos) in f32.
-// WGSL only bounds sin/cos error on [-pi, pi], so the angle is first reduced mod 2*pi with a 3-part
-// Cody-Waite split (k*C1 exact for k < 2^16). One thread per (row, head, i < hd/2), q heads then k heads.
+// The angle and its sin/cos are computed exactly as the forward does (same inv_freq table from
+// ropeInvFreq, same sinCos from rope.wgsl.ts): WGSL's builtin sin/cos are ~1e-4 off on SwiftShader, and
+// any difference between the two would make the backward the adjoint of a slightly different rotation.
+// One thread per (row, head, i < hd/2), q heads then k heads.
+import { SIN_COS_WGSL } from './rope.wgsl';
 
 export const ROPE_BWD_WG = 256;
 export const ROPE_BWD_MAX_HALF = 128;
-const TWO_PI_C1 = 6.28125;
-const TWO_PI_C2 = 0.0019350051879882812;
-const TWO_PI_C3 = 2 * Math.PI - TWO_PI_C1 - TWO_PI_C2;
-
-/** inv_freq[i] = theta^(-2i/hd) in float64, rounded to f32. */
-export function ropeBackwardInvFreq(theta: number, headDim: number): Float32Array {
-  return Float32Array.from({ length: headDim / 2 }, (_, i) => Math.pow(theta, (-2 * i) / headDim));
-}
 
 export function ropeBackwardWgsl(): string {
   return /* wgsl */ `
@@ -25,6 +18,7 @@ struct Dims { n: u32, nH: u32, nKV: u32, hd: u32, invf: array<vec4<f32>, ${ROPE_
 @group(0) @binding(2) var<storage, read> pos: array<u32>;
 @group(0) @binding(3) var<uniform> dims: Dims;
 
+${SIN_COS_WGSL}
 fn unrotate(base: u32, i: u32, half: u32, c: f32, s: f32, isQ: bool) {
   if (isQ) {
     let a = dq[base + i];
@@ -51,10 +45,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
   let h = t % heads;
   let row = t / heads;
   let angle = f32(pos[row]) * dims.invf[i / 4u][i % 4u];
-  let kq = round(angle * ${1 / (2 * Math.PI)});
-  let r = ((angle - kq * ${TWO_PI_C1}) - kq * ${TWO_PI_C2}) - kq * ${TWO_PI_C3};
-  let c = cos(r);
-  let s = sin(r);
+  let sc = sinCos(angle);
+  let s = sc.x;
+  let c = sc.y;
   if (h < dims.nH) {
     unrotate(row * dims.nH * dims.hd + h * dims.hd, i, half, c, s, true);
   } else {
