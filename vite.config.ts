@@ -13,6 +13,10 @@ export default defineConfig({
     sourcemap: true,
     chunkSizeWarningLimit: 8000,
   },
-  optimizeDeps: { exclude: ['webgpu'] },
+  optimizeDeps: {
+    exclude: ['webgpu'],
+    // Pre-bundled up front: discovering them mid-run makes Vite reload the page under a browser test.
+    include: ['lit', 'lit/directives/unsafe-html.js', 'comlink', 'idb', 'dompurify', 'marked', '@huggingface/jinja', '@lenml/tokenizers'],
+  },
   server: { fs: { allow: ['.', '../shared'] } },
 });
