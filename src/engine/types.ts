@@ -29,7 +29,7 @@ export interface GenerationResult {
   text: string;
   /** Exact prompt token ids as fed to the model (empty where the engine does not expose them). */
   promptTokens: number[];
-  /** Sampled token ids, and log p of each under the sampling policy (same length). */
+  /** Sampled token ids, and log p of each under the model at temperature 1, before any top-k / top-p (same length). */
   tokens: number[];
   logprobs: number[];
   /** Adapter active while sampling, or null for the base model. */

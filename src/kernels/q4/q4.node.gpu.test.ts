@@ -45,7 +45,13 @@ describe('q4 kernels on the fixtures', async () => {
   const paths = await weightPaths();
   const { recs, shard } = readMlcShard();
 
+  it('lavapipe offers subgroups, so this tier runs the subgroup reduction as well as the fallback', async () => {
+    const ctx = await gpuFor('packed');
+    if (/llvmpipe|lavapipe/i.test(ctx.caps.description)) expect(ctx.caps.subgroups).toBe(true);
+  });
+
   for (const path of paths) {
+    const sgModes = (await gpuFor(path)).caps.subgroups ? [true, false] : [false];
     it(`${path}: qwen2-tiny q_proj quantized by quantizeQ4: decode (both reductions) and prefill equal CPU dequantize-then-matmul`, async () => {
       const ctx = await gpuFor(path);
       const t = readSafetensorsF32(join(TINY, 'model.safetensors')).get('model.layers.0.self_attn.q_proj.weight');
@@ -64,7 +70,7 @@ describe('q4 kernels on the fixtures', async () => {
         const x = rng.fill(n * inDim);
         const xb = f32Buffer(ctx, 'x', x);
         const want = matmulRef(x, Wd, n, inDim, out);
-        for (const subgroups of n === 1 ? [true, false] : [true]) {
+        for (const subgroups of n === 1 ? sgModes : [true]) {
           const y = createStorage(ctx, 'y', n * out * 4);
           submitDispatches(ctx, [await q4Matmul(ctx, { x: xb, W, y, n, inDim, outDim: out, subgroups })]);
           expect(relMaxErr(await readF32(ctx, y, n * out), want)).toBeLessThan(2e-5);
@@ -88,7 +94,7 @@ describe('q4 kernels on the fixtures', async () => {
           const W = uploadQ4(ctx, mod, q);
           const xb = f32Buffer(ctx, 'x', x);
           const want = matmulRef(x, Wd, 1, q.inDim, q.out);
-          for (const subgroups of [true, false]) {
+          for (const subgroups of sgModes) {
             const y = createStorage(ctx, 'y', q.out * 4);
             submitDispatches(ctx, [await q4Matvec(ctx, { W, x: xb, y, rows: q.out, cols: q.inDim, subgroups })]);
             const got = await readF32(ctx, y, q.out);

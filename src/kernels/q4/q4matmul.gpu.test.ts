@@ -25,7 +25,9 @@ describe('q4 matmul (4-bit W dequantized in registers, f32 accumulate)', async (
   ];
   for (const path of paths) {
     const ctxP = gpuFor(path);
-    for (const subgroups of [true, false]) {
+    // The subgroup reduction where the device has subgroups (lavapipe, most GPUs), and always the fallback.
+    const sgModes = (await ctxP).caps.subgroups ? [true, false] : [false];
+    for (const subgroups of sgModes) {
       for (const [N, IN, OUT, kernel, bias, acc, scale] of cases) {
         if (kernel === 'tiled' && !subgroups) continue; // the tiled kernel has no subgroup variant
         it(`${path}${kernel === 'rows' ? (subgroups ? ' subgroups' : ' no-subgroups') : ''}: ${kernel} N=${N} in=${IN} out=${OUT} bias=${bias} accumulate=${acc} scale=${scale}`, async () => {
@@ -41,9 +43,9 @@ describe('q4 matmul (4-bit W dequantized in registers, f32 accumulate)', async (
           const xb = f32Buffer(ctx, 'x', x);
           const bb = f32Buffer(ctx, 'b', b);
           const y = f32Buffer(ctx, 'y', y0);
-          submitDispatches(ctx, [
-            await q4Matmul(ctx, { x: xb, W, y, bias: bias ? bb : undefined, n: N, inDim: IN, outDim: OUT, accumulate: acc, kernel, subgroups }),
-          ]);
+          const d = await q4Matmul(ctx, { x: xb, W, y, bias: bias ? bb : undefined, n: N, inDim: IN, outDim: OUT, accumulate: acc, kernel, subgroups });
+          expect(d.label?.includes('_sg')).toBe(kernel === 'rows' && subgroups);
+          submitDispatches(ctx, [d]);
           const got = await readF32(ctx, y, N * OUT);
           const want = matmulRef(x, Wd, N, IN, OUT, bias ? b : undefined, acc ? y0 : undefined);
           expect(relMaxErr(got, want)).toBeLessThan(TOL);
@@ -51,6 +53,27 @@ describe('q4 matmul (4-bit W dequantized in registers, f32 accumulate)', async (
           for (const buf of [xb, bb, y]) buf.destroy();
         });
       }
+    }
+
+    for (const rowsPerWorkgroup of [2, 64]) {
+      it(`${path}: rows kernel with ${rowsPerWorkgroup} rows per workgroup (each subgroup / lane group owning several row pairs, or one)`, async () => {
+        const ctx = await ctxP;
+        const rng = new Rng(rowsPerWorkgroup);
+        const [N, IN, OUT] = [1, 224, 203];
+        const q = quantizeQ4(rng.fill(OUT * IN), OUT, IN);
+        const x = rng.fill(N * IN);
+        const W = uploadQ4(ctx, 'W', q);
+        const xb = f32Buffer(ctx, 'x', x);
+        const want = matmulRef(x, dequantizeQ4(q), N, IN, OUT);
+        for (const subgroups of sgModes) {
+          const y = createStorage(ctx, 'y', N * OUT * 4);
+          submitDispatches(ctx, [await q4Matmul(ctx, { x: xb, W, y, n: N, inDim: IN, outDim: OUT, subgroups, rowsPerWorkgroup })]);
+          expect(relMaxErr(await readF32(ctx, y, N * OUT), want)).toBeLessThan(TOL);
+          y.destroy();
+        }
+        destroyQ4(W);
+        xb.destroy();
+      });
     }
 
     it(`${path}: q4Matvec on a window of rows (rowBase) of a larger matrix, both reductions`, async () => {
@@ -62,7 +85,7 @@ describe('q4 matmul (4-bit W dequantized in registers, f32 accumulate)', async (
       const W = uploadQ4(ctx, 'Wbig', q);
       const xb = f32Buffer(ctx, 'x', x);
       const want = matmulRef(x, dequantizeQ4(q, base, cnt), 1, IN, cnt);
-      for (const subgroups of [true, false]) {
+      for (const subgroups of sgModes) {
         const y = createStorage(ctx, 'y', cnt * 4);
         submitDispatches(ctx, [await q4Matvec(ctx, { W: { ...W, rowBase: base }, x: xb, y, rows: cnt, cols: IN, subgroups })]);
         expect(relMaxErr(await readF32(ctx, y, cnt), want)).toBeLessThan(TOL);

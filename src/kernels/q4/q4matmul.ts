@@ -3,7 +3,7 @@ import { getPipeline, grid1d, type Dispatch } from '../../gpu/pipelines';
 import { checkDims, paramsUniform } from '../common/params';
 import type { MatmulArgs } from '../matmul/matmul';
 import { q4PathName } from './q4.wgsl';
-import { Q4_ROWS, Q4_SMALL_N, Q4_TILE, q4RowsWgsl, q4TiledWgsl } from './q4matmul.wgsl';
+import { Q4_ROWS, Q4_ROWS_CHOICES, Q4_SMALL_N, Q4_TILE, q4RowsWgsl, q4TiledWgsl } from './q4matmul.wgsl';
 import { checkQ4Weight, q4Path, type Q4Weight } from './q4weight';
 
 /** MatmulArgs with a 4-bit W: swapping an f16 linear for a q4 one changes only `W`. */
@@ -12,6 +12,8 @@ export interface Q4MatmulArgs extends Omit<MatmulArgs, 'W'> {
   W: Q4Weight;
   /** Use the subgroup reduction in the rows kernel when the device has it (default true; tests turn it off). */
   subgroups?: boolean;
+  /** Output rows per workgroup of the rows kernel (tuning; one of Q4_ROWS_CHOICES, default Q4_ROWS = 16). */
+  rowsPerWorkgroup?: number;
 }
 
 /**
@@ -30,12 +32,14 @@ export async function q4Matmul(ctx: GpuContext, a: Q4MatmulArgs): Promise<Dispat
   if (a.y.size < ((a.n - 1) * yStride + yOffset + a.outDim) * 4) throw new Error(`q4Matmul: y ('${a.y.label}') is smaller than [${a.n}, ${yStride}] f32`);
   if (a.bias && a.bias.size < a.outDim * 4) throw new Error(`q4Matmul: bias ('${a.bias.label}') is smaller than [${a.outDim}] f32`);
   const kernel = a.kernel ?? (a.n <= Q4_SMALL_N ? 'rows' : 'tiled');
+  const rows = a.rowsPerWorkgroup ?? Q4_ROWS;
+  if (!Q4_ROWS_CHOICES.includes(rows)) throw new Error(`q4Matmul: rowsPerWorkgroup must be one of ${Q4_ROWS_CHOICES.join(', ')}, got ${rows}`);
   if (kernel === 'rows' && a.n > Q4_SMALL_N) throw new Error(`q4Matmul: the rows kernel handles N <= ${Q4_SMALL_N}, got ${a.n}`);
   const variant = { bias: !!a.bias, accumulate: !!a.accumulate };
   const p = q4Path(ctx, a.W);
   const sg = kernel === 'rows' && a.subgroups !== false && ctx.caps.subgroups;
-  const name = `q4_matmul_${kernel}${kernel === 'rows' ? `${a.n}${sg ? '_sg' : ''}` : ''}_${q4PathName(p)}${variant.bias ? '_bias' : ''}${variant.accumulate ? '_acc' : ''}`;
-  const code = kernel === 'tiled' ? q4TiledWgsl(p, variant) : q4RowsWgsl(p, variant, a.n, sg);
+  const name = `q4_matmul_${kernel}${kernel === 'rows' ? `${a.n}x${rows}${sg ? '_sg' : ''}` : ''}_${q4PathName(p)}${variant.bias ? '_bias' : ''}${variant.accumulate ? '_acc' : ''}`;
+  const code = kernel === 'tiled' ? q4TiledWgsl(p, variant) : q4RowsWgsl(p, variant, a.n, sg, rows);
   const pipeline = await getPipeline(ctx, name, code);
   const dims = paramsUniform(ctx, 'q4Matmul.dims', [
     ['u32', a.n], ['u32', a.inDim], ['u32', a.outDim], ['u32', yStride], ['u32', yOffset], ['u32', a.W.rowBase ?? 0],
@@ -48,7 +52,7 @@ export async function q4Matmul(ctx: GpuContext, a: Q4MatmulArgs): Promise<Dispat
     workgroups = [Math.ceil(a.outDim / Q4_TILE), Math.ceil(a.n / Q4_TILE)];
     if (workgroups[0] > max || workgroups[1] > max) throw new Error(`q4Matmul: grid ${workgroups} exceeds ${max} workgroups per dimension`);
   } else {
-    workgroups = grid1d(ctx, Math.ceil(a.outDim / Q4_ROWS));
+    workgroups = grid1d(ctx, Math.ceil(a.outDim / rows));
   }
   return { pipeline, buffers, workgroups, label: name };
 }
@@ -63,9 +67,10 @@ export interface Q4MatvecArgs {
   rows: number;
   cols: number;
   subgroups?: boolean;
+  rowsPerWorkgroup?: number;
 }
 
 /** y[rows] = deq(W) x: the decode matvec (MatvecArgs with a 4-bit W). */
 export function q4Matvec(ctx: GpuContext, a: Q4MatvecArgs): Promise<Dispatch> {
-  return q4Matmul(ctx, { W: a.W, x: a.x, y: a.y, n: 1, inDim: a.cols, outDim: a.rows, kernel: 'rows', subgroups: a.subgroups });
+  return q4Matmul(ctx, { W: a.W, x: a.x, y: a.y, n: 1, inDim: a.cols, outDim: a.rows, kernel: 'rows', subgroups: a.subgroups, rowsPerWorkgroup: a.rowsPerWorkgroup });
 }

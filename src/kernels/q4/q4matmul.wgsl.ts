@@ -4,9 +4,10 @@
 // Two kernels, as for the f16 matmul:
 // - rows (N <= Q4_SMALL_N, decode): memory-bound, so each group of 32 weights is one vec4<u32> load plus
 //   one scale load, and all N rows of x are multiplied with it while it is in registers. A workgroup of 64
-//   threads owns Q4_ROWS output rows. With `subgroups` each subgroup owns whole rows (its lanes stride over
-//   the row's groups, subgroupAdd reduces), so no workgroup memory or barriers are in the reduction.
-//   Without, 8 lanes per row reduce through workgroup memory.
+//   threads owns Q4_ROWS output rows, taken in pairs so that the x values a lane loads serve two rows and
+//   two weight loads are in flight. With `subgroups` each subgroup owns whole pairs (its lanes stride over
+//   the rows' groups, subgroupAdd reduces), so no workgroup memory or barriers are in the reduction.
+//   Without, 64 / (rows / 2) lanes per pair reduce through workgroup memory.
 // - tiled (prefill / training): 64x64 output tile per workgroup, K step 32 = one quantization group, so a
 //   W tile row needs 4 words and 1 scale; the tile is dequantized once into workgroup memory and reused by
 //   64 x rows. 16 KiB of workgroup memory, the WebGPU default limit.
@@ -21,11 +22,11 @@ export interface Q4MatmulVariant {
 export const Q4_TILE = 64;
 export const Q4_TILE_K = 32;
 export const Q4_SMALL_N = 4;
-/** Output rows per workgroup of the rows kernel. */
-export const Q4_ROWS = 8;
+/** Output rows per workgroup of the rows kernel (both reductions work on row pairs). */
+export const Q4_ROWS = 16;
 export const Q4_ROWS_WG = 64;
-/** Lanes per output row in the rows kernel without subgroups. */
-export const Q4_LANES = Q4_ROWS_WG / Q4_ROWS;
+/** Rows per workgroup the rows kernel can be built for: lanes per pair (64 / (rows / 2)) stay a power of two >= 2. */
+export const Q4_ROWS_CHOICES = [2, 4, 8, 16, 32, 64];
 
 function header(p: Q4Path, v: Q4MatmulVariant, wType: 'u32' | 'vec4<u32>', xType: 'f32' | 'vec4<f32>'): string {
   return `struct Dims { n: u32, inDim: u32, outDim: u32, yStride: u32, yOffset: u32, wRow: u32 }
@@ -46,94 +47,116 @@ fn store(row: u32, col: u32, acc: f32) {
 `;
 }
 
-/** Dot of one dequantized group (vec4<u32> `q`, scale `s`) with x row `r` (as vec4 index base `xb`). */
-function groupDots(nr: number): string {
-  const lines: string[] = [];
-  for (let r = 0; r < nr; r++) {
-    const xb = `xb${r}`;
-    lines.push(`{ let ${xb} = ${r}u * dims.inDim / 4u + g * 8u;
-        acc${r} += s * (dot(w0, x[${xb}]) + dot(w1, x[${xb} + 1u]) + dot(w2, x[${xb} + 2u]) + dot(w3, x[${xb} + 3u])
-          + dot(w4, x[${xb} + 4u]) + dot(w5, x[${xb} + 5u]) + dot(w6, x[${xb} + 6u]) + dot(w7, x[${xb} + 7u])); }`);
-  }
-  return lines.join('\n        ');
+/** Row r of x against the groups of two weight rows (qa, sa) and (qb, sb): x is loaded once for both. */
+function pairDots(r: number): string {
+  const xs = range(8).map((v) => `let x${r}_${v} = x[${r}u * dims.inDim / 4u + g * 8u + ${v}u];`).join(' ');
+  const dots = (q: string) =>
+    range(4)
+      .map((c) => `dot(q4lo(${q}.${'xyzw'[c]}), x${r}_${2 * c}) + dot(q4hi(${q}.${'xyzw'[c]}), x${r}_${2 * c + 1})`)
+      .join(' + ');
+  return `{ ${xs}
+          acc${r} += sa * (${dots('qa')});
+          bcc${r} += sb * (${dots('qb')}); }`;
 }
-
-const DEQ_GROUP = `let q = Wq[wbase + g];
-        let s = S_at(wbase + g);
-        let w0 = q4lo(q.x); let w1 = q4hi(q.x); let w2 = q4lo(q.y); let w3 = q4hi(q.y);
-        let w4 = q4lo(q.z); let w5 = q4hi(q.z); let w6 = q4lo(q.w); let w7 = q4hi(q.w);`;
 
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
 
-/** Rows kernel for exactly `nr` (1..Q4_SMALL_N) rows of x, with or without subgroups. */
-export function q4RowsWgsl(p: Q4Path, v: Q4MatmulVariant, nr: number, subgroups: boolean): string {
+/** Rows kernel for exactly `nr` (1..Q4_SMALL_N) rows of x, with or without subgroups, `rows` output rows per workgroup. */
+export function q4RowsWgsl(p: Q4Path, v: Q4MatmulVariant, nr: number, subgroups: boolean, rows = Q4_ROWS): string {
   if (!Number.isInteger(nr) || nr < 1 || nr > Q4_SMALL_N) throw new Error(`q4RowsWgsl: nr must be 1..${Q4_SMALL_N}, got ${nr}`);
+  if (!Q4_ROWS_CHOICES.includes(rows)) throw new Error(`q4RowsWgsl: rows per workgroup must be one of ${Q4_ROWS_CHOICES.join(', ')}, got ${rows}`);
+  const lanes = Q4_ROWS_WG / (rows / 2);
   const accDecl = range(nr).map((r) => `var acc${r} = 0.0;`).join(' ');
   if (subgroups) {
     // Subgroups get a dense index from a workgroup counter (WGSL has no portable subgroup id and does not
-    // promise which invocations form a subgroup); the subgroup then owns rows idx, idx + count, ... Every
-    // branch around subgroupAdd depends only on values equal across the subgroup, which the uniformity
-    // analysis cannot see, hence the diagnostic.
+    // promise which invocations form a subgroup); the subgroup then owns row pairs idx, idx + count, ...
+    // Two rows per pass: the x values a lane loads serve both, and two weight loads are in flight at once.
+    // Every branch around subgroupAdd depends only on values equal across the subgroup, which the
+    // uniformity analysis cannot see, hence the diagnostic.
+    const accB = range(nr).map((r) => `var bcc${r} = 0.0;`).join(' ');
     return /* wgsl */ `${q4Enables(p, true)}diagnostic(off, subgroup_uniformity);
 ${header(p, v, 'vec4<u32>', 'vec4<f32>')}
 var<workgroup> sgCount: atomic<u32>;
 
 @compute @workgroup_size(${Q4_ROWS_WG})
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(subgroup_invocation_id) sid: u32, @builtin(subgroup_size) sgSize: u32) {
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  // Lane rank and count among the invocations that exist: a subgroup can be larger than the workgroup
+  // (subgroup_size 64 or 128 with 64 invocations), and striding by subgroup_size would then skip groups.
+  let sid = subgroupExclusiveAdd(1u);
+  let sgSize = subgroupAdd(1u);
   var mine = 0u;
   if (sid == 0u) { mine = atomicAdd(&sgCount, 1u); }
   let sgIndex = subgroupBroadcastFirst(mine);
   workgroupBarrier();
   let sgTotal = atomicLoad(&sgCount);
-  let row0 = (wg.x + wg.y * nwg.x) * ${Q4_ROWS}u;
+  let row0 = (wg.x + wg.y * nwg.x) * ${rows}u;
   let G = dims.inDim / 32u;
-  for (var r = sgIndex; r < ${Q4_ROWS}u; r += sgTotal) {
+  for (var r = 2u * sgIndex; r < ${rows}u; r += 2u * sgTotal) {
     let o = row0 + r;
     if (o >= dims.outDim) { break; }
+    let hasB = o + 1u < dims.outDim;
     ${accDecl}
-    let wbase = (dims.wRow + o) * G;
+    ${accB}
+    let abase = (dims.wRow + o) * G;
+    let bbase = abase + G;
     for (var g0 = 0u; g0 < G; g0 += sgSize) {
       let g = g0 + sid;
       if (g < G) {
-        ${DEQ_GROUP}
-        ${groupDots(nr)}
+        let qa = Wq[abase + g];
+        let sa = S_at(abase + g);
+        var qb = vec4<u32>(0x77777777u);
+        var sb = 0.0;
+        if (hasB) { qb = Wq[bbase + g]; sb = S_at(bbase + g); }
+        ${range(nr).map((r) => pairDots(r)).join('\n        ')}
       }
     }
-    ${range(nr).map((r) => `let t${r} = subgroupAdd(acc${r});`).join(' ')}
-    if (sid == 0u) { ${range(nr).map((r) => `store(${r}u, o, t${r});`).join(' ')} }
+    ${range(nr).map((r) => `let ta${r} = subgroupAdd(acc${r}); let tb${r} = subgroupAdd(bcc${r});`).join('\n    ')}
+    if (sid == 0u) {
+      ${range(nr).map((r) => `store(${r}u, o, ta${r});`).join(' ')}
+      if (hasB) { ${range(nr).map((r) => `store(${r}u, o + 1u, tb${r});`).join(' ')} }
+    }
   }
 }
 `;
   }
+  const P = Q4_ROWS_WG;
   return /* wgsl */ `${q4Enables(p)}
 ${header(p, v, 'vec4<u32>', 'vec4<f32>')}
-var<workgroup> partial: array<f32, ${Q4_ROWS_WG * nr}>;
+var<workgroup> partA: array<f32, ${P * nr}>;
+var<workgroup> partB: array<f32, ${P * nr}>;
 
-@compute @workgroup_size(${Q4_ROWS_WG})
+@compute @workgroup_size(${P})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
-  let lane = lid % ${Q4_LANES}u;
-  let o = (wg.x + wg.y * nwg.x) * ${Q4_ROWS}u + lid / ${Q4_LANES}u;
+  let lane = lid % ${lanes}u;
+  let o = (wg.x + wg.y * nwg.x) * ${rows}u + 2u * (lid / ${lanes}u);
+  let hasB = o + 1u < dims.outDim;
   let G = dims.inDim / 32u;
   ${accDecl}
+  ${range(nr).map((r) => `var bcc${r} = 0.0;`).join(' ')}
   if (o < dims.outDim) {
-    let wbase = (dims.wRow + o) * G;
-    for (var g = lane; g < G; g += ${Q4_LANES}u) {
-        ${DEQ_GROUP}
-        ${groupDots(nr)}
+    let abase = (dims.wRow + o) * G;
+    let bbase = abase + G;
+    for (var g = lane; g < G; g += ${lanes}u) {
+      let qa = Wq[abase + g];
+      let sa = S_at(abase + g);
+      var qb = vec4<u32>(0x77777777u);
+      var sb = 0.0;
+      if (hasB) { qb = Wq[bbase + g]; sb = S_at(bbase + g); }
+      ${range(nr).map((r) => pairDots(r)).join('\n      ')}
     }
   }
-  ${range(nr).map((r) => `partial[${r * Q4_ROWS_WG}u + lid] = acc${r};`).join(' ')}
+  ${range(nr).map((r) => `partA[${r * P}u + lid] = acc${r}; partB[${r * P}u + lid] = bcc${r};`).join('\n  ')}
   workgroupBarrier();
-  for (var st = ${Q4_LANES / 2}u; st > 0u; st >>= 1u) {
+  for (var st = ${lanes / 2}u; st > 0u; st >>= 1u) {
     if (lane < st) {
-      ${range(nr).map((r) => `partial[${r * Q4_ROWS_WG}u + lid] += partial[${r * Q4_ROWS_WG}u + lid + st];`).join(' ')}
+      ${range(nr).map((r) => `partA[${r * P}u + lid] += partA[${r * P}u + lid + st]; partB[${r * P}u + lid] += partB[${r * P}u + lid + st];`).join('\n      ')}
     }
     workgroupBarrier();
   }
   if (lane == 0u && o < dims.outDim) {
-    ${range(nr).map((r) => `store(${r}u, o, partial[${r * Q4_ROWS_WG}u + lid]);`).join(' ')}
+    ${range(nr).map((r) => `store(${r}u, o, partA[${r * P}u + lid]);`).join(' ')}
+    if (hasB) { ${range(nr).map((r) => `store(${r}u, o + 1u, partB[${r * P}u + lid]);`).join(' ')} }
   }
 }
 `;

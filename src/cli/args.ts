@@ -1,0 +1,79 @@
+// Command-line parsing for the planner CLI: `<command> --flag value ...`, every flag named in errors.
+
+export interface CliArgs {
+  command: string;
+  flags: Map<string, string>;
+}
+
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
+
+export const USAGE = `usage:
+  cli score    --model DIR [--adapter DIR] --input FILE          FILE: {"sequences": [[id, ...], ...]}
+  cli generate --model DIR [--adapter DIR] --prompt-ids 1,2,3 --max-new-tokens N
+               [--temperature 0] [--top-k K] [--top-p P] [--seed S]
+stdout is JSON only; progress and errors go to stderr.`;
+
+export function parseArgs(argv: string[], allowed: Record<string, string[]>): CliArgs {
+  const [command, ...rest] = argv;
+  if (!command || command === '--help' || command === '-h') throw new UsageError(USAGE);
+  const known = allowed[command];
+  if (!known) throw new UsageError(`unknown command '${command}'\n${USAGE}`);
+  const flags = new Map<string, string>();
+  for (let i = 0; i < rest.length; i++) {
+    const a = rest[i];
+    if (!a.startsWith('--')) throw new UsageError(`unexpected argument '${a}' (flags are --name value)`);
+    const eq = a.indexOf('=');
+    const name = eq > 0 ? a.slice(2, eq) : a.slice(2);
+    if (!known.includes(name)) throw new UsageError(`'${command}' has no flag --${name} (flags: ${known.map((k) => `--${k}`).join(', ')})`);
+    const value = eq > 0 ? a.slice(eq + 1) : rest[++i];
+    if (value === undefined) throw new UsageError(`--${name} needs a value`);
+    flags.set(name, value);
+  }
+  return { command, flags };
+}
+
+export function required(args: CliArgs, name: string): string {
+  const v = args.flags.get(name);
+  if (v === undefined) throw new UsageError(`'${args.command}' needs --${name}`);
+  return v;
+}
+
+export function numberFlag(args: CliArgs, name: string, fallback: number | undefined, integer = false): number | undefined {
+  const v = args.flags.get(name);
+  if (v === undefined) return fallback;
+  const n = Number(v);
+  if (v.trim() === '' || !Number.isFinite(n) || (integer && !Number.isInteger(n))) {
+    throw new UsageError(`--${name} must be ${integer ? 'an integer' : 'a number'}, got '${v}'`);
+  }
+  return n;
+}
+
+/** "1,2,3" -> [1, 2, 3]; every entry must be a non-negative integer. */
+export function parseIdList(v: string, name: string): number[] {
+  const parts = v.split(',').map((s) => s.trim());
+  return parts.map((p, i) => {
+    if (!/^\d+$/.test(p)) throw new UsageError(`--${name}: entry ${i} ('${p}') is not a token id`);
+    return Number(p);
+  });
+}
+
+/** {"sequences": [[id, ...], ...]} with integer ids. */
+export function parseSequencesJson(text: string, file: string): number[][] {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (e) {
+    throw new UsageError(`${file} is not valid JSON (${(e as Error).message})`);
+  }
+  const seqs = (json as { sequences?: unknown } | null)?.sequences;
+  if (!Array.isArray(seqs)) throw new UsageError(`${file}: expected {"sequences": [[id, ...], ...]}`);
+  seqs.forEach((s, i) => {
+    if (!Array.isArray(s) || !s.every((x) => Number.isInteger(x))) throw new UsageError(`${file}: sequences[${i}] is not a list of integer token ids`);
+  });
+  return seqs as number[][];
+}

@@ -1,0 +1,123 @@
+// Records the Qwen2 forward pass for one activation plan as a list of steps (see graph.ts):
+//   x = embed(ids)
+//   per layer: h = x + o(attn(rope(q(rms1 x)), rope(k(rms1 x)), v(rms1 x)));  x' = h + down(silu(gate(rms2 h)) * up(rms2 h))
+//   each projection optionally + scale * B(A ·) from the active adapter
+// and the logits of chosen rows. Two attention sources: the batch's own K/V (packed scoring / training,
+// ranges = each row's sequence), or a KV cache (generation, ranges = [0, pos+1)).
+import type { GpuContext } from '../gpu/device';
+import type { ActivationPlan } from './activations';
+import type { GpuAdapter } from './adapters';
+import type { KvCache } from './kv-cache';
+import type { Qwen2Weights } from './weights';
+import { copyStep, dispatchStep, type Offset, type Step } from './graph';
+import * as ops from './ops';
+import type { LoraModule } from './io/peft';
+
+export interface ForwardSpec {
+  plan: ActivationPlan;
+  weights: Qwen2Weights;
+  adapter: GpuAdapter | null;
+  /** Rows actually used (<= plan.rows). */
+  n: number;
+  /** Generation: K/V go to this cache at row `cacheRow()` and attention reads the cache. */
+  cache?: { kv: KvCache; cacheRow: () => number };
+}
+
+export async function recordForward(ctx: GpuContext, s: ForwardSpec): Promise<Step[]> {
+  const { plan, weights: w, adapter, n } = s;
+  const c = w.config;
+  const H = c.hiddenSize;
+  const qd = c.numHeads * c.headDim;
+  const kvd = c.numKvHeads * c.headDim;
+  const I = c.intermediateSize;
+  const steps: Step[] = [];
+  const add = (d: Awaited<ReturnType<typeof ops.linear>>) => steps.push(dispatchStep(d));
+
+  for (const d of await ops.embed(ctx, w, plan.ids, plan.layers[0].x, n)) steps.push(dispatchStep(d));
+
+  for (let l = 0; l < c.numLayers; l++) {
+    const L = plan.layers[l];
+    const W = w.layers[l];
+    const lora = async (m: LoraModule, x: GPUBuffer, y: GPUBuffer, inDim: number, outDim: number) => {
+      const p = adapter?.layers[l]?.[m];
+      if (!p) return;
+      for (const d of await ops.lora(ctx, { x, A: p.A, B: p.B, t: L.t[m], y, n, inDim, outDim, r: p.r, scale: p.scale })) steps.push(dispatchStep(d));
+    };
+    add(await ops.rmsnorm(ctx, L.x, W.inputNorm, L.xn1, L.rstd1, n, H, c.rmsNormEps));
+    add(await ops.linear(ctx, { x: L.xn1, W: W.q, bias: W.qBias, y: L.q, n, inDim: H, outDim: qd }));
+    await lora('q', L.xn1, L.q, H, qd);
+    add(await ops.linear(ctx, { x: L.xn1, W: W.k, bias: W.kBias, y: L.k, n, inDim: H, outDim: kvd }));
+    await lora('k', L.xn1, L.k, H, kvd);
+    add(await ops.linear(ctx, { x: L.xn1, W: W.v, bias: W.vBias, y: L.v, n, inDim: H, outDim: kvd }));
+    await lora('v', L.xn1, L.v, H, kvd);
+    add(await ops.rope(ctx, { q: L.q, k: L.k, pos: plan.pos, n, nHeads: c.numHeads, nKvHeads: c.numKvHeads, headDim: c.headDim, theta: c.ropeTheta }));
+    let K = L.k;
+    let V = L.v;
+    if (s.cache) {
+      const { kv, cacheRow } = s.cache;
+      const off = () => cacheRow() * kv.rowBytes;
+      steps.push(copyStep(L.k, kv.k[l], n * kv.rowBytes, off));
+      steps.push(copyStep(L.v, kv.v[l], n * kv.rowBytes, off));
+      K = kv.k[l];
+      V = kv.v[l];
+    }
+    add(
+      await ops.attention(ctx, {
+        q: L.q, k: K, v: V, ranges: plan.ranges, out: L.attn, lse: L.lse,
+        n, nHeads: c.numHeads, nKvHeads: c.numKvHeads, headDim: c.headDim,
+      }),
+    );
+    steps.push(copyStep(L.x, L.h, n * H * 4));
+    add(await ops.linear(ctx, { x: L.attn, W: W.o, y: L.h, n, inDim: qd, outDim: H, accumulate: true }));
+    await lora('o', L.attn, L.h, qd, H);
+    add(await ops.rmsnorm(ctx, L.h, W.postNorm, L.xn2, L.rstd2, n, H, c.rmsNormEps));
+    add(await ops.linear(ctx, { x: L.xn2, W: W.gate, y: L.gate, n, inDim: H, outDim: I }));
+    await lora('gate', L.xn2, L.gate, H, I);
+    add(await ops.linear(ctx, { x: L.xn2, W: W.up, y: L.up, n, inDim: H, outDim: I }));
+    await lora('up', L.xn2, L.up, H, I);
+    add(await ops.swiglu(ctx, { gate: L.gate, up: L.up, act: L.act, n, intermediate: I }));
+    const next = plan.nextX(l);
+    steps.push(copyStep(L.h, next, n * H * 4));
+    add(await ops.linear(ctx, { x: L.act, W: W.down, y: next, n, inDim: I, outDim: H, accumulate: true }));
+    await lora('down', L.act, next, I, H);
+  }
+  add(await ops.rmsnorm(ctx, plan.xOut, w.finalNorm, plan.xFinal, plan.rstdFinal, n, H, c.rmsNormEps));
+  return steps;
+}
+
+/**
+ * Logits of rows [row0, row0 + rows) of the final hidden state into plan.logits ([rows, V]), one
+ * dispatch per LM-head chunk. rows <= plan.logitsRows; row0 may be read at encode time.
+ */
+export async function recordLogits(ctx: GpuContext, plan: ActivationPlan, w: Qwen2Weights, row0: Offset, rows: number): Promise<Step[]> {
+  const c = w.config;
+  const H = c.hiddenSize;
+  if (rows > plan.logitsRows) throw new Error(`logits: ${rows} rows exceed the plan's ${plan.logitsRows}`);
+  const steps: Step[] = [];
+  let x = plan.xFinal;
+  if (!(row0 === 0 && rows === plan.rows)) {
+    const src = typeof row0 === 'number' ? row0 * H * 4 : () => row0() * H * 4;
+    steps.push(copyStep(plan.xFinal, plan.logitsIn, rows * H * 4, 0, src));
+    x = plan.logitsIn;
+  }
+  for (const ch of w.head) {
+    steps.push(dispatchStep(await ops.linear(ctx, { x, W: ch.buffer, y: plan.logits, n: rows, inDim: H, outDim: ch.rowCount, yStride: c.vocabSize, yOffset: ch.rowOffset })));
+  }
+  return steps;
+}
+
+/**
+ * log p(targets[r]) for rows [row0, row0 + rows): logits of those rows, then a log-softmax over the
+ * whole vocabulary gathered at each row's target, written to plan.logprobs and plan.lse at row0.
+ */
+export async function recordTargetLogprobs(ctx: GpuContext, plan: ActivationPlan, w: Qwen2Weights, row0: Offset, rows: number): Promise<Step[]> {
+  const V = w.config.vocabSize;
+  const bytes = (o: Offset) => (typeof o === 'number' ? o * 4 : () => o() * 4);
+  const steps = await recordLogits(ctx, plan, w, row0, rows);
+  steps.push(copyStep(plan.targets, plan.chunkTargets, rows * 4, 0, bytes(row0)));
+  steps.push(dispatchStep(await ops.lseChunk(ctx, { logits: plan.logits, stats: plan.chunkStats, targets: plan.chunkTargets, rows, cols: V, ld: V, first: true })));
+  steps.push(dispatchStep(await ops.lseFinalize(ctx, { stats: plan.chunkStats, lse: plan.chunkLse, logprob: plan.chunkLogprob, rows })));
+  steps.push(copyStep(plan.chunkLogprob, plan.logprobs, rows * 4, bytes(row0)));
+  steps.push(copyStep(plan.chunkLse, plan.lse, rows * 4, bytes(row0)));
+  return steps;
+}

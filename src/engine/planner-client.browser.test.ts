@@ -1,0 +1,61 @@
+// The planner worker driven from the page over comlink, in Chromium: a random model and adapter made
+// here are sent as file bytes, then scored, chatted with (streaming) and aborted, against the float64
+// reference computed in the page.
+import { describe, expect, it } from 'vitest';
+import { maxAbsDiff } from '../../tests/support/compare';
+import { qwen2RefForward } from '../../tests/support/qwen2-ref';
+import { randomAdapter, randomQwen2, toHfFiles, toLoraAdapter } from '../../tests/support/random-qwen2';
+import { BYTE_SPECIALS, byteTokenizerConfig, byteTokenizerJson } from '../../tests/support/byte-tokenizer';
+import { exportAdapter } from './io/peft';
+import { PlannerClient, RemotePlannerEngine } from './planner-client';
+
+const json = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
+
+describe('planner worker over comlink', () => {
+  it('loads from bytes, scores, switches adapters, streams a chat and aborts', async () => {
+    const { config, weights } = randomQwen2(5, { numHeads: 4, numKvHeads: 2, headDim: 8, vocabSize: 300, intermediateSize: 48 });
+    const adapter = randomAdapter(6, config);
+    const files = {
+      ...toHfFiles(config, weights, [BYTE_SPECIALS.im_end]),
+      'tokenizer.json': json(byteTokenizerJson()),
+      'tokenizer_config.json': json(byteTokenizerConfig()),
+    };
+    const client = new PlannerClient();
+    try {
+      const progress: string[] = [];
+      const info = await client.load({ kind: 'bytes', files, label: 'random' }, { maxContext: 128 }, (p) => void progress.push(p.file));
+      expect(info.hasTokenizer).toBe(true);
+      expect(info.id).toBe('planner:random');
+      expect(progress).toContain('model.safetensors');
+      const seqs = [[1, 200, 3, 45, 6], [299, 0, 17]];
+      const base = await client.score(seqs);
+      seqs.forEach((s, i) => expect(maxAbsDiff(base[i], qwen2RefForward(config, weights, s).logprobs)).toBeLessThan(2e-3));
+
+      const peft = exportAdapter(toLoraAdapter(config, adapter));
+      await client.addAdapterBytes('a', peft.config, peft.weights);
+      await client.setActiveAdapter('a');
+      const ad = await client.score(seqs);
+      seqs.forEach((s, i) => expect(maxAbsDiff(ad[i], qwen2RefForward(config, weights, s, adapter).logprobs)).toBeLessThan(2e-3));
+
+      const engine = new RemotePlannerEngine(client, info.id);
+      const pieces: string[] = [];
+      const r = await engine.chat([{ role: 'user', content: 'hello' }], { maxNewTokens: 6, temperature: 1, seed: 1, onToken: (p) => void pieces.push(p) });
+      expect(r.adapterId).toBe('a');
+      expect(r.promptTokens.slice(0, 1)).toEqual([BYTE_SPECIALS.im_start]);
+      expect(r.tokens.length).toBe(r.logprobs.length);
+      expect(pieces.join('')).toBe(r.text);
+      const full = [...r.promptTokens, ...r.tokens];
+      const want = qwen2RefForward(config, weights, full, adapter).logprobs.slice(r.promptTokens.length - 1);
+      expect(maxAbsDiff(r.logprobs, want)).toBeLessThan(2e-3);
+
+      const ac = new AbortController();
+      ac.abort();
+      const aborted = await client.generateIds([1, 2, 3], { maxNewTokens: 50, signal: ac.signal });
+      expect(aborted.finishReason).toBe('abort');
+      expect(aborted.tokens.length).toBeLessThanOrEqual(1);
+      await expect(client.score([[1, 300]])).rejects.toThrow(/id 300.*\[0, 300\)/);
+    } finally {
+      client.terminate();
+    }
+  });
+});

@@ -1,0 +1,86 @@
+// Main-thread handle on the planner worker: starts it, forwards calls over comlink, turns callbacks into
+// Comlink proxies and AbortSignals into abort(generationId). `RemotePlannerEngine` is the ChatEngine the
+// agent uses when the planner runs in the worker.
+import * as Comlink from 'comlink';
+import type { ModelSpec, LoadOptions, PlannerInfo, PlannerWorkerApi, RemoteTokenOptions } from '../../workers/planner.worker';
+import type { TokenGeneration } from './runtime';
+import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult, LoadProgress } from './types';
+
+export type { ModelSpec, LoadOptions, PlannerInfo } from '../../workers/planner.worker';
+
+export interface TokenStreamOptions extends RemoteTokenOptions {
+  signal?: AbortSignal;
+  onToken?: (id: number, logprob: number) => void;
+}
+
+let nextGeneration = 1;
+
+export class PlannerClient {
+  readonly api: Comlink.Remote<PlannerWorkerApi>;
+  private readonly worker: Worker;
+
+  constructor() {
+    this.worker = new Worker(new URL('../../workers/planner.worker.ts', import.meta.url), { type: 'module', name: 'planner' });
+    this.api = Comlink.wrap<PlannerWorkerApi>(this.worker);
+  }
+
+  load(spec: ModelSpec, opts: LoadOptions = {}, onProgress?: (p: LoadProgress) => void): Promise<PlannerInfo> {
+    return this.api.load(spec, opts, onProgress ? Comlink.proxy(onProgress) : undefined);
+  }
+
+  info(): Promise<PlannerInfo> {
+    return this.api.info();
+  }
+
+  loadAdapter(id: string, spec: ModelSpec, onProgress?: (p: LoadProgress) => void): Promise<PlannerInfo> {
+    return this.api.loadAdapter(id, spec, onProgress ? Comlink.proxy(onProgress) : undefined);
+  }
+
+  addAdapterBytes(id: string, adapterConfig: unknown, weights: Uint8Array): Promise<PlannerInfo> {
+    return this.api.addAdapterBytes(id, adapterConfig, weights);
+  }
+
+  setActiveAdapter(id: string | null): Promise<void> {
+    return this.api.setActiveAdapter(id);
+  }
+
+  score(sequences: number[][]): Promise<number[][]> {
+    return this.api.score(sequences);
+  }
+
+  async chat(messages: ChatMessage[], options: GenerateOptions = {}): Promise<GenerationResult> {
+    const { signal, onToken, ...rest } = options;
+    return this.withAbort(signal, (id) => this.api.chat(messages, rest, onToken ? Comlink.proxy(onToken) : undefined, id));
+  }
+
+  async generateIds(promptIds: number[], options: TokenStreamOptions = {}): Promise<TokenGeneration> {
+    const { signal, onToken, ...rest } = options;
+    return this.withAbort(signal, (id) => this.api.generateIds(promptIds, rest, onToken ? Comlink.proxy(onToken) : undefined, id));
+  }
+
+  terminate(): void {
+    this.api[Comlink.releaseProxy]();
+    this.worker.terminate();
+  }
+
+  private async withAbort<T>(signal: AbortSignal | undefined, run: (generationId: number) => Promise<T>): Promise<T> {
+    const id = nextGeneration++;
+    const onAbort = () => void this.api.abort(id);
+    if (signal?.aborted) onAbort();
+    signal?.addEventListener('abort', onAbort);
+    try {
+      return await run(id);
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+}
+
+/** The planner as a ChatEngine, running in the worker. */
+export class RemotePlannerEngine implements ChatEngine {
+  constructor(readonly client: PlannerClient, readonly id: string) {}
+
+  chat(messages: ChatMessage[], options?: GenerateOptions): Promise<GenerationResult> {
+    return this.client.chat(messages, options);
+  }
+}

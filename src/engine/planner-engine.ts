@@ -1,0 +1,145 @@
+// The planner's ChatEngine: our Qwen2 runtime plus the checkpoint's tokenizer and chat template. Unlike
+// web-llm it reports the exact prompt ids, the sampled ids and their logprobs, and which LoRA adapter
+// produced them: everything Flow-GRPO needs to score the same tokens again.
+import type { GpuContext } from '../gpu/device';
+import { loadAdapter, loadCheckpoint } from './io/checkpoint';
+import type { LoraAdapter } from './io/peft';
+import type { FileSource, ProgressCallback } from './io/sources';
+import { Qwen2Runtime, type GenerateTokensOptions, type RuntimeOptions } from './runtime';
+import { StreamingDecoder, Tokenizer } from './tokenizer/tokenizer';
+import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from './types';
+
+/** What the engine needs of a tokenizer (tokenizer/tokenizer.ts's Tokenizer). */
+export type ChatTokenizer = Pick<Tokenizer, 'encodeChat' | 'decode' | 'tokenId'>;
+
+export interface PlannerLoadOptions extends Omit<RuntimeOptions, 'onProgress'> {
+  /** Shown in `id` ('planner:<name>'); default: the source's label. */
+  name?: string;
+  onProgress?: ProgressCallback;
+}
+
+// Qwen chat models end a turn with <|im_end|>; base models with <|endoftext|>. Either stops generation.
+const END_TOKENS = ['<|im_end|>', '<|endoftext|>'];
+
+export class PlannerEngine implements ChatEngine {
+  readonly id: string;
+  /** Ids that end a generation: the config's and generation_config's eos ids and the chat end tokens. */
+  readonly stopIds: number[];
+
+  constructor(readonly runtime: Qwen2Runtime, readonly tokenizer: ChatTokenizer, name: string, extraEos: number[] = []) {
+    this.id = `planner:${name}`;
+    const ids = new Set([...runtime.config.eosTokenIds, ...extraEos]);
+    for (const t of END_TOKENS) {
+      const id = tokenizer.tokenId(t);
+      if (id !== undefined && id < runtime.config.vocabSize) ids.add(id);
+    }
+    this.stopIds = [...ids];
+  }
+
+  /** Loads config, weights and tokenizer from a Hugging Face folder (directory, picked files or URL). */
+  static async load(ctx: GpuContext, source: FileSource, o: PlannerLoadOptions = {}): Promise<PlannerEngine> {
+    const ckpt = await loadCheckpoint(source, { onProgress: o.onProgress });
+    if (!ckpt.tokenizer.tokenizerJson) throw new Error(`${source.label} has no tokenizer.json; the planner needs the model's tokenizer`);
+    const tokenizer = new Tokenizer({ tokenizerJson: ckpt.tokenizer.tokenizerJson, tokenizerConfig: ckpt.tokenizer.tokenizerConfig });
+    if (!tokenizer.chatTemplate) throw new Error(`${source.label} tokenizer_config.json has no chat_template; pick an -Instruct checkpoint`);
+    const runtime = await Qwen2Runtime.create(ctx, ckpt.config, ckpt.tensors, { maxContext: o.maxContext, maxBatchRows: o.maxBatchRows, logitsRows: o.logitsRows });
+    ckpt.release();
+    const gen = ckpt.tokenizer.generationConfig as { eos_token_id?: unknown } | null;
+    const eos = gen?.eos_token_id;
+    const extra = (Array.isArray(eos) ? eos : [eos]).filter((x): x is number => Number.isInteger(x));
+    return new PlannerEngine(runtime, tokenizer, o.name ?? source.label.replace(/\/+$/, '').split('/').pop() ?? 'qwen2', extra);
+  }
+
+  async loadAdapter(id: string, source: FileSource, onProgress?: ProgressCallback): Promise<void> {
+    await this.runtime.addAdapter(id, await loadAdapter(source, this.runtime.config, { onProgress }));
+  }
+
+  addAdapter(id: string, adapter: LoraAdapter): Promise<unknown> {
+    return this.runtime.addAdapter(id, adapter);
+  }
+
+  setActiveAdapter(id: string | null): void {
+    this.runtime.setActiveAdapter(id);
+  }
+
+  get activeAdapterId(): string | null {
+    return this.runtime.activeAdapterId;
+  }
+
+  /** The exact prompt ids `chat` feeds the model for these messages. */
+  promptIds(messages: ChatMessage[]): number[] {
+    return this.tokenizer.encodeChat(messages, { addGenerationPrompt: true });
+  }
+
+  score(sequences: number[][]): Promise<number[][]> {
+    return this.runtime.score(sequences);
+  }
+
+  async chat(messages: ChatMessage[], options: GenerateOptions = {}): Promise<GenerationResult> {
+    return this.generate(this.promptIds(messages), options);
+  }
+
+  /** Generation from prompt ids, with text streaming, stop strings and the ChatEngine result shape. */
+  async generate(promptTokens: number[], options: GenerateOptions = {}): Promise<GenerationResult> {
+    const adapterId = this.runtime.activeAdapterId;
+    const decoder = new StreamingDecoder(this.tokenizer, { skipSpecialTokens: true });
+    const stops = (options.stop ?? []).filter((s) => s.length > 0);
+    let stoppedBy: string | null = null;
+    // Text is held back while it could still be the start of a stop string, so a stop string never
+    // reaches onToken.
+    let shown = 0;
+    const hold = Math.max(0, ...stops.map((s) => s.length - 1));
+    const stopSet = new Set(this.stopIds);
+    const g: GenerateTokensOptions = {
+      maxNewTokens: options.maxNewTokens ?? 512,
+      temperature: options.temperature ?? 0,
+      topK: options.topK,
+      topP: options.topP,
+      seed: options.seed,
+      signal: options.signal,
+      stopIds: this.stopIds,
+      onToken: (id) => {
+        if (stopSet.has(id)) return false;
+        decoder.push(id);
+        const text = decoder.text;
+        for (const s of stops) {
+          const at = text.indexOf(s, Math.max(0, shown - s.length));
+          if (at >= 0) {
+            stoppedBy = s;
+            if (at > shown) options.onToken?.(text.slice(shown, at));
+            shown = at;
+            return true;
+          }
+        }
+        const safe = text.length - hold;
+        if (safe > shown) {
+          options.onToken?.(text.slice(shown, safe));
+          shown = safe;
+        }
+        return false;
+      },
+    };
+    const out = await this.runtime.generate(promptTokens, g);
+    let text: string;
+    if (stoppedBy !== null) {
+      text = decoder.text.slice(0, shown);
+    } else {
+      decoder.flush();
+      text = decoder.text;
+      if (text.length > shown) options.onToken?.(text.slice(shown));
+    }
+    return {
+      text,
+      promptTokens: [...promptTokens],
+      tokens: out.tokens,
+      logprobs: out.logprobs,
+      adapterId,
+      finishReason: out.finishReason,
+      timings: { prefillMs: out.prefillMs, decodeMs: out.decodeMs },
+    };
+  }
+
+  destroy(): void {
+    this.runtime.destroy();
+  }
+}

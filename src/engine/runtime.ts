@@ -1,0 +1,453 @@
+// The Qwen2 runtime: base weights + LoRA adapters on the GPU, and the three things the planner and the
+// trainer ask of them: score given sequences (packed into batches), the logits after a prompt, and
+// streaming generation (prefill into a KV cache, then one token per step). Calls are serialised: the
+// activation buffers and the KV cache are shared.
+import { assertDeviceAlive, GpuDeviceLostError, type GpuContext } from '../gpu/device';
+import { readBuffer, writeBuffer } from '../gpu/buffers';
+import { validateTokenIds } from '../kernels/embedding/embedding';
+import { Rng } from '../util/rng';
+import { ActivationPlan } from './activations';
+import { AdapterSet, type GpuAdapter } from './adapters';
+import { recordForward, recordLogits, recordTargetLogprobs } from './forward';
+import { encodeSteps, type Step } from './graph';
+import { packSequences, unpackLogprobs, writeBatch, type PackedBatch } from './batch';
+import type { Qwen2Config } from './io/config';
+import type { LoraAdapter } from './io/peft';
+import { KvCache } from './kv-cache';
+import { GpuSampler } from '../kernels/sampling/sampling';
+import { checkSamplingOptions, type SamplingOptions } from '../kernels/sampling/draw';
+import { Qwen2Weights, type UploadProgress, type WeightSource } from './weights';
+
+export interface RuntimeOptions {
+  /** Longest prompt + generation (KV cache rows). Default min(max_position_embeddings, 4096). */
+  maxContext?: number;
+  /** Rows in one packed scoring / prefill batch (longer single sequences get their own batch). Default 512. */
+  maxBatchRows?: number;
+  /** Rows of logits computed at once when scoring. Default 32. */
+  logitsRows?: number;
+  onProgress?: (p: UploadProgress) => void;
+  /** Cap on one embedding / LM-head chunk (default: the device's binding limit). */
+  maxChunkBytes?: number;
+}
+
+export interface GenerateTokensOptions extends SamplingOptions {
+  maxNewTokens?: number;
+  seed?: number;
+  signal?: AbortSignal;
+  /** Extra ids that end generation (the config's eos ids always do). */
+  stopIds?: number[];
+  /** Called after each sampled token; return true to stop after it (e.g. a stop string was seen). */
+  onToken?: (id: number, logprob: number) => boolean | void;
+  /** Sees the logits each token is sampled from (tests, diagnostics); do not keep the array. */
+  onLogits?: (logits: Float32Array) => void;
+}
+
+export interface TokenGeneration {
+  tokens: number[];
+  /**
+   * log p(token) under the model itself (full softmax at temperature 1), whatever temperature / top-k /
+   * top-p chose it: the number the trainer gets back when it scores the same sequence.
+   */
+  logprobs: number[];
+  finishReason: 'stop' | 'length' | 'abort';
+  prefillMs: number;
+  decodeMs: number;
+}
+
+export interface GpuMemoryReport {
+  weights: number;
+  adapters: number;
+  activations: number;
+  kvCache: number;
+}
+
+const BASE = { id: '(base)' };
+
+// Batches are rounded up to a few row counts so step lists are recorded once per count, not per call.
+// Up to 4 rows stay exact: the matmul's row kernel handles them, and padding them to 8 would switch to
+// the tiled kernel, which is far slower for a handful of rows.
+function bucket(n: number, max: number): number {
+  if (n <= 4) return n;
+  let b = 8;
+  while (b < n) b *= 2;
+  return Math.min(Math.max(b, n), Math.max(max, n));
+}
+
+const now = () => (typeof performance !== 'undefined' ? performance.now() : Date.now());
+
+export class Qwen2Runtime {
+  readonly adapters: AdapterSet;
+  private batchPlan: ActivationPlan | null = null;
+  private decodePlan: ActivationPlan | null = null;
+  private kv: KvCache | null = null;
+  private samplers = new Map<ActivationPlan, GpuSampler>();
+  // Recorded step lists, per adapter object (a replaced adapter gets new buffers, hence new records).
+  private records = new WeakMap<object, Map<string, Step[]>>();
+  private queue: Promise<unknown> = Promise.resolve();
+  private cacheRow = 0;
+  private logitsRow = 0;
+  readonly maxContext: number;
+  readonly maxBatchRows: number;
+  readonly logitsRows: number;
+
+  private constructor(readonly ctx: GpuContext, readonly config: Qwen2Config, readonly weights: Qwen2Weights, o: RuntimeOptions) {
+    this.adapters = new AdapterSet(ctx, config);
+    this.adapters.onRankGrow = () => this.dropPlans();
+    this.maxContext = o.maxContext ?? Math.min(config.maxPositionEmbeddings, 4096);
+    this.maxBatchRows = o.maxBatchRows ?? 512;
+    this.logitsRows = o.logitsRows ?? 32;
+  }
+
+  static async create(ctx: GpuContext, config: Qwen2Config, tensors: WeightSource, o: RuntimeOptions = {}): Promise<Qwen2Runtime> {
+    const weights = await Qwen2Weights.upload(ctx, config, tensors, { onProgress: o.onProgress, maxChunkBytes: o.maxChunkBytes });
+    return new Qwen2Runtime(ctx, config, weights, o);
+  }
+
+  /** Loads (or replaces) an adapter; does not change which one is active. */
+  addAdapter(id: string, adapter: LoraAdapter): Promise<GpuAdapter> {
+    return this.serial(() => this.adapters.add(id, adapter));
+  }
+
+  /** Switches the adapter every later call uses (null: base model). No weights move. */
+  setActiveAdapter(id: string | null): void {
+    this.adapters.activate(id);
+  }
+
+  get activeAdapterId(): string | null {
+    return this.adapters.activeIdOrNull;
+  }
+
+  /** Rows of the current scoring / prefill activation plan (0 before the first call). */
+  get batchRows(): number {
+    return this.batchPlan?.rows ?? 0;
+  }
+
+  memory(): GpuMemoryReport {
+    return {
+      weights: this.weights.bytes,
+      adapters: this.adapters.bytes(),
+      activations: (this.batchPlan?.bytes ?? 0) + (this.decodePlan?.bytes ?? 0),
+      kvCache: this.kv?.bytes ?? 0,
+    };
+  }
+
+  /**
+   * Entry t of row i is log p(seq[i][t+1] | seq[i][0..t]) under the active adapter (length len-1).
+   * Sequences are packed into batches of whole sequences.
+   */
+  score(sequences: number[][]): Promise<number[][]> {
+    return this.serial(async () => {
+      sequences.forEach((s, i) => {
+        if (!Array.isArray(s)) throw new Error(`score: sequence ${i} is not an array of token ids`);
+        validateTokenIds(s, this.config.vocabSize, `score: sequence ${i}`);
+        if (s.length > this.maxContext) throw new Error(`score: sequence ${i} has ${s.length} tokens, more than the context limit ${this.maxContext}`);
+      });
+      const out: number[][] = sequences.map(() => []);
+      const order = sequences.map((_, i) => i).filter((i) => sequences[i].length >= 2);
+      let b = 0;
+      while (b < order.length) {
+        const batch: number[] = [];
+        let rows = 0;
+        while (b < order.length && (batch.length === 0 || rows + sequences[order[b]].length <= this.maxBatchRows)) {
+          rows += sequences[order[b]].length;
+          batch.push(order[b++]);
+        }
+        await this.scoreBatch(batch.map((i) => sequences[i]), batch.map((i) => out[i]));
+      }
+      return out;
+    });
+  }
+
+  /** Logits at the last position of `tokens` under the active adapter, length V. */
+  logitsLast(tokens: number[]): Promise<Float32Array> {
+    return this.serial(async () => {
+      validateTokenIds(tokens, this.config.vocabSize, 'logitsLast: tokens');
+      if (tokens.length === 0) throw new Error('logitsLast: tokens is empty');
+      const plan = await this.prefill(tokens, false);
+      return this.readF32(plan.logits, this.config.vocabSize, 0, 'reading logits');
+    });
+  }
+
+  /** Samples up to maxNewTokens after `prompt`, streaming each token; EOS, abort or onToken stop it. */
+  generate(prompt: number[], o: GenerateTokensOptions = {}): Promise<TokenGeneration> {
+    return this.serial(() => this.generateLocked(prompt, o));
+  }
+
+  destroy(): void {
+    this.dropPlans();
+    this.kv?.destroy();
+    this.kv = null;
+    this.adapters.destroy();
+    this.weights.destroy();
+  }
+
+  // ---- internals ----
+
+  private serial<T>(f: () => Promise<T>): Promise<T> {
+    const checked = () => {
+      // A lost device fails every later call at once, with the same clear error.
+      assertDeviceAlive(this.ctx, 'running the planner model');
+      return f();
+    };
+    const run = this.queue.then(checked, checked);
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private dropPlans(): void {
+    for (const s of this.samplers.values()) s.destroy();
+    this.samplers.clear();
+    this.batchPlan?.destroy();
+    this.decodePlan?.destroy();
+    this.batchPlan = this.decodePlan = null;
+    this.records = new WeakMap();
+  }
+
+  private async plan(kind: 'batch' | 'decode', rows: number): Promise<ActivationPlan> {
+    const cur = kind === 'batch' ? this.batchPlan : this.decodePlan;
+    if (cur && cur.rows >= rows) return cur;
+    if (cur) {
+      this.samplers.get(cur)?.destroy();
+      this.samplers.delete(cur);
+      cur.destroy();
+      this.records = new WeakMap();
+    }
+    const plan = await ActivationPlan.create(this.ctx, this.config, { rows, loraRank: this.adapters.maxRank(), logitsRows: kind === 'batch' ? this.logitsRows : 1 });
+    if (kind === 'batch') this.batchPlan = plan;
+    else this.decodePlan = plan;
+    return plan;
+  }
+
+  /**
+   * Step lists are recorded once per (adapter, plan, key). A one-off plan (training) keeps its records
+   * on itself so they go away with it.
+   */
+  private async recorded(key: string, make: (adapter: GpuAdapter | null) => Promise<Step[]>, oneOff?: ActivationPlan): Promise<Step[]> {
+    const adapter = this.adapters.active;
+    const owner = adapter ?? BASE;
+    const store = oneOff?.keep ? this.oneOffRecords(oneOff) : this.records;
+    let m = store.get(owner);
+    if (!m) {
+      m = new Map();
+      store.set(owner, m);
+    }
+    let steps = m.get(key);
+    if (!steps) {
+      steps = await make(adapter);
+      m.set(key, steps);
+    }
+    return steps;
+  }
+
+  private readonly planRecords = new WeakMap<ActivationPlan, WeakMap<object, Map<string, Step[]>>>();
+
+  private oneOffRecords(plan: ActivationPlan): WeakMap<object, Map<string, Step[]>> {
+    let r = this.planRecords.get(plan);
+    if (!r) {
+      r = new WeakMap();
+      this.planRecords.set(plan, r);
+    }
+    return r;
+  }
+
+  private submit(steps: Step[][], doing: string): void {
+    assertDeviceAlive(this.ctx, doing);
+    const enc = this.ctx.device.createCommandEncoder({ label: doing });
+    for (const s of steps) encodeSteps(this.ctx, enc, s);
+    this.ctx.device.queue.submit([enc.finish()]);
+  }
+
+  /** Reads back f32s; a device lost while waiting becomes a GpuDeviceLostError instead of a hang. */
+  private async readF32(buf: GPUBuffer, count: number, offsetElems: number, doing: string): Promise<Float32Array> {
+    return new Float32Array(await this.unlessLost(readBuffer(this.ctx, buf, count * 4, offsetElems * 4), doing));
+  }
+
+  /** `p`, or a GpuDeviceLostError if the device is lost first (a read-back would otherwise never settle). */
+  private unlessLost<T>(p: Promise<T>, doing: string): Promise<T> {
+    const lost = this.ctx.lost.then((info): T => {
+      throw new GpuDeviceLostError(info.reason ?? 'unknown', `The GPU device was lost while ${doing} (${info.message || info.reason}). Reload the model to continue.`);
+    });
+    return Promise.race([p, lost]);
+  }
+
+  /** The sampler over a plan's first logits row (made once per plan). */
+  private async sampler(plan: ActivationPlan): Promise<GpuSampler> {
+    let s = this.samplers.get(plan);
+    if (!s) {
+      s = await GpuSampler.create(this.ctx, { logits: plan.logits, vocab: this.config.vocabSize });
+      this.samplers.set(plan, s);
+    }
+    return s;
+  }
+
+  private writeRows(plan: ActivationPlan, ids: number[], pos: number[], ranges: number[]): void {
+    writeBuffer(this.ctx, plan.ids, Uint32Array.from(ids));
+    writeBuffer(this.ctx, plan.pos, Uint32Array.from(pos));
+    writeBuffer(this.ctx, plan.ranges, Uint32Array.from(ranges));
+  }
+
+  private async scoreBatch(seqs: number[][], outs: number[][]): Promise<void> {
+    const total = seqs.reduce((a, s) => a + s.length, 0);
+    const n = bucket(total, this.maxBatchRows);
+    const plan = await this.plan('batch', n);
+    const batch = packSequences(seqs, n);
+    const lp = await this.runPacked(plan, batch, 'scoring');
+    unpackLogprobs(batch, lp).forEach((row, i) => outs[i].push(...row));
+  }
+
+  /**
+   * Forward over a packed batch plus log p(target) of every real row (written to plan.logprobs and the
+   * final log-sum-exp to plan.lse), in one submission; returns the per-row logprobs.
+   */
+  private async runPacked(plan: ActivationPlan, batch: PackedBatch, doing: string): Promise<Float32Array> {
+    const n = batch.rows;
+    writeBatch(this.ctx, plan, batch);
+    const kind = plan.keep ? 'keep' : 'score';
+    const forward = await this.recorded(`${kind}:${plan.rows}:${n}`, (adapter) => recordForward(this.ctx, { plan, weights: this.weights, adapter, n }), plan);
+    const C = plan.logitsRows;
+    assertDeviceAlive(this.ctx, doing);
+    const enc = this.ctx.device.createCommandEncoder({ label: doing });
+    encodeSteps(this.ctx, enc, forward);
+    for (let r0 = 0; r0 < batch.tokens; r0 += C) {
+      const rows = Math.min(C, batch.tokens - r0);
+      const chunk = await this.recorded(`${kind}Chunk:${plan.rows}:${rows}`, () => recordTargetLogprobs(this.ctx, plan, this.weights, () => this.logitsRow, rows), plan);
+      // The chunk's copies read logitsRow while being encoded, so set it before each one.
+      this.logitsRow = r0;
+      encodeSteps(this.ctx, enc, chunk);
+    }
+    this.ctx.device.queue.submit([enc.finish()]);
+    return this.readF32(plan.logprobs, batch.tokens, 0, doing);
+  }
+
+  /**
+   * For the trainer: runs the forward of `sequences` (one packed batch, active adapter) into a new plan
+   * that keeps every layer's activations, plus target logprobs and the final log-sum-exp per row. The
+   * caller owns the returned plan (destroy it) and may record backward passes over its buffers.
+   */
+  forwardForBackward(sequences: number[][], o: { logitsRows?: number } = {}): Promise<{ plan: ActivationPlan; batch: PackedBatch; logprobs: number[][] }> {
+    return this.serial(async () => {
+      sequences.forEach((s, i) => validateTokenIds(s, this.config.vocabSize, `forwardForBackward: sequence ${i}`));
+      const total = sequences.reduce((a, s) => a + s.length, 0);
+      if (total === 0) throw new Error('forwardForBackward: no tokens');
+      const plan = await ActivationPlan.create(this.ctx, this.config, { rows: total, keep: true, loraRank: this.adapters.maxRank(), logitsRows: o.logitsRows ?? this.logitsRows });
+      try {
+        const batch = packSequences(sequences, total);
+        const lp = await this.runPacked(plan, batch, 'the training forward');
+        return { plan, batch, logprobs: unpackLogprobs(batch, lp) };
+      } catch (e) {
+        plan.destroy();
+        throw e;
+      }
+    });
+  }
+
+  /**
+   * Runs the prompt through the model and leaves the last position's logits in row 0 of the returned
+   * plan's logits. With `cache`, K/V go to the KV cache and a prompt longer than maxBatchRows is run in
+   * chunks of at most maxBatchRows rows, each attending to the cache filled by the ones before.
+   */
+  private async prefill(tokens: number[], cache: boolean): Promise<ActivationPlan> {
+    if (!cache) return this.prefillChunk(tokens, 0, null);
+    const kv = await this.kvCache();
+    if (tokens.length > kv.maxCtx) throw new Error(`prompt of ${tokens.length} tokens does not fit the context limit ${kv.maxCtx}`);
+    const C = this.maxBatchRows;
+    let plan: ActivationPlan | null = null;
+    for (let c0 = 0; c0 < tokens.length; c0 += C) plan = await this.prefillChunk(tokens.slice(c0, c0 + C), c0, kv);
+    return plan!;
+  }
+
+  /** Prompt rows at positions start.. (in the cache when `kv` is given), and logits of the last row. */
+  private async prefillChunk(tokens: number[], start: number, kv: KvCache | null): Promise<ActivationPlan> {
+    const P = tokens.length;
+    // Padding rows of a cached prefill write cache rows past the prompt (each decode step overwrites its
+    // row before any query reads it), so the padded chunk must still fit the cache.
+    const n = Math.max(P, Math.min(bucket(P, this.maxBatchRows), kv ? kv.maxCtx - start : Infinity));
+    const plan = await this.plan('batch', n);
+    const batch = packSequences([tokens], n);
+    if (start > 0) {
+      // Positions continue the prompt; every row sees the whole cache up to itself.
+      for (let r = 0; r < n; r++) {
+        batch.pos[r] = start + r;
+        batch.ranges[2 * r] = 0;
+        batch.ranges[2 * r + 1] = start + r + 1;
+      }
+    }
+    writeBatch(this.ctx, plan, batch);
+    let forward: Step[];
+    if (kv) {
+      this.cacheRow = start;
+      forward = await this.recorded(`prefill:${plan.rows}:${n}`, (adapter) =>
+        recordForward(this.ctx, { plan, weights: this.weights, adapter, n, cache: { kv, cacheRow: () => this.cacheRow } }),
+      );
+    } else {
+      forward = await this.recorded(`score:${plan.rows}:${n}`, (adapter) => recordForward(this.ctx, { plan, weights: this.weights, adapter, n }));
+    }
+    this.logitsRow = P - 1;
+    const logitSteps = await this.recorded(`lastLogits:${plan.rows}`, () => recordLogits(this.ctx, plan, this.weights, () => this.logitsRow, 1));
+    this.submit([forward, logitSteps], 'prefill');
+    return plan;
+  }
+
+  private async kvCache(): Promise<KvCache> {
+    this.kv ??= await KvCache.create(this.ctx, this.config, this.maxContext);
+    return this.kv;
+  }
+
+  private async decodeStep(token: number, position: number): Promise<ActivationPlan> {
+    const plan = await this.plan('decode', 1);
+    const kv = await this.kvCache();
+    this.writeRows(plan, [token], [position], [0, position + 1]);
+    this.cacheRow = position;
+    const forward = await this.recorded('decode', (adapter) => recordForward(this.ctx, { plan, weights: this.weights, adapter, n: 1, cache: { kv, cacheRow: () => this.cacheRow } }));
+    const logitSteps = await this.recorded('decodeLogits', () => recordLogits(this.ctx, plan, this.weights, 0, 1));
+    this.submit([forward, logitSteps], 'decoding');
+    return plan;
+  }
+
+  private async generateLocked(prompt: number[], o: GenerateTokensOptions): Promise<TokenGeneration> {
+    validateTokenIds(prompt, this.config.vocabSize, 'generate: prompt');
+    if (prompt.length === 0) throw new Error('generate: the prompt is empty');
+    checkSamplingOptions(o);
+    const maxNew = o.maxNewTokens ?? 256;
+    if (!Number.isInteger(maxNew) || maxNew < 0) throw new Error(`generate: maxNewTokens must be an integer >= 0, got ${o.maxNewTokens}`);
+    if (prompt.length + maxNew > this.maxContext) {
+      throw new Error(`generate: prompt (${prompt.length}) + maxNewTokens (${maxNew}) exceeds the context limit ${this.maxContext}`);
+    }
+    const stop = new Set([...this.config.eosTokenIds, ...(o.stopIds ?? [])]);
+    const rng = new Rng(o.seed ?? 0);
+    const tokens: number[] = [];
+    const logprobs: number[] = [];
+    const t0 = now();
+    if (o.signal?.aborted || maxNew === 0) {
+      return { tokens, logprobs, finishReason: o.signal?.aborted ? 'abort' : 'length', prefillMs: 0, decodeMs: 0 };
+    }
+    let plan = await this.prefill(prompt, true);
+    // Prefill time runs to the first sampled token: submitting returns before the GPU has finished.
+    let prefillMs = 0;
+    let t1 = 0;
+    let finishReason: TokenGeneration['finishReason'] = 'length';
+    for (let i = 0; i < maxNew; i++) {
+      if (o.onLogits) o.onLogits(await this.readF32(plan.logits, this.config.vocabSize, 0, 'reading logits'));
+      const sampler = await this.sampler(plan);
+      const { token: id, logprob } = await this.unlessLost(sampler.sample(o, rng), 'sampling');
+      if (i === 0) {
+        prefillMs = now() - t0;
+        t1 = now();
+      }
+      tokens.push(id);
+      logprobs.push(logprob);
+      const userStop = o.onToken?.(id, logprob) === true;
+      if (stop.has(id) || userStop) {
+        finishReason = 'stop';
+        break;
+      }
+      if (o.signal?.aborted) {
+        finishReason = 'abort';
+        break;
+      }
+      if (i + 1 === maxNew) break;
+      plan = await this.decodeStep(id, prompt.length + i);
+    }
+    return { tokens, logprobs, finishReason, prefillMs, decodeMs: tokens.length > 1 ? now() - t1 : 0 };
+  }
+}

@@ -1,0 +1,175 @@
+// The planner engine in a module worker, so prefill and decode never block the page. The page talks to
+// it with comlink (src/engine/planner-client.ts); token streaming and progress come back through
+// Comlink.proxy callbacks, aborts through abort(generationId).
+import * as Comlink from 'comlink';
+import { getGpu } from '../src/gpu/device';
+import { loadAdapter, loadCheckpoint } from '../src/engine/io/checkpoint';
+import { parseAdapter } from '../src/engine/io/peft';
+import { pickedFilesSource, urlSource, type FileSource } from '../src/engine/io/sources';
+import type { Qwen2Config } from '../src/engine/io/config';
+import { memorySource } from '../src/engine/memory-source';
+import { PlannerEngine } from '../src/engine/planner-engine';
+import { Qwen2Runtime, type GenerateTokensOptions, type GpuMemoryReport, type TokenGeneration } from '../src/engine/runtime';
+import { Tokenizer } from '../src/engine/tokenizer/tokenizer';
+import type { ChatMessage, GenerateOptions, GenerationResult, LoadProgress } from '../src/engine/types';
+
+/** Where the model (or an adapter) comes from. */
+export type ModelSpec =
+  | { kind: 'url'; url: string }
+  | { kind: 'files'; files: File[] }
+  | { kind: 'bytes'; files: Record<string, Uint8Array>; label?: string };
+
+export interface PlannerInfo {
+  id: string;
+  config: Qwen2Config;
+  /** False when the checkpoint has no tokenizer: score/generateIds work, chat does not. */
+  hasTokenizer: boolean;
+  adapters: string[];
+  activeAdapter: string | null;
+  memory: GpuMemoryReport;
+  f16: boolean;
+}
+
+export interface LoadOptions {
+  name?: string;
+  maxContext?: number;
+  maxBatchRows?: number;
+}
+
+/** Generation options that cross the worker boundary (no AbortSignal, no functions). */
+export type RemoteGenerateOptions = Omit<GenerateOptions, 'signal' | 'onToken'>;
+export type RemoteTokenOptions = Omit<GenerateTokensOptions, 'signal' | 'onToken' | 'onLogits'>;
+
+function sourceOf(spec: ModelSpec): FileSource {
+  switch (spec.kind) {
+    case 'url':
+      return urlSource(spec.url);
+    case 'files':
+      return pickedFilesSource(spec.files);
+    case 'bytes':
+      return memorySource(spec.files, spec.label);
+  }
+}
+
+let runtime: Qwen2Runtime | null = null;
+let engine: PlannerEngine | null = null;
+let name = 'qwen2';
+const aborts = new Map<number, AbortController>();
+// abort() can arrive before the generation it names has started (the page aborted at once).
+const earlyAborts = new Set<number>();
+
+function need(): Qwen2Runtime {
+  if (!runtime) throw new Error('no model is loaded in the planner worker; call load() first');
+  return runtime;
+}
+
+async function info(): Promise<PlannerInfo> {
+  const rt = need();
+  return {
+    id: engine?.id ?? `planner:${name}`,
+    config: rt.config,
+    hasTokenizer: !!engine,
+    adapters: rt.adapters.ids(),
+    activeAdapter: rt.activeAdapterId,
+    memory: rt.memory(),
+    f16: rt.ctx.caps.f16,
+  };
+}
+
+function withAbort<T>(generationId: number | undefined, run: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const ac = new AbortController();
+  if (generationId !== undefined) {
+    aborts.set(generationId, ac);
+    if (earlyAborts.delete(generationId)) ac.abort();
+  }
+  return run(ac.signal).finally(() => {
+    if (generationId !== undefined) aborts.delete(generationId);
+  });
+}
+
+const api = {
+  /** Loads config, weights and (when present) the tokenizer; replaces any model loaded before. */
+  async load(spec: ModelSpec, opts: LoadOptions = {}, onProgress?: (p: LoadProgress) => void): Promise<PlannerInfo> {
+    const source = sourceOf(spec);
+    const ckpt = await loadCheckpoint(source, { onProgress });
+    const ctx = await getGpu();
+    runtime?.destroy();
+    runtime = engine = null;
+    const rt = await Qwen2Runtime.create(ctx, ckpt.config, ckpt.tensors, { maxContext: opts.maxContext, maxBatchRows: opts.maxBatchRows });
+    ckpt.release();
+    name = opts.name ?? source.label.replace(/\/+$/, '').split('/').pop() ?? 'qwen2';
+    runtime = rt;
+    if (ckpt.tokenizer.tokenizerJson) {
+      const tokenizer = new Tokenizer({ tokenizerJson: ckpt.tokenizer.tokenizerJson, tokenizerConfig: ckpt.tokenizer.tokenizerConfig });
+      const gen = ckpt.tokenizer.generationConfig as { eos_token_id?: unknown } | null;
+      const eos = (Array.isArray(gen?.eos_token_id) ? gen.eos_token_id : [gen?.eos_token_id]).filter((x): x is number => Number.isInteger(x));
+      if (tokenizer.chatTemplate) engine = new PlannerEngine(rt, tokenizer, name, eos);
+    }
+    return info();
+  },
+
+  info,
+
+  /** Loads a PEFT adapter folder under `id` (validated against the base model); does not activate it. */
+  async loadAdapter(id: string, spec: ModelSpec, onProgress?: (p: LoadProgress) => void): Promise<PlannerInfo> {
+    const rt = need();
+    await rt.addAdapter(id, await loadAdapter(sourceOf(spec), rt.config, { onProgress }));
+    return info();
+  },
+
+  /** An adapter from its two PEFT files' contents (e.g. a checkpoint kept in IndexedDB). */
+  async addAdapterBytes(id: string, adapterConfig: unknown, weights: Uint8Array): Promise<PlannerInfo> {
+    const rt = need();
+    await rt.addAdapter(id, parseAdapter(adapterConfig, weights, { base: rt.config }));
+    return info();
+  },
+
+  removeAdapter(id: string): void {
+    need().adapters.remove(id);
+  },
+
+  setActiveAdapter(id: string | null): void {
+    need().setActiveAdapter(id);
+  },
+
+  score(sequences: number[][]): Promise<number[][]> {
+    return need().score(sequences);
+  },
+
+  logitsLast(tokens: number[]): Promise<Float32Array> {
+    return need().logitsLast(tokens);
+  },
+
+  /** Chat through the tokenizer's template; text pieces stream to `onToken`. */
+  chat(messages: ChatMessage[], opts: RemoteGenerateOptions = {}, onToken?: (piece: string) => void, generationId?: number): Promise<GenerationResult> {
+    if (!engine) throw new Error('this model has no tokenizer.json / chat_template: use generateIds with token ids');
+    const e = engine;
+    return withAbort(generationId, (signal) => e.chat(messages, { ...opts, signal, onToken: onToken ? (p) => void onToken(p) : undefined }));
+  },
+
+  /** Generation from token ids; each sampled id and its logprob stream to `onToken`. */
+  generateIds(
+    promptIds: number[],
+    opts: RemoteTokenOptions = {},
+    onToken?: (id: number, logprob: number) => void,
+    generationId?: number,
+  ): Promise<TokenGeneration> {
+    const rt = need();
+    return withAbort(generationId, (signal) => rt.generate(promptIds, { ...opts, signal, onToken: onToken ? (id, lp) => void onToken(id, lp) : undefined }));
+  },
+
+  /** Stops generation `generationId` after its current token. */
+  abort(generationId: number): void {
+    const ac = aborts.get(generationId);
+    if (ac) ac.abort();
+    else earlyAborts.add(generationId);
+  },
+
+  unload(): void {
+    runtime?.destroy();
+    runtime = engine = null;
+  },
+};
+
+export type PlannerWorkerApi = typeof api;
+Comlink.expose(api);
