@@ -21,16 +21,23 @@ export function alignTo(n: number, a: number): number {
   return Math.ceil(n / a) * a;
 }
 
-export function createStorage(ctx: GpuContext, label: string, byteLength: number, extraUsage = 0): GPUBuffer {
+function checkBufferSize(ctx: GpuContext, label: string, byteLength: number): number {
   const size = Math.max(4, alignTo(byteLength, 4));
   if (size > ctx.caps.limits.maxBufferSize) {
     throw new GpuOutOfMemoryError(label, size, `larger than this adapter's maxBufferSize (${ctx.caps.limits.maxBufferSize} B)`);
   }
+  return size;
+}
+
+export function createStorage(ctx: GpuContext, label: string, byteLength: number, extraUsage = 0): GPUBuffer {
+  const size = checkBufferSize(ctx, label, byteLength);
   return ctx.device.createBuffer({ label, size, usage: STORAGE | COPY_SRC | COPY_DST | extraUsage });
 }
 
 /** Like createStorage, but surfaces an out-of-memory condition as a GpuOutOfMemoryError naming the buffer. */
 export async function createStorageChecked(ctx: GpuContext, label: string, byteLength: number): Promise<GPUBuffer> {
+  // The size check throws before the error scope is pushed, so no scope is ever left dangling.
+  checkBufferSize(ctx, label, byteLength);
   ctx.device.pushErrorScope('out-of-memory');
   const buf = createStorage(ctx, label, byteLength);
   const err = await ctx.device.popErrorScope();
