@@ -31,6 +31,8 @@ export class GpuCapabilitiesPanel extends LitElement {
     } catch (e) {
       this.error = (e as Error).message ?? String(e);
     } finally {
+      // The Models panel reads the result to warn about missing WebGPU or too little GPU memory.
+      this.dispatchEvent(new CustomEvent('gpu-capabilities', { detail: { caps: this.caps, error: this.error }, bubbles: true, composed: true }));
       probe.terminate();
     }
   }

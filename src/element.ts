@@ -1,0 +1,12 @@
+// Library entry: `<agentflow-chat>` for any page, with what an embedding page needs to drive it without
+// models (scripted engines) or to give it its own tools.
+export { AgentFlowChat, type AgentflowAnswerDetail, type AgentflowTurnDetail } from './ui/agentflow-chat';
+export { AgentflowToolSwitches } from './ui/tool-switches';
+export { scriptedDemoEngines } from './ui/demo-engines';
+export { renderMarkdown } from './ui/markdown';
+export { ScriptedEngine, type Script, type ScriptedReply } from './agent/scripted-engine';
+export { demoScript, demoEngines } from './agent/demo';
+export { ToolRegistry } from './tools/registry';
+export type { Tool, ToolCard, ToolContext, ToolResult } from './tools/types';
+export type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult, LoadProgress } from './engine/types';
+export type { AgentEngines } from './agent/loop';

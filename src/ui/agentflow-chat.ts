@@ -1,0 +1,518 @@
+// <agentflow-chat>: the embeddable chat element. One module script and this tag give a page the agent:
+// a message list with streamed output, each answer expandable into its stored trajectory, a stop button,
+// and the stored conversations (list, reopen, resume, delete, export as JSON).
+//
+// Engines: the `engines` property ({planner, shared} ChatEngines) wins; otherwise the element loads the
+// real ones from `planner-model` (URL or Hugging Face repo id) and `shared-model` (web-llm id; without it the planner runs every module) on the
+// first question. Tools: the built-in ones plus `extraTools`; the `tools` attribute lists those switched
+// on. Network tools stay off until the user allows them here, and are marked.
+import { LitElement, css, html, nothing, type PropertyValues } from 'lit';
+import { unsafeHTML } from 'lit/directives/unsafe-html.js';
+import type { AgentEngines } from '../agent/loop';
+import type { ModuleName } from '../agent/prompts';
+import { resumeConversation, startConversation, type SessionResult } from '../agent/session';
+import { toolsFromRegistry } from '../agent/registry-tools';
+import type { LoadProgress } from '../engine/types';
+import {
+  deleteConversation as deleteStoredConversation,
+  exportAllConversations,
+  exportConversation,
+  getSteps,
+  listConversations,
+  markStaleRunsInterrupted,
+} from '../store/conversations';
+import type { ConversationRecord, StepRecord } from '../store/records';
+import { ToolRegistry } from '../tools/registry';
+import { registerBuiltinTools } from '../tools/builtin';
+import type { Tool } from '../tools/types';
+import { downloadText } from './download';
+import { renderMarkdown } from './markdown';
+import { restoreToolSwitches } from './tool-switches';
+import { ProgressTracker, formatBytes } from './progress-tracker';
+import { renderTrajectory, trajectoryFromSteps } from './trajectory';
+
+export interface AgentflowTurnDetail {
+  conversationId: string;
+  turn: number;
+  kind: StepRecord['kind'];
+  step: StepRecord;
+}
+
+export interface AgentflowAnswerDetail {
+  conversationId: string;
+  query: string;
+  answer: string | null;
+  finalAnswer: string | null;
+  status: SessionResult['status'];
+  stopReason: SessionResult['stopReason'];
+}
+
+interface Live {
+  id: string;
+  module: ModuleName | null;
+  turn: number;
+  text: string;
+  answer: string;
+  controller: AbortController;
+}
+
+export class AgentFlowChat extends LitElement {
+  static override properties = {
+    plannerModel: { type: String, attribute: 'planner-model' },
+    sharedModel: { type: String, attribute: 'shared-model' },
+    tools: { type: String },
+    adapter: { type: String },
+    maxTurns: { type: Number, attribute: 'max-turns' },
+    dbName: { type: String, attribute: 'db-name' },
+    renderAs: { type: String, attribute: 'render' },
+    engines: { attribute: false },
+    extraTools: { attribute: false },
+    registry: { attribute: false },
+    conversations: { state: true },
+    thread: { state: true },
+    stepsById: { state: true },
+    expanded: { state: true },
+    live: { state: true },
+    error: { state: true },
+    loading: { state: true },
+    toolStatus: { state: true },
+  };
+
+  /** Planner model: a URL of a folder with config.json, model.safetensors and tokenizer.json, or a repo id. */
+  declare plannerModel: string | undefined;
+  /** web-llm model id for the executor, verifier and generator. */
+  declare sharedModel: string | undefined;
+  /** Comma-separated names of the tools switched on; unset keeps the stored or default switches. */
+  declare tools: string | undefined;
+  /** Stored LoRA adapter id to make active in the planner. */
+  declare adapter: string | undefined;
+  declare maxTurns: number;
+  /** IndexedDB database name (default 'agentflow'); separate names keep embedded instances apart. */
+  declare dbName: string | undefined;
+  /** 'markdown' (default; sanitized) or 'text'. */
+  declare renderAs: 'markdown' | 'text';
+  /** Injected engines (tests, demos, or engines the host page loaded itself). */
+  declare engines: AgentEngines | undefined;
+  /** Tools supplied by the embedding page, registered before the built-in ones. */
+  declare extraTools: Tool[];
+  /** A registry shared with the host (the app shell's settings); the element makes its own if unset. */
+  declare registry: ToolRegistry | undefined;
+
+  declare conversations: ConversationRecord[];
+  declare thread: string[];
+  declare stepsById: Record<string, StepRecord[]>;
+  declare expanded: Set<string>;
+  declare live: Live | null;
+  declare error: string | null;
+  declare loading: { tracker: ProgressTracker; which: string } | null;
+  declare toolStatus: ReturnType<ToolRegistry['list']>;
+
+  private ownRegistry: ToolRegistry | null = null;
+  private unsubscribe: (() => void) | null = null;
+  private loadedEngines: (AgentEngines & { dispose(): void }) | null = null;
+  private builtinsFor: ToolRegistry | null = null;
+  /** Queries of runs whose conversation record is not listed yet. */
+  private readonly pending = new Map<string, string>();
+
+  constructor() {
+    super();
+    this.maxTurns = 5;
+    this.renderAs = 'markdown';
+    this.extraTools = [];
+    this.conversations = [];
+    this.thread = [];
+    this.stepsById = {};
+    this.expanded = new Set();
+    this.live = null;
+    this.error = null;
+    this.loading = null;
+    this.toolStatus = [];
+  }
+
+  static override styles = css`
+    :host {
+      display: block;
+      font: var(--agentflow-font, 14px/1.45 system-ui, sans-serif);
+      color: var(--agentflow-fg, inherit);
+      background: var(--agentflow-bg, transparent);
+      --_accent: var(--agentflow-accent, #2563eb);
+      --_radius: var(--agentflow-radius, 8px);
+      --_muted: var(--agentflow-muted, color-mix(in srgb, currentColor 60%, transparent));
+    }
+    .layout { display: grid; grid-template-columns: minmax(11rem, 15rem) 1fr; gap: 1rem; }
+    @media (max-width: 40rem) { .layout { grid-template-columns: 1fr; } }
+    aside { border-right: 1px solid color-mix(in srgb, currentColor 15%, transparent); padding-right: 0.75rem; }
+    aside ul { list-style: none; margin: 0; padding: 0; }
+    aside li { display: flex; gap: 0.25rem; align-items: center; margin: 0.15rem 0; }
+    aside li button.open { flex: 1; text-align: left; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+    .status { font-size: 0.75rem; color: var(--_muted); }
+    button { font: inherit; border-radius: calc(var(--_radius) / 2); border: 1px solid color-mix(in srgb, currentColor 30%, transparent); background: transparent; color: inherit; padding: 0.2rem 0.5rem; cursor: pointer; }
+    button.primary { background: var(--_accent); border-color: var(--_accent); color: white; }
+    button:focus-visible, textarea:focus-visible, input:focus-visible, summary:focus-visible { outline: 2px solid var(--_accent); outline-offset: 2px; }
+    button:disabled { opacity: 0.5; cursor: default; }
+    .messages { display: flex; flex-direction: column; gap: 0.75rem; min-height: 6rem; }
+    .message { padding: 0.5rem 0.75rem; border-radius: var(--_radius); max-width: 100%; overflow-wrap: anywhere; }
+    .user { align-self: flex-end; background: color-mix(in srgb, var(--_accent) 15%, transparent); white-space: pre-wrap; }
+    .answer { align-self: stretch; background: color-mix(in srgb, currentColor 6%, transparent); }
+    .answer .text.plain { white-space: pre-wrap; }
+    .answer pre, .trajectory pre { white-space: pre-wrap; overflow-wrap: anywhere; margin: 0; font-size: 0.85em; }
+    .live { font-size: 0.85rem; color: var(--_muted); white-space: pre-wrap; }
+    .trajectory dl { display: grid; grid-template-columns: max-content 1fr; gap: 0.15rem 0.75rem; margin: 0.25rem 0; }
+    .trajectory dt { font-weight: 600; }
+    .trajectory dd { margin: 0; }
+    .trajectory .bad { color: var(--agentflow-error-color, #b00020); }
+    .turns { padding-left: 1rem; }
+    form { display: flex; gap: 0.5rem; margin-top: 0.75rem; align-items: flex-end; }
+    textarea { flex: 1; font: inherit; min-height: 2.6rem; resize: vertical; border-radius: var(--_radius); padding: 0.4rem; color: inherit; background: transparent; border: 1px solid color-mix(in srgb, currentColor 30%, transparent); }
+    .error { color: var(--agentflow-error-color, #b00020); white-space: pre-wrap; }
+    progress { width: 100%; }
+    details.tools { margin-top: 0.5rem; font-size: 0.85rem; }
+    .empty { color: var(--_muted); }
+  `;
+
+  override connectedCallback(): void {
+    super.connectedCallback();
+    void this.init();
+  }
+
+  override disconnectedCallback(): void {
+    super.disconnectedCallback();
+    this.unsubscribe?.();
+    this.unsubscribe = null;
+    this.live?.controller.abort();
+  }
+
+  private async init(): Promise<void> {
+    try {
+      await markStaleRunsInterrupted(new Set(this.live ? [this.live.id] : []), this.dbName);
+      await this.refreshList();
+      await this.setUpTools();
+    } catch (e) {
+      this.error = `Could not open this browser's storage: ${message(e)}`;
+    }
+  }
+
+  protected override willUpdate(changed: PropertyValues<this>): void {
+    if ((changed.has('tools') || changed.has('extraTools') || changed.has('registry')) && this.hasUpdated) void this.setUpTools();
+  }
+
+  /** The registry in use: the host's, or the element's own with the built-in and extra tools. */
+  get toolRegistry(): ToolRegistry {
+    if (this.registry) return this.registry;
+    this.ownRegistry ??= new ToolRegistry();
+    return this.ownRegistry;
+  }
+
+  private async setUpTools(): Promise<void> {
+    const reg = this.toolRegistry;
+    for (const t of this.extraTools) if (!reg.has(t.card.name)) reg.register(t);
+    if (reg === this.ownRegistry && this.builtinsFor !== reg) {
+      this.builtinsFor = reg;
+      registerBuiltinTools(reg, { engine: () => this.currentEngines().then((e) => e.shared) });
+    }
+    await restoreToolSwitches(reg, this.dbName);
+    if (this.tools !== undefined) {
+      const on = new Set(this.tools.split(',').map((s) => s.trim()).filter(Boolean));
+      for (const s of reg.list()) reg.setEnabled(s.name, on.has(s.name));
+    }
+    this.unsubscribe?.();
+    this.unsubscribe = reg.subscribe(() => (this.toolStatus = reg.list()));
+    this.toolStatus = reg.list();
+  }
+
+  private async currentEngines(): Promise<AgentEngines> {
+    if (this.engines) return this.engines;
+    if (this.loadedEngines) return this.loadedEngines;
+    if (!this.plannerModel) {
+      throw new Error('No models are loaded. Load them in the Models & GPU tab, or give this element a planner-model attribute (a URL or Hugging Face repo id).');
+    }
+    const tracker = new ProgressTracker();
+    this.loading = { tracker, which: 'models' };
+    try {
+      const { loadEngines } = await import('./model-loader');
+      this.loadedEngines = await loadEngines({
+        plannerModel: this.plannerModel,
+        ...(this.sharedModel ? { sharedModel: this.sharedModel } : {}),
+        adapterId: this.adapter ?? null,
+        dbName: this.dbName,
+        onProgress: (which: string, p: LoadProgress) => {
+          tracker.update(p);
+          this.loading = { tracker, which };
+        },
+      });
+      return this.loadedEngines;
+    } finally {
+      this.loading = null;
+    }
+  }
+
+  async refreshList(): Promise<void> {
+    this.conversations = await listConversations(this.dbName);
+  }
+
+  private async loadSteps(id: string): Promise<void> {
+    this.stepsById = { ...this.stepsById, [id]: await getSteps(id, this.dbName) };
+  }
+
+  /** Shows a stored conversation (reopen). */
+  async open(id: string): Promise<void> {
+    await this.loadSteps(id);
+    this.thread = [id];
+  }
+
+  /** Asks the agent `query`; resolves when the run ends (answered, stopped or failed). */
+  async ask(query: string): Promise<SessionResult | null> {
+    const q = query.trim();
+    if (!q || this.live) return null;
+    this.error = null;
+    let engines: AgentEngines;
+    try {
+      engines = await this.currentEngines();
+    } catch (e) {
+      this.error = message(e);
+      return null;
+    }
+    const id = globalThis.crypto?.randomUUID?.() ?? `c-${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
+    return this.run(id, engines, q, (opts) => startConversation(q, { ...opts, id }));
+  }
+
+  /** Continues an interrupted conversation from its stored steps. */
+  async resume(id: string): Promise<SessionResult | null> {
+    if (this.live) return null;
+    const conv = this.conversations.find((c) => c.id === id);
+    let engines: AgentEngines;
+    try {
+      engines = await this.currentEngines();
+    } catch (e) {
+      this.error = message(e);
+      return null;
+    }
+    if (!this.thread.includes(id)) this.thread = [id];
+    return this.run(id, engines, conv?.query ?? '', (opts) => resumeConversation(id, opts));
+  }
+
+  private async run(
+    id: string,
+    engines: AgentEngines,
+    query: string,
+    go: (opts: Parameters<typeof startConversation>[1]) => Promise<SessionResult>,
+  ): Promise<SessionResult | null> {
+    const controller = new AbortController();
+    this.pending.set(id, query);
+    this.live = { id, module: null, turn: 0, text: '', answer: '', controller };
+    if (!this.thread.includes(id)) this.thread = [...this.thread, id];
+    this.stepsById = { ...this.stepsById, [id]: this.stepsById[id] ?? [] };
+    let result: SessionResult | null = null;
+    try {
+      const listed = this.refreshList();
+      result = await go({
+        tools: toolsFromRegistry(this.toolRegistry),
+        engines,
+        config: { maxTurns: this.maxTurns },
+        signal: controller.signal,
+        dbName: this.dbName,
+        onToken: (module, turn, piece) => {
+          const l = this.live;
+          if (!l || l.id !== id) return;
+          const fresh = l.module !== module || l.turn !== turn;
+          this.live = { ...l, module, turn, text: fresh ? piece : l.text + piece, answer: module === 'generator' ? (fresh ? piece : l.answer + piece) : l.answer };
+        },
+        onStep: (step) => {
+          this.stepsById = { ...this.stepsById, [id]: [...(this.stepsById[id] ?? []), step] };
+          // Say what runs next before its first token arrives (a slow prefill would otherwise show the last module).
+          const l = this.live;
+          if (l && l.id === id) {
+            const next = nextModule(step);
+            if (next) this.live = { ...l, module: next, turn: next === 'planner' && step.kind !== 'analysis' ? step.turn + 1 : step.turn, text: '' };
+          }
+          if (step.kind === 'analysis') void this.refreshList();
+          this.dispatchEvent(new CustomEvent<AgentflowTurnDetail>('agentflow-turn', { detail: { conversationId: id, turn: step.turn, kind: step.kind, step }, bubbles: true, composed: true }));
+        },
+      });
+      await listed;
+      if (result.status === 'error' && result.error) this.error = result.error;
+      this.dispatchEvent(
+        new CustomEvent<AgentflowAnswerDetail>('agentflow-answer', {
+          detail: { conversationId: id, query, answer: result.answer, finalAnswer: result.finalAnswer, status: result.status, stopReason: result.stopReason },
+          bubbles: true,
+          composed: true,
+        }),
+      );
+    } catch (e) {
+      this.error = message(e);
+    } finally {
+      this.live = null;
+      this.pending.delete(id);
+      await this.loadSteps(id).catch(() => undefined);
+      await this.refreshList().catch(() => undefined);
+    }
+    return result;
+  }
+
+  stop(): void {
+    this.live?.controller.abort(new DOMException('Stopped by the user', 'AbortError'));
+  }
+
+  async deleteConversation(id: string): Promise<void> {
+    if (this.live?.id === id) return;
+    await deleteStoredConversation(id, this.dbName);
+    this.thread = this.thread.filter((t) => t !== id);
+    const { [id]: _gone, ...rest } = this.stepsById;
+    this.stepsById = rest;
+    await this.refreshList();
+  }
+
+  async exportOne(id: string): Promise<void> {
+    downloadText(await exportConversation(id, this.dbName), `agentflow-conversation-${id}.json`, 'application/json');
+  }
+
+  async exportAll(): Promise<void> {
+    downloadText(await exportAllConversations(this.dbName), 'agentflow-conversations.json', 'application/json');
+  }
+
+  private toggle(id: string): void {
+    const next = new Set(this.expanded);
+    if (next.has(id)) next.delete(id);
+    else next.add(id);
+    this.expanded = next;
+  }
+
+  private onSubmit(e: Event): void {
+    e.preventDefault();
+    const ta = this.renderRoot.querySelector('textarea')!;
+    const q = ta.value;
+    if (!q.trim()) return;
+    ta.value = '';
+    void this.ask(q);
+  }
+
+  private onKey(e: KeyboardEvent): void {
+    // Enter sends, Shift+Enter is a new line (as in most chat apps).
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) this.onSubmit(e);
+  }
+
+  private renderText(text: string) {
+    return this.renderAs === 'text' ? html`<div class="text plain">${text}</div>` : html`<div class="text md">${unsafeHTML(renderMarkdown(text))}</div>`;
+  }
+
+  private renderConversation(id: string) {
+    const conv = this.conversations.find((c) => c.id === id);
+    const steps = this.stepsById[id] ?? [];
+    const live = this.live?.id === id ? this.live : null;
+    const traj = trajectoryFromSteps(steps);
+    const answer = live ? live.answer : (traj.answer ?? conv?.answer);
+    const open = this.expanded.has(id);
+    return html`
+      <div class="message user" part="message user" data-testid="query">${conv?.query ?? this.pendingQuery(id)}</div>
+      <div class="message answer" part="message answer" data-testid="answer" data-conversation=${id} aria-live=${live ? 'polite' : 'off'}>
+        ${live
+          ? html`<div class="live" data-testid="live">${live.module ? `${moduleLabel(live.module)}${live.turn ? ` (turn ${live.turn})` : ''}…` : 'Starting…'}
+${live.module === 'generator' ? '' : live.text.slice(-400)}</div>`
+          : nothing}
+        ${answer ? (live ? html`<div class="text plain">${answer}</div>` : this.renderText(answer)) : !live ? html`<p class="status">${conv?.status === 'interrupted' ? 'Interrupted before an answer.' : conv?.status === 'error' ? 'The run failed.' : ''}</p>` : nothing}
+        <div class="actions">
+          <button type="button" part="button trajectory-toggle" aria-expanded=${open ? 'true' : 'false'} aria-controls=${`traj-${id}`} @click=${() => this.toggle(id)}>
+            ${open ? 'Hide' : 'Show'} trajectory (${traj.turns.length} turn${traj.turns.length === 1 ? '' : 's'})
+          </button>
+          ${conv?.status === 'interrupted' && !this.live ? html`<button type="button" part="button" @click=${() => this.resume(id)}>Resume</button>` : nothing}
+        </div>
+        <div id=${`traj-${id}`} ?hidden=${!open}>${open ? renderTrajectory(traj) : nothing}</div>
+      </div>
+    `;
+  }
+
+  private pendingQuery(id: string): string {
+    return this.pending.get(id) ?? '';
+  }
+
+  override render() {
+    const loading = this.loading?.tracker.summary();
+    return html`<div class="layout">
+      <aside part="sidebar" aria-label="Conversations">
+        <div style="display:flex;justify-content:space-between;align-items:center;gap:0.25rem">
+          <strong id="conv-h">Conversations</strong>
+          <button type="button" part="button" @click=${() => (this.thread = [])} ?disabled=${!!this.live}>New</button>
+        </div>
+        ${this.conversations.length === 0 ? html`<p class="empty">None yet.</p>` : nothing}
+        <ul aria-labelledby="conv-h" data-testid="conversation-list">
+          ${this.conversations.map(
+            (c) => html`<li>
+              <button type="button" class="open" part="button conversation" title=${c.title} aria-current=${this.thread.includes(c.id) ? 'true' : 'false'} @click=${() => this.open(c.id)}>
+                ${c.title}
+              </button>
+              <span class="status">${c.status === 'done' ? '' : c.status}</span>
+              <button type="button" part="button" aria-label=${`Export conversation “${c.title}” as JSON`} title="Export as JSON" @click=${() => this.exportOne(c.id)}>⤓</button>
+              <button type="button" part="button" aria-label=${`Delete conversation “${c.title}”`} title="Delete" ?disabled=${this.live?.id === c.id} @click=${() => this.deleteConversation(c.id)}>✕</button>
+            </li>`,
+          )}
+        </ul>
+        ${this.conversations.length ? html`<button type="button" part="button" @click=${() => this.exportAll()}>Export all</button>` : nothing}
+        ${this.renderToolSwitches()}
+      </aside>
+      <section aria-label="Chat">
+        <div class="messages" part="messages" role="log" aria-label="Messages">
+          ${this.thread.length === 0 && !this.live ? html`<p class="empty">Ask a question. The agent plans, calls tools, checks its work and answers; open an answer to see each step.</p>` : nothing}
+          ${this.thread.map((id) => this.renderConversation(id))}
+        </div>
+        ${loading
+          ? html`<div role="status">
+              <label>Loading ${this.loading!.which}: ${loading.status}
+                <progress max="100" .value=${loading.percent ?? 0} aria-valuetext=${`${formatBytes(loading.bytesDone)} of ${formatBytes(loading.bytesTotal)}`}></progress>
+              </label>
+            </div>`
+          : nothing}
+        ${this.error ? html`<p class="error" role="alert" part="error">${this.error}</p>` : nothing}
+        <form part="form" @submit=${this.onSubmit}>
+          <textarea part="input" aria-label="Your question" placeholder="Ask the agent…" @keydown=${this.onKey}></textarea>
+          ${this.live
+            ? html`<button type="button" part="button stop" @click=${() => this.stop()}>Stop</button>`
+            : html`<button type="submit" class="primary" part="button send">Send</button>`}
+        </form>
+      </section>
+    </div>`;
+  }
+
+  private renderToolSwitches() {
+    if (!this.toolStatus.length) return nothing;
+    return html`<details class="tools" part="tools">
+      <summary>Tools</summary>
+      <p class="status">Tools marked “network” send data off this device; they stay off until you allow them.</p>
+      <agentflow-tool-switches .registry=${this.toolRegistry} db-name=${this.dbName ?? nothing}></agentflow-tool-switches>
+    </details>`;
+  }
+}
+
+function nextModule(step: StepRecord): ModuleName | null {
+  switch (step.kind) {
+    case 'analysis':
+      return 'planner';
+    case 'planner':
+      return 'executor';
+    case 'executor':
+      return 'verifier';
+    case 'verifier':
+      return step.data.verdict === 'STOP' ? 'generator' : 'planner';
+    default:
+      return null;
+  }
+}
+
+function moduleLabel(m: ModuleName): string {
+  return { analysis: 'Analysing the query', planner: 'Planning', executor: 'Calling a tool', verifier: 'Checking', generator: 'Answering' }[m];
+}
+
+function message(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+if (!customElements.get('agentflow-chat')) customElements.define('agentflow-chat', AgentFlowChat);
+
+declare global {
+  interface HTMLElementTagNameMap {
+    'agentflow-chat': AgentFlowChat;
+  }
+  interface HTMLElementEventMap {
+    'agentflow-turn': CustomEvent<AgentflowTurnDetail>;
+    'agentflow-answer': CustomEvent<AgentflowAnswerDetail>;
+  }
+}

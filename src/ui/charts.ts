@@ -1,0 +1,84 @@
+// Small inline SVG charts (no chart library): a line chart for training curves and a bar chart for
+// accuracy and tool use. Values are drawn as given; NaN/Infinity points are skipped, not plotted at 0.
+import { svg, html, type TemplateResult } from 'lit';
+
+export interface Series {
+  label: string;
+  values: number[];
+  color?: string;
+}
+
+const PALETTE = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c'];
+const W = 320;
+const H = 120;
+const PAD = 28;
+
+function fmt(v: number): string {
+  const a = Math.abs(v);
+  if (a !== 0 && (a < 0.01 || a >= 1e4)) return v.toExponential(1);
+  return Number(v.toFixed(a < 1 ? 3 : 1)).toString();
+}
+
+/** Line chart of one or more series against the step index. */
+export function lineChart(title: string, series: Series[]): TemplateResult {
+  const finite = series.flatMap((s) => s.values.filter(Number.isFinite));
+  const n = Math.max(0, ...series.map((s) => s.values.length));
+  let lo = finite.length ? Math.min(...finite) : 0;
+  let hi = finite.length ? Math.max(...finite) : 1;
+  if (hi === lo) {
+    hi += 0.5;
+    lo -= 0.5;
+  }
+  const x = (i: number) => PAD + (n <= 1 ? 0 : (i / (n - 1)) * (W - PAD - 6));
+  const y = (v: number) => H - 16 - ((v - lo) / (hi - lo)) * (H - 26);
+  const paths = series.map((s, k) => {
+    let d = '';
+    let pen = false;
+    s.values.forEach((v, i) => {
+      if (!Number.isFinite(v)) {
+        pen = false;
+        return;
+      }
+      d += `${pen ? 'L' : 'M'}${x(i).toFixed(1)},${y(v).toFixed(1)}`;
+      pen = true;
+    });
+    return svg`<path d=${d || 'M0,0'} fill="none" stroke=${s.color ?? PALETTE[k % PALETTE.length]} stroke-width="1.5"></path>`;
+  });
+  const last = series.map((s) => s.values.filter(Number.isFinite).at(-1));
+  return html`<figure class="chart" part="chart">
+    <svg viewBox="0 0 ${W} ${H}" style="width:100%;height:auto" role="img" aria-label=${`${title}: ${series.map((s, k) => `${s.label} ${last[k] === undefined ? 'no data' : fmt(last[k]!)}`).join(', ')}`}>
+      <line x1=${PAD} y1=${H - 16} x2=${W - 4} y2=${H - 16} stroke="currentColor" stroke-opacity="0.3"></line>
+      <line x1=${PAD} y1="8" x2=${PAD} y2=${H - 16} stroke="currentColor" stroke-opacity="0.3"></line>
+      <text x="2" y="14" font-size="9" fill="currentColor">${fmt(hi)}</text>
+      <text x="2" y=${H - 16} font-size="9" fill="currentColor">${fmt(lo)}</text>
+      <text x=${W - 4} y=${H - 3} font-size="9" text-anchor="end" fill="currentColor">${n} steps</text>
+      ${paths}
+    </svg>
+    <figcaption>${title}${series.length > 1 ? html`: ${series.map((s, k) => html`<span style="color:${s.color ?? PALETTE[k % PALETTE.length]}">■</span> ${s.label} `)}` : ''}</figcaption>
+  </figure>`;
+}
+
+export interface Bar {
+  label: string;
+  value: number;
+  color?: string;
+}
+
+/** Horizontal bar chart; `max` fixes the scale (e.g. 1 for accuracy). */
+export function barChart(title: string, bars: Bar[], max?: number, format: (v: number) => string = fmt): TemplateResult {
+  const top = max ?? Math.max(1e-9, ...bars.map((b) => b.value));
+  const rowH = 18;
+  const h = Math.max(rowH, bars.length * rowH) + 4;
+  const labelW = 110;
+  return html`<figure class="chart" part="chart">
+    <svg viewBox="0 0 ${W} ${h}" style="width:100%;height:auto" role="img" aria-label=${`${title}: ${bars.map((b) => `${b.label} ${format(b.value)}`).join(', ') || 'no data'}`}>
+      ${bars.map((b, i) => {
+        const w = Math.max(0, Math.min(1, b.value / top)) * (W - labelW - 50);
+        return svg`<text x="0" y=${i * rowH + 13} font-size="10" fill="currentColor">${b.label.length > 18 ? b.label.slice(0, 17) + '…' : b.label}</text>
+          <rect x=${labelW} y=${i * rowH + 3} width=${w.toFixed(1)} height=${rowH - 6} fill=${b.color ?? PALETTE[i % PALETTE.length]}></rect>
+          <text x=${labelW + w + 4} y=${i * rowH + 13} font-size="10" fill="currentColor">${format(b.value)}</text>`;
+      })}
+    </svg>
+    <figcaption>${title}</figcaption>
+  </figure>`;
+}

@@ -1,0 +1,285 @@
+// Experiments: import a benchmark file, choose a subset and turn budget, run it with a progress bar, read
+// per-item results (each linked to its trajectory), accuracy and tool-use charts, compare two runs side
+// by side, export a run. Runs are kept in IndexedDB.
+import { LitElement, css, html, nothing } from 'lit';
+import { importBenchmark, type ImportedBenchmark } from '../agent/benchmark-import';
+import type { AgentEngines } from '../agent/loop';
+import { toolsFromRegistry } from '../agent/registry-tools';
+import { getSteps } from '../store/conversations';
+import type { ExperimentItemRecord, ExperimentRecord, StepRecord } from '../store/records';
+import type { ToolRegistry } from '../tools/registry';
+import { barChart } from './charts';
+import { downloadText } from './download';
+import { runExperiment } from './experiment-runner';
+import { parseSubset } from './experiment-subset';
+import { deleteExperiment, exportExperiment, getExperimentItems, listExperiments, markStaleExperiments, summarize } from './experiment-store';
+import { renderTrajectory, trajectoryFromSteps } from './trajectory';
+
+export class AgentflowExperimentsPanel extends LitElement {
+  static override properties = {
+    engines: { attribute: false },
+    registry: { attribute: false },
+    dbName: { type: String, attribute: 'db-name' },
+    benchmark: { state: true },
+    runs: { state: true },
+    selected: { state: true },
+    items: { state: true },
+    compareId: { state: true },
+    compareItems: { state: true },
+    progress: { state: true },
+    error: { state: true },
+    openTrajectory: { state: true },
+  };
+  declare engines: AgentEngines | undefined;
+  declare registry: ToolRegistry | undefined;
+  declare dbName: string | undefined;
+  declare benchmark: ImportedBenchmark | null;
+  declare runs: ExperimentRecord[];
+  declare selected: string | null;
+  declare items: ExperimentItemRecord[];
+  declare compareId: string | null;
+  declare compareItems: ExperimentItemRecord[];
+  declare progress: { done: number; total: number } | null;
+  declare error: string | null;
+  declare openTrajectory: { conversationId: string; steps: StepRecord[] } | null;
+  private controller: AbortController | null = null;
+
+  constructor() {
+    super();
+    this.benchmark = null;
+    this.runs = [];
+    this.selected = null;
+    this.items = [];
+    this.compareId = null;
+    this.compareItems = [];
+    this.progress = null;
+    this.error = null;
+    this.openTrajectory = null;
+  }
+
+  static override styles = css`
+    :host { display: block; }
+    section { margin-bottom: 1.25rem; }
+    h3 { font-size: 1.05rem; margin: 0.5rem 0; }
+    .row { display: flex; gap: 0.75rem; flex-wrap: wrap; align-items: end; }
+    label { display: grid; gap: 0.2rem; }
+    input, select, button { font: inherit; }
+    button { padding: 0.25rem 0.6rem; cursor: pointer; }
+    button:focus-visible, input:focus-visible, select:focus-visible { outline: 2px solid var(--agentflow-accent, #2563eb); outline-offset: 2px; }
+    .problems { color: var(--agentflow-error-color, #b00020); }
+    table { border-collapse: collapse; width: 100%; font-size: 0.9rem; }
+    td, th { padding: 0.2rem 0.4rem; text-align: left; border-bottom: 1px solid color-mix(in srgb, currentColor 15%, transparent); vertical-align: top; }
+    td.ans { max-width: 18rem; overflow-wrap: anywhere; }
+    .charts { display: flex; gap: 1rem; flex-wrap: wrap; }
+    .charts figure { margin: 0; width: min(22rem, 100%); }
+    figcaption { font-size: 0.8rem; text-align: center; }
+    .compare { display: grid; grid-template-columns: 1fr 1fr; gap: 1rem; }
+    progress { width: min(32rem, 100%); }
+    .yes { color: #15803d; }
+    .no { color: #b91c1c; }
+    .trajectory dl { display: grid; grid-template-columns: max-content 1fr; gap: 0.1rem 0.6rem; }
+    .trajectory pre { white-space: pre-wrap; margin: 0; }
+  `;
+
+  override connectedCallback(): void {
+    super.connectedCallback();
+    void markStaleExperiments(new Set(), this.dbName)
+      .then(() => this.refresh())
+      .catch((e) => (this.error = `Could not open this browser's storage: ${(e as Error).message}`));
+  }
+
+  async refresh(): Promise<void> {
+    this.runs = await listExperiments(this.dbName);
+    if (this.selected) this.items = await getExperimentItems(this.selected, this.dbName);
+    if (this.compareId) this.compareItems = await getExperimentItems(this.compareId, this.dbName);
+  }
+
+  /** Imports a benchmark from text (the file input calls this with the file's contents). */
+  importText(text: string, fileName: string): ImportedBenchmark {
+    this.benchmark = importBenchmark(text, fileName);
+    return this.benchmark;
+  }
+
+  private async onFile(e: Event): Promise<void> {
+    const f = (e.target as HTMLInputElement).files?.[0];
+    if (!f) return;
+    this.importText(await f.text(), f.name);
+  }
+
+  private async run(): Promise<void> {
+    const b = this.benchmark;
+    if (!b) return;
+    this.error = null;
+    if (!this.engines) {
+      this.error = 'No engines: load models (or choose the scripted demo) in the Models & GPU tab first.';
+      return;
+    }
+    if (!this.registry) {
+      this.error = 'No tools are set up.';
+      return;
+    }
+    let indices: number[];
+    const root = this.renderRoot;
+    const maxTurns = Number((root.querySelector('#turns') as HTMLInputElement).value);
+    try {
+      indices = parseSubset((root.querySelector('#subset') as HTMLInputElement).value, b.items.length);
+    } catch (e) {
+      this.error = (e as Error).message;
+      return;
+    }
+    this.controller = new AbortController();
+    this.progress = { done: 0, total: indices.length };
+    try {
+      const { experiment } = await runExperiment({
+        benchmark: b,
+        indices,
+        maxTurns,
+        engines: this.engines,
+        tools: toolsFromRegistry(this.registry),
+        signal: this.controller.signal,
+        dbName: this.dbName,
+        onItem: (_item, done, total) => {
+          this.progress = { done, total };
+          void this.refresh();
+        },
+      });
+      this.selected = experiment.id;
+    } catch (e) {
+      this.error = (e as Error).message;
+    } finally {
+      this.controller = null;
+      this.progress = null;
+      await this.refresh();
+    }
+  }
+
+  private async select(id: string | null): Promise<void> {
+    this.selected = id;
+    this.openTrajectory = null;
+    this.items = id ? await getExperimentItems(id, this.dbName) : [];
+  }
+
+  private async compareWith(id: string | null): Promise<void> {
+    this.compareId = id;
+    this.compareItems = id ? await getExperimentItems(id, this.dbName) : [];
+  }
+
+  private async showTrajectory(conversationId: string): Promise<void> {
+    this.openTrajectory = { conversationId, steps: await getSteps(conversationId, this.dbName) };
+    await this.updateComplete;
+    (this.renderRoot.querySelector('#trajectory-h') as HTMLElement | null)?.focus();
+  }
+
+  private async deleteRun(id: string): Promise<void> {
+    await deleteExperiment(id, this.dbName);
+    if (this.selected === id) await this.select(null);
+    if (this.compareId === id) await this.compareWith(null);
+    await this.refresh();
+  }
+
+  private renderImport() {
+    const b = this.benchmark;
+    return html`<section aria-labelledby="import-h">
+      <h3 id="import-h">Benchmark</h3>
+      <label>Benchmark file (AgentFlow data.json or JSONL)
+        <input type="file" accept=".json,.jsonl,.ndjson,application/json" data-testid="benchmark-file" @change=${this.onFile} />
+      </label>
+      ${b
+        ? html`<p role="status" data-testid="import-summary">Imported ${b.items.length} item${b.items.length === 1 ? '' : 's'} from “${b.name}” (reward: ${b.kind})${b.problems.length ? `; ${b.problems.length} skipped` : ''}.</p>
+            ${b.problems.length
+              ? html`<ul class="problems" data-testid="import-problems" aria-label="Problems in the file">${b.problems.map((p) => html`<li>${p.message}</li>`)}</ul>`
+              : nothing}
+            <div class="row">
+              <label>Items (e.g. 1-20, 25; empty = all)<input id="subset" type="text" value=${b.items.length > 20 ? '1-20' : ''} /></label>
+              <label>Turn budget<input id="turns" type="number" min="1" max="20" value="3" /></label>
+              ${this.controller
+                ? html`<button type="button" @click=${() => this.controller?.abort()}>Stop</button>`
+                : html`<button type="button" ?disabled=${!b.items.length} @click=${() => this.run()}>Run</button>`}
+            </div>
+            ${this.progress
+              ? html`<label>Progress: ${this.progress.done} of ${this.progress.total}
+                  <progress max=${this.progress.total} .value=${this.progress.done}></progress></label>`
+              : nothing}`
+        : nothing}
+      ${this.error ? html`<p class="problems" role="alert">${this.error}</p>` : nothing}
+    </section>`;
+  }
+
+  private renderRuns() {
+    if (!this.runs.length) return html`<p>No runs yet.</p>`;
+    const acc = this.runs.slice(0, 8).map((r) => ({ label: r.name, value: r.summary?.accuracy ?? 0 }));
+    return html`<section aria-labelledby="runs-h">
+      <h3 id="runs-h">Runs</h3>
+      <table data-testid="runs">
+        <thead><tr><th scope="col">Run</th><th scope="col">Status</th><th scope="col">Accuracy</th><th scope="col">Tool calls</th><th scope="col">Actions</th></tr></thead>
+        <tbody>
+          ${this.runs.map(
+            (r) => html`<tr>
+              <td>${r.name}</td><td>${r.status}</td>
+              <td>${r.summary ? `${r.summary.correct}/${r.summary.items} (${Math.round(100 * (r.summary.accuracy ?? 0))}%)` : '—'}</td>
+              <td>${r.summary?.toolCalls ?? '—'}</td>
+              <td>
+                <button type="button" aria-pressed=${this.selected === r.id ? 'true' : 'false'} @click=${() => this.select(r.id)}>Results</button>
+                <button type="button" aria-pressed=${this.compareId === r.id ? 'true' : 'false'} ?disabled=${this.selected === r.id} @click=${() => this.compareWith(this.compareId === r.id ? null : r.id)}>Compare</button>
+                <button type="button" @click=${async () => downloadText(await exportExperiment(r.id, this.dbName), `agentflow-experiment-${r.id}.json`)}>Export</button>
+                <button type="button" aria-label=${`Delete run ${r.name}`} @click=${() => this.deleteRun(r.id)}>Delete</button>
+              </td>
+            </tr>`,
+          )}
+        </tbody>
+      </table>
+      <div class="charts">${barChart('Accuracy by run', acc, 1, (v) => `${Math.round(v * 100)}%`)}</div>
+    </section>`;
+  }
+
+  private renderItems(title: string, items: ExperimentItemRecord[]) {
+    const s = summarize(items);
+    const tools = Object.entries(s)
+      .filter(([k]) => k.startsWith('tool:'))
+      .map(([k, v]) => ({ label: k.slice(5), value: v as number }));
+    return html`<div>
+      <h4>${title}</h4>
+      <p>Accuracy ${s.correct}/${s.items} (${Math.round(100 * s.accuracy)}%), ${s.toolCalls} tool calls, ${s.errors} errors.</p>
+      <div class="charts">${barChart('Tool calls', tools)}</div>
+      <table data-testid="items">
+        <thead><tr><th scope="col">#</th><th scope="col">Answer</th><th scope="col">Correct</th><th scope="col">Tools</th><th scope="col">Errors</th><th scope="col">Trajectory</th></tr></thead>
+        <tbody>
+          ${items.map(
+            (it) => html`<tr>
+              <td title=${it.query}>${it.pid}</td>
+              <td class="ans">${it.answer ?? '—'}</td>
+              <td>${it.correct === undefined ? '—' : it.correct ? html`<span class="yes">yes</span>` : html`<span class="no">no</span>`}</td>
+              <td>${Object.entries(it.toolCalls ?? {}).map(([k, v]) => `${k}×${v}`).join(', ') || '—'}</td>
+              <td>${it.errors?.length ?? 0}</td>
+              <td>${it.conversationId ? html`<button type="button" @click=${() => this.showTrajectory(it.conversationId!)}>Open</button>` : '—'}</td>
+            </tr>`,
+          )}
+        </tbody>
+      </table>
+    </div>`;
+  }
+
+  override render() {
+    const sel = this.runs.find((r) => r.id === this.selected);
+    const cmp = this.runs.find((r) => r.id === this.compareId);
+    return html`
+      ${this.renderImport()}
+      ${this.renderRuns()}
+      ${sel
+        ? html`<section aria-label="Results">
+            <div class=${cmp ? 'compare' : ''} data-testid=${cmp ? 'comparison' : 'results'}>
+              ${this.renderItems(sel.name, this.items)} ${cmp ? this.renderItems(cmp.name, this.compareItems) : nothing}
+            </div>
+          </section>`
+        : nothing}
+      ${this.openTrajectory
+        ? html`<section aria-labelledby="trajectory-h">
+            <h3 id="trajectory-h" tabindex="-1">Trajectory</h3>
+            ${renderTrajectory(trajectoryFromSteps(this.openTrajectory.steps))}
+            <button type="button" @click=${() => (this.openTrajectory = null)}>Close trajectory</button>
+          </section>`
+        : nothing}
+    `;
+  }
+}
+if (!customElements.get('agentflow-experiments-panel')) customElements.define('agentflow-experiments-panel', AgentflowExperimentsPanel);

@@ -1,0 +1,236 @@
+// Training: Flow-GRPO settings, start/pause/resume, live charts of reward, loss, KL, clip fraction and
+// tokens/s from the trainer's step statistics, and the stored LoRA adapters (activate, export, import,
+// delete). "Toy mode" trains the toy task's tiny planner (ToyTrainingDriver); any other TrainingDriver can
+// be plugged in through `createDriver`.
+import { LitElement, css, html, nothing } from 'lit';
+import { LORA_MODULES, type LoraModule } from '../engine/io/peft';
+import type { AdapterRecord } from '../store/records';
+import { getSetting, putSetting } from '../store/settings';
+import { adapterFiles, deleteAdapter, importAdapterFiles, listAdapters } from './adapter-store';
+import { lineChart } from './charts';
+import { downloadText } from './download';
+import { ToyTrainingDriver, WorkerToyTrainingDriver, type TrainingDriver, type TrainingSettings, type TrainingStepPoint } from './training-driver';
+
+export const ACTIVE_ADAPTER_KEY = 'activeAdapter';
+
+export class AgentflowTrainingPanel extends LitElement {
+  static override properties = {
+    dbName: { type: String, attribute: 'db-name' },
+    createDriver: { attribute: false },
+    points: { state: true },
+    state: { state: true },
+    error: { state: true },
+    adapters: { state: true },
+    active: { state: true },
+    label: { state: true },
+  };
+  declare dbName: string | undefined;
+  /** Makes the driver for a settings choice; default: the toy driver. */
+  declare createDriver: (s: TrainingSettings, dbName?: string) => Promise<TrainingDriver>;
+  declare points: TrainingStepPoint[];
+  declare state: TrainingDriver['state'];
+  declare error: string | null;
+  declare adapters: AdapterRecord[];
+  declare active: string | null;
+  declare label: string;
+  private driver: TrainingDriver | null = null;
+
+  constructor() {
+    super();
+    // In a worker where the browser has them, so a step's computation never freezes the page.
+    this.createDriver = (s, db) => (typeof Worker === 'function' ? WorkerToyTrainingDriver.create(s, db) : ToyTrainingDriver.create(s, db));
+    this.points = [];
+    this.state = 'idle';
+    this.error = null;
+    this.adapters = [];
+    this.active = null;
+    this.label = '';
+  }
+
+  static override styles = css`
+    :host { display: block; }
+    fieldset { border: 1px solid color-mix(in srgb, currentColor 20%, transparent); border-radius: 6px; margin: 0 0 1rem; }
+    .grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(11rem, 1fr)); gap: 0.5rem 1rem; }
+    label { display: grid; gap: 0.2rem; }
+    .grid input, .grid select { min-width: 0; width: 100%; box-sizing: border-box; }
+    .targets label { display: inline-flex; gap: 0.25rem; margin-right: 0.75rem; }
+    input, select, button { font: inherit; }
+    button { padding: 0.25rem 0.6rem; cursor: pointer; }
+    button:focus-visible, input:focus-visible, select:focus-visible { outline: 2px solid var(--agentflow-accent, #2563eb); outline-offset: 2px; }
+    .row { display: flex; gap: 0.5rem; flex-wrap: wrap; align-items: center; margin: 0.5rem 0; }
+    .charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(16rem, 1fr)); gap: 0.75rem; }
+    figure { margin: 0; }
+    figcaption { font-size: 0.8rem; text-align: center; }
+    .error { color: var(--agentflow-error-color, #b00020); }
+    table { border-collapse: collapse; }
+    td, th { padding: 0.2rem 0.5rem; text-align: left; border-bottom: 1px solid color-mix(in srgb, currentColor 15%, transparent); }
+  `;
+
+  override connectedCallback(): void {
+    super.connectedCallback();
+    void this.refreshAdapters();
+  }
+
+  async refreshAdapters(): Promise<void> {
+    try {
+      this.adapters = await listAdapters(this.dbName);
+      this.active = (await getSetting<string | null>(ACTIVE_ADAPTER_KEY, this.dbName)) ?? null;
+    } catch (e) {
+      this.error = `Could not read stored adapters: ${(e as Error).message}`;
+    }
+  }
+
+  private settings(): TrainingSettings {
+    const v = (id: string) => (this.renderRoot.querySelector(`#${id}`) as HTMLInputElement | HTMLSelectElement).value;
+    const targets = [...this.renderRoot.querySelectorAll<HTMLInputElement>('.targets input:checked')].map((i) => i.value as LoraModule);
+    return {
+      dataset: v('dataset'),
+      reward: v('reward'),
+      groupSize: Number(v('group')),
+      steps: Number(v('steps')),
+      learningRate: Number(v('lr')),
+      rank: Number(v('rank')),
+      targets,
+    };
+  }
+
+  /** Starts a new run with the form's settings (the Toy mode button). */
+  async start(): Promise<void> {
+    if (this.state === 'running') return;
+    this.error = null;
+    try {
+      this.driver = await this.createDriver(this.settings(), this.dbName);
+    } catch (e) {
+      this.error = (e as Error).message;
+      return;
+    }
+    this.points = [];
+    this.label = `${this.driver.label}, run ${this.driver.runId}`;
+    await this.go();
+  }
+
+  pause(): void {
+    this.driver?.pause();
+  }
+
+  async resume(): Promise<void> {
+    if (this.driver?.state === 'paused') await this.go();
+  }
+
+  private async go(): Promise<void> {
+    const d = this.driver!;
+    this.state = 'running';
+    try {
+      await d.run((p) => (this.points = [...this.points, p]));
+    } catch (e) {
+      this.error = `Training stopped: ${(e as Error).message}`;
+    } finally {
+      this.state = d.state;
+      await this.refreshAdapters();
+    }
+  }
+
+  private async activate(id: string | null): Promise<void> {
+    await putSetting(ACTIVE_ADAPTER_KEY, id, this.dbName);
+    this.active = id;
+    this.dispatchEvent(new CustomEvent('agentflow-adapter', { detail: { adapterId: id }, bubbles: true, composed: true }));
+  }
+
+  private exportAdapter(a: AdapterRecord): void {
+    const f = adapterFiles(a);
+    const base = a.name.replace(/[^\w.-]+/g, '_');
+    downloadText(f.config, `${base}.adapter_config.json`);
+    const url = URL.createObjectURL(new Blob([f.weights as Uint8Array<ArrayBuffer>], { type: 'application/octet-stream' }));
+    const link = document.createElement('a');
+    link.href = url;
+    link.download = `${base}.adapter_model.safetensors`;
+    link.click();
+    setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  }
+
+  private async importAdapter(): Promise<void> {
+    const cfg = (this.renderRoot.querySelector('#import-config') as HTMLInputElement).files?.[0];
+    const w = (this.renderRoot.querySelector('#import-weights') as HTMLInputElement).files?.[0];
+    if (!cfg || !w) {
+      this.error = 'Choose both files of the adapter: adapter_config.json and adapter_model.safetensors.';
+      return;
+    }
+    try {
+      await importAdapterFiles(w.name.replace(/\.safetensors$/, ''), await cfg.text(), new Uint8Array(await w.arrayBuffer()), this.dbName);
+      this.error = null;
+    } catch (e) {
+      this.error = `Import failed: ${(e as Error).message}`;
+    }
+    await this.refreshAdapters();
+  }
+
+  override render() {
+    const p = this.points;
+    const series = (k: keyof TrainingStepPoint) => p.map((x) => x[k]);
+    return html`
+      <fieldset>
+        <legend>Flow-GRPO settings</legend>
+        <div class="grid">
+          <label>Dataset<select id="dataset"><option value="toy">Toy task (two-turn tool use, tiny planner)</option></select></label>
+          <label>Reward<select id="reward"><option value="toy">Toy: both turns right</option></select></label>
+          <label>Group size<input id="group" type="number" min="2" max="64" value="8" /></label>
+          <label>Steps<input id="steps" type="number" min="1" max="10000" value="40" /></label>
+          <label>Learning rate<input id="lr" type="number" min="0" step="any" value="0.02" /></label>
+          <label>LoRA rank<input id="rank" type="number" min="1" max="256" value="4" /></label>
+        </div>
+        <div class="targets" role="group" aria-label="LoRA target modules">
+          Targets: ${LORA_MODULES.map((m) => html`<label><input type="checkbox" value=${m} checked />${m}</label>`)}
+        </div>
+        <p><small>Training the real planner on agent rollouts needs the loaded planner model and the GPU trainer backend; this build trains the toy task, which shows Flow-GRPO learning in any browser.</small></p>
+      </fieldset>
+      <div class="row">
+        <button type="button" ?disabled=${this.state === 'running'} @click=${() => this.start()}>Toy mode: start training</button>
+        <button type="button" ?disabled=${this.state !== 'running'} @click=${() => this.pause()}>Pause</button>
+        <button type="button" ?disabled=${this.state !== 'paused'} @click=${() => this.resume()}>Resume</button>
+        <span role="status" data-testid="training-status">${this.state === 'idle' ? 'Not started.' : `${this.state}: step ${p.at(-1)?.step ?? 0}${p.length ? `, reward ${p.at(-1)!.reward.toFixed(2)}` : ''}`}</span>
+      </div>
+      ${this.label ? html`<p><small>${this.label}</small></p>` : nothing}
+      ${this.error ? html`<p class="error" role="alert">${this.error}</p>` : nothing}
+      <div class="charts" data-testid="training-charts">
+        ${lineChart('Reward (mean)', [{ label: 'reward', values: series('reward') }])}
+        ${lineChart('Loss', [{ label: 'loss', values: series('loss') }])}
+        ${lineChart('KL to the base policy', [{ label: 'KL', values: series('kl') }])}
+        ${lineChart('Clip fraction', [{ label: 'clip fraction', values: series('clipFraction') }])}
+        ${lineChart('Tokens per second', [{ label: 'tokens/s', values: series('tokensPerSecond') }])}
+      </div>
+      <h3>Adapters</h3>
+      ${this.adapters.length === 0
+        ? html`<p>No adapters stored yet. Training saves one at each checkpoint.</p>`
+        : html`<table data-testid="adapters">
+            <thead><tr><th scope="col">Adapter</th><th scope="col">Base model</th><th scope="col">Created</th><th scope="col">Actions</th></tr></thead>
+            <tbody>
+              ${this.adapters.map(
+                (a) => html`<tr>
+                  <td>${a.name}${this.active === a.id ? html` <strong>(active)</strong>` : nothing}</td>
+                  <td>${a.baseModel || '—'}</td>
+                  <td>${new Date(a.createdAt).toLocaleString()}</td>
+                  <td>
+                    <button type="button" aria-pressed=${this.active === a.id ? 'true' : 'false'} @click=${() => this.activate(this.active === a.id ? null : a.id)}>${this.active === a.id ? 'Deactivate' : 'Activate'}</button>
+                    <button type="button" aria-label=${`Export adapter ${a.name}`} @click=${() => this.exportAdapter(a)}>Export</button>
+                    <button type="button" aria-label=${`Delete adapter ${a.name}`} @click=${async () => {
+                      await deleteAdapter(a.id, this.dbName);
+                      if (this.active === a.id) await this.activate(null);
+                      await this.refreshAdapters();
+                    }}>Delete</button>
+                  </td>
+                </tr>`,
+              )}
+            </tbody>
+          </table>`}
+      <fieldset>
+        <legend>Import a PEFT adapter</legend>
+        <div class="row">
+          <label>adapter_config.json<input id="import-config" type="file" accept=".json,application/json" /></label>
+          <label>adapter_model.safetensors<input id="import-weights" type="file" accept=".safetensors" /></label>
+          <button type="button" @click=${() => this.importAdapter()}>Import</button>
+        </div>
+      </fieldset>
+    `;
+  }
+}
+if (!customElements.get('agentflow-training-panel')) customElements.define('agentflow-training-panel', AgentflowTrainingPanel);

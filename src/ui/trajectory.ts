@@ -1,0 +1,126 @@
+// A conversation's trajectory rebuilt from its stored steps: the query analysis, then per turn the
+// planner's sub-goal and tool, the executor's arguments and result, the verifier's verdict, with timings.
+// Everything here came from a model or a tool, so it is rendered as text only.
+import { html, nothing, type TemplateResult } from 'lit';
+import type { StepRecord } from '../store/records';
+
+export interface TurnView {
+  turn: number;
+  subGoal?: string;
+  tool?: string;
+  args?: unknown;
+  result?: string;
+  ok?: boolean;
+  verdict?: string;
+  explanation?: string;
+  errors: string[];
+  ms: number;
+}
+
+export interface Trajectory {
+  analysis?: string;
+  turns: TurnView[];
+  answer?: string;
+  totalMs: number;
+}
+
+function str(v: unknown): string | undefined {
+  return typeof v === 'string' ? v : v === undefined || v === null ? undefined : String(v);
+}
+
+/** Groups stored steps by turn (turn 0 is the analysis, the generator closes the run). */
+export function trajectoryFromSteps(steps: StepRecord[]): Trajectory {
+  const t: Trajectory = { turns: [], totalMs: 0 };
+  const byTurn = new Map<number, TurnView>();
+  const turnOf = (n: number) => {
+    let v = byTurn.get(n);
+    if (!v) {
+      v = { turn: n, errors: [], ms: 0 };
+      byTurn.set(n, v);
+    }
+    return v;
+  };
+  for (const s of [...steps].sort((a, b) => a.seq - b.seq)) {
+    const ms = Math.max(0, s.endedAt - s.startedAt);
+    t.totalMs += ms;
+    const d = s.data;
+    if (s.kind === 'analysis') {
+      t.analysis = str(d.text);
+      continue;
+    }
+    if (s.kind === 'generator') {
+      t.answer = str(d.finalAnswer) ?? str(d.text);
+      continue;
+    }
+    if (s.kind === 'error' && s.turn === 0) {
+      (t.turns.length ? t.turns[0] : turnOf(0)).errors.push(`${str(d.module) ?? 'module'}: ${str(d.message) ?? 'failed'}`);
+      continue;
+    }
+    const v = turnOf(s.turn);
+    v.ms += ms;
+    if (s.kind === 'planner') {
+      const a = (d.action ?? {}) as Record<string, unknown>;
+      v.subGoal = str(a.subGoal);
+      v.tool = str(d.resolvedTool) ?? str(a.toolName);
+    } else if (s.kind === 'executor') {
+      v.subGoal ??= str(d.subGoal);
+      v.tool = str(d.toolName) ?? v.tool;
+      v.args = d.args;
+      v.result = str(d.result);
+      v.ok = d.ok === true;
+      if (d.error) v.errors.push(String(d.error));
+    } else if (s.kind === 'verifier') {
+      v.verdict = str(d.verdict);
+      v.explanation = str(d.explanation);
+    } else if (s.kind === 'error') {
+      v.errors.push(`${str(d.module) ?? 'module'}: ${str(d.message) ?? 'failed'}`);
+    }
+  }
+  t.turns = [...byTurn.values()].sort((a, b) => a.turn - b.turn);
+  return t;
+}
+
+/** Tool name -> number of executor calls; and the error messages, for experiment results. */
+export function toolUsage(steps: StepRecord[]): { toolCalls: Record<string, number>; errors: string[] } {
+  const toolCalls: Record<string, number> = {};
+  const errors: string[] = [];
+  for (const s of steps) {
+    if (s.kind === 'executor' && typeof s.data.toolName === 'string' && s.data.args) toolCalls[s.data.toolName] = (toolCalls[s.data.toolName] ?? 0) + 1;
+    if (s.kind === 'executor' && s.data.error) errors.push(`turn ${s.turn}: ${String(s.data.error)}`);
+    if (s.kind === 'error') errors.push(`turn ${s.turn} ${String(s.data.module ?? '')}: ${String(s.data.message ?? '')}`);
+  }
+  return { toolCalls, errors };
+}
+
+const secs = (ms: number) => `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
+
+function argsText(a: unknown): string {
+  if (a === undefined || a === null) return '(none)';
+  try {
+    return JSON.stringify(a, null, 1);
+  } catch {
+    return String(a);
+  }
+}
+
+export function renderTrajectory(t: Trajectory): TemplateResult {
+  return html`<div class="trajectory" part="trajectory">
+    ${t.analysis ? html`<p class="analysis"><strong>Analysis:</strong> ${t.analysis}</p>` : nothing}
+    <ol class="turns">
+      ${t.turns.map(
+        (v) => html`<li class="turn" data-turn=${v.turn}>
+          <dl>
+            <dt>Turn</dt><dd>${v.turn} <span class="ms">(${secs(v.ms)})</span></dd>
+            ${v.subGoal !== undefined ? html`<dt>Sub-goal</dt><dd>${v.subGoal}</dd>` : nothing}
+            ${v.tool !== undefined ? html`<dt>Tool</dt><dd><code>${v.tool}</code></dd>` : nothing}
+            ${v.args !== undefined ? html`<dt>Arguments</dt><dd><pre>${argsText(v.args)}</pre></dd>` : nothing}
+            ${v.result !== undefined ? html`<dt>Result</dt><dd><pre class=${v.ok ? 'ok' : 'bad'}>${v.result || '(empty)'}</pre></dd>` : nothing}
+            ${v.verdict ? html`<dt>Verdict</dt><dd>${v.verdict}${v.explanation ? html` — ${v.explanation}` : nothing}</dd>` : nothing}
+            ${v.errors.length ? html`<dt>Errors</dt><dd class="bad">${v.errors.map((e) => html`<div>${e}</div>`)}</dd>` : nothing}
+          </dl>
+        </li>`,
+      )}
+    </ol>
+    <p class="total">Total ${secs(t.totalMs)}</p>
+  </div>`;
+}

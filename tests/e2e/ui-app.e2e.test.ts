@@ -1,0 +1,261 @@
+// The app's production build, served from a sub-path: every tab renders and is reachable from the
+// keyboard, every control has an accessible name, a chat survives a reload, a benchmark file with a bad
+// line reports that line and imports and runs the rest, toy training runs and stores an adapter, and the
+// model cache lists and deletes what it holds. The scripted demo engines stand in for the models.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { build } from 'vite';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { launchChromium } from '../support/chromium';
+import { serveStatic, type StaticServer } from '../support/static-server';
+
+let server: StaticServer;
+let browser: Browser;
+const outDir = mkdtempSync(join(tmpdir(), 'agentflow-app-'));
+const shots = mkdtempSync(join(tmpdir(), 'agentflow-app-shots-'));
+const SUB = '/some/app/';
+
+beforeAll(async () => {
+  await build({ configFile: 'vite.config.ts', logLevel: 'error', build: { outDir, emptyOutDir: true, sourcemap: false } });
+  server = await serveStatic({ [SUB]: outDir });
+  browser = await launchChromium();
+  console.info(`[ui-app] screenshots in ${shots}`);
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+async function fresh(hash = ''): Promise<{ context: BrowserContext; page: Page; errors: string[] }> {
+  const context = await browser.newContext({ viewport: { width: 1200, height: 900 } });
+  const page = await context.newPage();
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(`${server.url}${SUB}${hash}`);
+  await page.locator('agentflow-app [role="tablist"]').waitFor();
+  return { context, page, errors };
+}
+
+/** Switches the Python tool off from the keyboard (Models & GPU → Privacy), so runs need no Pyodide. */
+async function pythonOff(page: Page): Promise<void> {
+  await page.getByRole('tab', { name: 'Models & GPU' }).click();
+  const box = page.locator('agentflow-models-panel [data-tool="python"] input[type="checkbox"]');
+  await box.focus();
+  await page.keyboard.press('Space');
+  expect(await box.isChecked()).toBe(false);
+}
+
+/** Interactive elements in the accessibility tree that have no accessible name. */
+async function unnamedControls(page: Page): Promise<string[]> {
+  const cdp = await page.context().newCDPSession(page);
+  const { nodes } = (await cdp.send('Accessibility.getFullAXTree')) as { nodes: Array<{ ignored: boolean; role?: { value: string }; name?: { value: string } }> };
+  const roles = new Set(['button', 'checkbox', 'textbox', 'spinbutton', 'combobox', 'tab', 'link', 'radio', 'slider', 'progressbar']);
+  const controls = nodes.filter((n) => !n.ignored && roles.has(n.role?.value ?? ''));
+  // The tree reaches into the components' shadow roots: the four tabs are in it.
+  expect(controls.filter((n) => n.role?.value === 'tab')).toHaveLength(4);
+  return controls.filter((n) => !(n.name?.value ?? '').trim()).map((n) => n.role!.value);
+}
+
+describe('the app', () => {
+  it('renders each tab, moves between tabs with the arrow keys, and names every control', async () => {
+    const { context, page, errors } = await fresh();
+    const tabs = page.getByRole('tab');
+    expect(await tabs.allTextContents()).toEqual(['Chat', 'Experiments', 'Training', 'Models & GPU']);
+    // First visit opens on Models & GPU, with the WebGPU report.
+    expect(await page.getByRole('tab', { name: 'Models & GPU' }).getAttribute('aria-selected')).toBe('true');
+    await page.locator('gpu-capabilities [data-testid="gpu-report"]').waitFor({ timeout: 60_000 });
+    await page.getByRole('tab', { name: 'Models & GPU' }).focus();
+    const expected: Array<[string, string]> = [
+      ['Chat', 'agentflow-chat textarea'],
+      ['Experiments', 'agentflow-experiments-panel [data-testid="benchmark-file"]'],
+      ['Training', 'agentflow-training-panel [data-testid="training-charts"]'],
+      ['Models & GPU', 'agentflow-models-panel [data-testid="tool-switches"]'],
+    ];
+    for (const [name, probe] of expected) {
+      await page.keyboard.press('ArrowRight');
+      const tab = page.getByRole('tab', { name });
+      expect(await tab.getAttribute('aria-selected')).toBe('true');
+      expect(await tab.evaluate((el) => el.matches(':focus'))).toBe(true);
+      const panel = page.getByRole('tabpanel', { name });
+      expect(await panel.isVisible()).toBe(true);
+      expect(await page.locator(probe).isVisible()).toBe(true);
+      expect(await unnamedControls(page)).toEqual([]);
+      await page.screenshot({ path: join(shots, `tab-${name.replace(/\W+/g, '-').toLowerCase()}.png`), fullPage: true });
+    }
+    // Network tools are marked, and off until allowed.
+    const marks = page.locator('agentflow-models-panel [data-testid="network-mark"]');
+    expect(await marks.count()).toBe(2);
+    const wiki = page.locator('agentflow-models-panel [data-tool="wikipedia"]');
+    expect(await wiki.getByRole('checkbox', { name: /Allow wikipedia/ }).isChecked()).toBe(false);
+    expect(await wiki.textContent()).toContain('Off until you allow network use');
+    expect(errors).toEqual([]);
+    await context.close();
+  });
+
+  it('answers in the Chat tab and keeps the conversation across a reload', async () => {
+    const { context, page, errors } = await fresh();
+    await pythonOff(page);
+    await page.getByRole('tab', { name: 'Chat' }).click();
+    const input = page.getByRole('textbox', { name: 'Your question' });
+    await input.fill('What is the capital of France?');
+    await page.keyboard.press('Enter');
+    const answer = page.locator('agentflow-chat [data-testid="answer"] .text');
+    await answer.waitFor({ timeout: 30_000 });
+    expect(await answer.textContent()).toContain('You asked: What is the capital of France?');
+    await page.getByRole('button', { name: /Show trajectory/ }).click();
+    expect(await page.locator('agentflow-chat .trajectory').textContent()).toContain('base_generator');
+    await page.screenshot({ path: join(shots, 'chat-answer.png'), fullPage: true });
+
+    await page.reload();
+    await page.getByRole('tab', { name: 'Chat' }).waitFor();
+    expect(await page.getByRole('tab', { name: 'Chat' }).getAttribute('aria-selected')).toBe('true');
+    const item = page.locator('agentflow-chat [data-testid="conversation-list"] button.open');
+    await item.first().waitFor();
+    expect(await item.allTextContents()).toEqual([expect.stringContaining('What is the capital of France?')]);
+    await item.first().focus();
+    await page.keyboard.press('Enter');
+    await answer.waitFor();
+    expect(await answer.textContent()).toContain('You asked: What is the capital of France?');
+    // Python stayed off: the switch was stored.
+    expect(await page.locator('agentflow-models-panel [data-tool="python"] input[type="checkbox"]').isChecked()).toBe(false);
+    // Deleting removes it from the list and from storage.
+    await page.getByRole('button', { name: /Delete conversation “What is the capital of France\?”/ }).click();
+    await page.locator('agentflow-chat [data-testid="conversation-list"] li').waitFor({ state: 'detached' });
+    expect(errors).toEqual([]);
+    await context.close();
+  });
+
+  it('imports a benchmark with a malformed line, reports the line, runs the rest and shows results', async () => {
+    const { context, page, errors } = await fresh();
+    await pythonOff(page);
+    await page.getByRole('tab', { name: 'Experiments' }).click();
+    const jsonl = ['{"pid": "a1", "query": "What is 2+2?", "answer": "4"}', '{"pid": "a2", "query": broken', '', '{"pid": "a3", "question": "Name a primary colour.", "answer": "red"}'].join('\n');
+    await page.locator('agentflow-experiments-panel [data-testid="benchmark-file"]').setInputFiles({ name: 'mini-bench.jsonl', mimeType: 'application/x-ndjson', buffer: Buffer.from(jsonl) });
+    const summary = page.locator('agentflow-experiments-panel [data-testid="import-summary"]');
+    await summary.waitFor();
+    expect(await summary.textContent()).toContain('Imported 2 items from “mini-bench”');
+    const problems = await page.locator('agentflow-experiments-panel [data-testid="import-problems"] li').allTextContents();
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatch(/^line 2 of mini-bench\.jsonl is not valid JSON/);
+
+    await page.getByRole('spinbutton', { name: 'Turn budget' }).fill('2');
+    await page.getByRole('button', { name: 'Run', exact: true }).click();
+    const rows = page.locator('agentflow-experiments-panel [data-testid="items"] tbody tr');
+    await page.waitForFunction(
+      () => {
+        const panel = document.querySelector('agentflow-app')?.shadowRoot?.querySelector('agentflow-experiments-panel');
+        return panel?.shadowRoot?.querySelectorAll('[data-testid="items"] tbody tr').length === 2 && !panel.shadowRoot.querySelector('progress');
+      },
+      undefined,
+      { timeout: 60_000 },
+    );
+    expect(await rows.count()).toBe(2);
+    const cells = await rows.first().locator('td').allTextContents();
+    expect(cells[0]).toBe('a1');
+    expect(cells[1]).toContain('You asked: What is 2+2?');
+    expect(cells[2]).toBe('no');
+    expect(cells[3]).toBe('base_generator×1');
+    expect(await page.locator('agentflow-experiments-panel [data-testid="runs"] tbody tr').first().textContent()).toContain('0/2 (0%)');
+    // A second run of item 2 only, compared side by side with the first.
+    await page.getByRole('textbox', { name: /Items/ }).fill('2');
+    await page.getByRole('button', { name: 'Run', exact: true }).click();
+    const runs = page.locator('agentflow-experiments-panel [data-testid="runs"] tbody tr');
+    await page.waitForFunction(() => {
+      const panel = document.querySelector('agentflow-app')?.shadowRoot?.querySelector('agentflow-experiments-panel');
+      return panel?.shadowRoot?.querySelectorAll('[data-testid="runs"] tbody tr').length === 2 && !panel.shadowRoot.querySelector('progress');
+    }, undefined, { timeout: 60_000 });
+    expect(await runs.first().textContent()).toContain('mini-bench × 1');
+    await runs.nth(1).getByRole('button', { name: 'Compare' }).click();
+    const cmp = page.locator('agentflow-experiments-panel [data-testid="comparison"] [data-testid="items"]');
+    await cmp.nth(1).waitFor();
+    expect(await cmp.nth(0).locator('tbody tr').count()).toBe(1);
+    expect(await cmp.nth(1).locator('tbody tr').count()).toBe(2);
+    expect(await cmp.nth(0).locator('tbody tr td').first().textContent()).toBe('a3');
+    await page.screenshot({ path: join(shots, 'experiments-compare.png'), fullPage: true });
+    await runs.nth(1).getByRole('button', { name: 'Results' }).click();
+    await runs.nth(1).getByRole('button', { name: 'Compare' }).waitFor();
+    // The item links to its trajectory.
+    await rows.first().getByRole('button', { name: 'Open' }).click();
+    expect(await page.locator('agentflow-experiments-panel .trajectory').textContent()).toContain('What is 2+2?');
+    await page.screenshot({ path: join(shots, 'experiments.png'), fullPage: true });
+    expect(errors).toEqual([]);
+    await context.close();
+  });
+
+  it('runs toy Flow-GRPO training with pause and resume, charts it and stores the adapter', async () => {
+    const { context, page, errors } = await fresh('#training');
+    await page.getByRole('spinbutton', { name: 'Steps' }).fill('12');
+    await page.getByRole('spinbutton', { name: 'Group size' }).fill('4');
+    const status = page.locator('agentflow-training-panel [data-testid="training-status"]');
+    const statusText = () =>
+      page.evaluate(() => document.querySelector('agentflow-app')?.shadowRoot?.querySelector('agentflow-training-panel')?.shadowRoot?.querySelector('[data-testid="training-status"]')?.textContent ?? '');
+    const waitStatus = (re: RegExp) => page.waitForFunction(
+      (src) => new RegExp(src).test(document.querySelector('agentflow-app')?.shadowRoot?.querySelector('agentflow-training-panel')?.shadowRoot?.querySelector('[data-testid="training-status"]')?.textContent ?? ''),
+      re.source,
+      { timeout: 60_000, polling: 20 },
+    );
+    await page.getByRole('button', { name: /Toy mode/ }).click();
+    await waitStatus(/^running: step [1-9]/);
+    await page.getByRole('button', { name: 'Pause' }).click();
+    await waitStatus(/^paused: step \d+/);
+    const pausedAt = Number(/step (\d+)/.exec(await statusText())![1]);
+    expect(pausedAt).toBeLessThan(12);
+    await page.waitForTimeout(300);
+    expect(await statusText()).toMatch(new RegExp(`^paused: step ${pausedAt},`));
+    await page.getByRole('button', { name: 'Resume' }).click();
+    await waitStatus(/^done: step 12/);
+    expect(await status.textContent()).toMatch(/^done: step 12, reward \d\.\d\d$/);
+    // Each chart drew a line through the 12 steps.
+    const paths = await page.locator('agentflow-training-panel [data-testid="training-charts"] path').evaluateAll((ps) => ps.map((p) => (p.getAttribute('d') ?? '').split(/[ML]/).filter(Boolean).length));
+    expect(paths).toEqual([12, 12, 12, 12, 12]);
+    const adapters = page.locator('agentflow-training-panel [data-testid="adapters"] tbody tr');
+    await adapters.first().waitFor();
+    expect(await adapters.first().textContent()).toMatch(/toy-.* step 12/);
+    await adapters.first().getByRole('button', { name: 'Activate' }).click();
+    await adapters.first().getByRole('button', { name: 'Deactivate' }).waitFor();
+    expect(await adapters.first().textContent()).toContain('(active)');
+    // Checkpoints at the pause and at the end each stored an adapter.
+    expect(await adapters.count()).toBeGreaterThanOrEqual(2);
+    await page.screenshot({ path: join(shots, 'training.png'), fullPage: true });
+    expect(errors).toEqual([]);
+    await context.close();
+  });
+
+  it('lists cached models with their size and deletes one', async () => {
+    const { context, page, errors } = await fresh('#models');
+    await page.evaluate(async () => {
+      const c = await caches.open('agentflow-models');
+      const base = 'https://huggingface.co/Qwen/Qwen2.5-0.5B-Instruct/resolve/main/';
+      await c.put(base + 'config.json', new Response('{"a":1}', { headers: { 'content-length': '7' } }));
+      await c.put(base + 'model.safetensors', new Response(new Uint8Array(3 * 1024 * 1024)));
+    });
+    await page.getByRole('button', { name: 'Refresh' }).click();
+    const row = page.locator('agentflow-models-panel [data-testid="cached-models"] tbody tr');
+    await row.first().waitFor();
+    expect((await row.first().locator('td').allTextContents()).slice(0, 3)).toEqual(['Qwen/Qwen2.5-0.5B-Instruct', '2', '3.0 MiB']);
+    await page.screenshot({ path: join(shots, 'models-cache.png'), fullPage: true });
+    await page.getByRole('button', { name: 'Delete cached model Qwen/Qwen2.5-0.5B-Instruct' }).click();
+    await page.locator('agentflow-models-panel [data-testid="cache-empty"]').waitFor();
+    expect(await page.evaluate(async () => (await (await caches.open('agentflow-models')).keys()).length)).toBe(0);
+    expect(errors).toEqual([]);
+    await context.close();
+  });
+
+  it('says plainly when WebGPU is missing and keeps model loading off', async () => {
+    const noGpu = await launchChromium({ webgpu: false });
+    try {
+      const page = await noGpu.newPage();
+      await page.goto(`${server.url}${SUB}`);
+      const warnings = page.locator('agentflow-models-panel [data-testid="resource-warnings"]');
+      await warnings.waitFor({ timeout: 60_000 });
+      expect(await warnings.textContent()).toContain('WebGPU is not available here, so the models cannot run in this browser');
+      expect(await page.getByRole('button', { name: 'Download and load models' }).isDisabled()).toBe(true);
+      expect(await page.getByRole('button', { name: 'Use the scripted demo' }).isEnabled()).toBe(true);
+    } finally {
+      await noGpu.close();
+    }
+  });
+});

@@ -1,0 +1,186 @@
+// The library build of <agentflow-chat>, served from a sub-path with examples/embed.html beside it: the
+// element works in a plain page with one module script and scripted engines, fires its events, keeps the
+// conversation across a reload, and never executes or inserts HTML that a model wrote.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { build } from 'vite';
+import { copyFileSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium } from '../support/chromium';
+import { serveStatic, type StaticServer } from '../support/static-server';
+
+let server: StaticServer;
+let browser: Browser;
+const outDir = mkdtempSync(join(tmpdir(), 'agentflow-lib-'));
+const shots = mkdtempSync(join(tmpdir(), 'agentflow-embed-shots-'));
+const SUB = '/deep/sub/path/';
+
+beforeAll(async () => {
+  await build({ configFile: 'vite.lib.config.ts', logLevel: 'error', build: { outDir, emptyOutDir: true, sourcemap: false } });
+  copyFileSync('examples/embed.html', join(outDir, 'embed.html'));
+  server = await serveStatic({ [SUB]: outDir });
+  browser = await launchChromium();
+  console.info(`[ui-embed] screenshots in ${shots}`);
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+async function openEmbed(page: Page): Promise<void> {
+  await page.goto(`${server.url}${SUB}embed.html`);
+  await page.waitForFunction(() => (window as unknown as { embedReady?: boolean }).embedReady === true);
+}
+
+async function ask(page: Page, text: string): Promise<void> {
+  const input = page.getByRole('textbox', { name: 'Your question' });
+  await input.fill(text);
+  await input.press('Enter');
+}
+
+describe('<agentflow-chat> embedded in a plain page', () => {
+  it('answers with the page tool, fires its events, shows the trajectory and keeps the conversation across a reload', async () => {
+    const context = await browser.newContext({ acceptDownloads: true });
+    const page = await context.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+    await openEmbed(page);
+    await page.evaluate(() => {
+      const w = window as unknown as { events: Array<{ type: string; detail: Record<string, unknown> }> };
+      w.events = [];
+      const chat = document.querySelector('agentflow-chat')!;
+      for (const type of ['agentflow-turn', 'agentflow-answer']) chat.addEventListener(type, (e) => w.events.push({ type, detail: (e as CustomEvent).detail }));
+    });
+    await ask(page, 'How many letters in abc 12?');
+    const answer = page.locator('agentflow-chat [data-testid="answer"] .text');
+    await answer.waitFor({ timeout: 30_000 });
+    // The page tool counted "How many letters in abc 12?": 19 letters, 2 digits, 5 spaces.
+    expect(await answer.textContent()).toContain('19 letters, 2 digits, 5 spaces');
+
+    const events = await page.evaluate(() => (window as unknown as { events: Array<{ type: string; detail: Record<string, unknown> }> }).events);
+    const turns = events.filter((e) => e.type === 'agentflow-turn').map((e) => e.detail.kind);
+    expect(turns).toEqual(['analysis', 'planner', 'executor', 'verifier', 'generator']);
+    const ans = events.filter((e) => e.type === 'agentflow-answer');
+    expect(ans).toHaveLength(1);
+    expect(ans[0].detail).toMatchObject({ status: 'done', stopReason: 'verifier', query: 'How many letters in abc 12?' });
+    expect(String(ans[0].detail.finalAnswer)).toContain('19 letters');
+
+    // Expand the trajectory from the keyboard.
+    const toggle = page.getByRole('button', { name: /Show trajectory \(1 turn\)/ });
+    await toggle.focus();
+    await page.keyboard.press('Enter');
+    const traj = page.locator('agentflow-chat .trajectory');
+    await traj.waitFor();
+    const trajText = (await traj.textContent()) ?? '';
+    expect(trajText).toContain('letter_count');
+    expect(trajText).toContain('"text": "How many letters in abc 12?"');
+    expect(trajText).toContain('STOP');
+    expect(await page.getByRole('button', { name: /Hide trajectory/ }).getAttribute('aria-expanded')).toBe('true');
+    await page.screenshot({ path: join(shots, 'embed-answer.png'), fullPage: true });
+
+    // Export as JSON: the download holds the conversation and its five steps.
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: /Export conversation “How many letters/ }).click()]);
+    const exported = JSON.parse(readFileSync((await download.path())!, 'utf8'));
+    expect(exported.format).toBe('agentflow-conversation');
+    expect(exported.conversation.query).toBe('How many letters in abc 12?');
+    expect(exported.steps.map((s: { kind: string }) => s.kind)).toEqual(['analysis', 'planner', 'executor', 'verifier', 'generator']);
+
+    // Every request stayed under the sub-path the library was copied to.
+    expect(server.requests.filter((r) => !r.startsWith(SUB))).toEqual([]);
+
+    await page.reload();
+    await page.waitForFunction(() => (window as unknown as { embedReady?: boolean }).embedReady === true);
+    const listed = page.locator('agentflow-chat [data-testid="conversation-list"] button.open');
+    await listed.first().waitFor();
+    expect(await listed.allTextContents()).toEqual([expect.stringContaining('How many letters in abc 12?')]);
+    await listed.first().click();
+    await answer.waitFor();
+    expect(await answer.textContent()).toContain('19 letters, 2 digits, 5 spaces');
+    expect(errors).toEqual([]);
+    await context.close();
+  });
+
+  it('renders HTML in model output inertly: no script runs, no element or handler is inserted', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+    await openEmbed(page);
+    // A string, so the test runner does not rewrite the page's dynamic import.
+    await page.evaluate(`(async () => {
+      const lib = await import('${SUB}agentflow-chat.js');
+      const hostile = '**Bold** <img src=x onerror="window.__pwned=1"> <script>window.__pwned=2</scr' + 'ipt> [link](javascript:window.__pwned=3) <a href="https://example.org" onclick="window.__pwned=4">ok</a>';
+      const script = lib.demoScript();
+      document.querySelector('agentflow-chat').engines = {
+        planner: new lib.ScriptedEngine({ planner: script.planner }, 'planner:hostile'),
+        shared: new lib.ScriptedEngine({ ...script, planner: undefined, generator: [hostile] }, 'shared:hostile'),
+      };
+    })()`);
+    await ask(page, 'Say something dangerous');
+    const text = page.locator('agentflow-chat [data-testid="answer"] .text.md');
+    await text.waitFor({ timeout: 30_000 });
+    const inner = await text.evaluate((el) => el.innerHTML);
+    expect(inner).toContain('<strong>Bold</strong>');
+    expect(inner).not.toMatch(/<img|<script|onerror|onclick|javascript:/i);
+    // The safe link survives without its handler.
+    const safe = text.getByRole('link', { name: 'ok' });
+    expect(await safe.getAttribute('href')).toBe('https://example.org');
+    await safe.evaluate((a) => a.addEventListener('click', (e) => e.preventDefault()));
+    await safe.click();
+    // The javascript: link lost its href; clicking its text does nothing.
+    expect(await text.getByText('link', { exact: true }).getAttribute('href')).toBeNull();
+    await text.getByText('link', { exact: true }).click();
+    await page.waitForTimeout(300);
+    expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+    expect(errors).toEqual([]);
+    await page.screenshot({ path: join(shots, 'embed-hostile.png'), fullPage: true });
+    await context.close();
+  });
+
+  it('stops a run with the Stop button and resumes it from its stored steps', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+    await openEmbed(page);
+    // The generator stalls for a minute: only Stop can end this run soon.
+    await page.evaluate(`(async () => {
+      const lib = await import('${SUB}agentflow-chat.js');
+      const script = lib.demoScript();
+      const chat = document.querySelector('agentflow-chat');
+      chat.engines = {
+        planner: new lib.ScriptedEngine({ planner: script.planner }, 'planner:slow'),
+        shared: new lib.ScriptedEngine({ ...script, planner: undefined, generator: [{ text: 'late', delayMs: 60000 }] }, 'shared:slow'),
+      };
+      window.slowDone = false;
+      chat.addEventListener('agentflow-answer', (e) => (window.slowAnswer = e.detail));
+    })()`);
+    await ask(page, 'Count me');
+    await page.locator('agentflow-chat [data-testid="live"]').getByText('Answering').waitFor({ timeout: 30_000 });
+    const stop = page.getByRole('button', { name: 'Stop' });
+    await stop.focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('button', { name: 'Send' }).waitFor({ timeout: 10_000 });
+    const detail = await page.evaluate(() => (window as unknown as { slowAnswer: Record<string, unknown> }).slowAnswer);
+    expect(detail).toMatchObject({ status: 'interrupted', stopReason: 'aborted', answer: null });
+    expect(await page.locator('agentflow-chat [data-testid="conversation-list"] li').first().textContent()).toContain('interrupted');
+    // Resume with an engine that answers: the stored turn is kept, only the generator runs again.
+    await page.evaluate(`(async () => {
+      const lib = await import('${SUB}agentflow-chat.js');
+      const script = lib.demoScript();
+      const chat = document.querySelector('agentflow-chat');
+      chat.engines = {
+        planner: new lib.ScriptedEngine({}, 'planner:unused'),
+        shared: new lib.ScriptedEngine({ generator: script.generator }, 'shared:resume'),
+      };
+    })()`);
+    await page.getByRole('button', { name: 'Resume' }).click();
+    const answer = page.locator('agentflow-chat [data-testid="answer"] .text');
+    await answer.waitFor({ timeout: 30_000 });
+    expect(await answer.textContent()).toContain('From the tool: 7 letters, 0 digits, 1 spaces');
+    expect(errors).toEqual([]);
+    await context.close();
+  });
+});

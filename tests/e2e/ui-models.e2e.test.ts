@@ -1,0 +1,91 @@
+// Models & GPU with a real (tiny, random) Qwen2 planner served in the hub's URL layout: loading shows
+// per-model progress with bytes and percent, the engines switch to the planner, the download appears in
+// the cached-models list with its size, and a chat run on the real engine ends with the engine's errors shown.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { build } from 'vite';
+import { mkdtempSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Browser } from 'playwright-core';
+import { BYTE_SPECIALS, byteTokenizerConfig, byteTokenizerJson } from '../support/byte-tokenizer';
+import { launchChromium } from '../support/chromium';
+import { serveHub, type HubServer } from '../support/hub-server';
+import { randomQwen2, toHfFiles } from '../support/random-qwen2';
+import { serveStatic, type StaticServer } from '../support/static-server';
+
+let server: StaticServer;
+let hub: HubServer;
+let browser: Browser;
+const outDir = mkdtempSync(join(tmpdir(), 'agentflow-app-models-'));
+const modelDir = mkdtempSync(join(tmpdir(), 'agentflow-tiny-chat-'));
+const shots = mkdtempSync(join(tmpdir(), 'agentflow-models-shots-'));
+const SUB = '/models/app/';
+
+beforeAll(async () => {
+  const { config, weights } = randomQwen2(11, { hiddenSize: 32, numHeads: 2, numKvHeads: 1, headDim: 16, intermediateSize: 64, numLayers: 2, vocabSize: 320 });
+  for (const [name, bytes] of Object.entries(toHfFiles(config, weights, [BYTE_SPECIALS.im_end]))) writeFileSync(join(modelDir, name), bytes);
+  writeFileSync(join(modelDir, 'tokenizer.json'), JSON.stringify(byteTokenizerJson()));
+  writeFileSync(join(modelDir, 'tokenizer_config.json'), JSON.stringify(byteTokenizerConfig()));
+  hub = await serveHub({ 'test-org/tiny-chat': modelDir });
+  await build({ configFile: 'vite.config.ts', logLevel: 'error', build: { outDir, emptyOutDir: true, sourcemap: false } });
+  server = await serveStatic({ [SUB]: outDir });
+  browser = await launchChromium();
+  console.info(`[ui-models] screenshots in ${shots}`);
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.close();
+  await hub?.close();
+});
+
+describe('Models & GPU with a real planner', () => {
+  it('downloads with progress, switches the engines, lists the cached model, and runs the agent on it', async () => {
+    const context = await browser.newContext({ viewport: { width: 1200, height: 900 } });
+    const page = await context.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+    await page.goto(`${server.url}${SUB}#models`);
+    await page.locator('gpu-capabilities [data-testid="gpu-report"]').waitFor({ timeout: 60_000 });
+    const base = `${hub.url}/test-org/tiny-chat/resolve/main/`;
+    await page.getByRole('textbox', { name: /Planner model/ }).fill(base);
+    await page.getByRole('combobox', { name: /Shared model/ }).fill('');
+    await page.getByRole('button', { name: 'Download and load models' }).click();
+    const inUse = page.locator('agentflow-models-panel [data-testid="engines-in-use"]');
+    await page.waitForFunction(
+      () => /^planner:/.test(document.querySelector('agentflow-app')?.shadowRoot?.querySelector('agentflow-models-panel')?.shadowRoot?.querySelector('[data-testid="engines-in-use"]')?.textContent ?? ''),
+      undefined,
+      { timeout: 120_000 },
+    );
+    expect(await inUse.textContent()).toMatch(/^planner:.*\(all modules\)$/);
+    const total = ['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json'].reduce((s, f) => s + statSync(join(modelDir, f)).size, 0);
+    const progress = (await page.locator('agentflow-models-panel [data-testid="progress-planner"] label').textContent()) ?? '';
+    expect(progress).toMatch(/Planner: .* \(100%\)/);
+    expect(await page.locator('agentflow-models-panel [data-testid="progress-planner"] progress').evaluate((p) => (p as HTMLProgressElement).value)).toBe(100);
+    const row = page.locator('agentflow-models-panel [data-testid="cached-models"] tbody tr');
+    await row.first().waitFor();
+    const cells = await row.first().locator('td').allTextContents();
+    expect(cells[0]).toBe(`${new URL(hub.url).host}/test-org/tiny-chat`);
+    // Every file the planner read is cached (optional files the checkpoint lacks are remembered as absent, not listed).
+    expect(Number(cells[1])).toBeGreaterThanOrEqual(4);
+    expect(total).toBeGreaterThan(0);
+    await page.screenshot({ path: join(shots, 'models-loaded.png'), fullPage: true });
+
+    // A chat run on the real planner goes to its end. This tiny model's 1024-token context is too short for
+    // the agent's prompts, so every module fails; the run still ends and the UI shows the engine's errors.
+    await page.getByRole('tab', { name: 'Chat' }).click();
+    expect(await page.locator('agentflow-app [data-testid="engines"]').textContent()).toContain('planner:tiny-chat');
+    await page.getByRole('textbox', { name: 'Your question' }).fill('hello');
+    await page.keyboard.press('Enter');
+    await page.locator('agentflow-chat [data-testid="live"]').waitFor({ timeout: 60_000 });
+    await page.getByRole('button', { name: 'Send' }).waitFor({ timeout: 240_000 });
+    const listed = page.locator('agentflow-chat [data-testid="conversation-list"] li');
+    await listed.first().waitFor();
+    expect(await listed.first().textContent()).not.toMatch(/running|interrupted/);
+    await page.getByRole('button', { name: /Show trajectory/ }).click();
+    expect(await page.locator('agentflow-chat .trajectory').textContent()).toMatch(/planner engine failed: generate: prompt \(\d+\) \+ maxNewTokens \(256\) exceeds the context limit 1024/);
+    await page.screenshot({ path: join(shots, 'chat-real-planner.png'), fullPage: true });
+    expect(errors).toEqual([]);
+    await context.close();
+  });
+});
