@@ -1,0 +1,50 @@
+import { describe, expect, it } from 'vitest';
+import { groupAdvantages } from './advantages';
+
+describe('group-relative advantages', () => {
+  it('normalises each group with the unbiased std (hand-computed)', () => {
+    // Group a: rewards 1,0,0 -> mean 1/3, std = sqrt((4/9+1/9+1/9)/2) = 1/sqrt(3).
+    // A = (2/3)*sqrt(3) = 1.154700..., (-1/3)*sqrt(3) = -0.577350...  (the shared fixture's advantages)
+    const r = groupAdvantages([
+      { groupId: 'a', reward: 1 },
+      { groupId: 'b', reward: 1 },
+      { groupId: 'a', reward: 0 },
+      { groupId: 'a', reward: 0 },
+      { groupId: 'b', reward: 0 },
+    ]);
+    expect(r.advantages[0]).toBeCloseTo(1.1547005, 5);
+    expect(r.advantages[2]).toBeCloseTo(-0.5773503, 5);
+    expect(r.advantages[3]).toBeCloseTo(-0.5773503, 5);
+    // Group b: 1,0 -> mean .5, std sqrt(.5) -> A = ±0.5/0.7071 = ±0.70711
+    expect(r.advantages[1]).toBeCloseTo(0.7071068, 5);
+    expect(r.advantages[4]).toBeCloseTo(-0.7071068, 5);
+    expect(r.groups.map((g) => [g.groupId, g.turns, g.noGradient])).toEqual([
+      ['a', 3, false],
+      ['b', 2, false],
+    ]);
+    expect(r.groups[0].rewardMean).toBeCloseTo(1 / 3, 12);
+    expect(r.noGradientGroups).toBe(0);
+  });
+
+  it('uses (std + eps) in the denominator', () => {
+    const r = groupAdvantages([{ groupId: 'g', reward: 1 }, { groupId: 'g', reward: 0 }], 0.5);
+    expect(r.advantages[0]).toBeCloseTo(0.5 / (Math.SQRT1_2 + 0.5), 12);
+  });
+
+  it('turns of a rollout share its reward; all-equal and single-turn groups give no gradient', () => {
+    const r = groupAdvantages([
+      { groupId: 'same', reward: 1 },
+      { groupId: 'same', reward: 1 },
+      { groupId: 'zero', reward: 0 },
+      { groupId: 'zero', reward: 0 },
+      { groupId: 'one', reward: 1 },
+    ]);
+    expect(r.advantages).toEqual([0, 0, 0, 0, 0]);
+    expect(r.noGradientGroups).toBe(3);
+    expect(r.groups.every((g) => g.noGradient)).toBe(true);
+  });
+
+  it('rejects a turn without a reward, naming it', () => {
+    expect(() => groupAdvantages([{ groupId: 'g', reward: Number.NaN }])).toThrow(/turn 0 \(group 'g'\) has reward NaN/);
+  });
+});

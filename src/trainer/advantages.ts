@@ -1,0 +1,55 @@
+// Group-relative advantages of Flow-GRPO. A rollout's final reward is broadcast to every one of its
+// planner turns; each query's group of turns is normalised on its own, A = (r - mean) / (std + eps),
+// with the unbiased standard deviation (torch.std, as the reference fixture and verl compute it).
+// A group whose rewards are all equal (or that has a single turn) carries no learning signal: its
+// advantages are exactly 0 and it is reported as a "no gradient" group.
+
+export interface RewardedTurn {
+  /** The query's group: all rollouts of one query share it. */
+  groupId: string;
+  /** The rollout's final reward, given to each of its turns. */
+  reward: number;
+}
+
+export interface GroupStats {
+  groupId: string;
+  /** Turns in the group (the normalisation population). */
+  turns: number;
+  rewardMean: number;
+  /** Unbiased standard deviation over the group's turns (0 for one turn). */
+  rewardStd: number;
+  /** All rewards equal, or a single turn: every advantage of this group is 0. */
+  noGradient: boolean;
+}
+
+export interface AdvantageResult {
+  /** One per input turn, in input order. */
+  advantages: number[];
+  groups: GroupStats[];
+  /** Groups with noGradient, i.e. contributing nothing but the KL term. */
+  noGradientGroups: number;
+}
+
+export function groupAdvantages(turns: readonly RewardedTurn[], eps = 1e-6): AdvantageResult {
+  const byGroup = new Map<string, number[]>();
+  turns.forEach((t, i) => {
+    if (typeof t.reward !== 'number' || !Number.isFinite(t.reward)) {
+      throw new Error(`groupAdvantages: turn ${i} (group '${t.groupId}') has reward ${String(t.reward)}; every turn needs its rollout's final reward`);
+    }
+    const list = byGroup.get(t.groupId);
+    if (list) list.push(i);
+    else byGroup.set(t.groupId, [i]);
+  });
+  const advantages = new Array<number>(turns.length).fill(0);
+  const groups: GroupStats[] = [];
+  for (const [groupId, idx] of byGroup) {
+    const n = idx.length;
+    const mean = idx.reduce((s, i) => s + turns[i].reward, 0) / n;
+    const allEqual = idx.every((i) => turns[i].reward === turns[idx[0]].reward);
+    const std = n > 1 ? Math.sqrt(idx.reduce((s, i) => s + (turns[i].reward - mean) ** 2, 0) / (n - 1)) : 0;
+    const noGradient = n < 2 || allEqual;
+    if (!noGradient) for (const i of idx) advantages[i] = (turns[i].reward - mean) / (std + eps);
+    groups.push({ groupId, turns: n, rewardMean: mean, rewardStd: std, noGradient });
+  }
+  return { advantages, groups, noGradientGroups: groups.filter((g) => g.noGradient).length };
+}

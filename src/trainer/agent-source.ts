@@ -1,0 +1,101 @@
+// Rollouts of the real agent for Flow-GRPO: each step runs the AgentFlow loop G times for each of a few
+// training queries (planner on our runtime with the trained adapter, sampling at the config's
+// temperature, a fresh seed per rollout), scores each final answer, and turns every planner call into a
+// turn sample carrying the rollout's reward and the sampling logprobs the engine reported.
+import { runAgent, type AgentConfigInput, type AgentEngines, type AgentRunResult, type PlannerCall } from '../agent/loop';
+import { scoreAnswer, type RewardKind } from '../agent/rewards';
+import type { Tool } from '../tools/types';
+import type { Rng } from '../util/rng';
+import type { TurnSample } from './samples';
+import type { RolloutSource } from './trainer';
+
+export interface TrainingItem {
+  query: string;
+  reference: unknown;
+  kind?: RewardKind;
+  /** Game of 24 numbers / multiple-choice options (see scoreAnswer). */
+  numbers?: number[];
+  options?: string[];
+}
+
+export interface AgentRolloutSourceOptions {
+  runId: string;
+  items: TrainingItem[];
+  tools: Tool[];
+  engines: AgentEngines;
+  agent?: AgentConfigInput;
+  queriesPerStep: number;
+  groupSize: number;
+  temperature: number;
+  /** 1 or 0 for a finished run; default: scoreAnswer with the item's kind (exact match when absent). */
+  reward?: (item: TrainingItem, run: AgentRunResult) => number;
+  /** Sees every planner call (e.g. src/agent/rollouts.ts rolloutRecorder, to store them for export). */
+  onPlannerCall?: (call: PlannerCall, ids: { runId: string; groupId: string }) => Promise<void> | void;
+  signal?: AbortSignal;
+}
+
+export interface AgentStepReport {
+  rollouts: number;
+  plannerCalls: number;
+  /** Planner calls that could not be trained on (no token ids: the planner ran on web-llm). */
+  skippedCalls: number;
+  errors: number;
+}
+
+export class AgentRolloutSource implements RolloutSource {
+  lastReport: AgentStepReport = { rollouts: 0, plannerCalls: 0, skippedCalls: 0, errors: 0 };
+
+  constructor(readonly o: AgentRolloutSourceOptions) {
+    if (!o.items.length) throw new Error('agent rollouts: the training set has no items');
+    if (o.queriesPerStep > o.items.length) throw new Error(`agent rollouts: queriesPerStep (${o.queriesPerStep}) exceeds the ${o.items.length} training items`);
+  }
+
+  async collect(step: number, rng: Rng): Promise<{ samples: TurnSample[]; rolloutMs: number }> {
+    const t0 = Date.now();
+    const order = this.o.items.map((_, i) => i);
+    for (let i = order.length - 1; i > 0; i--) {
+      const j = rng.int(i + 1);
+      [order[i], order[j]] = [order[j], order[i]];
+    }
+    const samples: TurnSample[] = [];
+    const report: AgentStepReport = { rollouts: 0, plannerCalls: 0, skippedCalls: 0, errors: 0 };
+    for (const itemIndex of order.slice(0, this.o.queriesPerStep)) {
+      const item = this.o.items[itemIndex];
+      const groupId = `${this.o.runId}:step${step}:item${itemIndex}`;
+      for (let g = 0; g < this.o.groupSize; g++) {
+        const conversationId = `${groupId}:r${g}`;
+        const calls: PlannerCall[] = [];
+        const seed = rng.int(2 ** 31);
+        const agent = this.o.agent ?? {};
+        const run = await runAgent({
+          conversationId,
+          query: item.query,
+          tools: this.o.tools,
+          engines: this.o.engines,
+          signal: this.o.signal,
+          config: { ...agent, generation: { ...agent.generation, planner: { ...agent.generation?.planner, temperature: this.o.temperature, seed } } },
+          onPlannerCall: async (c) => {
+            calls.push(c);
+            await this.o.onPlannerCall?.(c, { runId: this.o.runId, groupId });
+          },
+        });
+        report.rollouts++;
+        if (run.status === 'error') report.errors++;
+        const reward = this.o.reward
+          ? this.o.reward(item, run)
+          : scoreAnswer({ kind: item.kind ?? 'exact', prediction: run.finalAnswer ?? run.answer ?? '', reference: item.reference, numbers: item.numbers, options: item.options });
+        for (const c of calls) {
+          report.plannerCalls++;
+          const r = c.result;
+          if (!r.promptTokens.length || !r.tokens.length || r.logprobs.length !== r.tokens.length) {
+            report.skippedCalls++;
+            continue;
+          }
+          samples.push({ groupId, rolloutId: conversationId, turn: c.turn, promptTokens: [...r.promptTokens], responseTokens: [...r.tokens], reward, oldLogprobs: [...r.logprobs] });
+        }
+      }
+    }
+    this.lastReport = report;
+    return { samples, rolloutMs: Date.now() - t0 };
+  }
+}

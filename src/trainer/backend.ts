@@ -1,0 +1,38 @@
+// What a Flow-GRPO step needs from the hardware, so the step logic is written once and runs on the GPU
+// (src/trainer/gpu-backend.ts) or, for tiny models, in float64 on the CPU (cpu-backend.ts).
+import type { Qwen2Config } from '../engine/io/config';
+import type { LoraAdapter } from '../engine/io/peft';
+import type { AdamWParams } from './adamw';
+import type { GrpoLossParams, GrpoLossSums } from './loss';
+import type { PackedBatch } from './samples';
+
+/** AdamW moments by PEFT tensor name. */
+export type Moments = Map<string, { m: Float32Array; v: Float32Array }>;
+
+export interface TrainableState {
+  adapter: LoraAdapter;
+  moments: Moments;
+}
+
+export interface PolicyBackend {
+  readonly modelConfig: Qwen2Config;
+  /**
+   * log p(target) of every row of `batch` (meaningful on its loss rows), with the trained adapter on or
+   * off (off = the frozen reference policy).
+   */
+  logprobs(batch: PackedBatch, adapterOn: boolean): Promise<Float32Array>;
+  /**
+   * Forward and backward of one micro-batch with the adapter on: adds the LoRA gradient of the GRPO loss
+   * over its response tokens, divided by `normalizer` (the mini-batch's token count), to the gradient
+   * accumulators. Returns the loss sums of its tokens (for statistics).
+   */
+  accumulate(batch: PackedBatch, loss: GrpoLossParams, normalizer: number): Promise<GrpoLossSums>;
+  zeroGrads(): void;
+  /** L2 norm over all accumulated LoRA gradients. */
+  gradNorm(): Promise<number>;
+  /** One AdamW update of every LoRA tensor from the accumulated gradients. */
+  adamw(p: AdamWParams): Promise<void>;
+  /** Copies of the adapter and moments (for checkpoints). */
+  exportState(): Promise<TrainableState>;
+  importState(s: TrainableState): Promise<void>;
+}

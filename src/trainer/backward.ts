@@ -1,0 +1,417 @@
+// The GPU forward + backward of the whole Qwen2 model for LoRA gradients, for one packed micro-batch.
+// It chains the engine's forward (recordForward with a `keep` activation plan, so every layer's
+// activations survive) with the backward kernels, in reverse:
+//   grpo kernel: dL/dlogp per row
+//   per chunk of response rows: logits again -> dlogits (in place, per vocab chunk) -> LM-head backward -> dnF
+//   final RMSNorm backward -> dX (gradient of the residual stream)
+//   per layer, last to first:
+//     MLP:  down^T (+ LoRA down grads), SwiGLU backward, gate^T and up^T (+ LoRA), RMSNorm2 backward added to dX
+//     attn: o^T (+ LoRA o), attention backward, RoPE backward, q^T k^T v^T (+ LoRA q/k/v), RMSNorm1 backward added to dX
+// Only LoRA A/B get gradients (accumulated across micro-batches); base weights are frozen, so no weight
+// gradient of W is ever formed.
+//
+// Memory plan. Kept from the forward (the engine's `keep` plan, per layer, f32 per row): x, h, rms1(x),
+// rms2(h) [4H], q, attention out [2·nH·hd], k, v [2·nKV·hd], lse [nH], gate, up, act [3I], rstd ×2, LoRA t
+// [7r]. Nothing is recomputed except the logits, which are never stored for the whole batch: they are
+// made chunk by chunk (only for response rows) in the forward and again in the backward.
+// Trainer scratch, shared by all layers: dX, dnF, dn [3H], dq, datt [2·nH·hd], dk, dv [2·nKV·hd], dact,
+// dgate, dup [3I], attention stats [2nH], dt [r], plus per-row dlogp/old/ref/adv/weight/stats and a logits
+// chunk [logitsRows, V]. trainingBytesPerRow() below is this plan in numbers; memory-plan.node.gpu.test.ts
+// checks it against what the GPU actually allocates.
+// Qwen2.5-0.5B (H 896, I 4864, nH 14, nKV 2, hd 64, 24 layers, V 151936), r = 16, "8 turns × 600 tokens":
+//   kept activations: (4·896 + 2·896 + 2·128 + 14 + 3·4864 + 2 + 7·16) = 20,352 floats = 81.4 KB per row
+//   per layer, × 24 layers = 1.95 MB per row; scratch and per-row plan buffers 21,180 floats = 85 KB per row.
+//   Fixed: f16 weights 988 MB (tied embedding), LoRA 8.8M params × (A/B, grad, m, v) = 176 MB, one
+//   32-row logits chunk 19 MB.
+//   All 4,800 rows in one pass would need 9.8 GB, so passes are capped by microBatchTokens (default 768):
+//   768 × 2.04 MB = 1.57 GB + 1.18 GB fixed ≈ 2.74 GB. The 4,800 rows then run as 7 micro-batches with
+//   gradient accumulation, which gives the same gradient as one pass (the loss is normalised by the
+//   mini-batch's total response tokens before accumulating). The engine's scoring plan and KV cache
+//   (inference, no `keep`) come on top and are small next to this.
+//   Recomputing each layer's forward in the backward (keeping only x per layer, 3.6 KB/row/layer) would
+//   allow all 4,800 rows in ~2 GB; that needs a per-layer forward recording from the engine (not there yet).
+import type { GpuContext } from '../gpu/device';
+import { createStorageChecked, readBuffer, writeBuffer } from '../gpu/buffers';
+import type { Dispatch } from '../gpu/pipelines';
+import { ActivationPlan } from '../engine/activations';
+import type { GpuAdapter, GpuLoraPair } from '../engine/adapters';
+import { recordForward, recordLogits, recordTargetLogprobs } from '../engine/forward';
+import { copyStep, dispatchStep, encodeSteps, type Step } from '../engine/graph';
+import type { Qwen2Config } from '../engine/io/config';
+import { LORA_MODULES, type LoraModule } from '../engine/io/peft';
+import type { Qwen2Weights } from '../engine/weights';
+import { attentionBackward } from '../kernels/attention/attention.backward';
+import { grpoLoss as grpoKernel } from '../kernels/grpo/grpo';
+import { dlogits, lmHeadBackward } from '../kernels/logits/logits.backward';
+import { loraBackward } from '../kernels/lora/lora.backward';
+import { matmulBackward } from '../kernels/matmul/matmul.backward';
+import { rmsnormBackward } from '../kernels/rmsnorm/rmsnorm.backward';
+import { ropeBackward } from '../kernels/rope/rope.backward';
+import { swigluBackward } from '../kernels/swiglu/swiglu.backward';
+import type { GrpoLossParams } from './loss';
+import type { PackedBatch } from './samples';
+
+/** Gradient accumulators of one LoRA pair, same shapes as its A and B. */
+export interface GpuLoraGrad {
+  dA: GPUBuffer;
+  dB: GPUBuffer;
+}
+
+/** Bytes the kept activations and the trainer scratch need per row (the memory plan above, for a config). */
+export function trainingBytesPerRow(c: Qwen2Config, rank: number): { kept: number; scratch: number } {
+  const H = c.hiddenSize;
+  const qd = c.numHeads * c.headDim;
+  const kvd = c.numKvHeads * c.headDim;
+  const I = c.intermediateSize;
+  const keptPerLayer = 4 * H + 2 * qd + 2 * kvd + c.numHeads + 3 * I + 2 + 7 * rank;
+  // Trainer scratch, plus the plan's own per-row buffers outside the layers (ids, pos, ranges, targets,
+  // final residual and norm output, rstd, logprob, lse).
+  const scratch = 3 * H + 2 * qd + 2 * kvd + 3 * I + 2 * c.numHeads + rank + 8 + (2 * H + 8);
+  return { kept: 4 * keptPerLayer * c.numLayers, scratch: 4 * scratch };
+}
+
+/** Per-micro-batch inputs of the backward, all per row of the packed batch. */
+interface RowInputs {
+  old: GPUBuffer;
+  ref: GPUBuffer;
+  adv: GPUBuffer;
+  weight: GPUBuffer;
+  dlogp: GPUBuffer;
+  stats: GPUBuffer;
+}
+
+/**
+ * Owns a `keep` activation plan for `rows` rows and the backward's scratch, and records the forward and
+ * backward once; each micro-batch of at most `rows` rows is then written into its storage buffers and
+ * encoded again (padding rows attend only to themselves and carry zero loss weight).
+ */
+export class LoraBackwardPass {
+  private plan!: ActivationPlan;
+  private inputs!: RowInputs;
+  private s!: Record<'dX' | 'dnF' | 'dn' | 'dq' | 'datt' | 'dk' | 'dv' | 'dact' | 'dgate' | 'dup' | 'attStats' | 'dt' | 'dxChunk' | 'chunkTargets' | 'chunkLse' | 'chunkDlogp', GPUBuffer>;
+  private forwardSteps: Step[] = [];
+  private backwardSteps: Step[] = [];
+  private grpoSteps: Step[] = [];
+  private chunkFwd = new Map<number, Step[]>();
+  private chunkBwd = new Map<number, Step[]>();
+  private row0 = 0;
+  private readonly owned: GPUBuffer[] = [];
+  private lossKey = '';
+
+  private constructor(
+    readonly ctx: GpuContext,
+    readonly weights: Qwen2Weights,
+    readonly adapter: GpuAdapter,
+    readonly grads: Map<string, GpuLoraGrad>,
+    readonly rows: number,
+    readonly logitsRows: number,
+  ) {}
+
+  static async create(ctx: GpuContext, weights: Qwen2Weights, adapter: GpuAdapter, grads: Map<string, GpuLoraGrad>, rows: number, logitsRows = 32): Promise<LoraBackwardPass> {
+    const p = new LoraBackwardPass(ctx, weights, adapter, grads, rows, logitsRows);
+    try {
+      await p.allocate();
+      await p.record();
+    } catch (e) {
+      p.destroy();
+      throw e;
+    }
+    return p;
+  }
+
+  get bytes(): number {
+    return this.plan.bytes + this.owned.reduce((s, b) => s + b.size, 0);
+  }
+
+  private async buf(label: string, bytes: number): Promise<GPUBuffer> {
+    const b = await createStorageChecked(this.ctx, `train.${label}`, bytes);
+    this.owned.push(b);
+    return b;
+  }
+
+  private async allocate(): Promise<void> {
+    const c = this.weights.config;
+    const N = this.rows;
+    const H = c.hiddenSize;
+    const qd = c.numHeads * c.headDim;
+    const kvd = c.numKvHeads * c.headDim;
+    const I = c.intermediateSize;
+    const r = Math.max(1, this.adapter.maxRank);
+    this.plan = await ActivationPlan.create(this.ctx, c, { rows: N, keep: true, loraRank: this.adapter.maxRank, logitsRows: this.logitsRows });
+    const C = this.plan.logitsRows;
+    const f = 4;
+    this.inputs = {
+      old: await this.buf('old', N * f),
+      ref: await this.buf('ref', N * f),
+      adv: await this.buf('adv', N * f),
+      weight: await this.buf('weight', N * f),
+      dlogp: await this.buf('dlogp', N * f),
+      stats: await this.buf('stats', 3 * N * f),
+    };
+    this.s = {
+      dX: await this.buf('dX', N * H * f),
+      dnF: await this.buf('dnF', N * H * f),
+      dn: await this.buf('dn', N * H * f),
+      dq: await this.buf('dq', N * qd * f),
+      datt: await this.buf('datt', N * qd * f),
+      dk: await this.buf('dk', N * kvd * f),
+      dv: await this.buf('dv', N * kvd * f),
+      dact: await this.buf('dact', N * I * f),
+      dgate: await this.buf('dgate', N * I * f),
+      dup: await this.buf('dup', N * I * f),
+      attStats: await this.buf('attStats', N * c.numHeads * 2 * f),
+      dt: await this.buf('dt', N * r * f),
+      dxChunk: await this.buf('dxChunk', C * H * f),
+      chunkTargets: await this.buf('chunkTargets', C * 4),
+      chunkLse: await this.buf('chunkLse', C * f),
+      chunkDlogp: await this.buf('chunkDlogp', C * f),
+    };
+  }
+
+  private async record(): Promise<void> {
+    const ctx = this.ctx;
+    const w = this.weights;
+    const c = w.config;
+    const n = this.rows;
+    const H = c.hiddenSize;
+    const qd = c.numHeads * c.headDim;
+    const kvd = c.numKvHeads * c.headDim;
+    const I = c.intermediateSize;
+    const s = this.s;
+    this.forwardSteps = await recordForward(ctx, { plan: this.plan, weights: w, adapter: this.adapter, n });
+
+    const steps: Step[] = [];
+    const add = (d: Dispatch | Dispatch[]) => {
+      for (const x of Array.isArray(d) ? d : [d]) steps.push(dispatchStep(x));
+    };
+    // Final norm: dnF (filled chunk by chunk) -> dX.
+    add(await rmsnormBackward(ctx, { dy: s.dnF, x: this.plan.xOut, w: w.finalNorm, rstd: this.plan.rstdFinal, dx: s.dX, n, hidden: H }));
+    for (let l = c.numLayers - 1; l >= 0; l--) {
+      const L = this.plan.layers[l];
+      const W = w.layers[l];
+      const lora = async (m: LoraModule, x: GPUBuffer, dy: GPUBuffer, dx: GPUBuffer, inDim: number, outDim: number) => {
+        const p: GpuLoraPair | undefined = this.adapter.layers[l]?.[m];
+        if (!p) return;
+        const g = this.grads.get(`${l}.${m}`);
+        if (!g) throw new Error(`LoRA backward: no gradient buffers for layer ${l} ${m}`);
+        add(await loraBackward(ctx, { x, t: L.t[m], A: p.A, B: p.B, dy, dA: g.dA, dB: g.dB, dt: s.dt, dx, n, inDim, outDim, rank: p.r, scale: p.scale }));
+      };
+      // MLP: x_out = h + down(silu(gate(n2)) * up(n2)); dX holds d x_out, which is also d h's residual part.
+      add(await matmulBackward(ctx, { W: W.down, dy: s.dX, dx: s.dact, n, inDim: I, outDim: H }));
+      await lora('down', L.act, s.dX, s.dact, I, H);
+      add(await swigluBackward(ctx, { dact: s.dact, gate: L.gate, up: L.up, dgate: s.dgate, dup: s.dup, n, intermediate: I }));
+      add(await matmulBackward(ctx, { W: W.gate, dy: s.dgate, dx: s.dn, n, inDim: H, outDim: I }));
+      await lora('gate', L.xn2, s.dgate, s.dn, H, I);
+      add(await matmulBackward(ctx, { W: W.up, dy: s.dup, dx: s.dn, n, inDim: H, outDim: I, accumulate: true }));
+      await lora('up', L.xn2, s.dup, s.dn, H, I);
+      add(await rmsnormBackward(ctx, { dy: s.dn, x: L.h, w: W.postNorm, rstd: L.rstd2, dx: s.dX, n, hidden: H, accumulate: true }));
+      // Attention: h = x + o(attn); dX now holds d h.
+      add(await matmulBackward(ctx, { W: W.o, dy: s.dX, dx: s.datt, n, inDim: qd, outDim: H }));
+      await lora('o', L.attn, s.dX, s.datt, qd, H);
+      add(
+        await attentionBackward(ctx, {
+          q: L.q, k: L.k, v: L.v, out: L.attn, lse: L.lse, dout: s.datt, ranges: this.plan.ranges, stats: s.attStats,
+          dq: s.dq, dk: s.dk, dv: s.dv, n, kvRows: n, nHeads: c.numHeads, nKvHeads: c.numKvHeads, headDim: c.headDim, packed: true,
+        }),
+      );
+      add(await ropeBackward(ctx, { dq: s.dq, dk: s.dk, pos: this.plan.pos, n, nHeads: c.numHeads, nKvHeads: c.numKvHeads, headDim: c.headDim, theta: c.ropeTheta }));
+      add(await matmulBackward(ctx, { W: W.q, dy: s.dq, dx: s.dn, n, inDim: H, outDim: qd }));
+      await lora('q', L.xn1, s.dq, s.dn, H, qd);
+      add(await matmulBackward(ctx, { W: W.k, dy: s.dk, dx: s.dn, n, inDim: H, outDim: kvd, accumulate: true }));
+      await lora('k', L.xn1, s.dk, s.dn, H, kvd);
+      add(await matmulBackward(ctx, { W: W.v, dy: s.dv, dx: s.dn, n, inDim: H, outDim: kvd, accumulate: true }));
+      await lora('v', L.xn1, s.dv, s.dn, H, kvd);
+      add(await rmsnormBackward(ctx, { dy: s.dn, x: L.x, w: W.inputNorm, rstd: L.rstd1, dx: s.dX, n, hidden: H, accumulate: true }));
+    }
+    this.backwardSteps = steps;
+  }
+
+  private async recordGrpo(p: GrpoLossParams): Promise<void> {
+    const key = `${p.epsLow}/${p.epsHigh}/${p.beta}/${p.klClamp ?? 10}`;
+    if (key === this.lossKey) return;
+    if ((p.klClamp ?? 10) !== 10) throw new Error(`GPU Flow-GRPO loss: the grpo kernel clamps k3 at 10; klClamp ${p.klClamp} is not supported on the GPU`);
+    const i = this.inputs;
+    this.grpoSteps = [
+      dispatchStep(
+        await grpoKernel(this.ctx, { logp: this.plan.logprobs, old: i.old, ref: i.ref, advantage: i.adv, weight: i.weight, dlogp: i.dlogp, stats: i.stats, tokens: this.rows, epsLow: p.epsLow, epsHigh: p.epsHigh, beta: p.beta }),
+      ),
+    ];
+    this.lossKey = key;
+  }
+
+  /** Logits -> logprob and lse of rows [row0, row0 + rows) (row0 read at encode time). */
+  private async chunkForward(rows: number): Promise<Step[]> {
+    let st = this.chunkFwd.get(rows);
+    if (!st) {
+      st = await recordTargetLogprobs(this.ctx, this.plan, this.weights, () => this.row0, rows);
+      this.chunkFwd.set(rows, st);
+    }
+    return st;
+  }
+
+  /** Logits again, dlogits in place per vocab chunk, LM-head backward into dnF rows [row0, row0 + rows). */
+  private async chunkBackward(rows: number): Promise<Step[]> {
+    let st = this.chunkBwd.get(rows);
+    if (st) return st;
+    const ctx = this.ctx;
+    const w = this.weights;
+    const c = w.config;
+    const H = c.hiddenSize;
+    const V = c.vocabSize;
+    const s = this.s;
+    const at = (bytesPerRow: number) => () => this.row0 * bytesPerRow;
+    st = await recordLogits(ctx, this.plan, w, () => this.row0, rows);
+    st.push(copyStep(this.plan.targets, s.chunkTargets, rows * 4, 0, at(4)));
+    st.push(copyStep(this.plan.lse, s.chunkLse, rows * 4, 0, at(4)));
+    st.push(copyStep(this.inputs.dlogp, s.chunkDlogp, rows * 4, 0, at(4)));
+    for (const ch of w.head) {
+      st.push(dispatchStep(await dlogits(ctx, { logits: this.plan.logits, dlogp: s.chunkDlogp, lse: s.chunkLse, targets: s.chunkTargets, rows, vc: ch.rowCount, v0: ch.rowOffset, ld: V, colOffset: ch.rowOffset })));
+    }
+    for (const [i, ch] of w.head.entries()) {
+      st.push(dispatchStep(await lmHeadBackward(ctx, { E: ch.buffer, dlogits: this.plan.logits, dx: s.dxChunk, rows, vc: ch.rowCount, hidden: H, eRowOffset: 0, accumulate: i > 0, ld: V, colOffset: ch.rowOffset })));
+    }
+    st.push(copyStep(s.dxChunk, s.dnF, rows * H * 4, at(H * 4)));
+    this.chunkBwd.set(rows, st);
+    return st;
+  }
+
+  /** Response-row ranges of the batch, split into chunks of at most logitsRows rows. */
+  private lossChunks(b: PackedBatch): Array<[number, number]> {
+    const C = this.plan.logitsRows;
+    const out: Array<[number, number]> = [];
+    for (const sq of b.seqs) {
+      const first = sq.start + sq.promptLen - 1;
+      const end = sq.start + sq.length - 1;
+      for (let r = first; r < end; r += C) out.push([r, Math.min(C, end - r)]);
+    }
+    return out;
+  }
+
+  private writeInputs(b: PackedBatch, normalizer: number | null): void {
+    const n = this.rows;
+    if (b.rows > n) throw new Error(`LoRA backward: a micro-batch of ${b.rows} rows exceeds the ${n} rows this training pass was sized for (is one turn longer than microBatchTokens?)`);
+    const pad = <T extends Uint32Array | Float32Array>(a: T, fill = 0): T => {
+      const out = new (a.constructor as { new (n: number): T })(n);
+      out.set(a);
+      if (fill) out.fill(fill as never, a.length);
+      return out;
+    };
+    const ranges = new Uint32Array(2 * n);
+    ranges.set(b.ranges);
+    for (let r = b.rows; r < n; r++) {
+      ranges[2 * r] = r;
+      ranges[2 * r + 1] = r + 1;
+    }
+    writeBuffer(this.ctx, this.plan.ids, pad(b.ids));
+    writeBuffer(this.ctx, this.plan.pos, pad(b.pos));
+    writeBuffer(this.ctx, this.plan.ranges, ranges);
+    writeBuffer(this.ctx, this.plan.targets, pad(b.targets));
+    if (normalizer !== null) {
+      const weight = new Float32Array(n);
+      for (const r of b.lossRows) weight[r] = 1 / normalizer;
+      writeBuffer(this.ctx, this.inputs.weight, weight);
+      writeBuffer(this.ctx, this.inputs.old, pad(b.oldLogprobs));
+      writeBuffer(this.ctx, this.inputs.ref, pad(b.refLogprobs));
+      writeBuffer(this.ctx, this.inputs.adv, pad(b.advantages));
+    }
+  }
+
+  /**
+   * Forward with the adapter, and (unless `loss` is null) the GRPO loss and the full backward, adding
+   * LoRA gradients into the accumulators. Returns log p(target) per row (response rows only; 0 elsewhere).
+   */
+  async run(b: PackedBatch, loss: GrpoLossParams | null, normalizer: number): Promise<Float32Array> {
+    if (loss) await this.recordGrpo(loss);
+    const chunks = this.lossChunks(b);
+    const fwd = await Promise.all(chunks.map(([, rows]) => this.chunkForward(rows)));
+    const bwd = loss ? await Promise.all(chunks.map(([, rows]) => this.chunkBackward(rows))) : [];
+    this.writeInputs(b, loss ? normalizer : null);
+    const enc = this.ctx.device.createCommandEncoder({ label: 'lora-train' });
+    // Rows without logits must read as logp = 0 (with old = ref = 0 and weight 0) so that the grpo kernel
+    // sees finite values everywhere.
+    enc.clearBuffer(this.plan.logprobs);
+    encodeSteps(this.ctx, enc, this.forwardSteps);
+    chunks.forEach(([r0], i) => {
+      this.row0 = r0;
+      encodeSteps(this.ctx, enc, fwd[i]);
+    });
+    if (loss) {
+      encodeSteps(this.ctx, enc, this.grpoSteps);
+      enc.clearBuffer(this.s.dnF);
+      chunks.forEach(([r0], i) => {
+        this.row0 = r0;
+        encodeSteps(this.ctx, enc, bwd[i]);
+      });
+      encodeSteps(this.ctx, enc, this.backwardSteps);
+    }
+    this.ctx.device.queue.submit([enc.finish()]);
+    return new Float32Array(await readBuffer(this.ctx, this.plan.logprobs, b.rows * 4));
+  }
+
+  /**
+   * Next-token logits after each context (packed into one forward with the adapter): the rollout policy
+   * of small tasks, one submit for a whole group of contexts.
+   */
+  async lastLogits(contexts: number[][]): Promise<Float32Array[]> {
+    const V = this.weights.config.vocabSize;
+    const total = contexts.reduce((n, c) => n + c.length, 0);
+    if (total > this.rows) throw new Error(`lastLogits: ${total} context tokens exceed the plan's ${this.rows} rows`);
+    const tokens: number[] = [];
+    const pos: number[] = [];
+    const ranges: number[] = [];
+    const last: number[] = [];
+    for (const [i, c] of contexts.entries()) {
+      if (c.length === 0) throw new Error(`lastLogits: context ${i} is empty`);
+      const start = tokens.length;
+      c.forEach((id, t) => {
+        tokens.push(id);
+        pos.push(t);
+        ranges.push(start, start + t + 1);
+      });
+      last.push(tokens.length - 1);
+    }
+    const b = { rows: total, ids: Uint32Array.from(tokens), pos: Uint32Array.from(pos), ranges: Uint32Array.from(ranges), targets: new Uint32Array(total) } as PackedBatch;
+    this.writeInputs(b, null);
+    if (!this.lastLogitsSteps) this.lastLogitsSteps = await recordLogits(this.ctx, this.plan, this.weights, () => this.row0, 1);
+    if (!this.logitsOut || this.logitsOut.size < contexts.length * V * 4) {
+      this.logitsOut?.destroy();
+      this.logitsOut = await createStorageChecked(this.ctx, 'train.lastLogits', contexts.length * V * 4);
+    }
+    const enc = this.ctx.device.createCommandEncoder({ label: 'last-logits' });
+    encodeSteps(this.ctx, enc, this.forwardSteps);
+    last.forEach((row, i) => {
+      this.row0 = row;
+      encodeSteps(this.ctx, enc, this.lastLogitsSteps!);
+      enc.copyBufferToBuffer(this.plan.logits, 0, this.logitsOut!, i * V * 4, V * 4);
+    });
+    this.ctx.device.queue.submit([enc.finish()]);
+    const all = new Float32Array(await readBuffer(this.ctx, this.logitsOut, contexts.length * V * 4));
+    return contexts.map((_, i) => all.subarray(i * V, (i + 1) * V));
+  }
+
+  private lastLogitsSteps: Step[] | null = null;
+  private logitsOut: GPUBuffer | null = null;
+
+  destroy(): void {
+    this.logitsOut?.destroy();
+    this.plan?.destroy();
+    for (const b of this.owned) b.destroy();
+    this.owned.length = 0;
+  }
+}
+
+/** Zero-filled gradient accumulators for every pair of `adapter`. */
+export async function createLoraGrads(ctx: GpuContext, adapter: GpuAdapter): Promise<Map<string, GpuLoraGrad>> {
+  const grads = new Map<string, GpuLoraGrad>();
+  for (const [l, layer] of adapter.layers.entries()) {
+    for (const m of LORA_MODULES) {
+      const p = layer[m];
+      if (!p) continue;
+      grads.set(`${l}.${m}`, {
+        dA: await createStorageChecked(ctx, `grad.${l}.${m}.lora_A`, p.r * p.inFeatures * 4),
+        dB: await createStorageChecked(ctx, `grad.${l}.${m}.lora_B`, p.outFeatures * p.r * 4),
+      });
+    }
+  }
+  return grads;
+}

@@ -1,0 +1,146 @@
+// Flow-GRPO training settings: the defaults, why each is what it is, and validation that names the
+// setting at fault. Everything the step and the loop read comes from a validated GrpoConfig.
+
+export interface GrpoConfig {
+  /** Rollouts per query (G). */
+  groupSize: number;
+  /** Queries per training step. */
+  queriesPerStep: number;
+  /** AdamW learning rate. */
+  learningRate: number;
+  /** Lower clip of the ratio: rho is clipped to [1 - epsLow, 1 + epsHigh]. */
+  epsLow: number;
+  /** Upper clip of the ratio ("clip-higher", DAPO): larger than epsLow so low-probability tokens can still rise. */
+  epsHigh: number;
+  /** Weight of the k3 KL estimate against the reference (adapter-off) policy. */
+  beta: number;
+  /** k3 is clamped to [-klClamp, klClamp] per token, as in the fixture's loss. */
+  klClamp: number;
+  /** A = (r - mean) / (std + advantageEps). */
+  advantageEps: number;
+  adamBeta1: number;
+  adamBeta2: number;
+  adamEps: number;
+  /** Decoupled AdamW weight decay on the LoRA tensors. */
+  weightDecay: number;
+  /** Clip the global gradient L2 norm to this (0 = no clipping). */
+  maxGradNorm: number;
+  /** Passes over each step's batch (PPO epochs). */
+  epochs: number;
+  /** Optimizer steps per epoch: the batch's samples are split into this many mini-batches. */
+  miniBatches: number;
+  /** Token budget of one forward+backward (micro-batch); gradients are accumulated across micro-batches. */
+  microBatchTokens: number;
+  /** Planner turns per rollout (the agent loop's max turns). */
+  maxTurns: number;
+  /** Sampling temperature of rollouts. */
+  temperature: number;
+  /** Steps between checkpoints (0 = only at the end). */
+  checkpointEvery: number;
+  /** Seed of the trainer's RNG (sampling, shuffling); stored in checkpoints. */
+  seed: number;
+}
+
+/**
+ * Defaults, with reasons:
+ * - groupSize 8, epsLow 0.2, epsHigh 0.3, beta 0.001, maxTurns 3: AgentFlow's Flow-GRPO recipe (its 7B runs
+ *   use group 8, clip 0.2 / 0.3, KL 0.001 and 3 planner turns).
+ * - learningRate 1e-4: AgentFlow fine-tunes all 7B weights with 1e-6; a LoRA adapter has far fewer,
+ *   zero-initialised parameters whose effective update is scaled by alpha/r, and needs 1e-4 to 1e-3 to move
+ *   in a few hundred steps (the toy task uses 1e-3 on a tiny model).
+ * - weightDecay 0.01, adam betas 0.9/0.999, eps 1e-8, maxGradNorm 1.0: the usual AdamW settings of
+ *   verl / TRL, which AgentFlow builds on.
+ * - epochs 1, miniBatches 1: one on-policy update per batch, so old logprobs equal the current ones at the
+ *   first (and only) update and the ratio clip only matters when a user asks for more passes.
+ * - microBatchTokens 768: the largest pass that keeps Qwen2.5-0.5B training near 2.7 GB of GPU memory with
+ *   every activation kept for the backward (2 MB per row; see the memory plan in backward.ts). A batch of
+ *   8 turns × 600 tokens then runs as 7 micro-batches with gradient accumulation, which gives the same
+ *   gradient as one pass. Raise it on large GPUs for speed; it must be at least the longest turn.
+ * - temperature 1.0: sampling at the policy's own distribution keeps old logprobs the true behaviour policy.
+ * - klClamp 10 and advantageEps 1e-6: the values of the reference loss (shared fixture).
+ */
+export const DEFAULT_GRPO_CONFIG: Readonly<GrpoConfig> = Object.freeze({
+  groupSize: 8,
+  queriesPerStep: 4,
+  learningRate: 1e-4,
+  epsLow: 0.2,
+  epsHigh: 0.3,
+  beta: 0.001,
+  klClamp: 10,
+  advantageEps: 1e-6,
+  adamBeta1: 0.9,
+  adamBeta2: 0.999,
+  adamEps: 1e-8,
+  weightDecay: 0.01,
+  maxGradNorm: 1.0,
+  epochs: 1,
+  miniBatches: 1,
+  microBatchTokens: 768,
+  maxTurns: 3,
+  temperature: 1.0,
+  checkpointEvery: 10,
+  seed: 1,
+});
+
+export class GrpoConfigError extends Error {
+  constructor(public readonly setting: string, message: string) {
+    super(`Flow-GRPO setting '${setting}' ${message}`);
+    this.name = 'GrpoConfigError';
+  }
+}
+
+type Rule = { int?: boolean; min?: number; minExclusive?: boolean; max?: number; maxExclusive?: boolean };
+
+const RULES: Record<keyof GrpoConfig, Rule> = {
+  groupSize: { int: true, min: 2 },
+  queriesPerStep: { int: true, min: 1 },
+  learningRate: { min: 0, minExclusive: true, max: 1 },
+  epsLow: { min: 0, max: 1, maxExclusive: true },
+  epsHigh: { min: 0 },
+  beta: { min: 0 },
+  klClamp: { min: 0, minExclusive: true },
+  advantageEps: { min: 0, minExclusive: true },
+  adamBeta1: { min: 0, max: 1, maxExclusive: true },
+  adamBeta2: { min: 0, max: 1, maxExclusive: true },
+  adamEps: { min: 0, minExclusive: true },
+  weightDecay: { min: 0 },
+  maxGradNorm: { min: 0 },
+  epochs: { int: true, min: 1 },
+  miniBatches: { int: true, min: 1 },
+  microBatchTokens: { int: true, min: 2 },
+  maxTurns: { int: true, min: 1 },
+  temperature: { min: 0, minExclusive: true },
+  checkpointEvery: { int: true, min: 0 },
+  seed: { int: true, min: 0, max: 2 ** 32 - 1 },
+};
+
+function describeRule(r: Rule): string {
+  const parts: string[] = [r.int ? 'an integer' : 'a finite number'];
+  if (r.min !== undefined) parts.push(`${r.minExclusive ? '>' : '>='} ${r.min}`);
+  if (r.max !== undefined) parts.push(`${r.maxExclusive ? '<' : '<='} ${r.max}`);
+  return parts.join(' ');
+}
+
+/** Merges `overrides` onto the defaults and checks every setting; throws GrpoConfigError naming the first bad one. */
+export function resolveGrpoConfig(overrides: Partial<Record<keyof GrpoConfig, unknown>> = {}): GrpoConfig {
+  for (const key of Object.keys(overrides)) {
+    if (!(key in RULES)) throw new GrpoConfigError(key, `is not a Flow-GRPO setting (known: ${Object.keys(RULES).join(', ')})`);
+  }
+  const cfg = { ...DEFAULT_GRPO_CONFIG } as Record<string, unknown>;
+  for (const [k, v] of Object.entries(overrides)) if (v !== undefined) cfg[k] = v;
+  for (const [key, rule] of Object.entries(RULES) as Array<[keyof GrpoConfig, Rule]>) {
+    const v = cfg[key];
+    const ok =
+      typeof v === 'number' &&
+      Number.isFinite(v) &&
+      (!rule.int || Number.isInteger(v)) &&
+      (rule.min === undefined || (rule.minExclusive ? v > rule.min : v >= rule.min)) &&
+      (rule.max === undefined || (rule.maxExclusive ? v < rule.max : v <= rule.max));
+    if (!ok) throw new GrpoConfigError(key, `must be ${describeRule(rule)} (got ${JSON.stringify(v)})`);
+  }
+  const c = cfg as unknown as GrpoConfig;
+  if (c.miniBatches > c.queriesPerStep * c.groupSize) {
+    throw new GrpoConfigError('miniBatches', `(${c.miniBatches}) cannot exceed the rollouts per step, queriesPerStep × groupSize = ${c.queriesPerStep * c.groupSize}`);
+  }
+  return c;
+}

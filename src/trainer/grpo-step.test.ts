@@ -1,0 +1,96 @@
+// One Flow-GRPO step on the CPU backend, checked against independent computations: the statistics it
+// reports, the optimizer-step count over epochs × mini-batches, the recomputation of missing old
+// logprobs, and the update equal to a hand-driven AdamW on the float64 gradient.
+import { describe, expect, it } from 'vitest';
+import { Rng } from '../util/rng';
+import { adamwUpdate, clipFactor } from './adamw';
+import { resolveGrpoConfig } from './config';
+import { CpuPolicyBackend } from './cpu-backend';
+import { cpuBackward, cpuForward, zeroLoraGrads } from './cpu-model';
+import { grpoStep, rolloutRewardMean } from './grpo-step';
+import { adapterTensors, cloneAdapter, initLoraAdapter } from './lora';
+import { grpoLoss } from './loss';
+import { ToyTask, toyModel } from './toy-task';
+import type { TurnSample } from './samples';
+
+const task = new ToyTask({ numQueries: 4 });
+const model = toyModel(task, { seed: 3, hiddenSize: 16, intermediateSize: 24, numLayers: 1 });
+
+function batch(): TurnSample[] {
+  const A = task.action.bind(task);
+  // group g1: rollouts with rewards 1, 0 (2 turns each); group g2: all 0 (no gradient).
+  return [
+    { groupId: 'g1', rolloutId: 'a', turn: 0, promptTokens: task.turn1Prompt(0), responseTokens: [A(0)], reward: 1 },
+    { groupId: 'g1', rolloutId: 'a', turn: 1, promptTokens: task.turn2Prompt(0, A(0), task.resultOf(0)), responseTokens: [A(1)], reward: 1 },
+    { groupId: 'g1', rolloutId: 'b', turn: 0, promptTokens: task.turn1Prompt(0), responseTokens: [A(2)], reward: 0 },
+    { groupId: 'g1', rolloutId: 'b', turn: 1, promptTokens: task.turn2Prompt(0, A(2), task.ERR), responseTokens: [A(0)], reward: 0 },
+    { groupId: 'g2', rolloutId: 'c', turn: 0, promptTokens: task.turn1Prompt(1), responseTokens: [A(0)], reward: 0 },
+    { groupId: 'g2', rolloutId: 'd', turn: 0, promptTokens: task.turn1Prompt(1), responseTokens: [A(2)], reward: 0 },
+  ];
+}
+
+describe('grpoStep', () => {
+  it('recomputes old logprobs, reports stats, and applies AdamW to the float64 gradient', async () => {
+    const adapter = initLoraAdapter(model.config, { r: 2, alpha: 4 }, new Rng(1));
+    // Nonzero B so the adapter changes the policy and the KL term is not identically zero.
+    for (const p of adapter.pairs.values()) p.B.forEach((_, i) => (p.B[i] = 0.05 * Math.sin(i + p.layer)));
+    const backend = new CpuPolicyBackend(model.config, model.weights, adapter);
+    const cfg = resolveGrpoConfig({ learningRate: 1e-3, beta: 0.1, maxGradNorm: 1e-3, groupSize: 2, queriesPerStep: 2 });
+    const samples = batch();
+    const st = await grpoStep(backend, samples, cfg, { step: 1, optimizerSteps: 0, random: () => 0.5 });
+
+    expect(st.groups).toBe(2);
+    expect(st.noGradientGroups).toBe(1);
+    expect(st.groupStats.find((g) => g.groupId === 'g2')?.noGradient).toBe(true);
+    expect(st.rewardMean).toBe(rolloutRewardMean(samples));
+    expect(st.rewardMean).toBe(0.25);
+    expect(st.samples).toBe(6);
+    expect(st.responseTokens).toBe(6);
+    expect(st.optimizerSteps).toBe(1);
+    // On-policy first update: old = current (recomputed, stored as f32), so rho = 1 and nothing is clipped.
+    expect(st.clipFraction).toBe(0);
+    expect(st.ratioMean).toBeCloseTo(1, 6);
+
+    // Independent: float64 gradient of the same loss with ref = base, old = current, then torch AdamW.
+    const g = zeroLoraGrads(adapter);
+    // rewards of g1 turns: 1,1,0,0 -> mean .5, unbiased std sqrt(1/3) -> A = ±0.5*sqrt(3) = ±0.866025 (÷ (std+1e-6))
+    const std = Math.sqrt(1 / 3);
+    const A = [0.5 / (std + 1e-6), 0.5 / (std + 1e-6), -0.5 / (std + 1e-6), -0.5 / (std + 1e-6), 0, 0];
+    expect(A[0]).toBeCloseTo(0.8660254, 5);
+    let kl = 0;
+    for (const [i, s] of samples.entries()) {
+      const toks = [...s.promptTokens, ...s.responseTokens];
+      const p = s.promptTokens.length;
+      const fw = cpuForward(model.config, model.weights, toks, adapter);
+      const ref = cpuForward(model.config, model.weights, toks, null).logprobs;
+      const mask = Array.from(fw.logprobs, (_, t) => (t === p - 1 ? 1 : 0));
+      const r = grpoLoss({ logp: fw.logprobs, old: fw.logprobs, ref, adv: mask.map(() => A[i]), mask }, { epsLow: cfg.epsLow, epsHigh: cfg.epsHigh, beta: cfg.beta }, 6);
+      kl += r.sums.kl;
+      cpuBackward(model.config, model.weights, fw, r.dlogp, adapter, g);
+    }
+    expect(st.kl).toBeCloseTo(kl / 6, 7);
+    let ss = 0;
+    for (const v of g.values()) for (const x of [...v.A, ...v.B]) ss += x * x;
+    expect(Math.abs(st.gradNorm - Math.sqrt(ss)) / Math.sqrt(ss)).toBeLessThan(1e-5);
+    const expected = cloneAdapter(adapter);
+    for (const t of adapterTensors(expected)) {
+      const gr = g.get(t.key)![t.which];
+      adamwUpdate(t.data, gr, new Float32Array(t.data.length), new Float32Array(t.data.length), { lr: cfg.learningRate, beta1: cfg.adamBeta1, beta2: cfg.adamBeta2, eps: cfg.adamEps, weightDecay: cfg.weightDecay, step: 1, gradScale: clipFactor(Math.sqrt(ss), cfg.maxGradNorm) });
+    }
+    const got = adapterTensors(backend.currentAdapter);
+    adapterTensors(expected).forEach((t, i) => {
+      for (let j = 0; j < t.data.length; j++) expect(got[i].data[j]).toBeCloseTo(t.data[j], 6);
+    });
+    // The update moved the parameters (the clip kept the step small but nonzero).
+    expect(got.some((t, i) => t.data.some((v, j) => v !== adapter.pairs.get(t.key)![t.which][j]))).toBe(true);
+  });
+
+  it('counts optimizer steps over epochs × mini-batches and refuses an empty batch', async () => {
+    const backend = new CpuPolicyBackend(model.config, model.weights, initLoraAdapter(model.config, { r: 2, alpha: 4 }, new Rng(1)));
+    const cfg = resolveGrpoConfig({ epochs: 3, miniBatches: 2, groupSize: 2, queriesPerStep: 2 });
+    const rng = new Rng(4);
+    const st = await grpoStep(backend, batch(), cfg, { step: 5, optimizerSteps: 10, random: () => rng.next() });
+    expect(st.optimizerSteps).toBe(16);
+    await expect(grpoStep(backend, [], cfg, { step: 1, optimizerSteps: 0, random: Math.random })).rejects.toThrow(/no samples/);
+  });
+});

@@ -1,0 +1,148 @@
+// One Flow-GRPO optimisation step over a batch of planner-turn samples: group advantages, old logprobs
+// (recorded at sampling, or recomputed), reference logprobs (adapter off), then for each epoch and
+// mini-batch: forward+backward over micro-batches with gradient accumulation, global-norm clip, AdamW.
+import { clipFactor } from './adamw';
+import { groupAdvantages, type GroupStats } from './advantages';
+import type { PolicyBackend } from './backend';
+import type { GrpoConfig } from './config';
+import { addSums, emptySums } from './loss';
+import { microBatches, miniBatches, packBatch, type TurnSample } from './samples';
+
+export interface StepStats {
+  /** 1-based index of this training step. */
+  step: number;
+  /** Optimizer updates done so far (epochs × mini-batches per step). */
+  optimizerSteps: number;
+  /** Mean final reward over the batch's rollouts. */
+  rewardMean: number;
+  /** Mean over the last update's tokens (the loss the update descended). */
+  loss: number;
+  /** Mean k3 KL estimate to the reference policy over response tokens. */
+  kl: number;
+  /** Fraction of response tokens whose ratio was clipped (no policy gradient). */
+  clipFraction: number;
+  ratioMean: number;
+  /** Global gradient norm before clipping, of the last update. */
+  gradNorm: number;
+  /** Samples (turns), response tokens and all tokens in the batch. */
+  samples: number;
+  responseTokens: number;
+  tokens: number;
+  groups: number;
+  /** Groups whose rewards were all equal: they give no policy gradient this step. */
+  noGradientGroups: number;
+  groupStats: GroupStats[];
+  /** Forward+backward tokens per second over the update phase. */
+  tokensPerSecond: number;
+  ms: { oldLogprobs: number; refLogprobs: number; update: number; total: number };
+}
+
+export interface StepContext {
+  /** Training step number being run (1-based). */
+  step: number;
+  /** Optimizer steps done before this one (AdamW bias correction continues from it). */
+  optimizerSteps: number;
+  /** Uniform [0, 1) source for mini-batch shuffling (the trainer's seeded RNG). */
+  random: () => number;
+  /**
+   * Control runs only: every advantage is forced to 0, so the update sees the KL term alone. With the same
+   * seed and loop, a learning curve that rises only without this flag shows the reward signal is what trains.
+   */
+  zeroAdvantages?: boolean;
+}
+
+const now = () => (typeof performance !== 'undefined' ? performance.now() : Date.now());
+
+/** Fills per-row logprobs of `samples[i].key` for the given indices through the backend, micro-batched. */
+async function scoreInto(backend: PolicyBackend, samples: TurnSample[], idx: number[], cfg: GrpoConfig, adapterOn: boolean, key: 'oldLogprobs' | 'refLogprobs'): Promise<void> {
+  for (const mb of microBatches(samples, idx, cfg.microBatchTokens)) {
+    const batch = packBatch(samples, mb, backend.modelConfig.vocabSize);
+    const lp = await backend.logprobs(batch, adapterOn);
+    for (const s of batch.seqs) {
+      const p = s.promptLen;
+      samples[s.sample][key] = Array.from(lp.subarray(s.start + p - 1, s.start + s.length - 1));
+    }
+  }
+}
+
+/** Mean final reward over rollouts (each rollout counted once, however many turns it has). */
+export function rolloutRewardMean(samples: readonly TurnSample[]): number {
+  const byRollout = new Map<string, number>();
+  for (const s of samples) byRollout.set(`${s.groupId}\u0000${s.rolloutId}`, s.reward);
+  let sum = 0;
+  for (const r of byRollout.values()) sum += r;
+  return byRollout.size ? sum / byRollout.size : 0;
+}
+
+export async function grpoStep(backend: PolicyBackend, input: readonly TurnSample[], cfg: GrpoConfig, ctx: StepContext): Promise<StepStats> {
+  const t0 = now();
+  if (input.length === 0) throw new Error('grpoStep: the batch has no samples (no planner turns were recorded)');
+  const adv = groupAdvantages(input, cfg.advantageEps);
+  const samples: TurnSample[] = input.map((s, i) => ({ ...s, advantage: ctx.zeroAdvantages ? 0 : adv.advantages[i] }));
+  const all = samples.map((_, i) => i);
+
+  const missingOld = all.filter((i) => !samples[i].oldLogprobs);
+  if (missingOld.length) await scoreInto(backend, samples, missingOld, cfg, true, 'oldLogprobs');
+  const t1 = now();
+  // The reference policy is the base model (adapter off). With beta = 0 its logprobs are still needed
+  // for the KL statistic, which is cheap next to the backward.
+  const missingRef = all.filter((i) => !samples[i].refLogprobs);
+  if (missingRef.length) await scoreInto(backend, samples, missingRef, cfg, false, 'refLogprobs');
+  const t2 = now();
+
+  const lossParams = { epsLow: cfg.epsLow, epsHigh: cfg.epsHigh, beta: cfg.beta, klClamp: cfg.klClamp };
+  let optimizerSteps = ctx.optimizerSteps;
+  let last = emptySums();
+  let gradNorm = 0;
+  let processed = 0;
+  for (let epoch = 0; epoch < cfg.epochs; epoch++) {
+    const parts = cfg.miniBatches === 1 ? [all] : miniBatches(samples, cfg.miniBatches, ctx.random);
+    for (const part of parts) {
+      const micro = microBatches(samples, part, cfg.microBatchTokens).map((mb) => packBatch(samples, mb, backend.modelConfig.vocabSize));
+      const N = micro.reduce((n, b) => n + b.responseTokens, 0);
+      backend.zeroGrads();
+      let sums = emptySums();
+      for (const b of micro) {
+        sums = addSums(sums, await backend.accumulate(b, lossParams, N));
+        processed += b.rows;
+      }
+      gradNorm = await backend.gradNorm();
+      if (!Number.isFinite(gradNorm)) {
+        throw new Error(`grpoStep: the gradient norm is ${gradNorm} at step ${ctx.step}; the update was skipped and the adapter is unchanged (lower learningRate?)`);
+      }
+      optimizerSteps++;
+      await backend.adamw({
+        lr: cfg.learningRate,
+        beta1: cfg.adamBeta1,
+        beta2: cfg.adamBeta2,
+        eps: cfg.adamEps,
+        weightDecay: cfg.weightDecay,
+        step: optimizerSteps,
+        gradScale: clipFactor(gradNorm, cfg.maxGradNorm),
+      });
+      last = sums;
+    }
+  }
+  const t3 = now();
+  const tokens = samples.reduce((n, s) => n + s.promptTokens.length + s.responseTokens.length, 0);
+  const responseTokens = samples.reduce((n, s) => n + s.responseTokens.length, 0);
+  const T = Math.max(1, last.tokens);
+  return {
+    step: ctx.step,
+    optimizerSteps,
+    rewardMean: rolloutRewardMean(samples),
+    loss: (last.policy + cfg.beta * last.kl) / T,
+    kl: last.kl / T,
+    clipFraction: last.clipped / T,
+    ratioMean: last.ratio / T,
+    gradNorm,
+    samples: samples.length,
+    responseTokens,
+    tokens,
+    groups: adv.groups.length,
+    noGradientGroups: adv.noGradientGroups,
+    groupStats: adv.groups,
+    tokensPerSecond: processed / Math.max(1e-9, (t3 - t2) / 1000),
+    ms: { oldLogprobs: t1 - t0, refLogprobs: t2 - t1, update: t3 - t2, total: t3 - t0 },
+  };
+}
