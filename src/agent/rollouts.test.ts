@@ -60,15 +60,15 @@ describe('rollout records', () => {
     expect(() => rolloutFromPlannerCall(c, { runId: 'run', groupId: 'g' })).toThrow("planner engine 'planner:test' returned 7 tokens but 6 logprobs");
   });
 
-  it('normalize rewards per group over conversations, broadcasting to every turn', () => {
-    // Group g: conversations with rewards 1, 0, 0 (conversation a has two turns); group h all equal.
+  it('normalize rewards per group over its turns (the trainer\'s rule), broadcasting to every turn', () => {
+    // Group g: turns a1, a2 (conversation a, reward 1), b1 and c1 (reward 0); group h all equal; f1 unrewarded.
     const records = [rec('a1', 'g', 'a', 1), rec('a2', 'g', 'a', 1), rec('b1', 'g', 'b', 0), rec('c1', 'g', 'c', 0), rec('d1', 'h', 'd', 1), rec('e1', 'h', 'e', 1), rec('f1', 'g', 'f')];
     const adv = groupAdvantages(records);
-    const mean = 1 / 3;
-    const std = Math.sqrt(((1 - mean) ** 2 + 2 * mean ** 2) / 3);
-    expect(adv.get('a1')).toBeCloseTo((1 - mean) / std, 5);
+    const mean = 0.5;
+    const std = Math.sqrt((4 * 0.25) / 3); // unbiased, over the group's 4 turns
+    expect(adv.get('a1')).toBeCloseTo((1 - mean) / (std + 1e-6), 6);
     expect(adv.get('a2')).toBe(adv.get('a1'));
-    expect(adv.get('b1')).toBeCloseTo(-mean / std, 5);
+    expect(adv.get('b1')).toBeCloseTo(-mean / (std + 1e-6), 6);
     expect(adv.get('d1')).toBe(0);
     expect(adv.has('f1')).toBe(false);
   });
@@ -96,7 +96,8 @@ describe('rollout records', () => {
       prompt: call('a', 1).messages,
       completion: [{ role: 'assistant', content: 'plan 1' }],
       reward: 1,
-      advantage: 0.5 / (0.5 + 1e-6), // two conversations, rewards 1 and 0: mean 0.5, std 0.5
+      // three turns with rewards 1, 1, 0: mean 2/3, unbiased std sqrt(1/3)
+      advantage: expect.closeTo((1 - 2 / 3) / (Math.sqrt(1 / 3) + 1e-6), 12),
       group_id: 'q7',
       run_id: 'train-1',
       conversation_id: 'a',
@@ -106,7 +107,7 @@ describe('rollout records', () => {
       completion_token_ids: call('a', 1).result.tokens,
       logprobs: call('a', 1).result.logprobs,
     });
-    expect(lines[2].advantage).toBeCloseTo(-1, 5);
+    expect(lines[2].advantage).toBeCloseTo(-(2 / 3) / Math.sqrt(1 / 3), 5);
 
     // Advantages the trainer stored win over computed ones.
     await setAdvantages(new Map([['train-1:a:1', 0.25]]), db);

@@ -2,6 +2,7 @@
 // the adapter that sampled them, the group (same query, several rollouts) and the run; the run's final
 // reward is broadcast to every planner call of that conversation. Exported as JSONL for TRL/verl.
 import type { RolloutRecord } from '../store/records';
+import { groupAdvantages as trainerGroupAdvantages } from '../trainer/advantages';
 import { getRolloutsByRun, putRollout, setConversationReward } from '../store/rollouts';
 import type { PlannerCall } from './loop';
 
@@ -56,28 +57,18 @@ export function recordReward(ids: RolloutIds, conversationId: string, reward: nu
 }
 
 /**
- * Group-normalized advantages, one reward per trajectory (conversation) broadcast to its turns:
- * A = (R - mean) / (std + eps) over the conversations of a group, population std. A group whose rewards are
- * all equal gets 0. Rollouts without a reward get no advantage.
+ * Group-normalized advantages: each turn carries its trajectory's final reward, and
+ * A = (R - mean) / (std + eps) over the turns of a group (unbiased std), exactly as the trainer computes
+ * them. A group whose rewards are all equal gets 0. Rollouts without a reward get no advantage.
  */
 export function groupAdvantages(records: RolloutRecord[], eps = 1e-6): Map<string, number> {
-  const groups = new Map<string, Map<string, number>>();
-  for (const r of records) {
-    if (typeof r.reward !== 'number') continue;
-    let g = groups.get(r.groupId);
-    if (!g) groups.set(r.groupId, (g = new Map()));
-    g.set(r.conversationId, r.reward);
-  }
-  const out = new Map<string, number>();
-  for (const r of records) {
-    const g = groups.get(r.groupId);
-    if (!g || typeof r.reward !== 'number') continue;
-    const rewards = [...g.values()];
-    const mean = rewards.reduce((a, b) => a + b, 0) / rewards.length;
-    const std = Math.sqrt(rewards.reduce((a, b) => a + (b - mean) ** 2, 0) / rewards.length);
-    out.set(r.id, std === 0 ? 0 : (r.reward - mean) / (std + eps));
-  }
-  return out;
+  // One rule for training and export: the trainer's (over the group's turns, as Flow-GRPO defines it).
+  const rewarded = records.filter((r) => typeof r.reward === 'number');
+  const { advantages } = trainerGroupAdvantages(
+    rewarded.map((r) => ({ groupId: r.groupId, reward: r.reward as number })),
+    eps,
+  );
+  return new Map(rewarded.map((r, i) => [r.id, advantages[i]]));
 }
 
 export interface RolloutJsonLine {

@@ -119,8 +119,9 @@ describe('stored agent sessions', () => {
     expect(runs.map((r) => [r.finalAnswer, r.reward])).toEqual([['42', 1], ['48', 0]]);
     const lines = (await exportRunJsonl('grpo-1', db)).trim().split('\n').map((l) => JSON.parse(l) as RolloutJsonLine);
     expect(lines.map((l) => [l.group_id, l.reward])).toEqual([['q-6x7', 1], ['q-6x7', 0]]);
-    expect(lines[0].advantage).toBeCloseTo(1, 5);
-    expect(lines[1].advantage).toBeCloseTo(-1, 5);
+    // rewards 1 and 0: mean 0.5, unbiased std sqrt(0.5)
+    expect(lines[0].advantage).toBeCloseTo(0.5 / Math.sqrt(0.5), 5);
+    expect(lines[1].advantage).toBeCloseTo(-0.5 / Math.sqrt(0.5), 5);
     await expect(runGroup('q', { kind: 'exact', reference: 'a' }, 0, { runId: 'r', groupId: 'g', tools: [], engines: e, dbName: db })).rejects.toThrow(
       'runGroup: group size must be a positive integer, got 0',
     );

@@ -16,6 +16,7 @@ export const USAGE = `usage:
   cli score    --model DIR [--adapter DIR] --input FILE          FILE: {"sequences": [[id, ...], ...]}
   cli generate --model DIR [--adapter DIR] --prompt-ids 1,2,3 --max-new-tokens N
                [--temperature 0] [--top-k K] [--top-p P] [--seed S]
+  cli grpo-grad --model DIR --adapter DIR --batch FILE --out GRADS.safetensors [--micro-batch-tokens N]
 stdout is JSON only; progress and errors go to stderr.`;
 
 export function parseArgs(argv: string[], allowed: Record<string, string[]>): CliArgs {

@@ -6,6 +6,7 @@ import { requestGpu } from '../gpu/device';
 import { loadAdapter, loadCheckpoint } from '../engine/io/checkpoint';
 import { directorySource } from '../engine/io/sources';
 import { Qwen2Runtime } from '../engine/runtime';
+import { runGrpoGrad } from '../trainer/cli-grpo-grad';
 import { numberFlag, parseArgs, parseIdList, parseSequencesJson, required, UsageError } from './args';
 
 const FLAGS = {
@@ -74,14 +75,24 @@ async function run(argv: string[]): Promise<unknown> {
   return { tokens: out.tokens, logprobs: out.logprobs, finishReason: out.finishReason };
 }
 
-run(process.argv.slice(2)).then(
-  (result) => {
-    // Dawn's threads keep the event loop alive: exit once stdout has drained.
-    process.stdout.write(`${JSON.stringify(result)}\n`, () => process.exit(0));
-  },
-  (e: unknown) => {
-    const err = e as Error;
-    log(err instanceof UsageError ? err.message : `error: ${err?.name ?? 'Error'}: ${err?.message ?? String(e)}`);
-    process.exit(err instanceof UsageError ? 2 : 1);
-  },
-);
+const argv = process.argv.slice(2);
+if (argv[0] === 'grpo-grad') {
+  // The trainer's command prints its own JSON and returns the exit status.
+  void runGrpoGrad(argv.slice(1)).then((code) => process.stdout.write('', () => process.exit(code)));
+} else {
+  main(argv);
+}
+
+function main(argv: string[]): void {
+  run(argv).then(
+    (result) => {
+      // Dawn's threads keep the event loop alive: exit once stdout has drained.
+      process.stdout.write(`${JSON.stringify(result)}\n`, () => process.exit(0));
+    },
+    (e: unknown) => {
+      const err = e as Error;
+      log(err instanceof UsageError ? err.message : `error: ${err?.name ?? 'Error'}: ${err?.message ?? String(e)}`);
+      process.exit(err instanceof UsageError ? 2 : 1);
+    },
+  );
+}
