@@ -1,5 +1,5 @@
 import { defineConfig } from 'vite';
-import { pyodideAssets } from './src/tools/pyodide-assets';
+import { pyodideAssets } from './src/tools/pyodide-assets.ts';
 
 // The app is a static site: relative base so dist/ works from any host and sub-path.
 export default defineConfig({

@@ -1,32 +1,29 @@
-import { defineConfig } from 'vite';
-import { pyodideAssets } from './src/tools/pyodide-assets';
+import { defineConfig, mergeConfig } from 'vite';
+import appConfig from './vite.config.ts';
 
 // The embeddable element as an ES library: dist-lib/agentflow-chat.js, its chunks and workers in
 // dist-lib/assets/, Pyodide's files in dist-lib/pyodide/. Every asset is found from the importing module's
 // own URL (import.meta.url), so the folder works copied to any origin and sub-path. The tools get a chunk of
 // their own under assets/ because the Python tool finds Pyodide at '../pyodide/' from its chunk, as in the
-// app's build.
-export default defineConfig({
-  base: './',
-  plugins: [pyodideAssets()],
-  worker: { format: 'es' },
-  build: {
-    target: 'es2022',
-    outDir: 'dist-lib',
-    emptyOutDir: true,
-    sourcemap: true,
-    chunkSizeWarningLimit: 8000,
-    copyPublicDir: false,
-    lib: {
-      entry: 'src/element.ts',
-      formats: ['es'],
-      fileName: () => 'agentflow-chat.js',
-    },
-    rolldownOptions: {
-      output: {
-        chunkFileNames: 'assets/[name]-[hash].js',
-        codeSplitting: { groups: [{ name: 'tools', test: /src[\\/]tools[\\/]/ }] },
+// app's build. Everything else (base, workers, Pyodide plugin, target) is the app's config.
+export default mergeConfig(
+  appConfig,
+  defineConfig({
+    build: {
+      outDir: 'dist-lib',
+      emptyOutDir: true,
+      copyPublicDir: false,
+      lib: {
+        entry: 'src/element.ts',
+        formats: ['es'],
+        fileName: () => 'agentflow-chat.js',
+      },
+      rolldownOptions: {
+        output: {
+          chunkFileNames: 'assets/[name]-[hash].js',
+          codeSplitting: { groups: [{ name: 'tools', test: /src[\\/]tools[\\/]/ }] },
+        },
       },
     },
-  },
-});
+  }),
+);

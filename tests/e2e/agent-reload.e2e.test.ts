@@ -1,20 +1,17 @@
 // A page reload in the middle of an agent run loses at most the step in flight: after the reload the run
 // shows as interrupted with its stored steps, and resuming it finishes from the stored memory.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createServer, type ViteDevServer } from 'vite';
 import type { Browser, Page } from 'playwright-core';
 import { launchChromium } from '../support/chromium';
+import { startDevServer, type DevServer } from '../support/vite-server';
 
-let vite: ViteDevServer;
+let vite: DevServer;
 let browser: Browser;
 let base: string;
 
 beforeAll(async () => {
-  vite = await createServer({ configFile: 'vite.config.ts', server: { port: 0, host: '127.0.0.1' }, logLevel: 'error' });
-  await vite.listen();
-  const addr = vite.httpServer?.address();
-  if (!addr || typeof addr === 'string') throw new Error('vite has no port');
-  base = `http://127.0.0.1:${addr.port}`;
+  vite = await startDevServer();
+  base = vite.base;
   browser = await launchChromium();
 });
 

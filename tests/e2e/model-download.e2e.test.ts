@@ -1,17 +1,17 @@
 // Loading a checkpoint from a hub-style URL in real Chromium: streamed with progress, stored in Cache
 // Storage so a reload downloads no weights, and failed or interrupted downloads leave nothing cached.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createServer, type ViteDevServer } from 'vite';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { launchChromium } from '../support/chromium';
+import { startDevServer, type DevServer } from '../support/vite-server';
 import { serveHub, type HubServer } from '../support/hub-server';
 import { loadCheckpoint } from '../../src/engine/io/checkpoint';
 import { directorySource } from '../../src/engine/io/sources';
 import { TINY } from '../../src/engine/io/test-fixtures';
 
-let vite: ViteDevServer;
+let vite: DevServer;
 let hub: HubServer;
 let browser: Browser;
 let page: Page;
@@ -19,11 +19,8 @@ let origin: string;
 
 beforeAll(async () => {
   hub = await serveHub({ 'test-org/qwen2-tiny': TINY, 'test-org/cut': TINY });
-  vite = await createServer({ configFile: 'vite.config.ts', server: { port: 0, host: '127.0.0.1' }, logLevel: 'error' });
-  await vite.listen();
-  const addr = vite.httpServer?.address();
-  if (!addr || typeof addr === 'string') throw new Error('vite has no port');
-  origin = `http://127.0.0.1:${addr.port}`;
+  vite = await startDevServer();
+  origin = vite.base;
   browser = await launchChromium({ webgpu: false });
   page = await browser.newPage();
   await page.goto(`${origin}/tests/e2e/pages/model-source.html`);

@@ -3,11 +3,11 @@
 // fail fast with a typed error that says the model could not be downloaded and names the model and URL.
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createServer, type ViteDevServer } from 'vite';
 import type { Browser } from 'playwright-core';
 import { launchChromium } from '../support/chromium';
+import { startDevServer, type DevServer } from '../support/vite-server';
 
-let vite: ViteDevServer;
+let vite: DevServer;
 let browser: Browser;
 let base: string;
 let modelHost: Server;
@@ -24,11 +24,8 @@ beforeAll(async () => {
   await new Promise<void>((ok) => modelHost.listen(0, '127.0.0.1', ok));
   missing = `http://127.0.0.1:${(modelHost.address() as { port: number }).port}/models/`;
 
-  vite = await createServer({ configFile: 'vite.config.ts', server: { port: 0, host: '127.0.0.1' }, logLevel: 'error' });
-  await vite.listen();
-  const addr = vite.httpServer?.address();
-  if (!addr || typeof addr === 'string') throw new Error('vite has no port');
-  base = `http://127.0.0.1:${addr.port}`;
+  vite = await startDevServer();
+  base = vite.base;
   browser = await launchChromium();
 });
 
