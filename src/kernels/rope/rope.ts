@@ -27,14 +27,19 @@ export function ropeInvFreq(theta: number, headDim: number): Float32Array {
 }
 
 /** In-place rotate-half RoPE on q f32 [N, nH*hd] and k f32 [N, nKV*hd] at positions pos u32 [N]. */
-export async function rope(ctx: GpuContext, a: RopeArgs): Promise<Dispatch> {
-  checkDims('rope', { n: a.n, nHeads: a.nHeads, nKvHeads: a.nKvHeads, headDim: a.headDim });
-  if (a.headDim % 2 !== 0 || a.headDim / 2 > ROPE_MAX_HALF) throw new Error(`rope: headDim must be even and <= ${2 * ROPE_MAX_HALF}, got ${a.headDim}`);
-  if (!(a.theta > 0)) throw new Error(`rope: theta must be > 0, got ${a.theta}`);
-  const pipeline = await getPipeline(ctx, 'rope', ropeWgsl());
+export function rope(ctx: GpuContext, a: RopeArgs): Promise<Dispatch> {
+  return ropeDispatch(ctx, 'rope', a, false);
+}
+
+/** Shared by the forward and the backward (`inverse`: rotation by -angle, in place on the gradients). */
+export async function ropeDispatch(ctx: GpuContext, name: string, a: RopeArgs, inverse: boolean): Promise<Dispatch> {
+  checkDims(name, { n: a.n, nHeads: a.nHeads, nKvHeads: a.nKvHeads, headDim: a.headDim });
+  if (a.headDim % 2 !== 0 || a.headDim / 2 > ROPE_MAX_HALF) throw new Error(`${name}: headDim must be even and <= ${2 * ROPE_MAX_HALF}, got ${a.headDim}`);
+  if (!(a.theta > 0)) throw new Error(`${name}: theta must be > 0, got ${a.theta}`);
+  const pipeline = await getPipeline(ctx, name, ropeWgsl(inverse));
   const table = new Float32Array(ROPE_MAX_HALF);
   table.set(ropeInvFreq(a.theta, a.headDim));
-  const dims = paramsUniform(ctx, 'rope.dims', [['u32', a.n], ['u32', a.nHeads], ['u32', a.nKvHeads], ['u32', a.headDim]], table);
+  const dims = paramsUniform(ctx, `${name}.dims`, [['u32', a.n], ['u32', a.nHeads], ['u32', a.nKvHeads], ['u32', a.headDim]], table);
   const threads = a.n * (a.nHeads + a.nKvHeads) * (a.headDim / 2);
-  return { pipeline, buffers: [a.q, a.k, a.pos, dims], workgroups: grid1d(ctx, Math.ceil(threads / ROPE_WG)), label: 'rope' };
+  return { pipeline, buffers: [a.q, a.k, a.pos, dims], workgroups: grid1d(ctx, Math.ceil(threads / ROPE_WG)), label: name };
 }

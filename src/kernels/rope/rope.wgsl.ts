@@ -36,7 +36,11 @@ fn sinCos(angle: f32) -> vec2<f32> {
 }
 `;
 
-export function ropeWgsl(): string {
+/**
+ * `inverse` rotates by -angle: the backward of RoPE is its transpose, the same kernel with sin negated
+ * (same angle table and sinCos, so forward and backward are exact adjoints).
+ */
+export function ropeWgsl(inverse = false): string {
   return /* wgsl */ `
 struct Dims { n: u32, nH: u32, nKV: u32, hd: u32, invf: array<vec4<f32>, ${ROPE_MAX_HALF / 4}> }
 @group(0) @binding(0) var<storage, read_write> q: array<f32>;
@@ -72,7 +76,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
   let row = t / heads;
   let angle = f32(pos[row]) * dims.invf[i / 4u][i % 4u];
   let sc = sinCos(angle);
-  let s = sc.x;
+  let s = ${inverse ? '-sc.x' : 'sc.x'};
   let c = sc.y;
   if (h < dims.nH) {
     rotate(row * dims.nH * dims.hd + h * dims.hd, i, half, c, s, true);
