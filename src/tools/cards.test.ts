@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { BUILTIN_CARDS, formatToolCard, PYTHON_CARD } from './cards';
+import { BUILTIN_CARDS, PYTHON_CARD } from './cards';
+import { renderToolCardFull } from '../agent/prompts';
 import { checkCard, validateArgs } from './validate';
 import { PythonTool } from './python';
 import { WikipediaTool } from './wikipedia';
@@ -31,19 +32,17 @@ describe('built-in tool cards', () => {
     expect(tools.map((t) => t.card)).toEqual(BUILTIN_CARDS);
   });
 
-  it('render to prompt text with arguments and a JSON call per example', () => {
-    const text = formatToolCard(PYTHON_CARD);
-    expect(text.split('\n').slice(0, 4)).toEqual([
-      'Tool: python',
-      `What it does: ${PYTHON_CARD.description}`,
-      'Arguments:',
-      '  - code (string, required): Complete Python 3 code. Print the result with print(...).',
-    ]);
-    const calls = text.split('\n').filter((l) => l.startsWith('  - For "')).map((l) => JSON.parse(l.slice(l.indexOf(': {') + 2)));
-    expect(calls).toHaveLength(PYTHON_CARD.examples.length);
-    for (const call of calls) {
-      expect(call.tool).toBe('python');
-      expect(validateArgs(PYTHON_CARD, call.args).ok).toBe(true);
+  it('render for the executor with every argument and every example, and each example is a valid call', () => {
+    // The executor sees cards through the agent's renderer: test the text the model really gets.
+    for (const card of BUILTIN_CARDS) {
+      const text = renderToolCardFull(card);
+      expect(text.split('\n').slice(0, 2)).toEqual([`Tool: ${card.name}`, `What it does: ${card.description}`]);
+      for (const name of Object.keys(card.input.properties)) expect(text).toContain(`  - ${name} (`);
+      for (const ex of card.examples.slice(0, 2)) {
+        expect(text).toContain(`Args: ${JSON.stringify(ex.args)}`);
+      }
+      for (const ex of card.examples) expect(validateArgs(card, ex.args).ok).toBe(true);
     }
+    expect(renderToolCardFull(PYTHON_CARD)).toContain('  - code (string, required): Complete Python 3 code. Print the result with print(...).');
   });
 });

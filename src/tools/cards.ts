@@ -113,18 +113,3 @@ export const WEB_SEARCH_CARD: ToolCard = {
 
 export const BUILTIN_CARDS: ToolCard[] = [PYTHON_CARD, WIKIPEDIA_CARD, BASE_GENERATOR_CARD, WEB_SEARCH_CARD];
 
-/**
- * A card as plain text for a prompt: the same layout for every tool, so a small model learns where to find
- * the name, the arguments and an example call.
- */
-export function formatToolCard(card: ToolCard): string {
-  const args = Object.entries(card.input.properties).map(([name, p]) => {
-    const req = card.input.required.includes(name) ? 'required' : 'optional';
-    const choices = p.enum ? `; one of ${p.enum.map((e) => JSON.stringify(e)).join(', ')}` : '';
-    return `  - ${name} (${p.type}, ${req}): ${p.description}${choices}`;
-  });
-  const lines = [`Tool: ${card.name}`, `What it does: ${card.description}`, 'Arguments:', ...(args.length ? args : ['  (none)']), `Returns: ${card.output}`];
-  if (card.limitations.length) lines.push('Limitations:', ...card.limitations.map((l) => `  - ${l}`));
-  if (card.examples.length) lines.push('Examples:', ...card.examples.map((e) => `  - For "${e.goal}": ${JSON.stringify({ tool: card.name, args: e.args })}`));
-  return lines.join('\n');
-}
