@@ -2,7 +2,9 @@
 // runtime's speed depends on shapes only, and drawing half a billion normals on the CPU would dominate.
 import type { Qwen2Config } from '../src/engine/io/config';
 import { expectedQwen2Tensors } from '../src/engine/io/config';
-import type { TensorSource, WeightSource } from '../src/engine/weights';
+import type { Q4WeightSource, TensorSource, WeightSource } from '../src/engine/weights';
+import { expectedMlcQwen2Tensors } from '../src/engine/io/mlc';
+import { q4SourceFromRecords } from '../src/engine/q4-source';
 import { toF16Array } from '../src/util/half';
 import { Rng } from '../src/util/rng';
 
@@ -49,4 +51,28 @@ export function shapedWeights(config: Qwen2Config, seed = 1): WeightSource {
     });
   }
   return m;
+}
+
+/**
+ * The same model as a web-llm q4f16_1 build (MLC names, fused c_attn / gate_up_proj), 4-bit words and
+ * f16 scales tiled from a small random table: what the planner keeps on the GPU for a real MLC download.
+ */
+export function shapedQ4Weights(config: Qwen2Config, seed = 1): Q4WeightSource {
+  const rng = new Rng(seed);
+  const words = Uint32Array.from({ length: 4099 }, () => rng.int(2 ** 32) >>> 0);
+  // |w| <= 8 * scale: 0.02 / 3 keeps the weights near the f16 model's spread.
+  const scales = toF16Array(Array.from({ length: 4099 }, () => (0.5 + rng.int(1000) / 1000) * (0.02 / 3)));
+  const vec = toF16Array(Array.from({ length: 4099 }, () => 1 + (rng.int(1000) / 1000 - 0.5) * 0.1));
+  const tile = <T extends Uint32Array | Uint16Array>(src: T, n: number, make: (n: number) => T): T => {
+    const out = make(n);
+    for (let i = 0; i < n; i += src.length) out.set(src.subarray(0, Math.min(src.length, n - i)), i);
+    return out;
+  };
+  const rec = new Map<string, Uint32Array | Uint16Array>();
+  for (const [name, { shape, dtype }] of expectedMlcQwen2Tensors(config)) {
+    const n = shape.reduce((a, b) => a * b, 1);
+    if (dtype === 'uint32') rec.set(name, tile(words, n, (k) => new Uint32Array(k)));
+    else rec.set(name, tile(name.endsWith('.q_scale') ? scales : vec, n, (k) => new Uint16Array(k)));
+  }
+  return q4SourceFromRecords(config, 'q4f16_1', rec);
 }

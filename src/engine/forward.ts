@@ -101,7 +101,7 @@ export async function recordLogits(ctx: GpuContext, plan: ActivationPlan, w: Qwe
     x = plan.logitsIn;
   }
   for (const ch of w.head) {
-    steps.push(dispatchStep(await ops.linear(ctx, { x, W: ch.buffer, y: plan.logits, n: rows, inDim: H, outDim: ch.rowCount, yStride: c.vocabSize, yOffset: ch.rowOffset })));
+    steps.push(dispatchStep(await ops.lmHead(ctx, ch, { x, logits: plan.logits, rows, hidden: H, ld: c.vocabSize })));
   }
   return steps;
 }

@@ -1,22 +1,26 @@
-// The kernel calls the forward pass makes, in the engine's vocabulary. Each wraps one dispatch builder
-// from src/kernels/<op>/ (which own the WGSL and the layouts of LAYOUTS.md); this file only maps names.
+// The kernel calls the forward pass (and the trainer's backward) makes, in the engine's vocabulary. Each
+// wraps one dispatch builder from src/kernels/<op>/ (which own the WGSL and the layouts of LAYOUTS.md);
+// this file maps names and picks the f16 or the 4-bit kernel from the weight's kind, so callers never do.
 import type { GpuContext } from '../gpu/device';
 import type { Dispatch } from '../gpu/pipelines';
 import { embedding } from '../kernels/embedding/embedding';
 import { rmsnorm as rmsnormKernel } from '../kernels/rmsnorm/rmsnorm';
 import { matmul, type MatmulArgs } from '../kernels/matmul/matmul';
+import { matmulBackward, type MatmulBackwardArgs } from '../kernels/matmul/matmul.backward';
+import { q4Embedding, q4Matmul, q4MatmulBackward } from '../kernels/q4';
 import { loraDown, loraUp } from '../kernels/lora/lora';
 export { rope } from '../kernels/rope/rope';
 export { attention } from '../kernels/attention/attention';
 export { swiglu } from '../kernels/swiglu/swiglu';
 export { lseChunk, lseFinalize } from '../kernels/logits/logits';
-import type { Qwen2Weights } from './weights';
+import { isQ4, type MatrixWeight, type Qwen2Weights, type RowChunk } from './weights';
 
 /** x[n] = embed[ids[n]], one dispatch per embedding chunk. */
 export async function embed(ctx: GpuContext, w: Qwen2Weights, ids: GPUBuffer, x: GPUBuffer, n: number): Promise<Dispatch[]> {
   const out: Dispatch[] = [];
   for (const ch of w.embed) {
-    out.push(await embedding(ctx, { E: ch.buffer, ids, x, n, hidden: w.config.hiddenSize, vocab: w.config.vocabSize, rowOffset: ch.rowOffset, rowCount: ch.rowCount }));
+    const a = { ids, x, n, hidden: w.config.hiddenSize, vocab: w.config.vocabSize, rowOffset: ch.rowOffset, rowCount: ch.rowCount };
+    out.push(await (isQ4(ch.weight) ? q4Embedding(ctx, { ...a, E: ch.weight }) : embedding(ctx, { ...a, E: ch.weight })));
   }
   return out;
 }
@@ -25,8 +29,56 @@ export function rmsnorm(ctx: GpuContext, x: GPUBuffer, w: GPUBuffer, y: GPUBuffe
   return rmsnormKernel(ctx, { x, w, y, rstd, n, hidden, eps });
 }
 
-export function linear(ctx: GpuContext, a: MatmulArgs): Promise<Dispatch> {
-  return matmul(ctx, a);
+/** MatmulArgs whose W is either kind of frozen matrix. */
+export interface LinearArgs extends Omit<MatmulArgs, 'W'> {
+  W: MatrixWeight;
+}
+
+/** y[N, out] (+)= x[N, in] · W^T + b, with W f16 or 4-bit. */
+export function linear(ctx: GpuContext, a: LinearArgs): Promise<Dispatch> {
+  const W = a.W;
+  return isQ4(W) ? q4Matmul(ctx, { ...a, W }) : matmul(ctx, { ...a, W });
+}
+
+/** dx (+)= dy · W[rowOffset .. rowOffset+outDim, :]: the input gradient of a frozen linear, W f16 or 4-bit. */
+export function linearBackward(ctx: GpuContext, W: MatrixWeight, a: Omit<MatmulBackwardArgs, 'W'>): Promise<Dispatch> {
+  return isQ4(W) ? q4MatmulBackward(ctx, { ...a, W }) : matmulBackward(ctx, { ...a, W });
+}
+
+export interface LmHeadChunkArgs {
+  /** f32 [rows, hidden]: final-norm output. */
+  x: GPUBuffer;
+  /** f32 [rows, ld]: the chunk's logits land at columns ch.rowOffset .. ch.rowOffset+ch.rowCount. */
+  logits: GPUBuffer;
+  rows: number;
+  hidden: number;
+  /** Row stride of logits (the vocabulary size). */
+  ld: number;
+}
+
+/** Logits of one LM-head chunk's vocabulary rows. */
+export function lmHead(ctx: GpuContext, ch: RowChunk, a: LmHeadChunkArgs): Promise<Dispatch> {
+  return linear(ctx, { x: a.x, W: ch.weight, y: a.logits, n: a.rows, inDim: a.hidden, outDim: ch.rowCount, yStride: a.ld, yOffset: ch.rowOffset });
+}
+
+export interface LmHeadBackwardChunkArgs {
+  /** f32 [rows, ld] holding this chunk's dlogits at columns ch.rowOffset .. (from dlogits). */
+  dlogits: GPUBuffer;
+  /** f32 [rows, hidden]: gradient of the final-norm output, accumulated over chunks. */
+  dx: GPUBuffer;
+  rows: number;
+  hidden: number;
+  /** Row stride of dlogits (the vocabulary size). */
+  ld: number;
+  /** false for the first chunk (overwrite), true for the rest. */
+  accumulate: boolean;
+}
+
+/** dx (+)= dlogits[:, chunk] · head[chunk]: one LM-head chunk's share of the final-norm gradient. */
+export function lmHeadBackward(ctx: GpuContext, ch: RowChunk, a: LmHeadBackwardChunkArgs): Promise<Dispatch> {
+  return linearBackward(ctx, ch.weight, {
+    dy: a.dlogits, dx: a.dx, n: a.rows, inDim: a.hidden, outDim: ch.rowCount, rowOffset: 0, accumulate: a.accumulate, dyStride: a.ld, dyOffset: ch.rowOffset,
+  });
 }
 
 export interface LoraOpArgs {

@@ -36,13 +36,17 @@ export class PlannerEngine implements ChatEngine {
     this.stopIds = [...ids];
   }
 
-  /** Loads config, weights and tokenizer from a Hugging Face folder (directory, picked files or URL). */
+  /**
+   * Loads config, weights and tokenizer from a Hugging Face folder or a web-llm (MLC q4f16_1 / q4f32_1)
+   * folder (directory, picked files or URL; io/webllm-cache's sharedUrlSource shares web-llm's download).
+   * An MLC build stays 4-bit on the GPU.
+   */
   static async load(ctx: GpuContext, source: FileSource, o: PlannerLoadOptions = {}): Promise<PlannerEngine> {
     const ckpt = await loadCheckpoint(source, { onProgress: o.onProgress });
     if (!ckpt.tokenizer.tokenizerJson) throw new Error(`${source.label} has no tokenizer.json; the planner needs the model's tokenizer`);
     const tokenizer = new Tokenizer({ tokenizerJson: ckpt.tokenizer.tokenizerJson, tokenizerConfig: ckpt.tokenizer.tokenizerConfig });
     if (!tokenizer.chatTemplate) throw new Error(`${source.label} tokenizer_config.json has no chat_template; pick an -Instruct checkpoint`);
-    const runtime = await Qwen2Runtime.create(ctx, ckpt.config, ckpt.tensors, { maxContext: o.maxContext, maxBatchRows: o.maxBatchRows, logitsRows: o.logitsRows });
+    const runtime = await Qwen2Runtime.create(ctx, ckpt.config, ckpt.tensors, { maxContext: o.maxContext, maxBatchRows: o.maxBatchRows, logitsRows: o.logitsRows, dequantize: o.dequantize });
     ckpt.release();
     const gen = ckpt.tokenizer.generationConfig as { eos_token_id?: unknown } | null;
     const eos = gen?.eos_token_id;

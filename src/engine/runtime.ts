@@ -16,7 +16,7 @@ import type { LoraAdapter } from './io/peft';
 import { KvCache } from './kv-cache';
 import { GpuSampler } from '../kernels/sampling/sampling';
 import { checkSamplingOptions, type SamplingOptions } from '../kernels/sampling/draw';
-import { Qwen2Weights, type UploadProgress, type WeightSource } from './weights';
+import { Qwen2Weights, type Q4WeightSource, type UploadProgress, type WeightSource } from './weights';
 
 export interface RuntimeOptions {
   /** Longest prompt + generation (KV cache rows). Default min(max_position_embeddings, 4096). */
@@ -28,6 +28,11 @@ export interface RuntimeOptions {
   onProgress?: (p: UploadProgress) => void;
   /** Cap on one embedding / LM-head chunk (default: the device's binding limit). */
   maxChunkBytes?: number;
+  /**
+   * A 4-bit (MLC) source is kept 4-bit on the GPU unless this is set: then its dequantized f16 tensors are
+   * uploaded instead (4x the memory; for comparisons).
+   */
+  dequantize?: boolean;
 }
 
 export interface GenerateTokensOptions extends SamplingOptions {
@@ -98,8 +103,8 @@ export class Qwen2Runtime {
     this.logitsRows = o.logitsRows ?? 32;
   }
 
-  static async create(ctx: GpuContext, config: Qwen2Config, tensors: WeightSource, o: RuntimeOptions = {}): Promise<Qwen2Runtime> {
-    const weights = await Qwen2Weights.upload(ctx, config, tensors, { onProgress: o.onProgress, maxChunkBytes: o.maxChunkBytes });
+  static async create(ctx: GpuContext, config: Qwen2Config, tensors: WeightSource | Q4WeightSource, o: RuntimeOptions = {}): Promise<Qwen2Runtime> {
+    const weights = await Qwen2Weights.upload(ctx, config, tensors, { onProgress: o.onProgress, maxChunkBytes: o.maxChunkBytes, dequantize: o.dequantize });
     return new Qwen2Runtime(ctx, config, weights, o);
   }
 

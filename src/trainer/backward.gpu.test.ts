@@ -1,7 +1,9 @@
 // The GPU LoRA backward on random tiny Qwen2 configs (GQA ratios, untied head, odd sizes) against
 // (1) central finite differences of the whole Flow-GRPO loss computed by the independent float64
 // reference model (tests/support/qwen2-ref.ts), on random LoRA entries, and (2) the float64 analytic
-// CPU backward on every entry. Both f16 weight paths; runs in Node/Dawn and in Chromium.
+// CPU backward on every entry. Both f16 weight paths; runs in Node/Dawn and in Chromium. The QLoRA case
+// trains through a 4-bit (q4f16_1) base kept quantized on the GPU, against the reference on the exactly
+// dequantized weights.
 import { describe, expect, it } from 'vitest';
 import { gpuFor, weightPaths } from '../../tests/support/gpu';
 import { relL2 } from '../../tests/support/compare';
@@ -9,6 +11,9 @@ import { qwen2RefForward } from '../../tests/support/qwen2-ref';
 import { randomAdapter, randomQwen2, randomTokens, type RandomQwen2Options } from '../../tests/support/random-qwen2';
 import { loraToRefAdapter, refAdapterToLora, toQwen2Config } from '../../tests/support/toy-ref';
 import { Qwen2Runtime } from '../engine/runtime';
+import { isQ4 } from '../engine/weights';
+import type { Q4ScaleDtype } from '../kernels/q4';
+import { quantizeModel } from '../../tests/support/q4-model';
 import { Rng } from '../util/rng';
 import { cpuBackward, cpuForward, zeroLoraGrads } from './cpu-model';
 import { GpuPolicyBackend } from './gpu-backend';
@@ -18,9 +23,11 @@ import { grpoLoss, type GrpoLossParams } from './loss';
 import { hostWeightSource } from './toy-task';
 import type { TurnSample } from './samples';
 
-const CASES: Array<{ name: string; seed: number; o: RandomQwen2Options; rank: number }> = [
+const CASES: Array<{ name: string; seed: number; o: RandomQwen2Options; rank: number; q4?: Q4ScaleDtype }> = [
   { name: 'GQA 4/2, tied, V 50', seed: 21, o: { numHeads: 4, numKvHeads: 2, headDim: 8, intermediateSize: 40, vocabSize: 50, numLayers: 2 }, rank: 4 },
   { name: 'GQA 3/1, untied, odd sizes', seed: 22, o: { hiddenSize: 24, numHeads: 3, numKvHeads: 1, headDim: 8, intermediateSize: 20, vocabSize: 17, tie: false, numLayers: 2 }, rank: 2 },
+  // q4 needs every input dimension to be a multiple of its 32-wide groups.
+  { name: 'QLoRA: q4f16_1 base, GQA 4/2, tied', seed: 23, o: { hiddenSize: 32, numHeads: 4, numKvHeads: 2, headDim: 8, intermediateSize: 64, vocabSize: 40, numLayers: 2 }, rank: 4, q4: 'f16' },
 ];
 const PARAMS: GrpoLossParams = { epsLow: 0.2, epsHigh: 0.28, beta: 0.04 };
 
@@ -28,8 +35,12 @@ describe('GPU LoRA backward vs finite differences of the float64 reference', asy
   for (const path of await weightPaths()) {
     for (const c of CASES) {
       it(`${path}: ${c.name}`, async () => {
-        const { config: refCfg, weights } = randomQwen2(c.seed, c.o);
+        const random = randomQwen2(c.seed, c.o);
+        const refCfg = random.config;
         const cfg = toQwen2Config(refCfg);
+        // For QLoRA the reference sees exactly what the 4-bit build means; the GPU keeps it quantized.
+        const q4 = c.q4 ? quantizeModel(refCfg, random.weights, c.q4) : undefined;
+        const weights = q4 ? q4.ref : random.weights;
         const adapter = refAdapterToLora(randomAdapter(c.seed + 1, refCfg, c.rank, 2 * c.rank), refCfg, 2 * c.rank);
         const rng = new Rng(c.seed + 2);
         const samples: TurnSample[] = [[3, 4], [5, 3], [2, 6]].map(([p, r], i) => {
@@ -57,7 +68,8 @@ describe('GPU LoRA backward vs finite differences of the float64 reference', asy
         };
 
         const ctx = await gpuFor(path);
-        const rt = await Qwen2Runtime.create(ctx, cfg, hostWeightSource(cfg, weights), { maxContext: 32, maxBatchRows: 32, logitsRows: 8 });
+        const rt = await Qwen2Runtime.create(ctx, cfg, q4 ? q4.source : hostWeightSource(cfg, weights), { maxContext: 32, maxBatchRows: 32, logitsRows: 8 });
+        expect(isQ4(rt.weights.layers[0].down)).toBe(!!q4);
         const backend = await GpuPolicyBackend.create(rt, adapter, { maxRows: 16, logitsRows: 3 });
         const r = await grpoLossAndGrads(backend, samples, PARAMS, 16);
         const gpu = await backend.readGradients();

@@ -21,8 +21,9 @@
 // Qwen2.5-0.5B (H 896, I 4864, nH 14, nKV 2, hd 64, 24 layers, V 151936), r = 16, "8 turns × 600 tokens":
 //   kept activations: (4·896 + 2·896 + 2·128 + 14 + 3·4864 + 2 + 7·16) = 20,352 floats = 81.4 KB per row
 //   per layer, × 24 layers = 1.95 MB per row; scratch and per-row plan buffers 21,180 floats = 85 KB per row.
-//   Fixed: f16 weights 988 MB (tied embedding), LoRA 8.8M params × (A/B, grad, m, v) = 176 MB, one
-//   32-row logits chunk 19 MB.
+//   Fixed: f16 weights 988 MB (tied embedding; a q4f16_1 base is 9/16 byte per weight, ~280 MB, which
+//   lowers every total below by ~0.7 GB), LoRA 8.8M params × (A/B, grad, m, v) = 176 MB, one 32-row
+//   logits chunk 19 MB.
 //   All 4,800 rows in one pass would need 9.8 GB, so passes are capped by microBatchTokens (default 768):
 //   768 × 2.04 MB = 1.57 GB + 1.18 GB fixed ≈ 2.74 GB. The 4,800 rows then run as 7 micro-batches with
 //   gradient accumulation, which gives the same gradient as one pass (the loss is normalised by the
@@ -42,9 +43,9 @@ import { LORA_MODULES, type LoraModule } from '../engine/io/peft';
 import type { Qwen2Weights } from '../engine/weights';
 import { attentionBackward } from '../kernels/attention/attention.backward';
 import { grpoLoss as grpoKernel } from '../kernels/grpo/grpo';
-import { dlogits, lmHeadBackward } from '../kernels/logits/logits.backward';
+import { dlogits } from '../kernels/logits/logits.backward';
 import { loraBackward } from '../kernels/lora/lora.backward';
-import { matmulBackward } from '../kernels/matmul/matmul.backward';
+import { linearBackward, lmHeadBackward } from '../engine/ops';
 import { rmsnormBackward } from '../kernels/rmsnorm/rmsnorm.backward';
 import { ropeBackward } from '../kernels/rope/rope.backward';
 import { swigluBackward } from '../kernels/swiglu/swiglu.backward';
@@ -197,16 +198,16 @@ export class LoraBackwardPass {
         add(await loraBackward(ctx, { x, t: L.t[m], A: p.A, B: p.B, dy, dA: g.dA, dB: g.dB, dt: s.dt, dx, n, inDim, outDim, rank: p.r, scale: p.scale }));
       };
       // MLP: x_out = h + down(silu(gate(n2)) * up(n2)); dX holds d x_out, which is also d h's residual part.
-      add(await matmulBackward(ctx, { W: W.down, dy: s.dX, dx: s.dact, n, inDim: I, outDim: H }));
+      add(await linearBackward(ctx, W.down, { dy: s.dX, dx: s.dact, n, inDim: I, outDim: H }));
       await lora('down', L.act, s.dX, s.dact, I, H);
       add(await swigluBackward(ctx, { dact: s.dact, gate: L.gate, up: L.up, dgate: s.dgate, dup: s.dup, n, intermediate: I }));
-      add(await matmulBackward(ctx, { W: W.gate, dy: s.dgate, dx: s.dn, n, inDim: H, outDim: I }));
+      add(await linearBackward(ctx, W.gate, { dy: s.dgate, dx: s.dn, n, inDim: H, outDim: I }));
       await lora('gate', L.xn2, s.dgate, s.dn, H, I);
-      add(await matmulBackward(ctx, { W: W.up, dy: s.dup, dx: s.dn, n, inDim: H, outDim: I, accumulate: true }));
+      add(await linearBackward(ctx, W.up, { dy: s.dup, dx: s.dn, n, inDim: H, outDim: I, accumulate: true }));
       await lora('up', L.xn2, s.dup, s.dn, H, I);
       add(await rmsnormBackward(ctx, { dy: s.dn, x: L.h, w: W.postNorm, rstd: L.rstd2, dx: s.dX, n, hidden: H, accumulate: true }));
       // Attention: h = x + o(attn); dX now holds d h.
-      add(await matmulBackward(ctx, { W: W.o, dy: s.dX, dx: s.datt, n, inDim: qd, outDim: H }));
+      add(await linearBackward(ctx, W.o, { dy: s.dX, dx: s.datt, n, inDim: qd, outDim: H }));
       await lora('o', L.attn, s.dX, s.datt, qd, H);
       add(
         await attentionBackward(ctx, {
@@ -215,11 +216,11 @@ export class LoraBackwardPass {
         }),
       );
       add(await ropeBackward(ctx, { dq: s.dq, dk: s.dk, pos: this.plan.pos, n, nHeads: c.numHeads, nKvHeads: c.numKvHeads, headDim: c.headDim, theta: c.ropeTheta }));
-      add(await matmulBackward(ctx, { W: W.q, dy: s.dq, dx: s.dn, n, inDim: H, outDim: qd }));
+      add(await linearBackward(ctx, W.q, { dy: s.dq, dx: s.dn, n, inDim: H, outDim: qd }));
       await lora('q', L.xn1, s.dq, s.dn, H, qd);
-      add(await matmulBackward(ctx, { W: W.k, dy: s.dk, dx: s.dn, n, inDim: H, outDim: kvd, accumulate: true }));
+      add(await linearBackward(ctx, W.k, { dy: s.dk, dx: s.dn, n, inDim: H, outDim: kvd, accumulate: true }));
       await lora('k', L.xn1, s.dk, s.dn, H, kvd);
-      add(await matmulBackward(ctx, { W: W.v, dy: s.dv, dx: s.dn, n, inDim: H, outDim: kvd, accumulate: true }));
+      add(await linearBackward(ctx, W.v, { dy: s.dv, dx: s.dn, n, inDim: H, outDim: kvd, accumulate: true }));
       await lora('v', L.xn1, s.dv, s.dn, H, kvd);
       add(await rmsnormBackward(ctx, { dy: s.dn, x: L.x, w: W.inputNorm, rstd: L.rstd1, dx: s.dX, n, hidden: H, accumulate: true }));
     }
@@ -268,7 +269,7 @@ export class LoraBackwardPass {
       st.push(dispatchStep(await dlogits(ctx, { logits: this.plan.logits, dlogp: s.chunkDlogp, lse: s.chunkLse, targets: s.chunkTargets, rows, vc: ch.rowCount, v0: ch.rowOffset, ld: V, colOffset: ch.rowOffset })));
     }
     for (const [i, ch] of w.head.entries()) {
-      st.push(dispatchStep(await lmHeadBackward(ctx, { E: ch.buffer, dlogits: this.plan.logits, dx: s.dxChunk, rows, vc: ch.rowCount, hidden: H, eRowOffset: 0, accumulate: i > 0, ld: V, colOffset: ch.rowOffset })));
+      st.push(dispatchStep(await lmHeadBackward(ctx, ch, { dlogits: this.plan.logits, dx: s.dxChunk, rows, hidden: H, accumulate: i > 0, ld: V })));
     }
     st.push(copyStep(s.dxChunk, s.dnF, rows * H * 4, at(H * 4)));
     this.chunkBwd.set(rows, st);

@@ -10,8 +10,8 @@ import { f32ToF16Bits } from '../../util/half.ts';
 
 export interface TensorHandle {
   name: string;
-  /** Storage dtype; 'Q4F16_1' for tensors dequantized from an MLC q4f16_1 build. */
-  dtype: SafetensorsDtype | 'Q4F16_1';
+  /** Storage dtype; 'Q4F16_1' / 'Q4F32_1' for tensors dequantized from an MLC build. */
+  dtype: SafetensorsDtype | 'Q4F16_1' | 'Q4F32_1';
   shape: number[];
   file: string;
   /** IEEE half bits (BF16/F32 rounded to nearest even). Converts on each call; cache if reused. */
@@ -31,10 +31,13 @@ export interface TokenizerFiles {
 }
 
 export interface Checkpoint {
-  /** 'safetensors' (Hugging Face folder) or 'mlc-q4f16_1' (web-llm folder, dequantized on the CPU). */
-  format: 'safetensors' | 'mlc-q4f16_1';
+  /**
+   * 'safetensors' (Hugging Face folder) or 'mlc-q4f16_1' / 'mlc-q4f32_1' (web-llm folder: `tensors` are
+   * dequantized on demand, and `tensors.q4` is the build itself, which the runtime uploads as 4-bit).
+   */
+  format: 'safetensors' | 'mlc-q4f16_1' | 'mlc-q4f32_1';
   config: Qwen2Config;
-  tensors: Map<string, TensorHandle>;
+  tensors: Map<string, TensorHandle> & { readonly q4?: MlcCheckpoint };
   tokenizer: TokenizerFiles;
   /** Drops the file bytes; tensor handles fail afterwards. Call once the weights are on the GPU. */
   release(): void;
@@ -42,16 +45,26 @@ export interface Checkpoint {
 
 export interface LoadOptions {
   onProgress?: ProgressCallback;
+  /**
+   * 'mlc': the source is known to be a web-llm (MLC) folder, so config.json is not probed (a source
+   * whose `knownFormat()` says 'mlc' implies this: a model web-llm has cached loads with no request).
+   */
+  format?: 'auto' | 'mlc';
 }
+
+/** Sources that can tell their format without a download (io/webllm-cache's sharedUrlSource). */
+type FormatHinting = FileSource & { knownFormat?: () => Promise<'mlc' | null> };
 
 /**
  * Loads a Hugging Face folder (config.json + model.safetensors or a sharded index), or, when there is no
  * config.json but an mlc-chat-config.json, a web-llm q4f16_1 folder presented under Hugging Face names.
  */
 export async function loadCheckpoint(source: FileSource, opts: LoadOptions = {}): Promise<Checkpoint> {
+  const format = opts.format ?? (await (source as FormatHinting).knownFormat?.()) ?? 'auto';
+  if (format === 'mlc') return loadMlcFolder(source, opts);
   const configJson = await readOptionalJson(source, 'config.json');
   if (configJson === null) {
-    if ((await readOptionalJson(source, 'mlc-chat-config.json')) !== null) return mlcAsCheckpoint(await loadMlcCheckpoint(source, opts), await readTokenizerFiles(source));
+    if ((await readOptionalJson(source, 'mlc-chat-config.json')) !== null) return loadMlcFolder(source, opts);
     throw new Error(`${source.label}: no config.json (nor mlc-chat-config.json); is this a model folder?`);
   }
   const config = parseQwen2Config(configJson, `${source.label} config.json`);
@@ -103,7 +116,33 @@ export async function loadCheckpoint(source: FileSource, opts: LoadOptions = {})
   };
 }
 
-async function readTokenizerFiles(source: FileSource): Promise<TokenizerFiles> {
+async function loadMlcFolder(source: FileSource, opts: LoadOptions): Promise<Checkpoint> {
+  const ck = await loadMlcCheckpoint(source, opts);
+  return mlcAsCheckpoint(ck, await readTokenizerFiles(source, await mlcTokenizerFiles(source, ck.chat.tokenizerFiles)));
+}
+
+const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'generation_config.json', 'chat_template.jinja'] as const;
+
+/**
+ * The tokenizer files worth asking an MLC folder for: those its mlc-chat-config.json lists, plus any a
+ * listable source holds. A URL source is not probed for the rest, so a cached build loads offline.
+ */
+async function mlcTokenizerFiles(source: FileSource, listed: string[]): Promise<Set<string>> {
+  const want = new Set<string>(TOKENIZER_FILES.filter((f) => listed.includes(f)));
+  if (source.list) for (const f of await source.list()) if ((TOKENIZER_FILES as readonly string[]).includes(f)) want.add(f);
+  return want;
+}
+
+async function readTokenizerFiles(source: FileSource, only?: Set<string>): Promise<TokenizerFiles> {
+  if (only) {
+    const json = (f: string) => (only.has(f) ? readOptionalJson(source, f) : Promise.resolve(null));
+    return {
+      tokenizerJson: await json('tokenizer.json'),
+      tokenizerConfig: await json('tokenizer_config.json'),
+      generationConfig: await json('generation_config.json'),
+      chatTemplate: only.has('chat_template.jinja') ? await readOptionalText(source, 'chat_template.jinja') : null,
+    };
+  }
   return {
     tokenizerJson: await readOptionalJson(source, 'tokenizer.json'),
     tokenizerConfig: await readOptionalJson(source, 'tokenizer_config.json'),
@@ -128,21 +167,25 @@ function toF16(a: Float32Array): Uint16Array {
 }
 
 /**
- * An MLC q4f16_1 checkpoint under Hugging Face tensor names: fused c_attn (q, k, v rows in that order, bias
+ * An MLC q4f16_1 / q4f32_1 checkpoint under Hugging Face tensor names: fused c_attn (q, k, v rows in that order, bias
  * included) and gate_up_proj (gate rows first) are split, quantized matrices dequantized on each call.
  */
 export function mlcAsCheckpoint(ck: MlcCheckpoint, tokenizer: TokenizerFiles): Checkpoint {
   const c = ck.config;
   const q = c.numHeads * c.headDim;
   const kv = c.numKvHeads * c.headDim;
-  const tensors = new Map<string, TensorHandle>();
+  // The build rides along with its dequantized view so that every loader (CLI, planner, trainer) gets the
+  // 4-bit runtime without knowing the format.
+  const tensors = Object.assign(new Map<string, TensorHandle>(), { q4: ck });
+  const qd: TensorHandle['dtype'] = ck.quantization === 'q4f32_1' ? 'Q4F32_1' : 'Q4F16_1';
   const add = (name: string, shape: number[], dtype: TensorHandle['dtype'], file: string, get: () => Float32Array) => {
     tensors.set(name, { name, shape, dtype, file, f32: get, f16: () => toF16(get()) });
   };
   const fileOf = (mlcName: string) => ck.manifest.records.get(mlcName)!.dataPath;
-  const f16 = (name: string, shape: number[]) => add(name, shape, 'F16', fileOf(name), () => ck.f32(name));
-  add('model.embed_tokens.weight', [c.vocabSize, c.hiddenSize], 'Q4F16_1', fileOf('model.embed_tokens.q_weight'), () => ck.dequantized('model.embed_tokens'));
-  if (!c.tieWordEmbeddings) add('lm_head.weight', [c.vocabSize, c.hiddenSize], 'Q4F16_1', fileOf('lm_head.q_weight'), () => ck.dequantized('lm_head'));
+  const fd: TensorHandle['dtype'] = ck.quantization === 'q4f32_1' ? 'F32' : 'F16';
+  const f16 = (name: string, shape: number[]) => add(name, shape, fd, fileOf(name), () => ck.f32(name));
+  add('model.embed_tokens.weight', [c.vocabSize, c.hiddenSize], qd, fileOf('model.embed_tokens.q_weight'), () => ck.dequantized('model.embed_tokens'));
+  if (!c.tieWordEmbeddings) add('lm_head.weight', [c.vocabSize, c.hiddenSize], qd, fileOf('lm_head.q_weight'), () => ck.dequantized('lm_head'));
   f16('model.norm.weight', [c.hiddenSize]);
   for (let l = 0; l < c.numLayers; l++) {
     const p = `model.layers.${l}`;
@@ -151,19 +194,19 @@ export function mlcAsCheckpoint(ck: MlcCheckpoint, tokenizer: TokenizerFiles): C
     const attnFile = fileOf(`${p}.self_attn.c_attn.q_weight`);
     const rows = [q, kv, kv];
     (['q', 'k', 'v'] as const).forEach((m, i) => {
-      add(`${p}.self_attn.${m}_proj.weight`, [rows[i], c.hiddenSize], 'Q4F16_1', attnFile, () => splitRows(ck.dequantized(`${p}.self_attn.c_attn`), c.hiddenSize, rows)[i]);
-      add(`${p}.self_attn.${m}_proj.bias`, [rows[i]], 'F16', attnFile, () => splitRows(ck.f32(`${p}.self_attn.c_attn.bias`), 1, rows)[i]);
+      add(`${p}.self_attn.${m}_proj.weight`, [rows[i], c.hiddenSize], qd, attnFile, () => splitRows(ck.dequantized(`${p}.self_attn.c_attn`), c.hiddenSize, rows)[i]);
+      add(`${p}.self_attn.${m}_proj.bias`, [rows[i]], fd, attnFile, () => splitRows(ck.f32(`${p}.self_attn.c_attn.bias`), 1, rows)[i]);
     });
-    add(`${p}.self_attn.o_proj.weight`, [c.hiddenSize, q], 'Q4F16_1', fileOf(`${p}.self_attn.o_proj.q_weight`), () => ck.dequantized(`${p}.self_attn.o_proj`));
+    add(`${p}.self_attn.o_proj.weight`, [c.hiddenSize, q], qd, fileOf(`${p}.self_attn.o_proj.q_weight`), () => ck.dequantized(`${p}.self_attn.o_proj`));
     const I = c.intermediateSize;
     const mlpFile = fileOf(`${p}.mlp.gate_up_proj.q_weight`);
     (['gate', 'up'] as const).forEach((m, i) => {
-      add(`${p}.mlp.${m}_proj.weight`, [I, c.hiddenSize], 'Q4F16_1', mlpFile, () => splitRows(ck.dequantized(`${p}.mlp.gate_up_proj`), c.hiddenSize, [I, I])[i]);
+      add(`${p}.mlp.${m}_proj.weight`, [I, c.hiddenSize], qd, mlpFile, () => splitRows(ck.dequantized(`${p}.mlp.gate_up_proj`), c.hiddenSize, [I, I])[i]);
     });
-    add(`${p}.mlp.down_proj.weight`, [c.hiddenSize, I], 'Q4F16_1', fileOf(`${p}.mlp.down_proj.q_weight`), () => ck.dequantized(`${p}.mlp.down_proj`));
+    add(`${p}.mlp.down_proj.weight`, [c.hiddenSize, I], qd, fileOf(`${p}.mlp.down_proj.q_weight`), () => ck.dequantized(`${p}.mlp.down_proj`));
   }
   checkWeights(c, tensors.values());
-  return { format: 'mlc-q4f16_1', config: c, tensors, tokenizer, release: () => ck.release() };
+  return { format: `mlc-${ck.quantization}`, config: c, tensors, tokenizer, release: () => ck.release() };
 }
 
 /** Loads adapter_config.json + adapter_model.safetensors from `source`, checked against `config`. */

@@ -49,10 +49,15 @@ export {
   parseTensorCache,
   parseMlcChatConfig,
   checkMlcQwen2,
+  expectedMlcQwen2Tensors,
   dequantizeQ4f16_1,
+  dequantizeQ4,
+  MLC_Q4_QUANTIZATIONS,
+  type MlcQ4Quantization,
   readMlcRecord,
   splitRows,
   type MlcCheckpoint,
   type MlcManifest,
   type MlcRecord,
 } from './mlc.ts';
+export { sharedUrlSource, webllmCacheFor, webllmModelUrl, WEBLLM_CONFIG_CACHE, WEBLLM_MODEL_CACHE, type SharedUrlSource, type SharedUrlSourceOptions } from './webllm-cache.ts';

@@ -1,5 +1,6 @@
 // web-llm / MLC model folders: tensor-cache.json (formerly ndarray-cache.json) + params_shard_N.bin +
-// mlc-chat-config.json, and a CPU dequantizer for q4f16_1 weights.
+// mlc-chat-config.json, and a CPU dequantizer for q4f16_1 / q4f32_1 weights (the runtime itself keeps
+// the 4-bit bytes: see engine/weights.ts uploadQ4).
 //
 // Manifest format, as the tvmjs runtime bundled in @mlc-ai/web-llm 0.2.86 reads it
 // (node_modules/@mlc-ai/web-llm/lib/index.js: getTensorCacheRecordBytes, loadTensorCacheRecordData,
@@ -145,8 +146,16 @@ export function parseMlcChatConfig(json: unknown, file = 'mlc-chat-config.json')
   };
 }
 
-/** Names and shapes a q4f16_1 Qwen2 MLC build holds (q/k/v fused as c_attn, gate/up as gate_up_proj). */
-export function expectedMlcQwen2Tensors(c: Qwen2Config): Map<string, { shape: number[]; dtype: MlcDtype }> {
+/** The 4-bit MLC quantizations the planner reads: q4f16_1 (f16 scales and norms) and q4f32_1 (f32). */
+export const MLC_Q4_QUANTIZATIONS = ['q4f16_1', 'q4f32_1'] as const;
+export type MlcQ4Quantization = (typeof MLC_Q4_QUANTIZATIONS)[number];
+
+/**
+ * Names and shapes a q4f16_1 (or q4f32_1) Qwen2 MLC build holds (q/k/v fused as c_attn, gate/up as
+ * gate_up_proj).
+ */
+export function expectedMlcQwen2Tensors(c: Qwen2Config, quantization: MlcQ4Quantization = 'q4f16_1'): Map<string, { shape: number[]; dtype: MlcDtype }> {
+  const floatDtype: MlcDtype = quantization === 'q4f32_1' ? 'float32' : 'float16';
   const h = c.hiddenSize;
   const qkv = (c.numHeads + 2 * c.numKvHeads) * c.headDim;
   const qo = c.numHeads * c.headDim;
@@ -154,9 +163,9 @@ export function expectedMlcQwen2Tensors(c: Qwen2Config): Map<string, { shape: nu
   const m = new Map<string, { shape: number[]; dtype: MlcDtype }>();
   const quant = (name: string, out: number, inF: number) => {
     m.set(`${name}.q_weight`, { shape: [out, inF / 8], dtype: 'uint32' });
-    m.set(`${name}.q_scale`, { shape: [out, inF / 32], dtype: 'float16' });
+    m.set(`${name}.q_scale`, { shape: [out, inF / 32], dtype: floatDtype });
   };
-  const f16 = (name: string, n: number) => m.set(name, { shape: [n], dtype: 'float16' });
+  const f16 = (name: string, n: number) => m.set(name, { shape: [n], dtype: floatDtype });
   quant('model.embed_tokens', c.vocabSize, h);
   for (let l = 0; l < c.numLayers; l++) {
     const p = `model.layers.${l}`;
@@ -173,9 +182,9 @@ export function expectedMlcQwen2Tensors(c: Qwen2Config): Map<string, { shape: nu
   return m;
 }
 
-/** Throws, naming the tensor, unless the manifest holds every q4f16_1 Qwen2 tensor the config implies. */
-export function checkMlcQwen2(manifest: MlcManifest, config: Qwen2Config): void {
-  for (const [name, want] of expectedMlcQwen2Tensors(config)) {
+/** Throws, naming the tensor, unless the manifest holds every q4 Qwen2 tensor the config implies. */
+export function checkMlcQwen2(manifest: MlcManifest, config: Qwen2Config, quantization: MlcQ4Quantization = 'q4f16_1'): void {
+  for (const [name, want] of expectedMlcQwen2Tensors(config, quantization)) {
     const r = manifest.records.get(name);
     if (!r) throw new MlcFormatError(`${manifest.file}: missing tensor '${name}' that the config implies`);
     if (r.dtype !== want.dtype || r.shape.length !== want.shape.length || r.shape.some((d, i) => d !== want.shape[i])) {
@@ -222,6 +231,12 @@ export function readMlcRecord(shard: Uint8Array, rec: MlcRecord): MlcArray {
  * input column 8k + j.
  */
 export function dequantizeQ4f16_1(qWeight: Uint32Array, qScale: Uint16Array, out: number, inFeatures: number): Float32Array {
+  return dequantizeQ4(qWeight, qScale, out, inFeatures);
+}
+
+/** dequantizeQ4f16_1 for either scale dtype: f16 bits (q4f16_1) or float32 (q4f32_1). */
+export function dequantizeQ4(qWeight: Uint32Array, qScale: Uint16Array | Float32Array, out: number, inFeatures: number): Float32Array {
+  const scaleAt = qScale instanceof Float32Array ? (i: number) => qScale[i] : (i: number) => f16BitsToF32(qScale[i]);
   if (inFeatures % 32 !== 0) throw new MlcFormatError(`q4f16_1 needs in_features divisible by 32, got ${inFeatures}`);
   const words = inFeatures / 8;
   const groups = inFeatures / 32;
@@ -231,7 +246,7 @@ export function dequantizeQ4f16_1(qWeight: Uint32Array, qScale: Uint16Array, out
   for (let o = 0; o < out; o++) {
     for (let k = 0; k < words; k++) {
       const w = qWeight[o * words + k];
-      const scale = f16BitsToF32(qScale[o * groups + (k >> 2)]);
+      const scale = scaleAt(o * groups + (k >> 2));
       const base = o * inFeatures + k * 8;
       for (let j = 0; j < 8; j++) res[base + j] = (((w >>> (4 * j)) & 0xf) - 7) * scale;
     }
@@ -255,6 +270,7 @@ export function splitRows(data: Float32Array, cols: number, rows: number[]): Flo
 export interface MlcCheckpoint {
   chat: MlcChatConfig;
   config: Qwen2Config;
+  quantization: MlcQ4Quantization;
   manifest: MlcManifest;
   /** A record's raw data (see readMlcRecord). */
   raw(name: string): MlcArray;
@@ -265,7 +281,7 @@ export interface MlcCheckpoint {
   release(): void;
 }
 
-/** Reads an MLC q4f16_1 Qwen2 folder (manifest, chat config and every shard) from any FileSource. */
+/** Reads an MLC q4f16_1 / q4f32_1 Qwen2 folder (manifest, chat config and every shard) from any FileSource. */
 export async function loadMlcCheckpoint(source: FileSource, opts: { onProgress?: ProgressCallback } = {}): Promise<MlcCheckpoint> {
   let manifestJson: unknown = null;
   let manifestFile = '';
@@ -279,8 +295,9 @@ export async function loadMlcCheckpoint(source: FileSource, opts: { onProgress?:
   if (!manifestJson) throw new MlcFormatError(`${source.label}: no tensor-cache.json or ndarray-cache.json`);
   const manifest = parseTensorCache(manifestJson, manifestFile);
   const chat = parseMlcChatConfig(await source.readJson('mlc-chat-config.json'), 'mlc-chat-config.json');
-  if (chat.quantization !== 'q4f16_1') throw new MlcFormatError(`mlc-chat-config.json: quantization '${chat.quantization}' is not supported (only q4f16_1)`);
-  checkMlcQwen2(manifest, chat.config);
+  const quantization = MLC_Q4_QUANTIZATIONS.find((q) => q === chat.quantization);
+  if (!quantization) throw new MlcFormatError(`mlc-chat-config.json: quantization '${chat.quantization}' is not supported (only ${MLC_Q4_QUANTIZATIONS.join(', ')})`);
+  checkMlcQwen2(manifest, chat.config, quantization);
   const shards = new Map<string, Uint8Array | null>();
   for (const s of manifest.shards) {
     const bytes = await source.readBytes(s.dataPath, opts.onProgress);
@@ -301,13 +318,14 @@ export async function loadMlcCheckpoint(source: FileSource, opts: { onProgress?:
   return {
     chat,
     config: chat.config,
+    quantization,
     manifest,
     raw,
     dequantized(prefix) {
       const w = rec(`${prefix}.q_weight`);
       const qw = raw(`${prefix}.q_weight`) as Uint32Array;
-      const qs = raw(`${prefix}.q_scale`) as Uint16Array;
-      return dequantizeQ4f16_1(qw, qs, w.shape[0], w.shape[1] * 8);
+      const qs = raw(`${prefix}.q_scale`) as Uint16Array | Float32Array;
+      return dequantizeQ4(qw, qs, w.shape[0], w.shape[1] * 8);
     },
     f32(name) {
       const r = rec(name);

@@ -1,0 +1,100 @@
+// sharedUrlSource's routing with a stubbed fetch and an in-memory Cache Storage (Node has none; the real
+// one, and web-llm's own lookup over it, are covered in Chromium by tests/e2e/mlc-share.e2e.test.ts).
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { MissingFileError } from './sources.ts';
+import { sharedUrlSource, webllmCacheFor, webllmModelUrl } from './webllm-cache.ts';
+
+/** Cache Storage semantics the source relies on: open by name, match / put / delete by URL. */
+function memoryCaches(): CacheStorage & { dump(): Record<string, string[]> } {
+  const stores = new Map<string, Map<string, Response>>();
+  const key = (r: RequestInfo | URL) => (typeof r === 'string' ? r : r instanceof URL ? r.href : r.url);
+  const cacheOf = (m: Map<string, Response>) =>
+    ({
+      match: async (r: RequestInfo | URL) => m.get(key(r))?.clone(),
+      put: async (r: RequestInfo | URL, res: Response) => void m.set(key(r), res.clone()),
+      delete: async (r: RequestInfo | URL) => m.delete(key(r)),
+      keys: async () => [...m.keys()].map((u) => new Request(u)),
+    }) as unknown as Cache;
+  return {
+    open: async (name: string) => {
+      if (!stores.has(name)) stores.set(name, new Map());
+      return cacheOf(stores.get(name)!);
+    },
+    dump: () => Object.fromEntries([...stores].map(([n, m]) => [n, [...m.keys()].sort()])),
+  } as unknown as CacheStorage & { dump(): Record<string, string[]> };
+}
+
+const REPO = 'https://hub.example/mlc-ai/Tiny-q4f16_1-MLC';
+const BASE = `${REPO}/resolve/main/`;
+const FILES: Record<string, Uint8Array> = {
+  'mlc-chat-config.json': new TextEncoder().encode('{"model_type":"qwen2"}'),
+  'params_shard_0.bin': new Uint8Array(300).map((_, i) => i & 255),
+};
+
+function hub() {
+  const urls: string[] = [];
+  const fetch = async (u: RequestInfo | URL) => {
+    const url = String(u);
+    urls.push(url);
+    const f = FILES[url.slice(BASE.length)];
+    return f ? new Response(f.slice(), { headers: { 'content-length': String(f.byteLength) } }) : new Response('no', { status: 404 });
+  };
+  return { urls, fetch: fetch as typeof globalThis.fetch };
+}
+
+afterEach(() => vi.unstubAllGlobals());
+
+describe('web-llm cache keys', () => {
+  it('makes the model URL as web-llm does (cleanModelUrl)', () => {
+    expect(webllmModelUrl(REPO)).toBe(BASE);
+    expect(webllmModelUrl(`${REPO}/`)).toBe(BASE);
+    expect(webllmModelUrl(`${REPO}/resolve/v2/`)).toBe(`${REPO}/resolve/v2/`);
+  });
+
+  it('routes the files web-llm loads to its caches and nothing else', () => {
+    expect(webllmCacheFor('mlc-chat-config.json')).toBe('webllm/config');
+    for (const f of ['tensor-cache.json', 'params_shard_0.bin', 'params_shard_41.bin', 'tokenizer.json', 'tokenizer.model']) expect(webllmCacheFor(f)).toBe('webllm/model');
+    for (const f of ['config.json', 'tokenizer_config.json', 'ndarray-cache.json', 'model.safetensors', 'params_shard_x.bin']) expect(webllmCacheFor(f)).toBeNull();
+  });
+});
+
+describe('sharedUrlSource', () => {
+  it("downloads into web-llm's caches once, remembers missing files only in its own cache", async () => {
+    const caches = memoryCaches();
+    vi.stubGlobal('caches', caches);
+    const h = hub();
+    const src = sharedUrlSource(REPO, { fetch: h.fetch });
+    expect(await src.knownFormat()).toBeNull();
+    expect(await src.readBytes('params_shard_0.bin')).toEqual(FILES['params_shard_0.bin']);
+    expect(await src.readJson('mlc-chat-config.json')).toEqual({ model_type: 'qwen2' });
+    await expect(src.readBytes('tokenizer.json')).rejects.toBeInstanceOf(MissingFileError);
+    await expect(src.readBytes('config.json')).rejects.toBeInstanceOf(MissingFileError);
+    expect(h.urls).toEqual([`${BASE}params_shard_0.bin`, `${BASE}mlc-chat-config.json`, `${BASE}tokenizer.json`, `${BASE}config.json`]);
+    expect(caches.dump()).toEqual({
+      'webllm/model': [`${BASE}params_shard_0.bin`],
+      'webllm/config': [`${BASE}mlc-chat-config.json`],
+      'agentflow-models': [`${BASE}config.json`, `${BASE}tokenizer.json`],
+    });
+    // Everything again: no request, and the format is known without one.
+    h.urls.length = 0;
+    const again = sharedUrlSource(`${REPO}/`, { fetch: h.fetch });
+    expect(await again.knownFormat()).toBe('mlc');
+    const events: Array<{ fromCache: boolean }> = [];
+    expect(await again.readBytes('params_shard_0.bin', (p) => events.push(p))).toEqual(FILES['params_shard_0.bin']);
+    expect(events.length).toBeGreaterThan(0);
+    expect(events.every((e) => e.fromCache)).toBe(true);
+    await expect(again.readBytes('tokenizer.json')).rejects.toBeInstanceOf(MissingFileError);
+    expect(h.urls).toEqual([]);
+  });
+
+  it('replaces a damaged web-llm entry (body shorter than its Content-Length)', async () => {
+    const caches = memoryCaches();
+    vi.stubGlobal('caches', caches);
+    await (await caches.open('webllm/model')).put(`${BASE}params_shard_0.bin`, new Response(new Uint8Array(10), { headers: { 'content-length': '300' } }));
+    const h = hub();
+    expect(await sharedUrlSource(REPO, { fetch: h.fetch }).readBytes('params_shard_0.bin')).toEqual(FILES['params_shard_0.bin']);
+    expect(h.urls).toEqual([`${BASE}params_shard_0.bin`]);
+    const stored = await (await caches.open('webllm/model')).match(`${BASE}params_shard_0.bin`);
+    expect(new Uint8Array(await stored!.arrayBuffer())).toEqual(FILES['params_shard_0.bin']);
+  });
+});

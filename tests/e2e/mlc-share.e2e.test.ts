@@ -1,0 +1,81 @@
+// One download for both engines, in real Chromium: the planner reads a web-llm (MLC) model from
+// web-llm's Cache Storage when web-llm has it (no request at all), and otherwise downloads it once into
+// web-llm's caches under web-llm's keys, where web-llm's own lookup (hasModelInCache) finds it. The
+// scores are the fixture's float64 expected.json logprobs, so the cached bytes are the model's.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium } from '../support/chromium';
+import { startDevServer, type DevServer } from '../support/vite-server';
+import { serveHub, type HubServer } from '../support/hub-server';
+import { maxAbsDiff } from '../support/compare';
+import { TINY_MLC, type MlcFixtureExpected } from '../support/qwen2-fixture';
+
+let vite: DevServer;
+let hub: HubServer;
+let browser: Browser;
+let page: Page;
+
+const expected = JSON.parse(readFileSync(join(TINY_MLC, 'expected.json'), 'utf8')) as MlcFixtureExpected;
+const seqs = expected.forward.map((f) => f.tokens);
+type LoadResult = { logprobs: number[][]; events: Array<{ file: string; bytesDone: number; bytesTotal: number; fromCache: boolean }>; q4: boolean };
+const load = (base: string) => page.evaluate(([b, s]) => (window as any).mlc.load(b, s), [base, seqs] as const) as Promise<LoadResult>;
+const keys = (scope: string) => page.evaluate((s) => (window as any).mlc.keys(s), scope) as Promise<string[]>;
+
+function expectFixtureScores(r: LoadResult): void {
+  expect(r.q4).toBe(true);
+  expected.forward.forEach((f, i) => expect(maxAbsDiff(r.logprobs[i], f.logprobs_base)).toBeLessThan(2e-3));
+}
+
+beforeAll(async () => {
+  hub = await serveHub({ 'mlc-ai/tiny-q4f16_1-MLC': TINY_MLC });
+  vite = await startDevServer();
+  browser = await launchChromium();
+  page = await browser.newPage();
+  await page.goto(`${vite.base}/tests/e2e/pages/mlc-share.html`);
+  await page.waitForFunction(() => (window as unknown as { mlcReady?: boolean }).mlcReady === true);
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await vite?.close();
+  await hub?.close();
+});
+
+describe('planner and web-llm share the MLC download', () => {
+  it('loads from what web-llm cached, with zero requests', async () => {
+    // 'gone' is not served: every request to it is a 404, so only the cache can supply it.
+    const gone = `${hub.url}/mlc-ai/gone-q4f16_1-MLC/resolve/main/`;
+    await page.evaluate(([from, to]) => (window as any).mlc.prepopulate(from, to), [`${hub.url}/mlc-ai/tiny-q4f16_1-MLC/resolve/main/`, gone]);
+    hub.requests.length = 0;
+    const r = await load(gone);
+    expect(hub.requests).toEqual([]);
+    expectFixtureScores(r);
+    expect(r.events.filter((e) => e.file === 'params_shard_0.bin').every((e) => e.fromCache)).toBe(true);
+  }, 120_000);
+
+  it('downloads once into web-llm caches under web-llm keys, then loads again with no request', async () => {
+    const repo = `${hub.url}/mlc-ai/tiny-q4f16_1-MLC`;
+    const base = `${repo}/resolve/main/`;
+    expect(await page.evaluate((m) => (window as any).mlc.webllmHas(m), repo)).toBe(false);
+    hub.requests.length = 0;
+    // The repo URL as web-llm's model records give it (no /resolve/main/): the same keys come out.
+    const first = await load(repo);
+    expectFixtureScores(first);
+    const shard = '/mlc-ai/tiny-q4f16_1-MLC/resolve/main/params_shard_0.bin';
+    expect(hub.requests.filter((p) => p === shard)).toHaveLength(1);
+    const size = statSync(join(TINY_MLC, 'params_shard_0.bin')).size;
+    expect(first.events.filter((e) => e.file === 'params_shard_0.bin').at(-1)).toEqual({ file: 'params_shard_0.bin', bytesDone: size, bytesTotal: size, fromCache: false });
+    expect(await keys('webllm/model')).toEqual(expect.arrayContaining([`${base}tensor-cache.json`, `${base}params_shard_0.bin`]));
+    expect(await keys('webllm/config')).toContain(`${base}mlc-chat-config.json`);
+    // web-llm's own lookup now finds the model.
+    expect(await page.evaluate((m) => (window as any).mlc.webllmHas(m), repo)).toBe(true);
+
+    await page.reload();
+    await page.waitForFunction(() => (window as unknown as { mlcReady?: boolean }).mlcReady === true);
+    hub.requests.length = 0;
+    expectFixtureScores(await load(base));
+    expect(hub.requests).toEqual([]);
+  }, 120_000);
+});
