@@ -12,6 +12,8 @@ export default mergeConfig(
           extends: true,
           test: {
             name: 'unit',
+            // Projects run one after another: on 2 cores, software GPUs and Chromium only slow each other down.
+            sequence: { groupOrder: 0 },
             environment: 'node',
             include: ['src/**/*.test.ts', 'tests/unit/**/*.test.ts'],
             exclude: ['**/*.gpu.test.ts', '**/*.browser.test.ts', '**/*.e2e.test.ts', 'node_modules/**'],
@@ -21,6 +23,7 @@ export default mergeConfig(
           extends: true,
           test: {
             name: 'gpu',
+            sequence: { groupOrder: 1 },
             environment: 'node',
             include: ['src/**/*.gpu.test.ts', 'tests/gpu/**/*.test.ts'],
             testTimeout: 600_000,
@@ -33,6 +36,7 @@ export default mergeConfig(
           extends: true,
           test: {
             name: 'browser',
+            sequence: { groupOrder: 2 },
             include: ['src/**/*.gpu.test.ts', 'src/**/*.browser.test.ts', 'tests/browser/**/*.browser.test.ts'],
             exclude: ['**/*.node.gpu.test.ts', 'node_modules/**'],
             testTimeout: 600_000,
@@ -51,6 +55,7 @@ export default mergeConfig(
           extends: true,
           test: {
             name: 'e2e',
+            sequence: { groupOrder: 3 },
             environment: 'node',
             include: ['tests/e2e/**/*.e2e.test.ts'],
             testTimeout: 600_000,
