@@ -12,6 +12,11 @@ import { PlannerEngine } from '../src/engine/planner-engine';
 import { Qwen2Runtime, type GenerateTokensOptions, type GpuMemoryReport, type TokenGeneration } from '../src/engine/runtime';
 import { Tokenizer } from '../src/engine/tokenizer/tokenizer';
 import type { ChatMessage, GenerateOptions, GenerationResult, LoadProgress } from '../src/engine/types';
+import type { StepStats } from '../src/trainer/grpo-step';
+import type { TurnSample } from '../src/trainer/samples';
+import { TrainingHost, type TrainSessionInfo, type TrainStartOptions } from '../src/trainer/worker-trainer';
+
+export type { TrainAdapterSpec, TrainStartOptions } from '../src/trainer/worker-trainer';
 
 /** Where the model (or an adapter) comes from. */
 export type ModelSpec =
@@ -63,6 +68,10 @@ function need(): Qwen2Runtime {
   return runtime;
 }
 
+const training = new TrainingHost(need, () => name);
+// A new model (or none) invalidates the trained adapter's GPU buffers.
+const dropTraining = () => training.trainStop();
+
 async function info(): Promise<PlannerInfo> {
   const rt = need();
   return {
@@ -93,6 +102,7 @@ const api = {
     const source = sourceOf(spec);
     const ckpt = await loadCheckpoint(source, { onProgress });
     const ctx = await getGpu();
+    if (runtime) dropTraining();
     runtime?.destroy();
     runtime = engine = null;
     const rt = await Qwen2Runtime.create(ctx, ckpt.config, ckpt.tensors, { maxContext: opts.maxContext, maxBatchRows: opts.maxBatchRows });
@@ -165,7 +175,40 @@ const api = {
     else earlyAborts.add(generationId);
   },
 
+  /**
+   * Starts Flow-GRPO training of a LoRA adapter on the loaded model; the adapter becomes active, so the
+   * planner's next generations sample from the policy being trained. Replaces any session before.
+   */
+  trainStart(o: TrainStartOptions): Promise<TrainSessionInfo> {
+    return training.trainStart(o);
+  },
+
+  /** One optimizer step on the planner turns of this step's rollout groups. */
+  trainStep(samples: TurnSample[]): Promise<StepStats> {
+    return training.trainStep(samples);
+  },
+
+  /** Saves adapter, AdamW moments, counters and RNG to IndexedDB; returns the step and the stored adapter's id. */
+  trainCheckpoint(): Promise<{ step: number; adapterId: string }> {
+    return training.trainCheckpoint();
+  },
+
+  trainInfo(): TrainSessionInfo | null {
+    return training.trainInfo();
+  },
+
+  /** The trained adapter as PEFT files. */
+  exportAdapter(): Promise<{ config: Record<string, unknown>; weights: Uint8Array }> {
+    return training.exportAdapter();
+  },
+
+  /** Ends the session: frees its buffers and removes its adapter (stored checkpoints stay). */
+  trainStop(): void {
+    dropTraining();
+  },
+
   unload(): void {
+    dropTraining();
     runtime?.destroy();
     runtime = engine = null;
   },

@@ -2,11 +2,15 @@
 // Comlink proxies and AbortSignals into abort(generationId). `RemotePlannerEngine` is the ChatEngine the
 // agent uses when the planner runs in the worker.
 import * as Comlink from 'comlink';
-import type { ModelSpec, LoadOptions, PlannerInfo, PlannerWorkerApi, RemoteTokenOptions } from '../../workers/planner.worker';
+import type { ModelSpec, LoadOptions, PlannerInfo, PlannerWorkerApi, RemoteTokenOptions, TrainStartOptions } from '../../workers/planner.worker';
+import type { StepStats } from '../trainer/grpo-step';
+import type { TurnSample } from '../trainer/samples';
+import type { TrainSessionInfo } from '../trainer/worker-trainer';
 import type { TokenGeneration } from './runtime';
 import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult, LoadProgress } from './types';
 
-export type { ModelSpec, LoadOptions, PlannerInfo } from '../../workers/planner.worker';
+export type { ModelSpec, LoadOptions, PlannerInfo, TrainStartOptions, TrainAdapterSpec } from '../../workers/planner.worker';
+export type { TrainSessionInfo } from '../trainer/worker-trainer';
 
 export interface TokenStreamOptions extends RemoteTokenOptions {
   signal?: AbortSignal;
@@ -56,6 +60,31 @@ export class PlannerClient {
   async generateIds(promptIds: number[], options: TokenStreamOptions = {}): Promise<TokenGeneration> {
     const { signal, onToken, ...rest } = options;
     return this.withAbort(signal, (id) => this.api.generateIds(promptIds, rest, onToken ? Comlink.proxy(onToken) : undefined, id));
+  }
+
+  /** Starts training a LoRA adapter in the worker (it becomes the planner's active adapter). */
+  trainStart(o: TrainStartOptions): Promise<TrainSessionInfo> {
+    return this.api.trainStart(o);
+  }
+
+  trainStep(samples: TurnSample[]): Promise<StepStats> {
+    return this.api.trainStep(samples);
+  }
+
+  trainCheckpoint(): Promise<{ step: number; adapterId: string }> {
+    return this.api.trainCheckpoint();
+  }
+
+  trainInfo(): Promise<TrainSessionInfo | null> {
+    return this.api.trainInfo();
+  }
+
+  exportAdapter(): Promise<{ config: Record<string, unknown>; weights: Uint8Array }> {
+    return this.api.exportAdapter();
+  }
+
+  trainStop(): Promise<void> {
+    return this.api.trainStop();
   }
 
   terminate(): void {

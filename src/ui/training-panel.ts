@@ -1,10 +1,16 @@
 // Training: Flow-GRPO settings, start/pause/resume, live charts of reward, loss, KL, clip fraction and
 // tokens/s from the trainer's step statistics, and the stored LoRA adapters (activate, export, import,
-// delete). "Toy mode" trains the toy task's tiny planner (ToyTrainingDriver); any other TrainingDriver can
-// be plugged in through `createDriver`.
+// delete). "Toy mode" trains the toy task's tiny planner (ToyTrainingDriver); with a planner model loaded,
+// "Imported benchmark (agent rollouts)" trains the real planner (AgentTrainingDriver); any other
+// TrainingDriver can be plugged in through `createDriver`.
 import { LitElement, css, html, nothing } from 'lit';
+import { importBenchmark, type ImportedBenchmark } from '../agent/benchmark-import';
+import type { AgentEngines } from '../agent/loop';
+import { toolsFromRegistry } from '../agent/registry-tools';
+import type { ToolRegistry } from '../tools/registry';
+import { AgentTrainingDriver, DEFAULT_AGENT_BUDGET, resumableAgentRuns, type AgentBudget, type PlannerTrainer } from './agent-training-driver';
 import { LORA_MODULES, type LoraModule } from '../engine/io/peft';
-import type { AdapterRecord } from '../store/records';
+import type { AdapterRecord, TrainingRunRecord } from '../store/records';
 import { getSetting, putSetting } from '../store/settings';
 import { adapterFiles, deleteAdapter, importAdapterFiles, listAdapters } from './adapter-store';
 import { lineChart } from './charts';
@@ -23,6 +29,11 @@ export class AgentflowTrainingPanel extends LitElement {
     adapters: { state: true },
     active: { state: true },
     label: { state: true },
+    engines: { attribute: false },
+    registry: { attribute: false },
+    benchmark: { state: true },
+    datasetChoice: { state: true },
+    agentRuns: { state: true },
   };
   declare dbName: string | undefined;
   /** Makes the driver for a settings choice; default: the toy driver. */
@@ -33,6 +44,14 @@ export class AgentflowTrainingPanel extends LitElement {
   declare adapters: AdapterRecord[];
   declare active: string | null;
   declare label: string;
+  /** The page's engines and tools (agent-rollout training); when unset, the hosting app's are used. */
+  declare engines: AgentEngines | undefined;
+  declare registry: ToolRegistry | undefined;
+  /** The benchmark imported for agent-rollout training. */
+  declare benchmark: ImportedBenchmark | null;
+  declare datasetChoice: string;
+  /** Stored agent-rollout runs that can be continued (paused, or cut off by a reload). */
+  declare agentRuns: TrainingRunRecord[];
   private driver: TrainingDriver | null = null;
 
   constructor() {
@@ -45,7 +64,34 @@ export class AgentflowTrainingPanel extends LitElement {
     this.adapters = [];
     this.active = null;
     this.label = '';
+    this.engines = undefined;
+    this.registry = undefined;
+    this.benchmark = null;
+    this.datasetChoice = 'toy';
+    this.agentRuns = [];
   }
+
+  /** The engines and tool registry to train with: set on the panel, or the <agentflow-app> around it. */
+  private pageContext(): { engines?: AgentEngines; registry?: ToolRegistry } {
+    if (this.engines) return { engines: this.engines, registry: this.registry };
+    const host = (this.getRootNode() as ShadowRoot | Document as { host?: { engines?: AgentEngines; registry?: ToolRegistry } }).host;
+    return { engines: host?.engines, registry: this.registry ?? host?.registry };
+  }
+
+  /** The planner worker when the planner runs on this page's runtime (the scripted demo and web-llm have none). */
+  private plannerTrainer(): PlannerTrainer | null {
+    const client = (this.pageContext().engines?.planner as { client?: Partial<PlannerTrainer> } | undefined)?.client;
+    return client && typeof client.trainStart === 'function' ? (client as PlannerTrainer) : null;
+  }
+
+  /** Imports a benchmark for agent-rollout training (the file input calls this with the file's contents). */
+  importBenchmarkText(text: string, fileName: string): ImportedBenchmark {
+    this.benchmark = importBenchmark(text, fileName);
+    if (this.benchmark.items.length && this.plannerTrainer()) this.datasetChoice = 'agent';
+    return this.benchmark;
+  }
+
+  private onEnginesChanged = () => void this.updateComplete.then(() => this.requestUpdate());
 
   static override styles = css`
     :host { display: block; }
@@ -69,6 +115,50 @@ export class AgentflowTrainingPanel extends LitElement {
   override connectedCallback(): void {
     super.connectedCallback();
     void this.refreshAdapters();
+    void this.refreshAgentRuns();
+    // Models loaded in another tab change whether the planner can be trained.
+    globalThis.addEventListener?.('agentflow-engines', this.onEnginesChanged);
+  }
+
+  override disconnectedCallback(): void {
+    super.disconnectedCallback();
+    globalThis.removeEventListener?.('agentflow-engines', this.onEnginesChanged);
+  }
+
+  async refreshAgentRuns(): Promise<void> {
+    try {
+      this.agentRuns = await resumableAgentRuns(this.dbName);
+    } catch {
+      this.agentRuns = [];
+    }
+  }
+
+  private agentDeps() {
+    const trainer = this.plannerTrainer();
+    const { engines, registry } = this.pageContext();
+    if (!trainer || !engines) throw new Error('Training the planner needs a planner model loaded in Models & GPU.');
+    return { trainer, engines, tools: registry ? toolsFromRegistry(registry) : [], dbName: this.dbName };
+  }
+
+  private budget(): Partial<AgentBudget> {
+    const n = (id: string) => Number((this.renderRoot.querySelector(`#${id}`) as HTMLInputElement).value);
+    return { maxTurns: n('max-turns'), plannerTokens: n('planner-tokens'), moduleTokens: n('module-tokens'), queriesPerStep: n('queries'), microBatchTokens: n('micro-tokens') };
+  }
+
+  /** Continues a stored agent-rollout run from its latest checkpoint. */
+  async resumeStored(runId: string): Promise<void> {
+    if (this.state === 'running') return;
+    this.error = null;
+    try {
+      const d = await AgentTrainingDriver.resume(runId, this.agentDeps());
+      this.driver = d;
+      this.points = [...d.history];
+      this.label = `${d.label}, run ${d.runId}`;
+    } catch (e) {
+      this.error = (e as Error).message;
+      return;
+    }
+    await this.go();
   }
 
   async refreshAdapters(): Promise<void> {
@@ -99,7 +189,11 @@ export class AgentflowTrainingPanel extends LitElement {
     if (this.state === 'running') return;
     this.error = null;
     try {
-      this.driver = await this.createDriver(this.settings(), this.dbName);
+      const s = this.settings();
+      if (s.dataset === 'agent') {
+        if (!this.benchmark?.items.length) throw new Error('Import a benchmark file with at least one item first.');
+        this.driver = await AgentTrainingDriver.create(s, this.benchmark, this.agentDeps(), this.budget());
+      } else this.driver = await this.createDriver(s, this.dbName);
     } catch (e) {
       this.error = (e as Error).message;
       return;
@@ -127,6 +221,7 @@ export class AgentflowTrainingPanel extends LitElement {
     } finally {
       this.state = d.state;
       await this.refreshAdapters();
+      await this.refreshAgentRuns();
     }
   }
 
@@ -148,6 +243,11 @@ export class AgentflowTrainingPanel extends LitElement {
     setTimeout(() => URL.revokeObjectURL(url), 10_000);
   }
 
+  private onBenchmarkFile = async (e: Event): Promise<void> => {
+    const f = (e.target as HTMLInputElement).files?.[0];
+    if (f) this.importBenchmarkText(await f.text(), f.name);
+  };
+
   private async importAdapter(): Promise<void> {
     const cfg = (this.renderRoot.querySelector('#import-config') as HTMLInputElement).files?.[0];
     const w = (this.renderRoot.querySelector('#import-weights') as HTMLInputElement).files?.[0];
@@ -167,12 +267,19 @@ export class AgentflowTrainingPanel extends LitElement {
   override render() {
     const p = this.points;
     const series = (k: keyof TrainingStepPoint) => p.map((x) => x[k]);
+    const canTrainPlanner = this.plannerTrainer() !== null;
+    const b = this.benchmark;
+    const agentReady = canTrainPlanner && !!b?.items.length;
+    const agent = this.datasetChoice === 'agent' && agentReady;
     return html`
       <fieldset>
         <legend>Flow-GRPO settings</legend>
         <div class="grid">
-          <label>Dataset<select id="dataset"><option value="toy">Toy task (two-turn tool use, tiny planner)</option></select></label>
-          <label>Reward<select id="reward"><option value="toy">Toy: both turns right</option></select></label>
+          <label>Dataset<select id="dataset" @change=${(e: Event) => (this.datasetChoice = (e.target as HTMLSelectElement).value)}>
+            <option value="toy" .selected=${!agent}>Toy task (two-turn tool use, tiny planner)</option>
+            <option value="agent" ?disabled=${!agentReady} .selected=${agent}>Imported benchmark (agent rollouts)</option>
+          </select></label>
+          <label>Reward<select id="reward">${agent ? html`<option value="benchmark">Reference answers (${b!.kind})</option>` : html`<option value="toy">Toy: both turns right</option>`}</select></label>
           <label>Group size<input id="group" type="number" min="2" max="64" value="8" /></label>
           <label>Steps<input id="steps" type="number" min="1" max="10000" value="40" /></label>
           <label>Learning rate<input id="lr" type="number" min="0" step="any" value="0.02" /></label>
@@ -181,15 +288,41 @@ export class AgentflowTrainingPanel extends LitElement {
         <div class="targets" role="group" aria-label="LoRA target modules">
           Targets: ${LORA_MODULES.map((m) => html`<label><input type="checkbox" value=${m} checked />${m}</label>`)}
         </div>
-        <p><small>Training the real planner on agent rollouts needs the loaded planner model and the GPU trainer backend; this build trains the toy task, which shows Flow-GRPO learning in any browser.</small></p>
+        <p data-testid="agent-availability"><small>${!canTrainPlanner
+          ? 'Imported benchmark (agent rollouts) trains the real planner and needs a planner model loaded in Models & GPU (it runs on this page’s WebGPU runtime; a planner on web-llm gives no token ids to train on). Until then the toy task shows Flow-GRPO learning in any browser.'
+          : !b?.items.length
+            ? 'Import a benchmark with reference answers below to train the loaded planner on agent rollouts.'
+            : `Agent rollouts: each step runs the agent group-size times on each of a few of the ${b.items.length} items of “${b.name}”, scores the answers against the references, and updates the planner’s adapter in its worker.`}</small></p>
+      </fieldset>
+      <fieldset>
+        <legend>Agent rollouts</legend>
+        <div class="row">
+          <label>Benchmark file (AgentFlow data.json or JSONL)
+            <input type="file" accept=".json,.jsonl,.ndjson,application/json" data-testid="training-benchmark-file" @change=${this.onBenchmarkFile} />
+          </label>
+          ${b ? html`<span role="status" data-testid="training-benchmark-summary">Imported ${b.items.length} item${b.items.length === 1 ? '' : 's'} from “${b.name}” (reward: ${b.kind})${b.problems.length ? `; ${b.problems.length} skipped` : ''}.</span>` : nothing}
+        </div>
+        <div class="grid">
+          <label>Max turns<input id="max-turns" type="number" min="1" max="10" value=${DEFAULT_AGENT_BUDGET.maxTurns} /></label>
+          <label>Planner tokens<input id="planner-tokens" type="number" min="1" max="2048" value=${DEFAULT_AGENT_BUDGET.plannerTokens} /></label>
+          <label>Other modules' tokens<input id="module-tokens" type="number" min="1" max="4096" value=${DEFAULT_AGENT_BUDGET.moduleTokens} /></label>
+          <label>Queries per step<input id="queries" type="number" min="1" max="64" value=${DEFAULT_AGENT_BUDGET.queriesPerStep} /></label>
+          <label>Micro-batch tokens<input id="micro-tokens" type="number" min="2" max="16384" value=${DEFAULT_AGENT_BUDGET.microBatchTokens} /></label>
+        </div>
+        ${this.agentRuns.length
+          ? html`<ul data-testid="agent-runs" aria-label="Stored agent-rollout runs">${this.agentRuns.map(
+              (r) => html`<li>${r.id}: step ${r.stats.length} of ${String((r.config as { settings?: { steps?: number } }).settings?.steps ?? '?')} (${r.status})
+                <button type="button" ?disabled=${!canTrainPlanner || this.state === 'running'} aria-label=${`Resume run ${r.id}`} @click=${() => this.resumeStored(r.id)}>Resume</button></li>`,
+            )}</ul>`
+          : nothing}
       </fieldset>
       <div class="row">
-        <button type="button" ?disabled=${this.state === 'running'} @click=${() => this.start()}>Toy mode: start training</button>
+        <button type="button" ?disabled=${this.state === 'running'} @click=${() => this.start()}>${agent ? 'Start training the planner' : 'Toy mode: start training'}</button>
         <button type="button" ?disabled=${this.state !== 'running'} @click=${() => this.pause()}>Pause</button>
         <button type="button" ?disabled=${this.state !== 'paused'} @click=${() => this.resume()}>Resume</button>
         <span role="status" data-testid="training-status">${this.state === 'idle' ? 'Not started.' : `${this.state}: step ${p.at(-1)?.step ?? 0}${p.length ? `, reward ${p.at(-1)!.reward.toFixed(2)}` : ''}`}</span>
       </div>
-      ${this.label ? html`<p><small>${this.label}</small></p>` : nothing}
+      ${this.label ? html`<p data-testid="training-label"><small>${this.label}</small></p>` : nothing}
       ${this.error ? html`<p class="error" role="alert">${this.error}</p>` : nothing}
       <div class="charts" data-testid="training-charts">
         ${lineChart('Reward (mean)', [{ label: 'reward', values: series('reward') }])}

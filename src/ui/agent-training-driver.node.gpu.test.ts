@@ -1,0 +1,98 @@
+// AgentTrainingDriver end to end in Node: the qwen2-tiny planner (our runtime, byte tokenizer) plays the
+// rollouts, the worker's TrainingHost (run in-process here) trains on them, the run pauses after a step,
+// and a driver made after a "reload" (new host, nothing in memory) resumes it from the run record and
+// the IndexedDB checkpoint to the end.
+import 'fake-indexeddb/auto';
+import { describe, expect, it } from 'vitest';
+import { gpuFor } from '../../tests/support/gpu';
+import { maxAbsDiff } from '../../tests/support/compare';
+import { TINY } from '../../tests/support/qwen2-fixture';
+import { byteTokenizerConfig, byteTokenizerJson } from '../../tests/support/byte-tokenizer';
+import { ScriptedEngine } from '../agent/scripted-engine';
+import { loadCheckpoint } from '../engine/io/checkpoint';
+import { directorySource } from '../engine/io/sources';
+import { PlannerEngine } from '../engine/planner-engine';
+import { Qwen2Runtime } from '../engine/runtime';
+import { Tokenizer } from '../engine/tokenizer/tokenizer';
+import { openAgentDb } from '../store/db';
+import type { Tool } from '../tools/types';
+import { TrainingHost } from '../trainer/worker-trainer';
+import { AgentTrainingDriver, resumableAgentRuns } from './agent-training-driver';
+import type { TrainingStepPoint } from './training-driver';
+
+const multiply: Tool = {
+  card: {
+    name: 'Multiply_Tool',
+    description: 'Multiplies a by b.',
+    input: { type: 'object', properties: { a: { type: 'number', description: 'a' }, b: { type: 'number', description: 'b' } }, required: ['a', 'b'] },
+    output: 'the product',
+    limitations: [],
+    examples: [],
+    usesNetwork: false,
+  },
+  async run(args) {
+    return { ok: true, output: String((args.a as number) * (args.b as number)) };
+  },
+};
+
+describe('AgentTrainingDriver on the real planner (qwen2-tiny)', () => {
+  it('trains a step, pauses with a checkpoint, and resumes after a reload to the end', async () => {
+    const ctx = await gpuFor('packed');
+    const ckpt = await loadCheckpoint(directorySource(TINY));
+    // Agent prompts are longer than the fixture's 512 positions; RoPE has no table, only the KV cache grows.
+    const rt = await Qwen2Runtime.create(ctx, ckpt.config, ckpt.tensors, { maxContext: 2048, maxBatchRows: 2048 });
+    ckpt.release();
+    const planner = new PlannerEngine(rt, new Tokenizer({ tokenizerJson: byteTokenizerJson(), tokenizerConfig: byteTokenizerConfig() }), 'qwen2-tiny');
+    // Right, wrong, right, wrong...: every group has mixed rewards, whatever the random planner says.
+    let answers = 0;
+    const shared = new ScriptedEngine({ analysis: ['Multiply.'], executor: ['{"args": {"a": 2, "b": 3}}'], verifier: ['{"verdict": "STOP"}'], generator: [() => (answers++ % 2 ? '<answer>7</answer>' : '<answer>6</answer>')] }, 'shared:test');
+    const dbName = `agent-driver-${Math.random()}`;
+    const engines = { planner, shared };
+    const settings = { dataset: 'agent', reward: 'benchmark', groupSize: 2, steps: 2, learningRate: 0.05, rank: 2, targets: ['q' as const, 'v' as const], seed: 3 };
+    const benchmark = { name: 'mult', kind: 'exact' as const, items: [{ pid: '0', query: 'What is 2 times 3?', answer: '6' }, { pid: '1', query: 'No answer here' , answer: undefined }] };
+    const budget = { maxTurns: 1, plannerTokens: 4, moduleTokens: 32, queriesPerStep: 1, microBatchTokens: 1536 };
+
+    const host = new TrainingHost(() => rt, () => 'qwen2-tiny');
+    const d = await AgentTrainingDriver.create(settings, benchmark, { trainer: host, engines, tools: [multiply], dbName }, budget);
+    const seen: TrainingStepPoint[] = [];
+    await d.run((p) => {
+      seen.push(p);
+      d.pause();
+    });
+    expect(d.state).toBe('paused');
+    expect(seen.map((p) => p.step)).toEqual([1]);
+    expect(seen[0].reward).toBe(0.5);
+    for (const v of Object.values(seen[0])) expect(Number.isFinite(v)).toBe(true);
+    const db = await openAgentDb(dbName);
+    const rec = await db.get('trainingRuns', d.runId);
+    expect(rec).toMatchObject({ status: 'paused', stats: [{ step: 1, reward: 0.5 }] });
+    expect((await resumableAgentRuns(dbName)).map((r) => r.id)).toEqual([d.runId]);
+    const step1 = await db.get('adapters', `${d.runId}@step-1`);
+    expect(step1?.baseModel).toBe('qwen2-tiny');
+    const bNames = Object.keys(step1!.tensors).filter((n) => n.endsWith('lora_B.weight'));
+    expect(bNames.length).toBe(4);
+    expect(bNames.some((n) => maxAbsDiff(step1!.tensors[n].data, new Float32Array(step1!.tensors[n].data.length)) > 0)).toBe(true);
+    const live = await host.exportAdapter();
+
+    // "Reload": the worker's session is gone; a new host and driver continue from storage.
+    host.trainStop();
+    expect(rt.activeAdapterId).toBeNull();
+    const host2 = new TrainingHost(() => rt, () => 'qwen2-tiny');
+    const d2 = await AgentTrainingDriver.resume(d.runId, { trainer: host2, engines, tools: [multiply], dbName });
+    expect(d2.info).toMatchObject({ step: 1, resumed: true });
+    expect(d2.state).toBe('paused');
+    expect(d2.history).toEqual(seen);
+    const restored = await host2.exportAdapter();
+    expect(maxAbsDiff(restored.weights, live.weights)).toBe(0);
+    await d2.run((p) => seen.push(p));
+    expect(d2.state).toBe('done');
+    expect(seen.map((p) => p.step)).toEqual([1, 2]);
+    expect(seen[1].reward).toBe(0.5);
+    expect(await db.get('trainingRuns', d.runId)).toMatchObject({ status: 'done', stats: [{ step: 1 }, { step: 2 }] });
+    expect(await db.get('adapters', `${d.runId}@step-2`)).toBeTruthy();
+    // Done: the training copy of the adapter is gone from the runtime, the stored one stays.
+    expect(rt.adapters.ids()).not.toContain(`training:${d.runId}`);
+    expect(await resumableAgentRuns(dbName)).toEqual([]);
+    rt.destroy();
+  });
+});

@@ -1,0 +1,284 @@
+// Training the real planner on agent rollouts: each step runs the AgentFlow loop G times on a few
+// benchmark queries (runGroup, rewards from the items' reference answers), turns the planner calls it
+// recorded into turn samples and sends them to the planner worker, where the optimizer step runs on the
+// same GPU runtime that samples (so the next rollouts use the updated adapter). Checkpoints and the run
+// record live in IndexedDB, so a paused run resumes after a reload.
+import type { BenchmarkItem } from '../agent/benchmark-import';
+import type { AgentConfigInput, AgentEngines } from '../agent/loop';
+import type { RewardKind } from '../agent/rewards';
+import { recordReward } from '../agent/rollouts';
+import { runGroup, type SessionResult } from '../agent/session';
+import type { StepStats } from '../trainer/grpo-step';
+import type { TrainSessionInfo } from '../trainer/worker-trainer';
+import { openAgentDb } from '../store/db';
+import type { TrainingRunRecord } from '../store/records';
+import { getRolloutsByGroup } from '../store/rollouts';
+import type { GrpoConfig } from '../trainer/config';
+import { samplesFromRollouts } from '../trainer/rollout-samples';
+import type { TurnSample } from '../trainer/samples';
+import type { Tool } from '../tools/types';
+import { toStepPoint, type TrainingDriver, type TrainingSettings, type TrainingState, type TrainingStepPoint } from './training-driver';
+
+/** The planner worker's training calls (PlannerClient implements them). */
+export interface PlannerTrainer {
+  trainStart(o: {
+    runId: string;
+    adapter: { rank: number; alpha: number; targets?: TrainingSettings['targets'] } | { adapterId: string };
+    config?: Partial<GrpoConfig>;
+    resume?: boolean;
+    dbName?: string;
+  }): Promise<TrainSessionInfo>;
+  trainStep(samples: TurnSample[]): Promise<StepStats>;
+  trainCheckpoint(): Promise<{ step: number; adapterId: string }>;
+  trainStop(): Promise<void> | void;
+}
+
+/** Rollout budgets: small ones keep a step short (and fit small models' contexts). */
+export interface AgentBudget {
+  maxTurns: number;
+  /** New tokens per planner call. */
+  plannerTokens: number;
+  /** New tokens per call of the other modules (analysis, executor, verifier, generator). */
+  moduleTokens: number;
+  queriesPerStep: number;
+  /** Largest forward+backward in tokens; must hold the longest planner turn (prompt + response). */
+  microBatchTokens: number;
+}
+
+export const DEFAULT_AGENT_BUDGET: Readonly<AgentBudget> = Object.freeze({ maxTurns: 3, plannerTokens: 256, moduleTokens: 256, queriesPerStep: 2, microBatchTokens: 2048 });
+
+export interface AgentTrainingBenchmark {
+  name: string;
+  kind: RewardKind;
+  items: BenchmarkItem[];
+}
+
+export interface AgentTrainingDeps {
+  trainer: PlannerTrainer;
+  engines: AgentEngines;
+  tools: Tool[];
+  dbName?: string;
+}
+
+export const AGENT_RUN_KIND = 'agent-rollouts';
+
+/** What the run record's config holds, enough to resume the run after a reload. */
+interface AgentRunConfig {
+  kind: typeof AGENT_RUN_KIND;
+  settings: TrainingSettings;
+  benchmark: AgentTrainingBenchmark;
+  budget: AgentBudget;
+  planner: string;
+}
+
+/** The agent settings of a training rollout: the planner samples at `temperature` with this rollout's seed. */
+export function rolloutAgentConfig(budget: AgentBudget, temperature: number, seed: number): AgentConfigInput {
+  const other = { maxNewTokens: budget.moduleTokens };
+  return {
+    maxTurns: budget.maxTurns,
+    answerTags: true,
+    generation: { analysis: other, executor: other, verifier: other, generator: other, planner: { maxNewTokens: budget.plannerTokens, temperature, seed } },
+  };
+}
+
+export interface GroupRollouts {
+  samples: TurnSample[];
+  results: SessionResult[];
+  /** Planner calls that could not be trained on, with the reason (no token ids: the planner ran on web-llm). */
+  skipped: string[];
+}
+
+/**
+ * One GRPO group: `seeds.length` runs of the item's query (one seed each, so the rollouts differ), stored
+ * under (runId, groupId). A run that ended without a scored answer counts as wrong (reward 0), which is
+ * also written to its stored planner calls so an export shows what was trained on.
+ */
+export async function collectGroup(o: {
+  runId: string;
+  groupId: string;
+  item: BenchmarkItem;
+  kind: RewardKind;
+  seeds: number[];
+  agent: (seed: number) => AgentConfigInput;
+  engines: AgentEngines;
+  tools: Tool[];
+  signal?: AbortSignal;
+  dbName?: string;
+}): Promise<GroupRollouts> {
+  const reward = { kind: o.kind, reference: o.item.answer, numbers: o.item.numbers, options: o.item.options };
+  const results: SessionResult[] = [];
+  for (const seed of o.seeds) {
+    if (o.signal?.aborted) break;
+    results.push(...(await runGroup(o.item.query, reward, 1, { runId: o.runId, groupId: o.groupId, tools: o.tools, engines: o.engines, config: o.agent(seed), signal: o.signal, dbName: o.dbName })));
+  }
+  for (const r of results) {
+    if (r.reward === undefined && r.status !== 'interrupted') await recordReward({ runId: o.runId, groupId: o.groupId }, r.conversationId, 0, o.dbName);
+  }
+  const { samples, skipped } = samplesFromRollouts(await getRolloutsByGroup(o.groupId, o.dbName));
+  return { samples, results, skipped: skipped.map((s) => `${s.id}: ${s.reason}`) };
+}
+
+function rolloutSeed(seed: number, step: number, item: number, g: number): number {
+  return (((seed * 1_000_003 + step * 10_007 + item * 101 + g) % 2 ** 31) + 2 ** 31) % 2 ** 31;
+}
+
+export class AgentTrainingDriver implements TrainingDriver {
+  readonly label: string;
+  state: TrainingState = 'idle';
+  readonly history: TrainingStepPoint[] = [];
+  step: number;
+  /** Id (IndexedDB 'adapters') of the latest stored checkpoint's adapter. */
+  lastAdapterId: string | null = null;
+  private pauseRequested = false;
+  private abort: AbortController | null = null;
+
+  private constructor(
+    readonly runId: string,
+    private readonly run_: AgentRunConfig,
+    private readonly deps: AgentTrainingDeps,
+    readonly info: TrainSessionInfo,
+    private readonly createdAt: number,
+  ) {
+    this.step = info.step;
+    this.label = `Planner on agent rollouts of “${run_.benchmark.name}” (${run_.planner})`;
+  }
+
+  static async create(settings: TrainingSettings, benchmark: AgentTrainingBenchmark, deps: AgentTrainingDeps, budgetIn: Partial<AgentBudget> = {}): Promise<AgentTrainingDriver> {
+    if (!settings.targets.length) throw new Error('training: choose at least one target module for the LoRA adapter');
+    if (!Number.isInteger(settings.steps) || settings.steps < 1) throw new Error(`training: steps must be a positive integer, got ${settings.steps}`);
+    const items = benchmark.items.filter((i) => i.answer !== undefined && i.answer !== null);
+    if (!items.length) throw new Error(`training: benchmark “${benchmark.name}” has no item with a reference answer to score rollouts against`);
+    const budget = { ...DEFAULT_AGENT_BUDGET, ...budgetIn };
+    budget.queriesPerStep = Math.min(budget.queriesPerStep, items.length);
+    const runId = `agent-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+    const run: AgentRunConfig = { kind: AGENT_RUN_KIND, settings: { ...settings, targets: [...settings.targets] }, benchmark: { ...benchmark, items }, budget, planner: deps.engines.planner.id };
+    const info = await deps.trainer.trainStart({
+      runId,
+      adapter: { rank: settings.rank, alpha: 2 * settings.rank, targets: settings.targets },
+      config: grpoSettings(run),
+      dbName: deps.dbName,
+    });
+    const d = new AgentTrainingDriver(runId, run, deps, info, Date.now());
+    await d.saveRun('paused');
+    return d;
+  }
+
+  /** Continues a stored run from its latest checkpoint (after a reload); the run record gives the settings. */
+  static async resume(runId: string, deps: AgentTrainingDeps): Promise<AgentTrainingDriver> {
+    const rec = await (await openAgentDb(deps.dbName)).get('trainingRuns', runId);
+    if (!rec) throw new Error(`training run '${runId}' is not in this browser's storage`);
+    const run = rec.config as unknown as AgentRunConfig;
+    if (run.kind !== AGENT_RUN_KIND) throw new Error(`training run '${runId}' is not an agent-rollout run`);
+    const s = run.settings;
+    const info = await deps.trainer.trainStart({ runId, adapter: { rank: s.rank, alpha: 2 * s.rank, targets: s.targets }, config: grpoSettings(run), resume: true, dbName: deps.dbName });
+    const d = new AgentTrainingDriver(runId, run, deps, info, rec.createdAt);
+    // Steps after the last checkpoint are redone, so their points are dropped.
+    d.history.push(...(rec.stats as unknown as TrainingStepPoint[]).filter((p) => p.step <= info.step));
+    if (info.step >= s.steps) d.state = 'done';
+    else d.state = 'paused';
+    return d;
+  }
+
+  pause(): void {
+    this.pauseRequested = true;
+    this.abort?.abort();
+  }
+
+  async run(onStep: (p: TrainingStepPoint) => void): Promise<void> {
+    if (this.state === 'running' || this.state === 'done') return;
+    this.pauseRequested = false;
+    this.abort = new AbortController();
+    this.state = 'running';
+    const { settings, benchmark, budget } = this.run_;
+    const agent = (seed: number) => rolloutAgentConfig(budget, 1, seed);
+    try {
+      await this.saveRun();
+      while (this.step < settings.steps && !this.pauseRequested) {
+        const next = this.step + 1;
+        const samples: TurnSample[] = [];
+        const skipped: string[] = [];
+        // A fresh suffix per attempt, so rollouts of a step interrupted by a pause never join its retry.
+        const attempt = Date.now().toString(36);
+        for (let k = 0; k < budget.queriesPerStep && !this.pauseRequested; k++) {
+          const idx = ((next - 1) * budget.queriesPerStep + k) % benchmark.items.length;
+          const seeds = Array.from({ length: settings.groupSize }, (_, g) => rolloutSeed(settings.seed ?? 1, next, idx, g));
+          const g = await collectGroup({
+            runId: this.runId,
+            groupId: `${this.runId}:step${next}:item${idx}:${attempt}`,
+            item: benchmark.items[idx],
+            kind: benchmark.kind,
+            seeds,
+            agent,
+            engines: this.deps.engines,
+            tools: this.deps.tools,
+            signal: this.abort.signal,
+            dbName: this.deps.dbName,
+          });
+          samples.push(...g.samples);
+          skipped.push(...g.skipped);
+        }
+        if (this.pauseRequested) break;
+        if (!samples.length) {
+          throw new Error(
+            `step ${next}: no rollout recorded a planner turn that can be trained on${skipped.length ? ` (${skipped.length} skipped, e.g. ${skipped[0]})` : ' (every planner call failed; see the runs in Chat)'}; the planner must run on this page's WebGPU runtime`,
+          );
+        }
+        const stats = await this.deps.trainer.trainStep(samples);
+        this.step = stats.step;
+        const p = toStepPoint(stats);
+        this.history.push(p);
+        onStep(p);
+        if (stats.step % checkpointEvery(this.run_) === 0) this.lastAdapterId = (await this.deps.trainer.trainCheckpoint()).adapterId;
+        await this.saveRun();
+      }
+      if (this.step > 0) this.lastAdapterId = (await this.deps.trainer.trainCheckpoint()).adapterId;
+      if (this.step >= settings.steps) {
+        this.state = 'done';
+        // The stored adapter can be activated for chat from the adapter list; training's copy goes.
+        await this.deps.trainer.trainStop();
+      } else this.state = 'paused';
+    } catch (e) {
+      this.state = 'error';
+      throw e;
+    } finally {
+      this.abort = null;
+      await this.saveRun().catch(() => undefined);
+    }
+  }
+
+  private async saveRun(status?: TrainingRunRecord['status']): Promise<void> {
+    const rec: TrainingRunRecord = {
+      id: this.runId,
+      createdAt: this.createdAt,
+      updatedAt: Date.now(),
+      status: status ?? (this.state === 'idle' ? 'paused' : this.state),
+      config: { ...this.run_ },
+      stats: this.history.map((p) => ({ ...p })),
+    };
+    await (await openAgentDb(this.deps.dbName)).put('trainingRuns', rec);
+  }
+}
+
+function grpoSettings(run: AgentRunConfig): Partial<GrpoConfig> {
+  const s = run.settings;
+  return {
+    learningRate: s.learningRate,
+    groupSize: s.groupSize,
+    queriesPerStep: run.budget.queriesPerStep,
+    maxTurns: run.budget.maxTurns,
+    microBatchTokens: run.budget.microBatchTokens,
+    seed: s.seed ?? 1,
+    checkpointEvery: checkpointEvery(run),
+  };
+}
+
+// Agent steps are slow and each checkpoint stores adapter + moments: every 10 steps, and at pause / end.
+function checkpointEvery(run: AgentRunConfig): number {
+  return Math.max(1, Math.min(10, run.settings.steps));
+}
+
+/** Agent-rollout runs that can be continued (paused, or cut off by a reload while running). */
+export async function resumableAgentRuns(dbName?: string): Promise<TrainingRunRecord[]> {
+  const all = await (await openAgentDb(dbName)).getAll('trainingRuns');
+  return all.filter((r) => (r.config as { kind?: unknown }).kind === AGENT_RUN_KIND && (r.status === 'paused' || r.status === 'running')).sort((a, b) => b.updatedAt - a.updatedAt);
+}

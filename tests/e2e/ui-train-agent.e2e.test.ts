@@ -1,0 +1,229 @@
+// Training tab on the real planner: the qwen2-tiny fixture is served in the hub's layout (with a byte-level
+// tokenizer), loaded through the planner worker, a 2-item benchmark is imported, and Flow-GRPO steps run
+// on agent rollouts (group size 2, one turn, a few tokens per module) with the optimizer step in the
+// planner worker. The charts gain a point per step and the checkpoint's adapter is stored.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { build } from 'vite';
+import { mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { byteTokenizerConfig, byteTokenizerJson } from '../support/byte-tokenizer';
+import { launchChromium } from '../support/chromium';
+import { serveHub, type HubServer } from '../support/hub-server';
+import { TINY } from '../support/qwen2-fixture';
+import { serveStatic, type StaticServer } from '../support/static-server';
+
+let server: StaticServer;
+let hub: HubServer;
+let browser: Browser;
+const outDir = mkdtempSync(join(tmpdir(), 'agentflow-app-train-'));
+const modelDir = mkdtempSync(join(tmpdir(), 'agentflow-tiny-train-'));
+const shots = mkdtempSync(join(tmpdir(), 'agentflow-train-shots-'));
+const SUB = '/models/train/';
+
+beforeAll(async () => {
+  // The fixture's weights as they are; its config says 512 positions, but the agent's prompts (tool cards
+  // included) are ~2k bytes with a byte tokenizer. RoPE has no table, so a longer context only costs KV cache.
+  const config = JSON.parse(readFileSync(join(TINY, 'config.json'), 'utf8')) as Record<string, unknown>;
+  writeFileSync(join(modelDir, 'config.json'), JSON.stringify({ ...config, max_position_embeddings: 4096 }));
+  symlinkSync(join(TINY, 'model.safetensors'), join(modelDir, 'model.safetensors'));
+  writeFileSync(join(modelDir, 'tokenizer.json'), JSON.stringify(byteTokenizerJson()));
+  writeFileSync(join(modelDir, 'tokenizer_config.json'), JSON.stringify(byteTokenizerConfig()));
+  hub = await serveHub({ 'test-org/qwen2-tiny': modelDir });
+  await build({ configFile: 'vite.config.ts', logLevel: 'error', build: { outDir, emptyOutDir: true, sourcemap: false } });
+  server = await serveStatic({ [SUB]: outDir });
+  browser = await launchChromium();
+  console.info(`[ui-train-agent] screenshots in ${shots}`);
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.close();
+  await hub?.close();
+});
+
+const inPanel = (page: Page, selector: string) =>
+  page.evaluate((sel) => document.querySelector('agentflow-app')?.shadowRoot?.querySelector('agentflow-training-panel')?.shadowRoot?.querySelector(sel)?.textContent ?? '', selector);
+
+const waitStatus = (page: Page, re: RegExp, timeout: number) =>
+  page.waitForFunction(
+    (src) => new RegExp(src).test(document.querySelector('agentflow-app')?.shadowRoot?.querySelector('agentflow-training-panel')?.shadowRoot?.querySelector('[data-testid="training-status"]')?.textContent ?? ''),
+    re.source,
+    { timeout, polling: 200 },
+  );
+
+/** Loads the fixture as the planner for every module, with one tool switched on (short prompts). */
+async function loadPlanner(page: Page): Promise<void> {
+  await page.getByRole('tab', { name: 'Models & GPU' }).click();
+  await page.locator('gpu-capabilities [data-testid="gpu-report"]').waitFor({ timeout: 60_000 });
+  const switches = page.locator('agentflow-tool-switches li[data-tool] > label input[type="checkbox"]');
+  await switches.first().waitFor({ state: 'attached' });
+  // The switches sit in a collapsed section; a click on the element toggles it and fires 'change'.
+  const n = await switches.count();
+  for (let i = 0; i < n; i++) await switches.nth(i).evaluate((el, keep) => void ((el as HTMLInputElement).checked !== keep && (el as HTMLInputElement).click()), i === 0);
+  await page.getByRole('textbox', { name: /Planner model/ }).fill(`${hub.url}/test-org/qwen2-tiny/resolve/main/`);
+  await page.getByRole('combobox', { name: /Shared model/ }).fill('');
+  await page.getByRole('button', { name: 'Download and load models' }).click();
+  await page.waitForFunction(
+    () => /^planner:/.test(document.querySelector('agentflow-app')?.shadowRoot?.querySelector('agentflow-models-panel')?.shadowRoot?.querySelector('[data-testid="engines-in-use"]')?.textContent ?? ''),
+    undefined,
+    { timeout: 120_000 },
+  );
+  await page.getByRole('tab', { name: 'Training' }).click();
+}
+
+async function importBench(page: Page): Promise<void> {
+  const bench = [
+    { pid: 'a', query: 'What is 1+1?', answer: '2' },
+    { pid: 'b', query: 'What is 2+2?', answer: '4' },
+  ];
+  await page.locator('agentflow-training-panel [data-testid="training-benchmark-file"]').setInputFiles({ name: 'tiny.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(bench)) });
+  await page.locator('agentflow-training-panel [data-testid="training-benchmark-summary"]').waitFor();
+}
+
+async function tinyBudgets(page: Page, steps: number): Promise<void> {
+  await page.getByRole('spinbutton', { name: 'Group size' }).fill('2');
+  await page.getByRole('spinbutton', { name: 'Steps' }).fill(String(steps));
+  await page.getByRole('spinbutton', { name: 'LoRA rank' }).fill('2');
+  await page.getByRole('spinbutton', { name: 'Max turns' }).fill('1');
+  await page.getByRole('spinbutton', { name: 'Planner tokens' }).fill('3');
+  await page.getByRole('spinbutton', { name: "Other modules' tokens" }).fill('2');
+  await page.getByRole('spinbutton', { name: 'Queries per step' }).fill('1');
+  await page.getByRole('spinbutton', { name: 'Micro-batch tokens' }).fill('1536');
+}
+
+describe('Training tab on the real planner', () => {
+  it('trains the loaded planner on agent rollouts of an imported benchmark, charts the steps and stores the adapter', async () => {
+    const context = await browser.newContext({ viewport: { width: 1200, height: 1000 } });
+    const page = await context.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+
+    // Without a planner model the option is there but disabled, and the page says why.
+    await page.goto(`${server.url}${SUB}#training`);
+    const agentOption = page.locator('agentflow-training-panel #dataset option[value="agent"]');
+    await agentOption.waitFor({ state: 'attached' });
+    expect(await agentOption.evaluate((o) => (o as HTMLOptionElement).disabled)).toBe(true);
+    expect(await inPanel(page, '[data-testid="agent-availability"]')).toMatch(/needs a planner model loaded in Models & GPU/);
+
+    await page.getByRole('tab', { name: 'Models & GPU' }).click();
+    await page.locator('gpu-capabilities [data-testid="gpu-report"]').waitFor({ timeout: 60_000 });
+    await page.getByRole('textbox', { name: /Planner model/ }).fill(`${hub.url}/test-org/qwen2-tiny/resolve/main/`);
+    await page.getByRole('combobox', { name: /Shared model/ }).fill('');
+    // One tool keeps the prompts (and so SwiftShader's prefill and backward) short.
+    const switches = page.locator('agentflow-tool-switches li[data-tool] > label input[type="checkbox"]');
+    await switches.first().waitFor({ state: 'attached' });
+    // The switches sit in a collapsed section; a click on the element toggles it and fires 'change'.
+    const n = await switches.count();
+    for (let i = 0; i < n; i++) await switches.nth(i).evaluate((el, keep) => void ((el as HTMLInputElement).checked !== keep && (el as HTMLInputElement).click()), i === 0);
+    await page.getByRole('button', { name: 'Download and load models' }).click();
+    await page.waitForFunction(
+      () => /^planner:/.test(document.querySelector('agentflow-app')?.shadowRoot?.querySelector('agentflow-models-panel')?.shadowRoot?.querySelector('[data-testid="engines-in-use"]')?.textContent ?? ''),
+      undefined,
+      { timeout: 120_000 },
+    );
+
+    await page.getByRole('tab', { name: 'Training' }).click();
+    const chartLabels = () => page.locator('agentflow-training-panel [data-testid="training-charts"] svg').evaluateAll((ss) => ss.map((s) => s.getAttribute('aria-label') ?? ''));
+    expect((await chartLabels()).every((l) => l.endsWith('no data'))).toBe(true);
+    expect(await inPanel(page, '[data-testid="agent-availability"]')).toMatch(/Import a benchmark/);
+    const bench = [
+      { pid: 'a', query: 'What is 1+1?', answer: '2' },
+      { pid: 'b', query: 'What is 2+2?', answer: '4' },
+    ];
+    await page.locator('agentflow-training-panel [data-testid="training-benchmark-file"]').setInputFiles({ name: 'tiny.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(bench)) });
+    await page.locator('agentflow-training-panel [data-testid="training-benchmark-summary"]').waitFor();
+    expect(await inPanel(page, '[data-testid="training-benchmark-summary"]')).toMatch(/Imported 2 items from “tiny”/);
+    expect(await agentOption.evaluate((o) => (o as HTMLOptionElement).disabled)).toBe(false);
+    expect(await page.locator('agentflow-training-panel #dataset').inputValue()).toBe('agent');
+
+    await page.getByRole('spinbutton', { name: 'Group size' }).fill('2');
+    await page.getByRole('spinbutton', { name: 'Steps' }).fill('1');
+    await page.getByRole('spinbutton', { name: 'LoRA rank' }).fill('2');
+    await page.getByRole('spinbutton', { name: 'Max turns' }).fill('1');
+    await page.getByRole('spinbutton', { name: 'Planner tokens' }).fill('3');
+    await page.getByRole('spinbutton', { name: "Other modules' tokens" }).fill('2');
+    await page.getByRole('spinbutton', { name: 'Queries per step' }).fill('1');
+    await page.getByRole('spinbutton', { name: 'Micro-batch tokens' }).fill('1536');
+    await page.getByRole('button', { name: 'Start training the planner' }).click();
+    await waitStatus(page, /^(done|error): step 1|Training stopped/, 480_000).catch(() => undefined);
+    const alert = await inPanel(page, '[role="alert"]');
+    expect(alert).toBe('');
+    expect(await inPanel(page, '[data-testid="training-status"]')).toMatch(/^done: step 1, reward \d\.\d\d$/);
+    expect(await inPanel(page, '[data-testid="training-label"]')).toMatch(/Planner on agent rollouts of “tiny” \(planner:qwen2-tiny\), run agent-/);
+
+    // Each chart now holds the step's value (reward, loss, KL, clip fraction, tokens/s).
+    const labels = await chartLabels();
+    expect(labels).toHaveLength(5);
+    for (const l of labels) expect(l).toMatch(/: [\w /]+ -?[\d.e+-]+$/);
+    expect(labels[0]).toMatch(/^Reward \(mean\): reward 0$/);
+    const paths = await page.locator('agentflow-training-panel [data-testid="training-charts"] path').evaluateAll((ps) => ps.map((p) => (p.getAttribute('d') ?? '').split(/[ML]/).filter(Boolean).length));
+    expect(paths).toEqual([1, 1, 1, 1, 1]);
+    const adapters = page.locator('agentflow-training-panel [data-testid="adapters"] tbody tr');
+    await adapters.first().waitFor();
+    expect(await adapters.first().textContent()).toMatch(/agent-.* step 1/);
+    expect(await adapters.first().textContent()).toContain('qwen2-tiny');
+    // The run's rollouts are stored with the adapter that sampled them: the one being trained.
+    const stored = await page.evaluate(async () => {
+      const db = await new Promise<IDBDatabase>((res, rej) => {
+        const r = indexedDB.open('agentflow');
+        r.onsuccess = () => res(r.result);
+        r.onerror = () => rej(r.error);
+      });
+      const all = await new Promise<Array<{ runId: string; adapterId: string | null; reward?: number; tokens: number[] }>>((res) => {
+        const q = db.transaction('rollouts').objectStore('rollouts').getAll();
+        q.onsuccess = () => res(q.result);
+      });
+      return all.filter((r) => r.runId.startsWith('agent-')).map((r) => ({ adapter: r.adapterId, reward: r.reward, tokens: r.tokens.length }));
+    });
+    expect(stored.length).toBeGreaterThanOrEqual(2);
+    for (const r of stored) {
+      expect(r.adapter).toMatch(/^training:agent-/);
+      expect(r.reward).toBe(0);
+      expect(r.tokens).toBeGreaterThan(0);
+    }
+    await page.screenshot({ path: join(shots, 'training-agent.png'), fullPage: true });
+    expect(errors).toEqual([]);
+    await context.close();
+  });
+});
+
+describe('agent-rollout training across a reload', () => {
+  it('pauses after a step, and after a reload resumes the stored run from its checkpoint to the end', async () => {
+    const context = await browser.newContext({ viewport: { width: 1200, height: 1000 } });
+    const page = await context.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+    await page.goto(`${server.url}${SUB}#models`);
+    await loadPlanner(page);
+    await importBench(page);
+    await tinyBudgets(page, 2);
+    await page.getByRole('button', { name: 'Start training the planner' }).click();
+    await waitStatus(page, /^running: step 1|Training stopped/, 300_000);
+    await page.getByRole('button', { name: 'Pause', exact: true }).click();
+    await waitStatus(page, /^(paused|error|done): step/, 300_000);
+    expect(await inPanel(page, '[role="alert"]')).toBe('');
+    expect(await inPanel(page, '[data-testid="training-status"]')).toMatch(/^paused: step 1, reward 0\.00$/);
+    const runId = /run (agent-\S+)/.exec(await inPanel(page, '[data-testid="training-label"]'))![1];
+
+    await page.reload();
+    await loadPlanner(page);
+    const runs = page.locator('agentflow-training-panel [data-testid="agent-runs"] li');
+    await runs.first().waitFor();
+    expect(await runs.first().textContent()).toMatch(new RegExp(`${runId}: step 1 of 2 \\((paused|running)\\)`));
+    await runs.first().getByRole('button', { name: `Resume run ${runId}`, exact: true }).click();
+    await waitStatus(page, /^(done|error): step 2|Training stopped/, 300_000).catch(() => undefined);
+    expect(await inPanel(page, '[role="alert"]')).toBe('');
+    expect(await inPanel(page, '[data-testid="training-status"]')).toMatch(/^done: step 2, reward \d\.\d\d$/);
+    // The chart kept the step from before the reload and added the resumed one.
+    const paths = await page.locator('agentflow-training-panel [data-testid="training-charts"] path').evaluateAll((ps) => ps.map((p) => (p.getAttribute('d') ?? '').split(/[ML]/).filter(Boolean).length));
+    expect(paths).toEqual([2, 2, 2, 2, 2]);
+    const names = await page.locator('agentflow-training-panel [data-testid="adapters"] tbody tr td:first-child').allTextContents();
+    expect(names.some((n) => n.startsWith(`${runId} step 1`))).toBe(true);
+    expect(names.some((n) => n.startsWith(`${runId} step 2`))).toBe(true);
+    await page.screenshot({ path: join(shots, 'training-agent-resumed.png'), fullPage: true });
+    expect(errors).toEqual([]);
+    await context.close();
+  });
+});
