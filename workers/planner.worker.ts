@@ -5,7 +5,8 @@ import * as Comlink from 'comlink';
 import { getGpu } from '../src/gpu/device';
 import { loadAdapter, loadCheckpoint } from '../src/engine/io/checkpoint';
 import { parseAdapter } from '../src/engine/io/peft';
-import { pickedFilesSource, urlSource, type FileSource } from '../src/engine/io/sources';
+import { pickedFilesSource, type FileSource } from '../src/engine/io/sources';
+import { sharedUrlSource } from '../src/engine/io/webllm-cache';
 import type { Qwen2Config } from '../src/engine/io/config';
 import { memorySource } from '../src/engine/memory-source';
 import { PlannerEngine } from '../src/engine/planner-engine';
@@ -48,7 +49,9 @@ export type RemoteTokenOptions = Omit<GenerateTokensOptions, 'signal' | 'onToken
 function sourceOf(spec: ModelSpec): FileSource {
   switch (spec.kind) {
     case 'url':
-      return urlSource(spec.url);
+      // Shares web-llm's Cache Storage: an MLC build web-llm downloaded loads with no request, and what the
+      // planner downloads, web-llm finds (one download for both engines).
+      return sharedUrlSource(spec.url);
     case 'files':
       return pickedFilesSource(spec.files);
     case 'bytes':

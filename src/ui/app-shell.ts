@@ -132,7 +132,7 @@ export class AgentFlowApp extends LitElement {
         <agentflow-experiments-panel .engines=${this.engines} .registry=${this.registry}></agentflow-experiments-panel>
       </section>
       <section role="tabpanel" id="panel-training" aria-labelledby="tab-training" ?hidden=${this.tab !== 'training'}>
-        <agentflow-training-panel></agentflow-training-panel>
+        <agentflow-training-panel .engines=${this.engines} .registry=${this.registry}></agentflow-training-panel>
       </section>
       <section role="tabpanel" id="panel-models" aria-labelledby="tab-models" ?hidden=${this.tab !== 'models'}>
         <agentflow-models-panel .registry=${this.registry} current=${this.enginesLabel}></agentflow-models-panel>

@@ -44,7 +44,7 @@ export class AgentflowTrainingPanel extends LitElement {
   declare adapters: AdapterRecord[];
   declare active: string | null;
   declare label: string;
-  /** The page's engines and tools (agent-rollout training); when unset, the hosting app's are used. */
+  /** The page's engines and tools (agent-rollout training); a new value re-renders the panel. */
   declare engines: AgentEngines | undefined;
   declare registry: ToolRegistry | undefined;
   /** The benchmark imported for agent-rollout training. */
@@ -71,11 +71,9 @@ export class AgentflowTrainingPanel extends LitElement {
     this.agentRuns = [];
   }
 
-  /** The engines and tool registry to train with: set on the panel, or the <agentflow-app> around it. */
+  /** The engines and tool registry to train with, set by the page (app-shell passes its own). */
   private pageContext(): { engines?: AgentEngines; registry?: ToolRegistry } {
-    if (this.engines) return { engines: this.engines, registry: this.registry };
-    const host = (this.getRootNode() as ShadowRoot | Document as { host?: { engines?: AgentEngines; registry?: ToolRegistry } }).host;
-    return { engines: host?.engines, registry: this.registry ?? host?.registry };
+    return { engines: this.engines, registry: this.registry };
   }
 
   /** The planner worker when the planner runs on this page's runtime (the scripted demo and web-llm have none). */
@@ -90,8 +88,6 @@ export class AgentflowTrainingPanel extends LitElement {
     if (this.benchmark.items.length && this.plannerTrainer()) this.datasetChoice = 'agent';
     return this.benchmark;
   }
-
-  private onEnginesChanged = () => void this.updateComplete.then(() => this.requestUpdate());
 
   static override styles = css`
     :host { display: block; }
@@ -116,13 +112,6 @@ export class AgentflowTrainingPanel extends LitElement {
     super.connectedCallback();
     void this.refreshAdapters();
     void this.refreshAgentRuns();
-    // Models loaded in another tab change whether the planner can be trained.
-    globalThis.addEventListener?.('agentflow-engines', this.onEnginesChanged);
-  }
-
-  override disconnectedCallback(): void {
-    super.disconnectedCallback();
-    globalThis.removeEventListener?.('agentflow-engines', this.onEnginesChanged);
   }
 
   async refreshAgentRuns(): Promise<void> {
