@@ -43,11 +43,8 @@ describe('agent run across a page reload', () => {
     const id = `run-${Date.now()}`;
     await page.evaluate((cid) => (window as any).agent.start(cid), id);
     // Wait until the second turn's planner step is stored; its executor call is now stalled.
-    await page.waitForFunction(
-      async (cid) => ((await (window as any).agent.steps(cid)) as unknown[]).length >= 5,
-      id,
-      { polling: 50, timeout: 60_000 },
-    );
+    // Polled from Node: page.waitForFunction takes an async predicate's Promise as truthy and returns at once.
+    await expect.poll(async () => (await steps(page, id)).length, { interval: 50, timeout: 60_000 }).toBeGreaterThanOrEqual(5);
     await page.reload();
     await ready(page);
 
