@@ -123,45 +123,6 @@ export function readFixtureAdapter(dir = join(TINY, 'adapter'), numLayers = 2): 
   return { scale, layers };
 }
 
-/**
- * Reference weights from the engine's own tensor handles (io/checkpoint), with matrices taken as the
- * f16 values the GPU holds: for checkpoints whose values are not f16-exact (MLC q4 dequantized), this is
- * the model the GPU actually computes, so GPU-vs-reference error is arithmetic only.
- */
-export function refWeightsFromTensors(
-  config: Qwen2RefConfig,
-  tensors: ReadonlyMap<string, { shape: number[]; f16(): Uint16Array; f32(): Float32Array }>,
-): Qwen2RefWeights {
-  const get = (name: string) => {
-    const t = tensors.get(name);
-    if (!t) throw new Error(`missing tensor ${name}`);
-    if (t.shape.length !== 2) return t.f32();
-    const bits = t.f16();
-    return Float32Array.from(bits, (b) => f16BitsToF32(b));
-  };
-  const layers: Qwen2RefLayer[] = [];
-  for (let l = 0; l < config.numLayers; l++) {
-    const p = `model.layers.${l}`;
-    layers.push({
-      inputNorm: get(`${p}.input_layernorm.weight`),
-      q: { W: get(`${p}.self_attn.q_proj.weight`), b: get(`${p}.self_attn.q_proj.bias`) },
-      k: { W: get(`${p}.self_attn.k_proj.weight`), b: get(`${p}.self_attn.k_proj.bias`) },
-      v: { W: get(`${p}.self_attn.v_proj.weight`), b: get(`${p}.self_attn.v_proj.bias`) },
-      o: { W: get(`${p}.self_attn.o_proj.weight`) },
-      postNorm: get(`${p}.post_attention_layernorm.weight`),
-      gate: { W: get(`${p}.mlp.gate_proj.weight`) },
-      up: { W: get(`${p}.mlp.up_proj.weight`) },
-      down: { W: get(`${p}.mlp.down_proj.weight`) },
-    });
-  }
-  return {
-    embed: get('model.embed_tokens.weight'),
-    layers,
-    finalNorm: get('model.norm.weight'),
-    lmHead: config.tieWordEmbeddings ? undefined : get('lm_head.weight'),
-  };
-}
-
 export const TINY_MLC = join(FIXTURES, 'qwen2-tiny-q4f16_1-MLC');
 
 export interface MlcFixtureExpected {
