@@ -21,7 +21,12 @@ export type { TrainAdapterSpec, TrainStartOptions } from '../src/trainer/worker-
 
 /** Where the model (or an adapter) comes from. */
 export type ModelSpec =
-  | { kind: 'url'; url: string }
+  | {
+      kind: 'url';
+      url: string;
+      /** Which of web-llm's caches holds (or receives) the MLC files: its engine's appConfig.cacheBackend. */
+      webllmCache?: 'cache' | 'indexeddb' | 'none';
+    }
   | { kind: 'files'; files: File[] }
   | { kind: 'bytes'; files: Record<string, Uint8Array>; label?: string };
 
@@ -49,9 +54,9 @@ export type RemoteTokenOptions = Omit<GenerateTokensOptions, 'signal' | 'onToken
 function sourceOf(spec: ModelSpec): FileSource {
   switch (spec.kind) {
     case 'url':
-      // Shares web-llm's Cache Storage: an MLC build web-llm downloaded loads with no request, and what the
-      // planner downloads, web-llm finds (one download for both engines).
-      return sharedUrlSource(spec.url);
+      // Shares web-llm's cache (Cache Storage or IndexedDB): an MLC build web-llm downloaded loads with no
+      // request, and what the planner downloads, web-llm finds (one download for both engines).
+      return sharedUrlSource(spec.url, { webllmCache: spec.webllmCache });
     case 'files':
       return pickedFilesSource(spec.files);
     case 'bytes':

@@ -20,7 +20,7 @@ let page: Page;
 const expected = JSON.parse(readFileSync(join(TINY_MLC, 'expected.json'), 'utf8')) as MlcFixtureExpected;
 const seqs = expected.forward.map((f) => f.tokens);
 type LoadResult = { logprobs: number[][]; events: Array<{ file: string; bytesDone: number; bytesTotal: number; fromCache: boolean }>; q4: boolean };
-const load = (base: string) => page.evaluate(([b, s]) => (window as any).mlc.load(b, s), [base, seqs] as const) as Promise<LoadResult>;
+const load = (base: string, backend = 'cache') => page.evaluate(([b, s, k]) => (window as any).mlc.load(b, s, k), [base, seqs, backend] as const) as Promise<LoadResult>;
 const keys = (scope: string) => page.evaluate((s) => (window as any).mlc.keys(s), scope) as Promise<string[]>;
 
 function expectFixtureScores(r: LoadResult): void {
@@ -29,7 +29,7 @@ function expectFixtureScores(r: LoadResult): void {
 }
 
 beforeAll(async () => {
-  hub = await serveHub({ 'mlc-ai/tiny-q4f16_1-MLC': TINY_MLC });
+  hub = await serveHub({ 'mlc-ai/tiny-q4f16_1-MLC': TINY_MLC, 'mlc-ai/idb-q4f16_1-MLC': TINY_MLC });
   vite = await startDevServer();
   browser = await launchChromium();
   page = await browser.newPage();
@@ -76,6 +76,26 @@ describe('planner and web-llm share the MLC download', () => {
     await page.waitForFunction(() => (window as unknown as { mlcReady?: boolean }).mlcReady === true);
     hub.requests.length = 0;
     expectFixtureScores(await load(base));
+    expect(hub.requests).toEqual([]);
+  }, 120_000);
+
+  it("shares web-llm's IndexedDB backend (cacheBackend 'indexeddb') the same way", async () => {
+    // A repo path of its own, so nothing the Cache Storage tests stored can answer for it.
+    const repo = `${hub.url}/mlc-ai/idb-q4f16_1-MLC`;
+    const base = `${repo}/resolve/main/`;
+    expect(await page.evaluate((m) => (window as any).mlc.webllmHas(m, 'indexeddb'), repo)).toBe(false);
+    hub.requests.length = 0;
+    expectFixtureScores(await load(repo, 'indexeddb'));
+    expect(hub.requests.filter((p) => p.endsWith('/params_shard_0.bin'))).toHaveLength(1);
+    expect(await page.evaluate((s) => (window as any).mlc.idbKeys(s), 'webllm/model')).toEqual(expect.arrayContaining([`${base}tensor-cache.json`, `${base}params_shard_0.bin`]));
+    // web-llm's own lookup, on its IndexedDB backend, finds every shard; its Cache Storage one does not.
+    expect(await page.evaluate((m) => (window as any).mlc.webllmHas(m, 'indexeddb'), repo)).toBe(true);
+    expect(await page.evaluate((m) => (window as any).mlc.webllmHas(m, 'cache'), repo)).toBe(false);
+
+    await page.reload();
+    await page.waitForFunction(() => (window as unknown as { mlcReady?: boolean }).mlcReady === true);
+    hub.requests.length = 0;
+    expectFixtureScores(await load(base, 'indexeddb'));
     expect(hub.requests).toEqual([]);
   }, 120_000);
 });

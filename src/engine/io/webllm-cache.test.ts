@@ -1,6 +1,9 @@
 // sharedUrlSource's routing with a stubbed fetch and an in-memory Cache Storage (Node has none; the real
 // one, and web-llm's own lookup over it, are covered in Chromium by tests/e2e/mlc-share.e2e.test.ts).
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import 'fake-indexeddb/auto';
+import { IDBFactory } from 'fake-indexeddb';
+import { openDB } from 'idb';
 import { MissingFileError } from './sources.ts';
 import { sharedUrlSource, webllmCacheFor, webllmModelUrl } from './webllm-cache.ts';
 
@@ -26,7 +29,9 @@ function memoryCaches(): CacheStorage & { dump(): Record<string, string[]> } {
 
 const REPO = 'https://hub.example/mlc-ai/Tiny-q4f16_1-MLC';
 const BASE = `${REPO}/resolve/main/`;
+const TENSOR_CACHE = { metadata: { ParamSize: 1 }, records: [{ dataPath: 'params_shard_0.bin', nbytes: 300, records: [] }] };
 const FILES: Record<string, Uint8Array> = {
+  'tensor-cache.json': new TextEncoder().encode(JSON.stringify(TENSOR_CACHE)),
   'mlc-chat-config.json': new TextEncoder().encode('{"model_type":"qwen2"}'),
   'params_shard_0.bin': new Uint8Array(300).map((_, i) => i & 255),
 };
@@ -96,5 +101,82 @@ describe('sharedUrlSource', () => {
     expect(h.urls).toEqual([`${BASE}params_shard_0.bin`]);
     const stored = await (await caches.open('webllm/model')).match(`${BASE}params_shard_0.bin`);
     expect(new Uint8Array(await stored!.arrayBuffer())).toEqual(FILES['params_shard_0.bin']);
+  });
+});
+
+/** web-llm's ArtifactIndexedDBCache records: database = scope, store 'urls', { url, data }. */
+async function idbRecords(factory: IDBFactory, scope: string): Promise<Array<{ url: string; data: unknown }>> {
+  vi.stubGlobal('indexedDB', factory);
+  const db = await openDB(scope, 1);
+  try {
+    return (await db.getAll('urls')) as Array<{ url: string; data: unknown }>;
+  } finally {
+    db.close();
+  }
+}
+
+describe("sharedUrlSource over web-llm's IndexedDB backend", () => {
+  it('stores files as web-llm does (JSON parsed, the rest as ArrayBuffer) and reads them back with no request', async () => {
+    const factory = new IDBFactory();
+    vi.stubGlobal('indexedDB', factory);
+    vi.stubGlobal('caches', memoryCaches());
+    const h = hub();
+    const src = sharedUrlSource(REPO, { fetch: h.fetch, webllmCache: 'indexeddb' });
+    expect(await src.knownFormat()).toBeNull();
+    expect(await src.readJson('tensor-cache.json')).toEqual(TENSOR_CACHE);
+    expect(await src.readBytes('params_shard_0.bin')).toEqual(FILES['params_shard_0.bin']);
+    expect(await src.readJson('mlc-chat-config.json')).toEqual({ model_type: 'qwen2' });
+    expect(h.urls).toHaveLength(3);
+
+    const model = await idbRecords(factory, 'webllm/model');
+    expect(model.map((r) => r.url).sort()).toEqual([`${BASE}params_shard_0.bin`, `${BASE}tensor-cache.json`]);
+    const byUrl = new Map(model.map((r) => [r.url, r.data]));
+    // fetchWithCache(url, "json") keeps the parsed object; "arraybuffer" keeps the bytes.
+    expect(byUrl.get(`${BASE}tensor-cache.json`)).toEqual(TENSOR_CACHE);
+    expect(byUrl.get(`${BASE}params_shard_0.bin`)).toBeInstanceOf(ArrayBuffer);
+    expect(new Uint8Array(byUrl.get(`${BASE}params_shard_0.bin`) as ArrayBuffer)).toEqual(FILES['params_shard_0.bin']);
+    const config = await idbRecords(factory, 'webllm/config');
+    expect(config.map((r) => r.url)).toEqual([`${BASE}mlc-chat-config.json`]);
+
+    h.urls.length = 0;
+    const again = sharedUrlSource(`${REPO}/`, { fetch: h.fetch, webllmCache: 'indexeddb' });
+    expect(await again.knownFormat()).toBe('mlc');
+    const events: Array<{ fromCache: boolean }> = [];
+    expect(await again.readBytes('params_shard_0.bin', (p) => events.push(p))).toEqual(FILES['params_shard_0.bin']);
+    expect(await again.readJson('tensor-cache.json')).toEqual(TENSOR_CACHE);
+    expect(events.length).toBeGreaterThan(0);
+    expect(events.every((e) => e.fromCache)).toBe(true);
+    expect(h.urls).toEqual([]);
+  });
+
+  it('reads records web-llm wrote, and refetches one it left with null data', async () => {
+    const factory = new IDBFactory();
+    vi.stubGlobal('indexedDB', factory);
+    vi.stubGlobal('caches', memoryCaches());
+    // What ArtifactIndexedDBCache.addToIndexedDB leaves: the database made by its onupgradeneeded.
+    const db = await openDB('webllm/model', 1, { upgrade: (d) => void d.createObjectStore('urls', { keyPath: 'url' }) });
+    await db.add('urls', { url: `${BASE}tensor-cache.json`, data: TENSOR_CACHE });
+    await db.add('urls', { url: `${BASE}params_shard_0.bin`, data: null });
+    db.close();
+    const h = hub();
+    const src = sharedUrlSource(REPO, { fetch: h.fetch, webllmCache: 'indexeddb' });
+    expect(await src.readJson('tensor-cache.json')).toEqual(TENSOR_CACHE);
+    expect(await src.readBytes('params_shard_0.bin')).toEqual(FILES['params_shard_0.bin']);
+    expect(h.urls).toEqual([`${BASE}params_shard_0.bin`]);
+    const shard = (await idbRecords(factory, 'webllm/model')).find((r) => r.url === `${BASE}params_shard_0.bin`);
+    expect(new Uint8Array(shard!.data as ArrayBuffer)).toEqual(FILES['params_shard_0.bin']);
+  });
+
+  it("leaves web-llm's caches alone with webllmCache 'none'", async () => {
+    const factory = new IDBFactory();
+    vi.stubGlobal('indexedDB', factory);
+    const caches = memoryCaches();
+    vi.stubGlobal('caches', caches);
+    const h = hub();
+    const src = sharedUrlSource(REPO, { fetch: h.fetch, webllmCache: 'none' });
+    expect(await src.readBytes('params_shard_0.bin')).toEqual(FILES['params_shard_0.bin']);
+    expect(await src.knownFormat()).toBeNull();
+    expect(caches.dump()).toEqual({ 'agentflow-models': [`${BASE}params_shard_0.bin`] });
+    expect(await factory.databases()).toEqual([]);
   });
 });

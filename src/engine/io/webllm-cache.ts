@@ -7,11 +7,12 @@
 // - "webllm/model": tensor-cache.json and every params_shard_N.bin (fetchTensorCache: `new URL(dataPath,
 //   tensorCacheUrl)`), and tokenizer.json / tokenizer.model (asyncLoadTokenizer);
 // with modelUrl = cleanModelUrl(record.model): a trailing '/', and 'resolve/main/' unless the URL has a
-// '/resolve/<rev>/' part. web-llm's IndexedDB backend ("indexeddb") and the cross-origin storage one are
-// not shared: with those, each engine downloads once for itself.
+// '/resolve/<rev>/' part. With web-llm's IndexedDB backend ("indexeddb") the same scopes and URLs key
+// IndexedDB records instead (webllm-stores.ts); the OPFS and cross-origin backends are not shared.
 //
 // web-llm treats any entry it finds as the file (it never stores error responses), so files the planner
 // finds missing are remembered in the planner's own cache (sources.ts's 404 markers), never in web-llm's.
+import { cacheStorageStore, indexedDbStore, type WebllmCacheBackend, type WebllmStore } from './webllm-stores.ts';
 import { MissingFileError, MODEL_CACHE_NAME, SourceError, urlSource, type FileSource, type ProgressCallback, type UrlSourceOptions } from './sources.ts';
 
 export const WEBLLM_MODEL_CACHE = 'webllm/model';
@@ -31,7 +32,13 @@ export function webllmCacheFor(file: string): string | null {
   return null;
 }
 
-export type SharedUrlSourceOptions = UrlSourceOptions;
+export interface SharedUrlSourceOptions extends UrlSourceOptions {
+  /**
+   * Which of web-llm's caches to share: the web-llm engine's `appConfig.cacheBackend` ('cache', web-llm's
+   * default, or 'indexeddb'); 'none' shares nothing (the planner's own cache only).
+   */
+  webllmCache?: WebllmCacheBackend | 'none';
+}
 
 /** A FileSource that can tell, without downloading, that it holds a web-llm (MLC) build. */
 export interface SharedUrlSource extends FileSource {
@@ -46,31 +53,33 @@ export interface SharedUrlSource extends FileSource {
  */
 export function sharedUrlSource(model: string, opts: SharedUrlSourceOptions = {}): SharedUrlSource {
   const root = webllmModelUrl(model);
+  const backend = opts.webllmCache ?? 'cache';
   const storage = (globalThis as { caches?: CacheStorage }).caches;
+  const store: WebllmStore | null =
+    opts.cacheName === null || backend === 'none'
+      ? null
+      : backend === 'indexeddb'
+        ? indexedDbStore((globalThis as { indexedDB?: IDBFactory }).indexedDB)
+        : cacheStorageStore(storage);
   const own = urlSource(root, opts);
   const direct = urlSource(root, { ...opts, cacheName: null });
   const ownCacheName = opts.cacheName === undefined ? MODEL_CACHE_NAME : opts.cacheName;
-  const open = async (name: string | null): Promise<Cache | null> => {
-    if (!name || !storage) return null;
+  const openOwn = async (): Promise<Cache | null> => {
+    if (!ownCacheName || !storage) return null;
     try {
-      return await storage.open(name);
+      return await storage.open(ownCacheName);
     } catch {
-      return null; // e.g. opaque origins: work without a cache rather than fail the load
+      return null;
     }
   };
 
   const readBytes = async (name: string, onProgress?: ProgressCallback): Promise<Uint8Array> => {
     const scope = webllmCacheFor(name);
-    if (!scope || opts.cacheName === null) return own.readBytes(name, onProgress);
+    if (!scope || !store) return own.readBytes(name, onProgress);
     const url = new URL(name, root).href;
-    const cache = await open(scope);
-    const hit = await cache?.match(url);
-    if (hit?.ok) {
-      const bytes = await readCached(hit, name, onProgress);
-      if (bytes) return bytes;
-      await cache!.delete(url); // a damaged entry: drop it and download again
-    }
-    const ownCache = await open(ownCacheName);
+    const hit = await store.read(scope, url, name, onProgress);
+    if (hit) return hit;
+    const ownCache = await openOwn();
     if ((await ownCache?.match(url))?.status === 404) throw new MissingFileError(name, root);
     let bytes: Uint8Array;
     try {
@@ -79,13 +88,10 @@ export function sharedUrlSource(model: string, opts: SharedUrlSourceOptions = {}
       if (e instanceof MissingFileError) await ownCache?.put(url, new Response(null, { status: 404 })).catch(() => undefined);
       throw e;
     }
-    if (cache) {
-      const headers = new Headers({ 'content-type': 'application/octet-stream', 'content-length': String(bytes.byteLength) });
-      try {
-        await cache.put(url, new Response(bytes as Uint8Array<ArrayBuffer>, { status: 200, headers }));
-      } catch {
-        // Quota exceeded: the load still succeeds; both engines download again next time.
-      }
+    try {
+      await store.write(scope, url, name, bytes);
+    } catch {
+      // Quota exceeded: the load still succeeds; both engines download again next time.
     }
     return bytes;
   };
@@ -102,21 +108,7 @@ export function sharedUrlSource(model: string, opts: SharedUrlSourceOptions = {}
       }
     },
     async knownFormat() {
-      const cache = await open(WEBLLM_CONFIG_CACHE);
-      const hit = await cache?.match(new URL('mlc-chat-config.json', root).href);
-      return hit?.ok ? 'mlc' : null;
+      return (await store?.has(WEBLLM_CONFIG_CACHE, new URL('mlc-chat-config.json', root).href)) ? 'mlc' : null;
     },
   };
-}
-
-/** A cached body, or null when it is shorter or longer than its own Content-Length (a damaged entry). */
-async function readCached(res: Response, name: string, onProgress?: ProgressCallback): Promise<Uint8Array | null> {
-  const len = res.headers.get('content-length');
-  const encoded = (res.headers.get('content-encoding') ?? 'identity') !== 'identity';
-  const declared = !encoded && len !== null && /^\d+$/.test(len) ? Number(len) : null;
-  onProgress?.({ file: name, bytesDone: 0, bytesTotal: declared ?? 0, fromCache: true });
-  const bytes = new Uint8Array(await res.arrayBuffer());
-  if (declared !== null && bytes.byteLength !== declared) return null;
-  onProgress?.({ file: name, bytesDone: bytes.byteLength, bytesTotal: bytes.byteLength, fromCache: true });
-  return bytes;
 }
