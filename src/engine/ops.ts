@@ -34,7 +34,12 @@ export interface LinearArgs extends Omit<MatmulArgs, 'W'> {
   W: MatrixWeight;
 }
 
-/** y[N, out] (+)= x[N, in] · W^T + b, with W f16 or 4-bit. */
+/**
+ * y[N, out] (+)= x[N, in] · W^T + b, with W f16 or 4-bit. The kernel follows the row count unless
+ * `kernel` / `tileRows` force one: N <= 4 (decode) the rows kernel, which reads W once for all rows; else
+ * the register tiles in tileRowsFor(N) rows (16, 32, 64), so short prefills and a few packed sequences
+ * do not compute 64-row tiles of padding. Every tile shape gives the same bits.
+ */
 export function linear(ctx: GpuContext, a: LinearArgs): Promise<Dispatch> {
   const W = a.W;
   return isQ4(W) ? q4Matmul(ctx, { ...a, W }) : matmul(ctx, { ...a, W });

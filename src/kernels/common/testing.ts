@@ -35,3 +35,13 @@ export function relMaxErr(got: ArrayLike<number>, want: ArrayLike<number>): numb
   }
   return m / scale;
 }
+
+/** How many elements of two f32 arrays differ in their bits (NaN payloads and -0 included). */
+export function bitDiffCount(a: Float32Array, b: Float32Array): number {
+  if (a.length !== b.length) throw new Error(`length mismatch: ${a.length} vs ${b.length}`);
+  const ua = new Uint32Array(a.buffer, a.byteOffset, a.length);
+  const ub = new Uint32Array(b.buffer, b.byteOffset, b.length);
+  let n = 0;
+  for (let i = 0; i < ua.length; i++) if (ua[i] !== ub[i]) n++;
+  return n;
+}

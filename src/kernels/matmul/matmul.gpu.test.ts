@@ -3,7 +3,8 @@ import { readF32 } from '../../gpu/buffers';
 import { submitDispatches } from '../../gpu/pipelines';
 import { Rng } from '../../util/rng';
 import { gpuFor, weightPaths } from '../../../tests/support/gpu';
-import { f32Buffer, relMaxErr, randomHalf } from '../common/testing';
+import { bitDiffCount, f32Buffer, relMaxErr, randomHalf } from '../common/testing';
+import { TILE_ROW_CHOICES } from '../common/tile.wgsl';
 import { uploadStorage } from '../../gpu/buffers';
 import { matmul } from './matmul';
 import { matmulRef } from './matmul.ref';
@@ -65,6 +66,38 @@ describe('matmul kernel (f16 W, f32 accumulate)', async () => {
       }
       for (const buf of [Wb, xb, bb]) buf.destroy();
     });
+    // Medium row counts (short prefills, a few packed sequences) get 16- or 32-row tiles; the sampling seeds
+    // pinned by the e2e tests need them to add up each output exactly as the 64-row tile does.
+    for (const [N, IN, OUT] of [[9, 75, 70], [27, 40, 130]] as const) {
+      it(`${path}: N=${N} in=${IN} out=${OUT}: 16-, 32- and 64-row tiles give the same bits, and match float64`, async () => {
+        const ctx = await gpuFor(path);
+        const rng = new Rng(N * 31 + OUT);
+        const W = randomHalf(rng, OUT * IN);
+        const x = rng.fill(N * IN);
+        const b = rng.fill(OUT);
+        const y0 = rng.fill(N * OUT);
+        const Wb = uploadStorage(ctx, 'W', W.bits);
+        const xb = f32Buffer(ctx, 'x', x);
+        const bb = f32Buffer(ctx, 'b', b);
+        const outs = new Map<number, Float32Array>();
+        for (const tileRows of TILE_ROW_CHOICES) {
+          const y = f32Buffer(ctx, 'y', y0);
+          const d = await matmul(ctx, { x: xb, W: Wb, y, bias: bb, n: N, inDim: IN, outDim: OUT, accumulate: true, kernel: 'tiled', tileRows });
+          expect(d.workgroups).toEqual([Math.ceil(OUT / 64), Math.ceil(N / tileRows)]);
+          submitDispatches(ctx, [d]);
+          outs.set(tileRows, await readF32(ctx, y, N * OUT));
+          y.destroy();
+        }
+        const full = outs.get(64)!;
+        expect(relMaxErr(full, matmulRef(x, W.values, N, IN, OUT, b, y0))).toBeLessThan(TOL);
+        for (const tileRows of [16, 32]) expect(bitDiffCount(outs.get(tileRows)!, full)).toBe(0);
+        // The default shape for N is the smallest tile covering it.
+        const yd = f32Buffer(ctx, 'y', y0);
+        const dflt = await matmul(ctx, { x: xb, W: Wb, y: yd, n: N, inDim: IN, outDim: OUT });
+        expect(dflt.label).toMatch(N <= 16 ? /^matmul_tiled16_/ : /^matmul_tiled32_/);
+        for (const buf of [Wb, xb, bb, yd]) buf.destroy();
+      });
+    }
     it(`${path}: a W row chunk lands at its column offset of a wider y (LM-head use)`, async () => {
       const ctx = await gpuFor(path);
       const rng = new Rng(99);
@@ -98,4 +131,10 @@ describe('matmul kernel (f16 W, f32 accumulate)', async () => {
       for (const b of [...bufs, xb, y]) b.destroy();
     });
   }
+  it('rejects a tile shape it has no kernel for, naming the setting', async () => {
+    const ctx = await gpuFor('packed');
+    const d = f32Buffer(ctx, 'd', new Float32Array(64));
+    const y = f32Buffer(ctx, 'y', new Float32Array(64));
+    await expect(matmul(ctx, { x: d, W: d, y, n: 8, inDim: 4, outDim: 4, tileRows: 8 as 16 })).rejects.toThrow(/matmul: tileRows must be one of 16, 32, 64, got 8/);
+  });
 });

@@ -1,7 +1,8 @@
 import type { GpuContext } from '../../gpu/device';
 import { getPipeline, grid1d, type Dispatch } from '../../gpu/pipelines';
 import { checkDims, paramsUniform } from '../common/params';
-import { SMALL_N, TILE, matmulRowsWgsl, matmulTiledWgsl } from './matmul.wgsl';
+import { checkTileRows, tileGrid, tileRowsFor, type TileRows } from '../common/tile.wgsl';
+import { SMALL_N, matmulRowsWgsl, matmulTiledWgsl } from './matmul.wgsl';
 
 export interface MatmulArgs {
   /** f32 [N, in] input rows. */
@@ -21,8 +22,13 @@ export interface MatmulArgs {
   yStride?: number;
   /** Column offset in y (default 0): lets a vocabulary chunk land at its columns of [rows, V] logits. */
   yOffset?: number;
-  /** Force a kernel (tests); default: 'rows' for N <= 4, 'tiled' otherwise. */
+  /** Force a kernel (tests); default: 'rows' for N <= 4, 'tiled' (in tileRowsFor(N)-row tiles) otherwise. */
   kernel?: 'tiled' | 'rows';
+  /**
+   * Output rows per workgroup of the tiled kernel: 16, 32 or 64 (default tileRowsFor(n)). Every shape
+   * gives bit-identical results; this only changes how much of each tile is padding.
+   */
+  tileRows?: TileRows;
   /** Use the subgroup reduction in the rows kernel where the device has `subgroups` (default true). */
   subgroups?: boolean;
 }
@@ -40,20 +46,16 @@ export async function matmul(ctx: GpuContext, a: MatmulArgs): Promise<Dispatch> 
   const kernel = a.kernel ?? (a.n <= SMALL_N ? 'rows' : 'tiled');
   if (kernel === 'rows' && a.n > SMALL_N) throw new Error(`matmul: the rows kernel handles N <= ${SMALL_N}, got ${a.n}`);
   const variant = { bias: !!a.bias, accumulate: !!a.accumulate, subgroups: kernel === 'rows' && ctx.caps.subgroups && a.subgroups !== false };
+  const tileRows = checkTileRows('matmul', a.tileRows ?? tileRowsFor(a.n));
   const p = { f16: ctx.caps.f16 };
-  const name = `matmul_${kernel}_${p.f16 ? 'f16' : 'packed'}${variant.bias ? '_bias' : ''}${variant.accumulate ? '_acc' : ''}${variant.subgroups ? '_sg' : ''}`;
-  const code = kernel === 'tiled' ? matmulTiledWgsl(p, variant) : matmulRowsWgsl(p, variant);
+  const shape = kernel === 'tiled' && tileRows !== 64 ? String(tileRows) : '';
+  const name = `matmul_${kernel}${shape}_${p.f16 ? 'f16' : 'packed'}${variant.bias ? '_bias' : ''}${variant.accumulate ? '_acc' : ''}${variant.subgroups ? '_sg' : ''}`;
+  const code = kernel === 'tiled' ? matmulTiledWgsl(p, variant, tileRows) : matmulRowsWgsl(p, variant);
   const pipeline = await getPipeline(ctx, name, code);
   const dims = paramsUniform(ctx, 'matmul.dims', [['u32', a.n], ['u32', a.inDim], ['u32', a.outDim], ['u32', yStride], ['u32', yOffset]]);
   const buffers = [a.W, a.x, a.y, dims];
   if (a.bias) buffers.push(a.bias);
-  const max = ctx.caps.limits.maxComputeWorkgroupsPerDimension;
-  let workgroups: [number, number];
-  if (kernel === 'tiled') {
-    workgroups = [Math.ceil(a.outDim / TILE), Math.ceil(a.n / TILE)];
-    if (workgroups[0] > max || workgroups[1] > max) throw new Error(`matmul: grid ${workgroups} exceeds ${max} workgroups per dimension`);
-  } else {
-    workgroups = grid1d(ctx, a.outDim);
-  }
+  const workgroups =
+    kernel === 'tiled' ? tileGrid('matmul', a.n, a.outDim, tileRows, ctx.caps.limits.maxComputeWorkgroupsPerDimension) : grid1d(ctx, a.outDim);
   return { pipeline, buffers, workgroups, label: name };
 }

@@ -2,11 +2,12 @@
 // Output rows are written at a row stride `yStride` and column offset `yOffset`, so the LM head can
 // write a vocabulary chunk into its columns of a wider logits buffer.
 //
-// Two kernels: a 64x64-tiled one for prefill/training (workgroup memory holds a 64x16 tile of x and of W,
-// each thread computes a 4x4 block), and a row kernel for N <= SMALL_N (decode), where the whole cost is
+// Two kernels: a register-tiled one for prefill/training (common/tile.wgsl.ts: 16, 32 or 64 rows x 64
+// columns per workgroup, K step 16), and a row kernel for N <= SMALL_N (decode), where the whole cost is
 // reading W once: one workgroup per output column, all N rows accumulated from the same W reads.
 
 import { enableF16, halfArray, type WeightPath } from '../common/weights.wgsl';
+import { registerTileWgsl, TILE_COLS, type TileRows } from '../common/tile.wgsl';
 
 export interface MatmulVariant {
   bias: boolean;
@@ -15,7 +16,7 @@ export interface MatmulVariant {
   subgroups?: boolean;
 }
 
-export const TILE = 64;
+export const TILE = TILE_COLS;
 export const TILE_K = 16;
 export const SMALL_N = 4;
 export const ROW_WG = 64;
@@ -39,66 +40,36 @@ fn store(row: u32, col: u32, acc: f32) {
 `;
 }
 
-export function matmulTiledWgsl(p: WeightPath, v: MatmulVariant): string {
+/** Register-tiled kernel, `rows` output rows per workgroup (tileRowsFor(n)); K step TILE_K. */
+export function matmulTiledWgsl(p: WeightPath, v: MatmulVariant, rows: TileRows = 64): string {
   return /* wgsl */ `${header(p, v)}
-// Stored k-major ([k][m]) so the inner loop reads consecutive rows / columns.
-var<workgroup> xs: array<f32, ${TILE * TILE_K}>;
-var<workgroup> ws: array<f32, ${TILE * TILE_K}>;
-
-@compute @workgroup_size(16, 16)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid3: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-  let col0 = wg.x * ${TILE}u;
-  let row0 = wg.y * ${TILE}u;
-  let tx = lid3.x;
-  let ty = lid3.y;
-  // Four vec4 accumulators (rows ty+16i, columns tx+16j): plain vectors compile much faster than
-  // dynamically indexed arrays on software drivers, and map to registers everywhere.
-  var acc0 = vec4<f32>(0.0);
-  var acc1 = vec4<f32>(0.0);
-  var acc2 = vec4<f32>(0.0);
-  var acc3 = vec4<f32>(0.0);
-  for (var k0 = 0u; k0 < dims.inDim; k0 += ${TILE_K}u) {
-    for (var l = 0u; l < 4u; l++) {
-      let e = lid + l * 256u;
+${registerTileWgsl({
+  rows,
+  k: TILE_K,
+  loop: `for (var k0 = 0u; k0 < dims.inDim; k0 += ${TILE_K}u)`,
+  load: `
+    for (var e = lid; e < ${rows * TILE_K}u; e += 256u) {
       let m = e / ${TILE_K}u;
       let kk = e % ${TILE_K}u;
-      let k = k0 + kk;
       let r = row0 + m;
+      let k = k0 + kk;
       var xv = 0.0;
       if (r < dims.n && k < dims.inDim) { xv = x[r * dims.inDim + k]; }
-      xs[kk * ${TILE}u + m] = xv;
+      ta[kk * ${rows}u + m] = xv;
+    }
+    for (var e = lid; e < ${TILE * TILE_K}u; e += 256u) {
+      let m = e / ${TILE_K}u;
+      let kk = e % ${TILE_K}u;
       let o = col0 + m;
+      let k = k0 + kk;
       var wv = 0.0;
       if (o < dims.outDim && k < dims.inDim) { wv = W_at(o * dims.inDim + k); }
-      ws[kk * ${TILE}u + m] = wv;
-    }
-    workgroupBarrier();
-    for (var kk = 0u; kk < ${TILE_K}u; kk++) {
-      let xb = kk * ${TILE}u + ty;
-      let wb = kk * ${TILE}u + tx;
-      let w = vec4<f32>(ws[wb], ws[wb + 16u], ws[wb + 32u], ws[wb + 48u]);
-      acc0 += xs[xb] * w;
-      acc1 += xs[xb + 16u] * w;
-      acc2 += xs[xb + 32u] * w;
-      acc3 += xs[xb + 48u] * w;
-    }
-    workgroupBarrier();
-  }
-  storeRow(row0 + ty, col0 + tx, acc0);
-  storeRow(row0 + ty + 16u, col0 + tx, acc1);
-  storeRow(row0 + ty + 32u, col0 + tx, acc2);
-  storeRow(row0 + ty + 48u, col0 + tx, acc3);
-}
-
-fn storeRow(r: u32, c: u32, v: vec4<f32>) {
-  if (r >= dims.n) { return; }
-  for (var j = 0u; j < 4u; j++) {
-    let o = c + 16u * j;
-    if (o < dims.outDim) { store(r, o, v[j]); }
-  }
-}
-`;
+      tb[kk * ${TILE}u + m] = wv;
+    }`,
+  rowCount: 'dims.n',
+  colCount: 'dims.outDim',
+  store: 'store(r, c, v);',
+})}`;
 }
 
 export function matmulRowsWgsl(p: WeightPath, v: MatmulVariant): string {

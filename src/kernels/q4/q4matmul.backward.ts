@@ -3,13 +3,16 @@ import { getPipeline, type Dispatch } from '../../gpu/pipelines';
 import { checkDims, paramsUniform } from '../common/params';
 import type { MatmulBackwardArgs } from '../matmul/matmul.backward';
 import { q4PathName } from './q4.wgsl';
-import { Q4_BWD_TILE, q4MatmulBackwardWgsl } from './q4matmul.backward.wgsl';
+import { checkTileRows, tileGrid, tileRowsFor, type TileRows } from '../common/tile.wgsl';
+import { q4MatmulBackwardWgsl } from './q4matmul.backward.wgsl';
 import { checkQ4Weight, q4Path, type Q4Weight } from './q4weight';
 
 /** MatmulBackwardArgs with a frozen 4-bit W. */
 export interface Q4MatmulBackwardArgs extends Omit<MatmulBackwardArgs, 'W'> {
   /** 4-bit [rowOffset + outDim (at least), inDim] (rows counted from W.rowBase). */
   W: Q4Weight;
+  /** dx rows per workgroup: 16, 32 or 64 (default tileRowsFor(n)); every shape gives the same bits. */
+  tileRows?: TileRows;
 }
 
 /** dx (+)= dy · deq(W)[rowOffset .. rowOffset+outDim, :]. Buffers: dy f32 [n, dyStride], dx f32 [n, inDim]. */
@@ -23,15 +26,13 @@ export async function q4MatmulBackward(ctx: GpuContext, a: Q4MatmulBackwardArgs)
   if (a.dy.size < a.n * dyStride * 4) throw new Error(`q4MatmulBackward: dy ('${a.dy.label}') is smaller than [${a.n}, ${dyStride}] f32`);
   if (a.dx.size < a.n * a.inDim * 4) throw new Error(`q4MatmulBackward: dx ('${a.dx.label}') is smaller than [${a.n}, ${a.inDim}] f32`);
   if (a.dx === a.dy) throw new Error('q4MatmulBackward: dy and dx must be different buffers');
-  const wx = Math.ceil(a.inDim / Q4_BWD_TILE);
-  const wy = Math.ceil(a.n / Q4_BWD_TILE);
-  const max = ctx.caps.limits.maxComputeWorkgroupsPerDimension;
-  if (wx > max || wy > max) throw new Error(`q4MatmulBackward: [${a.n}, ${a.inDim}] needs ${wx}x${wy} workgroups, over the limit ${max}`);
+  const tileRows = checkTileRows('q4MatmulBackward', a.tileRows ?? tileRowsFor(a.n));
+  const workgroups = tileGrid('q4MatmulBackward', a.n, a.inDim, tileRows, ctx.caps.limits.maxComputeWorkgroupsPerDimension);
   const p = q4Path(ctx, a.W);
-  const name = `q4_matmul_backward_${q4PathName(p)}`;
-  const pipeline = await getPipeline(ctx, name, q4MatmulBackwardWgsl(p));
+  const name = `q4_matmul_backward${tileRows !== 64 ? tileRows : ''}_${q4PathName(p)}`;
+  const pipeline = await getPipeline(ctx, name, q4MatmulBackwardWgsl(p, tileRows));
   const params = paramsUniform(ctx, 'q4MatmulBackward.params', [
     ['u32', a.n], ['u32', a.inDim], ['u32', a.outDim], ['u32', (a.W.rowBase ?? 0) + rowOffset], ['u32', a.accumulate ? 1 : 0], ['u32', dyStride], ['u32', dyOffset],
   ]);
-  return { pipeline, buffers: [a.W.qWeight, a.W.qScale, a.dy, a.dx, params], workgroups: [wx, wy], label: name };
+  return { pipeline, buffers: [a.W.qWeight, a.W.qScale, a.dy, a.dx, params], workgroups, label: name };
 }

@@ -3,7 +3,8 @@ import { createStorage, readF32 } from '../../gpu/buffers';
 import { submitDispatches } from '../../gpu/pipelines';
 import { Rng } from '../../util/rng';
 import { gpuFor, weightPaths } from '../../../tests/support/gpu';
-import { f32Buffer, relMaxErr } from '../common/testing';
+import { bitDiffCount, f32Buffer, relMaxErr } from '../common/testing';
+import { TILE_ROW_CHOICES } from '../common/tile.wgsl';
 import { matmulRef } from '../matmul/matmul.ref';
 import { dequantizeQ4, quantizeQ4, type Q4ScaleDtype } from './q4.ref';
 import { q4Matmul, q4Matvec } from './q4matmul';
@@ -76,6 +77,39 @@ describe('q4 matmul (4-bit W dequantized in registers, f32 accumulate)', async (
       });
     }
 
+    // Medium row counts get 16- or 32-row tiles; e2e sampling seeds need them to add up each output
+    // exactly as the 64-row tile does.
+    for (const [N, IN, OUT, scale] of [[7, 96, 70, 'f16'], [30, 64, 130, 'f32']] as const) {
+      it(`${path}: N=${N} in=${IN} out=${OUT} scale=${scale}: 16-, 32- and 64-row tiles give the same bits, and match float64`, async () => {
+        const ctx = await ctxP;
+        const rng = new Rng(N * 31 + OUT);
+        const q = quantizeQ4(rng.fill(OUT * IN, 0.5), OUT, IN, scale);
+        const x = rng.fill(N * IN);
+        const b = rng.fill(OUT);
+        const y0 = rng.fill(N * OUT);
+        const W = uploadQ4(ctx, 'W', q);
+        const xb = f32Buffer(ctx, 'x', x);
+        const bb = f32Buffer(ctx, 'b', b);
+        const outs = new Map<number, Float32Array>();
+        for (const tileRows of TILE_ROW_CHOICES) {
+          const y = f32Buffer(ctx, 'y', y0);
+          const d = await q4Matmul(ctx, { x: xb, W, y, bias: bb, n: N, inDim: IN, outDim: OUT, accumulate: true, kernel: 'tiled', tileRows });
+          expect(d.workgroups).toEqual([Math.ceil(OUT / 64), Math.ceil(N / tileRows)]);
+          submitDispatches(ctx, [d]);
+          outs.set(tileRows, await readF32(ctx, y, N * OUT));
+          y.destroy();
+        }
+        const full = outs.get(64)!;
+        expect(relMaxErr(full, matmulRef(x, dequantizeQ4(q), N, IN, OUT, b, y0))).toBeLessThan(TOL);
+        for (const tileRows of [16, 32]) expect(bitDiffCount(outs.get(tileRows)!, full)).toBe(0);
+        const yd = createStorage(ctx, 'y', N * OUT * 4);
+        const dflt = await q4Matmul(ctx, { x: xb, W, y: yd, n: N, inDim: IN, outDim: OUT });
+        expect(dflt.label).toMatch(N <= 16 ? /^q4_matmul_tiled16_/ : /^q4_matmul_tiled32_/);
+        destroyQ4(W);
+        for (const buf of [xb, bb, yd]) buf.destroy();
+      });
+    }
+
     it(`${path}: q4Matvec on a window of rows (rowBase) of a larger matrix, both reductions`, async () => {
       const ctx = await ctxP;
       const rng = new Rng(7);
@@ -102,5 +136,7 @@ describe('q4 matmul (4-bit W dequantized in registers, f32 accumulate)', async (
     const W = { qWeight: createStorage(ctx, 'tiny.q_weight', 16), qScale: createStorage(ctx, 'tiny.q_scale', 4096) };
     await expect(q4Matmul(ctx, { x: d, W, y: createStorage(ctx, 'y', 4096), n: 1, inDim: 48, outDim: 1 })).rejects.toThrow(/multiple of 32 .*got 48/);
     await expect(q4Matmul(ctx, { x: d, W, y: createStorage(ctx, 'y', 4096), n: 1, inDim: 64, outDim: 4 })).rejects.toThrow(/tiny\.q_weight/);
+    const ok = { qWeight: d, qScale: d };
+    await expect(q4Matmul(ctx, { x: d, W: ok, y: createStorage(ctx, 'y', 4096), n: 8, inDim: 32, outDim: 4, tileRows: 48 as 64 })).rejects.toThrow(/q4Matmul: tileRows must be one of 16, 32, 64, got 48/);
   });
 });

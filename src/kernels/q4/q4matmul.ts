@@ -3,7 +3,8 @@ import { getPipeline, grid1d, type Dispatch } from '../../gpu/pipelines';
 import { checkDims, paramsUniform } from '../common/params';
 import type { MatmulArgs } from '../matmul/matmul';
 import { q4PathName } from './q4.wgsl';
-import { Q4_ROWS, Q4_ROWS_CHOICES, Q4_SMALL_N, Q4_TILE, q4RowsWgsl, q4TiledWgsl } from './q4matmul.wgsl';
+import { checkTileRows, tileGrid, tileRowsFor } from '../common/tile.wgsl';
+import { Q4_ROWS, Q4_ROWS_CHOICES, Q4_SMALL_N, q4RowsWgsl, q4TiledWgsl } from './q4matmul.wgsl';
 import { checkQ4Weight, q4Path, type Q4Weight } from './q4weight';
 
 /** MatmulArgs with a 4-bit W: swapping an f16 linear for a q4 one changes only `W`. */
@@ -19,7 +20,8 @@ export interface Q4MatmulArgs extends Omit<MatmulArgs, 'W'> {
 /**
  * y[N, out] (+)= x[N, in] · deq(W)^T + b. Buffers: x f32 [N, in], W q_weight u32 [out, in/8] + q_scale
  * [out, in/32], b f32 [out], y f32 [N, yStride] written at columns yOffset .. yOffset+out.
- * Decode (N <= 4) uses the rows kernel (each weight word read once for all N rows), else the tiled one.
+ * Decode (N <= 4) uses the rows kernel (each weight word read once for all N rows), else the tiled one in
+ * tileRowsFor(N)-row tiles (all tile shapes give bit-identical results).
  */
 export async function q4Matmul(ctx: GpuContext, a: Q4MatmulArgs): Promise<Dispatch> {
   const yStride = a.yStride ?? a.outDim;
@@ -36,24 +38,22 @@ export async function q4Matmul(ctx: GpuContext, a: Q4MatmulArgs): Promise<Dispat
   if (!Q4_ROWS_CHOICES.includes(rows)) throw new Error(`q4Matmul: rowsPerWorkgroup must be one of ${Q4_ROWS_CHOICES.join(', ')}, got ${rows}`);
   if (kernel === 'rows' && a.n > Q4_SMALL_N) throw new Error(`q4Matmul: the rows kernel handles N <= ${Q4_SMALL_N}, got ${a.n}`);
   const variant = { bias: !!a.bias, accumulate: !!a.accumulate };
+  const tileRows = checkTileRows('q4Matmul', a.tileRows ?? tileRowsFor(a.n));
   const p = q4Path(ctx, a.W);
   const sg = kernel === 'rows' && a.subgroups !== false && ctx.caps.subgroups;
-  const name = `q4_matmul_${kernel}${kernel === 'rows' ? `${a.n}x${rows}${sg ? '_sg' : ''}` : ''}_${q4PathName(p)}${variant.bias ? '_bias' : ''}${variant.accumulate ? '_acc' : ''}`;
-  const code = kernel === 'tiled' ? q4TiledWgsl(p, variant) : q4RowsWgsl(p, variant, a.n, sg, rows);
+  const shape = kernel === 'rows' ? `${a.n}x${rows}${sg ? '_sg' : ''}` : tileRows !== 64 ? String(tileRows) : '';
+  const name = `q4_matmul_${kernel}${shape}_${q4PathName(p)}${variant.bias ? '_bias' : ''}${variant.accumulate ? '_acc' : ''}`;
+  const code = kernel === 'tiled' ? q4TiledWgsl(p, variant, tileRows) : q4RowsWgsl(p, variant, a.n, sg, rows);
   const pipeline = await getPipeline(ctx, name, code);
   const dims = paramsUniform(ctx, 'q4Matmul.dims', [
     ['u32', a.n], ['u32', a.inDim], ['u32', a.outDim], ['u32', yStride], ['u32', yOffset], ['u32', a.W.rowBase ?? 0],
   ]);
   const buffers = [a.W.qWeight, a.W.qScale, a.x, a.y, dims];
   if (a.bias) buffers.push(a.bias);
-  const max = ctx.caps.limits.maxComputeWorkgroupsPerDimension;
-  let workgroups: [number, number];
-  if (kernel === 'tiled') {
-    workgroups = [Math.ceil(a.outDim / Q4_TILE), Math.ceil(a.n / Q4_TILE)];
-    if (workgroups[0] > max || workgroups[1] > max) throw new Error(`q4Matmul: grid ${workgroups} exceeds ${max} workgroups per dimension`);
-  } else {
-    workgroups = grid1d(ctx, Math.ceil(a.outDim / rows));
-  }
+  const workgroups =
+    kernel === 'tiled'
+      ? tileGrid('q4Matmul', a.n, a.outDim, tileRows, ctx.caps.limits.maxComputeWorkgroupsPerDimension)
+      : grid1d(ctx, Math.ceil(a.outDim / rows));
   return { pipeline, buffers, workgroups, label: name };
 }
 

@@ -8,10 +8,12 @@
 //   two weight loads are in flight. With `subgroups` each subgroup owns whole pairs (its lanes stride over
 //   the rows' groups, subgroupAdd reduces), so no workgroup memory or barriers are in the reduction.
 //   Without, 64 / (rows / 2) lanes per pair reduce through workgroup memory.
-// - tiled (prefill / training): 64x64 output tile per workgroup, K step 32 = one quantization group, so a
-//   W tile row needs 4 words and 1 scale; the tile is dequantized once into workgroup memory and reused by
-//   64 x rows. 16 KiB of workgroup memory, the WebGPU default limit.
+// - tiled (prefill / training): common/tile.wgsl.ts with 16, 32 or 64 rows x 64 columns per workgroup, K
+//   step 32 = one quantization group, so a W tile row needs 4 words and 1 scale; the tile is dequantized
+//   once into workgroup memory and reused by every x row of the tile. At most 16 KiB of workgroup memory
+//   (64 rows), the WebGPU default limit.
 
+import { registerTileWgsl, TILE_COLS, type TileRows } from '../common/tile.wgsl';
 import { q4Enables, q4ScaleDecl, Q4_UNPACK_WGSL, type Q4Path } from './q4.wgsl';
 
 export interface Q4MatmulVariant {
@@ -19,7 +21,7 @@ export interface Q4MatmulVariant {
   accumulate: boolean;
 }
 
-export const Q4_TILE = 64;
+export const Q4_TILE = TILE_COLS;
 export const Q4_TILE_K = 32;
 export const Q4_SMALL_N = 4;
 /** Output rows per workgroup of the rows kernel (both reductions work on row pairs). */
@@ -162,32 +164,22 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
 `;
 }
 
-export function q4TiledWgsl(p: Q4Path, v: Q4MatmulVariant): string {
+/** Register-tiled kernel, `rows` output rows per workgroup (tileRowsFor(n)); one K step is one group of 32. */
+export function q4TiledWgsl(p: Q4Path, v: Q4MatmulVariant, rows: TileRows = 64): string {
   const T = Q4_TILE;
   return /* wgsl */ `${q4Enables(p)}
 ${header(p, v, 'u32', 'vec4<f32>')}
-// k-major ([k][m]) so the inner loop reads consecutive rows / columns; one K step is one group of 32.
-var<workgroup> xs: array<f32, ${T * Q4_TILE_K}>;
-var<workgroup> ws: array<f32, ${T * Q4_TILE_K}>;
-
-@compute @workgroup_size(16, 16)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid3: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-  let col0 = wg.x * ${T}u;
-  let row0 = wg.y * ${T}u;
-  let tx = lid3.x;
-  let ty = lid3.y;
-  let G = dims.inDim / 32u;
+${registerTileWgsl({
+  rows,
+  k: Q4_TILE_K,
+  setup: `let G = dims.inDim / 32u;
   let x4PerRow = dims.inDim / 4u;
-  var acc0 = vec4<f32>(0.0);
-  var acc1 = vec4<f32>(0.0);
-  var acc2 = vec4<f32>(0.0);
-  var acc3 = vec4<f32>(0.0);
   // W tile loader: thread -> (row m, word c) of the 64 x 4-word tile.
   let wm = lid >> 2u;
   let wc = lid & 3u;
-  let wo = col0 + wm;
-  for (var g = 0u; g < G; g++) {
+  let wo = col0 + wm;`,
+  loop: 'for (var g = 0u; g < G; g++)',
+  load: `
     var lo = vec4<f32>(0.0);
     var hi = vec4<f32>(0.0);
     if (wo < dims.outDim) {
@@ -198,43 +190,20 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid3
       hi = q4hi(word) * s;
     }
     let kb = wc * 8u * ${T}u + wm;
-    ws[kb] = lo.x; ws[kb + ${T}u] = lo.y; ws[kb + ${2 * T}u] = lo.z; ws[kb + ${3 * T}u] = lo.w;
-    ws[kb + ${4 * T}u] = hi.x; ws[kb + ${5 * T}u] = hi.y; ws[kb + ${6 * T}u] = hi.z; ws[kb + ${7 * T}u] = hi.w;
-    // x tile: 64 rows x 8 vec4 = 512 vec4, two per thread.
-    for (var l = 0u; l < 2u; l++) {
-      let e = lid + l * 256u;
+    tb[kb] = lo.x; tb[kb + ${T}u] = lo.y; tb[kb + ${2 * T}u] = lo.z; tb[kb + ${3 * T}u] = lo.w;
+    tb[kb + ${4 * T}u] = hi.x; tb[kb + ${5 * T}u] = hi.y; tb[kb + ${6 * T}u] = hi.z; tb[kb + ${7 * T}u] = hi.w;
+    // x tile: ${rows} rows x 8 vec4.
+    for (var e = lid; e < ${rows * 8}u; e += 256u) {
       let m = e >> 3u;
       let v4 = e & 7u;
       let r = row0 + m;
       var xv = vec4<f32>(0.0);
       if (r < dims.n) { xv = x[r * x4PerRow + g * 8u + v4]; }
-      let xk = v4 * 4u * ${T}u + m;
-      xs[xk] = xv.x; xs[xk + ${T}u] = xv.y; xs[xk + ${2 * T}u] = xv.z; xs[xk + ${3 * T}u] = xv.w;
-    }
-    workgroupBarrier();
-    for (var kk = 0u; kk < ${Q4_TILE_K}u; kk++) {
-      let xb = kk * ${T}u + ty;
-      let wb = kk * ${T}u + tx;
-      let w = vec4<f32>(ws[wb], ws[wb + 16u], ws[wb + 32u], ws[wb + 48u]);
-      acc0 += xs[xb] * w;
-      acc1 += xs[xb + 16u] * w;
-      acc2 += xs[xb + 32u] * w;
-      acc3 += xs[xb + 48u] * w;
-    }
-    workgroupBarrier();
-  }
-  storeRow(row0 + ty, col0 + tx, acc0);
-  storeRow(row0 + ty + 16u, col0 + tx, acc1);
-  storeRow(row0 + ty + 32u, col0 + tx, acc2);
-  storeRow(row0 + ty + 48u, col0 + tx, acc3);
-}
-
-fn storeRow(r: u32, c: u32, v: vec4<f32>) {
-  if (r >= dims.n) { return; }
-  for (var j = 0u; j < 4u; j++) {
-    let o = c + 16u * j;
-    if (o < dims.outDim) { store(r, o, v[j]); }
-  }
-}
-`;
+      let xk = v4 * 4u * ${rows}u + m;
+      ta[xk] = xv.x; ta[xk + ${rows}u] = xv.y; ta[xk + ${2 * rows}u] = xv.z; ta[xk + ${3 * rows}u] = xv.w;
+    }`,
+  rowCount: 'dims.n',
+  colCount: 'dims.outDim',
+  store: 'store(r, c, v);',
+})}`;
 }
