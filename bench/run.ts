@@ -1,9 +1,18 @@
-// npm run bench [-- --models fixture,fixture-q4,qwen2.5-0.5b,qwen2.5-0.5b-q4 --prompt N --decode N]: scoring, prefill and decode
-// speed of the planner runtime, printed as JSON on stdout (progress on stderr). Decode bytes/s is weight bytes x
-// decode tokens/s: every decode step reads every weight once, so it shows how close decode runs to the
-// memory bandwidth. On software adapters (lavapipe) the defaults are a few tokens only. The -q4 models are
-// web-llm q4f16_1 builds kept 4-bit on the GPU (the same download web-llm uses); gpuMemory is what the
-// runtime reports for weights, activations and KV cache after the run.
+// npm run bench [-- --models fixture,fixture-q4,qwen2.5-0.5b,qwen2.5-0.5b-q4 --parts speed,memory,train --prompt N
+//   --decode N --context N --batch-rows N --lora-rank R --bandwidth GB/s --train-seqs N --train-tokens N
+//   --train-response N --train-rank R --micro-batch N --train-warmup N]
+// The planner runtime's speed and memory, printed as JSON on stdout (progress on stderr):
+// - speed: scoring, prefill and decode tokens/s. Decode bytes/s is weight bytes x decode tokens/s: every
+//   decode step reads every weight once, so it shows how close decode runs to the memory bandwidth; with
+//   --bandwidth (the GPU's GB/s) the decode speed is also given as a fraction of the bandwidth floor.
+// - memory: what a generate() at --context positions (default 4096) holds at its peak, reserved with
+//   Qwen2Runtime.reserve(): weights, a rank --lora-rank adapter on all 7 targets, the KV cache and the
+//   largest activation plans (a prefill chunk of --batch-rows rows, default the planner's 512, and the
+//   decode plan), cross-checked against the storage buffers the device really holds.
+// - train: one real Flow-GRPO step (the planner worker's trainer classes) on a group of --train-seqs turns
+//   of --train-tokens tokens: step time, training tokens/s and peak GPU memory; q4/f16 step-time ratios.
+// On software adapters (lavapipe) the speed and training defaults are a few tokens only. The -q4 models are
+// web-llm q4f16_1 builds kept 4-bit on the GPU (the same download web-llm uses).
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { requestGpu, type GpuContext } from '../src/gpu/device';
@@ -14,7 +23,10 @@ import { Qwen2Runtime } from '../src/engine/runtime';
 import { expectedQwen2Tensors } from '../src/engine/io/config';
 import type { GpuMemoryReport } from '../src/engine/runtime';
 import type { Q4WeightSource, WeightSource } from '../src/engine/weights';
+import { BufferTracker } from './buffer-tracker';
+import { bandwidthFloor, contextMemory, type BandwidthFloor, type ContextMemory } from './memory';
 import { QWEN25_05B, shapedQ4Weights, shapedWeights } from './shaped-model';
+import { benchTraining, type TrainBenchOptions, type TrainResult } from './train';
 
 const log = (s: string) => process.stderr.write(`${s}\n`);
 
@@ -23,10 +35,14 @@ function flag(name: string, fallback: string): string {
   return i >= 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1] : fallback;
 }
 
-interface ModelResult {
-  model: string;
-  params: number;
-  weightBytes: number;
+/** A numeric flag, checked: a typo must not silently become NaN in the results. */
+function num(name: string, fallback: string, min = 1): number {
+  const v = Number(flag(name, fallback));
+  if (!Number.isFinite(v) || v < min) throw new Error(`--${name} must be a number >= ${min}, got '${flag(name, fallback)}'`);
+  return v;
+}
+
+interface SpeedResult {
   promptTokens: number;
   prefillMs: number;
   prefillTokensPerSec: number;
@@ -38,77 +54,140 @@ interface ModelResult {
   scoreSequences: number;
   scoreMs: number;
   scoreTokensPerSec: number;
+  /** What the runtime holds after these runs (its KV cache is sized for this prompt + decode only). */
   gpuMemory: GpuMemoryReport;
+  bandwidthFloor?: BandwidthFloor;
 }
 
-async function bench(ctx: GpuContext, model: string, config: Qwen2Config, tensors: WeightSource | Q4WeightSource, prompt: number, decode: number, scoreSeqs: number): Promise<ModelResult> {
-  const t0 = performance.now();
-  const rt = await Qwen2Runtime.create(ctx, config, tensors, { maxContext: prompt + decode + 8, maxBatchRows: Math.max(prompt * scoreSeqs, 8) });
-  log(`${model}: uploaded ${(rt.weights.bytes / 2 ** 20).toFixed(1)} MiB in ${(performance.now() - t0).toFixed(0)} ms`);
-  try {
-    const ids = Array.from({ length: prompt }, (_, i) => (i * 7919 + 13) % config.vocabSize);
-    // Warm-up compiles every pipeline and records the step lists for these shapes.
-    await rt.generate(ids, { maxNewTokens: 2, temperature: 0 });
-    const out = await rt.generate(ids, { maxNewTokens: decode, temperature: 0 });
-    // The first new token comes from the prefill's logits; each further one is one decode step.
-    const steps = Math.max(0, out.tokens.length - 1);
-    const seqs = Array.from({ length: scoreSeqs }, (_, j) => ids.map((id) => (id + j) % config.vocabSize));
-    await rt.score(seqs);
-    const s0 = performance.now();
-    await rt.score(seqs);
-    const scoreMs = performance.now() - s0;
-    const params = [...expectedQwen2Tensors(config).values()].reduce((a, shape) => a + shape.reduce((x, y) => x * y, 1), 0);
-    const decodeTps = steps > 0 ? steps / (out.decodeMs / 1000) : 0;
-    const r: ModelResult = {
-      model,
-      params,
-      weightBytes: rt.weights.bytes,
-      promptTokens: prompt,
-      prefillMs: out.prefillMs,
-      prefillTokensPerSec: prompt / (out.prefillMs / 1000),
-      decodeTokens: steps,
-      decodeMs: out.decodeMs,
-      decodeTokensPerSec: decodeTps,
-      decodeWeightBytesPerSec: decodeTps * rt.weights.bytes,
-      scoreSequences: scoreSeqs,
-      scoreMs,
-      scoreTokensPerSec: (scoreSeqs * prompt) / (scoreMs / 1000),
-      gpuMemory: rt.memory(),
-    };
-    log(`${model}: score ${r.scoreTokensPerSec.toFixed(1)} tok/s, prefill ${r.prefillTokensPerSec.toFixed(1)} tok/s, decode ${r.decodeTokensPerSec.toFixed(2)} tok/s (${(r.decodeWeightBytesPerSec / 1e9).toFixed(2)} GB/s of weights)`);
-    return r;
-  } finally {
-    rt.destroy();
-  }
+interface ModelResult {
+  model: string;
+  params: number;
+  weightBytes: number;
+  speed?: SpeedResult;
+  memoryAtContext?: ContextMemory;
+  training?: TrainResult;
+}
+
+interface Model {
+  key: string;
+  name: string;
+  config: Qwen2Config;
+  /** Made on each call: a source may be read once per upload. */
+  tensors: () => Promise<WeightSource | Q4WeightSource>;
+}
+
+const MODELS = ['fixture', 'fixture-q4', 'qwen2.5-0.5b', 'qwen2.5-0.5b-q4'];
+
+async function model(key: string): Promise<Model> {
+  const fixture = async (dir: string, name: string): Promise<Model> => {
+    const path = resolve(dirname(fileURLToPath(import.meta.url)), '../../shared/fixtures', dir);
+    const ckpt = await loadCheckpoint(directorySource(path));
+    return { key, name, config: ckpt.config, tensors: async () => (await loadCheckpoint(directorySource(path))).tensors };
+  };
+  if (key === 'fixture') return fixture('qwen2-tiny', 'qwen2-tiny (fixture)');
+  if (key === 'fixture-q4') return fixture('qwen2-tiny-q4f16_1-MLC', 'qwen2-tiny-q4f16_1-MLC (fixture, 4-bit)');
+  if (key === 'qwen2.5-0.5b') return { key, name: 'Qwen2.5-0.5B shapes, f16 (random values)', config: QWEN25_05B, tensors: async () => shapedWeights(QWEN25_05B) };
+  if (key === 'qwen2.5-0.5b-q4') return { key, name: 'Qwen2.5-0.5B shapes, q4f16_1 (random values)', config: QWEN25_05B, tensors: async () => shapedQ4Weights(QWEN25_05B) };
+  throw new Error(`unknown model '${key}' (${MODELS.join(', ')})`);
+}
+
+async function speed(rt: Qwen2Runtime, m: Model, prompt: number, decode: number, scoreSeqs: number, bandwidth: number | null, context: number): Promise<SpeedResult> {
+  const config = m.config;
+  const ids = Array.from({ length: prompt }, (_, i) => (i * 7919 + 13) % config.vocabSize);
+  // Warm-up compiles every pipeline and records the step lists for these shapes.
+  await rt.generate(ids, { maxNewTokens: 2, temperature: 0 });
+  const out = await rt.generate(ids, { maxNewTokens: decode, temperature: 0 });
+  // The first new token comes from the prefill's logits; each further one is one decode step.
+  const steps = Math.max(0, out.tokens.length - 1);
+  const seqs = Array.from({ length: scoreSeqs }, (_, j) => ids.map((id) => (id + j) % config.vocabSize));
+  await rt.score(seqs);
+  const s0 = performance.now();
+  await rt.score(seqs);
+  const scoreMs = performance.now() - s0;
+  const decodeTps = steps > 0 ? steps / (out.decodeMs / 1000) : 0;
+  const r: SpeedResult = {
+    promptTokens: prompt,
+    prefillMs: out.prefillMs,
+    prefillTokensPerSec: prompt / (out.prefillMs / 1000),
+    decodeTokens: steps,
+    decodeMs: out.decodeMs,
+    decodeTokensPerSec: decodeTps,
+    decodeWeightBytesPerSec: decodeTps * rt.weights.bytes,
+    scoreSequences: scoreSeqs,
+    scoreMs,
+    scoreTokensPerSec: (scoreSeqs * prompt) / (scoreMs / 1000),
+    gpuMemory: rt.memory(),
+  };
+  if (bandwidth !== null) r.bandwidthFloor = bandwidthFloor(config, bandwidth, rt.weights.bytes, prompt, steps, decodeTps, context);
+  log(`${m.name}: score ${r.scoreTokensPerSec.toFixed(1)} tok/s, prefill ${r.prefillTokensPerSec.toFixed(1)} tok/s, decode ${r.decodeTokensPerSec.toFixed(2)} tok/s (${(r.decodeWeightBytesPerSec / 1e9).toFixed(2)} GB/s of weights)`);
+  return r;
 }
 
 async function main(): Promise<void> {
-  const ctx = await requestGpu();
+  const ctx: GpuContext = await requestGpu();
   const soft = ctx.caps.isSoftware;
-  const models = flag('models', 'fixture,fixture-q4,qwen2.5-0.5b,qwen2.5-0.5b-q4').split(',');
+  // Counts every buffer the device makes, to check what the runtime reports about its memory.
+  const tracker = BufferTracker.install(ctx.device);
+  const keys = flag('models', MODELS.join(',')).split(',');
+  const parts = new Set(flag('parts', 'speed,memory,train').split(','));
+  for (const p of parts) if (!['speed', 'memory', 'train'].includes(p)) throw new Error(`--parts: unknown part '${p}' (speed, memory, train)`);
+  const context = num('context', '4096');
+  const batchRows = num('batch-rows', '512');
+  const loraRank = num('lora-rank', '16', 0);
+  const bandwidth = process.argv.includes('--bandwidth') ? num('bandwidth', '', Number.MIN_VALUE) : null;
   const results: ModelResult[] = [];
-  for (const m of models) {
-    if (m === 'fixture') {
-      const dir = resolve(dirname(fileURLToPath(import.meta.url)), '../../shared/fixtures/qwen2-tiny');
-      const ckpt = await loadCheckpoint(directorySource(dir));
-      results.push(await bench(ctx, 'qwen2-tiny (fixture)', ckpt.config, ckpt.tensors, Number(flag('prompt', '32')), Number(flag('decode', '32')), 8));
-    } else if (m === 'fixture-q4') {
-      const dir = resolve(dirname(fileURLToPath(import.meta.url)), '../../shared/fixtures/qwen2-tiny-q4f16_1-MLC');
-      const ckpt = await loadCheckpoint(directorySource(dir));
-      results.push(await bench(ctx, 'qwen2-tiny-q4f16_1-MLC (fixture, 4-bit)', ckpt.config, ckpt.tensors, Number(flag('prompt', '32')), Number(flag('decode', '32')), 8));
-    } else if (m === 'qwen2.5-0.5b' || m === 'qwen2.5-0.5b-q4') {
+  for (const key of keys) {
+    const m = await model(key);
+    const tiny = key.startsWith('fixture');
+    const params = [...expectedQwen2Tensors(m.config).values()].reduce((a, shape) => a + shape.reduce((x, y) => x * y, 1), 0);
+    const r: ModelResult = { model: m.name, params, weightBytes: 0 };
+    if (parts.has('speed')) {
       // On software adapters 4 prompt rows keep prefill on the matmul row kernel (minutes, not tens of).
-      const prompt = Number(flag('prompt', soft ? '4' : '128'));
-      const decode = Number(flag('decode', soft ? '3' : '64'));
-      const q4 = m.endsWith('-q4');
-      const name = q4 ? 'Qwen2.5-0.5B shapes, q4f16_1 (random values)' : 'Qwen2.5-0.5B shapes, f16 (random values)';
-      results.push(await bench(ctx, name, QWEN25_05B, q4 ? shapedQ4Weights(QWEN25_05B) : shapedWeights(QWEN25_05B), prompt, decode, soft ? 1 : 8));
-    } else {
-      throw new Error(`unknown model '${m}' (fixture, fixture-q4, qwen2.5-0.5b, qwen2.5-0.5b-q4)`);
+      const prompt = num('prompt', tiny ? '32' : soft ? '4' : '128');
+      const decode = num('decode', tiny ? '32' : soft ? '3' : '64');
+      const scoreSeqs = tiny || !soft ? 8 : 1;
+      const t0 = performance.now();
+      const rt = await Qwen2Runtime.create(ctx, m.config, await m.tensors(), { maxContext: prompt + decode + 8, maxBatchRows: Math.max(prompt * scoreSeqs, 8) });
+      log(`${m.name}: uploaded ${(rt.weights.bytes / 2 ** 20).toFixed(1)} MiB in ${(performance.now() - t0).toFixed(0)} ms`);
+      try {
+        r.weightBytes = rt.weights.bytes;
+        r.speed = await speed(rt, m, prompt, decode, scoreSeqs, bandwidth, context);
+      } finally {
+        rt.destroy();
+      }
     }
+    if (parts.has('memory')) {
+      r.memoryAtContext = await contextMemory(ctx, m.config, await m.tensors(), { context, batchRows, rank: loraRank }, tracker);
+      r.weightBytes = r.memoryAtContext.bytes.weights;
+      log(`${m.name}: a generate at ${context} context holds ${r.memoryAtContext.totalMiB.toFixed(1)} MiB (device: ${(r.memoryAtContext.deviceStorageBytes / 2 ** 20).toFixed(1)} MiB)`);
+    }
+    if (parts.has('train')) {
+      // On software adapters a training step of 4 rows of Qwen2.5-0.5B takes minutes; on a GPU, a group of
+      // 8 planner turns of 512 tokens (128 of them response) in the trainer's default 768-token micro-batches.
+      const tokens = num('train-tokens', tiny ? '32' : soft ? '2' : '512', 2);
+      const o: TrainBenchOptions = {
+        sequences: num('train-seqs', soft && !tiny ? '2' : '8', 2),
+        tokens,
+        response: num('train-response', tiny ? '16' : soft ? '1' : '128'),
+        rank: num('train-rank', '16'),
+        microBatchTokens: num('micro-batch', tiny ? '256' : soft ? String(2 * tokens) : '768', 2),
+        warmupSteps: num('train-warmup', soft ? '0' : '1', 0),
+        maxBatchRows: batchRows,
+      };
+      r.training = await benchTraining(ctx, m.name, m.config, await m.tensors(), o, log);
+      r.weightBytes ||= r.training.runtimeMemory.weights;
+    }
+    results.push(r);
+  }
+  // Training should be no slower on the 4-bit base than on f16 (issue 7): the ratio per pair that ran.
+  const trainingQ4VsF16: Array<{ f16: string; q4: string; stepTimeRatio: number }> = [];
+  for (const [f, q] of [['fixture', 'fixture-q4'], ['qwen2.5-0.5b', 'qwen2.5-0.5b-q4']]) {
+    const a = results[keys.indexOf(f)]?.training;
+    const b = results[keys.indexOf(q)]?.training;
+    if (a && b) trainingQ4VsF16.push({ f16: a.model, q4: b.model, stepTimeRatio: b.trainStepMs / a.trainStepMs });
   }
   const device = { description: ctx.caps.description, vendor: ctx.caps.vendor, f16: ctx.caps.f16, software: soft };
-  process.stdout.write(`${JSON.stringify({ device, results }, null, 2)}\n`, () => process.exit(0));
+  process.stdout.write(`${JSON.stringify({ device, options: { context, batchRows, loraRank, bandwidthGBs: bandwidth }, results, trainingQ4VsF16 }, null, 2)}\n`, () => process.exit(0));
 }
 
 main().catch((e: Error) => {

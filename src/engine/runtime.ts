@@ -137,6 +137,30 @@ export class Qwen2Runtime {
   }
 
   /**
+   * Allocates now everything generate() holds at its peak for a prompt of `promptTokens` tokens (default:
+   * maxContext, the most any generate() can hold): the KV cache, the prefill plan (the largest prompt chunk,
+   * at most maxBatchRows rows), the decode plan and the samplers over both. A later generate() within that
+   * length allocates no further buffers, so memory() after reserve() is what a long generation really holds,
+   * known without running one (a 512-row prefill of a 0.5B model takes minutes on a software adapter).
+   * Call it after adding adapters: a larger LoRA rank drops the plans. score() and logitsLast() size their
+   * own plans (a long single sequence gets a plan of its length) and are not covered.
+   */
+  reserve(o: { promptTokens?: number } = {}): Promise<GpuMemoryReport> {
+    return this.serial(async () => {
+      const P = o.promptTokens ?? this.maxContext;
+      if (!Number.isInteger(P) || P < 1 || P > this.maxContext) {
+        throw new Error(`reserve: promptTokens must be an integer from 1 to the context limit ${this.maxContext}, got ${o.promptTokens}`);
+      }
+      const kv = await this.kvCache();
+      let rows = 0;
+      for (let c0 = 0; c0 < P; c0 += this.maxBatchRows) rows = Math.max(rows, this.prefillRows(Math.min(this.maxBatchRows, P - c0), c0, kv));
+      await this.sampler(await this.plan('batch', rows));
+      await this.sampler(await this.plan('decode', 1));
+      return this.memory();
+    });
+  }
+
+  /**
    * Entry t of row i is log p(seq[i][t+1] | seq[i][0..t]) under the active adapter (length len-1).
    * Sequences are packed into batches of whole sequences.
    */
@@ -361,12 +385,17 @@ export class Qwen2Runtime {
     return plan!;
   }
 
+  /** Rows of the plan a prefill chunk of P tokens at position `start` runs in (P rounded up to a bucket). */
+  private prefillRows(P: number, start: number, kv: KvCache | null): number {
+    // Padding rows of a cached prefill write cache rows past the prompt (each decode step overwrites its
+    // row before any query reads it), so the padded chunk must still fit the cache.
+    return Math.max(P, Math.min(bucket(P, this.maxBatchRows), kv ? kv.maxCtx - start : Infinity));
+  }
+
   /** Prompt rows at positions start.. (in the cache when `kv` is given), and logits of the last row. */
   private async prefillChunk(tokens: number[], start: number, kv: KvCache | null): Promise<ActivationPlan> {
     const P = tokens.length;
-    // Padding rows of a cached prefill write cache rows past the prompt (each decode step overwrites its
-    // row before any query reads it), so the padded chunk must still fit the cache.
-    const n = Math.max(P, Math.min(bucket(P, this.maxBatchRows), kv ? kv.maxCtx - start : Infinity));
+    const n = this.prefillRows(P, start, kv);
     const plan = await this.plan('batch', n);
     const batch = packSequences([tokens], n);
     if (start > 0) {

@@ -1,0 +1,106 @@
+// GPU memory of a planner at a given context, and decode speed against the memory-bandwidth floor.
+import type { GpuContext } from '../src/gpu/device';
+import type { Qwen2Config } from '../src/engine/io/config';
+import { LORA_MODULES } from '../src/engine/io/peft';
+import { Qwen2Runtime, type GpuMemoryReport } from '../src/engine/runtime';
+import type { Q4WeightSource, WeightSource } from '../src/engine/weights';
+import { initLoraAdapter } from '../src/trainer/lora';
+import { Rng } from '../src/util/rng';
+import type { BufferTracker } from './buffer-tracker';
+
+const MiB = 2 ** 20;
+
+export interface ContextMemory {
+  /** KV cache rows (the runtime's maxContext). */
+  context: number;
+  /** Rows of one prefill chunk (maxBatchRows): the largest activation plan a generate() uses. */
+  prefillRows: number;
+  loraRank: number;
+  loraTargets: readonly string[];
+  /** What Qwen2Runtime.memory() reports after reserve(): weights, adapters, prefill + decode plans, KV cache. */
+  bytes: GpuMemoryReport;
+  totalBytes: number;
+  totalMiB: number;
+  /**
+   * Cross-check by the device: the storage buffers the device gained for this runtime (counted by wrapping
+   * createBuffer) minus the samplers' scratch, which memory() leaves out. Equal to totalBytes when the
+   * report is whole.
+   */
+  deviceStorageBytes: number;
+  samplerBytes: number;
+}
+
+/**
+ * A fresh runtime with a KV cache of `context` rows and a rank-`rank` adapter on all seven targets (none for
+ * rank 0), holding what a generate() at full context holds (Qwen2Runtime.reserve()); its report, checked
+ * against the storage buffers the device gained meanwhile.
+ */
+export async function contextMemory(ctx: GpuContext, config: Qwen2Config, tensors: WeightSource | Q4WeightSource, o: { context: number; batchRows: number; rank: number }, tracker: BufferTracker): Promise<ContextMemory> {
+  // Buffers left from earlier runs (never destroyed, only unreferenced) are not this runtime's.
+  const before = tracker.now().storage - samplers(tracker);
+  const rt = await Qwen2Runtime.create(ctx, config, tensors, { maxContext: o.context, maxBatchRows: o.batchRows });
+  try {
+    if (o.rank > 0) {
+      await rt.addAdapter('bench-memory', initLoraAdapter(config, { r: o.rank, alpha: 2 * o.rank }, new Rng(3)));
+      rt.setActiveAdapter('bench-memory');
+    }
+    const bytes = await rt.reserve();
+    const totalBytes = bytes.weights + bytes.adapters + bytes.activations + bytes.kvCache;
+    const samplerBytes = samplers(tracker);
+    return {
+      context: rt.maxContext,
+      prefillRows: rt.batchRows,
+      loraRank: o.rank,
+      loraTargets: o.rank > 0 ? LORA_MODULES : [],
+      bytes,
+      totalBytes,
+      totalMiB: totalBytes / MiB,
+      deviceStorageBytes: tracker.now().storage - samplerBytes - before,
+      samplerBytes,
+    };
+  } finally {
+    rt.destroy();
+  }
+}
+
+const samplers = (t: BufferTracker) => t.byLabel().find((e) => e.label === 'sampler')?.bytes ?? 0;
+
+export interface BandwidthFloor {
+  bandwidthGBs: number;
+  /**
+   * Bytes one decode token must read, as counted: every weight buffer once (the tied embedding is read as
+   * the LM head; the embedding lookup of one row is not counted separately) plus the f32 K and V rows of
+   * every layer up to the position decoded. Activations, LoRA (the bench decodes without an adapter) and
+   * the sampler are not counted: they are small next to these.
+   */
+  counted: string;
+  weightBytes: number;
+  /** Mean KV rows read per measured decode step (prompt + generated so far). */
+  measuredKvRows: number;
+  kvBytesPerToken: number;
+  floorTokensPerSec: number;
+  decodeTokensPerSec: number;
+  /** decodeTokensPerSec / floorTokensPerSec. */
+  fractionOfFloor: number;
+  /** The floor with the KV cache full (`context` rows), for long generations. */
+  atContext: { context: number; kvBytesPerToken: number; floorTokensPerSec: number };
+}
+
+export function bandwidthFloor(config: Qwen2Config, gbs: number, weightBytes: number, prompt: number, decodeSteps: number, decodeTps: number, context: number): BandwidthFloor {
+  const kvRowBytes = 2 * config.numLayers * config.numKvHeads * config.headDim * 4;
+  // Decode step i writes position prompt + i and reads rows 0..prompt + i.
+  const measuredKvRows = prompt + (Math.max(1, decodeSteps) - 1) / 2 + 1;
+  const kvBytesPerToken = measuredKvRows * kvRowBytes;
+  const floor = (gbs * 1e9) / (weightBytes + kvBytesPerToken);
+  return {
+    bandwidthGBs: gbs,
+    counted: 'weights (every weight buffer once per token) + f32 K and V rows read by attention at the decoded positions',
+    weightBytes,
+    measuredKvRows,
+    kvBytesPerToken,
+    floorTokensPerSec: floor,
+    decodeTokensPerSec: decodeTps,
+    fractionOfFloor: decodeTps / floor,
+    atContext: { context, kvBytesPerToken: context * kvRowBytes, floorTokensPerSec: (gbs * 1e9) / (weightBytes + context * kvRowBytes) },
+  };
+}
