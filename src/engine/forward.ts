@@ -11,6 +11,7 @@ import type { KvCache } from './kv-cache';
 import type { Qwen2Weights } from './weights';
 import { copyStep, dispatchStep, type Offset, type Step } from './graph';
 import * as ops from './ops';
+import { attentionSplit, splitAttentionPays } from '../kernels/attention/attention.split';
 import type { LoraModule } from './io/peft';
 
 export interface ForwardSpec {
@@ -34,6 +35,13 @@ export async function recordForward(ctx: GpuContext, s: ForwardSpec): Promise<St
   const add = (d: Awaited<ReturnType<typeof ops.linear>>) => steps.push(dispatchStep(d));
 
   for (const d of await ops.embed(ctx, w, plan.ids, plan.layers[0].x, n)) steps.push(dispatchStep(d));
+
+  // Decode over a long KV cache: one workgroup per head would leave most of the GPU idle, so each head's
+  // keys are split across workgroups (sized for the cache, the ranges are only known on the GPU). The
+  // slices' partial softmaxes go to the cache's scratch, which every layer reuses.
+  const maxKeys = s.cache?.kv.maxCtx ?? 0;
+  const partials = s.cache && splitAttentionPays(n, maxKeys) ? s.cache.kv.partials : null;
+  if (s.cache && splitAttentionPays(n, maxKeys) && !partials) throw new Error(`recordForward: the KV cache (${maxKeys} positions) has no split-attention scratch`);
 
   for (let l = 0; l < c.numLayers; l++) {
     const L = plan.layers[l];
@@ -61,12 +69,9 @@ export async function recordForward(ctx: GpuContext, s: ForwardSpec): Promise<St
       K = kv.k[l];
       V = kv.v[l];
     }
-    add(
-      await ops.attention(ctx, {
-        q: L.q, k: K, v: V, ranges: plan.ranges, out: L.attn, lse: L.lse,
-        n, nHeads: c.numHeads, nKvHeads: c.numKvHeads, headDim: c.headDim,
-      }),
-    );
+    const attn = { q: L.q, k: K, v: V, ranges: plan.ranges, out: L.attn, lse: L.lse, n, nHeads: c.numHeads, nKvHeads: c.numKvHeads, headDim: c.headDim };
+    if (partials) for (const d of await attentionSplit(ctx, { ...attn, maxKeys, partials })) add(d);
+    else add(await ops.attention(ctx, attn));
     steps.push(copyStep(L.x, L.h, n * H * 4));
     add(await ops.linear(ctx, { x: L.attn, W: W.o, y: L.h, n, inDim: qd, outDim: H, accumulate: true }));
     await lora('o', L.attn, L.h, qd, H);

@@ -3,6 +3,7 @@
 import type { GpuContext } from '../gpu/device';
 import { createStorageChecked } from '../gpu/buffers';
 import type { Qwen2Config } from './io/config';
+import { ATTN_SPLIT_MAX_ROWS, attentionPartialsBytes, splitAttentionPays } from '../kernels/attention/attention.split';
 
 export class KvCache {
   /** Rows filled so far (the next position to write). */
@@ -13,6 +14,12 @@ export class KvCache {
     readonly v: GPUBuffer[],
     readonly rowBytes: number,
     readonly bytes: number,
+    /**
+     * Scratch of split-K decode attention (each head's keys spread over workgroups) when the cache is long
+     * enough for it to pay, else null; sized for up to ATTN_SPLIT_MAX_ROWS query rows and shared by every
+     * layer (their dispatches run in order). Owned here so it is counted and freed with the cache.
+     */
+    readonly partials: GPUBuffer | null,
   ) {}
 
   static async create(ctx: GpuContext, config: Qwen2Config, maxCtx: number): Promise<KvCache> {
@@ -20,19 +27,23 @@ export class KvCache {
     const rowBytes = config.numKvHeads * config.headDim * 4;
     const k: GPUBuffer[] = [];
     const v: GPUBuffer[] = [];
+    let partials: GPUBuffer | null = null;
+    const partialsBytes = splitAttentionPays(1, maxCtx) ? attentionPartialsBytes(ATTN_SPLIT_MAX_ROWS, config.numHeads, config.headDim, maxCtx) : 0;
     try {
       for (let l = 0; l < config.numLayers; l++) {
         k.push(await createStorageChecked(ctx, `kv.k.${l}`, maxCtx * rowBytes));
         v.push(await createStorageChecked(ctx, `kv.v.${l}`, maxCtx * rowBytes));
       }
+      if (partialsBytes > 0) partials = await createStorageChecked(ctx, 'kv.attention-partials', partialsBytes);
     } catch (e) {
       for (const b of [...k, ...v]) b.destroy();
       throw e;
     }
-    return new KvCache(maxCtx, k, v, rowBytes, 2 * config.numLayers * maxCtx * rowBytes);
+    return new KvCache(maxCtx, k, v, rowBytes, 2 * config.numLayers * maxCtx * rowBytes + partialsBytes, partials);
   }
 
   destroy(): void {
     for (const b of [...this.k, ...this.v]) b.destroy();
+    this.partials?.destroy();
   }
 }

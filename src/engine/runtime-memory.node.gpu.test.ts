@@ -26,7 +26,8 @@ describe('Qwen2Runtime.reserve and memory()', () => {
     const { config, weights } = randomQwen2(5, { numLayers: 2, vocabSize: 60 });
     const adapter = toLoraAdapter(config, randomAdapter(6, config, 4));
     const open = async () => {
-      const rt = await Qwen2Runtime.create(ctx, toQwen2Config(config), toWeightSource(config, weights), { maxContext: 64, maxBatchRows: 16, logitsRows: 8 });
+      // A context over 1024 positions, so decode takes split-K attention and its scratch is counted too.
+      const rt = await Qwen2Runtime.create(ctx, toQwen2Config(config), toWeightSource(config, weights), { maxContext: 1100, maxBatchRows: 16, logitsRows: 8 });
       await rt.addAdapter('a', adapter);
       rt.setActiveAdapter('a');
       return rt;
@@ -77,8 +78,10 @@ describe('Qwen2Runtime.reserve and memory()', () => {
       const MiB = 2 ** 20;
       console.info(`[memory] 0.5B q4 + r16 + 4k KV: ${JSON.stringify(Object.fromEntries(Object.entries(m).map(([k, v]) => [k, +(v / MiB).toFixed(1)])))} MiB, total ${(total(m) / MiB).toFixed(1)} MiB`);
 
-      // Independent figures: KV is f32 K and V for every layer and position; LoRA is f32 A and B per pair.
-      expect(m.kvCache).toBe(2 * c.numLayers * 4096 * c.numKvHeads * c.headDim * 4);
+      // Independent figures: KV is f32 K and V for every layer and position, plus split decode attention's
+      // scratch (up to 4 query rows x 14 heads x 16 slices of 256 keys, each hd outputs + max + sum, f32);
+      // LoRA is f32 A and B per pair.
+      expect(m.kvCache).toBe(2 * c.numLayers * 4096 * c.numKvHeads * c.headDim * 4 + 4 * c.numHeads * (4096 / 256) * (c.headDim + 2) * 4);
       const H = c.hiddenSize;
       const kvd = c.numKvHeads * c.headDim;
       const I = c.intermediateSize;

@@ -11,12 +11,25 @@
 //         sequences) the scan starts at query row m and stops at the first tile whose first row starts
 //         after m, so it costs the length of m's sequence instead of the batch.
 // Each output element has exactly one writer, so dk/dv sum over the shared query heads without atomics.
+// Passes 1 and 2 recompute p and dS of a (query, key) pair with one WGSL function, pairGrad; each pass
+// defines the accessors qAt/doAt (query row) and kAt/vAt (key row) that read its workgroup copy or storage.
+// (Same operations in the same order as when each pass had its own copy: results are bit-identical.)
 
 export const ATTN_BWD_WG = 64;
 export const ATTN_BWD_MAX_HD = 256;
 const SLOTS = ATTN_BWD_MAX_HD / ATTN_BWD_WG;
 
 const PARAMS = 'struct Params { n: u32, m: u32, nH: u32, nKV: u32, hd: u32, scale: f32, packed: u32 }';
+// p = exp(scale q.k - lse) and dS = p (dout.v - D) of query row qb and key row kb (element offsets).
+const PAIR_GRAD = `fn pairGrad(qb: u32, kb: u32, lse: f32, D: f32) -> vec2<f32> {
+  var s = 0.0;
+  var dp = 0.0;
+  for (var d = 0u; d < P.hd; d++) { s += qAt(qb, d) * kAt(kb, d); dp += doAt(qb, d) * vAt(kb, d); }
+  let p = exp(s * P.scale - lse);
+  return vec2<f32>(p, p * (dp - D));
+}
+`;
+
 const ENTRY = `@compute @workgroup_size(${ATTN_BWD_WG})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32)`;
@@ -55,6 +68,11 @@ var<workgroup> sdo: array<f32, ${ATTN_BWD_MAX_HD}>;
 var<workgroup> sds: array<f32, ${ATTN_BWD_WG}>;
 var<workgroup> wStart: u32;
 var<workgroup> wEnd: u32;
+fn qAt(qb: u32, d: u32) -> f32 { return sq[d]; }
+fn doAt(qb: u32, d: u32) -> f32 { return sdo[d]; }
+fn kAt(kb: u32, d: u32) -> f32 { return k[kb + d]; }
+fn vAt(kb: u32, d: u32) -> f32 { return v[kb + d]; }
+${PAIR_GRAD}
 ${ENTRY} {
   let idx = wg.x + wg.y * nwg.x;
   if (idx >= P.n * P.nH) { return; }
@@ -74,13 +92,7 @@ ${ENTRY} {
   for (var m0 = start; m0 < end; m0 += ${ATTN_BWD_WG}u) {
     let m = m0 + lid;
     var ds = 0.0;
-    if (m < end) {
-      let kb = m * kvStride + kOff;
-      var s = 0.0;
-      var dp = 0.0;
-      for (var d = 0u; d < P.hd; d++) { s += sq[d] * k[kb + d]; dp += sdo[d] * v[kb + d]; }
-      ds = exp(s * P.scale - lse) * (dp - D);
-    }
+    if (m < end) { ds = pairGrad(0u, m * kvStride + kOff, lse, D).y; }
     sds[lid] = ds;
     workgroupBarrier();
     let cnt = min(${ATTN_BWD_WG}u, end - m0);
@@ -118,6 +130,11 @@ var<workgroup> sv: array<f32, ${ATTN_BWD_MAX_HD}>;
 var<workgroup> sp: array<f32, ${ATTN_BWD_WG}>;
 var<workgroup> sds: array<f32, ${ATTN_BWD_WG}>;
 var<workgroup> wStop: u32;
+fn qAt(qb: u32, d: u32) -> f32 { return q[qb + d]; }
+fn doAt(qb: u32, d: u32) -> f32 { return dout[qb + d]; }
+fn kAt(kb: u32, d: u32) -> f32 { return sk[d]; }
+fn vAt(kb: u32, d: u32) -> f32 { return sv[d]; }
+${PAIR_GRAD}
 ${ENTRY} {
   let idx = wg.x + wg.y * nwg.x;
   if (idx >= P.m * P.nKV) { return; }
@@ -143,12 +160,9 @@ ${ENTRY} {
       let n = e / G;
       if (ranges[2u * n] <= m && m < ranges[2u * n + 1u]) {
         let qi = n * P.nH + g * G + e % G;
-        let qb = qi * P.hd;
-        var s = 0.0;
-        var dp = 0.0;
-        for (var d = 0u; d < P.hd; d++) { s += q[qb + d] * sk[d]; dp += dout[qb + d] * sv[d]; }
-        p = exp(s * P.scale - stats[2u * qi]);
-        ds = p * (dp - stats[2u * qi + 1u]);
+        let pd = pairGrad(qi * P.hd, 0u, stats[2u * qi], stats[2u * qi + 1u]);
+        p = pd.x;
+        ds = pd.y;
       }
     }
     sp[lid] = p;

@@ -25,7 +25,8 @@ export interface AttentionArgs {
 /**
  * Causal GQA attention, softmax(q k^T / sqrt(hd)) v over each row's key range. Buffers: q f32 [N, nH*hd],
  * k/v f32 [M, nKV*hd], ranges u32 [N, 2], out f32 [N, nH*hd], lse f32 [N, nH]. Query head h reads KV head
- * h / (nH/nKV).
+ * h / (nH/nKV). For one or a few rows over a long KV cache (decode), attentionSplit() in attention.split.ts
+ * computes the same in parallel over key slices.
  */
 export async function attention(ctx: GpuContext, a: AttentionArgs): Promise<Dispatch> {
   checkDims('attention', { n: a.n, nHeads: a.nHeads, nKvHeads: a.nKvHeads, headDim: a.headDim });

@@ -4,24 +4,19 @@
 // of keys works with fixed memory. Thread t owns output dims t, t+WG, ... (hd <= 4*WG).
 // Each row attends keys [ranges[row].x, ranges[row].y) of K/V, which may be the batch itself or a KV
 // cache with more rows than queries. lse (log-sum-exp of the scaled scores) is saved for the backward.
+//
+// The workgroup memory, reductions and the key-block loop are shared text with the split-K decode kernel
+// (attention.split.wgsl.ts), so a split covering a whole range computes exactly what this kernel does.
+// This kernel's generated source must stay byte-identical: sampling seeds in the e2e suite depend on it.
 
 export const ATTN_WG = 64;
 export const ATTN_MAX_HD = 4 * ATTN_WG;
 // A finite "minus infinity": exp(NEG - m) underflows to 0 without producing NaN from inf - inf.
 export const ATTN_NEG = -3.0e38;
 
-export function attentionWgsl(): string {
-  return /* wgsl */ `
-struct Dims { n: u32, nH: u32, nKV: u32, hd: u32, scale: f32 }
-@group(0) @binding(0) var<storage, read> q: array<f32>;
-@group(0) @binding(1) var<storage, read> k: array<f32>;
-@group(0) @binding(2) var<storage, read> v: array<f32>;
-@group(0) @binding(3) var<storage, read> ranges: array<vec2<u32>>;
-@group(0) @binding(4) var<storage, read_write> out: array<f32>;
-@group(0) @binding(5) var<storage, read_write> lse: array<f32>;
-@group(0) @binding(6) var<uniform> dims: Dims;
-
-var<workgroup> qs: array<f32, ${ATTN_MAX_HD}>;
+/** Workgroup arrays (scaled query, block probabilities, reduction scratch) and the block reductions. */
+export function attentionSharedWgsl(): string {
+  return `var<workgroup> qs: array<f32, ${ATTN_MAX_HD}>;
 var<workgroup> ps: array<f32, ${ATTN_WG}>;
 var<workgroup> red: array<f32, ${ATTN_WG}>;
 
@@ -48,26 +43,30 @@ fn reduceSum(lid: u32, val: f32) -> f32 {
   workgroupBarrier();
   return r;
 }
+`;
+}
 
-@compute @workgroup_size(${ATTN_WG})
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-  let idx = wg.x + wg.y * nwg.x;
-  if (idx >= dims.n * dims.nH) { return; }
-  let row = idx / dims.nH;
-  let h = idx - row * dims.nH;
-  let hd = dims.hd;
+/**
+ * Statements that load the scaled query of (row, h) into qs. Needs `row`, `h`, `lid` and a `dims` with
+ * nH, nKV, hd, scale; defines hd, kvh, kvStride, kvBase, qBase.
+ */
+export function attentionLoadQueryWgsl(): string {
+  return `  let hd = dims.hd;
   let kvh = h / (dims.nH / dims.nKV);
   let kvStride = dims.nKV * hd;
   let kvBase = kvh * hd;
   let qBase = row * dims.nH * hd + h * hd;
   for (var d = lid; d < hd; d += ${ATTN_WG}u) { qs[d] = q[qBase + d] * dims.scale; }
-  let range = ranges[row];
-  let start = range.x;
-  let end = range.y;
-  workgroupBarrier();
+`;
+}
 
-  var m = ${ATTN_NEG};
+/**
+ * The online softmax over keys [start, end) in blocks of WG, from the first key on. Needs `start`, `end`
+ * and the names of attentionLoadQueryWgsl (after a barrier); leaves the running max `m`, exp-sum `l` and
+ * unnormalised output `acc` (thread lid's dims lid + c*WG).
+ */
+export function attentionKeyLoopWgsl(): string {
+  return `  var m = ${ATTN_NEG};
   var l = 0.0;
   var acc = vec4<f32>(0.0);
   for (var b = start; b < end; b += ${ATTN_WG}u) {
@@ -99,7 +98,34 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     // ps is rewritten by the next block only after every thread has read it.
     workgroupBarrier();
   }
-  let inv = select(0.0, 1.0 / l, l > 0.0);
+`;
+}
+
+export function attentionWgsl(): string {
+  return /* wgsl */ `
+struct Dims { n: u32, nH: u32, nKV: u32, hd: u32, scale: f32 }
+@group(0) @binding(0) var<storage, read> q: array<f32>;
+@group(0) @binding(1) var<storage, read> k: array<f32>;
+@group(0) @binding(2) var<storage, read> v: array<f32>;
+@group(0) @binding(3) var<storage, read> ranges: array<vec2<u32>>;
+@group(0) @binding(4) var<storage, read_write> out: array<f32>;
+@group(0) @binding(5) var<storage, read_write> lse: array<f32>;
+@group(0) @binding(6) var<uniform> dims: Dims;
+
+${attentionSharedWgsl()}
+@compute @workgroup_size(${ATTN_WG})
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let idx = wg.x + wg.y * nwg.x;
+  if (idx >= dims.n * dims.nH) { return; }
+  let row = idx / dims.nH;
+  let h = idx - row * dims.nH;
+${attentionLoadQueryWgsl()}  let range = ranges[row];
+  let start = range.x;
+  let end = range.y;
+  workgroupBarrier();
+
+${attentionKeyLoopWgsl()}  let inv = select(0.0, 1.0 / l, l > 0.0);
   for (var c = 0u; c < 4u; c++) {
     let d = lid + c * ${ATTN_WG}u;
     if (d < hd) { out[qBase + d] = acc[c] * inv; }
