@@ -224,6 +224,29 @@ describe('runAgent', () => {
     expect(r.memory).toHaveLength(3);
   });
 
+  it('numbers the answer with the last turn when the last turn’s planner call fails, also when resumed', async () => {
+    const script = (): Script => ({
+      analysis: ['x'],
+      planner: [plan('add', 'Adder_Tool'), 'no plan at all', { throws: 'GPU device lost' }],
+      executor: ['{"a": 1, "b": 1}'],
+      verifier: ['CONTINUE'],
+      generator: ['2'],
+    });
+    for (const [maxTurns, expected] of [
+      [2, ['analysis@0', 'planner@1', 'executor@1', 'verifier@1', 'error:planner@2', 'generator@2']],
+      [3, ['analysis@0', 'planner@1', 'executor@1', 'verifier@1', 'error:planner@2', 'error:planner@3', 'generator@3']],
+    ] as const) {
+      const r = await runAgent({ conversationId: `c7b-${maxTurns}`, query: 'q', tools: TOOLS, engines: engines(script()), config: { maxTurns } });
+      expect(r.stopReason).toBe('turn-budget');
+      expect(kinds(r.steps)).toEqual(expected);
+      expect(r.turns).toBe(maxTurns);
+      // Resumed from every step before the answer, the answer keeps the same number.
+      const upToAnswer = r.steps.slice(0, -1);
+      const resumed = await runAgent({ conversationId: `c7b-${maxTurns}`, query: 'q', tools: TOOLS, engines: engines({ generator: ['2'] }), config: { maxTurns }, resumeFrom: upToAnswer });
+      expect(kinds(resumed.steps)).toEqual(expected);
+    }
+  });
+
   it('stops at the time budget, drops the step in flight, and still answers from memory', async () => {
     const e = engines({
       analysis: ['x'],
@@ -391,6 +414,8 @@ describe('runAgent on random model output', () => {
       expect(e.planner.count('planner')).toBe(r.turns);
       expect(r.steps.map((s) => s.seq)).toEqual(r.steps.map((_, i) => i));
       expect(r.steps[r.steps.length - 1].kind).toBe('generator');
+      // The answer belongs to the last turn that was planned, never to one past the budget.
+      expect(r.steps[r.steps.length - 1].turn, `seed ${seed}`).toBe(r.turns);
       // One memory entry per planned turn: a failed plan or an execution.
       expect(r.memory.map((m) => m.turn)).toEqual(Array.from({ length: r.turns }, (_, i) => i + 1));
       // The stored steps alone rebuild the same memory.

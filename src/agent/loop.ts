@@ -320,11 +320,14 @@ export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
 
   if (state.phase !== 'done' && (stopReason === 'verifier' || stopReason === 'turn-budget' || stopReason === 'time-budget')) {
     const startedAt = now();
+    // A failed plan moves state.turn past the turn it failed in; after the last turn that is maxTurns + 1,
+    // a turn that never ran, so the answer belongs to the last turn.
+    const answerTurn = Math.min(state.turn, cfg.maxTurns);
     try {
-      const { result, usage: u } = await call('generator', state.turn, generatorMessages(opts.query, state.memory, { answerTags: cfg.answerTags, limits: cfg.limits }), userSignal);
+      const { result, usage: u } = await call('generator', answerTurn, generatorMessages(opts.query, state.memory, { answerTags: cfg.answerTags, limits: cfg.limits }), userSignal);
       state.answer = result.text;
       const tagged = cfg.answerTags ? extractAnswerTag(result.text) : null;
-      await record('generator', state.turn, startedAt, { text: result.text, finalAnswer: tagged ?? result.text.trim(), stopReason, ...u });
+      await record('generator', answerTurn, startedAt, { text: result.text, finalAnswer: tagged ?? result.text.trim(), stopReason, ...u });
       state.phase = 'done';
     } catch (e) {
       if (userSignal.aborted) stopReason = 'aborted';
@@ -332,7 +335,7 @@ export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
         fatal = `generator failed: ${errorMessage(e)}`;
         stopReason = 'error';
         // Best effort: the store may be what failed.
-        await record('error', state.turn, startedAt, { module: 'generator', message: fatal, errorKind: 'engine-error' }).catch(() => undefined);
+        await record('error', answerTurn, startedAt, { module: 'generator', message: fatal, errorKind: 'engine-error' }).catch(() => undefined);
       }
     }
   }

@@ -45,9 +45,11 @@ export interface GrpoConfig {
  * Defaults, with reasons:
  * - groupSize 8, epsLow 0.2, epsHigh 0.3, beta 0.001, maxTurns 3: AgentFlow's Flow-GRPO recipe (its 7B runs
  *   use group 8, clip 0.2 / 0.3, KL 0.001 and 3 planner turns).
- * - learningRate 1e-4: AgentFlow fine-tunes all 7B weights with 1e-6; a LoRA adapter has far fewer,
- *   zero-initialised parameters whose effective update is scaled by alpha/r, and needs 1e-4 to 1e-3 to move
- *   in a few hundred steps (the toy task uses 1e-3 on a tiny model).
+ * - learningRate 2e-5: AgentFlow fine-tunes all 7B weights with 1e-6; a LoRA adapter has far fewer,
+ *   zero-initialised parameters whose update is scaled by alpha/r, so it takes larger steps. AdamW moves each
+ *   weight by about the learning rate per step whatever the gradient's size, and small groups give noisy
+ *   advantages, so the default sits low in the 1e-5 to 5e-5 range of LoRA GRPO recipes for 0.5B-7B models
+ *   (the Training panel shows the same value; the toy task uses its own large rate on a tiny model).
  * - weightDecay 0.01, adam betas 0.9/0.999, eps 1e-8, maxGradNorm 1.0: the usual AdamW settings of
  *   verl / TRL, which AgentFlow builds on.
  * - epochs 1, miniBatches 1: one on-policy update per batch, so old logprobs equal the current ones at the
@@ -62,7 +64,7 @@ export interface GrpoConfig {
 export const DEFAULT_GRPO_CONFIG: Readonly<GrpoConfig> = Object.freeze({
   groupSize: 8,
   queriesPerStep: 4,
-  learningRate: 1e-4,
+  learningRate: 2e-5,
   epsLow: 0.2,
   epsHigh: 0.3,
   beta: 0.001,

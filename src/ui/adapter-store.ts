@@ -1,6 +1,7 @@
 // LoRA adapters stored in IndexedDB ('adapters'): list, delete, export as PEFT files and import PEFT
 // files (validated by the engine's PEFT parser, so a wrong file is refused with its name and tensor).
-import { parseAdapter } from '../engine/io/peft';
+import type { Qwen2Config } from '../engine/io/config';
+import { LORA_MODULES, MODULE_PATH, parseAdapter, type LoraAdapter, type LoraModule } from '../engine/io/peft';
 import { writeSafetensors } from '../engine/io/safetensors';
 import { describeStorageError, openAgentDb } from '../store/db';
 import type { AdapterRecord } from '../store/records';
@@ -22,19 +23,31 @@ export function adapterFiles(rec: AdapterRecord): { config: string; weights: Uin
   };
 }
 
-/** Stores a PEFT adapter picked by the user; returns its record. */
-export async function importAdapterFiles(name: string, configText: string, weights: Uint8Array, dbName?: string): Promise<AdapterRecord> {
+/** The files an import came from, so an error names what the user picked. */
+export interface AdapterFileNames {
+  config: string;
+  weights: string;
+}
+
+/** Stores a PEFT adapter picked by the user; returns its record. Nothing is stored when the files are refused. */
+export async function importAdapterFiles(
+  name: string,
+  configText: string,
+  weights: Uint8Array,
+  dbName?: string,
+  files: AdapterFileNames = { config: 'adapter_config.json', weights: 'adapter_model.safetensors' },
+): Promise<AdapterRecord> {
   let json: unknown;
   try {
     json = JSON.parse(configText);
   } catch (e) {
-    throw new Error(`adapter_config.json is not valid JSON: ${(e as Error).message}`);
+    throw new Error(`${files.config} is not valid JSON: ${(e as Error).message}`);
   }
-  const adapter = parseAdapter(json, weights);
+  const adapter = parseAdapter(json, weights, { configFile: files.config, weightsFile: files.weights });
   const tensors: AdapterRecord['tensors'] = {};
   for (const t of adapterTensors(adapter)) tensors[t.name] = { shape: t.shape, data: Float32Array.from(t.data) };
   const rec: AdapterRecord = {
-    id: `imported-${Date.now().toString(36)}-${name.replace(/[^\w.-]+/g, '_')}`,
+    id: `imported-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 6)}-${name.replace(/[^\w.-]+/g, '_')}`,
     name,
     createdAt: Date.now(),
     baseModel: adapter.config.baseModelNameOrPath ?? '',
@@ -47,4 +60,27 @@ export async function importAdapterFiles(name: string, configText: string, weigh
     throw describeStorageError(e, `adapter '${name}'`);
   }
   return rec;
+}
+
+/** The name an imported adapter gets when the user gives none: the weights file's name without the PEFT suffix. */
+export function importedAdapterName(weightsFileName: string): string {
+  const stem = weightsFileName.replace(/\.safetensors$/i, '').replace(/[._-]?adapter_model$/i, '');
+  return stem || 'imported adapter';
+}
+
+/** Rank and target modules of a stored adapter, read from its tensors (what training from it will use). */
+export function adapterShape(rec: AdapterRecord): { rank: number; targets: LoraModule[] } {
+  const names = Object.keys(rec.tensors);
+  const a = names.find((n) => n.endsWith('lora_A.weight'));
+  return {
+    rank: a ? rec.tensors[a].shape[0] : Number(rec.config.r),
+    targets: LORA_MODULES.filter((m) => names.some((n) => n.includes(`.${MODULE_PATH[m]}.lora_`))),
+  };
+}
+
+/** A stored adapter as a LoraAdapter, checked against `base` when given; errors name the adapter. */
+export async function loadStoredAdapter(id: string, dbName?: string, base?: Qwen2Config): Promise<LoraAdapter> {
+  const rec = await (await openAgentDb(dbName)).get('adapters', id);
+  if (!rec) throw new Error(`adapter '${id}' is not in this browser's storage (was it deleted?)`);
+  return parseAdapter(rec.config, adapterFiles(rec).weights, { base, configFile: `adapter “${rec.name}” config`, weightsFile: `adapter “${rec.name}” tensors` });
 }

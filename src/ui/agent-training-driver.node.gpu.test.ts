@@ -1,7 +1,7 @@
 // AgentTrainingDriver end to end in Node: the qwen2-tiny planner (our runtime, byte tokenizer) plays the
 // rollouts, the worker's TrainingHost (run in-process here) trains on them, the run pauses after a step,
 // and a driver made after a "reload" (new host, nothing in memory) resumes it from the run record and
-// the IndexedDB checkpoint to the end.
+// the IndexedDB checkpoint to the end; a new run then starts from the stored adapter.
 import 'fake-indexeddb/auto';
 import { describe, expect, it } from 'vitest';
 import { gpuFor } from '../../tests/support/gpu';
@@ -10,6 +10,7 @@ import { TINY } from '../../tests/support/qwen2-fixture';
 import { byteTokenizerConfig, byteTokenizerJson } from '../../tests/support/byte-tokenizer';
 import { ScriptedEngine } from '../agent/scripted-engine';
 import { loadCheckpoint } from '../engine/io/checkpoint';
+import { readSafetensors } from '../engine/io/safetensors';
 import { directorySource } from '../engine/io/sources';
 import { PlannerEngine } from '../engine/planner-engine';
 import { Qwen2Runtime } from '../engine/runtime';
@@ -36,7 +37,7 @@ const multiply: Tool = {
 };
 
 describe('AgentTrainingDriver on the real planner (qwen2-tiny)', () => {
-  it('trains a step, pauses with a checkpoint, and resumes after a reload to the end', async () => {
+  it('trains a step, pauses with a checkpoint, resumes after a reload to the end, and starts a new run from the stored adapter', async () => {
     const ctx = await gpuFor('packed');
     const ckpt = await loadCheckpoint(directorySource(TINY));
     // Agent prompts are longer than the fixture's 512 positions; RoPE has no table, only the KV cache grows.
@@ -93,6 +94,17 @@ describe('AgentTrainingDriver on the real planner (qwen2-tiny)', () => {
     // Done: the training copy of the adapter is gone from the runtime, the stored one stays.
     expect(rt.adapters.ids()).not.toContain(`training:${d.runId}`);
     expect(await resumableAgentRuns(dbName)).toEqual([]);
+
+    // A new run from the stored step-2 adapter: the worker's session starts from exactly its tensors.
+    const step2 = (await db.get('adapters', `${d.runId}@step-2`))!;
+    const host3 = new TrainingHost(() => rt, () => 'qwen2-tiny');
+    const d3 = await AgentTrainingDriver.create({ ...settings, startAdapter: { id: step2.id, name: step2.name } }, benchmark, { trainer: host3, engines, tools: [multiply], dbName }, budget);
+    expect(rt.activeAdapterId).toBe(`training:${d3.runId}`);
+    const started = readSafetensors((await host3.exportAdapter()).weights, 'exported');
+    expect(started.names().sort()).toEqual(Object.keys(step2.tensors).sort());
+    for (const name of started.names()) expect(maxAbsDiff(started.f32(name), step2.tensors[name].data), name).toBe(0);
+    expect((await db.get('trainingRuns', d3.runId))?.config).toMatchObject({ settings: { startAdapter: { id: step2.id, name: step2.name } } });
+    host3.trainStop();
     rt.destroy();
   });
 });

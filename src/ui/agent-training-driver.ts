@@ -17,7 +17,7 @@ import type { GrpoConfig } from '../trainer/config';
 import { samplesFromRollouts } from '../trainer/rollout-samples';
 import type { TurnSample } from '../trainer/samples';
 import type { Tool } from '../tools/types';
-import { toStepPoint, type TrainingDriver, type TrainingSettings, type TrainingState, type TrainingStepPoint } from './training-driver';
+import { startLabel, toStepPoint, type TrainingDriver, type TrainingSettings, type TrainingState, type TrainingStepPoint } from './training-driver';
 
 /** The planner worker's training calls (PlannerClient implements them). */
 export interface PlannerTrainer {
@@ -140,21 +140,22 @@ export class AgentTrainingDriver implements TrainingDriver {
     private readonly createdAt: number,
   ) {
     this.step = info.step;
-    this.label = `Planner on agent rollouts of “${run_.benchmark.name}” (${run_.planner})`;
+    this.label = `Planner on agent rollouts of “${run_.benchmark.name}” (${run_.planner})${startLabel(run_.settings)}`;
   }
 
   static async create(settings: TrainingSettings, benchmark: AgentTrainingBenchmark, deps: AgentTrainingDeps, budgetIn: Partial<AgentBudget> = {}): Promise<AgentTrainingDriver> {
-    if (!settings.targets.length) throw new Error('training: choose at least one target module for the LoRA adapter');
+    if (!settings.startAdapter && !settings.targets.length) throw new Error('training: choose at least one target module for the LoRA adapter');
     if (!Number.isInteger(settings.steps) || settings.steps < 1) throw new Error(`training: steps must be a positive integer, got ${settings.steps}`);
     const items = benchmark.items.filter((i) => i.answer !== undefined && i.answer !== null);
     if (!items.length) throw new Error(`training: benchmark “${benchmark.name}” has no item with a reference answer to score rollouts against`);
     const budget = { ...DEFAULT_AGENT_BUDGET, ...budgetIn };
     budget.queriesPerStep = Math.min(budget.queriesPerStep, items.length);
     const runId = `agent-${new Date().toISOString().replace(/[:.]/g, '-')}`;
-    const run: AgentRunConfig = { kind: AGENT_RUN_KIND, settings: { ...settings, targets: [...settings.targets] }, benchmark: { ...benchmark, items }, budget, planner: deps.engines.planner.id };
+    const startAdapter = settings.startAdapter ? { ...settings.startAdapter } : null;
+    const run: AgentRunConfig = { kind: AGENT_RUN_KIND, settings: { ...settings, targets: [...settings.targets], startAdapter }, benchmark: { ...benchmark, items }, budget, planner: deps.engines.planner.id };
     const info = await deps.trainer.trainStart({
       runId,
-      adapter: { rank: settings.rank, alpha: 2 * settings.rank, targets: settings.targets },
+      adapter: startAdapter ? { adapterId: startAdapter.id } : { rank: settings.rank, alpha: 2 * settings.rank, targets: settings.targets },
       config: grpoSettings(run),
       dbName: deps.dbName,
     });
@@ -170,7 +171,11 @@ export class AgentTrainingDriver implements TrainingDriver {
     const run = rec.config as unknown as AgentRunConfig;
     if (run.kind !== AGENT_RUN_KIND) throw new Error(`training run '${runId}' is not an agent-rollout run`);
     const s = run.settings;
-    const info = await deps.trainer.trainStart({ runId, adapter: { rank: s.rank, alpha: 2 * s.rank, targets: s.targets }, config: grpoSettings(run), resume: true, dbName: deps.dbName });
+    // A checkpoint holds the adapter to continue from; before the first one, the run starts over from its
+    // starting adapter (a stored one, or a fresh one made from the same seed).
+    const checkpointed = (await (await openAgentDb(deps.dbName)).countFromIndex('checkpoints', 'byRun', runId)) > 0;
+    const adapter = s.startAdapter && !checkpointed ? { adapterId: s.startAdapter.id } : { rank: s.rank, alpha: 2 * s.rank, targets: s.targets };
+    const info = await deps.trainer.trainStart({ runId, adapter, config: grpoSettings(run), resume: true, dbName: deps.dbName });
     const d = new AgentTrainingDriver(runId, run, deps, info, rec.createdAt);
     // Steps after the last checkpoint are redone, so their points are dropped.
     d.history.push(...(rec.stats as unknown as TrainingStepPoint[]).filter((p) => p.step <= info.step));

@@ -4,6 +4,7 @@
 // proves the loop learns in any browser, with or without WebGPU.
 import type { LoraModule } from '../engine/io/peft';
 import { openAgentDb } from '../store/db';
+import { loadStoredAdapter } from './adapter-store';
 import type { TrainingRunRecord } from '../store/records';
 import { IdbCheckpointStore } from '../trainer/checkpoint-idb';
 import { resolveGrpoConfig } from '../trainer/config';
@@ -23,6 +24,25 @@ export interface TrainingSettings {
   rank: number;
   targets: LoraModule[];
   seed?: number;
+  /**
+   * Start from this stored adapter (IndexedDB 'adapters') instead of a fresh one; rank and targets are then
+   * the adapter's. Kept in the run record, so a run says what it started from.
+   */
+  startAdapter?: StartAdapter | null;
+}
+
+/** The stored adapter a run starts from: its id to load it, its name for people. */
+export interface StartAdapter {
+  id: string;
+  name: string;
+}
+
+/** The base model name toy adapters carry (the adapter list offers only these for toy runs). */
+export const TOY_BASE_MODEL = 'agentflow-toy';
+
+/** ", from adapter “name”" for labels of runs that start from a stored adapter. */
+export function startLabel(s: TrainingSettings): string {
+  return s.startAdapter ? `, from adapter “${s.startAdapter.name}”` : '';
 }
 
 export interface TrainingStepPoint {
@@ -53,7 +73,7 @@ export function toStepPoint(s: { step: number; rewardMean: number; loss: number;
 const yieldToPage = () => new Promise<void>((r) => setTimeout(r, 0));
 
 export class ToyTrainingDriver implements TrainingDriver {
-  readonly label = 'Toy task (tiny planner, CPU)';
+  readonly label: string;
   readonly runId: string;
   state: TrainingState = 'idle';
   readonly history: TrainingStepPoint[] = [];
@@ -70,15 +90,18 @@ export class ToyTrainingDriver implements TrainingDriver {
   ) {
     this.trainer = trainer;
     this.runId = runId;
+    this.label = `Toy task (tiny planner, CPU)${startLabel(settings)}`;
   }
 
   static async create(settings: TrainingSettings, dbName?: string): Promise<ToyTrainingDriver> {
-    if (!settings.targets.length) throw new Error('training: choose at least one target module for the LoRA adapter');
+    if (!settings.startAdapter && !settings.targets.length) throw new Error('training: choose at least one target module for the LoRA adapter');
     if (!Number.isInteger(settings.steps) || settings.steps < 1) throw new Error(`training: steps must be a positive integer, got ${settings.steps}`);
     const task = new ToyTask();
     const model = toyModel(task, { seed: 1234 });
     const seed = settings.seed ?? 3;
-    const adapter = initLoraAdapter(model.config, { r: settings.rank, alpha: 2 * settings.rank, modules: settings.targets, baseModelNameOrPath: 'agentflow-toy' }, new Rng(seed + 4));
+    const adapter = settings.startAdapter
+      ? await loadStoredAdapter(settings.startAdapter.id, dbName, model.config)
+      : initLoraAdapter(model.config, { r: settings.rank, alpha: 2 * settings.rank, modules: settings.targets, baseModelNameOrPath: TOY_BASE_MODEL }, new Rng(seed + 4));
     const backend = new CpuPolicyBackend(model.config, model.weights, adapter);
     const cfg = resolveGrpoConfig({
       learningRate: settings.learningRate,
@@ -92,7 +115,7 @@ export class ToyTrainingDriver implements TrainingDriver {
     const source = new ToyRolloutSource(task, cpuTokenPolicy(backend), cfg);
     const runId = `toy-${new Date().toISOString().replace(/[:.]/g, '-')}`;
     const store = new IdbCheckpointStore(await openAgentDb(dbName));
-    const trainer = new GrpoTrainer(backend, cfg, source, { runId, store, baseModel: 'agentflow-toy' });
+    const trainer = new GrpoTrainer(backend, cfg, source, { runId, store, baseModel: TOY_BASE_MODEL });
     return new ToyTrainingDriver(settings, trainer, runId, store, dbName);
   }
 
@@ -133,7 +156,7 @@ export class ToyTrainingDriver implements TrainingDriver {
       createdAt: this.createdAt,
       updatedAt: Date.now(),
       status: this.state === 'idle' ? 'running' : this.state === 'running' ? 'running' : this.state,
-      config: { ...this.settings, targets: [...this.settings.targets] },
+      config: { ...this.settings, targets: [...this.settings.targets], startAdapter: this.settings.startAdapter ? { ...this.settings.startAdapter } : null },
       stats: this.history.map((p) => ({ ...p })),
     };
     await (await openAgentDb(this.dbName)).put('trainingRuns', rec);

@@ -1,6 +1,7 @@
 // Training: Flow-GRPO settings, start/pause/resume, live charts of reward, loss, KL, clip fraction and
 // tokens/s from the trainer's step statistics, and the stored LoRA adapters (activate, export, import,
-// delete). "Toy mode" trains the toy task's tiny planner (ToyTrainingDriver); with a planner model loaded,
+// delete, start a run from one). The learning rate defaults per mode (DEFAULT_LEARNING_RATE). "Toy mode"
+// trains the toy task's tiny planner (ToyTrainingDriver); with a planner model loaded,
 // "Imported benchmark (agent rollouts)" trains the real planner (AgentTrainingDriver); any other
 // TrainingDriver can be plugged in through `createDriver`.
 import { LitElement, css, html, nothing } from 'lit';
@@ -12,12 +13,24 @@ import { AgentTrainingDriver, DEFAULT_AGENT_BUDGET, resumableAgentRuns, type Age
 import { LORA_MODULES, type LoraModule } from '../engine/io/peft';
 import type { AdapterRecord, TrainingRunRecord } from '../store/records';
 import { getSetting, putSetting } from '../store/settings';
-import { adapterFiles, deleteAdapter, importAdapterFiles, listAdapters } from './adapter-store';
+import { adapterFiles, adapterShape, deleteAdapter, importAdapterFiles, importedAdapterName, listAdapters } from './adapter-store';
 import { lineChart } from './charts';
-import { downloadText } from './download';
-import { ToyTrainingDriver, WorkerToyTrainingDriver, type TrainingDriver, type TrainingSettings, type TrainingStepPoint } from './training-driver';
+import { DEFAULT_GRPO_CONFIG } from '../trainer/config';
+import { downloadBlob, downloadText } from './download';
+import { TOY_BASE_MODEL, ToyTrainingDriver, WorkerToyTrainingDriver, type TrainingDriver, type TrainingSettings, type TrainingStepPoint } from './training-driver';
 
 export const ACTIVE_ADAPTER_KEY = 'activeAdapter';
+
+export type TrainingMode = 'toy' | 'agent';
+
+/**
+ * The learning rate the form shows for each mode until the user types one for that mode.
+ * - toy 0.02: the toy task's tiny planner and zero-initialised adapter need large steps to show the reward
+ *   rising within a 40-step demo.
+ * - agent: the trainer's default (DEFAULT_GRPO_CONFIG.learningRate, reasons in trainer/config.ts). The toy
+ *   rate would rewrite a real planner's adapter within a few steps and wreck its language.
+ */
+export const DEFAULT_LEARNING_RATE: Readonly<Record<TrainingMode, number>> = Object.freeze({ toy: 0.02, agent: DEFAULT_GRPO_CONFIG.learningRate });
 
 export class AgentflowTrainingPanel extends LitElement {
   static override properties = {
@@ -34,6 +47,9 @@ export class AgentflowTrainingPanel extends LitElement {
     benchmark: { state: true },
     datasetChoice: { state: true },
     agentRuns: { state: true },
+    startChoice: { state: true },
+    importStatus: { state: true },
+    starting: { state: true },
   };
   declare dbName: string | undefined;
   /** Makes the driver for a settings choice; default: the toy driver. */
@@ -52,7 +68,18 @@ export class AgentflowTrainingPanel extends LitElement {
   declare datasetChoice: string;
   /** Stored agent-rollout runs that can be continued (paused, or cut off by a reload). */
   declare agentRuns: TrainingRunRecord[];
+  /** Id of the stored adapter to start the next run from; '' for a fresh adapter. */
+  declare startChoice: string;
+  declare importStatus: string;
+  /** A run is being set up (a worker starting, a checkpoint loading): no second one may start meanwhile. */
+  declare starting: boolean;
   private driver: TrainingDriver | null = null;
+  // Learning rates the user typed, per mode, saved when the mode changes: an edit sticks to its mode and
+  // never carries over (a toy-sized rate must not reach the real planner). Not reactive state, so the
+  // field is only rewritten on a mode change, never while the user types.
+  private readonly lrTyped: Partial<Record<TrainingMode, string>> = {};
+  private readonly lrTouched = new Set<TrainingMode>();
+  private lrMode: TrainingMode | null = null;
 
   constructor() {
     super();
@@ -69,6 +96,36 @@ export class AgentflowTrainingPanel extends LitElement {
     this.benchmark = null;
     this.datasetChoice = 'toy';
     this.agentRuns = [];
+    this.startChoice = '';
+    this.importStatus = '';
+    this.starting = false;
+  }
+
+  private get busy(): boolean {
+    return this.starting || this.state === 'running';
+  }
+
+  override willUpdate(): void {
+    const mode = this.mode;
+    if (this.lrMode && mode !== this.lrMode && this.lrTouched.has(this.lrMode)) {
+      const input = this.renderRoot.querySelector<HTMLInputElement>('#lr');
+      if (input) this.lrTyped[this.lrMode] = input.value;
+    }
+    this.lrMode = mode;
+  }
+
+  /** The mode the form is in: the real planner only when it is chosen and can run. */
+  get mode(): TrainingMode {
+    return this.datasetChoice === 'agent' && this.plannerTrainer() !== null && !!this.benchmark?.items.length ? 'agent' : 'toy';
+  }
+
+  /** Stored adapters a run of `mode` can start from: toy adapters for the toy planner, the others for the real one. */
+  startableAdapters(mode: TrainingMode): AdapterRecord[] {
+    return this.adapters.filter((a) => (a.baseModel === TOY_BASE_MODEL) === (mode === 'toy'));
+  }
+
+  private startAdapter(mode: TrainingMode): AdapterRecord | undefined {
+    return this.startChoice ? this.startableAdapters(mode).find((a) => a.id === this.startChoice) : undefined;
   }
 
   /** The engines and tool registry to train with, set by the page (app-shell passes its own). */
@@ -136,8 +193,9 @@ export class AgentflowTrainingPanel extends LitElement {
 
   /** Continues a stored agent-rollout run from its latest checkpoint. */
   async resumeStored(runId: string): Promise<void> {
-    if (this.state === 'running') return;
+    if (this.busy) return;
     this.error = null;
+    this.starting = true;
     try {
       const d = await AgentTrainingDriver.resume(runId, this.agentDeps());
       this.driver = d;
@@ -146,6 +204,8 @@ export class AgentflowTrainingPanel extends LitElement {
     } catch (e) {
       this.error = (e as Error).message;
       return;
+    } finally {
+      this.starting = false;
     }
     await this.go();
   }
@@ -162,21 +222,24 @@ export class AgentflowTrainingPanel extends LitElement {
   private settings(): TrainingSettings {
     const v = (id: string) => (this.renderRoot.querySelector(`#${id}`) as HTMLInputElement | HTMLSelectElement).value;
     const targets = [...this.renderRoot.querySelectorAll<HTMLInputElement>('.targets input:checked')].map((i) => i.value as LoraModule);
+    const dataset = v('dataset');
+    const start = this.startAdapter(dataset === 'agent' ? 'agent' : 'toy');
     return {
-      dataset: v('dataset'),
+      dataset,
       reward: v('reward'),
       groupSize: Number(v('group')),
       steps: Number(v('steps')),
       learningRate: Number(v('lr')),
-      rank: Number(v('rank')),
-      targets,
+      // A stored adapter brings its own rank and targets; the form's are for a fresh one.
+      ...(start ? { ...adapterShape(start), startAdapter: { id: start.id, name: start.name } } : { rank: Number(v('rank')), targets, startAdapter: null }),
     };
   }
 
   /** Starts a new run with the form's settings (the Toy mode button). */
   async start(): Promise<void> {
-    if (this.state === 'running') return;
+    if (this.busy) return;
     this.error = null;
+    this.starting = true;
     try {
       const s = this.settings();
       if (s.dataset === 'agent') {
@@ -186,6 +249,8 @@ export class AgentflowTrainingPanel extends LitElement {
     } catch (e) {
       this.error = (e as Error).message;
       return;
+    } finally {
+      this.starting = false;
     }
     this.points = [];
     this.label = `${this.driver.label}, run ${this.driver.runId}`;
@@ -197,7 +262,7 @@ export class AgentflowTrainingPanel extends LitElement {
   }
 
   async resume(): Promise<void> {
-    if (this.driver?.state === 'paused') await this.go();
+    if (!this.starting && this.driver?.state === 'paused') await this.go();
   }
 
   private async go(): Promise<void> {
@@ -224,12 +289,7 @@ export class AgentflowTrainingPanel extends LitElement {
     const f = adapterFiles(a);
     const base = a.name.replace(/[^\w.-]+/g, '_');
     downloadText(f.config, `${base}.adapter_config.json`);
-    const url = URL.createObjectURL(new Blob([f.weights as Uint8Array<ArrayBuffer>], { type: 'application/octet-stream' }));
-    const link = document.createElement('a');
-    link.href = url;
-    link.download = `${base}.adapter_model.safetensors`;
-    link.click();
-    setTimeout(() => URL.revokeObjectURL(url), 10_000);
+    downloadBlob(new Blob([f.weights as Uint8Array<ArrayBuffer>], { type: 'application/octet-stream' }), `${base}.adapter_model.safetensors`);
   }
 
   private onBenchmarkFile = async (e: Event): Promise<void> => {
@@ -240,13 +300,18 @@ export class AgentflowTrainingPanel extends LitElement {
   private async importAdapter(): Promise<void> {
     const cfg = (this.renderRoot.querySelector('#import-config') as HTMLInputElement).files?.[0];
     const w = (this.renderRoot.querySelector('#import-weights') as HTMLInputElement).files?.[0];
+    this.importStatus = '';
     if (!cfg || !w) {
       this.error = 'Choose both files of the adapter: adapter_config.json and adapter_model.safetensors.';
       return;
     }
+    const nameInput = this.renderRoot.querySelector('#import-name') as HTMLInputElement;
+    const name = nameInput.value.trim() || importedAdapterName(w.name);
     try {
-      await importAdapterFiles(w.name.replace(/\.safetensors$/, ''), await cfg.text(), new Uint8Array(await w.arrayBuffer()), this.dbName);
+      await importAdapterFiles(name, await cfg.text(), new Uint8Array(await w.arrayBuffer()), this.dbName, { config: cfg.name, weights: w.name });
       this.error = null;
+      this.importStatus = `Imported “${name}” from ${w.name}.`;
+      nameInput.value = '';
     } catch (e) {
       this.error = `Import failed: ${(e as Error).message}`;
     }
@@ -259,7 +324,11 @@ export class AgentflowTrainingPanel extends LitElement {
     const canTrainPlanner = this.plannerTrainer() !== null;
     const b = this.benchmark;
     const agentReady = canTrainPlanner && !!b?.items.length;
-    const agent = this.datasetChoice === 'agent' && agentReady;
+    const mode = this.mode;
+    const agent = mode === 'agent';
+    const lr = this.lrTyped[mode] ?? String(DEFAULT_LEARNING_RATE[mode]);
+    const startable = this.startableAdapters(mode);
+    const start = this.startAdapter(mode);
     return html`
       <fieldset>
         <legend>Flow-GRPO settings</legend>
@@ -271,12 +340,20 @@ export class AgentflowTrainingPanel extends LitElement {
           <label>Reward<select id="reward">${agent ? html`<option value="benchmark">Reference answers (${b!.kind})</option>` : html`<option value="toy">Toy: both turns right</option>`}</select></label>
           <label>Group size<input id="group" type="number" min="2" max="64" value="8" /></label>
           <label>Steps<input id="steps" type="number" min="1" max="10000" value="40" /></label>
-          <label>Learning rate<input id="lr" type="number" min="0" step="any" value="0.02" /></label>
-          <label>LoRA rank<input id="rank" type="number" min="1" max="256" value="4" /></label>
+          <label>Learning rate<input id="lr" type="number" min="0" step="any" .value=${lr}
+            @input=${() => this.lrTouched.add(mode)} /></label>
+          <label>Start from<select id="start-adapter" @change=${(e: Event) => (this.startChoice = (e.target as HTMLSelectElement).value)}>
+            <option value="" .selected=${!start}>A fresh adapter</option>
+            ${startable.map((a) => html`<option value=${a.id} .selected=${start?.id === a.id}>${a.name}</option>`)}
+          </select></label>
+          <label>LoRA rank<input id="rank" type="number" min="1" max="256" value="4" ?disabled=${!!start} /></label>
         </div>
         <div class="targets" role="group" aria-label="LoRA target modules">
-          Targets: ${LORA_MODULES.map((m) => html`<label><input type="checkbox" value=${m} checked />${m}</label>`)}
+          Targets: ${LORA_MODULES.map((m) => html`<label><input type="checkbox" value=${m} checked ?disabled=${!!start} />${m}</label>`)}
         </div>
+        ${start
+          ? html`<p data-testid="start-adapter-note"><small>Training continues the stored adapter “${start.name}” (rank ${adapterShape(start).rank}, targets ${adapterShape(start).targets.join(', ')}); the stored copy is kept.</small></p>`
+          : nothing}
         <p data-testid="agent-availability"><small>${!canTrainPlanner
           ? 'Imported benchmark (agent rollouts) trains the real planner and needs a planner model loaded in Models & GPU (it runs on this page’s WebGPU runtime; a planner on web-llm gives no token ids to train on). Until then the toy task shows Flow-GRPO learning in any browser.'
           : !b?.items.length
@@ -301,15 +378,15 @@ export class AgentflowTrainingPanel extends LitElement {
         ${this.agentRuns.length
           ? html`<ul data-testid="agent-runs" aria-label="Stored agent-rollout runs">${this.agentRuns.map(
               (r) => html`<li>${r.id}: step ${r.stats.length} of ${String((r.config as { settings?: { steps?: number } }).settings?.steps ?? '?')} (${r.status})
-                <button type="button" ?disabled=${!canTrainPlanner || this.state === 'running'} aria-label=${`Resume run ${r.id}`} @click=${() => this.resumeStored(r.id)}>Resume</button></li>`,
+                <button type="button" ?disabled=${!canTrainPlanner || this.busy} aria-label=${`Resume run ${r.id}`} @click=${() => this.resumeStored(r.id)}>Resume</button></li>`,
             )}</ul>`
           : nothing}
       </fieldset>
       <div class="row">
-        <button type="button" ?disabled=${this.state === 'running'} @click=${() => this.start()}>${agent ? 'Start training the planner' : 'Toy mode: start training'}</button>
+        <button type="button" ?disabled=${this.busy} @click=${() => this.start()}>${agent ? 'Start training the planner' : 'Toy mode: start training'}</button>
         <button type="button" ?disabled=${this.state !== 'running'} @click=${() => this.pause()}>Pause</button>
-        <button type="button" ?disabled=${this.state !== 'paused'} @click=${() => this.resume()}>Resume</button>
-        <span role="status" data-testid="training-status">${this.state === 'idle' ? 'Not started.' : `${this.state}: step ${p.at(-1)?.step ?? 0}${p.length ? `, reward ${p.at(-1)!.reward.toFixed(2)}` : ''}`}</span>
+        <button type="button" ?disabled=${this.state !== 'paused' || this.starting} @click=${() => this.resume()}>Resume</button>
+        <span role="status" data-testid="training-status">${this.starting ? 'Starting…' : this.state === 'idle' ? 'Not started.' : `${this.state}: step ${p.at(-1)?.step ?? 0}${p.length ? `, reward ${p.at(-1)!.reward.toFixed(2)}` : ''}`}</span>
       </div>
       ${this.label ? html`<p data-testid="training-label"><small>${this.label}</small></p>` : nothing}
       ${this.error ? html`<p class="error" role="alert">${this.error}</p>` : nothing}
@@ -349,7 +426,9 @@ export class AgentflowTrainingPanel extends LitElement {
         <div class="row">
           <label>adapter_config.json<input id="import-config" type="file" accept=".json,application/json" /></label>
           <label>adapter_model.safetensors<input id="import-weights" type="file" accept=".safetensors" /></label>
+          <label>Name (optional)<input id="import-name" type="text" placeholder="from the file name" /></label>
           <button type="button" @click=${() => this.importAdapter()}>Import</button>
+          ${this.importStatus ? html`<span role="status" data-testid="import-status">${this.importStatus}</span>` : nothing}
         </div>
       </fieldset>
     `;

@@ -1,0 +1,177 @@
+// The Training panel in Chromium with real IndexedDB: the learning rate the form offers (and the trainer
+// receives) per mode, and starting a run from a stored adapter in toy and real-planner mode. The real
+// planner's worker is stood in for by a recorder of what the panel asks it; toy runs train for real.
+import { describe, expect, it } from 'vitest';
+import { ScriptedEngine } from '../agent/scripted-engine';
+import type { PlannerTrainer } from './agent-training-driver';
+import { openAgentDb } from '../store/db';
+import { ToyTrainingDriver } from './training-driver';
+import { AgentflowTrainingPanel, DEFAULT_LEARNING_RATE } from './training-panel';
+
+type StartCall = Parameters<PlannerTrainer['trainStart']>[0];
+
+/** A planner engine whose worker records trainStart and refuses it, so no rollout runs. */
+function plannerWithRecorder(): { engines: { planner: ScriptedEngine & { client: PlannerTrainer }; shared: ScriptedEngine }; starts: StartCall[] } {
+  const starts: StartCall[] = [];
+  const client: PlannerTrainer = {
+    async trainStart(o) {
+      starts.push(structuredClone(o));
+      throw new Error('recorded; no training in this test');
+    },
+    trainStep: () => Promise.reject(new Error('unused')),
+    trainCheckpoint: () => Promise.reject(new Error('unused')),
+    trainStop: () => undefined,
+  };
+  const planner = Object.assign(new ScriptedEngine({}, 'planner:test'), { client });
+  return { engines: { planner, shared: new ScriptedEngine({}, 'shared:test') }, starts };
+}
+
+const BENCH = JSON.stringify([{ pid: 'a', query: 'What is 1+1?', answer: '2' }]);
+
+async function mount(dbName: string): Promise<AgentflowTrainingPanel> {
+  const p = document.createElement('agentflow-training-panel') as AgentflowTrainingPanel;
+  p.dbName = dbName;
+  // Toy runs on this thread: the worker build is covered by the e2e tests.
+  p.createDriver = (s, db) => ToyTrainingDriver.create(s, db);
+  document.body.append(p);
+  await p.refreshAdapters();
+  await p.updateComplete;
+  return p;
+}
+
+const q = <T extends Element>(p: AgentflowTrainingPanel, sel: string) => p.shadowRoot!.querySelector(sel) as T;
+
+async function choose(p: AgentflowTrainingPanel, sel: string, value: string): Promise<void> {
+  const s = q<HTMLSelectElement>(p, sel);
+  s.value = value;
+  s.dispatchEvent(new Event('change'));
+  await p.updateComplete;
+}
+
+async function type(p: AgentflowTrainingPanel, sel: string, value: string): Promise<void> {
+  const i = q<HTMLInputElement>(p, sel);
+  i.value = value;
+  i.dispatchEvent(new Event('input'));
+  await p.updateComplete;
+}
+
+const lr = (p: AgentflowTrainingPanel) => q<HTMLInputElement>(p, '#lr').value;
+const startButton = (p: AgentflowTrainingPanel) => [...p.shadowRoot!.querySelectorAll('button')].find((b) => /start training/i.test(b.textContent ?? ''))!;
+
+describe('Training panel learning rate', () => {
+  it('offers the toy rate for the toy task and a LoRA-sized rate for the real planner, and keeps each mode’s edit to that mode', async () => {
+    const p = await mount(`panel-lr-${Math.random()}`);
+    expect(Number(lr(p))).toBe(0.02);
+    const { engines, starts } = plannerWithRecorder();
+    p.engines = engines;
+    await p.updateComplete;
+    expect(Number(lr(p))).toBe(0.02); // no benchmark yet: still toy
+    p.importBenchmarkText(BENCH, 'tiny.json');
+    await p.updateComplete;
+    expect(q<HTMLSelectElement>(p, '#dataset').value).toBe('agent');
+    expect(Number(lr(p))).toBe(2e-5);
+    expect(DEFAULT_LEARNING_RATE.agent).toBeLessThanOrEqual(5e-5);
+
+    // What reaches the planner's trainer is the real-planner rate, not the toy one.
+    startButton(p).click();
+    await expect.poll(() => starts.length).toBe(1);
+    expect(starts[0].config?.learningRate).toBe(2e-5);
+
+    await choose(p, '#dataset', 'toy');
+    expect(Number(lr(p))).toBe(0.02);
+    await type(p, '#lr', '0.05');
+    // A re-render for another reason leaves the typed value alone.
+    p.points = [{ step: 1, reward: 0, loss: 0, kl: 0, clipFraction: 0, tokensPerSecond: 0 }];
+    await p.updateComplete;
+    expect(lr(p)).toBe('0.05');
+    await choose(p, '#dataset', 'agent');
+    expect(Number(lr(p))).toBe(2e-5); // the toy edit does not reach the real planner
+    await type(p, '#lr', '0.00003');
+    await choose(p, '#dataset', 'toy');
+    expect(lr(p)).toBe('0.05');
+    await choose(p, '#dataset', 'agent');
+    expect(lr(p)).toBe('0.00003');
+    startButton(p).click();
+    await expect.poll(() => starts.length).toBe(2);
+    expect(starts[1].config?.learningRate).toBe(3e-5);
+    p.remove();
+  });
+});
+
+describe('Training panel start adapter', () => {
+  it('starts a toy run from a stored toy adapter and a planner run from a stored planner adapter, each offered only in its mode', async () => {
+    const dbName = `panel-start-${Math.random()}`;
+    // A toy adapter trained for real, and a planner adapter (same tensors, another base model).
+    const seed = await ToyTrainingDriver.create({ dataset: 'toy', reward: 'toy', groupSize: 2, steps: 1, learningRate: 0.02, rank: 2, targets: ['q', 'v'] }, dbName);
+    await seed.run(() => undefined);
+    const db = await openAgentDb(dbName);
+    const toyAdapter = (await db.get('adapters', `${seed.runId}@step-1`))!;
+    await db.put('adapters', { ...toyAdapter, id: 'planner-adapter', name: 'planner adapter', baseModel: 'qwen2-tiny', createdAt: toyAdapter.createdAt + 1 });
+
+    const p = await mount(dbName);
+    const options = () => [...q<HTMLSelectElement>(p, '#start-adapter').options].map((o) => o.value);
+    expect(options()).toEqual(['', toyAdapter.id]);
+    expect(q<HTMLInputElement>(p, '#rank').disabled).toBe(false);
+    await choose(p, '#start-adapter', toyAdapter.id);
+    expect(q<HTMLInputElement>(p, '#rank').disabled).toBe(true);
+    expect(q(p, '[data-testid="start-adapter-note"]').textContent).toContain(`“${toyAdapter.name}” (rank 2, targets q, v)`);
+    q<HTMLInputElement>(p, '#steps').value = '1';
+    q<HTMLInputElement>(p, '#group').value = '2';
+    await p.start();
+    expect(p.state).toBe('done');
+    expect(p.error).toBeNull();
+    expect(q(p, '[data-testid="training-label"]').textContent).toContain(`from adapter “${toyAdapter.name}”`);
+    const runs = (await db.getAll('trainingRuns')).filter((r) => r.id !== seed.runId);
+    expect(runs).toHaveLength(1);
+    expect(runs[0].config.startAdapter).toEqual({ id: toyAdapter.id, name: toyAdapter.name });
+
+    // Real-planner mode lists the planner adapter, not the toy ones, and hands its id to the worker.
+    const { engines, starts } = plannerWithRecorder();
+    p.engines = engines;
+    p.importBenchmarkText(BENCH, 'tiny.json');
+    await p.updateComplete;
+    expect(options()[0]).toBe('');
+    expect(options().slice(1)).toEqual(['planner-adapter']);
+    expect(q<HTMLSelectElement>(p, '#start-adapter').value).toBe(''); // the toy choice does not carry over
+    await choose(p, '#start-adapter', 'planner-adapter');
+    startButton(p).click();
+    await expect.poll(() => starts.length).toBe(1);
+    expect(starts[0].adapter).toEqual({ adapterId: 'planner-adapter' });
+    await choose(p, '#start-adapter', '');
+    startButton(p).click();
+    await expect.poll(() => starts.length).toBe(2);
+    expect(starts[1].adapter).toEqual({ rank: 4, alpha: 8, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] });
+    p.remove();
+  });
+});
+
+describe('Training panel start', () => {
+  it('starts one run however often Start is pressed while the first is being set up, and says it is starting', async () => {
+    const p = await mount(`panel-once-${Math.random()}`);
+    const { engines, starts } = plannerWithRecorder();
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const client = engines.planner.client;
+    const trainStart = client.trainStart.bind(client);
+    // The worker answers only when released, as a real one does after loading the adapter.
+    client.trainStart = async (o: StartCall) => {
+      await gate;
+      return trainStart(o);
+    };
+    p.engines = engines;
+    p.importBenchmarkText(BENCH, 'tiny.json');
+    await p.updateComplete;
+    const first = p.start();
+    await p.updateComplete;
+    expect(q(p, '[data-testid="training-status"]').textContent).toBe('Starting…');
+    expect(startButton(p).disabled).toBe(true);
+    const second = p.start();
+    release();
+    await Promise.all([first, second]);
+    expect(starts).toHaveLength(1);
+    await p.updateComplete;
+    expect(startButton(p).disabled).toBe(false);
+    expect(q(p, '[role="alert"]').textContent).toBe('recorded; no training in this test');
+    p.remove();
+  });
+});

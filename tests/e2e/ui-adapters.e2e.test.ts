@@ -1,0 +1,194 @@
+// Adapters through the Training tab's file pickers, on the production build: a toy run stores an adapter,
+// Export downloads its two PEFT files, Import reads them back under a new name with the same tensors,
+// corrupt or wrong-shaped files are refused with the file and tensor named and nothing stored changes,
+// and a new run starts from the imported adapter.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { build } from 'vite';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { readSafetensors, writeSafetensors } from '../../src/engine/io/safetensors';
+import { launchChromium } from '../support/chromium';
+import { serveStatic, type StaticServer } from '../support/static-server';
+
+let server: StaticServer;
+let browser: Browser;
+const outDir = mkdtempSync(join(tmpdir(), 'agentflow-app-adapters-'));
+const saved = mkdtempSync(join(tmpdir(), 'agentflow-adapter-downloads-'));
+const SUB = '/adapters/app/';
+
+beforeAll(async () => {
+  await build({ configFile: 'vite.config.ts', logLevel: 'error', build: { outDir, emptyOutDir: true, sourcemap: false } });
+  server = await serveStatic({ [SUB]: outDir });
+  browser = await launchChromium();
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+interface StoredAdapter {
+  id: string;
+  name: string;
+  baseModel: string;
+  config: Record<string, unknown>;
+  tensors: Record<string, { shape: number[]; data: number[] }>;
+}
+
+/** Every adapter in the page's IndexedDB, read with the plain IndexedDB API (not the app's code). */
+function storedAdapters(page: Page): Promise<StoredAdapter[]> {
+  return page.evaluate(async () => {
+    const db = await new Promise<IDBDatabase>((res, rej) => {
+      const r = indexedDB.open('agentflow');
+      r.onsuccess = () => res(r.result);
+      r.onerror = () => rej(r.error);
+    });
+    const all = await new Promise<Array<{ id: string; name: string; baseModel: string; config: Record<string, unknown>; tensors: Record<string, { shape: number[]; data: Float32Array }> }>>((res) => {
+      const q = db.transaction('adapters').objectStore('adapters').getAll();
+      q.onsuccess = () => res(q.result);
+    });
+    db.close();
+    return all.map((a) => ({ ...a, tensors: Object.fromEntries(Object.entries(a.tensors).map(([k, t]) => [k, { shape: t.shape, data: Array.from(t.data) }])) }));
+  });
+}
+
+function runRecord(page: Page, id: string): Promise<{ config: Record<string, unknown> } | undefined> {
+  return page.evaluate(async (runId) => {
+    const db = await new Promise<IDBDatabase>((res, rej) => {
+      const r = indexedDB.open('agentflow');
+      r.onsuccess = () => res(r.result);
+      r.onerror = () => rej(r.error);
+    });
+    const rec = await new Promise<{ config: Record<string, unknown> } | undefined>((res) => {
+      const q = db.transaction('trainingRuns').objectStore('trainingRuns').get(runId);
+      q.onsuccess = () => res(q.result);
+    });
+    db.close();
+    return rec;
+  }, id);
+}
+
+const panelText = (page: Page, selector: string) =>
+  page.evaluate((sel) => document.querySelector('agentflow-app')?.shadowRoot?.querySelector('agentflow-training-panel')?.shadowRoot?.querySelector(sel)?.textContent ?? '', selector);
+
+const waitStatus = (page: Page, re: RegExp) =>
+  page.waitForFunction(
+    (src) => new RegExp(src).test(document.querySelector('agentflow-app')?.shadowRoot?.querySelector('agentflow-training-panel')?.shadowRoot?.querySelector('[data-testid="training-status"]')?.textContent ?? ''),
+    re.source,
+    { timeout: 120_000, polling: 50 },
+  );
+
+const waitAlert = (page: Page, re: RegExp) =>
+  page.waitForFunction(
+    (src) => new RegExp(src).test(document.querySelector('agentflow-app')?.shadowRoot?.querySelector('agentflow-training-panel')?.shadowRoot?.querySelector('[role="alert"]')?.textContent ?? ''),
+    re.source,
+    { timeout: 30_000 },
+  );
+
+async function importFiles(page: Page, config: { name: string; buffer: Buffer }, weights: { name: string; buffer: Buffer }, name = ''): Promise<void> {
+  await page.locator('agentflow-training-panel #import-config').setInputFiles({ ...config, mimeType: 'application/json' });
+  await page.locator('agentflow-training-panel #import-weights').setInputFiles({ ...weights, mimeType: 'application/octet-stream' });
+  await page.getByRole('textbox', { name: 'Name (optional)' }).fill(name);
+  await page.getByRole('button', { name: 'Import', exact: true }).click();
+}
+
+describe('adapter export and import in the Training tab', () => {
+  it('exports an adapter, imports it back under a new name with equal tensors, refuses bad files, and trains from the import', async () => {
+    const context = await browser.newContext({ viewport: { width: 1200, height: 1000 }, acceptDownloads: true });
+    const page = await context.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+    await page.goto(`${server.url}${SUB}#training`);
+    await page.getByRole('spinbutton', { name: 'Steps' }).fill('1');
+    await page.getByRole('spinbutton', { name: 'Group size' }).fill('2');
+    await page.getByRole('button', { name: /Toy mode/ }).click();
+    await waitStatus(page, /^done: step 1/);
+    const rows = page.locator('agentflow-training-panel [data-testid="adapters"] tbody tr');
+    await rows.first().waitFor();
+    const [source] = await storedAdapters(page);
+    expect(source.name).toMatch(/^toy-.* step 1$/);
+
+    // Export: two downloads, the PEFT config and the safetensors weights, holding what is stored.
+    const downloads: import('playwright-core').Download[] = [];
+    page.on('download', (d) => downloads.push(d));
+    await page.getByRole('button', { name: `Export adapter ${source.name}` }).click();
+    await expect.poll(() => downloads.length, { timeout: 30_000 }).toBe(2);
+    const files: Record<string, string> = {};
+    for (const d of downloads) {
+      files[d.suggestedFilename()] = join(saved, d.suggestedFilename());
+      await d.saveAs(files[d.suggestedFilename()]);
+    }
+    const base = source.name.replace(/[^\w.-]+/g, '_');
+    expect(Object.keys(files).sort()).toEqual([`${base}.adapter_config.json`, `${base}.adapter_model.safetensors`]);
+    const configBytes = readFileSync(files[`${base}.adapter_config.json`]);
+    const weightBytes = readFileSync(files[`${base}.adapter_model.safetensors`]);
+    expect(JSON.parse(configBytes.toString('utf8'))).toEqual(source.config);
+    const st = readSafetensors(new Uint8Array(weightBytes), 'exported');
+    expect(st.names().sort()).toEqual(Object.keys(source.tensors).sort());
+    for (const n of st.names()) {
+      expect(st.descriptor(n).shape).toEqual(source.tensors[n].shape);
+      expect(Array.from(st.f32(n))).toEqual(source.tensors[n].data);
+    }
+
+    // Import the downloaded files back under a new name.
+    await importFiles(page, { name: `${base}.adapter_config.json`, buffer: configBytes }, { name: `${base}.adapter_model.safetensors`, buffer: weightBytes }, 'round-trip');
+    await page.locator('agentflow-training-panel [data-testid="import-status"]').waitFor();
+    expect(await panelText(page, '[data-testid="import-status"]')).toBe(`Imported “round-trip” from ${base}.adapter_model.safetensors.`);
+    expect(await panelText(page, '[role="alert"]')).toBe('');
+    const afterImport = await storedAdapters(page);
+    expect(afterImport).toHaveLength(2);
+    const imported = afterImport.find((a) => a.name === 'round-trip')!;
+    expect(imported.id).not.toBe(source.id);
+    expect(imported.baseModel).toBe('agentflow-toy');
+    expect(imported.tensors).toEqual(source.tensors);
+    expect(await rows.count()).toBe(2);
+
+    // A corrupt weights file, a wrong-shaped one and a broken config: each refused, naming what is wrong.
+    const corrupt = Buffer.from(Array.from({ length: 64 }, (_, i) => (i * 37 + 11) % 256));
+    await importFiles(page, { name: 'adapter_config.json', buffer: configBytes }, { name: 'corrupt.adapter_model.safetensors', buffer: corrupt });
+    await waitAlert(page, /^Import failed: corrupt\.adapter_model\.safetensors/);
+    const aName = st.names().find((n) => n.endsWith('lora_A.weight'))!;
+    const r = st.descriptor(aName).shape[0];
+    const wrong = writeSafetensors(
+      st.names().map((n) => {
+        const shape = [...st.descriptor(n).shape];
+        if (n !== aName) return { name: n, shape, data: st.f32(n) };
+        return { name: n, shape: [r + 1, shape[1]], data: new Float32Array((r + 1) * shape[1]) };
+      }),
+    );
+    await importFiles(page, { name: 'adapter_config.json', buffer: configBytes }, { name: 'wrong-shape.adapter_model.safetensors', buffer: Buffer.from(wrong) });
+    await waitAlert(page, /^Import failed: wrong-shape\.adapter_model\.safetensors: /);
+    const wrongMessage = await panelText(page, '[role="alert"]');
+    expect(wrongMessage).toContain(`'${aName}' [${r + 1}, `);
+    expect(wrongMessage).toContain(`disagree with r=${r} in adapter_config.json`);
+    await importFiles(page, { name: 'broken.json', buffer: Buffer.from('{"peft_type": "LORA", ') }, { name: 'fine.safetensors', buffer: weightBytes });
+    await waitAlert(page, /^Import failed: broken\.json is not valid JSON/);
+    // Nothing was added or changed by the refused files.
+    expect(await storedAdapters(page)).toEqual(afterImport);
+    expect(await rows.count()).toBe(2);
+
+    // A new toy run starts from the imported adapter and says so.
+    await page.getByRole('combobox', { name: 'Start from' }).selectOption({ label: 'round-trip' });
+    expect(await page.getByRole('spinbutton', { name: 'LoRA rank' }).isDisabled()).toBe(true);
+    const firstLabel = await panelText(page, '[data-testid="training-label"]');
+    await page.getByRole('button', { name: /Toy mode/ }).click();
+    // The status still says the last run's "done" until the new run has its worker: wait for its label.
+    await page.waitForFunction(
+      (old) => {
+        const t = document.querySelector('agentflow-app')?.shadowRoot?.querySelector('agentflow-training-panel')?.shadowRoot?.querySelector('[data-testid="training-label"]')?.textContent ?? old;
+        return t !== old;
+      },
+      firstLabel,
+      { timeout: 60_000 },
+    );
+    await waitStatus(page, /^done: step 1/);
+    const label = await panelText(page, '[data-testid="training-label"]');
+    expect(label).toMatch(/^Toy task \(tiny planner, CPU\), from adapter “round-trip”, in a worker, run toy-/);
+    const runId = /run (toy-\S+)/.exec(label)![1];
+    expect((await runRecord(page, runId))?.config.startAdapter).toEqual({ id: imported.id, name: 'round-trip' });
+    expect(errors).toEqual([]);
+    await context.close();
+  });
+});
