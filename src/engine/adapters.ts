@@ -27,6 +27,11 @@ export interface GpuAdapter {
   /** Largest rank among its pairs. */
   maxRank: number;
   bytes: number;
+  /**
+   * Bumped by whoever rewrites its weights in place (the trainer's AdamW step), so anything computed with
+   * older weights (the runtime's reusable KV-cache prefix) is known to be stale.
+   */
+  version: number;
 }
 
 export class AdapterSet {
@@ -79,7 +84,7 @@ export class AdapterSet {
     }
     const old = this.adapters.get(id);
     const prevMax = this.maxRank();
-    const gpu: GpuAdapter = { id, source: adapter, layers, maxRank, bytes };
+    const gpu: GpuAdapter = { id, source: adapter, layers, maxRank, bytes, version: 0 };
     this.adapters.set(id, gpu);
     if (old) destroyAdapter(old);
     if (this.maxRank() > prevMax) this.onRankGrow?.(this.maxRank());

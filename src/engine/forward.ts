@@ -46,18 +46,19 @@ export async function recordForward(ctx: GpuContext, s: ForwardSpec): Promise<St
   for (let l = 0; l < c.numLayers; l++) {
     const L = plan.layers[l];
     const W = w.layers[l];
-    const lora = async (m: LoraModule, x: GPUBuffer, y: GPUBuffer, inDim: number, outDim: number) => {
-      const p = adapter?.layers[l]?.[m];
-      if (!p) return;
-      for (const d of await ops.lora(ctx, { x, A: p.A, B: p.B, t: L.t[m], y, n, inDim, outDim, r: p.r, scale: p.scale })) steps.push(dispatchStep(d));
+    // The adapter's modules among `ms` (all reading x), as one shared-input LoRA: fewer dispatches per token.
+    const lora = async (ms: Array<[LoraModule, GPUBuffer, number]>, x: GPUBuffer, inDim: number) => {
+      const members = ms.flatMap(([m, y, outDim]) => {
+        const p = adapter?.layers[l]?.[m];
+        return p ? [{ x, A: p.A, B: p.B, t: L.t[m], y, n, inDim, outDim, r: p.r, scale: p.scale }] : [];
+      });
+      for (const d of await ops.loraShared(ctx, members)) steps.push(dispatchStep(d));
     };
     add(await ops.rmsnorm(ctx, L.x, W.inputNorm, L.xn1, L.rstd1, n, H, c.rmsNormEps));
     add(await ops.linear(ctx, { x: L.xn1, W: W.q, bias: W.qBias, y: L.q, n, inDim: H, outDim: qd }));
-    await lora('q', L.xn1, L.q, H, qd);
     add(await ops.linear(ctx, { x: L.xn1, W: W.k, bias: W.kBias, y: L.k, n, inDim: H, outDim: kvd }));
-    await lora('k', L.xn1, L.k, H, kvd);
     add(await ops.linear(ctx, { x: L.xn1, W: W.v, bias: W.vBias, y: L.v, n, inDim: H, outDim: kvd }));
-    await lora('v', L.xn1, L.v, H, kvd);
+    await lora([['q', L.q, qd], ['k', L.k, kvd], ['v', L.v, kvd]], L.xn1, H);
     add(await ops.rope(ctx, { q: L.q, k: L.k, pos: plan.pos, n, nHeads: c.numHeads, nKvHeads: c.numKvHeads, headDim: c.headDim, theta: c.ropeTheta }));
     let K = L.k;
     let V = L.v;
@@ -74,17 +75,16 @@ export async function recordForward(ctx: GpuContext, s: ForwardSpec): Promise<St
     else add(await ops.attention(ctx, attn));
     steps.push(copyStep(L.x, L.h, n * H * 4));
     add(await ops.linear(ctx, { x: L.attn, W: W.o, y: L.h, n, inDim: qd, outDim: H, accumulate: true }));
-    await lora('o', L.attn, L.h, qd, H);
+    await lora([['o', L.h, H]], L.attn, qd);
     add(await ops.rmsnorm(ctx, L.h, W.postNorm, L.xn2, L.rstd2, n, H, c.rmsNormEps));
     add(await ops.linear(ctx, { x: L.xn2, W: W.gate, y: L.gate, n, inDim: H, outDim: I }));
-    await lora('gate', L.xn2, L.gate, H, I);
     add(await ops.linear(ctx, { x: L.xn2, W: W.up, y: L.up, n, inDim: H, outDim: I }));
-    await lora('up', L.xn2, L.up, H, I);
+    await lora([['gate', L.gate, I], ['up', L.up, I]], L.xn2, H);
     add(await ops.swiglu(ctx, { gate: L.gate, up: L.up, act: L.act, n, intermediate: I }));
     const next = plan.nextX(l);
     steps.push(copyStep(L.h, next, n * H * 4));
     add(await ops.linear(ctx, { x: L.act, W: W.down, y: next, n, inDim: I, outDim: H, accumulate: true }));
-    await lora('down', L.act, next, I, H);
+    await lora([['down', next, H]], L.act, I);
   }
   add(await ops.rmsnorm(ctx, plan.xOut, w.finalNorm, plan.xFinal, plan.rstdFinal, n, H, c.rmsNormEps));
   return steps;

@@ -9,6 +9,8 @@ import { matmul, type MatmulArgs } from '../kernels/matmul/matmul';
 import { matmulBackward, type MatmulBackwardArgs } from '../kernels/matmul/matmul.backward';
 import { q4Embedding, q4Matmul, q4MatmulBackward } from '../kernels/q4';
 import { loraDown, loraUp } from '../kernels/lora/lora';
+import { loraDownGroup, loraUpGroup } from '../kernels/lora/lora.group';
+import { LORA_GROUP_MAX_DOWN, LORA_GROUP_MAX_UP } from '../kernels/lora/lora.group.wgsl';
 export { rope } from '../kernels/rope/rope';
 export { attention } from '../kernels/attention/attention';
 export { swiglu } from '../kernels/swiglu/swiglu';
@@ -105,4 +107,23 @@ export async function lora(ctx: GpuContext, a: LoraOpArgs): Promise<Dispatch[]> 
     await loraDown(ctx, { x: a.x, A: a.A, t: a.t, n: a.n, inDim: a.inDim, rank: a.r }),
     await loraUp(ctx, { t: a.t, B: a.B, y: a.y, n: a.n, outDim: a.outDim, rank: a.r, scale: a.scale }),
   ];
+}
+
+/**
+ * LoRA of modules that share the input x (q, k, v; gate, up) in as few dispatches as the bindings allow:
+ * one down for up to three, ups in pairs. Bit-identical to lora() per module (lora.group.wgsl.ts).
+ */
+export async function loraShared(ctx: GpuContext, members: LoraOpArgs[]): Promise<Dispatch[]> {
+  if (members.length === 0) return [];
+  if (members.length === 1) return lora(ctx, members[0]);
+  const { x, n, inDim } = members[0];
+  if (members.some((m) => m.x !== x || m.n !== n || m.inDim !== inDim)) throw new Error('loraShared: every member must read the same x (rows and width)');
+  if (members.length > LORA_GROUP_MAX_DOWN) throw new Error(`loraShared: at most ${LORA_GROUP_MAX_DOWN} modules share one input, got ${members.length}`);
+  const out = [await loraDownGroup(ctx, { x, n, inDim, modules: members.map((m) => ({ A: m.A, t: m.t, rank: m.r })) })];
+  for (let i = 0; i < members.length; i += LORA_GROUP_MAX_UP) {
+    const pair = members.slice(i, i + LORA_GROUP_MAX_UP);
+    if (pair.length === 1) out.push(await loraUp(ctx, { t: pair[0].t, B: pair[0].B, y: pair[0].y, n, outDim: pair[0].outDim, rank: pair[0].r, scale: pair[0].scale }));
+    else out.push(await loraUpGroup(ctx, { n, modules: pair.map((m) => ({ t: m.t, B: m.B, y: m.y, outDim: m.outDim, rank: m.r, scale: m.scale })) }));
+  }
+  return out;
 }

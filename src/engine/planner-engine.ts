@@ -139,7 +139,7 @@ export class PlannerEngine implements ChatEngine {
       logprobs: out.logprobs,
       adapterId,
       finishReason: out.finishReason,
-      timings: { prefillMs: out.prefillMs, decodeMs: out.decodeMs },
+      timings: { prefillMs: out.prefillMs, decodeMs: out.decodeMs, cachedPromptTokens: out.reusedPrefixTokens },
     };
   }
 

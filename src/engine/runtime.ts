@@ -43,6 +43,12 @@ export interface GenerateTokensOptions extends SamplingOptions {
   stopIds?: number[];
   /** Called after each sampled token; return true to stop after it (e.g. a stop string was seen). */
   onToken?: (id: number, logprob: number) => boolean | void;
+  /**
+   * Reuse the KV cache for the prompt's longest common prefix with the previous generate's tokens (same
+   * adapter, same weights). Default true. The reused rows were computed in other batches, so logits may
+   * differ from a full prefill in the last bits of f32 (different kernels' summation order), no more.
+   */
+  reusePrefix?: boolean;
   /** Sees the logits each token is sampled from (tests, diagnostics); do not keep the array. */
   onLogits?: (logits: Float32Array) => void;
 }
@@ -57,6 +63,8 @@ export interface TokenGeneration {
   finishReason: 'stop' | 'length' | 'abort';
   prefillMs: number;
   decodeMs: number;
+  /** Prompt tokens whose K/V came from the previous generate (not prefilled again). */
+  reusedPrefixTokens: number;
 }
 
 export interface GpuMemoryReport {
@@ -85,6 +93,11 @@ export class Qwen2Runtime {
   private batchPlan: ActivationPlan | null = null;
   private decodePlan: ActivationPlan | null = null;
   private kv: KvCache | null = null;
+  /**
+   * What the KV cache's first rows hold: K/V of `tokens` at positions 0.., computed with `adapter` at
+   * `version` (null adapter: the base model). Null while a generate is writing the cache or after one failed.
+   */
+  private kvHolds: { tokens: number[]; adapter: GpuAdapter | null; version: number } | null = null;
   private samplers = new Map<ActivationPlan, GpuSampler>();
   // Recorded step lists, per adapter object (a replaced adapter gets new buffers, hence new records).
   private records = new WeakMap<object, Map<string, Step[]>>();
@@ -206,6 +219,7 @@ export class Qwen2Runtime {
     this.dropPlans();
     this.kv?.destroy();
     this.kv = null;
+    this.kvHolds = null;
     this.adapters.destroy();
     this.weights.destroy();
   }
@@ -375,14 +389,26 @@ export class Qwen2Runtime {
    * plan's logits. With `cache`, K/V go to the KV cache and a prompt longer than maxBatchRows is run in
    * chunks of at most maxBatchRows rows, each attending to the cache filled by the ones before.
    */
-  private async prefill(tokens: number[], cache: boolean): Promise<ActivationPlan> {
+  private async prefill(tokens: number[], cache: boolean, from = 0): Promise<ActivationPlan> {
     if (!cache) return this.prefillChunk(tokens, 0, null);
     const kv = await this.kvCache();
     if (tokens.length > kv.maxCtx) throw new Error(`prompt of ${tokens.length} tokens does not fit the context limit ${kv.maxCtx}`);
+    if (!(from >= 0 && from < tokens.length)) throw new Error(`prefill: start ${from} outside the prompt of ${tokens.length} tokens`);
     const C = this.maxBatchRows;
     let plan: ActivationPlan | null = null;
-    for (let c0 = 0; c0 < tokens.length; c0 += C) plan = await this.prefillChunk(tokens.slice(c0, c0 + C), c0, kv);
+    for (let c0 = from; c0 < tokens.length; c0 += C) plan = await this.prefillChunk(tokens.slice(c0, c0 + C), c0, kv);
     return plan!;
+  }
+
+  /** Prompt tokens at the front whose K/V the cache already holds for the active adapter's current weights. */
+  private reusablePrefix(prompt: number[]): number {
+    const held = this.kvHolds;
+    const active = this.adapters.active;
+    if (!held || held.adapter !== active || held.version !== (active?.version ?? 0)) return 0;
+    let n = 0;
+    const max = Math.min(held.tokens.length, prompt.length - 1); // the last prompt token runs, for its logits
+    while (n < max && held.tokens[n] === prompt[n]) n++;
+    return n;
   }
 
   /** Rows of the plan a prefill chunk of P tokens at position `start` runs in (P rounded up to a bucket). */
@@ -453,9 +479,16 @@ export class Qwen2Runtime {
     const logprobs: number[] = [];
     const t0 = now();
     if (o.signal?.aborted || maxNew === 0) {
-      return { tokens, logprobs, finishReason: o.signal?.aborted ? 'abort' : 'length', prefillMs: 0, decodeMs: 0 };
+      return { tokens, logprobs, finishReason: o.signal?.aborted ? 'abort' : 'length', prefillMs: 0, decodeMs: 0, reusedPrefixTokens: 0 };
     }
-    let plan = await this.prefill(prompt, true);
+    const reused = o.reusePrefix === false ? 0 : this.reusablePrefix(prompt);
+    const adapter = this.adapters.active;
+    const version = adapter?.version ?? 0;
+    // Until this generate ends well, the cache's rows are a mix of old and new: claim nothing.
+    this.kvHolds = null;
+    let plan = await this.prefill(prompt, true, reused);
+    // Tokens whose K/V are in the cache: the prompt, then each sampled token once a decode step has run it.
+    const held = prompt.slice();
     // Prefill time runs to the first sampled token: submitting returns before the GPU has finished.
     let prefillMs = 0;
     let t1 = 0;
@@ -481,7 +514,11 @@ export class Qwen2Runtime {
       }
       if (i + 1 === maxNew) break;
       plan = await this.decodeStep(id, prompt.length + i);
+      held.push(id);
     }
-    return { tokens, logprobs, finishReason, prefillMs, decodeMs: tokens.length > 1 ? now() - t1 : 0 };
+    // Weights rewritten while this call ran (the trainer's step does not wait for it) leave `version` behind
+    // the adapter's, so the next call will not reuse these rows.
+    this.kvHolds = { tokens: held, adapter, version };
+    return { tokens, logprobs, finishReason, prefillMs, decodeMs: tokens.length > 1 ? now() - t1 : 0, reusedPrefixTokens: reused };
   }
 }

@@ -35,7 +35,8 @@ export interface GenerationResult {
   /** Adapter active while sampling, or null for the base model. */
   adapterId: string | null;
   finishReason: FinishReason;
-  timings: { prefillMs: number; decodeMs: number };
+  /** cachedPromptTokens: prompt tokens the engine did not prefill again (KV reused from its previous call). */
+  timings: { prefillMs: number; decodeMs: number; cachedPromptTokens?: number };
 }
 
 export interface ChatEngine {

@@ -40,6 +40,9 @@ describe('GPU Flow-GRPO backend', () => {
       expect(Math.abs(b.loss - a.loss)).toBeLessThan(1e-5);
       expect(b.clipFraction).toBe(a.clipFraction);
     }
+    // Each AdamW step rewrote the adapter in place and said so (the runtime's KV prefix reuse relies on it).
+    expect(opt).toBeGreaterThan(0);
+    expect(rt.adapters.active?.version).toBe(opt);
     // Compare the total updates: Adam turns f32 noise in near-zero gradient entries into sign-sized steps,
     // so single entries may differ by ~1e-4 while the update as a whole agrees closely.
     const init = adapterTensors(initLoraAdapter(model.config, { r: 4, alpha: 8 }, new Rng(5)));

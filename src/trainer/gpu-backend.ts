@@ -150,6 +150,8 @@ export class GpuPolicyBackend implements PolicyBackend {
     writeBuffer(this.ctx, this.clip, new Float32Array([p.gradScale, 0, 0, 0]));
     writeAdamwHyper(this.ctx, this.hyper, { lr: p.lr, beta1: p.beta1, beta2: p.beta2, eps: p.eps, weightDecay: p.weightDecay }, p.step);
     submitDispatches(this.ctx, this.adamSteps, 'adamw');
+    // The adapter's weights changed under the runtime: its cached KV prefix is stale.
+    this.gpuAdapter.version++;
   }
 
   /** Next-token logits after each context with the trained adapter (batched; contexts must fit maxRows). */

@@ -1,0 +1,101 @@
+// Grouped LoRA against the float64 reference, and bit for bit against the per-module dispatches it
+// replaces in the forward pass (so grouping changes no result anywhere, prefill seeds included).
+import { describe, expect, it } from 'vitest';
+import type { GpuContext } from '../../gpu/device';
+import { readF32 } from '../../gpu/buffers';
+import { submitDispatches } from '../../gpu/pipelines';
+import { Rng } from '../../util/rng';
+import { gpuFor, weightPaths } from '../../../tests/support/gpu';
+import { bitDiffCount, emptyF32, f32Buffer, relMaxErr } from '../common/testing';
+import { loraDown, loraUp } from './lora';
+import { loraDownGroup, loraUpGroup } from './lora.group';
+import { loraRef } from './lora.ref';
+
+interface Module {
+  out: number;
+  r: number;
+  A: Float32Array;
+  B: Float32Array;
+  y0: Float32Array;
+  scale: number;
+}
+
+function modules(rng: Rng, inDim: number, shapes: Array<[out: number, r: number]>, n: number): Module[] {
+  return shapes.map(([out, r]) => ({ out, r, A: rng.fill(r * inDim), B: rng.fill(out * r), y0: rng.fill(n * out), scale: 16 / r }));
+}
+
+/** Runs `mods` grouped (grouped=true) or one by one; returns each module's t and y. */
+async function run(ctx: GpuContext, x: Float32Array, n: number, inDim: number, mods: Module[], grouped: boolean) {
+  const made: GPUBuffer[] = [];
+  const keep = (b: GPUBuffer) => (made.push(b), b);
+  const xb = keep(f32Buffer(ctx, 'x', x));
+  const bufs = mods.map((m, i) => ({
+    A: keep(f32Buffer(ctx, `A${i}`, m.A)),
+    B: keep(f32Buffer(ctx, `B${i}`, m.B)),
+    y: keep(f32Buffer(ctx, `y${i}`, m.y0)),
+    t: keep(emptyF32(ctx, `t${i}`, n * m.r)),
+  }));
+  if (grouped) {
+    const down = await loraDownGroup(ctx, { x: xb, n, inDim, modules: mods.map((m, i) => ({ A: bufs[i].A, t: bufs[i].t, rank: m.r })) });
+    const ups = [];
+    for (let i = 0; i < mods.length; i += 2) {
+      const pair = mods.slice(i, i + 2);
+      if (pair.length === 2) ups.push(await loraUpGroup(ctx, { n, modules: pair.map((m, j) => ({ t: bufs[i + j].t, B: bufs[i + j].B, y: bufs[i + j].y, outDim: m.out, rank: m.r, scale: m.scale })) }));
+      else ups.push(await loraUp(ctx, { t: bufs[i].t, B: bufs[i].B, y: bufs[i].y, n, outDim: pair[0].out, rank: pair[0].r, scale: pair[0].scale }));
+    }
+    submitDispatches(ctx, [down, ...ups]);
+  } else {
+    const ds = [];
+    for (const [i, m] of mods.entries()) {
+      ds.push(await loraDown(ctx, { x: xb, A: bufs[i].A, t: bufs[i].t, n, inDim, rank: m.r }));
+      ds.push(await loraUp(ctx, { t: bufs[i].t, B: bufs[i].B, y: bufs[i].y, n, outDim: m.out, rank: m.r, scale: m.scale }));
+    }
+    submitDispatches(ctx, ds);
+  }
+  const out = [];
+  for (const [i, m] of mods.entries()) out.push({ t: await readF32(ctx, bufs[i].t, n * m.r), y: await readF32(ctx, bufs[i].y, n * m.out) });
+  for (const b of made) b.destroy();
+  return out;
+}
+
+describe('grouped lora kernels', async () => {
+  for (const path of await weightPaths()) {
+    // q/k/v-like (three modules, unequal outputs, unequal ranks) and gate/up-like (two), odd sizes.
+    const cases: Array<[n: number, inDim: number, shapes: Array<[number, number]>]> = [
+      [1, 70, [[70, 8], [10, 8], [10, 8]]],
+      [5, 33, [[17, 4], [9, 2], [40, 16]]],
+      [3, 130, [[260, 8], [260, 3]]],
+      [2, 1, [[1, 1], [3, 1]]],
+    ];
+    for (const [n, inDim, shapes] of cases) {
+      it(`${path}: n=${n} in=${inDim} modules ${JSON.stringify(shapes)}: float64 reference, and the bits of one-by-one`, async () => {
+        const ctx = await gpuFor(path);
+        const rng = new Rng(n * 31 + inDim + shapes.length);
+        const x = rng.fill(n * inDim);
+        const mods = modules(rng, inDim, shapes, n);
+        const grouped = await run(ctx, x, n, inDim, mods, true);
+        const single = await run(ctx, x, n, inDim, mods, false);
+        mods.forEach((m, i) => {
+          const want = loraRef(x, m.A, m.B, m.y0, n, inDim, m.out, m.r, m.scale);
+          expect(relMaxErr(grouped[i].t, want.t), `t${i}`).toBeLessThan(1e-5);
+          expect(relMaxErr(grouped[i].y, want.y), `y${i}`).toBeLessThan(1e-5);
+          expect(bitDiffCount(grouped[i].t, single[i].t), `t${i} bits`).toBe(0);
+          expect(bitDiffCount(grouped[i].y, single[i].y), `y${i} bits`).toBe(0);
+        });
+      });
+    }
+
+    it(`${path}: refuses groups it cannot bind, naming the kernel`, async () => {
+      const ctx = await gpuFor(path);
+      const b = emptyF32(ctx, 'b', 4);
+      const m = { A: b, t: b, rank: 1 };
+      await expect(loraDownGroup(ctx, { x: b, n: 1, inDim: 1, modules: [m] })).rejects.toThrow(/loraDownGroup: groups hold 2 to 3 modules, got 1/);
+      await expect(loraDownGroup(ctx, { x: b, n: 1, inDim: 1, modules: [m, m, m, m] })).rejects.toThrow(/got 4/);
+      await expect(loraDownGroup(ctx, { x: b, n: 1, inDim: 1, modules: [m, { ...m, rank: 0 }] })).rejects.toThrow(/modules\[1\]\.rank/);
+      const u = { t: b, B: b, y: b, outDim: 1, rank: 1, scale: 1 };
+      await expect(loraUpGroup(ctx, { n: 1, modules: [u, u, u] })).rejects.toThrow(/loraUpGroup: groups hold 2 modules, got 3/);
+      await expect(loraUpGroup(ctx, { n: 1, modules: [u, { ...u, scale: NaN }] })).rejects.toThrow(/modules\[1\]\.scale/);
+      b.destroy();
+    });
+  }
+});

@@ -1,0 +1,55 @@
+// Dispatch builders for grouped LoRA (lora.group.wgsl.ts): one down dispatch for up to three modules that
+// share an input, one up dispatch for two. Same buffer layouts as lora.ts's per-module dispatches.
+import type { GpuContext } from '../../gpu/device';
+import { getPipeline, grid1d, type Dispatch } from '../../gpu/pipelines';
+import { checkDims, paramsUniform } from '../common/params';
+import { LORA_UP_WG } from './lora.wgsl';
+import { LORA_GROUP_MAX_DOWN, LORA_GROUP_MAX_UP, loraDownGroupWgsl, loraUpGroupWgsl } from './lora.group.wgsl';
+
+export interface LoraGroupDownArgs {
+  /** f32 [N, in], read by every module. */
+  x: GPUBuffer;
+  n: number;
+  inDim: number;
+  /** Per module: A f32 [r, in] and its output t f32 [N, r]. */
+  modules: Array<{ A: GPUBuffer; t: GPUBuffer; rank: number }>;
+}
+
+export interface LoraGroupUpArgs {
+  n: number;
+  /** Per module: t f32 [N, r], B f32 [out, r], y f32 [N, out] accumulated into with scale. */
+  modules: Array<{ t: GPUBuffer; B: GPUBuffer; y: GPUBuffer; outDim: number; rank: number; scale: number }>;
+}
+
+/** t_m = x · A_m^T for 2-3 modules in one dispatch. */
+export async function loraDownGroup(ctx: GpuContext, a: LoraGroupDownArgs): Promise<Dispatch> {
+  const k = a.modules.length;
+  if (k < 2 || k > LORA_GROUP_MAX_DOWN) throw new Error(`loraDownGroup: groups hold 2 to ${LORA_GROUP_MAX_DOWN} modules, got ${k}`);
+  checkDims('loraDownGroup', { n: a.n, inDim: a.inDim, ...Object.fromEntries(a.modules.map((m, i) => [`modules[${i}].rank`, m.rank])) });
+  const ranks = [0, 1, 2].map((i) => a.modules[i]?.rank ?? 0);
+  const total = ranks.reduce((s, r) => s + r, 0);
+  const pipeline = await getPipeline(ctx, `lora_down_group${k}`, loraDownGroupWgsl(k));
+  const dims = paramsUniform(ctx, 'loraDownGroup.dims', [['u32', a.n], ['u32', a.inDim], ['u32', total], ...ranks.map((r): ['u32', number] => ['u32', r])]);
+  return {
+    pipeline,
+    buffers: [a.x, ...a.modules.map((m) => m.A), ...a.modules.map((m) => m.t), dims],
+    workgroups: grid1d(ctx, a.n * total),
+    label: `lora_down_group${k}`,
+  };
+}
+
+/** y_m += s_m · t_m · B_m^T for two modules in one dispatch. */
+export async function loraUpGroup(ctx: GpuContext, a: LoraGroupUpArgs): Promise<Dispatch> {
+  if (a.modules.length !== LORA_GROUP_MAX_UP) throw new Error(`loraUpGroup: groups hold ${LORA_GROUP_MAX_UP} modules, got ${a.modules.length}`);
+  const [m0, m1] = a.modules;
+  checkDims('loraUpGroup', { n: a.n, 'modules[0].outDim': m0.outDim, 'modules[0].rank': m0.rank, 'modules[1].outDim': m1.outDim, 'modules[1].rank': m1.rank });
+  for (const [i, m] of a.modules.entries()) if (!Number.isFinite(m.scale)) throw new Error(`loraUpGroup: modules[${i}].scale must be finite, got ${m.scale}`);
+  const pipeline = await getPipeline(ctx, 'lora_up_group2', loraUpGroupWgsl());
+  const dims = paramsUniform(ctx, 'loraUpGroup.dims', [['u32', a.n], ['u32', m0.outDim], ['u32', m1.outDim], ['u32', m0.rank], ['u32', m1.rank], ['f32', m0.scale], ['f32', m1.scale]]);
+  return {
+    pipeline,
+    buffers: [m0.t, m1.t, m0.B, m1.B, m0.y, m1.y, dims],
+    workgroups: grid1d(ctx, Math.ceil((a.n * (m0.outDim + m1.outDim)) / LORA_UP_WG)),
+    label: 'lora_up_group2',
+  };
+}

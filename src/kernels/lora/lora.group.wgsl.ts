@@ -1,0 +1,103 @@
+// LoRA for several modules that read the same input (q, k, v on rms1(x); gate, up on rms2(h)) in one
+// dispatch each way instead of one per module: decode runs a few hundred tiny dispatches per token, and on
+// a GPU each costs a launch and a barrier whatever its size. Bindings cannot be indexed, so each module's
+// A/B/t/y is its own binding and small switch functions pick one; a workgroup (down) or a thread (up)
+// serves a single module, so the switch never diverges within the work it guards.
+//
+// The arithmetic is lora.wgsl.ts's exactly (same strided sums, same reduction tree, same order over r),
+// so a group gives bit-identical results to the modules run one by one.
+import { LORA_DOWN_WG, LORA_UP_WG } from './lora.wgsl';
+
+/** Most modules in one down group: x + 3 A + 3 t = 7 storage bindings, within WebGPU's default 8. */
+export const LORA_GROUP_MAX_DOWN = 3;
+/** Most modules in one up group: 2 t + 2 B + 2 y = 6 storage bindings (3 would need 9). */
+export const LORA_GROUP_MAX_UP = 2;
+
+const ids = (k: number) => Array.from({ length: k }, (_, m) => m);
+
+/** `fn name(m, i) -> f32` reading element i of binding `${prefix}${m}`. */
+function pick(name: string, prefix: string, k: number): string {
+  const arms = ids(k - 1).map((m) => `if (m == ${m}u) { return ${prefix}${m}[i]; }`).join(' else ');
+  return `fn ${name}(m: u32, i: u32) -> f32 { ${arms}${k > 1 ? ' ' : ''}return ${prefix}${k - 1}[i]; }`;
+}
+
+/** t_m[N, r_m] = x[N, in] · A_m^T for m < k; work item (row, j) over the modules' ranks laid end to end. */
+export function loraDownGroupWgsl(k: number): string {
+  const decl = [
+    ...ids(k).map((m) => `@group(0) @binding(${1 + m}) var<storage, read> A${m}: array<f32>;`),
+    ...ids(k).map((m) => `@group(0) @binding(${1 + k + m}) var<storage, read_write> t${m}: array<f32>;`),
+  ].join('\n');
+  const store = ids(k)
+    .map((m) => `${m > 0 ? 'else ' : ''}${m < k - 1 ? `if (m == ${m}u) ` : ''}{ t${m}[row * rank + j] = partial[0]; }`)
+    .join(' ');
+  return /* wgsl */ `
+struct Dims { n: u32, inDim: u32, total: u32, r0: u32, r1: u32, r2: u32 }
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+${decl}
+@group(0) @binding(${1 + 2 * k}) var<uniform> dims: Dims;
+
+var<workgroup> partial: array<f32, ${LORA_DOWN_WG}>;
+
+${pick('readA', 'A', k)}
+
+@compute @workgroup_size(${LORA_DOWN_WG})
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let idx = wg.x + wg.y * nwg.x;
+  if (idx >= dims.n * dims.total) { return; }
+  let row = idx / dims.total;
+  var j = idx - row * dims.total;
+  var ranks = array<u32, 3>(dims.r0, dims.r1, dims.r2);
+  var m = 0u;
+  while (m < ${k - 1}u && j >= ranks[m]) { j -= ranks[m]; m++; }
+  let rank = ranks[m];
+  var acc = 0.0;
+  for (var i = lid; i < dims.inDim; i += ${LORA_DOWN_WG}u) {
+    acc += x[row * dims.inDim + i] * readA(m, j * dims.inDim + i);
+  }
+  partial[lid] = acc;
+  workgroupBarrier();
+  for (var s = ${LORA_DOWN_WG / 2}u; s > 0u; s >>= 1u) {
+    if (lid < s) { partial[lid] += partial[lid + s]; }
+    workgroupBarrier();
+  }
+  if (lid == 0u) { ${store} }
+}
+`;
+}
+
+/** y_m[N, out_m] += s_m · t_m · B_m^T for m < 2; work items: module 0's N*out_0 outputs, then module 1's. */
+export function loraUpGroupWgsl(): string {
+  return /* wgsl */ `
+struct Dims { n: u32, out0: u32, out1: u32, r0: u32, r1: u32, s0: f32, s1: f32 }
+@group(0) @binding(0) var<storage, read> t0: array<f32>;
+@group(0) @binding(1) var<storage, read> t1: array<f32>;
+@group(0) @binding(2) var<storage, read> B0: array<f32>;
+@group(0) @binding(3) var<storage, read> B1: array<f32>;
+@group(0) @binding(4) var<storage, read_write> y0: array<f32>;
+@group(0) @binding(5) var<storage, read_write> y1: array<f32>;
+@group(0) @binding(6) var<uniform> dims: Dims;
+
+@compute @workgroup_size(${LORA_UP_WG})
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let all = (wg.x + wg.y * nwg.x) * ${LORA_UP_WG}u + lid;
+  let n0 = dims.n * dims.out0;
+  if (all >= n0 + dims.n * dims.out1) { return; }
+  if (all < n0) {
+    let row = all / dims.out0;
+    let o = all - row * dims.out0;
+    var acc = 0.0;
+    for (var j = 0u; j < dims.r0; j++) { acc += t0[row * dims.r0 + j] * B0[o * dims.r0 + j]; }
+    y0[all] += dims.s0 * acc;
+  } else {
+    let idx = all - n0;
+    let row = idx / dims.out1;
+    let o = idx - row * dims.out1;
+    var acc = 0.0;
+    for (var j = 0u; j < dims.r1; j++) { acc += t1[row * dims.r1 + j] * B1[o * dims.r1 + j]; }
+    y1[idx] += dims.s1 * acc;
+  }
+}
+`;
+}
