@@ -174,6 +174,15 @@ describe('agent on the planner engine in Chromium', () => {
       expect(s.data.engineId).toBe(info.id);
     }
 
+    // The engine reuses the KV cache for the front a prompt shares with the previous call: it happened, and
+    // never for more than the prompt minus its last token.
+    const calls = all.filter((s) => typeof s.data.promptTokenCount === 'number');
+    const cached = calls.map((s) => (s.data.timings as { cachedPromptTokens?: number }).cachedPromptTokens ?? 0);
+    calls.forEach((s, i) => expect(cached[i]).toBeLessThan(s.data.promptTokenCount as number));
+    expect(cached.some((c) => c > 0)).toBe(true);
+    const promptTotal = calls.reduce((a, s) => a + (s.data.promptTokenCount as number), 0);
+    console.info(`[agent-planner] ${calls.length} model calls, ${cached.reduce((a, c) => a + c, 0)} of ${promptTotal} prompt tokens from the KV cache`);
+
     // Planner calls: each one recorded as a rollout, whether or not its text parsed.
     const plannerSteps = all.filter((s) => s.kind === 'planner' || (s.kind === 'error' && s.data.module === 'planner'));
     const mine = await rollouts(page, id);
@@ -194,6 +203,11 @@ describe('agent on the planner engine in Chromium', () => {
       if (step.kind === 'error') expect(step.data).toMatchObject({ errorKind: 'unusable-output', adapterId: 'fixture' });
       else expect(step.data).toMatchObject({ parseMethod: 'json', adapterId: 'fixture' });
     }
+    // What reuse gives when the planner engine serves the planner alone (in the app the other modules run on
+    // web-llm): each planner prompt's common front with the previous planner prompt.
+    const lcp = (a: number[], b: number[]) => { let k = 0; while (k < Math.min(a.length, b.length - 1) && a[k] === b[k]) k++; return k; };
+    const shared = mine.slice(1).reduce((acc, r, i) => acc + lcp(mine[i].promptTokens, r.promptTokens), 0);
+    console.info(`[agent-planner] planner prompts alone: ${shared} of ${mine.slice(1).reduce((a, r) => a + r.promptTokens.length, 0)} tokens after the first call shared with the previous planner prompt`);
     // The sampling logprobs are what the trainer uses as old logprobs: the engine's scoring of the same
     // prompt + completion must reproduce them.
     const scored = (await page.evaluate((seqs) => (window as any).agent.score(seqs), mine.map((r) => [...r.promptTokens, ...r.tokens]))) as number[][];
