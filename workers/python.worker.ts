@@ -57,7 +57,19 @@ const BLOCKED_GLOBALS = [
   'Worker',
   'SharedWorker',
   'navigator',
+  // A font face with a url() source downloads it.
+  'FontFace',
+  'fonts',
+  'WebSocketStream',
 ];
+
+/**
+ * Ways to turn a string into running JavaScript. Pyodide hands Python JS functions (pyodide_js, proxies),
+ * and any function's `constructor` compiles code in this worker's scope, where `import('https://…')` would
+ * still reach the network although every network global is gone: so no code may be compiled from strings
+ * once Pyodide has loaded. (pyodide.code.run_js goes through eval and stops working, as intended.)
+ */
+const CODE_FROM_STRINGS = ['Function', 'AsyncFunction', 'GeneratorFunction', 'AsyncGeneratorFunction'] as const;
 
 let pyodide: PyodideAPI | undefined;
 let run: ((code: string) => { toJs(): unknown; destroy(): void }) | undefined;
@@ -104,6 +116,39 @@ function lockDown(): void {
     } catch {
       // Some names do not exist in every browser; nothing to remove then.
     }
+  }
+  // Stand-ins keep each constructor's prototype, so `f instanceof Function` and `f.constructor === Function`
+  // (which Pyodide relies on) still hold; only calling them is refused.
+  const refuse = (what: string, prototype: object) => {
+    const stand = function () {
+      throw new EvalError(`${what} is disabled in the Python tool's sandbox`);
+    };
+    Object.defineProperty(stand, 'prototype', { value: prototype, writable: false });
+    return stand;
+  };
+  const protos: Record<(typeof CODE_FROM_STRINGS)[number], object> = {
+    Function: Function.prototype,
+    AsyncFunction: Object.getPrototypeOf(async function () {}),
+    GeneratorFunction: Object.getPrototypeOf(function* () {}),
+    AsyncGeneratorFunction: Object.getPrototypeOf(async function* () {}),
+  };
+  for (const name of CODE_FROM_STRINGS) {
+    const stand = refuse(`the ${name} constructor`, protos[name]);
+    Object.defineProperty(protos[name], 'constructor', { value: stand, configurable: false, writable: false });
+    if (name === 'Function') Object.defineProperty(scope, 'Function', { value: stand, configurable: false, writable: false });
+  }
+  Object.defineProperty(scope, 'eval', { value: refuse('eval', Function.prototype), configurable: false, writable: false });
+  // Timers compile a string handler as code; only functions may be scheduled.
+  for (const name of ['setTimeout', 'setInterval'] as const) {
+    const timer = globalThis[name] as (handler: unknown, ...rest: unknown[]) => number;
+    Object.defineProperty(scope, name, {
+      value: (handler: unknown, ...rest: unknown[]) => {
+        if (typeof handler !== 'function') throw new EvalError(`${name} with a string is disabled in the Python tool's sandbox`);
+        return timer.call(globalThis, handler, ...rest);
+      },
+      configurable: false,
+      writable: false,
+    });
   }
 }
 
