@@ -2,7 +2,8 @@
 # Builds .gpu-kit/: what the GPU machine of the `device` tool needs to run the planner benchmarks on its GPU.
 # That machine has NVIDIA's driver but no Node.js, no Vulkan loader and no network, and each call carries at
 # most 64 MiB, so the kit holds: this machine's node binary (xz), the benchmarks and the CLI bundled into
-# single ESM files, the `webgpu` package (Dawn) for linux-x64 only, and Debian's amd64 Vulkan loader (.deb).
+# single ESM files, the `webgpu` package (Dawn) for linux-x64 only, and Debian's amd64 Vulkan loader and
+# libglvnd (.deb).
 #
 #   bash scripts/gpu-kit.sh                 # build .gpu-kit/ (git-ignored)
 #   device run, carry [".gpu-kit"], command:
@@ -23,6 +24,7 @@ bundle() { npx --no-install esbuild "$1" --bundle --platform=node --format=esm -
   --external:webgpu --log-level=warning --outfile="$KIT/$2"; }
 bundle bench/run.ts bench.mjs
 bundle bench/q4.ts q4.mjs
+bundle bench/decode-profile.ts profile.mjs
 bundle src/cli/main.ts cli.mjs
 
 echo "gpu-kit: copying the webgpu package (linux-x64)" >&2
@@ -38,12 +40,13 @@ lists=$(mktemp -d)
 mkdir -p "$lists/partial"
 apt_opts=(-o APT::Sandbox::User=root -o APT::Architecture=amd64 -o APT::Architectures=amd64 -o "Dir::State::Lists=$lists")
 apt-get "${apt_opts[@]}" -qq update
-(cd "$KIT/gl" && apt-get "${apt_opts[@]}" -qq download libvulkan1)
+# NVIDIA's Vulkan driver lives in libGLX_nvidia.so.0, which needs libglvnd's dispatch libraries too.
+(cd "$KIT/gl" && apt-get "${apt_opts[@]}" -qq download libvulkan1 libglvnd0 libglx0 libegl1 libgl1 libopengl0 libgles2)
 rm -rf "$lists"
 
 cat > "$KIT/run.sh" <<'EOF'
 #!/usr/bin/env bash
-# bash .gpu-kit/run.sh bench|q4|cli [args...]: unpacks node and Dawn once, finds a Vulkan driver, runs.
+# bash .gpu-kit/run.sh bench|q4|profile|cli [args...]: unpacks node and Dawn once, finds a Vulkan driver, runs.
 set -euo pipefail
 kit=$(cd "$(dirname "$0")" && pwd)
 work=${GPU_KIT_WORK:-/tmp/gpu-kit}
@@ -55,20 +58,21 @@ if [ ! -f "$work/node_modules/webgpu/dist/linux-x64/dawn.node" ]; then
   cp -r "$kit/node_modules" "$work/"
   xz -d "$work/node_modules/webgpu/dist/linux-x64/dawn.node.xz"
 fi
-if ! ldconfig -p | grep -q 'libvulkan.so.1'; then
+if ! ldconfig -p | grep -q 'libvulkan.so.1' || ! ldconfig -p | grep -q 'libGLdispatch.so.0'; then
   for f in "$kit"/gl/*.deb; do dpkg -x "$f" /; done
   ldconfig
 fi
 nv=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 if [ -z "${VK_ICD_FILENAMES:-}${VK_DRIVER_FILES:-}" ] && [ -f "$nv" ]; then export VK_DRIVER_FILES=$nv; fi
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
-what=${1:?usage: run.sh bench|q4|cli [args...]}
+what=${1:?usage: run.sh bench|q4|profile|cli [args...]}
 shift
 case "$what" in
   bench) exec "$work/node" "$work/bench.mjs" "$@" ;;
   q4) exec "$work/node" "$work/q4.mjs" "$@" ;;
+  profile) exec "$work/node" "$work/profile.mjs" "$@" ;;
   cli) exec "$work/node" "$work/cli.mjs" "$@" ;;
-  *) echo "run.sh: unknown command '$what' (bench, q4, cli)" >&2; exit 2 ;;
+  *) echo "run.sh: unknown command '$what' (bench, q4, profile, cli)" >&2; exit 2 ;;
 esac
 EOF
 chmod +x "$KIT/run.sh"

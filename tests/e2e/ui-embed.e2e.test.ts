@@ -59,7 +59,11 @@ describe('<agentflow-chat> embedded in a plain page', () => {
     // The page tool counted "How many letters in abc 12?": 19 letters, 2 digits, 5 spaces.
     expect(await answer.textContent()).toContain('19 letters, 2 digits, 5 spaces');
 
-    const events = await page.evaluate(() => (window as unknown as { events: Array<{ type: string; detail: Record<string, unknown> }> }).events);
+    const readEvents = () => page.evaluate(() => (window as unknown as { events: Array<{ type: string; detail: Record<string, unknown> }> }).events);
+    // The answer is on screen once the generator's step renders; the answer event follows when the run has
+    // been stored, which under load can be a moment later.
+    await expect.poll(async () => (await readEvents()).filter((e) => e.type === 'agentflow-answer').length, { timeout: 30_000 }).toBe(1);
+    const events = await readEvents();
     const turns = events.filter((e) => e.type === 'agentflow-turn').map((e) => e.detail.kind);
     expect(turns).toEqual(['analysis', 'planner', 'executor', 'verifier', 'generator']);
     const ans = events.filter((e) => e.type === 'agentflow-answer');

@@ -1,0 +1,117 @@
+// npx tsx bench/decode-profile.ts [--q4 1] [--adapter 1] [--tokens N]: where a decode token's time goes, for
+// the Qwen2.5-0.5B-shaped planner. generate() per token = encode the recorded step list (CPU) + GPU work +
+// sampling and reading the token back. This times the parts apart:
+// - encodeMs: encoding the decode forward + logits steps into a command encoder (CPU only, not submitted);
+// - gpuMs: N decode steps encoded into one command buffer, submitted once, waited for (GPU work per token
+//   with no readback in between);
+// - generateMs: a real generate() per token, for comparison.
+// It reads the runtime's recorded step lists through private members: a profiling tool, not an API.
+import { requestGpu } from '../src/gpu/device';
+import { recordForward, recordLogits } from '../src/engine/forward';
+import { encodeSteps, type Step } from '../src/engine/graph';
+import { Qwen2Runtime } from '../src/engine/runtime';
+import type { ActivationPlan } from '../src/engine/activations';
+import type { KvCache } from '../src/engine/kv-cache';
+import { initLoraAdapter } from '../src/trainer/lora';
+import { Rng } from '../src/util/rng';
+import { QWEN25_05B, shapedQ4Weights, shapedWeights } from './shaped-model';
+
+const flag = (name: string, fallback: string) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1] : fallback;
+};
+
+interface RuntimeInternals {
+  plan(kind: 'decode', rows: number): Promise<ActivationPlan>;
+  kvCache(): Promise<KvCache>;
+}
+
+async function main(): Promise<void> {
+  const ctx = await requestGpu();
+  const q4 = flag('q4', '1') === '1';
+  const withAdapter = flag('adapter', '1') === '1';
+  const tokens = Number(flag('tokens', ctx.caps.isSoftware ? '2' : '64'));
+  const c = QWEN25_05B;
+  const rt = await Qwen2Runtime.create(ctx, c, q4 ? shapedQ4Weights(c) : shapedWeights(c), { maxContext: 4096 });
+  if (withAdapter) {
+    await rt.addAdapter('lora', initLoraAdapter(c, { r: 16, alpha: 32 }, new Rng(1)));
+    rt.setActiveAdapter('lora');
+  }
+  const prompt = Array.from({ length: 128 }, (_, i) => (i * 7919 + 13) % c.vocabSize);
+  await rt.generate(prompt, { maxNewTokens: 4, temperature: 0 }); // compiles and records everything
+  const t0 = performance.now();
+  const gen = await rt.generate(prompt, { maxNewTokens: tokens + 1, temperature: 0, reusePrefix: false });
+  const generateMs = gen.decodeMs / Math.max(1, gen.tokens.length - 1);
+  const wallMs = performance.now() - t0;
+
+  const internals = rt as unknown as RuntimeInternals;
+  const plan = await internals.plan('decode', 1);
+  const kv = await internals.kvCache();
+  let row = prompt.length;
+  const forward = await recordForward(ctx, { plan, weights: rt.weights, adapter: rt.adapters.active, n: 1, cache: { kv, cacheRow: () => row } });
+  const logits = await recordLogits(ctx, plan, rt.weights, 0, 1);
+  const steps: Step[][] = [forward, logits];
+  const dispatches = steps.flat().filter((s) => s.kind === 'dispatch').length;
+
+  // CPU: encode only.
+  const e0 = performance.now();
+  for (let i = 0; i < tokens; i++) {
+    const enc = ctx.device.createCommandEncoder();
+    for (const s of steps) encodeSteps(ctx, enc, s);
+    enc.finish();
+  }
+  const encodeMs = (performance.now() - e0) / tokens;
+
+  // GPU: `tokens` decode steps back to back in one submission (positions advance through the cache).
+  const enc = ctx.device.createCommandEncoder();
+  for (let i = 0; i < tokens; i++) {
+    row = prompt.length + i;
+    for (const s of steps) encodeSteps(ctx, enc, s);
+  }
+  const cb = enc.finish();
+  const g0 = performance.now();
+  ctx.device.queue.submit([cb]);
+  await ctx.device.queue.onSubmittedWorkDone();
+  const gpuMs = (performance.now() - g0) / tokens;
+
+  // Per kernel kind: only that kind's dispatches, `tokens` times in one submission. Kernels' speed does not
+  // depend on the values they read, so each kind's time is what it costs inside the full step list
+  // (dispatch overhead included); the kinds' sum should come near gpuMs.
+  const kind = (s: Step) => (s.kind === 'copy' ? 'copy' : (s.d.label ?? s.d.pipeline.label ?? '?').replace(/_(f16|f32|packed|sg|plain|\d+).*$/, ''));
+  const kinds = new Map<string, Step[]>();
+  for (const s of steps.flat()) kinds.set(kind(s), [...(kinds.get(kind(s)) ?? []), s]);
+  const byKind: Record<string, { count: number; msPerToken: number; usEach: number }> = {};
+  for (const [k, ss] of kinds) {
+    const e = ctx.device.createCommandEncoder();
+    for (let i = 0; i < tokens; i++) {
+      row = prompt.length + i;
+      encodeSteps(ctx, e, ss);
+    }
+    const b = e.finish();
+    const k0 = performance.now();
+    ctx.device.queue.submit([b]);
+    await ctx.device.queue.onSubmittedWorkDone();
+    const ms = (performance.now() - k0) / tokens;
+    byKind[k] = { count: ss.length, msPerToken: ms, usEach: (ms * 1000) / ss.length };
+  }
+
+  const out = {
+    device: ctx.caps.description,
+    model: `Qwen2.5-0.5B shapes, ${q4 ? 'q4f16_1' : 'f16'}${withAdapter ? ' + r16 LoRA on 7 targets' : ''}`,
+    dispatchesPerToken: dispatches,
+    tokens,
+    encodeMsPerToken: encodeMs,
+    gpuMsPerTokenNoReadback: gpuMs,
+    gpuUsPerDispatch: (gpuMs * 1000) / dispatches,
+    generateMsPerToken: generateMs,
+    generateTokensPerSec: 1000 / generateMs,
+    generateWallMs: wallMs,
+    byKind,
+  };
+  process.stdout.write(`${JSON.stringify(out, null, 2)}\n`, () => process.exit(0));
+}
+
+main().catch((e: Error) => {
+  process.stderr.write(`decode-profile failed: ${e.stack ?? e.message}\n`);
+  process.exit(1);
+});
