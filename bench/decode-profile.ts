@@ -14,12 +14,8 @@ import type { ActivationPlan } from '../src/engine/activations';
 import type { KvCache } from '../src/engine/kv-cache';
 import { initLoraAdapter } from '../src/trainer/lora';
 import { Rng } from '../src/util/rng';
+import { flag } from './flags';
 import { QWEN25_05B, shapedQ4Weights, shapedWeights } from './shaped-model';
-
-const flag = (name: string, fallback: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1] : fallback;
-};
 
 interface RuntimeInternals {
   plan(kind: 'decode', rows: number): Promise<ActivationPlan>;
@@ -63,35 +59,33 @@ async function main(): Promise<void> {
   const encodeMs = (performance.now() - e0) / tokens;
 
   // GPU: `tokens` decode steps back to back in one submission (positions advance through the cache).
-  const enc = ctx.device.createCommandEncoder();
-  for (let i = 0; i < tokens; i++) {
-    row = prompt.length + i;
-    for (const s of steps) encodeSteps(ctx, enc, s);
-  }
-  const cb = enc.finish();
-  const g0 = performance.now();
-  ctx.device.queue.submit([cb]);
-  await ctx.device.queue.onSubmittedWorkDone();
-  const gpuMs = (performance.now() - g0) / tokens;
-
-  // Per kernel kind: only that kind's dispatches, `tokens` times in one submission. Kernels' speed does not
-  // depend on the values they read, so each kind's time is what it costs inside the full step list
-  // (dispatch overhead included); the kinds' sum should come near gpuMs.
-  const kind = (s: Step) => (s.kind === 'copy' ? 'copy' : (s.d.label ?? s.d.pipeline.label ?? '?').replace(/_(f16|f32|packed|sg|plain|\d+).*$/, ''));
-  const kinds = new Map<string, Step[]>();
-  for (const s of steps.flat()) kinds.set(kind(s), [...(kinds.get(kind(s)) ?? []), s]);
-  const byKind: Record<string, { count: number; msPerToken: number; usEach: number }> = {};
-  for (const [k, ss] of kinds) {
-    const e = ctx.device.createCommandEncoder();
+  const gpuMsPerToken = async (lists: Step[][]): Promise<number> => {
+    const enc = ctx.device.createCommandEncoder();
     for (let i = 0; i < tokens; i++) {
       row = prompt.length + i;
-      encodeSteps(ctx, e, ss);
+      for (const s of lists) encodeSteps(ctx, enc, s);
     }
-    const b = e.finish();
-    const k0 = performance.now();
-    ctx.device.queue.submit([b]);
+    const cb = enc.finish();
+    const g0 = performance.now();
+    ctx.device.queue.submit([cb]);
     await ctx.device.queue.onSubmittedWorkDone();
-    const ms = (performance.now() - k0) / tokens;
+    return (performance.now() - g0) / tokens;
+  };
+  const gpuMs = await gpuMsPerToken(steps);
+
+  // Per kernel kind: only that kind's dispatches, timed the same way. Kernels' speed does not depend on the
+  // values they read, so each kind's time is what it costs inside the full step list (dispatch overhead
+  // included); the kinds' sum should come near gpuMs.
+  const kind = (s: Step) => (s.kind === 'copy' ? 'copy' : (s.d.label ?? s.d.pipeline.label ?? '?').replace(/_(f16|f32|packed|sg|plain|\d+).*$/, ''));
+  const kinds = new Map<string, Step[]>();
+  for (const s of steps.flat()) {
+    const k = kind(s);
+    if (!kinds.has(k)) kinds.set(k, []);
+    kinds.get(k)!.push(s);
+  }
+  const byKind: Record<string, { count: number; msPerToken: number; usEach: number }> = {};
+  for (const [k, ss] of kinds) {
+    const ms = await gpuMsPerToken([ss]);
     byKind[k] = { count: ss.length, msPerToken: ms, usEach: (ms * 1000) / ss.length };
   }
 

@@ -17,13 +17,7 @@ import { Q4_ROWS } from '../src/kernels/q4/q4matmul.wgsl';
 import type { Q4Weight } from '../src/kernels/q4/q4weight';
 import { toF16Array } from '../src/util/half';
 import { Rng } from '../src/util/rng';
-
-const log = (s: string) => process.stderr.write(`${s}\n`);
-
-function flag(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1] : fallback;
-}
+import { flag, log } from './flags';
 
 const H = 896;
 const I = 4864;

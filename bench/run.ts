@@ -27,13 +27,7 @@ import { BufferTracker } from './buffer-tracker';
 import { bandwidthFloor, contextMemory, type BandwidthFloor, type ContextMemory } from './memory';
 import { QWEN25_05B, shapedQ4Weights, shapedWeights } from './shaped-model';
 import { benchTraining, type TrainBenchOptions, type TrainResult } from './train';
-
-const log = (s: string) => process.stderr.write(`${s}\n`);
-
-function flag(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1] : fallback;
-}
+import { flag, log } from './flags';
 
 /** A numeric flag, checked: a typo must not silently become NaN in the results. */
 function num(name: string, fallback: string, min = 1): number {

@@ -40,8 +40,9 @@ export async function recordForward(ctx: GpuContext, s: ForwardSpec): Promise<St
   // keys are split across workgroups (sized for the cache, the ranges are only known on the GPU). The
   // slices' partial softmaxes go to the cache's scratch, which every layer reuses.
   const maxKeys = s.cache?.kv.maxCtx ?? 0;
-  const partials = s.cache && splitAttentionPays(n, maxKeys) ? s.cache.kv.partials : null;
-  if (s.cache && splitAttentionPays(n, maxKeys) && !partials) throw new Error(`recordForward: the KV cache (${maxKeys} positions) has no split-attention scratch`);
+  // undefined: no split here; null: a split the cache has no scratch for.
+  const partials = s.cache && splitAttentionPays(n, maxKeys) ? s.cache.kv.partials : undefined;
+  if (partials === null) throw new Error(`recordForward: the KV cache (${maxKeys} positions) has no split-attention scratch`);
 
   for (let l = 0; l < c.numLayers; l++) {
     const L = plan.layers[l];

@@ -6,18 +6,12 @@
 import 'fake-indexeddb/auto';
 import { describe, expect, it } from 'vitest';
 import { gpuFor } from '../../tests/support/gpu';
+import { multiplyTool, tinyPlanner } from '../../tests/support/tiny-agent';
 import { maxAbsDiff, relL2 } from '../../tests/support/compare';
-import { TINY, readFixtureWeights } from '../../tests/support/qwen2-fixture';
-import { byteTokenizerConfig, byteTokenizerJson } from '../../tests/support/byte-tokenizer';
+import { readFixtureWeights } from '../../tests/support/qwen2-fixture';
 import { ScriptedEngine } from '../agent/scripted-engine';
-import { loadCheckpoint } from '../engine/io/checkpoint';
-import { directorySource } from '../engine/io/sources';
-import { PlannerEngine } from '../engine/planner-engine';
-import { Qwen2Runtime } from '../engine/runtime';
-import { Tokenizer } from '../engine/tokenizer/tokenizer';
 import { openAgentDb } from '../store/db';
 import { getRolloutsByGroup } from '../store/rollouts';
-import type { Tool } from '../tools/types';
 import { collectGroup, rolloutAgentConfig } from '../ui/agent-training-driver';
 import { Rng } from '../util/rng';
 import { IdbCheckpointStore } from './checkpoint-idb';
@@ -26,30 +20,10 @@ import { grpoStep } from './grpo-step';
 import { adapterTensors, initLoraAdapter, peftName } from './lora';
 import { WorkerTrainingSession } from './worker-trainer';
 
-const multiply: Tool = {
-  card: {
-    name: 'Multiply_Tool',
-    description: 'Multiplies a by b.',
-    input: { type: 'object', properties: { a: { type: 'number', description: 'a' }, b: { type: 'number', description: 'b' } }, required: ['a', 'b'] },
-    output: 'the product',
-    limitations: [],
-    examples: [],
-    usesNetwork: false,
-  },
-  async run(args) {
-    return { ok: true, output: String((args.a as number) * (args.b as number)) };
-  },
-};
-
 describe('worker training session on agent rollouts (qwen2-tiny)', () => {
   it('trains on a mixed-reward group like the CPU reference, samples on-policy, and resumes from its checkpoint', async () => {
     const ctx = await gpuFor('packed');
-    const ckpt = await loadCheckpoint(directorySource(TINY));
-    // The agent's prompts are ~800 bytes and the fixture says 512 positions; RoPE has no table, so a longer
-    // context is only a matter of KV-cache size.
-    const rt = await Qwen2Runtime.create(ctx, ckpt.config, ckpt.tensors, { maxContext: 2048, maxBatchRows: 2048 });
-    ckpt.release();
-    const planner = new PlannerEngine(rt, new Tokenizer({ tokenizerJson: byteTokenizerJson(), tokenizerConfig: byteTokenizerConfig() }), 'qwen2-tiny');
+    const { rt, planner } = await tinyPlanner(ctx);
     const shared = new ScriptedEngine({ analysis: ['Multiply.'], executor: ['{"args": {"a": 2, "b": 3}}'], verifier: ['{"verdict": "STOP"}'], generator: ['<answer>6</answer>', '<answer>7</answer>'] }, 'shared:test');
     const dbName = `worker-trainer-${Math.random()}`;
     const store = new IdbCheckpointStore(await openAgentDb(dbName));
@@ -70,7 +44,7 @@ describe('worker training session on agent rollouts (qwen2-tiny)', () => {
       seeds: [11, 12],
       agent: (seed) => rolloutAgentConfig(budget, 1, seed),
       engines: { planner, shared },
-      tools: [multiply],
+      tools: [multiplyTool],
       dbName,
     });
     expect(g.results.map((r) => r.reward)).toEqual([1, 0]);

@@ -5,45 +5,19 @@
 import 'fake-indexeddb/auto';
 import { describe, expect, it } from 'vitest';
 import { gpuFor } from '../../tests/support/gpu';
+import { multiplyTool, tinyPlanner } from '../../tests/support/tiny-agent';
 import { maxAbsDiff } from '../../tests/support/compare';
-import { TINY } from '../../tests/support/qwen2-fixture';
-import { byteTokenizerConfig, byteTokenizerJson } from '../../tests/support/byte-tokenizer';
 import { ScriptedEngine } from '../agent/scripted-engine';
-import { loadCheckpoint } from '../engine/io/checkpoint';
 import { readSafetensors } from '../engine/io/safetensors';
-import { directorySource } from '../engine/io/sources';
-import { PlannerEngine } from '../engine/planner-engine';
-import { Qwen2Runtime } from '../engine/runtime';
-import { Tokenizer } from '../engine/tokenizer/tokenizer';
 import { openAgentDb } from '../store/db';
-import type { Tool } from '../tools/types';
 import { TrainingHost } from '../trainer/worker-trainer';
 import { AgentTrainingDriver, resumableAgentRuns } from './agent-training-driver';
 import type { TrainingStepPoint } from './training-driver';
 
-const multiply: Tool = {
-  card: {
-    name: 'Multiply_Tool',
-    description: 'Multiplies a by b.',
-    input: { type: 'object', properties: { a: { type: 'number', description: 'a' }, b: { type: 'number', description: 'b' } }, required: ['a', 'b'] },
-    output: 'the product',
-    limitations: [],
-    examples: [],
-    usesNetwork: false,
-  },
-  async run(args) {
-    return { ok: true, output: String((args.a as number) * (args.b as number)) };
-  },
-};
-
 describe('AgentTrainingDriver on the real planner (qwen2-tiny)', () => {
   it('trains a step, pauses with a checkpoint, resumes after a reload to the end, and starts a new run from the stored adapter', async () => {
     const ctx = await gpuFor('packed');
-    const ckpt = await loadCheckpoint(directorySource(TINY));
-    // Agent prompts are longer than the fixture's 512 positions; RoPE has no table, only the KV cache grows.
-    const rt = await Qwen2Runtime.create(ctx, ckpt.config, ckpt.tensors, { maxContext: 2048, maxBatchRows: 2048 });
-    ckpt.release();
-    const planner = new PlannerEngine(rt, new Tokenizer({ tokenizerJson: byteTokenizerJson(), tokenizerConfig: byteTokenizerConfig() }), 'qwen2-tiny');
+    const { rt, planner } = await tinyPlanner(ctx);
     // Right, wrong, right, wrong...: every group has mixed rewards, whatever the random planner says.
     let answers = 0;
     const shared = new ScriptedEngine({ analysis: ['Multiply.'], executor: ['{"args": {"a": 2, "b": 3}}'], verifier: ['{"verdict": "STOP"}'], generator: [() => (answers++ % 2 ? '<answer>7</answer>' : '<answer>6</answer>')] }, 'shared:test');
@@ -54,7 +28,7 @@ describe('AgentTrainingDriver on the real planner (qwen2-tiny)', () => {
     const budget = { maxTurns: 1, plannerTokens: 4, moduleTokens: 32, queriesPerStep: 1, microBatchTokens: 1536 };
 
     const host = new TrainingHost(() => rt, () => 'qwen2-tiny');
-    const d = await AgentTrainingDriver.create(settings, benchmark, { trainer: host, engines, tools: [multiply], dbName }, budget);
+    const d = await AgentTrainingDriver.create(settings, benchmark, { trainer: host, engines, tools: [multiplyTool], dbName }, budget);
     const seen: TrainingStepPoint[] = [];
     await d.run((p) => {
       seen.push(p);
@@ -79,7 +53,7 @@ describe('AgentTrainingDriver on the real planner (qwen2-tiny)', () => {
     host.trainStop();
     expect(rt.activeAdapterId).toBeNull();
     const host2 = new TrainingHost(() => rt, () => 'qwen2-tiny');
-    const d2 = await AgentTrainingDriver.resume(d.runId, { trainer: host2, engines, tools: [multiply], dbName });
+    const d2 = await AgentTrainingDriver.resume(d.runId, { trainer: host2, engines, tools: [multiplyTool], dbName });
     expect(d2.info).toMatchObject({ step: 1, resumed: true });
     expect(d2.state).toBe('paused');
     expect(d2.history).toEqual(seen);
@@ -98,7 +72,7 @@ describe('AgentTrainingDriver on the real planner (qwen2-tiny)', () => {
     // A new run from the stored step-2 adapter: the worker's session starts from exactly its tensors.
     const step2 = (await db.get('adapters', `${d.runId}@step-2`))!;
     const host3 = new TrainingHost(() => rt, () => 'qwen2-tiny');
-    const d3 = await AgentTrainingDriver.create({ ...settings, startAdapter: { id: step2.id, name: step2.name } }, benchmark, { trainer: host3, engines, tools: [multiply], dbName }, budget);
+    const d3 = await AgentTrainingDriver.create({ ...settings, startAdapter: { id: step2.id, name: step2.name } }, benchmark, { trainer: host3, engines, tools: [multiplyTool], dbName }, budget);
     expect(rt.activeAdapterId).toBe(`training:${d3.runId}`);
     const started = readSafetensors((await host3.exportAdapter()).weights, 'exported');
     expect(started.names().sort()).toEqual(Object.keys(step2.tensors).sort());

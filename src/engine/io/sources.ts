@@ -166,6 +166,17 @@ export interface UrlSourceOptions {
   signal?: AbortSignal;
 }
 
+/** The Cache Storage cache `name`, or null without one (no name, no Cache Storage, or an opaque origin). */
+export async function openCacheOrNull(name: string | null): Promise<Cache | null> {
+  const storage = (globalThis as { caches?: CacheStorage }).caches;
+  if (!name || !storage) return null;
+  try {
+    return await storage.open(name);
+  } catch {
+    return null; // e.g. opaque origins: work without a cache rather than fail the load
+  }
+}
+
 /**
  * Files under a URL base ('.../resolve/main/'). Each file is streamed with progress and, once complete and
  * of the advertised length, stored in Cache Storage; a failed or interrupted download stores nothing.
@@ -174,15 +185,7 @@ export function urlSource(base: string, opts: UrlSourceOptions = {}): FileSource
   const root = base.endsWith('/') ? base : `${base}/`;
   const doFetch = opts.fetch ?? globalThis.fetch.bind(globalThis);
   const cacheName = opts.cacheName === undefined ? MODEL_CACHE_NAME : opts.cacheName;
-  const cacheStorage = (globalThis as { caches?: CacheStorage }).caches;
-  const openCache = async (): Promise<Cache | null> => {
-    if (!cacheName || !cacheStorage) return null;
-    try {
-      return await cacheStorage.open(cacheName);
-    } catch {
-      return null; // e.g. opaque origins: work without a cache rather than fail the load
-    }
-  };
+  const openCache = () => openCacheOrNull(cacheName);
 
   const readBytes = async (name: string, onProgress?: ProgressCallback): Promise<Uint8Array> => {
     const url = new URL(name, root).href;

@@ -13,7 +13,7 @@
 // web-llm treats any entry it finds as the file (it never stores error responses), so files the planner
 // finds missing are remembered in the planner's own cache (sources.ts's 404 markers), never in web-llm's.
 import { cacheStorageStore, indexedDbStore, type WebllmCacheBackend, type WebllmStore } from './webllm-stores.ts';
-import { MissingFileError, MODEL_CACHE_NAME, SourceError, urlSource, type FileSource, type ProgressCallback, type UrlSourceOptions } from './sources.ts';
+import { MissingFileError, MODEL_CACHE_NAME, openCacheOrNull, SourceError, urlSource, type FileSource, type ProgressCallback, type UrlSourceOptions } from './sources.ts';
 
 export const WEBLLM_MODEL_CACHE = 'webllm/model';
 export const WEBLLM_CONFIG_CACHE = 'webllm/config';
@@ -54,24 +54,15 @@ export interface SharedUrlSource extends FileSource {
 export function sharedUrlSource(model: string, opts: SharedUrlSourceOptions = {}): SharedUrlSource {
   const root = webllmModelUrl(model);
   const backend = opts.webllmCache ?? 'cache';
-  const storage = (globalThis as { caches?: CacheStorage }).caches;
   const store: WebllmStore | null =
     opts.cacheName === null || backend === 'none'
       ? null
       : backend === 'indexeddb'
         ? indexedDbStore((globalThis as { indexedDB?: IDBFactory }).indexedDB)
-        : cacheStorageStore(storage);
+        : cacheStorageStore();
   const own = urlSource(root, opts);
   const direct = urlSource(root, { ...opts, cacheName: null });
-  const ownCacheName = opts.cacheName === undefined ? MODEL_CACHE_NAME : opts.cacheName;
-  const openOwn = async (): Promise<Cache | null> => {
-    if (!ownCacheName || !storage) return null;
-    try {
-      return await storage.open(ownCacheName);
-    } catch {
-      return null;
-    }
-  };
+  const openOwn = () => openCacheOrNull(opts.cacheName === undefined ? MODEL_CACHE_NAME : opts.cacheName);
 
   const readBytes = async (name: string, onProgress?: ProgressCallback): Promise<Uint8Array> => {
     const scope = webllmCacheFor(name);

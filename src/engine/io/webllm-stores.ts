@@ -9,7 +9,7 @@
 //   to fill: it deletes and refetches it, and so does the planner.
 // The "opfs" and "cross-origin" backends are not shared: with those, each engine downloads for itself.
 import { openDB, type IDBPDatabase } from 'idb';
-import type { ProgressCallback } from './sources.ts';
+import { openCacheOrNull, type ProgressCallback } from './sources.ts';
 
 export type WebllmCacheBackend = 'cache' | 'indexeddb';
 
@@ -25,18 +25,10 @@ export interface WebllmStore {
 /** Files web-llm fetches with storetype "json" (stored parsed in IndexedDB). */
 const JSON_FILES = new Set(['tensor-cache.json']);
 
-export function cacheStorageStore(storage: CacheStorage | undefined): WebllmStore {
-  const open = async (scope: string): Promise<Cache | null> => {
-    if (!storage) return null;
-    try {
-      return await storage.open(scope);
-    } catch {
-      return null; // e.g. opaque origins: work without a cache rather than fail the load
-    }
-  };
+export function cacheStorageStore(): WebllmStore {
   return {
     async read(scope, url, file, onProgress) {
-      const cache = await open(scope);
+      const cache = await openCacheOrNull(scope);
       const hit = await cache?.match(url);
       if (!hit?.ok) return null;
       const bytes = await readCached(hit, file, onProgress);
@@ -44,13 +36,13 @@ export function cacheStorageStore(storage: CacheStorage | undefined): WebllmStor
       return bytes;
     },
     async write(scope, url, _file, bytes) {
-      const cache = await open(scope);
+      const cache = await openCacheOrNull(scope);
       if (!cache) return;
       const headers = new Headers({ 'content-type': 'application/octet-stream', 'content-length': String(bytes.byteLength) });
       await cache.put(url, new Response(bytes as Uint8Array<ArrayBuffer>, { status: 200, headers }));
     },
     async has(scope, url) {
-      return !!(await (await open(scope))?.match(url))?.ok;
+      return !!(await (await openCacheOrNull(scope))?.match(url))?.ok;
     },
   };
 }

@@ -35,29 +35,24 @@ const cases: Case[] = [
   { name: 'default slice length, GQA 4/2, hd 16, 1100 keys over 5 slices', nH: 4, nKV: 2, hd: 16, M: 1200, ranges: [0, 1100, 0, 7], splits: 5 },
 ];
 
-async function runSplit(c: Case, q: Float32Array, k: Float32Array, v: Float32Array): Promise<{ out: Float32Array; lse: Float32Array }> {
+/** Runs the split-K kernels (`split`) or the single-pass kernel on the same inputs; returns out and lse. */
+async function run(c: Case, q: Float32Array, k: Float32Array, v: Float32Array, split: boolean): Promise<{ out: Float32Array; lse: Float32Array }> {
   const ctx = await gpuFor('packed');
   const N = c.ranges.length / 2;
   const [qb, kb, vb, rb] = [f32Buffer(ctx, 'q', q), f32Buffer(ctx, 'k', k), f32Buffer(ctx, 'v', v), u32Buffer(ctx, 'ranges', c.ranges)];
   const out = emptyF32(ctx, 'out', N * c.nH * c.hd);
   const lse = emptyF32(ctx, 'lse', N * c.nH);
-  const partials = createStorage(ctx, 'partials', attentionPartialsBytes(N, c.nH, c.hd, c.M, c.keysPerSplit));
+  const made = [qb, kb, vb, rb, out, lse];
   const a = { q: qb, k: kb, v: vb, ranges: rb, out, lse, n: N, nHeads: c.nH, nKvHeads: c.nKV, headDim: c.hd };
-  submitDispatches(ctx, await attentionSplit(ctx, { ...a, maxKeys: c.M, partials, keysPerSplit: c.keysPerSplit }));
+  if (split) {
+    const partials = createStorage(ctx, 'partials', attentionPartialsBytes(N, c.nH, c.hd, c.M, c.keysPerSplit));
+    made.push(partials);
+    submitDispatches(ctx, await attentionSplit(ctx, { ...a, maxKeys: c.M, partials, keysPerSplit: c.keysPerSplit }));
+  } else {
+    submitDispatches(ctx, [await attention(ctx, a)]);
+  }
   const res = { out: await readF32(ctx, out, N * c.nH * c.hd), lse: await readF32(ctx, lse, N * c.nH) };
-  for (const b of [qb, kb, vb, rb, out, lse, partials]) b.destroy();
-  return res;
-}
-
-async function runSinglePass(c: Case, q: Float32Array, k: Float32Array, v: Float32Array): Promise<{ out: Float32Array; lse: Float32Array }> {
-  const ctx = await gpuFor('packed');
-  const N = c.ranges.length / 2;
-  const [qb, kb, vb, rb] = [f32Buffer(ctx, 'q', q), f32Buffer(ctx, 'k', k), f32Buffer(ctx, 'v', v), u32Buffer(ctx, 'ranges', c.ranges)];
-  const out = emptyF32(ctx, 'out', N * c.nH * c.hd);
-  const lse = emptyF32(ctx, 'lse', N * c.nH);
-  submitDispatches(ctx, [await attention(ctx, { q: qb, k: kb, v: vb, ranges: rb, out, lse, n: N, nHeads: c.nH, nKvHeads: c.nKV, headDim: c.hd })]);
-  const res = { out: await readF32(ctx, out, N * c.nH * c.hd), lse: await readF32(ctx, lse, N * c.nH) };
-  for (const b of [qb, kb, vb, rb, out, lse]) b.destroy();
+  for (const b of made) b.destroy();
   return res;
 }
 
@@ -73,7 +68,7 @@ describe('split-K attention (flash-decoding) vs the float64 reference', () => {
       expect(attentionSplits(c.M, c.keysPerSplit)).toBe(c.splits);
       const N = c.ranges.length / 2;
       const { q, k, v } = inputs(c, N * 31 + c.hd + c.M);
-      const got = await runSplit(c, q, k, v);
+      const got = await run(c, q, k, v, true);
       const want = attentionRef(q, k, v, c.ranges, N, c.nH, c.nKV, c.hd);
       // Same budget as the single-pass kernel's test: scores up to ~50 with qScale 4, f32 exp and sums.
       expect(relMaxErr(got.out, want.out)).toBeLessThan(1e-4);
@@ -87,8 +82,8 @@ describe('split-K attention vs the single-pass kernel', () => {
     // 64-key slices; every range fits one: 1 key, 63, exactly 64, and 64 keys starting mid-cache.
     const c: Case = { name: '', nH: 4, nKV: 2, hd: 16, M: 256, ranges: [0, 1, 0, 63, 0, 64, 100, 164], keysPerSplit: 64, qScale: 3, splits: 4 };
     const { q, k, v } = inputs(c, 5);
-    const split = await runSplit(c, q, k, v);
-    const single = await runSinglePass(c, q, k, v);
+    const split = await run(c, q, k, v, true);
+    const single = await run(c, q, k, v, false);
     expect(Array.from(split.out)).toEqual(Array.from(single.out));
     expect(Array.from(split.lse)).toEqual(Array.from(single.lse));
   });
@@ -96,8 +91,8 @@ describe('split-K attention vs the single-pass kernel', () => {
   it('an empty range gives out 0 and lse -3e38, like the single-pass kernel', async () => {
     const c: Case = { name: '', nH: 2, nKV: 1, hd: 8, M: 300, ranges: [4, 4, 0, 300], keysPerSplit: 64, splits: 5 };
     const { q, k, v } = inputs(c, 6);
-    const split = await runSplit(c, q, k, v);
-    const single = await runSinglePass(c, q, k, v);
+    const split = await run(c, q, k, v, true);
+    const single = await run(c, q, k, v, false);
     expect(Array.from(split.out.subarray(0, 2 * 8))).toEqual(new Array(16).fill(0));
     expect(Array.from(split.lse.subarray(0, 2))).toEqual([Math.fround(ATTN_NEG), Math.fround(ATTN_NEG)]);
     expect(Array.from(single.lse.subarray(0, 2))).toEqual(Array.from(split.lse.subarray(0, 2)));

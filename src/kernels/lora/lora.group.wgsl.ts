@@ -4,9 +4,9 @@
 // A/B/t/y is its own binding and small switch functions pick one; a workgroup (down) or a thread (up)
 // serves a single module, so the switch never diverges within the work it guards.
 //
-// The arithmetic is lora.wgsl.ts's exactly (same strided sums, same reduction tree, same order over r),
-// so a group gives bit-identical results to the modules run one by one.
-import { LORA_DOWN_WG, LORA_UP_WG } from './lora.wgsl';
+// The sums are lora.wgsl.ts's own snippets (loraDownSumWgsl, loraUpSumWgsl), so a group gives
+// bit-identical results to the modules run one by one.
+import { LORA_DOWN_WG, LORA_UP_WG, loraDownSumWgsl, loraUpSumWgsl } from './lora.wgsl';
 
 /** Most modules in one down group: x + 3 A + 3 t = 7 storage bindings, within WebGPU's default 8. */
 export const LORA_GROUP_MAX_DOWN = 3;
@@ -51,16 +51,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
   var m = 0u;
   while (m < ${k - 1}u && j >= ranks[m]) { j -= ranks[m]; m++; }
   let rank = ranks[m];
-  var acc = 0.0;
-  for (var i = lid; i < dims.inDim; i += ${LORA_DOWN_WG}u) {
-    acc += x[row * dims.inDim + i] * readA(m, j * dims.inDim + i);
-  }
-  partial[lid] = acc;
-  workgroupBarrier();
-  for (var s = ${LORA_DOWN_WG / 2}u; s > 0u; s >>= 1u) {
-    if (lid < s) { partial[lid] += partial[lid + s]; }
-    workgroupBarrier();
-  }
+${loraDownSumWgsl((i) => `readA(m, ${i})`)}
   if (lid == 0u) { ${store} }
 }
 `;
@@ -87,16 +78,12 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
   if (all < n0) {
     let row = all / dims.out0;
     let o = all - row * dims.out0;
-    var acc = 0.0;
-    for (var j = 0u; j < dims.r0; j++) { acc += t0[row * dims.r0 + j] * B0[o * dims.r0 + j]; }
-    y0[all] += dims.s0 * acc;
+    ${loraUpSumWgsl({ t: 't0', B: 'B0', y: 'y0', rank: 'dims.r0', scale: 'dims.s0', at: 'all' })}
   } else {
     let idx = all - n0;
     let row = idx / dims.out1;
     let o = idx - row * dims.out1;
-    var acc = 0.0;
-    for (var j = 0u; j < dims.r1; j++) { acc += t1[row * dims.r1 + j] * B1[o * dims.r1 + j]; }
-    y1[idx] += dims.s1 * acc;
+    ${loraUpSumWgsl({ t: 't1', B: 'B1', y: 'y1', rank: 'dims.r1', scale: 'dims.s1', at: 'idx' })}
   }
 }
 `;

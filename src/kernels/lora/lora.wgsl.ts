@@ -6,6 +6,31 @@
 export const LORA_DOWN_WG = 64;
 export const LORA_UP_WG = 256;
 
+/**
+ * The down projection's sum for one (row, j), left in partial[0]: each thread strides over `in`, then a
+ * tree reduction. `readA(i)` reads A[j * in + i] (the grouped kernel picks the module's binding). Shared
+ * by lora.wgsl and lora.group.wgsl so their results are the same bits.
+ */
+export function loraDownSumWgsl(readA: (index: string) => string): string {
+  return `  var acc = 0.0;
+  for (var i = lid; i < dims.inDim; i += ${LORA_DOWN_WG}u) {
+    acc += x[row * dims.inDim + i] * ${readA('j * dims.inDim + i')};
+  }
+  partial[lid] = acc;
+  workgroupBarrier();
+  for (var s = ${LORA_DOWN_WG / 2}u; s > 0u; s >>= 1u) {
+    if (lid < s) { partial[lid] += partial[lid + s]; }
+    workgroupBarrier();
+  }`;
+}
+
+/** The up projection for one output (`row`, `o` in scope): y[at] += scale * sum_j t[row, j] B[o, j]. */
+export function loraUpSumWgsl(n: { t: string; B: string; y: string; rank: string; scale: string; at: string }): string {
+  return `var acc = 0.0;
+  for (var j = 0u; j < ${n.rank}; j++) { acc += ${n.t}[row * ${n.rank} + j] * ${n.B}[o * ${n.rank} + j]; }
+  ${n.y}[${n.at}] += ${n.scale} * acc;`;
+}
+
 export function loraDownWgsl(): string {
   return /* wgsl */ `
 struct Dims { n: u32, inDim: u32, rank: u32 }
@@ -23,16 +48,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
   if (idx >= dims.n * dims.rank) { return; }
   let row = idx / dims.rank;
   let j = idx - row * dims.rank;
-  var acc = 0.0;
-  for (var i = lid; i < dims.inDim; i += ${LORA_DOWN_WG}u) {
-    acc += x[row * dims.inDim + i] * A[j * dims.inDim + i];
-  }
-  partial[lid] = acc;
-  workgroupBarrier();
-  for (var s = ${LORA_DOWN_WG / 2}u; s > 0u; s >>= 1u) {
-    if (lid < s) { partial[lid] += partial[lid + s]; }
-    workgroupBarrier();
-  }
+${loraDownSumWgsl((i) => `A[${i}]`)}
   if (lid == 0u) { t[idx] = partial[0]; }
 }
 `;
@@ -53,9 +69,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
   if (idx >= dims.n * dims.outDim) { return; }
   let row = idx / dims.outDim;
   let o = idx - row * dims.outDim;
-  var acc = 0.0;
-  for (var j = 0u; j < dims.rank; j++) { acc += t[row * dims.rank + j] * B[o * dims.rank + j]; }
-  y[idx] += dims.scale * acc;
+  ${loraUpSumWgsl({ t: 't', B: 'B', y: 'y', rank: 'dims.rank', scale: 'dims.scale', at: 'idx' })}
 }
 `;
 }

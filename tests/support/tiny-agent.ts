@@ -1,0 +1,37 @@
+// The agent set-up the Node training tests share: the qwen2-tiny fixture as the planner (our runtime, byte
+// tokenizer) and a multiplication tool the scripted executor calls.
+import type { GpuContext } from '../../src/gpu/device';
+import { loadCheckpoint } from '../../src/engine/io/checkpoint';
+import { directorySource } from '../../src/engine/io/sources';
+import { PlannerEngine } from '../../src/engine/planner-engine';
+import { Qwen2Runtime } from '../../src/engine/runtime';
+import { Tokenizer } from '../../src/engine/tokenizer/tokenizer';
+import type { Tool } from '../../src/tools/types';
+import { byteTokenizerConfig, byteTokenizerJson } from './byte-tokenizer';
+import { TINY } from './qwen2-fixture';
+
+export const multiplyTool: Tool = {
+  card: {
+    name: 'Multiply_Tool',
+    description: 'Multiplies a by b.',
+    input: { type: 'object', properties: { a: { type: 'number', description: 'a' }, b: { type: 'number', description: 'b' } }, required: ['a', 'b'] },
+    output: 'the product',
+    limitations: [],
+    examples: [],
+    usesNetwork: false,
+  },
+  async run(args) {
+    return { ok: true, output: String((args.a as number) * (args.b as number)) };
+  },
+};
+
+/** The qwen2-tiny runtime and a PlannerEngine over it (destroy the runtime when done). */
+export async function tinyPlanner(ctx: GpuContext): Promise<{ rt: Qwen2Runtime; planner: PlannerEngine }> {
+  const ckpt = await loadCheckpoint(directorySource(TINY));
+  // Agent prompts are longer than the fixture's 512 positions; RoPE has no table, so a longer context is only
+  // a matter of KV-cache size.
+  const rt = await Qwen2Runtime.create(ctx, ckpt.config, ckpt.tensors, { maxContext: 2048, maxBatchRows: 2048 });
+  ckpt.release();
+  const planner = new PlannerEngine(rt, new Tokenizer({ tokenizerJson: byteTokenizerJson(), tokenizerConfig: byteTokenizerConfig() }), 'qwen2-tiny');
+  return { rt, planner };
+}
