@@ -3,18 +3,18 @@
 // streaming generation (prefill into a KV cache, then one token per step). Calls are serialised: the
 // activation buffers and the KV cache are shared.
 import { assertDeviceAlive, GpuDeviceLostError, type GpuContext } from '../gpu/device';
-import { readBuffer, writeBuffer } from '../gpu/buffers';
+import { createStorage, readBuffer, writeBuffer } from '../gpu/buffers';
 import { validateTokenIds } from '../kernels/embedding/embedding';
 import { Rng } from '../util/rng';
 import { ActivationPlan } from './activations';
 import { AdapterSet, type GpuAdapter } from './adapters';
 import { recordForward, recordLogits, recordTargetLogprobs } from './forward';
-import { encodeSteps, type Step } from './graph';
+import { dispatchStep, encodeSteps, type Step } from './graph';
 import { packSequences, unpackLogprobs, writeBatch, type PackedBatch } from './batch';
 import type { Qwen2Config } from './io/config';
 import type { LoraAdapter } from './io/peft';
 import { KvCache } from './kv-cache';
-import { GpuSampler } from '../kernels/sampling/sampling';
+import { DRAW_LOG_WORDS, GpuSampler, gpuDrawServes, parseDrawLog } from '../kernels/sampling/sampling';
 import { checkSamplingOptions, type SamplingOptions } from '../kernels/sampling/draw';
 import { Qwen2Weights, type Q4WeightSource, type UploadProgress, type WeightSource } from './weights';
 
@@ -65,6 +65,11 @@ export interface TokenGeneration {
   decodeMs: number;
   /** Prompt tokens whose K/V came from the previous generate (not prefilled again). */
   reusedPrefixTokens: number;
+  /**
+   * Tokens drawn on the GPU that had to be drawn again on the CPU (the candidates could not decide, or u
+   * lay within rounding of a boundary): each costs a round trip. 0 when the CPU drew every token.
+   */
+  redrawnTokens: number;
 }
 
 export interface GpuMemoryReport {
@@ -75,6 +80,25 @@ export interface GpuMemoryReport {
 }
 
 const BASE = { id: '(base)' };
+
+/** Decode steps submitted ahead of the last token read back (GPU-drawn tokens only). */
+const DECODE_AHEAD = 3;
+
+/** The state one generate() call's decode loop shares between its helpers. */
+interface DecodeLoop {
+  prompt: number[];
+  o: GenerateTokensOptions;
+  maxNew: number;
+  stop: Set<number>;
+  rng: Rng;
+  tokens: number[];
+  logprobs: number[];
+  t0: number;
+  prefillMs: number;
+  t1: number;
+  finishReason: TokenGeneration['finishReason'];
+  redrawn: number;
+}
 
 // Batches are rounded up to a few row counts so step lists are recorded once per count, not per call.
 // Up to 4 rows stay exact: the matmul's row kernel handles them, and padding them to 8 would switch to
@@ -99,6 +123,8 @@ export class Qwen2Runtime {
    */
   private kvHolds: { tokens: number[]; adapter: GpuAdapter | null; version: number } | null = null;
   private samplers = new Map<ActivationPlan, GpuSampler>();
+  /** Where GPU draws log each generated token (DRAW_LOG_WORDS u32 per token), one entry per possible position. */
+  private drawLog: GPUBuffer | null = null;
   // Recorded step lists, per adapter object (a replaced adapter gets new buffers, hence new records).
   private records = new WeakMap<object, Map<string, Step[]>>();
   private queue: Promise<unknown> = Promise.resolve();
@@ -144,7 +170,7 @@ export class Qwen2Runtime {
     return {
       weights: this.weights.bytes,
       adapters: this.adapters.bytes(),
-      activations: (this.batchPlan?.bytes ?? 0) + (this.decodePlan?.bytes ?? 0),
+      activations: (this.batchPlan?.bytes ?? 0) + (this.decodePlan?.bytes ?? 0) + (this.drawLog?.size ?? 0),
       kvCache: this.kv?.bytes ?? 0,
     };
   }
@@ -169,6 +195,7 @@ export class Qwen2Runtime {
       for (let c0 = 0; c0 < P; c0 += this.maxBatchRows) rows = Math.max(rows, this.prefillRows(Math.min(this.maxBatchRows, P - c0), c0, kv));
       await this.sampler(await this.plan('batch', rows));
       await this.sampler(await this.plan('decode', 1));
+      this.drawLogBuffer();
       return this.memory();
     });
   }
@@ -217,6 +244,8 @@ export class Qwen2Runtime {
 
   destroy(): void {
     this.dropPlans();
+    this.drawLog?.destroy();
+    this.drawLog = null;
     this.kv?.destroy();
     this.kv = null;
     this.kvHolds = null;
@@ -464,6 +493,110 @@ export class Qwen2Runtime {
     return plan;
   }
 
+  /**
+   * Takes token i, returns whether generation goes on: streams it, then applies EOS, the caller's stop and
+   * the abort signal (the same checks, in the same order, on both decode paths).
+   */
+  private accept(l: DecodeLoop, id: number, logprob: number): boolean {
+    if (l.tokens.length === 0) {
+      l.prefillMs = now() - l.t0;
+      l.t1 = now();
+    }
+    l.tokens.push(id);
+    l.logprobs.push(logprob);
+    const userStop = l.o.onToken?.(id, logprob) === true;
+    if (l.stop.has(id) || userStop) {
+      l.finishReason = 'stop';
+      return false;
+    }
+    if (l.o.signal?.aborted) {
+      l.finishReason = 'abort';
+      return false;
+    }
+    return l.tokens.length < l.maxNew;
+  }
+
+  /** One token per round trip: sample on the CPU from the GPU's candidates, then run the token. */
+  private async decodeInStep(first: ActivationPlan, l: DecodeLoop): Promise<void> {
+    let plan = first;
+    for (let i = 0; i < l.maxNew; i++) {
+      if (l.o.onLogits) l.o.onLogits(await this.readF32(plan.logits, this.config.vocabSize, 0, 'reading logits'));
+      const sampler = await this.sampler(plan);
+      const { token: id, logprob } = await this.unlessLost(sampler.sample(l.o, l.rng), 'sampling');
+      if (!this.accept(l, id, logprob)) break;
+      plan = await this.decodeStep(id, l.prompt.length + i);
+    }
+  }
+
+  /**
+   * Decoding with the token drawn on the GPU: step i+1's forward reads the id step i's draw wrote, so steps
+   * are encoded and submitted up to DECODE_AHEAD ahead of the tokens read back, and the CPU's encoding and
+   * the read-back latency overlap the GPU's work instead of adding to it. Each step's uniform is drawn from
+   * the Rng in order, as the in-step path draws it, and a draw the GPU leaves undecided (gpu-draw.wgsl.ts)
+   * is redone on the CPU from the same uniform, so both paths give the same tokens. Steps in flight past
+   * a stop are wasted work; their cache rows lie beyond what the cache is said to hold.
+   */
+  private async decodeAhead(first: ActivationPlan, l: DecodeLoop): Promise<void> {
+    const decode = await this.plan('decode', 1);
+    const kv = await this.kvCache();
+    const target = { ids: decode.ids, log: this.drawLogBuffer() };
+    const firstSampler = await this.sampler(first);
+    const stepSampler = await this.sampler(decode);
+    const firstDraw = (await firstSampler.drawDispatches(l.o, target)).map(dispatchStep);
+    const stepDraw = (await stepSampler.drawDispatches(l.o, target)).map(dispatchStep);
+    const forward = await this.recorded('decode', (adapter) => recordForward(this.ctx, { plan: decode, weights: this.weights, adapter, n: 1, cache: { kv, cacheRow: () => this.cacheRow } }));
+    const logitSteps = await this.recorded('decodeLogits', () => recordLogits(this.ctx, decode, this.weights, 0, 1));
+    const greedy = (l.o.temperature ?? 0) === 0;
+    const us: number[] = [];
+    const reads: Array<Promise<ArrayBuffer>> = [];
+    const entryBytes = DRAW_LOG_WORDS * 4;
+    // Step i: the forward of token i-1 (none for i = 0: the prefill's logits), then the draw of token i.
+    const submitStep = (i: number) => {
+      us[i] ??= greedy ? 0 : l.rng.next();
+      if (i === 0) {
+        firstSampler.setDraw(us[i], i);
+        this.submit([firstDraw], 'sampling');
+      } else {
+        const p = l.prompt.length + i - 1;
+        writeBuffer(this.ctx, decode.pos, Uint32Array.of(p));
+        writeBuffer(this.ctx, decode.ranges, Uint32Array.of(0, p + 1));
+        this.cacheRow = p;
+        stepSampler.setDraw(us[i], i);
+        this.submit([forward, logitSteps, stepDraw], 'decoding');
+      }
+      const r = readBuffer(this.ctx, target.log, entryBytes, i * entryBytes);
+      // A read abandoned after a stop must not surface as an unhandled rejection.
+      r.catch(() => undefined);
+      reads[i] = r;
+    };
+    let next = 0;
+    for (let i = 0; i < l.maxNew; i++) {
+      while (next < l.maxNew && next <= i + DECODE_AHEAD) submitStep(next++);
+      const e = parseDrawLog(await this.unlessLost(reads[i], 'decoding'));
+      let id = e.token;
+      let logprob = e.logit - e.lse1;
+      if (e.undecided) {
+        // Steps after i ran on a provisional token: let them finish, recompute step i's logits (the cache
+        // rows it reads are unchanged) and draw on the CPU with the same uniform.
+        await Promise.allSettled(reads.slice(i + 1, next));
+        const plan = i === 0 ? first : await this.decodeStep(l.tokens[i - 1], l.prompt.length + i - 1);
+        const r = await this.unlessLost((await this.sampler(plan)).sampleWithU(l.o, us[i]), 'sampling');
+        id = r.token;
+        logprob = r.logprob;
+        writeBuffer(this.ctx, decode.ids, Uint32Array.of(id));
+        next = i + 1;
+        l.redrawn++;
+      }
+      if (!this.accept(l, id, logprob)) break;
+    }
+  }
+
+  /** The draw log, sized for every position of the context (created once). */
+  private drawLogBuffer(): GPUBuffer {
+    this.drawLog ??= createStorage(this.ctx, 'runtime.drawLog', this.maxContext * DRAW_LOG_WORDS * 4);
+    return this.drawLog;
+  }
+
   private async generateLocked(prompt: number[], o: GenerateTokensOptions): Promise<TokenGeneration> {
     validateTokenIds(prompt, this.config.vocabSize, 'generate: prompt');
     if (prompt.length === 0) throw new Error('generate: the prompt is empty');
@@ -479,46 +612,23 @@ export class Qwen2Runtime {
     const logprobs: number[] = [];
     const t0 = now();
     if (o.signal?.aborted || maxNew === 0) {
-      return { tokens, logprobs, finishReason: o.signal?.aborted ? 'abort' : 'length', prefillMs: 0, decodeMs: 0, reusedPrefixTokens: 0 };
+      return { tokens, logprobs, finishReason: o.signal?.aborted ? 'abort' : 'length', prefillMs: 0, decodeMs: 0, reusedPrefixTokens: 0, redrawnTokens: 0 };
     }
     const reused = o.reusePrefix === false ? 0 : this.reusablePrefix(prompt);
     const adapter = this.adapters.active;
     const version = adapter?.version ?? 0;
     // Until this generate ends well, the cache's rows are a mix of old and new: claim nothing.
     this.kvHolds = null;
-    let plan = await this.prefill(prompt, true, reused);
-    // Tokens whose K/V are in the cache: the prompt, then each sampled token once a decode step has run it.
-    const held = prompt.slice();
-    // Prefill time runs to the first sampled token: submitting returns before the GPU has finished.
-    let prefillMs = 0;
-    let t1 = 0;
-    let finishReason: TokenGeneration['finishReason'] = 'length';
-    for (let i = 0; i < maxNew; i++) {
-      if (o.onLogits) o.onLogits(await this.readF32(plan.logits, this.config.vocabSize, 0, 'reading logits'));
-      const sampler = await this.sampler(plan);
-      const { token: id, logprob } = await this.unlessLost(sampler.sample(o, rng), 'sampling');
-      if (i === 0) {
-        prefillMs = now() - t0;
-        t1 = now();
-      }
-      tokens.push(id);
-      logprobs.push(logprob);
-      const userStop = o.onToken?.(id, logprob) === true;
-      if (stop.has(id) || userStop) {
-        finishReason = 'stop';
-        break;
-      }
-      if (o.signal?.aborted) {
-        finishReason = 'abort';
-        break;
-      }
-      if (i + 1 === maxNew) break;
-      plan = await this.decodeStep(id, prompt.length + i);
-      held.push(id);
-    }
-    // Weights rewritten while this call ran (the trainer's step does not wait for it) leave `version` behind
-    // the adapter's, so the next call will not reuse these rows.
-    this.kvHolds = { tokens: held, adapter, version };
-    return { tokens, logprobs, finishReason, prefillMs, decodeMs: tokens.length > 1 ? now() - t1 : 0, reusedPrefixTokens: reused };
+    const plan = await this.prefill(prompt, true, reused);
+    const loop: DecodeLoop = { prompt, o, maxNew, stop, rng, tokens, logprobs, t0, prefillMs: 0, t1: 0, finishReason: 'length', redrawn: 0 };
+    // The logits callback needs every row read back, and top-k above the GPU's candidates needs the CPU.
+    if (!o.onLogits && gpuDrawServes(o, this.config.vocabSize)) await this.decodeAhead(plan, loop);
+    else await this.decodeInStep(plan, loop);
+    // Every token but the last has had its K/V written by the step that ran it. Weights rewritten while this
+    // call ran (the trainer's step does not wait for it) leave `version` behind the adapter's, so the next
+    // call will not reuse these rows.
+    this.kvHolds = { tokens: prompt.concat(tokens.slice(0, -1)), adapter, version };
+    const { prefillMs, t1, finishReason, redrawn } = loop;
+    return { tokens, logprobs, finishReason, prefillMs, decodeMs: tokens.length > 1 ? now() - t1 : 0, reusedPrefixTokens: reused, redrawnTokens: redrawn };
   }
 }

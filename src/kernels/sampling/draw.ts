@@ -74,7 +74,11 @@ export function candidateDistribution(
 
 /** Index drawn from `probs` (which sum to 1) with one uniform from the seeded Rng. */
 export function drawIndex(probs: ArrayLike<number>, rng: Rng): number {
-  const u = rng.next();
+  return pickIndex(probs, rng.next());
+}
+
+/** The index whose cumulative interval holds `u` in [0, 1): inverse-CDF sampling in the given order. */
+export function pickIndex(probs: ArrayLike<number>, u: number): number {
   let cum = 0;
   for (let i = 0; i < probs.length; i++) {
     cum += probs[i];
@@ -100,4 +104,26 @@ export function logSumExp(logits: ArrayLike<number>, scale = 1): number {
   let s = 0;
   for (let i = 0; i < logits.length; i++) s += Math.exp(logits[i] * scale - m);
   return m + Math.log(s);
+}
+
+/** Pure temperature sampling (no top-k below the vocabulary, no top-p): the whole softmax is drawn from. */
+export function isPureTemperature(o: SamplingOptions, vocab: number): boolean {
+  return (o.temperature ?? 0) > 0 && (!o.topK || o.topK >= vocab) && (o.topP ?? 1) >= 1;
+}
+
+/**
+ * Pure temperature sampling from the sorted top candidates alone, when `u` falls within their mass: the
+ * inverse CDF over the whole sorted row starts with exactly these candidates, so the draw is the one the
+ * full row would give (p = exp(v/T - lseT), the full softmax). Null when u lies past their mass: only
+ * then does the caller need the whole row. Real LMs put most of the mass in the top 64, so this spares
+ * the read-back and the sort of a 150k-entry row for most tokens.
+ */
+export function pickFromPrefix(values: ArrayLike<number>, lseT: number, temperature: number, u: number): { index: number; prob: number } | null {
+  let cum = 0;
+  for (let i = 0; i < values.length; i++) {
+    const p = Math.exp(values[i] / temperature - lseT);
+    cum += p;
+    if (u < cum) return { index: i, prob: p };
+  }
+  return null;
 }

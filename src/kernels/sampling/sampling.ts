@@ -1,21 +1,55 @@
 import type { GpuContext } from '../../gpu/device';
-import { createStorage, readBuffer, readF32 } from '../../gpu/buffers';
+import { createStorage, readBuffer, readF32, writeBuffer } from '../../gpu/buffers';
 import { encodeDispatch, getPipeline, grid1d, type Dispatch } from '../../gpu/pipelines';
 import type { Rng } from '../../util/rng';
 import { checkDims, paramsUniform } from '../common/params';
 import { lseChunk } from '../logits/logits';
 import { TOPK_MAX_K, TOPK_NONE, TOPK_SLICE, topkWgsl } from './sampling.wgsl';
+import { DRAW_EPS, DRAW_LOG_WORDS, gpuDrawWgsl } from './gpu-draw.wgsl';
 import {
   candidateDistribution,
   checkSamplingOptions,
-  drawIndex,
+  isPureTemperature,
   logSumExp,
+  pickFromPrefix,
+  pickIndex,
   sortRow,
   type SampleResult,
   type SamplingOptions,
 } from './draw';
 
 export type { SampleResult, SamplingOptions } from './draw';
+export { DRAW_LOG_WORDS } from './gpu-draw.wgsl';
+
+/** Where a GPU draw puts its token: the next step's ids [0], and entry `index` of a draw log. */
+export interface DrawTarget {
+  /** u32 [>= 1]: the token id is written at [0] (the next decode step's input). */
+  ids: GPUBuffer;
+  /** u32 [entries * DRAW_LOG_WORDS]: see gpu-draw.wgsl.ts for an entry's words. */
+  log: GPUBuffer;
+}
+
+/** One GPU draw's log entry, as read back. */
+export interface DrawLogEntry {
+  token: number;
+  /** True: the GPU could not be sure of the CPU rule's token; redo the step on the CPU. */
+  undecided: boolean;
+  logit: number;
+  /** log-sum-exp of the row at temperature 1, in float64 from the GPU's running max and sum. */
+  lse1: number;
+}
+
+export function parseDrawLog(words: ArrayBuffer, entry = 0): DrawLogEntry {
+  const u = new Uint32Array(words, entry * DRAW_LOG_WORDS * 4, DRAW_LOG_WORDS);
+  const f = new Float32Array(words, entry * DRAW_LOG_WORDS * 4, DRAW_LOG_WORDS);
+  return { token: u[0], undecided: u[1] !== 0, logit: f[2], lse1: f[3] + Math.log(f[4]) };
+}
+
+/** Whether the GPU draw can serve these options: its candidates are the top 64, so top-k above that cannot. */
+export function gpuDrawServes(o: SamplingOptions, vocab: number, maxK = TOPK_MAX_K): boolean {
+  const k = o.topK ?? 0;
+  return (o.temperature ?? 0) === 0 || k === 0 || k <= maxK || k >= vocab;
+}
 
 export interface TopkPassArgs {
   /** f32 [count] logits row (first pass) or previous candidates' values. */
@@ -72,6 +106,9 @@ export class GpuSampler {
   private readonly stats1: GPUBuffer;
   private readonly packed: GPUBuffer;
   private readonly statsT: GPUBuffer;
+  /** [u f32 bits, log index] of the next GPU draw, written by setDraw(). */
+  private readonly step: GPUBuffer;
+  private readonly drawPlans = new Map<string, Dispatch[]>();
   private readonly maxK: number;
 
   private constructor(
@@ -94,6 +131,7 @@ export class GpuSampler {
     this.stats1 = createStorage(ctx, 'sampler.stats1', 12);
     this.packed = createStorage(ctx, 'sampler.readback', 24 + 8 * maxK);
     this.statsT = createStorage(ctx, 'sampler.statsT', 12);
+    this.step = createStorage(ctx, 'sampler.drawStep', 8);
   }
 
   static async create(ctx: GpuContext, a: SamplerArgs): Promise<GpuSampler> {
@@ -194,19 +232,84 @@ export class GpuSampler {
     return { ...full, lse1, usedFullRow: true, logitOf: (id) => row[id] };
   }
 
-  /** Samples one token; see SampleResult for which log-probabilities are returned. rng: needed unless greedy. */
+  /**
+   * Samples one token; see SampleResult for which log-probabilities are returned. rng: needed unless greedy,
+   * which draws exactly one uniform per token at temperature > 0 (the GPU draw consumes the same stream).
+   */
   async sample(o: SamplingOptions, rng?: Rng): Promise<SampleResult> {
+    checkSamplingOptions(o);
+    if ((o.temperature ?? 0) > 0 && !rng) throw new Error('GpuSampler.sample: a seeded Rng is required for temperature > 0');
+    return this.sampleWithU(o, (o.temperature ?? 0) > 0 ? rng!.next() : 0);
+  }
+
+  /**
+   * The CPU rule of sampling with the uniform `u` in [0, 1): inverse CDF over the sorted distribution of
+   * candidateDistribution; for pure temperature over the sorted candidates while u is within their mass
+   * (pickFromPrefix), and over the whole sorted row only past it. The GPU draw follows the same rule.
+   */
+  async sampleWithU(o: SamplingOptions, u: number): Promise<SampleResult> {
+    checkSamplingOptions(o);
+    const T = o.temperature ?? 0;
+    if (T > 0 && isPureTemperature(o, this.vocab)) {
+      const c = await this.gather(Math.min(this.maxK, this.vocab), T);
+      const hit = pickFromPrefix(c.values, c.lseT, T, u);
+      if (hit) return { token: c.ids[hit.index], logprob: c.values[hit.index] - c.lse1, sampleLogprob: Math.log(hit.prob) };
+    }
     const d = await this.distribution(o);
-    if (d.probs.length > 1 && !rng) throw new Error('GpuSampler.sample: a seeded Rng is required for temperature > 0');
-    const i = d.probs.length === 1 ? 0 : drawIndex(d.probs, rng!);
+    const i = d.probs.length === 1 ? 0 : pickIndex(d.probs, u);
     const token = d.ids[i];
     return { token, logprob: d.logitOf(token) - d.lse1, sampleLogprob: Math.log(d.probs[i]) };
   }
 
+  /**
+   * The dispatches of one GPU draw from the current row: log-sum-exps, top-k passes and the draw itself,
+   * which writes the token to `out.ids[0]` and a log entry at the index set by setDraw(). Nothing is read
+   * back, so a decode loop can encode the next step right after. For options gpuDrawServes() accepts.
+   */
+  async drawDispatches(o: SamplingOptions, out: DrawTarget): Promise<Dispatch[]> {
+    checkSamplingOptions(o);
+    if (!gpuDrawServes(o, this.vocab, this.maxK)) throw new Error(`GpuSampler: the GPU draw takes topK <= ${this.maxK} (or 0), got ${o.topK}`);
+    const T = o.temperature ?? 0;
+    const greedy = T === 0;
+    const topK = !o.topK || o.topK >= this.vocab ? 0 : o.topK;
+    const k = Math.min(greedy ? 1 : topK || this.maxK, this.vocab);
+    const key = `${k}|${T}|${topK}|${o.topP ?? 1}|${out.ids.label}|${out.log.label}`;
+    const hit = this.drawPlans.get(key);
+    if (hit && hit[hit.length - 1].buffers[5] === out.ids && hit[hit.length - 1].buffers[6] === out.log) return hit;
+    const p = await this.plan(k);
+    const Tg = greedy ? 1 : T;
+    const lse = await this.lsePlan(Tg);
+    const pipeline = await getPipeline(this.ctx, 'sampler_draw', gpuDrawWgsl);
+    const params = paramsUniform(this.ctx, 'sampler.draw', [
+      ['u32', k], ['u32', greedy ? 1 : 0], ['u32', topK], ['u32', this.vocab], ['f32', 1 / Tg], ['f32', o.topP ?? 1], ['f32', DRAW_EPS], ['u32', 0],
+    ]);
+    const draw: Dispatch = {
+      pipeline,
+      buffers: [p.vals, p.ids, this.stats1, Tg !== 1 ? this.statsT : this.stats1, this.step, out.ids, out.log, params],
+      workgroups: [1],
+      label: 'sampler_draw',
+    };
+    const ds = [...lse, ...p.dispatches, draw];
+    if (this.drawPlans.size > 8) this.drawPlans.clear();
+    this.drawPlans.set(key, ds);
+    return ds;
+  }
+
+  /** Sets the uniform and the log entry of the next draw (a queue write: ordered before the next submission). */
+  setDraw(u: number, index: number): void {
+    if (!(u >= 0 && u < 1)) throw new Error(`GpuSampler.setDraw: u must be in [0, 1), got ${u}`);
+    if (!Number.isInteger(index) || index < 0) throw new Error(`GpuSampler.setDraw: index must be an integer >= 0, got ${index}`);
+    const w = new Uint32Array(2);
+    new Float32Array(w.buffer, 0, 1)[0] = u;
+    w[1] = index;
+    writeBuffer(this.ctx, this.step, w);
+  }
+
   destroy(): void {
-    for (const b of [...this.scratch, this.stats1, this.statsT, this.packed]) b.destroy();
+    for (const b of [...this.scratch, this.stats1, this.statsT, this.packed, this.step]) b.destroy();
     this.plans.clear();
     this.lsePlans.clear();
+    this.drawPlans.clear();
   }
 }
 
