@@ -46,3 +46,25 @@ describe('candidateDistribution (CPU half of sampling)', () => {
     expect(() => checkSamplingOptions({ topK: 1.5 })).toThrow(/topK/);
   });
 });
+
+describe('sortRow (packed-key sort of a whole row)', () => {
+  it('orders exactly as a (value desc, id asc) comparator sort, with ties, NaN, infinities and signed zeros', () => {
+    const rng = new Rng(11);
+    for (const V of [1, 2, 17, 5000]) {
+      const row = Float32Array.from(rng.fill(V, 3), (x, i) => (i % 7 === 0 ? Math.round(x) : x));
+      if (V > 10) {
+        row[1] = NaN;
+        row[2] = Infinity;
+        row[3] = -Infinity;
+        row[4] = -0;
+        row[5] = 0;
+        row[6] = row[8];
+      }
+      const key = (i: number) => (Number.isNaN(row[i]) ? -Infinity : row[i]);
+      const want = Array.from({ length: V }, (_, i) => i).sort((a, b) => key(b) - key(a) || a - b);
+      const got = sortRow(row);
+      expect(Array.from(got.ids)).toEqual(want);
+      expect(Array.from(got.values)).toEqual(want.map(key));
+    }
+  });
+});

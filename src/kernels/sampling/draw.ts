@@ -89,13 +89,38 @@ export function pickIndex(probs: ArrayLike<number>, u: number): number {
   return 0;
 }
 
-/** Sorts a full logits row by (value desc, id asc): the CPU fallback when candidates are not enough. */
+/**
+ * Sorts a full logits row by (value desc, id asc): the CPU fallback when candidates are not enough. NaN
+ * ranks as -Infinity. A 150k-entry row is sorted as one Float64Array of packed keys (the f32's bits mapped
+ * to an order-preserving integer, then the id), several times faster than a comparator sort, same order.
+ */
 export function sortRow(logits: ArrayLike<number>): { values: Float64Array; ids: Uint32Array } {
-  const order = Array.from({ length: logits.length }, (_, i) => i);
-  const key = (i: number) => (Number.isNaN(logits[i]) ? -Infinity : logits[i]);
-  order.sort((a, b) => key(b) - key(a) || a - b);
-  return { values: Float64Array.from(order, key), ids: Uint32Array.from(order) };
+  const V = logits.length;
+  if (V > ID_SPAN) throw new Error(`sortRow: a vocabulary of ${V} exceeds ${ID_SPAN} ids`);
+  const f = new Float32Array(1);
+  const u = new Uint32Array(f.buffer);
+  const keys = new Float64Array(V);
+  for (let i = 0; i < V; i++) {
+    const v = logits[i];
+    // -0 ties with +0 (the comparator order), NaN ranks last.
+    f[0] = Number.isNaN(v) ? -Infinity : v === 0 ? 0 : v;
+    const b = u[0];
+    const ascending = b & 0x80000000 ? ~b >>> 0 : (b | 0x80000000) >>> 0;
+    keys[i] = (0xffffffff - ascending) * ID_SPAN + i;
+  }
+  keys.sort();
+  const ids = new Uint32Array(V);
+  const values = new Float64Array(V);
+  for (let j = 0; j < V; j++) {
+    const id = keys[j] % ID_SPAN;
+    ids[j] = id;
+    values[j] = Number.isNaN(logits[id]) ? -Infinity : Math.fround(logits[id]);
+  }
+  return { values, ids };
 }
+
+// 32 bits of value key times 2^21 ids stay below 2^53: every packed key is an exact f64 integer.
+const ID_SPAN = 2 ** 21;
 
 /** log-sum-exp of logits * scale in float64. */
 export function logSumExp(logits: ArrayLike<number>, scale = 1): number {
