@@ -4,7 +4,9 @@
 // - encodeMs: encoding the decode forward + logits steps into a command encoder (CPU only, not submitted);
 // - gpuMs: N decode steps encoded into one command buffer, submitted once, waited for (GPU work per token
 //   with no readback in between);
-// - generateMs: a real generate() per token, for comparison.
+// - generateMs: a real generate() per token (greedy), for comparison: decode steps are encoded ahead of the
+//   token read-back, so it approaches max(encodeMs, gpuMs) rather than their sum; also at temperature 1
+//   (as rollouts sample) and with top-k 40, with the tokens the GPU draw left to the CPU.
 // It reads the runtime's recorded step lists through private members: a profiling tool, not an API.
 import { requestGpu } from '../src/gpu/device';
 import { recordForward, recordLogits } from '../src/engine/forward';
@@ -39,6 +41,13 @@ async function main(): Promise<void> {
   const gen = await rt.generate(prompt, { maxNewTokens: tokens + 1, temperature: 0, reusePrefix: false });
   const generateMs = gen.decodeMs / Math.max(1, gen.tokens.length - 1);
   const wallMs = performance.now() - t0;
+  // Sampling as rollouts do (temperature 1), and with top-k 40 (always decided on the GPU).
+  const sampledRun = async (o: { temperature: number; topK?: number }) => {
+    const g = await rt.generate(prompt, { ...o, maxNewTokens: tokens + 1, seed: 2, reusePrefix: false });
+    return { msPerToken: g.decodeMs / Math.max(1, g.tokens.length - 1), redrawnTokens: g.redrawnTokens, tokens: g.tokens.length };
+  };
+  const sampledT1 = await sampledRun({ temperature: 1 });
+  const sampledTopK40 = await sampledRun({ temperature: 1, topK: 40 });
 
   const internals = rt as unknown as RuntimeInternals;
   const plan = await internals.plan('decode', 1);
@@ -100,6 +109,8 @@ async function main(): Promise<void> {
     generateMsPerToken: generateMs,
     generateTokensPerSec: 1000 / generateMs,
     generateWallMs: wallMs,
+    generateT1: sampledT1,
+    generateT1TopK40: sampledTopK40,
     byKind,
   };
   process.stdout.write(`${JSON.stringify(out, null, 2)}\n`, () => process.exit(0));

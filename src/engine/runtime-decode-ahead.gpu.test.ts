@@ -39,7 +39,9 @@ describe('decode ahead: GPU-drawn tokens = CPU-drawn tokens', async () => {
           expect(ahead.logprobs, name).toEqual(inStep.logprobs);
           expect(ahead.tokens.length).toBe(12);
           redrawn += ahead.redrawnTokens;
-          if (name.startsWith('T=4')) expect(ahead.redrawnTokens, 'the CPU redraw path ran').toBeGreaterThan(0);
+          // Most T=4 draws fall past the candidates: after the third redraw the rest goes in-step (no more
+          // redraws), and the tokens above still matched across that switch.
+          if (name.startsWith('T=4')) expect(ahead.redrawnTokens, 'redraws, then the switch to in-step').toBe(3);
           if (name === 'greedy') expect(ahead.redrawnTokens).toBe(0);
         }
         expect(redrawn).toBeLessThan(5 * 12);

@@ -83,6 +83,8 @@ const BASE = { id: '(base)' };
 
 /** Decode steps submitted ahead of the last token read back (GPU-drawn tokens only). */
 const DECODE_AHEAD = 3;
+/** Redraws after which, if at least a quarter of the tokens so far needed one, decoding goes in-step. */
+const REDRAWS_BEFORE_IN_STEP = 3;
 
 /** The state one generate() call's decode loop shares between its helpers. */
 interface DecodeLoop {
@@ -516,13 +518,20 @@ export class Qwen2Runtime {
     return l.tokens.length < l.maxNew;
   }
 
-  /** One token per round trip: sample on the CPU from the GPU's candidates, then run the token. */
-  private async decodeInStep(first: ActivationPlan, l: DecodeLoop): Promise<void> {
+  /**
+   * One token per round trip: sample on the CPU from the GPU's candidates, then run the token. Continues
+   * from the tokens already taken (`first` holds the logits of the next one); `pending` are uniforms the
+   * Rng already gave for the next tokens (a switch from decodeAhead), used before it gives more.
+   */
+  private async decodeInStep(first: ActivationPlan, l: DecodeLoop, pending: number[] = []): Promise<void> {
     let plan = first;
-    for (let i = 0; i < l.maxNew; i++) {
+    const greedy = (l.o.temperature ?? 0) === 0;
+    for (;;) {
+      const i = l.tokens.length;
       if (l.o.onLogits) l.o.onLogits(await this.readF32(plan.logits, this.config.vocabSize, 0, 'reading logits'));
       const sampler = await this.sampler(plan);
-      const { token: id, logprob } = await this.unlessLost(sampler.sample(l.o, l.rng), 'sampling');
+      const u = greedy ? 0 : (pending.shift() ?? l.rng.next());
+      const { token: id, logprob } = await this.unlessLost(sampler.sampleWithU(l.o, u), 'sampling');
       if (!this.accept(l, id, logprob)) break;
       plan = await this.decodeStep(id, l.prompt.length + i);
     }
@@ -586,6 +595,14 @@ export class Qwen2Runtime {
         writeBuffer(this.ctx, decode.ids, Uint32Array.of(id));
         next = i + 1;
         l.redrawn++;
+        if (!this.accept(l, id, logprob)) break;
+        // Rows this flat (random weights, a very high temperature) make most draws undecided, and each costs
+        // a drained pipeline plus a recomputed step: go on one token per round trip instead.
+        if (l.redrawn >= REDRAWS_BEFORE_IN_STEP && 4 * l.redrawn >= i + 1) {
+          const plan = await this.decodeStep(id, l.prompt.length + i);
+          return this.decodeInStep(plan, l, us.slice(i + 1).filter((u) => u !== undefined));
+        }
+        continue;
       }
       if (!this.accept(l, id, logprob)) break;
     }
