@@ -10,6 +10,8 @@
 // It reads the runtime's recorded step lists through private members: a profiling tool, not an API.
 import { requestGpu } from '../src/gpu/device';
 import { recordForward, recordLogits } from '../src/engine/forward';
+import { canFuseDecode, recordDecodeForward } from '../src/engine/decode-forward';
+import { ATTN_DECODE_SINGLE_MAX_KEYS } from '../src/kernels/attention/attention.decode';
 import { encodeSteps, type Step } from '../src/engine/graph';
 import { Qwen2Runtime } from '../src/engine/runtime';
 import type { ActivationPlan } from '../src/engine/activations';
@@ -53,7 +55,10 @@ async function main(): Promise<void> {
   const plan = await internals.plan('decode', 1);
   const kv = await internals.kvCache();
   let row = prompt.length;
-  const forward = await recordForward(ctx, { plan, weights: rt.weights, adapter: rt.adapters.active, n: 1, cache: { kv, cacheRow: () => row } });
+  // The step list generate() runs at this context: the fused 4-bit decode where the weights allow it.
+  const fused = canFuseDecode(rt.weights);
+  const spec = { plan, weights: rt.weights, adapter: rt.adapters.active, n: 1, cache: { kv, cacheRow: () => row, maxKeys: ATTN_DECODE_SINGLE_MAX_KEYS } };
+  const forward = fused ? await recordDecodeForward(ctx, spec) : await recordForward(ctx, spec);
   const logits = await recordLogits(ctx, plan, rt.weights, 0, 1);
   const steps: Step[][] = [forward, logits];
   const dispatches = steps.flat().filter((s) => s.kind === 'dispatch').length;
@@ -67,7 +72,9 @@ async function main(): Promise<void> {
   }
   const encodeMs = (performance.now() - e0) / tokens;
 
-  // GPU: `tokens` decode steps back to back in one submission (positions advance through the cache).
+  // GPU: `tokens` decode steps back to back in one submission (positions advance through the cache for the
+  // copy-based KV writes; the fused path writes the row at plan.pos, the same each step here, which costs
+  // the same).
   const gpuMsPerToken = async (lists: Step[][]): Promise<number> => {
     const enc = ctx.device.createCommandEncoder();
     for (let i = 0; i < tokens; i++) {
@@ -101,7 +108,9 @@ async function main(): Promise<void> {
   const out = {
     device: ctx.caps.description,
     model: `Qwen2.5-0.5B shapes, ${q4 ? 'q4f16_1' : 'f16'}${withAdapter ? ' + r16 LoRA on 7 targets' : ''}`,
+    fusedDecode: fused,
     dispatchesPerToken: dispatches,
+    copiesPerToken: steps.flat().filter((s) => s.kind === 'copy').length,
     tokens,
     encodeMsPerToken: encodeMs,
     gpuMsPerTokenNoReadback: gpuMs,

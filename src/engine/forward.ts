@@ -20,8 +20,11 @@ export interface ForwardSpec {
   adapter: GpuAdapter | null;
   /** Rows actually used (<= plan.rows). */
   n: number;
-  /** Generation: K/V go to this cache at row `cacheRow()` and attention reads the cache. */
-  cache?: { kv: KvCache; cacheRow: () => number };
+  /**
+   * Generation: K/V go to this cache at row `cacheRow()` and attention reads the cache. `maxKeys`: the
+   * longest key range these steps will see (default the whole cache), for decode attention's split choice.
+   */
+  cache?: { kv: KvCache; cacheRow: () => number; maxKeys?: number };
 }
 
 export async function recordForward(ctx: GpuContext, s: ForwardSpec): Promise<Step[]> {

@@ -5,3 +5,4 @@ export { q4Embedding, type Q4EmbeddingArgs } from './q4embedding';
 export { q4LmHead, type Q4LmHeadArgs } from './q4logits';
 export { checkQ4Weight, destroyQ4, uploadQ4, type Q4Weight } from './q4weight';
 export { Q4_GROUP, checkQ4InDim, dequantizeQ4, q4Bytes, quantizeQ4, type Q4Matrix, type Q4ScaleDtype } from './q4.ref';
+export { q4DecodeLinear, Q4D_MAX_STORAGE, type F32Slice, type Q4DecodeArgs, type Q4DecodeNorm, type Q4DecodeSegment } from './q4decode';

@@ -1,0 +1,149 @@
+import { describe, expect, it } from 'vitest';
+import { createStorage, readF32 } from '../../gpu/buffers';
+import { submitDispatches } from '../../gpu/pipelines';
+import { Rng } from '../../util/rng';
+import { gpuFor, weightPaths } from '../../../tests/support/gpu';
+import { f32Buffer, relMaxErr } from '../common/testing';
+import { dequantizeQ4, quantizeQ4, type Q4ScaleDtype } from './q4.ref';
+import { q4DecodeLinear, type Q4DecodeArgs } from './q4decode';
+import { q4DecodeRef } from './q4decode.ref';
+import { destroyQ4, uploadQ4 } from './q4weight';
+
+// Float64 reference over the exactly dequantized weights: the GPU's only error is f32 accumulation (and the
+// f32 RMSNorm factor), well under 5e-5 of the largest output at these widths.
+const TOL = 5e-5;
+
+interface Case {
+  name: string;
+  n: number;
+  inDim: number;
+  /** Segment rows, or the intermediate size with swiglu. */
+  segs?: number[];
+  swiglu?: number;
+  bias?: 'packed' | 'separate';
+  norm?: 'plain' | 'xn';
+  residual?: 'separate' | 'inplace';
+  scale: Q4ScaleDtype;
+  /** Rows of the stored matrix before the window. */
+  rowBase?: number;
+  rowsPerWorkgroup?: number;
+  /** LoRA up epilogue on these output slots (segments, or 0 = gate / 1 = up with swiglu), rank 3. */
+  lora?: number[];
+}
+
+const CASES: Case[] = [
+  { name: 'plain', n: 1, inDim: 64, segs: [41], scale: 'f16' },
+  { name: 'c_attn-like: norm + xn + 3 segments, biases packed with the norm weight', n: 2, inDim: 96, segs: [37, 9, 9], bias: 'packed', norm: 'xn', scale: 'f32', rowBase: 5 },
+  { name: '2 segments, separate biases, no norm', n: 3, inDim: 64, segs: [48, 17], bias: 'separate', scale: 'f16' },
+  { name: 'residual from another buffer', n: 4, inDim: 128, segs: [70], residual: 'separate', scale: 'f16' },
+  { name: 'residual in place, with norm', n: 3, inDim: 64, segs: [200], residual: 'inplace', norm: 'plain', scale: 'f32' },
+  { name: 'swiglu with norm', n: 1, inDim: 64, swiglu: 45, norm: 'plain', scale: 'f16', rowBase: 3 },
+  { name: 'swiglu, 4 rows, no norm', n: 4, inDim: 96, swiglu: 61, scale: 'f32', rowsPerWorkgroup: 64 },
+  { name: 'o/down-like: residual + LoRA up', n: 2, inDim: 96, segs: [70], residual: 'separate', lora: [0], scale: 'f16' },
+  { name: 'in-place residual + LoRA up', n: 1, inDim: 64, segs: [33], residual: 'inplace', lora: [0], scale: 'f32' },
+  { name: 'swiglu + LoRA on gate and up', n: 2, inDim: 64, swiglu: 45, lora: [0, 1], scale: 'f16', rowBase: 2 },
+  { name: 'swiglu + LoRA on up only, with norm', n: 1, inDim: 64, swiglu: 40, lora: [1], norm: 'plain', scale: 'f32' },
+  { name: 'segments, LoRA on the second', n: 3, inDim: 64, segs: [21, 30], bias: 'packed', lora: [1], scale: 'f16' },
+  { name: 'gate/up segments with norm + xn', n: 2, inDim: 128, segs: [40, 40], norm: 'xn', scale: 'f16', rowsPerWorkgroup: 2 },
+];
+
+describe('q4DecodeLinear (fused decode linear) vs float64', async () => {
+  for (const path of await weightPaths()) {
+    const ctxP = gpuFor(path);
+    const sgModes = (await ctxP).caps.subgroups ? [true, false] : [false];
+    for (const subgroups of sgModes) {
+      // With a norm, both the workgroup-memory copy of the normalised rows and normalising in registers.
+      for (const [ci, c, cacheX] of CASES.flatMap((c, i) => (c.norm ? [true, false] : [undefined]).map((k) => [i, c, k] as const))) {
+        it(`${path}${subgroups ? ' subgroups' : ' no-subgroups'}: ${c.name}${cacheX === false ? ', normalised in registers' : ''} (n=${c.n} in=${c.inDim} scale=${c.scale})`, async () => {
+          const ctx = await ctxP;
+          const rng = new Rng(100 + ci);
+          const out = c.swiglu ? 2 * c.swiglu : c.segs!.reduce((a, b) => a + b, 0);
+          const base = c.rowBase ?? 0;
+          const total = base + out + 3;
+          const q = quantizeQ4(rng.fill(total * c.inDim, 0.5), total, c.inDim, c.scale);
+          const Wd = dequantizeQ4(q, base, out);
+          const x = rng.fill(c.n * c.inDim, 2);
+          const normW = Array.from(rng.fill(c.inDim, 0.2), (v) => v + 1);
+          const biases = (c.segs ?? []).map((r) => rng.fill(r));
+          const residual = c.residual ? rng.fill(c.n * out) : undefined;
+          const R = 3;
+          const slotRows = c.swiglu ? [c.swiglu, c.swiglu] : c.segs!;
+          const loraRef = slotRows.map((rows, s) => (c.lora?.includes(s) ? { t: rng.fill(c.n * R), B: rng.fill(rows * R), rank: R, scale: 0.5 + s } : undefined));
+          const made: GPUBuffer[] = [];
+          const keep = (b: GPUBuffer) => (made.push(b), b);
+          const loraGpu = loraRef.map((l, s) => l && { t: keep(f32Buffer(ctx, `t${s}`, l.t)), B: keep(f32Buffer(ctx, `B${s}`, l.B)), rank: R, scale: l.scale });
+          const W = uploadQ4(ctx, 'W', q);
+          const xb = keep(f32Buffer(ctx, 'x', x));
+          // Packed: [junk 3 | norm w | bias0 | bias1 | bias2], as the decode forward packs them.
+          const packed = keep(f32Buffer(ctx, 'params', [1, 2, 3, ...normW, ...biases.flatMap((b) => Array.from(b))]));
+          const args: Q4DecodeArgs = { W: { ...W, rowBase: base }, x: xb, n: c.n, inDim: c.inDim, subgroups, rowsPerWorkgroup: c.rowsPerWorkgroup, cacheX };
+          if (c.norm) {
+            const w = c.bias === 'packed' ? { buffer: packed, offset: 3 } : { buffer: keep(f32Buffer(ctx, 'normW', normW)) };
+            args.norm = { w, eps: 1e-5, xn: c.norm === 'xn' ? keep(createStorage(ctx, 'xn', c.n * c.inDim * 4)) : undefined };
+          }
+          if (c.swiglu) args.swiglu = { act: keep(createStorage(ctx, 'act', c.n * c.swiglu * 4)), intermediate: c.swiglu, gateLora: loraGpu[0], upLora: loraGpu[1] };
+          else {
+            let off = 3 + c.inDim;
+            args.outputs = c.segs!.map((rows, s) => {
+              const y = keep(c.residual === 'inplace' ? f32Buffer(ctx, `y${s}`, residual!) : createStorage(ctx, `y${s}`, c.n * rows * 4));
+              let bias;
+              if (c.bias === 'packed') bias = { buffer: packed, offset: off };
+              else if (c.bias === 'separate') bias = { buffer: keep(f32Buffer(ctx, `b${s}`, biases[s])) };
+              off += rows;
+              return { y, rows, bias, lora: loraGpu[s] };
+            });
+            if (c.residual === 'separate') args.residual = keep(f32Buffer(ctx, 'res', residual!));
+            if (c.residual === 'inplace') args.residual = args.outputs[0].y;
+          }
+          const d = await q4DecodeLinear(ctx, args);
+          expect(d.label?.includes('_sg')).toBe(subgroups);
+          expect(d.label?.includes('_normcached')).toBe(cacheX === true);
+          submitDispatches(ctx, [d]);
+          const want = q4DecodeRef({
+            Wd, x, n: c.n, inDim: c.inDim, norm: c.norm ? { w: normW, eps: 1e-5 } : undefined,
+            segments: c.segs?.map((rows, s) => ({ rows, bias: c.bias ? biases[s] : undefined, lora: loraRef[s] })), residual, swiglu: c.swiglu,
+            gateLora: c.swiglu ? loraRef[0] : undefined, upLora: c.swiglu ? loraRef[1] : undefined,
+          });
+          const got = c.swiglu ? [await readF32(ctx, args.swiglu!.act, c.n * c.swiglu)] : await Promise.all(args.outputs!.map((s) => readF32(ctx, s.y, c.n * s.rows)));
+          want.outs.forEach((w, s) => expect(relMaxErr(got[s], w), `segment ${s}`).toBeLessThan(TOL));
+          if (c.norm === 'xn') expect(relMaxErr(await readF32(ctx, args.norm!.xn!, c.n * c.inDim), want.xn!)).toBeLessThan(1e-6);
+          destroyQ4(W);
+          for (const b of made) b.destroy();
+        });
+      }
+    }
+  }
+
+  it('bad arguments fail naming the buffer or setting at fault', async () => {
+    const ctx = await gpuFor('packed');
+    const q = quantizeQ4(new Rng(1).fill(64 * 64), 64, 64);
+    const W = uploadQ4(ctx, 'Wt', q);
+    const buf = (name: string, floats: number) => createStorage(ctx, name, floats * 4);
+    const x = buf('xin', 2 * 64);
+    const y = (name: string) => ({ y: buf(name, 2 * 16), rows: 16 });
+    await expect(q4DecodeLinear(ctx, { W, x, n: 2, inDim: 64, outputs: [{ y: buf('small', 8), rows: 16 }] })).rejects.toThrow(/outputs\[0\]\.y \('small'/);
+    await expect(q4DecodeLinear(ctx, { W, x: buf('tinyx', 10), n: 2, inDim: 64, outputs: [y('y')] })).rejects.toThrow(/x \('tinyx'/);
+    await expect(q4DecodeLinear(ctx, { W, x, n: 5, inDim: 64, outputs: [y('y')] })).rejects.toThrow(/n must be <= 4, got 5/);
+    await expect(q4DecodeLinear(ctx, { W, x, n: 1, inDim: 64, outputs: [y('a'), y('b'), y('c'), y('d')] })).rejects.toThrow(/1\.\.3 output segments, got 4/);
+    await expect(q4DecodeLinear(ctx, { W, x, n: 1, inDim: 64, outputs: [{ y: buf('y', 100), rows: 100 }] })).rejects.toThrow(/q_weight \('Wt\.q_weight'/);
+    await expect(q4DecodeLinear(ctx, { W, x, n: 1, inDim: 64 })).rejects.toThrow(/exactly one of 'outputs' and 'swiglu'/);
+    await expect(q4DecodeLinear(ctx, { W, x, n: 1, inDim: 64, outputs: [{ y: x, rows: 16 }] })).rejects.toThrow(/'xin' is also x/);
+    await expect(q4DecodeLinear(ctx, { W, x, n: 1, inDim: 64, outputs: [y('y')], norm: { w: { buffer: buf('nw', 64), offset: 10 }, eps: 1e-6 } })).rejects.toThrow(/norm\.w \('nw'/);
+    await expect(q4DecodeLinear(ctx, { W, x, n: 1, inDim: 64, outputs: [y('p'), y('q')], residual: buf('r', 64) })).rejects.toThrow(/residual needs exactly one output segment/);
+    await expect(
+      q4DecodeLinear(ctx, { W, x, n: 2, inDim: 64, outputs: [{ ...y('y'), lora: { t: buf('tshort', 3), B: buf('Bl', 64), rank: 4, scale: 1 } }] }),
+    ).rejects.toThrow(/outputs\[0\]\.lora\.t \('tshort'/);
+    await expect(
+      q4DecodeLinear(ctx, { W, x, n: 1, inDim: 64, swiglu: { act: buf('act', 8), intermediate: 8, upLora: { t: buf('tu', 4), B: buf('Bu', 4), rank: 4, scale: 1 } } }),
+    ).rejects.toThrow(/swiglu\.upLora\.B \('Bu'/);
+    // Norm weight, three biases and xn in separate buffers: 11 storage bindings.
+    const sep = (name: string) => ({ buffer: buf(name, 16) });
+    await expect(
+      q4DecodeLinear(ctx, {
+        W, x, n: 1, inDim: 64, norm: { w: { buffer: buf('nw2', 64) }, eps: 1e-6, xn: buf('xn', 64) },
+        outputs: [{ ...y('q'), bias: sep('bq') }, { ...y('k'), bias: sep('bk') }, { ...y('v'), bias: sep('bv') }],
+      }),
+    ).rejects.toThrow(/11 storage buffers \(Wq, S, x, P0, P1, P2, P3, xn, y0, y1, y2\) exceed 8; pack the norm weight and biases/);
+    destroyQ4(W);
+  });
+});

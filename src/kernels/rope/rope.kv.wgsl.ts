@@ -1,0 +1,65 @@
+// Decode-only fused RoPE + KV-cache write: one dispatch instead of rope() and two copyBufferToBuffer.
+// One thread per (row, head of nH + nKV, i < hd/2), the thread layout and arithmetic of rope.wgsl.ts:
+// query heads are rotated in place; a KV-head thread writes its rotated pair of k to the key cache and
+// copies the same two elements of v to the value cache, so k itself is left as the projection wrote it.
+//
+// The cache row of row r is pos[r], read on the GPU: in decode a token at position p is stored at cache
+// row p, and reading it from the per-step pos buffer lets the runtime record a step once and replay it
+// (or encode several steps ahead) without a CPU-side offset. Rows whose pos is >= maxCtx write nothing.
+//
+// Bit-identity with rope(): the same inv_freq table, the same f32 angle f32(pos) * invf, the same sinCos
+// text and the same rotation expressions, so the rotated values are the bits rope() produces.
+
+import { ROPE_MAX_HALF, ROPE_WG, SIN_COS_WGSL } from './rope.wgsl';
+
+export const ROPE_KV_WG = ROPE_WG;
+
+export function ropeKvWgsl(): string {
+  return /* wgsl */ `
+struct Dims { n: u32, nH: u32, nKV: u32, hd: u32, maxCtx: u32, pad0: u32, pad1: u32, pad2: u32, invf: array<vec4<f32>, ${ROPE_MAX_HALF / 4}> }
+@group(0) @binding(0) var<storage, read_write> q: array<f32>;
+@group(0) @binding(1) var<storage, read> k: array<f32>;
+@group(0) @binding(2) var<storage, read> v: array<f32>;
+@group(0) @binding(3) var<storage, read> pos: array<u32>;
+@group(0) @binding(4) var<storage, read_write> kCache: array<f32>;
+@group(0) @binding(5) var<storage, read_write> vCache: array<f32>;
+@group(0) @binding(6) var<uniform> dims: Dims;
+
+${SIN_COS_WGSL}
+@compute @workgroup_size(${ROPE_KV_WG})
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let half = dims.hd / 2u;
+  let heads = dims.nH + dims.nKV;
+  let idx = (wg.x + wg.y * nwg.x) * ${ROPE_KV_WG}u + lid;
+  if (idx >= dims.n * heads * half) { return; }
+  let i = idx % half;
+  let t = idx / half;
+  let h = t % heads;
+  let row = t / heads;
+  let p = pos[row];
+  let angle = f32(p) * dims.invf[i / 4u][i % 4u];
+  let sc = sinCos(angle);
+  let s = sc.x;
+  let c = sc.y;
+  if (h < dims.nH) {
+    let base = row * dims.nH * dims.hd + h * dims.hd;
+    let a = q[base + i];
+    let b = q[base + i + half];
+    q[base + i] = a * c - b * s;
+    q[base + i + half] = b * c + a * s;
+  } else if (p < dims.maxCtx) {
+    let kvd = dims.nKV * dims.hd;
+    let off = (h - dims.nH) * dims.hd;
+    let src = row * kvd + off;
+    let dst = p * kvd + off;
+    let a = k[src + i];
+    let b = k[src + i + half];
+    kCache[dst + i] = a * c - b * s;
+    kCache[dst + i + half] = b * c + a * s;
+    vCache[dst + i] = v[src + i];
+    vCache[dst + i + half] = v[src + i + half];
+  }
+}
+`;
+}
