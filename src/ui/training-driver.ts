@@ -64,6 +64,11 @@ export interface TrainingDriver {
   /** Runs steps until `settings.steps` are done or pause() is called; resolves then. */
   run(onStep: (p: TrainingStepPoint) => void): Promise<void>;
   pause(): void;
+  /**
+   * Frees what the driver holds beyond its stored run (a worker); called when the panel replaces or drops
+   * it. Every finished step is already in IndexedDB, so nothing is lost.
+   */
+  dispose?(): void;
 }
 
 export function toStepPoint(s: { step: number; rewardMean: number; loss: number; kl: number; clipFraction: number; tokensPerSecond: number }): TrainingStepPoint {
@@ -216,5 +221,10 @@ export class WorkerToyTrainingDriver implements TrainingDriver {
 
   pause(): void {
     void this.api.pause();
+  }
+
+  dispose(): void {
+    this.worker.terminate();
+    if (this.state === 'running' || this.state === 'idle') this.state = 'paused';
   }
 }

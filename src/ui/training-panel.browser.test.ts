@@ -175,3 +175,25 @@ describe('Training panel start', () => {
     p.remove();
   });
 });
+
+describe('Training panel replacing a run', () => {
+  it('disposes the previous run\'s driver (its worker) when a new run starts, and only then', async () => {
+    const p = await mount(`panel-replace-${Math.random()}`);
+    const made: Array<{ disposed: number; runId: string }> = [];
+    p.createDriver = async (s, db) => {
+      const d = await ToyTrainingDriver.create({ ...s, steps: 1 }, db);
+      const rec = { disposed: 0, runId: d.runId };
+      made.push(rec);
+      return Object.assign(d, { dispose: () => void rec.disposed++ });
+    };
+    await p.updateComplete;
+    await p.start();
+    expect(made).toHaveLength(1);
+    expect(made[0].disposed).toBe(0);
+    await p.start();
+    expect(made).toHaveLength(2);
+    expect(made.map((m) => m.disposed)).toEqual([1, 0]);
+    expect(made[1].runId).not.toBe(made[0].runId);
+    p.remove();
+  });
+});

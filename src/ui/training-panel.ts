@@ -198,7 +198,7 @@ export class AgentflowTrainingPanel extends LitElement {
     this.starting = true;
     try {
       const d = await AgentTrainingDriver.resume(runId, this.agentDeps());
-      this.driver = d;
+      this.replaceDriver(d);
       this.points = [...d.history];
       this.label = `${d.label}, run ${d.runId}`;
     } catch (e) {
@@ -244,8 +244,8 @@ export class AgentflowTrainingPanel extends LitElement {
       const s = this.settings();
       if (s.dataset === 'agent') {
         if (!this.benchmark?.items.length) throw new Error('Import a benchmark file with at least one item first.');
-        this.driver = await AgentTrainingDriver.create(s, this.benchmark, this.agentDeps(), this.budget());
-      } else this.driver = await this.createDriver(s, this.dbName);
+        this.replaceDriver(await AgentTrainingDriver.create(s, this.benchmark, this.agentDeps(), this.budget()));
+      } else this.replaceDriver(await this.createDriver(s, this.dbName));
     } catch (e) {
       this.error = (e as Error).message;
       return;
@@ -253,12 +253,18 @@ export class AgentflowTrainingPanel extends LitElement {
       this.starting = false;
     }
     this.points = [];
-    this.label = `${this.driver.label}, run ${this.driver.runId}`;
+    this.label = `${this.driver!.label}, run ${this.driver!.runId}`;
     await this.go();
   }
 
   pause(): void {
     this.driver?.pause();
+  }
+
+  /** A new run replaces the previous (paused or ended) one, whose worker would otherwise live on with the page. */
+  private replaceDriver(d: TrainingDriver): void {
+    if (this.driver && this.driver !== d) this.driver.dispose?.();
+    this.driver = d;
   }
 
   async resume(): Promise<void> {
