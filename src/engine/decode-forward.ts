@@ -51,19 +51,28 @@ export function canFuseDecode(weights: Qwen2Weights): boolean {
 /**
  * Per layer, the input-norm weight and the q, k, v biases packed into one f32 buffer
  * [inputNorm (H) | qBias | kBias | vBias]: the fused c_attn dispatch then binds 8 storage buffers, the
- * WebGPU default limit. Made once per weights object (with copies on the GPU) and freed with
- * releaseDecodeParams, or with the weights' GPU memory when they are garbage-collected.
+ * WebGPU default limit. Made once per weights object (with copies on the GPU) by prepareDecodeParams (the
+ * runtime's reserve() or the first decode record), counted by decodeParamsBytes, and freed by
+ * releaseDecodeParams before the weights are destroyed.
  */
-const packedParams = new WeakMap<Qwen2Weights, Promise<GPUBuffer[]>>();
+interface PackedParams {
+  ready: Promise<GPUBuffer[]>;
+  /** Set once made (what releaseDecodeParams frees at once). */
+  buffers: GPUBuffer[] | null;
+  bytes: number;
+}
+const packedParams = new WeakMap<Qwen2Weights, PackedParams>();
 
-function layerParams(ctx: GpuContext, w: Qwen2Weights): Promise<GPUBuffer[]> {
-  let p = packedParams.get(w);
-  if (!p) {
-    p = (async () => {
-      const c = w.config;
-      const H = c.hiddenSize;
-      const qd = c.numHeads * c.headDim;
-      const kvd = c.numKvHeads * c.headDim;
+/** Makes (once) the packed per-layer norm + bias buffers the fused decode of `w` reads. */
+export function prepareDecodeParams(ctx: GpuContext, w: Qwen2Weights): Promise<GPUBuffer[]> {
+  let e = packedParams.get(w);
+  if (!e) {
+    const c = w.config;
+    const H = c.hiddenSize;
+    const qd = c.numHeads * c.headDim;
+    const kvd = c.numKvHeads * c.headDim;
+    const entry: PackedParams = { ready: Promise.resolve([]), buffers: null, bytes: 0 };
+    entry.ready = (async () => {
       const out: GPUBuffer[] = [];
       const enc = ctx.device.createCommandEncoder({ label: 'decode-forward.params' });
       try {
@@ -76,26 +85,35 @@ function layerParams(ctx: GpuContext, w: Qwen2Weights): Promise<GPUBuffer[]> {
             at += n;
           }
         }
-      } catch (e) {
+      } catch (err) {
         for (const b of out) b.destroy();
-        throw e;
+        throw err;
       }
       ctx.device.queue.submit([enc.finish()]);
+      entry.buffers = out;
+      entry.bytes = out.reduce((a, b) => a + b.size, 0);
       return out;
     })();
-    packedParams.set(w, p);
+    e = entry;
+    packedParams.set(w, e);
     // A failed build is not cached: the next record tries again.
-    p.catch(() => packedParams.delete(w));
+    e.ready.catch(() => packedParams.delete(w));
   }
-  return p;
+  return e.ready;
 }
 
-/** Frees the packed per-layer buffers recordDecodeForward made for `w` (call before w.destroy()). */
-export async function releaseDecodeParams(w: Qwen2Weights): Promise<void> {
-  const p = packedParams.get(w);
-  if (!p) return;
+/** GPU bytes of the packed per-layer buffers made for `w` (0 before prepareDecodeParams has finished). */
+export function decodeParamsBytes(w: Qwen2Weights): number {
+  return packedParams.get(w)?.bytes ?? 0;
+}
+
+/** Frees the packed per-layer buffers made for `w` (call before w.destroy()); at once when they exist. */
+export function releaseDecodeParams(w: Qwen2Weights): void {
+  const e = packedParams.get(w);
+  if (!e) return;
   packedParams.delete(w);
-  for (const b of await p) b.destroy();
+  if (e.buffers) for (const b of e.buffers) b.destroy();
+  else void e.ready.then((bs) => bs.forEach((b) => b.destroy()), () => undefined);
 }
 
 /** What a layer seam (ropeAndStore, attend) gets: the spec, the layer, its activations and the step list to append to. */
@@ -152,7 +170,7 @@ export async function recordDecodeForward(ctx: GpuContext, s: ForwardSpec): Prom
   const kvd = c.numKvHeads * c.headDim;
   const I = c.intermediateSize;
   const eps = c.rmsNormEps;
-  const params = await layerParams(ctx, w);
+  const params = await prepareDecodeParams(ctx, w);
   const steps: Step[] = [];
   const add = (d: Awaited<ReturnType<typeof q4DecodeLinear>>) => steps.push(dispatchStep(d));
 

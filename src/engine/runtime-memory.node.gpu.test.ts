@@ -10,6 +10,7 @@ import { randomAdapter, randomQwen2, randomTokens, toLoraAdapter, toQwen2Config,
 import { initLoraAdapter } from '../trainer/lora';
 import { Rng } from '../util/rng';
 import { Qwen2Runtime, type GpuMemoryReport } from './runtime';
+import { quantizeModel } from '../../tests/support/q4-model';
 
 const total = (m: GpuMemoryReport) => m.weights + m.adapters + m.activations + m.kvCache;
 const samplerBytes = (t: BufferTracker) => t.byLabel().find((e) => e.label === 'sampler')?.bytes ?? 0;
@@ -21,13 +22,16 @@ afterEach(() => {
 });
 
 describe('Qwen2Runtime.reserve and memory()', () => {
-  it('reserve() allocates what a full-context generate() allocates, and memory() counts every storage buffer but the samplers', async () => {
+  for (const kind of ['f16', 'q4'] as const) it(`${kind}: reserve() allocates what a full-context generate() allocates, and memory() counts every storage buffer but the samplers`, async () => {
     const ctx = await gpuFor('native');
-    const { config, weights } = randomQwen2(5, { numLayers: 2, vocabSize: 60 });
+    // Widths that are multiples of 32, as 4-bit weights need.
+    const { config, weights } = randomQwen2(5, { numLayers: 2, vocabSize: 60, hiddenSize: 32, intermediateSize: 64, numHeads: 4, numKvHeads: 2, headDim: 8 });
+    // 4-bit weights decode through the fused kernels, which add packed per-layer norm + bias buffers.
+    const tensors = () => (kind === 'q4' ? quantizeModel(config, weights, 'f16').source : toWeightSource(config, weights));
     const adapter = toLoraAdapter(config, randomAdapter(6, config, 4));
     const open = async () => {
       // A context over 1024 positions, so decode takes split-K attention and its scratch is counted too.
-      const rt = await Qwen2Runtime.create(ctx, toQwen2Config(config), toWeightSource(config, weights), { maxContext: 1100, maxBatchRows: 16, logitsRows: 8 });
+      const rt = await Qwen2Runtime.create(ctx, toQwen2Config(config), tensors(), { maxContext: 1100, maxBatchRows: 16, logitsRows: 8 });
       await rt.addAdapter('a', adapter);
       rt.setActiveAdapter('a');
       return rt;
@@ -38,6 +42,7 @@ describe('Qwen2Runtime.reserve and memory()', () => {
     const reserved = await open();
     const report = await reserved.reserve();
     expect(reserved.batchRows).toBe(16);
+    if (kind === 'q4') expect(tracker.byLabel().some((e) => e.label.startsWith('decode'))).toBe(true);
     // Every storage buffer the runtime made is in the report, except the samplers' small scratch.
     expect(tracker.now().storage - samplerBytes(tracker)).toBe(total(report));
     const heldAfterReserve = tracker.now().storage;

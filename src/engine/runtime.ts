@@ -9,7 +9,7 @@ import { Rng } from '../util/rng';
 import { ActivationPlan } from './activations';
 import { AdapterSet, type GpuAdapter } from './adapters';
 import { recordForward, recordLogits, recordTargetLogprobs } from './forward';
-import { canFuseDecode, recordDecodeForward, releaseDecodeParams } from './decode-forward';
+import { canFuseDecode, decodeParamsBytes, prepareDecodeParams, recordDecodeForward, releaseDecodeParams } from './decode-forward';
 import { ATTN_DECODE_SINGLE_MAX_KEYS } from '../kernels/attention/attention.decode';
 import { dispatchStep, encodeSteps, type Step } from './graph';
 import { packSequences, unpackLogprobs, writeBatch, type PackedBatch } from './batch';
@@ -174,7 +174,8 @@ export class Qwen2Runtime {
 
   memory(): GpuMemoryReport {
     return {
-      weights: this.weights.bytes,
+      // With the fused decode's packed per-layer norm + bias copies (a few KiB a layer).
+      weights: this.weights.bytes + decodeParamsBytes(this.weights),
       adapters: this.adapters.bytes(),
       activations: (this.batchPlan?.bytes ?? 0) + (this.decodePlan?.bytes ?? 0) + (this.drawLog?.size ?? 0),
       kvCache: this.kv?.bytes ?? 0,
@@ -202,6 +203,7 @@ export class Qwen2Runtime {
       await this.sampler(await this.plan('batch', rows));
       await this.sampler(await this.plan('decode', 1));
       this.drawLogBuffer();
+      if (canFuseDecode(this.weights)) await prepareDecodeParams(this.ctx, this.weights);
       return this.memory();
     });
   }
@@ -257,7 +259,7 @@ export class Qwen2Runtime {
     this.kvHolds = null;
     this.adapters.destroy();
     // The fused decode's packed per-layer norms and biases go with the weights they were made from.
-    void releaseDecodeParams(this.weights);
+    releaseDecodeParams(this.weights);
     this.weights.destroy();
   }
 
