@@ -18,7 +18,8 @@ describe('decode ahead: GPU-drawn tokens = CPU-drawn tokens', async () => {
   const cases: Array<[string, GenerateTokensOptions]> = [
     ['greedy', { temperature: 0 }],
     ['T=1', { temperature: 1, seed: 5 }],
-    ['T=4 (mostly past the candidates)', { temperature: 4, seed: 6 }],
+    ['T=4 (often past the candidates)', { temperature: 4, seed: 6 }],
+    ['T=20 (nearly uniform: mostly past the candidates)', { temperature: 20, seed: 10 }],
     ['T=0.8 top-k 20 top-p 0.9', { temperature: 0.8, topK: 20, topP: 0.9, seed: 7 }],
     ['T=1.5 top-p 0.7', { temperature: 1.5, topP: 0.7, seed: 8 }],
   ];
@@ -39,12 +40,13 @@ describe('decode ahead: GPU-drawn tokens = CPU-drawn tokens', async () => {
           expect(ahead.logprobs, name).toEqual(inStep.logprobs);
           expect(ahead.tokens.length).toBe(12);
           redrawn += ahead.redrawnTokens;
-          // Most T=4 draws fall past the candidates: after the third redraw the rest goes in-step (no more
-          // redraws), and the tokens above still matched across that switch.
-          if (name.startsWith('T=4')) expect(ahead.redrawnTokens, 'redraws, then the switch to in-step').toBe(3);
+          if (name.startsWith('T=4')) expect(ahead.redrawnTokens, 'the CPU redraw path ran').toBeGreaterThan(0);
+          // At T=20 most draws fall past the candidates: once 4 of the latest 8 tokens were redrawn the rest
+          // goes in-step (no more redraws), and the tokens above still matched across that switch.
+          if (name.startsWith('T=20')) expect(ahead.redrawnTokens, 'redraws, then the switch to in-step').toBe(4);
           if (name === 'greedy') expect(ahead.redrawnTokens).toBe(0);
         }
-        expect(redrawn).toBeLessThan(5 * 12);
+        expect(redrawn).toBeLessThan(6 * 12);
         // The logprobs are the model's: scoring the sequence gives them back.
         const g = await rt.generate(prompt, { temperature: 1, seed: 9, maxNewTokens: 8 });
         const scored = await rt.score([[...prompt, ...g.tokens]]);

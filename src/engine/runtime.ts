@@ -85,8 +85,8 @@ const BASE = { id: '(base)' };
 
 /** Decode steps submitted ahead of the last token read back (GPU-drawn tokens only). */
 const DECODE_AHEAD = 3;
-/** Redraws after which, if at least a quarter of the tokens so far needed one, decoding goes in-step. */
-const REDRAWS_BEFORE_IN_STEP = 3;
+/** Decoding goes in-step once half of this many latest tokens had to be redrawn on the CPU. */
+const REDRAW_WINDOW = 8;
 
 /** The state one generate() call's decode loop shares between its helpers. */
 interface DecodeLoop {
@@ -583,6 +583,7 @@ export class Qwen2Runtime {
     const logitSteps = await this.recorded('decodeLogits', () => recordLogits(this.ctx, decode, this.weights, 0, 1));
     const greedy = (l.o.temperature ?? 0) === 0;
     const us: number[] = [];
+    const redrawnAt: number[] = [];
     const reads: Array<Promise<ArrayBuffer>> = [];
     const entryBytes = DRAW_LOG_WORDS * 4;
     // Step i: the forward of token i-1 (none for i = 0: the prefill's logits), then the draw of token i.
@@ -625,8 +626,10 @@ export class Qwen2Runtime {
         l.redrawn++;
         if (!this.accept(l, id, logprob)) break;
         // Rows this flat (random weights, a very high temperature) make most draws undecided, and each costs
-        // a drained pipeline plus a recomputed step: go on one token per round trip instead.
-        if (l.redrawn >= REDRAWS_BEFORE_IN_STEP && 4 * l.redrawn >= i + 1) {
+        // a drained pipeline plus a recomputed step on top of the whole-row draw the in-step path pays too:
+        // when half the recent tokens needed one, go on one token per round trip instead.
+        redrawnAt.push(i);
+        if (redrawnAt.filter((j) => j > i - REDRAW_WINDOW).length >= REDRAW_WINDOW / 2) {
           const plan = await this.decodeStep(id, l.prompt.length + i);
           return this.decodeInStep(plan, l, us.slice(i + 1).filter((u) => u !== undefined));
         }
