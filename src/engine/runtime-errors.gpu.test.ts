@@ -20,6 +20,23 @@ describe('runtime errors', () => {
     await expect(rt.generate([1, 2], { maxNewTokens: 2 })).rejects.toThrow(/device was lost.*Reload the model/);
   });
 
+  it('a device lost while steps are in flight ahead of the tokens read back fails the generate, no hang', async () => {
+    const ctx = await requestGpu();
+    const { config, weights } = randomQwen2(4);
+    const rt = await Qwen2Runtime.create(ctx, toQwen2Config(config), toWeightSource(config, weights), { maxContext: 64 });
+    let seen = 0;
+    const run = rt.generate([1, 2, 3], {
+      maxNewTokens: 30,
+      temperature: 1,
+      seed: 1,
+      // Lost after the second token: later steps are submitted, their read-backs pending.
+      onToken: () => void (++seen === 2 && ctx.device.destroy()),
+    });
+    await expect(run).rejects.toThrow(GpuDeviceLostError);
+    expect(seen).toBe(2);
+    await expect(rt.generate([1, 2], { maxNewTokens: 2 })).rejects.toThrow(/device was lost/);
+  });
+
   it('a KV cache beyond the adapter limits is a GpuOutOfMemoryError naming the buffer', async () => {
     const ctx = await gpuFor('packed');
     const { config, weights } = randomQwen2(2);

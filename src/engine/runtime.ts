@@ -83,6 +83,9 @@ export interface GpuMemoryReport {
 
 const BASE = { id: '(base)' };
 
+/** How long a failed read-back waits for the device's `lost` to say whether a loss caused it. */
+const LOSS_GRACE_MS = 1000;
+
 /** Decode steps submitted ahead of the last token read back (GPU-drawn tokens only). */
 const DECODE_AHEAD = 3;
 /** Decoding goes in-step once half of this many latest tokens had to be redrawn on the CPU. */
@@ -344,12 +347,21 @@ export class Qwen2Runtime {
     return new Float32Array(await this.unlessLost(readBuffer(this.ctx, buf, count * 4, offsetElems * 4), doing));
   }
 
-  /** `p`, or a GpuDeviceLostError if the device is lost first (a read-back would otherwise never settle). */
+  /**
+   * `p`, or a GpuDeviceLostError if the device is lost first (a read-back would otherwise never settle). A
+   * read-back the loss aborts (Chromium rejects its mapAsync before `lost` resolves) is reported as the loss.
+   */
   private unlessLost<T>(p: Promise<T>, doing: string): Promise<T> {
+    const lostError = (info: GPUDeviceLostInfo) =>
+      new GpuDeviceLostError(info.reason ?? 'unknown', `The GPU device was lost while ${doing} (${info.message || info.reason}). Reload the model to continue.`);
     const lost = this.ctx.lost.then((info): T => {
-      throw new GpuDeviceLostError(info.reason ?? 'unknown', `The GPU device was lost while ${doing} (${info.message || info.reason}). Reload the model to continue.`);
+      throw lostError(info);
     });
-    return Promise.race([p, lost]);
+    const settled = p.catch(async (e: unknown): Promise<T> => {
+      const info = await Promise.race([this.ctx.lost, new Promise<null>((r) => setTimeout(() => r(null), LOSS_GRACE_MS))]);
+      throw info ? lostError(info) : e;
+    });
+    return Promise.race([settled, lost]);
   }
 
   /** The sampler over a plan's first logits row (made once per plan). */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { requestGpu } from './device';
-import { createStorageChecked, GpuOutOfMemoryError, readF32, uploadStorage, writeBuffer } from './buffers';
+import { GpuDeviceLostError, requestGpu } from './device';
+import { createStorage, createStorageChecked, GpuOutOfMemoryError, readBuffer, readF32, uploadStorage, writeBuffer } from './buffers';
 
 describe('GPU buffers', () => {
   it('rejects a buffer over maxBufferSize by name and leaves no error scope behind', async () => {
@@ -21,5 +21,20 @@ describe('GPU buffers', () => {
     const words = new Uint16Array((await readF32(ctx, buf, 2)).buffer);
     expect([...words.slice(0, 3)]).toEqual([0x3c00, 0x4000, 0x4200]);
     ctx.device.destroy();
+  });
+});
+
+describe('readBuffer on a lost device', () => {
+  it('rejects with a GpuDeviceLostError naming the buffer, not the map\'s abort', async () => {
+    const ctx = await requestGpu();
+    const buf = createStorage(ctx, 'doomed', 16);
+    // Lose the device while the read's map is pending.
+    const read = readBuffer(ctx, buf, 16);
+    ctx.device.destroy();
+    const err = await read.then(() => null, (e: unknown) => e);
+    expect(err).toBeInstanceOf(GpuDeviceLostError);
+    expect((err as Error).message).toMatch(/lost while reading 'doomed' back/);
+    await ctx.lost;
+    await expect(readBuffer(ctx, buf, 16)).rejects.toThrow(GpuDeviceLostError);
   });
 });

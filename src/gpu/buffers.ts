@@ -1,7 +1,7 @@
 // Buffer creation, upload and read-back. Every GPU buffer in the project is made here so that labels
 // (which Dawn and Chrome put in validation errors) and out-of-memory reporting are uniform.
 
-import type { GpuContext } from './device';
+import { GpuDeviceLostError, type GpuContext } from './device';
 
 export const STORAGE = 0x80; // GPUBufferUsage.STORAGE without relying on the global in Node
 export const COPY_SRC = 0x04;
@@ -78,7 +78,15 @@ export async function readBuffer(ctx: GpuContext, src: GPUBuffer, byteLength = s
   const enc = ctx.device.createCommandEncoder({ label: `readback:${src.label}` });
   enc.copyBufferToBuffer(src, srcOffset, staging, 0, size);
   ctx.device.queue.submit([enc.finish()]);
-  await staging.mapAsync(0x0001 /* GPUMapMode.READ */);
+  try {
+    await staging.mapAsync(0x0001 /* GPUMapMode.READ */);
+  } catch (e) {
+    // A loss aborts pending maps (Chromium rejects them before `lost` resolves): name the loss, not the abort.
+    const info = await Promise.race([ctx.lost, new Promise<null>((r) => setTimeout(() => r(null), 1000))]);
+    staging.destroy();
+    if (info) throw new GpuDeviceLostError(info.reason ?? 'unknown', `The GPU device was lost while reading '${src.label}' back (${info.message || info.reason}). Reload the model to continue.`);
+    throw e;
+  }
   const out = staging.getMappedRange().slice(0, byteLength);
   staging.unmap();
   staging.destroy();
