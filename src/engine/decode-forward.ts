@@ -3,7 +3,7 @@
 // order, in fewer dispatches and without the residual copies. Per layer:
 //   [rmsnorm + q/k/v] (+ LoRA q/k/v as in forward.ts) -> [rope + KV write] -> [attention]
 //   -> (LoRA o down) [o + LoRA o up + residual x]
-//   -> [rmsnorm + gate/up + swiglu], or with a gate/up LoRA: rmsnorm, LoRA down, [gate/up + LoRA ups + swiglu]
+//   -> [rmsnorm + gate/up + swiglu], or with a gate/up LoRA: [rmsnorm + LoRA downs], [gate/up + LoRA ups + swiglu]
 //   -> (LoRA down down) [down + LoRA down up + residual h]
 // ropeAndStore is one dispatch (RoPE + the KV-cache writes at row pos, no copies) and attend one workgroup
 // per KV head for all its query heads (attention.decode.ts).
@@ -223,15 +223,14 @@ export async function recordDecodeForward(ctx: GpuContext, s: ForwardSpec): Prom
     add(await q4DecodeLinear(ctx, { W: W.o, x: L.attn, n, inDim: qd, outputs: [{ y: L.h, rows: H, lora: oLora }], residual: L.x }));
 
     if (has('gate') || has('up')) {
-      // The LoRA down projections need rms2(h) before the gate/up pass: a norm of its own, then both
-      // downs in one dispatch, then gate/up with the ups and the product in its epilogue.
-      add(await ops.rmsnorm(ctx, L.h, W.postNorm, L.xn2, L.rstd2, n, H, eps));
+      // The LoRA down projections read rms2(h): one dispatch normalises h (and stores it in xn2) and runs
+      // both downs, then gate/up reads xn2 with the ups and the product in its epilogue (a norm prologue
+      // there would need a ninth storage binding).
       const ms = (['gate', 'up'] as const).filter(has);
-      if (ms.length === 2) {
-        add(await loraDownGroup(ctx, { x: L.xn2, n, inDim: H, modules: ms.map((m) => ({ A: adapter!.layers[l][m]!.A, t: L.t[m], rank: adapter!.layers[l][m]!.r })) }));
-      } else {
-        add(await loraDown(ctx, { x: L.xn2, A: adapter!.layers[l][ms[0]]!.A, t: L.t[ms[0]], n, inDim: H, rank: adapter!.layers[l][ms[0]]!.r }));
-      }
+      add(await loraDownGroup(ctx, {
+        x: L.h, n, inDim: H, norm: { w: W.postNorm, eps, xn: L.xn2 },
+        modules: ms.map((m) => ({ A: adapter!.layers[l][m]!.A, t: L.t[m], rank: adapter!.layers[l][m]!.r })),
+      }));
       add(await q4DecodeLinear(ctx, { W: W.gate, x: L.xn2, n, inDim: H, swiglu: { act: L.act, intermediate: I, gateLora: up('gate'), upLora: up('up') } }));
     } else {
       add(await q4DecodeLinear(ctx, { W: W.gate, x: L.h, n, inDim: H, norm: { w: { buffer: W.postNorm }, eps }, swiglu: { act: L.act, intermediate: I } }));

@@ -99,3 +99,56 @@ describe('grouped lora kernels', async () => {
     });
   }
 });
+
+// Decode's fused form: the group normalises x itself (rmsnorm(x) * w) before the down projections, and can
+// store the normalised rows for the gate/up linear that reads them next.
+describe('grouped LoRA down with an RMSNorm prologue', () => {
+  const eps = 1e-6;
+  for (const [k, storeXn] of [[1, true], [2, true], [3, false]] as const) {
+    it(`${k} module(s)${storeXn ? ' storing xn' : ''}: t = rmsnorm(x) * w · A^T in float64`, async () => {
+      const ctx = await gpuFor('packed');
+      const rng = new Rng(40 + k);
+      const n = 3;
+      const inDim = 300;
+      const ranks = [4, 8, 3].slice(0, k);
+      const x = rng.fill(n * inDim, 2);
+      const w = Float32Array.from(rng.fill(inDim), (v) => 1 + 0.3 * v);
+      const As = ranks.map((r) => rng.fill(r * inDim));
+      const xb = f32Buffer(ctx, 'x', x);
+      const wb = f32Buffer(ctx, 'normW', w);
+      const xn = storeXn ? emptyF32(ctx, 'xn', n * inDim) : undefined;
+      const mods = ranks.map((r, i) => ({ A: f32Buffer(ctx, `A${i}`, As[i]), t: emptyF32(ctx, `t${i}`, n * r), rank: r }));
+      submitDispatches(ctx, [await loraDownGroup(ctx, { x: xb, n, inDim, norm: { w: wb, eps, xn }, modules: mods })]);
+      // float64: xn = x / sqrt(mean(x^2) + eps) * w, t = xn · A^T.
+      const wantXn = new Float64Array(n * inDim);
+      for (let row = 0; row < n; row++) {
+        let ss = 0;
+        for (let i = 0; i < inDim; i++) ss += x[row * inDim + i] ** 2;
+        const rstd = 1 / Math.sqrt(ss / inDim + eps);
+        for (let i = 0; i < inDim; i++) wantXn[row * inDim + i] = x[row * inDim + i] * rstd * w[i];
+      }
+      for (const [i, r] of ranks.entries()) {
+        const want = new Float64Array(n * r);
+        for (let row = 0; row < n; row++) for (let j = 0; j < r; j++) {
+          let acc = 0;
+          for (let c = 0; c < inDim; c++) acc += wantXn[row * inDim + c] * As[i][j * inDim + c];
+          want[row * r + j] = acc;
+        }
+        expect(relMaxErr(await readF32(ctx, mods[i].t, n * r), want), `module ${i}`).toBeLessThan(1e-5);
+      }
+      if (xn) expect(relMaxErr(await readF32(ctx, xn, n * inDim), wantXn)).toBeLessThan(1e-5);
+      for (const b of [xb, wb, ...(xn ? [xn] : []), ...mods.flatMap((m) => [m.A, m.t])]) b.destroy();
+    });
+  }
+
+  it('names what is wrong: module count with xn, a short norm weight, xn aliasing x', async () => {
+    const ctx = await gpuFor('packed');
+    const x = emptyF32(ctx, 'x', 64);
+    const w = emptyF32(ctx, 'shortW', 8);
+    const m = () => ({ A: emptyF32(ctx, 'A', 64), t: emptyF32(ctx, 't', 4), rank: 2 });
+    await expect(loraDownGroup(ctx, { x, n: 2, inDim: 32, norm: { w: emptyF32(ctx, 'w', 32), eps: 1e-6, xn: emptyF32(ctx, 'xn', 64) }, modules: [m(), m(), m()] })).rejects.toThrow(/1 to 2 modules with a norm and xn, got 3/);
+    await expect(loraDownGroup(ctx, { x, n: 2, inDim: 32, norm: { w, eps: 1e-6 }, modules: [m()] })).rejects.toThrow(/norm.w \('shortW'\)/);
+    await expect(loraDownGroup(ctx, { x, n: 2, inDim: 32, norm: { w: emptyF32(ctx, 'w', 32), eps: 1e-6, xn: x }, modules: [m()] })).rejects.toThrow(/xn must not be x/);
+    await expect(loraDownGroup(ctx, { x, n: 2, inDim: 32, modules: [m()] })).rejects.toThrow(/2 to 3 modules, got 1/);
+  });
+});

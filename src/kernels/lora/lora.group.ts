@@ -13,6 +13,11 @@ export interface LoraGroupDownArgs {
   inDim: number;
   /** Per module: A f32 [r, in] and its output t f32 [N, r]. */
   modules: Array<{ A: GPUBuffer; t: GPUBuffer; rank: number }>;
+  /**
+   * Decode only: the modules read rmsnorm(x) * w (computed in the dispatch) instead of x; `xn` f32 [N, in]
+   * also receives it (at most 2 modules then: 8 storage bindings). With a norm, one module is allowed.
+   */
+  norm?: { w: GPUBuffer; eps: number; xn?: GPUBuffer };
 }
 
 export interface LoraGroupUpArgs {
@@ -24,18 +29,27 @@ export interface LoraGroupUpArgs {
 /** t_m = x · A_m^T for 2-3 modules in one dispatch. */
 export async function loraDownGroup(ctx: GpuContext, a: LoraGroupDownArgs): Promise<Dispatch> {
   const k = a.modules.length;
-  if (k < 2 || k > LORA_GROUP_MAX_DOWN) throw new Error(`loraDownGroup: groups hold 2 to ${LORA_GROUP_MAX_DOWN} modules, got ${k}`);
+  const min = a.norm ? 1 : 2;
+  const max = a.norm?.xn ? 2 : LORA_GROUP_MAX_DOWN;
+  if (k < min || k > max) throw new Error(`loraDownGroup: groups hold ${min} to ${max} modules${a.norm ? ' with a norm' : ''}${a.norm?.xn ? ' and xn' : ''}, got ${k}`);
+  if (a.norm) {
+    if (!(a.norm.eps > 0)) throw new Error(`loraDownGroup: norm.eps must be > 0, got ${a.norm.eps}`);
+    if (a.norm.w.size < a.inDim * 4) throw new Error(`loraDownGroup: norm.w ('${a.norm.w.label}') is smaller than [${a.inDim}] f32`);
+    if (a.norm.xn && a.norm.xn.size < a.n * a.inDim * 4) throw new Error(`loraDownGroup: norm.xn ('${a.norm.xn.label}') is smaller than [${a.n}, ${a.inDim}] f32`);
+    if (a.norm.xn === a.x) throw new Error('loraDownGroup: norm.xn must not be x');
+  }
   checkDims('loraDownGroup', { n: a.n, inDim: a.inDim, ...Object.fromEntries(a.modules.map((m, i) => [`modules[${i}].rank`, m.rank])) });
   const ranks = [0, 1, 2].map((i) => a.modules[i]?.rank ?? 0);
   const total = ranks.reduce((s, r) => s + r, 0);
-  const pipeline = await getPipeline(ctx, `lora_down_group${k}`, loraDownGroupWgsl(k));
-  const dims = paramsUniform(ctx, 'loraDownGroup.dims', [['u32', a.n], ['u32', a.inDim], ['u32', total], ...ranks.map((r): ['u32', number] => ['u32', r])]);
-  return {
-    pipeline,
-    buffers: [a.x, ...a.modules.map((m) => m.A), ...a.modules.map((m) => m.t), dims],
-    workgroups: grid1d(ctx, a.n * total),
-    label: `lora_down_group${k}`,
-  };
+  const norm = a.norm ? { storeXn: !!a.norm.xn } : null;
+  const name = `lora_down_group${k}${norm ? (norm.storeXn ? '_norm_xn' : '_norm') : ''}`;
+  const pipeline = await getPipeline(ctx, name, loraDownGroupWgsl(k, norm));
+  const fields: Array<['u32' | 'f32', number]> = [['u32', a.n], ['u32', a.inDim], ['u32', total], ...ranks.map((r): ['u32', number] => ['u32', r])];
+  if (a.norm) fields.push(['f32', a.norm.eps]);
+  const dims = paramsUniform(ctx, 'loraDownGroup.dims', fields);
+  const buffers = [a.x, ...a.modules.map((m) => m.A), ...a.modules.map((m) => m.t), dims];
+  if (a.norm) buffers.push(a.norm.w, ...(a.norm.xn ? [a.norm.xn] : []));
+  return { pipeline, buffers, workgroups: grid1d(ctx, a.n * total), label: name };
 }
 
 /** y_m += s_m · t_m · B_m^T for two modules in one dispatch. */

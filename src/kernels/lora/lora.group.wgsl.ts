@@ -21,8 +21,13 @@ function pick(name: string, prefix: string, k: number): string {
   return `fn ${name}(m: u32, i: u32) -> f32 { ${arms}${k > 1 ? ' ' : ''}return ${prefix}${k - 1}[i]; }`;
 }
 
-/** t_m[N, r_m] = x[N, in] · A_m^T for m < k; work item (row, j) over the modules' ranks laid end to end. */
-export function loraDownGroupWgsl(k: number): string {
+/**
+ * t_m[N, r_m] = x[N, in] · A_m^T for m < k; work item (row, j) over the modules' ranks laid end to end.
+ * `norm` (decode only): x is first RMS-normalised and scaled by a norm weight, computed by every workgroup
+ * for its row (a few hundred floats), so the rmsnorm dispatch before the group disappears; with `storeXn`
+ * the row's first workgroup also writes the normalised row to `xn`.
+ */
+export function loraDownGroupWgsl(k: number, norm: { storeXn: boolean } | null = null): string {
   const decl = [
     ...ids(k).map((m) => `@group(0) @binding(${1 + m}) var<storage, read> A${m}: array<f32>;`),
     ...ids(k).map((m) => `@group(0) @binding(${1 + k + m}) var<storage, read_write> t${m}: array<f32>;`),
@@ -30,11 +35,34 @@ export function loraDownGroupWgsl(k: number): string {
   const store = ids(k)
     .map((m) => `${m > 0 ? 'else ' : ''}${m < k - 1 ? `if (m == ${m}u) ` : ''}{ t${m}[row * rank + j] = partial[0]; }`)
     .join(' ');
+  const nb = 2 + 2 * k;
+  const normDecl = norm
+    ? `@group(0) @binding(${nb}) var<storage, read> normW: array<f32>;${norm.storeXn ? `\n@group(0) @binding(${nb + 1}) var<storage, read_write> xn: array<f32>;` : ''}`
+    : '';
+  // rstd of the row, as rmsnorm.wgsl computes it: 1 / sqrt(mean(x^2) + eps), summed in a barrier tree.
+  const normPrologue = norm
+    ? `  var ss = 0.0;
+  for (var i = lid; i < dims.inDim; i += ${LORA_DOWN_WG}u) { let v = x[row * dims.inDim + i]; ss += v * v; }
+  partial[lid] = ss;
+  workgroupBarrier();
+  for (var s = ${LORA_DOWN_WG / 2}u; s > 0u; s >>= 1u) {
+    if (lid < s) { partial[lid] += partial[lid + s]; }
+    workgroupBarrier();
+  }
+  let rstd = 1.0 / sqrt(partial[0] / f32(dims.inDim) + dims.eps);
+  workgroupBarrier();
+${norm.storeXn ? `  if (idx - row * dims.total == 0u) {
+    for (var i = lid; i < dims.inDim; i += ${LORA_DOWN_WG}u) { xn[row * dims.inDim + i] = x[row * dims.inDim + i] * rstd * normW[i]; }
+  }
+` : ''}`
+    : '';
+  const readX = norm ? (i: string) => `(x[row * dims.inDim + ${i}] * rstd * normW[${i}])` : undefined;
   return /* wgsl */ `
-struct Dims { n: u32, inDim: u32, total: u32, r0: u32, r1: u32, r2: u32 }
+struct Dims { n: u32, inDim: u32, total: u32, r0: u32, r1: u32, r2: u32${norm ? ', eps: f32' : ''} }
 @group(0) @binding(0) var<storage, read> x: array<f32>;
 ${decl}
 @group(0) @binding(${1 + 2 * k}) var<uniform> dims: Dims;
+${normDecl}
 
 var<workgroup> partial: array<f32, ${LORA_DOWN_WG}>;
 
@@ -51,7 +79,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
   var m = 0u;
   while (m < ${k - 1}u && j >= ranks[m]) { j -= ranks[m]; m++; }
   let rank = ranks[m];
-${loraDownSumWgsl((i) => `readA(m, ${i})`)}
+${normPrologue}${loraDownSumWgsl((i) => `readA(m, ${i})`, readX)}
   if (lid == 0u) { ${store} }
 }
 `;

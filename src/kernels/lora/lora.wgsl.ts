@@ -8,13 +8,14 @@ export const LORA_UP_WG = 256;
 
 /**
  * The down projection's sum for one (row, j), left in partial[0]: each thread strides over `in`, then a
- * tree reduction. `readA(i)` reads A[j * in + i] (the grouped kernel picks the module's binding). Shared
+ * tree reduction. `readA(i)` reads A[j * in + i] (the grouped kernel picks the module's binding), `readX(i)`
+ * element i of the row's input (default x itself; the norm variant scales it). Shared
  * by lora.wgsl and lora.group.wgsl so their results are the same bits.
  */
-export function loraDownSumWgsl(readA: (index: string) => string): string {
+export function loraDownSumWgsl(readA: (index: string) => string, readX: (index: string) => string = (i) => `x[row * dims.inDim + ${i}]`): string {
   return `  var acc = 0.0;
   for (var i = lid; i < dims.inDim; i += ${LORA_DOWN_WG}u) {
-    acc += x[row * dims.inDim + i] * ${readA('j * dims.inDim + i')};
+    acc += ${readX('i')} * ${readA('j * dims.inDim + i')};
   }
   partial[lid] = acc;
   workgroupBarrier();
