@@ -25,6 +25,7 @@ bundle() { npx --no-install esbuild "$1" --bundle --platform=node --format=esm -
 bundle bench/run.ts bench.mjs
 bundle bench/q4.ts q4.mjs
 bundle bench/decode-profile.ts profile.mjs
+bundle bench/train-profile.ts train-profile.mjs
 bundle src/cli/main.ts cli.mjs
 
 echo "gpu-kit: copying the webgpu package (linux-x64)" >&2
@@ -46,7 +47,7 @@ rm -rf "$lists"
 
 cat > "$KIT/run.sh" <<'EOF'
 #!/usr/bin/env bash
-# bash .gpu-kit/run.sh bench|q4|profile|cli [args...]: unpacks node and Dawn once, finds a Vulkan driver, runs.
+# bash .gpu-kit/run.sh bench|q4|profile|train-profile|cli [args...]: unpacks node and Dawn once, finds a Vulkan driver, runs.
 set -euo pipefail
 kit=$(cd "$(dirname "$0")" && pwd)
 work=${GPU_KIT_WORK:-/tmp/gpu-kit}
@@ -65,14 +66,15 @@ fi
 nv=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 if [ -z "${VK_ICD_FILENAMES:-}${VK_DRIVER_FILES:-}" ] && [ -f "$nv" ]; then export VK_DRIVER_FILES=$nv; fi
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
-what=${1:?usage: run.sh bench|q4|profile|cli [args...]}
+what=${1:?usage: run.sh bench|q4|profile|train-profile|cli [args...]}
 shift
 case "$what" in
   bench) exec "$work/node" "$work/bench.mjs" "$@" ;;
   q4) exec "$work/node" "$work/q4.mjs" "$@" ;;
   profile) exec "$work/node" "$work/profile.mjs" "$@" ;;
+  train-profile) exec "$work/node" "$work/train-profile.mjs" "$@" ;;
   cli) exec "$work/node" "$work/cli.mjs" "$@" ;;
-  *) echo "run.sh: unknown command '$what' (bench, q4, profile, cli)" >&2; exit 2 ;;
+  *) echo "run.sh: unknown command '$what' (bench, q4, profile, train-profile, cli)" >&2; exit 2 ;;
 esac
 EOF
 chmod +x "$KIT/run.sh"
