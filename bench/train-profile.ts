@@ -34,11 +34,8 @@ import { QWEN25_05B, shapedQ4Weights, shapedWeights } from './shaped-model';
 interface PassInternals {
   plan: ActivationPlan;
   s: { dnF: GPUBuffer };
-  forwardSteps: Step[];
-  backwardSteps: Step[];
-  grpoSteps: Step[];
   row0: number;
-  recordGrpo(p: GrpoLossParams): Promise<void>;
+  stepsFor: LoraBackwardPass['stepsFor'];
   chunkForward(rows: number): Promise<Step[]>;
   chunkBackward(rows: number): Promise<Step[]>;
   lossChunks(b: PackedBatch): Array<[number, number]>;
@@ -154,16 +151,16 @@ async function main(): Promise<void> {
   for (let i = 0; i < reps; i++) realUpdateMs = Math.min(realUpdateMs, await realUpdate());
 
   // The update as step lists, in LoraBackwardPass.run's order per micro-batch.
-  await pass.recordGrpo(loss);
   const segments: Segment[] = [{ phase: 'zero-grads', items: bi.tensors.map((t) => ({ kind: 'clear' as const, buffer: t.grad })), row0: null, ownPasses: false }];
   for (const b of batches) {
     const chunks = pass.lossChunks(b);
-    segments.push({ phase: 'forward-keep', items: [{ kind: 'clear', buffer: pass.plan.logprobs }, ...pass.forwardSteps], row0: null, ownPasses: false });
+    const st = await pass.stepsFor(b, loss);
+    segments.push({ phase: 'forward-keep', items: [{ kind: 'clear', buffer: pass.plan.logprobs }, ...st.forward], row0: null, ownPasses: false });
     for (const [r0, rows] of chunks) segments.push({ phase: 'logprob-chunks', items: await pass.chunkForward(rows), row0: r0, ownPasses: false });
-    segments.push({ phase: 'grpo-loss', items: pass.grpoSteps, row0: null, ownPasses: false });
+    segments.push({ phase: 'grpo-loss', items: st.grpo, row0: null, ownPasses: false });
     segments.push({ phase: 'logits+dlogits', items: [{ kind: 'clear', buffer: pass.s.dnF }], row0: null, ownPasses: false });
     for (const [r0, rows] of chunks) segments.push({ phase: 'logits+dlogits', items: await pass.chunkBackward(rows), row0: r0, ownPasses: false });
-    segments.push({ phase: 'layer-backward', items: pass.backwardSteps, row0: null, ownPasses: false });
+    segments.push({ phase: 'layer-backward', items: st.backward, row0: null, ownPasses: false });
   }
   segments.push({ phase: 'grad-norm', items: bi.normSteps.map(dispatchStep), row0: null, ownPasses: true });
   segments.push({ phase: 'adamw', items: bi.adamSteps.map(dispatchStep), row0: null, ownPasses: true });
@@ -246,7 +243,8 @@ async function main(): Promise<void> {
     // Every micro-batch's forward and backward run over all the pass's rows, padding included.
     rowsPerMicroBatch: passRows,
     realRowsPerMicroBatch: batches.map((b) => b.rows),
-    rowsComputed: passRows * batches.length,
+    // Each micro-batch is computed over its rows rounded up (LoraBackwardPass.computedRows), not the pass's.
+    rowsComputed: batches.reduce((a, b) => a + bi.pass.computedRows(b.rows), 0),
     logitsRows,
     dispatches: count('dispatch'),
     copies: count('copy'),

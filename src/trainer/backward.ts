@@ -71,6 +71,9 @@ export function trainingBytesPerRow(c: Qwen2Config, rank: number): { kept: numbe
   return { kept: 4 * keptPerLayer * c.numLayers, scratch: 4 * scratch };
 }
 
+/** Computed rows of a micro-batch are its real rows rounded up to a multiple of this. */
+const ROW_STEP = 64;
+
 /** Per-micro-batch inputs of the backward, all per row of the packed batch. */
 interface RowInputs {
   old: GPUBuffer;
@@ -83,21 +86,22 @@ interface RowInputs {
 
 /**
  * Owns a `keep` activation plan for `rows` rows and the backward's scratch, and records the forward and
- * backward once; each micro-batch of at most `rows` rows is then written into its storage buffers and
- * encoded again (padding rows attend only to themselves and carry zero loss weight).
+ * backward once per computed row count (a micro-batch's rows rounded up to a multiple of ROW_STEP); each
+ * micro-batch of at most `rows` rows is then written into its storage buffers and encoded again (padding
+ * rows attend only to themselves and carry zero loss weight).
  */
 export class LoraBackwardPass {
   private plan!: ActivationPlan;
   private inputs!: RowInputs;
   private s!: Record<'dX' | 'dnF' | 'dn' | 'dq' | 'datt' | 'dk' | 'dv' | 'dact' | 'dgate' | 'dup' | 'attStats' | 'dt' | 'dxChunk' | 'chunkTargets' | 'chunkLse' | 'chunkDlogp', GPUBuffer>;
-  private forwardSteps: Step[] = [];
-  private backwardSteps: Step[] = [];
-  private grpoSteps: Step[] = [];
+  /** Forward and backward step lists per computed row count (see computedRows). */
+  private records = new Map<number, { forward: Step[]; backward: Step[] }>();
+  /** The grpo loss step per computed row count and loss settings. */
+  private grpoRecords = new Map<string, Step[]>();
   private chunkFwd = new Map<number, Step[]>();
   private chunkBwd = new Map<number, Step[]>();
   private row0 = 0;
   private readonly owned: GPUBuffer[] = [];
-  private lossKey = '';
 
   private constructor(
     readonly ctx: GpuContext,
@@ -112,7 +116,8 @@ export class LoraBackwardPass {
     const p = new LoraBackwardPass(ctx, weights, adapter, grads, rows, logitsRows);
     try {
       await p.allocate();
-      await p.record();
+      // The full-size recording, so every pipeline is compiled before the first step.
+      await p.recordsFor(rows);
     } catch (e) {
       p.destroy();
       throw e;
@@ -169,17 +174,35 @@ export class LoraBackwardPass {
     };
   }
 
-  private async record(): Promise<void> {
+  /**
+   * Rows a micro-batch of `rows` real rows is computed over: rounded up to a multiple of ROW_STEP (at most
+   * the pass's rows). A pass sized for 768 rows then computes a 512-token turn over 512 rows, not 768, and
+   * each length class is recorded once.
+   */
+  computedRows(rows: number): number {
+    return Math.min(this.rows, Math.max(ROW_STEP, Math.ceil(rows / ROW_STEP) * ROW_STEP));
+  }
+
+  /** The forward (keeping activations) and backward step lists over n rows, recorded once per n. */
+  private async recordsFor(n: number): Promise<{ forward: Step[]; backward: Step[] }> {
+    let r = this.records.get(n);
+    if (!r) {
+      r = await this.record(n);
+      this.records.set(n, r);
+    }
+    return r;
+  }
+
+  private async record(n: number): Promise<{ forward: Step[]; backward: Step[] }> {
     const ctx = this.ctx;
     const w = this.weights;
     const c = w.config;
-    const n = this.rows;
     const H = c.hiddenSize;
     const qd = c.numHeads * c.headDim;
     const kvd = c.numKvHeads * c.headDim;
     const I = c.intermediateSize;
     const s = this.s;
-    this.forwardSteps = await recordForward(ctx, { plan: this.plan, weights: w, adapter: this.adapter, n });
+    const forward = await recordForward(ctx, { plan: this.plan, weights: w, adapter: this.adapter, n });
 
     const steps: Step[] = [];
     const add = (d: Dispatch | Dispatch[]) => {
@@ -224,20 +247,35 @@ export class LoraBackwardPass {
       await lora('v', L.xn1, s.dv, s.dn, H, kvd);
       add(await rmsnormBackward(ctx, { dy: s.dn, x: L.x, w: W.inputNorm, rstd: L.rstd1, dx: s.dX, n, hidden: H, accumulate: true }));
     }
-    this.backwardSteps = steps;
+    return { forward, backward: steps };
   }
 
-  private async recordGrpo(p: GrpoLossParams): Promise<void> {
-    const key = `${p.epsLow}/${p.epsHigh}/${p.beta}/${p.klClamp ?? 10}`;
-    if (key === this.lossKey) return;
+  private async grpoFor(n: number, p: GrpoLossParams): Promise<Step[]> {
     if ((p.klClamp ?? 10) !== 10) throw new Error(`GPU Flow-GRPO loss: the grpo kernel clamps k3 at 10; klClamp ${p.klClamp} is not supported on the GPU`);
-    const i = this.inputs;
-    this.grpoSteps = [
-      dispatchStep(
-        await grpoKernel(this.ctx, { logp: this.plan.logprobs, old: i.old, ref: i.ref, advantage: i.adv, weight: i.weight, dlogp: i.dlogp, stats: i.stats, tokens: this.rows, epsLow: p.epsLow, epsHigh: p.epsHigh, beta: p.beta }),
-      ),
-    ];
-    this.lossKey = key;
+    const key = `${n}|${p.epsLow}/${p.epsHigh}/${p.beta}`;
+    let st = this.grpoRecords.get(key);
+    if (!st) {
+      const i = this.inputs;
+      st = [
+        dispatchStep(
+          await grpoKernel(this.ctx, { logp: this.plan.logprobs, old: i.old, ref: i.ref, advantage: i.adv, weight: i.weight, dlogp: i.dlogp, stats: i.stats, tokens: n, epsLow: p.epsLow, epsHigh: p.epsHigh, beta: p.beta }),
+        ),
+      ];
+      if (this.grpoRecords.size > 16) this.grpoRecords.clear();
+      this.grpoRecords.set(key, st);
+    }
+    return st;
+  }
+
+  /**
+   * The step lists one micro-batch of b.rows rows runs, over computedRows(b.rows) rows: the forward that
+   * keeps activations, and with a loss the grpo kernel and the layer backward (the logits chunks come from
+   * chunkForward / chunkBackward). Public for bench/train-profile.ts.
+   */
+  async stepsFor(b: PackedBatch, loss: GrpoLossParams | null): Promise<{ n: number; forward: Step[]; grpo: Step[]; backward: Step[] }> {
+    const n = this.computedRows(b.rows);
+    const r = await this.recordsFor(n);
+    return { n, forward: r.forward, grpo: loss ? await this.grpoFor(n, loss) : [], backward: loss ? r.backward : [] };
   }
 
   /** Logits -> logprob and lse of rows [row0, row0 + rows) (row0 read at encode time). */
@@ -322,7 +360,7 @@ export class LoraBackwardPass {
    * LoRA gradients into the accumulators. Returns log p(target) per row (response rows only; 0 elsewhere).
    */
   async run(b: PackedBatch, loss: GrpoLossParams | null, normalizer: number): Promise<Float32Array> {
-    if (loss) await this.recordGrpo(loss);
+    const st = await this.stepsFor(b, loss);
     const chunks = this.lossChunks(b);
     const fwd = await Promise.all(chunks.map(([, rows]) => this.chunkForward(rows)));
     const bwd = loss ? await Promise.all(chunks.map(([, rows]) => this.chunkBackward(rows))) : [];
@@ -331,19 +369,19 @@ export class LoraBackwardPass {
     // Rows without logits must read as logp = 0 (with old = ref = 0 and weight 0) so that the grpo kernel
     // sees finite values everywhere.
     enc.clearBuffer(this.plan.logprobs);
-    encodeSteps(this.ctx, enc, this.forwardSteps);
+    encodeSteps(this.ctx, enc, st.forward);
     chunks.forEach(([r0], i) => {
       this.row0 = r0;
       encodeSteps(this.ctx, enc, fwd[i]);
     });
     if (loss) {
-      encodeSteps(this.ctx, enc, this.grpoSteps);
+      encodeSteps(this.ctx, enc, st.grpo);
       enc.clearBuffer(this.s.dnF);
       chunks.forEach(([r0], i) => {
         this.row0 = r0;
         encodeSteps(this.ctx, enc, bwd[i]);
       });
-      encodeSteps(this.ctx, enc, this.backwardSteps);
+      encodeSteps(this.ctx, enc, st.backward);
     }
     this.ctx.device.queue.submit([enc.finish()]);
     return new Float32Array(await readBuffer(this.ctx, this.plan.logprobs, b.rows * 4));
@@ -378,8 +416,9 @@ export class LoraBackwardPass {
       this.logitsOut?.destroy();
       this.logitsOut = await createStorageChecked(this.ctx, 'train.lastLogits', contexts.length * V * 4);
     }
+    const forward = (await this.recordsFor(this.computedRows(total))).forward;
     const enc = this.ctx.device.createCommandEncoder({ label: 'last-logits' });
-    encodeSteps(this.ctx, enc, this.forwardSteps);
+    encodeSteps(this.ctx, enc, forward);
     last.forEach((row, i) => {
       this.row0 = row;
       encodeSteps(this.ctx, enc, this.lastLogitsSteps!);

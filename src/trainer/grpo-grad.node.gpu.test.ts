@@ -24,14 +24,16 @@ const want = readSafetensorsF32(join(TINY, 'flowgrpo_grads.safetensors'));
 
 describe('GPU Flow-GRPO loss and LoRA gradients vs the PyTorch fixture', async () => {
   for (const path of await weightPaths()) {
-    for (const budget of [64, 12]) {
-      it(`${path}, micro-batches of <= ${budget} rows: loss within 1e-4, every gradient within 1e-2 relative L2`, async () => {
+    // [rows the training pass is sized for, micro-batch budget]: the last computes micro-batches of <= 64
+    // rows over 64 rows of a 200-row pass (LoraBackwardPass.computedRows), not over all 200.
+    for (const [passRows, budget] of [[64, 64], [12, 12], [200, 64]]) {
+      it(`${path}, micro-batches of <= ${budget} rows${passRows !== budget ? ` in a ${passRows}-row pass` : ''}: loss within 1e-4, every gradient within 1e-2 relative L2`, async () => {
         const ctx = await gpuFor(path);
         const ckpt = await loadCheckpoint(directorySource(TINY));
-        const rt = await Qwen2Runtime.create(ctx, ckpt.config, ckpt.tensors, { maxContext: 64, maxBatchRows: 64, logitsRows: 8 });
+        const rt = await Qwen2Runtime.create(ctx, ckpt.config, ckpt.tensors, { maxContext: 64, maxBatchRows: Math.max(64, passRows), logitsRows: 8 });
         ckpt.release();
         const adapter = await loadAdapter(directorySource(join(TINY, 'adapter')), ckpt.config);
-        const backend = await GpuPolicyBackend.create(rt, adapter, { maxRows: budget, logitsRows: 4 });
+        const backend = await GpuPolicyBackend.create(rt, adapter, { maxRows: passRows, logitsRows: 4 });
         // Reference logprobs come from the engine with the adapter off, not from the fixture.
         const samples = fromFixtureSamples(f.samples.map(({ ref_logprobs: _r, ...s }) => s));
         const r = await grpoLossAndGrads(backend, samples, { epsLow: f.eps_low, epsHigh: f.eps_high, beta: f.beta }, budget);
