@@ -168,6 +168,20 @@ describe('Qwen2 runtime vs the float64 reference on random models', async () => 
       }
     });
 
+    it(`${path}: past 64 rows a prefill is padded to a multiple of 64 rows, not to a power of two`, async () => {
+      const { config, weights } = randomQwen2(43, SHAPES[0][1]);
+      const rt = await makeRuntime(path, config, weights, { maxContext: 256, maxBatchRows: 512 });
+      try {
+        const prompt = randomTokens(new Rng(44), 130, config.vocabSize);
+        const seen: Float32Array[] = [];
+        await rt.generate(prompt, { maxNewTokens: 1, temperature: 0, onLogits: (l) => void seen.push(l.slice()) });
+        expect(rt.batchRows).toBe(192);
+        expect(maxAbsDiff(seen[0], qwen2RefForward(config, weights, prompt).logits[prompt.length - 1])).toBeLessThan(2e-3);
+      } finally {
+        rt.destroy();
+      }
+    });
+
     it(`${path}: switches between two adapters and the base model without reloading`, async () => {
       const { config, weights } = randomQwen2(11, SHAPES[0][1]);
       const a = randomAdapter(12, config, 4, 8);
