@@ -21,7 +21,7 @@ import type { Q4Weight } from '../kernels/q4/q4weight';
 import { attentionDecode, attentionDecodeSplits } from '../kernels/attention/attention.decode';
 import { ropeKvWrite } from '../kernels/rope/rope.kv';
 import type { LayerActivations } from './activations';
-import type { ForwardSpec } from './forward';
+import { sharedLoraSteps, type ForwardSpec } from './forward';
 import { dispatchStep, type Step } from './graph';
 import type { LoraModule } from './io/peft';
 import type { KvCache } from './kv-cache';
@@ -192,13 +192,6 @@ export async function recordDecodeForward(ctx: GpuContext, s: ForwardSpec): Prom
       if (p) add(await loraDown(ctx, { x, A: p.A, t: L.t[m], n, inDim, rank: p.r }));
       return up(m);
     };
-    const lora = async (ms: Array<[LoraModule, GPUBuffer, number]>, x: GPUBuffer, inDim: number) => {
-      const members = ms.flatMap(([m, y, outDim]) => {
-        const p = adapter?.layers[l]?.[m];
-        return p ? [{ x, A: p.A, B: p.B, t: L.t[m], y, n, inDim, outDim, r: p.r, scale: p.scale }] : [];
-      });
-      for (const d of await ops.loraShared(ctx, members)) add(d);
-    };
 
     // rmsnorm + c_attn (q, k, v windows in one pass); the normalised x is stored only for a q/k/v LoRA.
     const qkvLora = has('q') || has('k') || has('v');
@@ -213,7 +206,7 @@ export async function recordDecodeForward(ctx: GpuContext, s: ForwardSpec): Prom
         ],
       }),
     );
-    await lora([['q', L.q, qd], ['k', L.k, kvd], ['v', L.v, kvd]], L.xn1, H);
+    steps.push(...(await sharedLoraSteps(ctx, adapter, l, L, n, [['q', L.q, qd], ['k', L.k, kvd], ['v', L.v, kvd]], L.xn1, H)));
     const lc: LayerCtx = { ctx, s: spec, l, L, steps };
     const { K, V } = await ropeAndStore(lc);
     await attend(lc, K, V);

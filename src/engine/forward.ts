@@ -5,7 +5,7 @@
 // and the logits of chosen rows. Two attention sources: the batch's own K/V (packed scoring / training,
 // ranges = each row's sequence), or a KV cache (generation, ranges = [0, pos+1)).
 import type { GpuContext } from '../gpu/device';
-import type { ActivationPlan } from './activations';
+import type { ActivationPlan, LayerActivations } from './activations';
 import type { GpuAdapter } from './adapters';
 import type { KvCache } from './kv-cache';
 import type { Qwen2Weights } from './weights';
@@ -50,14 +50,7 @@ export async function recordForward(ctx: GpuContext, s: ForwardSpec): Promise<St
   for (let l = 0; l < c.numLayers; l++) {
     const L = plan.layers[l];
     const W = w.layers[l];
-    // The adapter's modules among `ms` (all reading x), as one shared-input LoRA: fewer dispatches per token.
-    const lora = async (ms: Array<[LoraModule, GPUBuffer, number]>, x: GPUBuffer, inDim: number) => {
-      const members = ms.flatMap(([m, y, outDim]) => {
-        const p = adapter?.layers[l]?.[m];
-        return p ? [{ x, A: p.A, B: p.B, t: L.t[m], y, n, inDim, outDim, r: p.r, scale: p.scale }] : [];
-      });
-      for (const d of await ops.loraShared(ctx, members)) steps.push(dispatchStep(d));
-    };
+    const lora = async (ms: Array<[LoraModule, GPUBuffer, number]>, x: GPUBuffer, inDim: number) => steps.push(...(await sharedLoraSteps(ctx, adapter, l, L, n, ms, x, inDim)));
     add(await ops.rmsnorm(ctx, L.x, W.inputNorm, L.xn1, L.rstd1, n, H, c.rmsNormEps));
     add(await ops.linear(ctx, { x: L.xn1, W: W.q, bias: W.qBias, y: L.q, n, inDim: H, outDim: qd }));
     add(await ops.linear(ctx, { x: L.xn1, W: W.k, bias: W.kBias, y: L.k, n, inDim: H, outDim: kvd }));
@@ -92,6 +85,21 @@ export async function recordForward(ctx: GpuContext, s: ForwardSpec): Promise<St
   }
   add(await ops.rmsnorm(ctx, plan.xOut, w.finalNorm, plan.xFinal, plan.rstdFinal, n, H, c.rmsNormEps));
   return steps;
+}
+
+/**
+ * The adapter's modules among `ms` ([module, output y, out width], all reading x) at layer l, as one
+ * shared-input LoRA (ops.loraShared): fewer dispatches per token. None when the adapter has none of them.
+ */
+export async function sharedLoraSteps(
+  ctx: GpuContext, adapter: GpuAdapter | null, l: number, L: LayerActivations, n: number,
+  ms: Array<[LoraModule, GPUBuffer, number]>, x: GPUBuffer, inDim: number,
+): Promise<Step[]> {
+  const members = ms.flatMap(([m, y, outDim]) => {
+    const p = adapter?.layers[l]?.[m];
+    return p ? [{ x, A: p.A, B: p.B, t: L.t[m], y, n, inDim, outDim, r: p.r, scale: p.scale }] : [];
+  });
+  return (await ops.loraShared(ctx, members)).map(dispatchStep);
 }
 
 /**

@@ -1,9 +1,8 @@
 import type { GpuContext } from '../../gpu/device';
 import { getPipeline, grid1d, type Dispatch } from '../../gpu/pipelines';
-import { checkDims, paramsUniform } from '../common/params';
+import { checkDims } from '../common/params';
 import type { AttentionArgs } from './attention';
-import { ATTN_MAX_SPLITS } from './attention.split';
-import { attentionSplitCombineWgsl } from './attention.split.wgsl';
+import { ATTN_MAX_SPLITS, partialsBytesForSplits, splitCombineDispatch, splitDimsUniform } from './attention.split';
 import { ATTN_DECODE_WG, attentionDecodeWgsl, attentionDecodeWorkgroupBytes } from './attention.decode.wgsl';
 
 /** Query rows a decode call serves (decode steps batch at most this many rows). */
@@ -24,10 +23,8 @@ export function attentionDecodeSplits(maxLen: number): number {
   return Math.min(ATTN_MAX_SPLITS, Math.ceil(maxLen / ATTN_DECODE_SPLIT_KEYS));
 }
 
-/** Bytes of `partials` a split call needs; the layout of attention.split's partials ([n*nH*splits, hd+2] f32). */
-export function attentionDecodePartialsBytes(n: number, nHeads: number, headDim: number, splits: number): number {
-  return n * nHeads * splits * (headDim + 2) * 4;
-}
+/** Bytes of `partials` a split call needs: attention.split's partials layout. */
+export const attentionDecodePartialsBytes = partialsBytesForSplits;
 
 export interface AttentionDecodeArgs extends AttentionArgs {
   /** Workgroups per (row, KV head), see attentionDecodeSplits (default 1: one dispatch). */
@@ -80,23 +77,14 @@ export async function attentionDecode(ctx: GpuContext, a: AttentionDecodeArgs): 
   const name = `attention_decode_g${group}_hd${a.headDim}${split ? '_split' : ''}${subgroups ? '_sg' : ''}`;
   const pipeline = await getPipeline(ctx, name, attentionDecodeWgsl({ group, headDim: a.headDim, subgroups, split }));
   // The combine kernel reads the same fields (it slices each range the same way from splits and minKeys).
-  const dims = paramsUniform(ctx, 'attentionDecode.dims', [
-    ['u32', a.n],
-    ['u32', a.nHeads],
-    ['u32', a.nKvHeads],
-    ['u32', a.headDim],
-    ['f32', 1 / Math.sqrt(a.headDim)],
-    ['u32', splits],
-    ['u32', keysPerSplit],
-  ]);
+  const dims = splitDimsUniform(ctx, 'attentionDecode.dims', a, splits, keysPerSplit);
   const groups = a.n * a.nKvHeads * splits;
   if (!split) {
     return [{ pipeline, buffers: [a.q, a.k, a.v, a.ranges, a.out, a.lse, dims], workgroups: grid1d(ctx, groups), label: name }];
   }
-  const combine = await getPipeline(ctx, 'attention_split_combine', attentionSplitCombineWgsl());
   const partials = a.partials as GPUBuffer;
   return [
     { pipeline, buffers: [a.q, a.k, a.v, a.ranges, partials, dims], workgroups: grid1d(ctx, groups), label: name },
-    { pipeline: combine, buffers: [a.ranges, partials, a.out, a.lse, dims], workgroups: grid1d(ctx, a.n * a.nHeads), label: 'attention_split_combine' },
+    await splitCombineDispatch(ctx, a, partials, dims),
   ];
 }

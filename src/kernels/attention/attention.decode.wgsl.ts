@@ -20,6 +20,7 @@
 // then finishes them. The single variant writes out and lse directly (one dispatch).
 
 import { ATTN_NEG } from './attention.wgsl';
+import { SUBGROUP_COUNTER_WGSL, SUBGROUP_INDEX_WGSL } from '../common/subgroups.wgsl';
 
 /** Threads per workgroup and keys per block. */
 export const ATTN_DECODE_WG = 256;
@@ -130,13 +131,7 @@ export function attentionDecodeWgsl(v: AttentionDecodeVariant): string {
   let end = range.y;`;
 
   const sgSetup = v.subgroups
-    ? `  // A dense subgroup index from a counter: WGSL does not say which invocations share a subgroup.
-  let sid = subgroupExclusiveAdd(1u);
-  var mine = 0u;
-  if (sid == 0u) { mine = atomicAdd(&sgCount, 1u); }
-  let sgIndex = subgroupBroadcastFirst(mine);
-  workgroupBarrier();
-  let sgTotal = atomicLoad(&sgCount);`
+    ? `  ${SUBGROUP_INDEX_WGSL}`
     : '  workgroupBarrier();';
 
   return /* wgsl */ `${v.subgroups ? 'enable subgroups;\ndiagnostic(off, subgroup_uniformity);\n' : ''}
@@ -151,7 +146,7 @@ var<workgroup> qs: array<vec4<f32>, ${G * D4}>;
 var<workgroup> ps: array<f32, ${G * T}>;
 var<workgroup> wmax: array<f32, ${G * SLOTS}>;
 var<workgroup> red: array<vec4<f32>, ${T}>;
-${v.subgroups ? 'var<workgroup> sgCount: atomic<u32>;' : ''}
+${v.subgroups ? SUBGROUP_COUNTER_WGSL : ''}
 
 @compute @workgroup_size(${T})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,

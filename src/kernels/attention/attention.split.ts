@@ -28,9 +28,36 @@ export function attentionSplits(maxKeys: number, keysPerSplit = ATTN_SPLIT_KEYS)
   return Math.min(ATTN_MAX_SPLITS, Math.max(1, Math.ceil(maxKeys / keysPerSplit)));
 }
 
-/** Bytes of the `partials` scratch attentionSplit needs: [n*nH*splits, hd + 2] f32. */
+/** Bytes of `splits` partial softmaxes per (row, head): the partials layout, [n*nH*splits, hd + 2] f32. */
+export function partialsBytesForSplits(n: number, nHeads: number, headDim: number, splits: number): number {
+  return n * nHeads * splits * (headDim + 2) * 4;
+}
+
+/** Bytes of the `partials` scratch attentionSplit needs for ranges up to maxKeys long. */
 export function attentionPartialsBytes(n: number, nHeads: number, headDim: number, maxKeys: number, keysPerSplit = ATTN_SPLIT_KEYS): number {
-  return n * nHeads * attentionSplits(maxKeys, keysPerSplit) * (headDim + 2) * 4;
+  return partialsBytesForSplits(n, nHeads, headDim, attentionSplits(maxKeys, keysPerSplit));
+}
+
+/**
+ * The uniform of the split kernels. Its layout is the combine kernel's Dims, so every kernel that writes
+ * partials for attention_split_combine (attentionSplit's, attentionDecode's) builds it here.
+ */
+export function splitDimsUniform(ctx: GpuContext, label: string, a: Pick<AttentionArgs, 'n' | 'nHeads' | 'nKvHeads' | 'headDim'>, splits: number, keysPerSplit: number): GPUBuffer {
+  return paramsUniform(ctx, label, [
+    ['u32', a.n],
+    ['u32', a.nHeads],
+    ['u32', a.nKvHeads],
+    ['u32', a.headDim],
+    ['f32', 1 / Math.sqrt(a.headDim)],
+    ['u32', splits],
+    ['u32', keysPerSplit],
+  ]);
+}
+
+/** The dispatch merging each (row, head)'s partial softmaxes into out and lse. */
+export async function splitCombineDispatch(ctx: GpuContext, a: Pick<AttentionArgs, 'n' | 'nHeads' | 'ranges' | 'out' | 'lse'>, partials: GPUBuffer, dims: GPUBuffer): Promise<Dispatch> {
+  const pipeline = await getPipeline(ctx, 'attention_split_combine', attentionSplitCombineWgsl());
+  return { pipeline, buffers: [a.ranges, partials, a.out, a.lse, dims], workgroups: grid1d(ctx, a.n * a.nHeads), label: 'attention_split_combine' };
 }
 
 export interface AttentionSplitArgs extends AttentionArgs {
@@ -56,22 +83,10 @@ export async function attentionSplit(ctx: GpuContext, a: AttentionSplitArgs): Pr
   const need = attentionPartialsBytes(a.n, a.nHeads, a.headDim, a.maxKeys, keysPerSplit);
   if (a.partials.size < need) throw new Error(`attentionSplit: 'partials' ('${a.partials.label}') holds ${a.partials.size} bytes, needs ${need}`);
   const splits = attentionSplits(a.maxKeys, keysPerSplit);
-  const [partial, combine] = await Promise.all([
-    getPipeline(ctx, 'attention_split_partials', attentionSplitPartialsWgsl()),
-    getPipeline(ctx, 'attention_split_combine', attentionSplitCombineWgsl()),
-  ]);
-  const dims = paramsUniform(ctx, 'attentionSplit.dims', [
-    ['u32', a.n],
-    ['u32', a.nHeads],
-    ['u32', a.nKvHeads],
-    ['u32', a.headDim],
-    ['f32', 1 / Math.sqrt(a.headDim)],
-    ['u32', splits],
-    ['u32', keysPerSplit],
-  ]);
-  const pairs = a.n * a.nHeads;
+  const partial = await getPipeline(ctx, 'attention_split_partials', attentionSplitPartialsWgsl());
+  const dims = splitDimsUniform(ctx, 'attentionSplit.dims', a, splits, keysPerSplit);
   return [
-    { pipeline: partial, buffers: [a.q, a.k, a.v, a.ranges, a.partials, dims], workgroups: grid1d(ctx, pairs * splits), label: 'attention_split_partials' },
-    { pipeline: combine, buffers: [a.ranges, a.partials, a.out, a.lse, dims], workgroups: grid1d(ctx, pairs), label: 'attention_split_combine' },
+    { pipeline: partial, buffers: [a.q, a.k, a.v, a.ranges, a.partials, dims], workgroups: grid1d(ctx, a.n * a.nHeads * splits), label: 'attention_split_partials' },
+    await splitCombineDispatch(ctx, a, a.partials, dims),
   ];
 }

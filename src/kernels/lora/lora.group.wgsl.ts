@@ -6,7 +6,7 @@
 //
 // The sums are lora.wgsl.ts's own snippets (loraDownSumWgsl, loraUpSumWgsl), so a group gives
 // bit-identical results to the modules run one by one.
-import { LORA_DOWN_WG, LORA_UP_WG, loraDownSumWgsl, loraUpSumWgsl } from './lora.wgsl';
+import { LORA_DOWN_WG, LORA_UP_WG, loraDownSumWgsl, loraUpSumWgsl, strideSumWgsl } from './lora.wgsl';
 
 /** Most modules in one down group: x + 3 A + 3 t = 7 storage bindings, within WebGPU's default 8. */
 export const LORA_GROUP_MAX_DOWN = 3;
@@ -41,14 +41,7 @@ export function loraDownGroupWgsl(k: number, norm: { storeXn: boolean } | null =
     : '';
   // rstd of the row, as rmsnorm.wgsl computes it: 1 / sqrt(mean(x^2) + eps), summed in a barrier tree.
   const normPrologue = norm
-    ? `  var ss = 0.0;
-  for (var i = lid; i < dims.inDim; i += ${LORA_DOWN_WG}u) { let v = x[row * dims.inDim + i]; ss += v * v; }
-  partial[lid] = ss;
-  workgroupBarrier();
-  for (var s = ${LORA_DOWN_WG / 2}u; s > 0u; s >>= 1u) {
-    if (lid < s) { partial[lid] += partial[lid + s]; }
-    workgroupBarrier();
-  }
+    ? `${strideSumWgsl((i) => `x[row * dims.inDim + ${i}] * x[row * dims.inDim + ${i}]`, 'ss')}
   let rstd = 1.0 / sqrt(partial[0] / f32(dims.inDim) + dims.eps);
   workgroupBarrier();
 ${norm.storeXn ? `  if (idx - row * dims.total == 0u) {

@@ -7,22 +7,29 @@ export const LORA_DOWN_WG = 64;
 export const LORA_UP_WG = 256;
 
 /**
- * The down projection's sum for one (row, j), left in partial[0]: each thread strides over `in`, then a
- * tree reduction. `readA(i)` reads A[j * in + i] (the grouped kernel picks the module's binding), `readX(i)`
- * element i of the row's input (default x itself; the norm variant scales it). Shared
- * by lora.wgsl and lora.group.wgsl so their results are the same bits.
+ * A workgroup's sum of term(i) over i < dims.inDim, left in partial[0]: each thread strides over the range
+ * into `acc`, then a tree reduction in `partial`. Ends with a barrier, so partial[0] is visible to all.
  */
-export function loraDownSumWgsl(readA: (index: string) => string, readX: (index: string) => string = (i) => `x[row * dims.inDim + ${i}]`): string {
-  return `  var acc = 0.0;
+export function strideSumWgsl(term: (index: string) => string, acc = 'acc'): string {
+  return `  var ${acc} = 0.0;
   for (var i = lid; i < dims.inDim; i += ${LORA_DOWN_WG}u) {
-    acc += ${readX('i')} * ${readA('j * dims.inDim + i')};
+    ${acc} += ${term('i')};
   }
-  partial[lid] = acc;
+  partial[lid] = ${acc};
   workgroupBarrier();
   for (var s = ${LORA_DOWN_WG / 2}u; s > 0u; s >>= 1u) {
     if (lid < s) { partial[lid] += partial[lid + s]; }
     workgroupBarrier();
   }`;
+}
+
+/**
+ * The down projection's sum for one (row, j), left in partial[0]. `readA(i)` reads A[j * in + i] (the
+ * grouped kernel picks the module's binding), `readX(i)` element i of the row's input (default x itself;
+ * the norm variant scales it). Shared by lora.wgsl and lora.group.wgsl so their results are the same bits.
+ */
+export function loraDownSumWgsl(readA: (index: string) => string, readX: (index: string) => string = (i) => `x[row * dims.inDim + ${i}]`): string {
+  return strideSumWgsl((i) => `${readX(i)} * ${readA(`j * dims.inDim + ${i}`)}`);
 }
 
 /** The up projection for one output (`row`, `o` in scope): y[at] += scale * sum_j t[row, j] B[o, j]. */

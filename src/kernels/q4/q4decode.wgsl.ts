@@ -19,6 +19,7 @@
 // offsets in the uniform, so a caller can pack them into one buffer to stay within 8 storage bindings.
 
 import { q4Enables, q4ScaleDecl, Q4_UNPACK_WGSL, type Q4Path } from './q4.wgsl';
+import { SUBGROUP_COUNTER_WGSL, SUBGROUP_INDEX_WGSL } from '../common/subgroups.wgsl';
 
 export const Q4D_WG = 64;
 export const Q4D_MAX_SEGMENTS = 3;
@@ -229,7 +230,7 @@ ${cache ? `var<workgroup> xs: array<vec4<f32>, ${nr * v.xCache}>;` : ''}`;
     // the branches around subgroupAdd depend only on subgroup-uniform values.
     return /* wgsl */ `${q4Enables(p, true)}diagnostic(off, subgroup_uniformity);
 ${common}
-var<workgroup> sgCount: atomic<u32>;
+${SUBGROUP_COUNTER_WGSL}
 
 @compute @workgroup_size(${Q4D_WG})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -238,13 +239,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
   let in4 = dims.inDim / 4u;
   let G = dims.inDim / 32u;
   ${prologue}
-  let sid = subgroupExclusiveAdd(1u);
-  let sgSize = subgroupAdd(1u);
-  var mine = 0u;
-  if (sid == 0u) { mine = atomicAdd(&sgCount, 1u); }
-  let sgIndex = subgroupBroadcastFirst(mine);
-  workgroupBarrier();
-  let sgTotal = atomicLoad(&sgCount);
+  ${SUBGROUP_INDEX_WGSL}
   for (var pr = sgIndex; pr < ${pairs}u; pr += sgTotal) {
     let i = ${iExpr};
     if (i >= dims.outRows) { break; }

@@ -14,6 +14,7 @@
 //   (64 rows), the WebGPU default limit.
 
 import { registerTileWgsl, TILE_COLS, type TileRows } from '../common/tile.wgsl';
+import { SUBGROUP_COUNTER_WGSL, SUBGROUP_INDEX_WGSL } from '../common/subgroups.wgsl';
 import { q4Enables, q4ScaleDecl, Q4_UNPACK_WGSL, type Q4Path } from './q4.wgsl';
 
 export interface Q4MatmulVariant {
@@ -78,19 +79,11 @@ export function q4RowsWgsl(p: Q4Path, v: Q4MatmulVariant, nr: number, subgroups:
     const accB = range(nr).map((r) => `var bcc${r} = 0.0;`).join(' ');
     return /* wgsl */ `${q4Enables(p, true)}diagnostic(off, subgroup_uniformity);
 ${header(p, v, 'vec4<u32>', 'vec4<f32>')}
-var<workgroup> sgCount: atomic<u32>;
+${SUBGROUP_COUNTER_WGSL}
 
 @compute @workgroup_size(${Q4_ROWS_WG})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-  // Lane rank and count among the invocations that exist: a subgroup can be larger than the workgroup
-  // (subgroup_size 64 or 128 with 64 invocations), and striding by subgroup_size would then skip groups.
-  let sid = subgroupExclusiveAdd(1u);
-  let sgSize = subgroupAdd(1u);
-  var mine = 0u;
-  if (sid == 0u) { mine = atomicAdd(&sgCount, 1u); }
-  let sgIndex = subgroupBroadcastFirst(mine);
-  workgroupBarrier();
-  let sgTotal = atomicLoad(&sgCount);
+  ${SUBGROUP_INDEX_WGSL}
   let row0 = (wg.x + wg.y * nwg.x) * ${rows}u;
   let G = dims.inDim / 32u;
   for (var r = 2u * sgIndex; r < ${rows}u; r += 2u * sgTotal) {
