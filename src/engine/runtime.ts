@@ -83,9 +83,6 @@ export interface GpuMemoryReport {
 
 const BASE = { id: '(base)' };
 
-/** How long a failed read-back waits for the device's `lost` to say whether a loss caused it. */
-const LOSS_GRACE_MS = 1000;
-
 /** Decode steps submitted ahead of the last token read back (GPU-drawn tokens only). */
 const DECODE_AHEAD = 3;
 /** Decoding goes in-step once half of this many latest tokens had to be redrawn on the CPU. */
@@ -353,19 +350,13 @@ export class Qwen2Runtime {
 
   /**
    * `p`, or a GpuDeviceLostError if the device is lost first (a read-back would otherwise never settle). A
-   * read-back the loss aborts (Chromium rejects its mapAsync before `lost` resolves) is reported as the loss.
+   * read-back the loss aborts already rejects with a GpuDeviceLostError (readBuffer).
    */
   private unlessLost<T>(p: Promise<T>, doing: string): Promise<T> {
-    const lostError = (info: GPUDeviceLostInfo) =>
-      new GpuDeviceLostError(info.reason ?? 'unknown', `The GPU device was lost while ${doing} (${info.message || info.reason}). Reload the model to continue.`);
     const lost = this.ctx.lost.then((info): T => {
-      throw lostError(info);
+      throw new GpuDeviceLostError(info.reason ?? 'unknown', `The GPU device was lost while ${doing} (${info.message || info.reason}). Reload the model to continue.`);
     });
-    const settled = p.catch(async (e: unknown): Promise<T> => {
-      const info = await Promise.race([this.ctx.lost, new Promise<null>((r) => setTimeout(() => r(null), LOSS_GRACE_MS))]);
-      throw info ? lostError(info) : e;
-    });
-    return Promise.race([settled, lost]);
+    return Promise.race([p, lost]);
   }
 
   /** The sampler over a plan's first logits row (made once per plan). */

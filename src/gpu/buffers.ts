@@ -71,7 +71,10 @@ export function createUniform(ctx: GpuContext, label: string, data: ArrayBufferV
   return buf;
 }
 
-/** Copies `byteLength` bytes of `src` to the CPU. */
+/** How long a failed map waits for the device's `lost` to say whether a loss caused it. */
+const LOSS_GRACE_MS = 1000;
+
+/** Copies `byteLength` bytes of `src` to the CPU; a device loss rejects with a GpuDeviceLostError. */
 export async function readBuffer(ctx: GpuContext, src: GPUBuffer, byteLength = src.size, srcOffset = 0): Promise<ArrayBuffer> {
   const size = alignTo(byteLength, 4);
   const staging = ctx.device.createBuffer({ label: `readback:${src.label}`, size, usage: MAP_READ | COPY_DST });
@@ -82,7 +85,7 @@ export async function readBuffer(ctx: GpuContext, src: GPUBuffer, byteLength = s
     await staging.mapAsync(0x0001 /* GPUMapMode.READ */);
   } catch (e) {
     // A loss aborts pending maps (Chromium rejects them before `lost` resolves): name the loss, not the abort.
-    const info = await Promise.race([ctx.lost, new Promise<null>((r) => setTimeout(() => r(null), 1000))]);
+    const info = await Promise.race([ctx.lost, new Promise<null>((r) => setTimeout(() => r(null), LOSS_GRACE_MS))]);
     staging.destroy();
     if (info) throw new GpuDeviceLostError(info.reason ?? 'unknown', `The GPU device was lost while reading '${src.label}' back (${info.message || info.reason}). Reload the model to continue.`);
     throw e;

@@ -108,7 +108,7 @@ export class GpuSampler {
   private readonly statsT: GPUBuffer;
   /** [u f32 bits, log index] of the next GPU draw, written by setDraw(). */
   private readonly step: GPUBuffer;
-  private readonly drawPlans = new Map<string, Dispatch[]>();
+  private readonly drawPlans = new Map<string, { target: DrawTarget; dispatches: Dispatch[] }>();
   private readonly maxK: number;
 
   private constructor(
@@ -237,7 +237,6 @@ export class GpuSampler {
    * which draws exactly one uniform per token at temperature > 0 (the GPU draw consumes the same stream).
    */
   async sample(o: SamplingOptions, rng?: Rng): Promise<SampleResult> {
-    checkSamplingOptions(o);
     if ((o.temperature ?? 0) > 0 && !rng) throw new Error('GpuSampler.sample: a seeded Rng is required for temperature > 0');
     return this.sampleWithU(o, (o.temperature ?? 0) > 0 ? rng!.next() : 0);
   }
@@ -273,9 +272,10 @@ export class GpuSampler {
     const greedy = T === 0;
     const topK = !o.topK || o.topK >= this.vocab ? 0 : o.topK;
     const k = Math.min(greedy ? 1 : topK || this.maxK, this.vocab);
-    const key = `${k}|${T}|${topK}|${o.topP ?? 1}|${out.ids.label}|${out.log.label}`;
+    const key = `${k}|${T}|${topK}|${o.topP ?? 1}`;
     const hit = this.drawPlans.get(key);
-    if (hit && hit[hit.length - 1].buffers[5] === out.ids && hit[hit.length - 1].buffers[6] === out.log) return hit;
+    // A plan writes to the target it was built for; another target replaces it.
+    if (hit && hit.target.ids === out.ids && hit.target.log === out.log) return hit.dispatches;
     const p = await this.plan(k);
     const Tg = greedy ? 1 : T;
     const lse = await this.lsePlan(Tg);
@@ -289,10 +289,10 @@ export class GpuSampler {
       workgroups: [1],
       label: 'sampler_draw',
     };
-    const ds = [...lse, ...p.dispatches, draw];
+    const dispatches = [...lse, ...p.dispatches, draw];
     if (this.drawPlans.size > 8) this.drawPlans.clear();
-    this.drawPlans.set(key, ds);
-    return ds;
+    this.drawPlans.set(key, { target: out, dispatches });
+    return dispatches;
   }
 
   /** Sets the uniform and the log entry of the next draw (a queue write: ordered before the next submission). */
