@@ -125,13 +125,16 @@ export interface LayerCtx {
   steps: Step[];
 }
 
-/** RoPE on q (in place) and k, with rope(k) and v written to cache row pos[r]: one dispatch, no copies. */
+/**
+ * RoPE on q (in place) and k, with rope(k) and v written to cache row pos[r] (a batch of sequences: the
+ * row in cache.rows.buffer): one dispatch, no copies.
+ */
 export async function ropeAndStore(lc: LayerCtx): Promise<{ K: GPUBuffer; V: GPUBuffer }> {
   const { ctx, s, l, L, steps } = lc;
   const c = s.weights.config;
   const { kv } = s.cache;
   steps.push(dispatchStep(await ropeKvWrite(ctx, {
-    q: L.q, k: L.k, v: L.v, pos: s.plan.pos, kCache: kv.k[l], vCache: kv.v[l], n: s.n,
+    q: L.q, k: L.k, v: L.v, pos: s.plan.pos, cacheRows: s.cache.rows?.buffer, kCache: kv.k[l], vCache: kv.v[l], n: s.n,
     nHeads: c.numHeads, nKvHeads: c.numKvHeads, headDim: c.headDim, theta: c.ropeTheta, maxCtx: kv.maxCtx,
   })));
   return { K: kv.k[l], V: kv.v[l] };

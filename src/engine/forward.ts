@@ -24,7 +24,17 @@ export interface ForwardSpec {
    * Generation: K/V go to this cache at row `cacheRow()` and attention reads the cache. `maxKeys`: the
    * longest key range these steps will see (default the whole cache), for decode attention's split choice.
    */
-  cache?: { kv: KvCache; cacheRow: () => number; maxKeys?: number };
+  cache?: {
+    kv: KvCache;
+    cacheRow: () => number;
+    maxKeys?: number;
+    /**
+     * Batched decode: each row is a different sequence with its own region of the cache, so row r's K/V go
+     * to cache row at(r) (read when the steps are encoded, by the general forward's copies) or buffer[r]
+     * (read on the GPU, by the fused decode's KV write), not to cacheRow() + r.
+     */
+    rows?: { buffer: GPUBuffer; at: (r: number) => number };
+  };
 }
 
 export async function recordForward(ctx: GpuContext, s: ForwardSpec): Promise<Step[]> {
@@ -60,10 +70,18 @@ export async function recordForward(ctx: GpuContext, s: ForwardSpec): Promise<St
     let K = L.k;
     let V = L.v;
     if (s.cache) {
-      const { kv, cacheRow } = s.cache;
-      const off = () => cacheRow() * kv.rowBytes;
-      steps.push(copyStep(L.k, kv.k[l], n * kv.rowBytes, off));
-      steps.push(copyStep(L.v, kv.v[l], n * kv.rowBytes, off));
+      const { kv, cacheRow, rows } = s.cache;
+      if (rows) {
+        for (let r = 0; r < n; r++) {
+          const off = () => rows.at(r) * kv.rowBytes;
+          steps.push(copyStep(L.k, kv.k[l], kv.rowBytes, off, r * kv.rowBytes));
+          steps.push(copyStep(L.v, kv.v[l], kv.rowBytes, off, r * kv.rowBytes));
+        }
+      } else {
+        const off = () => cacheRow() * kv.rowBytes;
+        steps.push(copyStep(L.k, kv.k[l], n * kv.rowBytes, off));
+        steps.push(copyStep(L.v, kv.v[l], n * kv.rowBytes, off));
+      }
       K = kv.k[l];
       V = kv.v[l];
     }

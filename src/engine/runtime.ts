@@ -11,6 +11,7 @@ import { AdapterSet, type GpuAdapter } from './adapters';
 import { recordForward, recordLogits, recordTargetLogprobs } from './forward';
 import { canFuseDecode, decodeParamsBytes, prepareDecodeParams, recordDecodeForward, releaseDecodeParams } from './decode-forward';
 import { ATTN_DECODE_SINGLE_MAX_KEYS } from '../kernels/attention/attention.decode';
+import { Q4_SMALL_N } from '../kernels/q4/q4matmul.wgsl';
 import { dispatchStep, encodeSteps, type Step } from './graph';
 import { packSequences, unpackLogprobs, writeBatch, type PackedBatch } from './batch';
 import type { Qwen2Config } from './io/config';
@@ -35,6 +36,13 @@ export interface RuntimeOptions {
    * uploaded instead (4x the memory; for comparisons).
    */
   dequantize?: boolean;
+  /**
+   * KV-cache rows generateBatch may use for the sequences it decodes together (each needs prompt +
+   * maxNewTokens rows). Default maxContext: the cache generate() uses anyway, so batching costs no memory
+   * but fits fewer long sequences at once. Raising it grows the cache when a batch needs it, at
+   * 2 x layers x kvHeads x headDim x 4 bytes per row (24 KiB a row for Qwen2.5-0.5B).
+   */
+  batchContext?: number;
 }
 
 export interface GenerateTokensOptions extends SamplingOptions {
@@ -74,6 +82,12 @@ export interface TokenGeneration {
   redrawnTokens: number;
 }
 
+/** One sequence of a generateBatch call. */
+export interface GenerateRequest {
+  prompt: number[];
+  options?: GenerateTokensOptions;
+}
+
 export interface GpuMemoryReport {
   weights: number;
   adapters: number;
@@ -82,6 +96,12 @@ export interface GpuMemoryReport {
 }
 
 const BASE = { id: '(base)' };
+
+/**
+ * Sequences generateBatch decodes in one step: the decode kernels (4-bit rows kernel, fused decode linears,
+ * decode attention) take up to this many rows, reading each weight once for all of them.
+ */
+export const MAX_DECODE_ROWS = Q4_SMALL_N;
 
 /** Decode steps submitted ahead of the last token read back (GPU-drawn tokens only). */
 const DECODE_AHEAD = 3;
@@ -118,6 +138,25 @@ function bucket(n: number, max: number): number {
 
 const BUCKET_STEP = 64;
 
+/** A generate request after checkGenerate: its options, token budget, stop ids and cache rows needed. */
+interface CheckedRequest {
+  prompt: number[];
+  o: GenerateTokensOptions;
+  maxNew: number;
+  /** prompt + maxNew: the cache rows it may fill. */
+  rows: number;
+  stop: Set<number>;
+}
+
+function emptyGeneration(finishReason: 'abort' | 'length'): TokenGeneration {
+  return { tokens: [], logprobs: [], finishReason, prefillMs: 0, decodeMs: 0, reusedPrefixTokens: 0, redrawnTokens: 0 };
+}
+
+function generationOf(l: DecodeLoop, reused: number): TokenGeneration {
+  const { tokens, logprobs, prefillMs, t1, finishReason, redrawn } = l;
+  return { tokens, logprobs, finishReason, prefillMs, decodeMs: tokens.length > 1 ? now() - t1 : 0, reusedPrefixTokens: reused, redrawnTokens: redrawn };
+}
+
 const now = () => (typeof performance !== 'undefined' ? performance.now() : Date.now());
 
 export class Qwen2Runtime {
@@ -131,6 +170,14 @@ export class Qwen2Runtime {
    */
   private kvHolds: { tokens: number[]; adapter: GpuAdapter | null; version: number } | null = null;
   private samplers = new Map<ActivationPlan, GpuSampler>();
+  /**
+   * generateBatch's per-sequence logits rows: each step copies row j of the decode plan's logits to its
+   * sequence's slot, whose own sampler draws from it (a sampler reads the first row of its buffer).
+   */
+  private slots: Array<{ logits: GPUBuffer; sampler: GpuSampler }> = [];
+  /** generateBatch's cache row per decode row: on the GPU for the fused KV write, on the host for the copies. */
+  private batchRowsBuffer: GPUBuffer | null = null;
+  private batchCacheRows: number[] = [];
   /** Where GPU draws log each generated token (DRAW_LOG_WORDS u32 per token), one entry per possible position. */
   private drawLog: GPUBuffer | null = null;
   /** Whether decode runs the fused 4-bit kernels (decided once: the weights never change). */
@@ -143,6 +190,14 @@ export class Qwen2Runtime {
   readonly maxContext: number;
   readonly maxBatchRows: number;
   readonly logitsRows: number;
+  readonly batchContext: number;
+  /** Sequences generateBatch decodes in one step. */
+  readonly maxDecodeRows = MAX_DECODE_ROWS;
+  /**
+   * Decode forwards run since creation and the rows they computed (one per sequence in the step): rows /
+   * steps is how many sequences a decode step served on average (benchmarks, tests).
+   */
+  readonly decodeCounters = { steps: 0, rows: 0 };
 
   private constructor(readonly ctx: GpuContext, readonly config: Qwen2Config, readonly weights: Qwen2Weights, o: RuntimeOptions) {
     this.adapters = new AdapterSet(ctx, config);
@@ -150,6 +205,10 @@ export class Qwen2Runtime {
     this.maxContext = o.maxContext ?? Math.min(config.maxPositionEmbeddings, 4096);
     this.maxBatchRows = o.maxBatchRows ?? 512;
     this.logitsRows = o.logitsRows ?? 32;
+    this.batchContext = o.batchContext ?? this.maxContext;
+    if (!Number.isInteger(this.batchContext) || this.batchContext < this.maxContext) {
+      throw new Error(`runtime: batchContext must be an integer >= maxContext (${this.maxContext}), got ${o.batchContext}`);
+    }
   }
 
   static async create(ctx: GpuContext, config: Qwen2Config, tensors: WeightSource | Q4WeightSource, o: RuntimeOptions = {}): Promise<Qwen2Runtime> {
@@ -181,7 +240,9 @@ export class Qwen2Runtime {
       // With the fused decode's packed per-layer norm + bias copies (a few KiB a layer).
       weights: this.weights.bytes + decodeParamsBytes(this.weights),
       adapters: this.adapters.bytes(),
-      activations: (this.batchPlan?.bytes ?? 0) + (this.decodePlan?.bytes ?? 0) + (this.drawLog?.size ?? 0),
+      activations:
+        (this.batchPlan?.bytes ?? 0) + (this.decodePlan?.bytes ?? 0) + (this.drawLog?.size ?? 0) +
+        this.slots.reduce((a, s) => a + s.logits.size, 0) + (this.batchRowsBuffer?.size ?? 0),
       kvCache: this.kv?.bytes ?? 0,
     };
   }
@@ -254,8 +315,53 @@ export class Qwen2Runtime {
     return this.serial(() => this.generateLocked(prompt, o));
   }
 
+  /**
+   * Generates for several prompts at once: one TokenGeneration per request, in order. Up to maxDecodeRows
+   * sequences are decoded in lockstep, each step one forward of their rows (the weights are read once for
+   * all of them), each sequence in its own region of the KV cache; more requests, or more than
+   * batchContext cache rows at once, run as several batches. Each request's tokens and logprobs are
+   * generate()'s for the same prompt and options with reusePrefix false (the kernels compute each row as
+   * they compute a lone one). Tokens are sampled on the CPU from the GPU's candidates, one round trip per
+   * step for all the rows. A request that fails validation rejects the call, naming its index.
+   */
+  generateBatch(requests: GenerateRequest[]): Promise<TokenGeneration[]> {
+    if (!Array.isArray(requests)) return Promise.reject(new Error('generateBatch: requests must be an array of { prompt, options }'));
+    if (requests.length === 1) return this.generate(requests[0]?.prompt, requests[0]?.options).then((g) => [g]);
+    return this.serial(async () => {
+      const checked = requests.map((r, i) => {
+        if (!r || !Array.isArray(r.prompt)) throw new Error(`generateBatch: request ${i} has no prompt array`);
+        return this.checkGenerate(r.prompt, r.options ?? {}, `generateBatch: request ${i}`);
+      });
+      const out: TokenGeneration[] = [];
+      const live: number[] = [];
+      checked.forEach((c, i) => {
+        if (c.o.signal?.aborted || c.maxNew === 0) out[i] = emptyGeneration(c.o.signal?.aborted ? 'abort' : 'length');
+        else live.push(i);
+      });
+      // Requests in order, as many at a time as fit the decode rows and the cache.
+      for (let k = 0; k < live.length; ) {
+        const group = [live[k++]];
+        let rows = checked[group[0]].rows;
+        while (k < live.length && group.length < MAX_DECODE_ROWS && rows + checked[live[k]].rows <= this.batchContext) {
+          rows += checked[live[k]].rows;
+          group.push(live[k++]);
+        }
+        const results = group.length === 1 ? [await this.generateChecked(checked[group[0]])] : await this.decodeBatch(group.map((i) => checked[i]));
+        group.forEach((i, j) => (out[i] = results[j]));
+      }
+      return out;
+    });
+  }
+
   destroy(): void {
     this.dropPlans();
+    for (const s of this.slots) {
+      s.sampler.destroy();
+      s.logits.destroy();
+    }
+    this.slots = [];
+    this.batchRowsBuffer?.destroy();
+    this.batchRowsBuffer = null;
     this.drawLog?.destroy();
     this.drawLog = null;
     this.kv?.destroy();
@@ -298,7 +404,8 @@ export class Qwen2Runtime {
       cur.destroy();
       this.records = new WeakMap();
     }
-    const plan = await ActivationPlan.create(this.ctx, this.config, { rows, loraRank: this.adapters.maxRank(), logitsRows: kind === 'batch' ? this.logitsRows : 1 });
+    // A decode plan computes the logits of every row it runs (one per sequence of a batch).
+    const plan = await ActivationPlan.create(this.ctx, this.config, { rows, loraRank: this.adapters.maxRank(), logitsRows: kind === 'batch' ? this.logitsRows : rows });
     if (kind === 'batch') this.batchPlan = plan;
     else this.decodePlan = plan;
     return plan;
@@ -435,14 +542,14 @@ export class Qwen2Runtime {
    * plan's logits. With `cache`, K/V go to the KV cache and a prompt longer than maxBatchRows is run in
    * chunks of at most maxBatchRows rows, each attending to the cache filled by the ones before.
    */
-  private async prefill(tokens: number[], cache: boolean, from = 0): Promise<ActivationPlan> {
+  private async prefill(tokens: number[], cache: boolean, from = 0, base = 0): Promise<ActivationPlan> {
     if (!cache) return this.prefillChunk(tokens, 0, null);
     const kv = await this.kvCache();
-    if (tokens.length > kv.maxCtx) throw new Error(`prompt of ${tokens.length} tokens does not fit the context limit ${kv.maxCtx}`);
+    if (base + tokens.length > kv.maxCtx) throw new Error(`prompt of ${tokens.length} tokens at cache row ${base} does not fit the cache's ${kv.maxCtx} rows`);
     if (!(from >= 0 && from < tokens.length)) throw new Error(`prefill: start ${from} outside the prompt of ${tokens.length} tokens`);
     const C = this.maxBatchRows;
     let plan: ActivationPlan | null = null;
-    for (let c0 = from; c0 < tokens.length; c0 += C) plan = await this.prefillChunk(tokens.slice(c0, c0 + C), c0, kv);
+    for (let c0 = from; c0 < tokens.length; c0 += C) plan = await this.prefillChunk(tokens.slice(c0, c0 + C), c0, kv, base);
     return plan!;
   }
 
@@ -464,24 +571,27 @@ export class Qwen2Runtime {
     return Math.max(P, Math.min(bucket(P, this.maxBatchRows), kv ? kv.maxCtx - start : Infinity));
   }
 
-  /** Prompt rows at positions start.. (in the cache when `kv` is given), and logits of the last row. */
-  private async prefillChunk(tokens: number[], start: number, kv: KvCache | null): Promise<ActivationPlan> {
+  /**
+   * Prompt rows at positions start.. (in the cache when `kv` is given, from cache row base + start: a
+   * sequence of generateBatch has its own region of the cache from row `base`), and logits of the last row.
+   */
+  private async prefillChunk(tokens: number[], start: number, kv: KvCache | null, base = 0): Promise<ActivationPlan> {
     const P = tokens.length;
-    const n = this.prefillRows(P, start, kv);
+    const n = this.prefillRows(P, base + start, kv);
     const plan = await this.plan('batch', n);
     const batch = packSequences([tokens], n);
-    if (start > 0) {
-      // Positions continue the prompt; every row sees the whole cache up to itself.
+    if (start > 0 || base > 0) {
+      // Positions continue the prompt; every row sees its region of the cache up to itself.
       for (let r = 0; r < n; r++) {
         batch.pos[r] = start + r;
-        batch.ranges[2 * r] = 0;
-        batch.ranges[2 * r + 1] = start + r + 1;
+        batch.ranges[2 * r] = base;
+        batch.ranges[2 * r + 1] = base + start + r + 1;
       }
     }
     writeBatch(this.ctx, plan, batch);
     let forward: Step[];
     if (kv) {
-      this.cacheRow = start;
+      this.cacheRow = base + start;
       forward = await this.recorded(`prefill:${plan.rows}:${n}`, (adapter) =>
         recordForward(this.ctx, { plan, weights: this.weights, adapter, n, cache: { kv, cacheRow: () => this.cacheRow } }),
       );
@@ -494,8 +604,16 @@ export class Qwen2Runtime {
     return plan;
   }
 
-  private async kvCache(): Promise<KvCache> {
-    this.kv ??= await KvCache.create(this.ctx, this.config, this.maxContext);
+  /** The KV cache, with at least `rows` rows (grown for a batch up to batchContext; its contents then go). */
+  private async kvCache(rows = this.maxContext): Promise<KvCache> {
+    if (this.kv && this.kv.maxCtx < rows) {
+      this.kv.destroy();
+      this.kv = null;
+      this.kvHolds = null;
+      // Recorded steps bind the old cache's buffers.
+      this.records = new WeakMap();
+    }
+    this.kv ??= await KvCache.create(this.ctx, this.config, rows);
     return this.kv;
   }
 
@@ -504,17 +622,22 @@ export class Qwen2Runtime {
    * build) the fused decode kernels of decode-forward.ts (about 40% fewer dispatches, no residual copies),
    * else the general forward.
    */
-  private recordedDecode(plan: ActivationPlan, kv: KvCache, position: number): Promise<Step[]> {
+  private recordedDecode(plan: ActivationPlan, kv: KvCache, position: number, batch?: { n: number }): Promise<Step[]> {
     this.fusedDecode ??= canFuseDecode(this.weights);
+    const n = batch?.n ?? 1;
+    // A batch's rows are sequences in their own cache regions: K/V go to the rows generateBatch set.
+    const rows = batch && { buffer: this.batchRowsBuffer!, at: (r: number) => this.batchCacheRows[r] };
+    const tag = batch ? `decodeBatch:${n}` : 'decode';
     if (!this.fusedDecode) {
-      return this.recorded('decode', (adapter) => recordForward(this.ctx, { plan, weights: this.weights, adapter, n: 1, cache: { kv, cacheRow: () => this.cacheRow } }));
+      return this.recorded(tag, (adapter) => recordForward(this.ctx, { plan, weights: this.weights, adapter, n, cache: { kv, cacheRow: () => this.cacheRow, rows } }));
     }
     // Two recordings: attention in one workgroup per KV head while the context is short, split over key
-    // slices once it may be long (the ranges themselves are only on the GPU).
+    // slices once it may be long (the ranges themselves are only on the GPU). No sequence is longer than
+    // maxContext, whatever rows a batch grew the cache to.
     const short = position + 1 <= ATTN_DECODE_SINGLE_MAX_KEYS;
-    const maxKeys = short ? ATTN_DECODE_SINGLE_MAX_KEYS : kv.maxCtx;
-    return this.recorded(short ? 'decode' : 'decodeLong', (adapter) =>
-      recordDecodeForward(this.ctx, { plan, weights: this.weights, adapter, n: 1, cache: { kv, cacheRow: () => this.cacheRow, maxKeys } }),
+    const maxKeys = short ? ATTN_DECODE_SINGLE_MAX_KEYS : Math.min(kv.maxCtx, this.maxContext);
+    return this.recorded(short ? tag : `${tag}:long`, (adapter) =>
+      recordDecodeForward(this.ctx, { plan, weights: this.weights, adapter, n, cache: { kv, cacheRow: () => this.cacheRow, maxKeys, rows } }),
     );
   }
 
@@ -526,6 +649,7 @@ export class Qwen2Runtime {
     const forward = await this.recordedDecode(plan, kv, position);
     const logitSteps = await this.recorded('decodeLogits', () => recordLogits(this.ctx, plan, this.weights, 0, 1));
     this.submit([forward, logitSteps], 'decoding');
+    this.countDecode(1);
     return plan;
   }
 
@@ -608,6 +732,7 @@ export class Qwen2Runtime {
         this.cacheRow = p;
         stepSampler.setDraw(us[i], i);
         this.submit([forward, logitSteps, stepDraw], 'decoding');
+        this.countDecode(1);
       }
       const r = readBuffer(this.ctx, target.log, entryBytes, i * entryBytes);
       // A read abandoned after a stop must not surface as an unhandled rejection.
@@ -646,44 +771,135 @@ export class Qwen2Runtime {
     }
   }
 
+  private countDecode(rows: number): void {
+    this.decodeCounters.steps++;
+    this.decodeCounters.rows += rows;
+  }
+
   /** The draw log, sized for every position of the context (created once). */
   private drawLogBuffer(): GPUBuffer {
     this.drawLog ??= createStorage(this.ctx, 'runtime.drawLog', this.maxContext * DRAW_LOG_WORDS * 4);
     return this.drawLog;
   }
 
-  private async generateLocked(prompt: number[], o: GenerateTokensOptions): Promise<TokenGeneration> {
-    validateTokenIds(prompt, this.config.vocabSize, 'generate: prompt');
-    if (prompt.length === 0) throw new Error('generate: the prompt is empty');
-    checkSamplingOptions(o);
+  /** A request's settings, checked (errors start with `what`), and the cache rows it needs at most. */
+  private checkGenerate(prompt: number[], o: GenerateTokensOptions, what: string): CheckedRequest {
+    validateTokenIds(prompt, this.config.vocabSize, `${what}: prompt`);
+    if (prompt.length === 0) throw new Error(`${what}: the prompt is empty`);
+    try {
+      checkSamplingOptions(o);
+    } catch (e) {
+      throw what === 'generate' ? e : new Error(`${what}: ${e instanceof Error ? e.message : String(e)}`);
+    }
     const maxNew = o.maxNewTokens ?? 256;
-    if (!Number.isInteger(maxNew) || maxNew < 0) throw new Error(`generate: maxNewTokens must be an integer >= 0, got ${o.maxNewTokens}`);
+    if (!Number.isInteger(maxNew) || maxNew < 0) throw new Error(`${what}: maxNewTokens must be an integer >= 0, got ${o.maxNewTokens}`);
     if (prompt.length + maxNew > this.maxContext) {
-      throw new Error(`generate: prompt (${prompt.length}) + maxNewTokens (${maxNew}) exceeds the context limit ${this.maxContext}`);
+      throw new Error(`${what}: prompt (${prompt.length}) + maxNewTokens (${maxNew}) exceeds the context limit ${this.maxContext}`);
     }
-    const stop = new Set([...this.config.eosTokenIds, ...(o.stopIds ?? [])]);
-    const rng = new Rng(o.seed ?? 0);
-    const tokens: number[] = [];
-    const logprobs: number[] = [];
-    const t0 = now();
-    if (o.signal?.aborted || maxNew === 0) {
-      return { tokens, logprobs, finishReason: o.signal?.aborted ? 'abort' : 'length', prefillMs: 0, decodeMs: 0, reusedPrefixTokens: 0, redrawnTokens: 0 };
-    }
+    return { prompt, o, maxNew, rows: prompt.length + maxNew, stop: new Set([...this.config.eosTokenIds, ...(o.stopIds ?? [])]) };
+  }
+
+  /** A new decode loop's state for a checked request (a fresh Rng from its seed). */
+  private loopFor(c: CheckedRequest): DecodeLoop {
+    return { prompt: c.prompt, o: c.o, maxNew: c.maxNew, stop: c.stop, rng: new Rng(c.o.seed ?? 0), tokens: [], logprobs: [], t0: now(), prefillMs: 0, t1: 0, finishReason: 'length', redrawn: 0 };
+  }
+
+  private generateLocked(prompt: number[], o: GenerateTokensOptions): Promise<TokenGeneration> {
+    return this.generateChecked(this.checkGenerate(prompt, o, 'generate'));
+  }
+
+  private async generateChecked(c: CheckedRequest): Promise<TokenGeneration> {
+    const { prompt, o } = c;
+    if (o.signal?.aborted || c.maxNew === 0) return emptyGeneration(o.signal?.aborted ? 'abort' : 'length');
     const reused = o.reusePrefix === false ? 0 : this.reusablePrefix(prompt);
     const adapter = this.adapters.active;
     const version = adapter?.version ?? 0;
     // Until this generate ends well, the cache's rows are a mix of old and new: claim nothing.
     this.kvHolds = null;
+    const loop = this.loopFor(c);
     const plan = await this.prefill(prompt, true, reused);
-    const loop: DecodeLoop = { prompt, o, maxNew, stop, rng, tokens, logprobs, t0, prefillMs: 0, t1: 0, finishReason: 'length', redrawn: 0 };
     // The logits callback needs every row read back, and top-k above the GPU's candidates needs the CPU.
     if (!o.onLogits && gpuDrawServes(o, this.config.vocabSize)) await this.decodeAhead(plan, loop);
     else await this.decodeInStep(plan, loop);
     // Every token but the last has had its K/V written by the step that ran it. Weights rewritten while this
     // call ran (the trainer's step does not wait for it) leave `version` behind the adapter's, so the next
     // call will not reuse these rows.
-    this.kvHolds = { tokens: prompt.concat(tokens.slice(0, -1)), adapter, version };
-    const { prefillMs, t1, finishReason, redrawn } = loop;
-    return { tokens, logprobs, finishReason, prefillMs, decodeMs: tokens.length > 1 ? now() - t1 : 0, reusedPrefixTokens: reused, redrawnTokens: redrawn };
+    this.kvHolds = { tokens: prompt.concat(loop.tokens.slice(0, -1)), adapter, version };
+    return generationOf(loop, reused);
+  }
+
+  /** The slots of generateBatch's first `count` sequences (made once, kept for later batches). */
+  private async batchSlots(count: number): Promise<Array<{ logits: GPUBuffer; sampler: GpuSampler }>> {
+    const V = this.config.vocabSize;
+    while (this.slots.length < count) {
+      const logits = createStorage(this.ctx, `runtime.batchLogits${this.slots.length}`, V * 4);
+      this.slots.push({ logits, sampler: await GpuSampler.create(this.ctx, { logits, vocab: V }) });
+    }
+    this.batchRowsBuffer ??= createStorage(this.ctx, 'runtime.batchCacheRows', MAX_DECODE_ROWS * 4);
+    return this.slots.slice(0, count);
+  }
+
+  /**
+   * 2..MAX_DECODE_ROWS checked requests decoded in lockstep. Sequence b owns cache rows [base_b, base_b +
+   * prompt + maxNew): its prompt is prefilled there (ranges start at base_b, positions at 0), and each step
+   * runs the last token of every unfinished sequence as one row of the decode plan, its K/V written to its
+   * own region. A finished sequence leaves the batch, so later steps run fewer rows. Each step is one
+   * submission (forward, logits of all rows, each row copied to its sequence's slot) and one round trip
+   * for all the rows' draws together.
+   */
+  private async decodeBatch(reqs: CheckedRequest[]): Promise<TokenGeneration[]> {
+    const V = this.config.vocabSize;
+    const bases: number[] = [];
+    let rows = 0;
+    for (const r of reqs) {
+      bases.push(rows);
+      rows += r.rows;
+    }
+    // The cache's rows become regions of this batch: until the next generate, it claims to hold nothing.
+    this.kvHolds = null;
+    // Grown once to batchContext, not per batch size.
+    const kv = await this.kvCache(rows > this.maxContext ? this.batchContext : this.maxContext);
+    const decode = await this.plan('decode', MAX_DECODE_ROWS);
+    const slots = await this.batchSlots(reqs.length);
+    const loops = reqs.map((r) => this.loopFor(r));
+    const copyLogits = (from: ActivationPlan, pairs: Array<[row: number, slot: number]>, enc: GPUCommandEncoder) => {
+      for (const [row, slot] of pairs) enc.copyBufferToBuffer(from.logits, row * V * 4, slots[slot].logits, 0, V * 4);
+    };
+    for (const [b, r] of reqs.entries()) {
+      const plan = await this.prefill(r.prompt, true, 0, bases[b]);
+      const enc = this.ctx.device.createCommandEncoder({ label: 'batch prefill logits' });
+      copyLogits(plan, [[0, b]], enc);
+      this.ctx.device.queue.submit([enc.finish()]);
+    }
+    let active = reqs.map((_, b) => b);
+    for (;;) {
+      // Every row's candidates and draw at once: their read-backs overlap.
+      const drawn = await Promise.all(
+        active.map(async (b) => {
+          const l = loops[b];
+          const slot = slots[b];
+          if (l.o.onLogits) l.o.onLogits(await this.readF32(slot.logits, V, 0, 'reading logits'));
+          const u = (l.o.temperature ?? 0) === 0 ? 0 : l.rng.next();
+          return this.unlessLost(slot.sampler.sampleWithU(l.o, u), 'sampling');
+        }),
+      );
+      active = active.filter((b, j) => this.accept(loops[b], drawn[j].token, drawn[j].logprob));
+      if (!active.length) break;
+      const n = active.length;
+      const pos = active.map((b) => loops[b].prompt.length + loops[b].tokens.length - 1);
+      this.batchCacheRows = active.map((b, j) => bases[b] + pos[j]);
+      this.writeRows(decode, active.map((b) => loops[b].tokens.at(-1)!), pos, active.flatMap((b, j) => [bases[b], bases[b] + pos[j] + 1]));
+      writeBuffer(this.ctx, this.batchRowsBuffer!, Uint32Array.from(this.batchCacheRows));
+      const forward = await this.recordedDecode(decode, kv, Math.max(...pos), { n });
+      const logitSteps = await this.recorded(`decodeLogits:${n}`, () => recordLogits(this.ctx, decode, this.weights, 0, n));
+      assertDeviceAlive(this.ctx, 'decoding a batch');
+      const enc = this.ctx.device.createCommandEncoder({ label: 'decoding a batch' });
+      encodeSteps(this.ctx, enc, forward);
+      encodeSteps(this.ctx, enc, logitSteps);
+      copyLogits(decode, active.map((b, j) => [j, b]), enc);
+      this.ctx.device.queue.submit([enc.finish()]);
+      this.countDecode(n);
+    }
+    return loops.map((l) => generationOf(l, 0));
   }
 }

@@ -9,14 +9,18 @@ import { ropeKvWrite } from './rope.kv';
 import { ropeRef } from './rope.ref';
 
 describe('ropeKvWrite (fused decode RoPE + KV-cache write)', () => {
-  // [n, nH, nKV, hd, maxCtx, positions]: the last row of the third case lies past the cache and must not be written.
-  const cases = [
+  // [n, nH, nKV, hd, maxCtx, positions, cache rows (default: the positions)]: the last row of the third and
+  // fourth cases lies past the cache and must not be written. The fourth is a batch of sequences, each in
+  // its own region of the cache (region start + position), two of them at the same position.
+  const cases: Array<[number, number, number, number, number, number[], number[]?]> = [
     [1, 14, 2, 64, 300, [257]],
     [3, 7, 1, 32, 64, [5, 6, 63]],
     [4, 2, 2, 128, 40000, [39996, 39997, 12, 40000]],
-  ] as const;
-  for (const [n, nH, nKV, hd, maxCtx, pos] of cases) {
-    it(`n=${n} nH=${nH} nKV=${nKV} hd=${hd}, cache rows ${pos.join(', ')} of ${maxCtx}`, async () => {
+    [4, 7, 1, 64, 96, [3, 3, 17, 0], [3, 35, 81, 96]],
+  ];
+  for (const [n, nH, nKV, hd, maxCtx, pos, rowsIn] of cases) {
+    const rows = rowsIn ?? pos;
+    it(`n=${n} nH=${nH} nKV=${nKV} hd=${hd}, positions ${pos.join(', ')} at cache rows ${rows.join(', ')} of ${maxCtx}`, async () => {
       const ctx = await gpuFor('packed');
       const rng = new Rng(n * 31 + hd + nH);
       const theta = 1e6;
@@ -30,13 +34,14 @@ describe('ropeKvWrite (fused decode RoPE + KV-cache write)', () => {
       const kb = f32Buffer(ctx, 'k', k);
       const vb = f32Buffer(ctx, 'v', v);
       const pb = u32Buffer(ctx, 'pos', pos);
+      const rb = rowsIn ? u32Buffer(ctx, 'cacheRows', rows) : undefined;
       const kcb = f32Buffer(ctx, 'kCache', kc0);
       const vcb = f32Buffer(ctx, 'vCache', vc0);
       // The existing kernel on copies of q and k: the bits the fused kernel must reproduce.
       const qr = f32Buffer(ctx, 'q.rope', q);
       const kr = f32Buffer(ctx, 'k.rope', k);
       submitDispatches(ctx, [
-        await ropeKvWrite(ctx, { q: qb, k: kb, v: vb, pos: pb, kCache: kcb, vCache: vcb, n, nHeads: nH, nKvHeads: nKV, headDim: hd, theta, maxCtx }),
+        await ropeKvWrite(ctx, { q: qb, k: kb, v: vb, pos: pb, cacheRows: rb, kCache: kcb, vCache: vcb, n, nHeads: nH, nKvHeads: nKV, headDim: hd, theta, maxCtx }),
         await rope(ctx, { q: qr, k: kr, pos: pb, n, nHeads: nH, nKvHeads: nKV, headDim: hd, theta }),
       ]);
       const gq = await readF32(ctx, qb, n * nH * hd);
@@ -51,9 +56,9 @@ describe('ropeKvWrite (fused decode RoPE + KV-cache write)', () => {
       const expK = Float32Array.from(kc0);
       const expV = Float32Array.from(vc0);
       for (let r = 0; r < n; r++) {
-        if (pos[r] >= maxCtx) continue;
-        expK.set(wantK.subarray(r * kvd, (r + 1) * kvd), pos[r] * kvd);
-        expV.set(v.subarray(r * kvd, (r + 1) * kvd), pos[r] * kvd);
+        if (rows[r] >= maxCtx) continue;
+        expK.set(wantK.subarray(r * kvd, (r + 1) * kvd), rows[r] * kvd);
+        expV.set(v.subarray(r * kvd, (r + 1) * kvd), rows[r] * kvd);
       }
       // Written rows carry rope()'s bits and v's bits; every other row (and the out-of-range row) is untouched.
       expect(bitDiffCount(kc, expK)).toBe(0);
@@ -63,10 +68,10 @@ describe('ropeKvWrite (fused decode RoPE + KV-cache write)', () => {
       expect(relMaxErr(gq, ropeRef(q, pos, nH, hd, theta, true))).toBeLessThan(1e-5);
       const refK = ropeRef(k, pos, nKV, hd, theta, true);
       for (let r = 0; r < n; r++) {
-        if (pos[r] >= maxCtx) continue;
-        expect(relMaxErr(kc.subarray(pos[r] * kvd, (pos[r] + 1) * kvd), refK.subarray(r * kvd, (r + 1) * kvd))).toBeLessThan(1e-5);
+        if (rows[r] >= maxCtx) continue;
+        expect(relMaxErr(kc.subarray(rows[r] * kvd, (rows[r] + 1) * kvd), refK.subarray(r * kvd, (r + 1) * kvd))).toBeLessThan(1e-5);
       }
-      for (const b of [qb, kb, vb, pb, kcb, vcb, qr, kr]) b.destroy();
+      for (const b of [qb, kb, vb, pb, kcb, vcb, qr, kr, rb]) b?.destroy();
     });
   }
 
@@ -76,6 +81,7 @@ describe('ropeKvWrite (fused decode RoPE + KV-cache write)', () => {
     const big = f32Buffer(ctx, 'big', new Float32Array(4096));
     const base = { q: big, k: big, v: big, pos: big, kCache: big, vCache: big, n: 1, nHeads: 2, nKvHeads: 1, headDim: 8, theta: 1e4, maxCtx: 16 };
     await expect(ropeKvWrite(ctx, { ...base, kCache: small })).rejects.toThrow(/'kCache'.*needs 512/);
+    await expect(ropeKvWrite(ctx, { ...base, n: 2, cacheRows: u32Buffer(ctx, 'rows', [0]) })).rejects.toThrow(/'cacheRows'.*needs 8/);
     await expect(ropeKvWrite(ctx, { ...base, headDim: 7 })).rejects.toThrow(/headDim/);
     await expect(ropeKvWrite(ctx, { ...base, maxCtx: 0 })).rejects.toThrow(/'maxCtx'/);
     small.destroy();

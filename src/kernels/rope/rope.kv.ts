@@ -12,8 +12,13 @@ export interface RopeKvWriteArgs {
   k: GPUBuffer;
   /** f32 [n, nKV*hd] values, copied to vCache. */
   v: GPUBuffer;
-  /** u32 [n]: position of each row, which is also its cache row (decode stores position p at row p). */
+  /** u32 [n]: position of each row (the RoPE angle). */
   pos: GPUBuffer;
+  /**
+   * u32 [n]: the cache row each row's k/v go to. Default `pos` (one sequence stores position p at row p);
+   * a batch of sequences gives each its own region of the cache (region start + position).
+   */
+  cacheRows?: GPUBuffer;
   /** f32 [maxCtx, nKV*hd] one layer's key cache. */
   kCache: GPUBuffer;
   /** f32 [maxCtx, nKV*hd] one layer's value cache. */
@@ -23,7 +28,7 @@ export interface RopeKvWriteArgs {
   nKvHeads: number;
   headDim: number;
   theta: number;
-  /** Rows in the caches; rows with pos >= maxCtx are not written. */
+  /** Rows in the caches; rows whose cache row is >= maxCtx are not written. */
   maxCtx: number;
 }
 
@@ -32,8 +37,8 @@ function needBytes(name: string, buf: GPUBuffer, bytes: number): void {
 }
 
 /**
- * One decode dispatch: RoPE on q in place, rope(k) and v written to cache row pos[r] of kCache / vCache
- * for each row r. The rotation is bit-identical to rope() (same table, angle, sinCos and expressions).
+ * One decode dispatch: RoPE on q in place, rope(k) and v written to cache row cacheRows[r] (default pos[r])
+ * of kCache / vCache for each row r. The rotation is bit-identical to rope() (same table, angle, sinCos and expressions).
  */
 export async function ropeKvWrite(ctx: GpuContext, a: RopeKvWriteArgs): Promise<Dispatch> {
   checkDims('ropeKvWrite', { n: a.n, nHeads: a.nHeads, nKvHeads: a.nKvHeads, headDim: a.headDim, maxCtx: a.maxCtx });
@@ -44,6 +49,8 @@ export async function ropeKvWrite(ctx: GpuContext, a: RopeKvWriteArgs): Promise<
   needBytes('k', a.k, a.n * kvRow);
   needBytes('v', a.v, a.n * kvRow);
   needBytes('pos', a.pos, a.n * 4);
+  const cacheRows = a.cacheRows ?? a.pos;
+  needBytes('cacheRows', cacheRows, a.n * 4);
   needBytes('kCache', a.kCache, a.maxCtx * kvRow);
   needBytes('vCache', a.vCache, a.maxCtx * kvRow);
   const pipeline = await getPipeline(ctx, 'rope_kv_write', ropeKvWgsl());
@@ -59,7 +66,7 @@ export async function ropeKvWrite(ctx: GpuContext, a: RopeKvWriteArgs): Promise<
   const threads = a.n * (a.nHeads + a.nKvHeads) * (a.headDim / 2);
   return {
     pipeline,
-    buffers: [a.q, a.k, a.v, a.pos, a.kCache, a.vCache, dims],
+    buffers: [a.q, a.k, a.v, a.pos, a.kCache, a.vCache, dims, cacheRows],
     workgroups: grid1d(ctx, Math.ceil(threads / ROPE_KV_WG)),
     label: 'rope_kv_write',
   };

@@ -3,9 +3,10 @@
 // query heads are rotated in place; a KV-head thread writes its rotated pair of k to the key cache and
 // copies the same two elements of v to the value cache, so k itself is left as the projection wrote it.
 //
-// The cache row of row r is pos[r], read on the GPU: in decode a token at position p is stored at cache
-// row p, and reading it from the per-step pos buffer lets the runtime record a step once and replay it
-// (or encode several steps ahead) without a CPU-side offset. Rows whose pos is >= maxCtx write nothing.
+// The cache row of row r is cacheRow[r], read on the GPU (no CPU-side offset, so the runtime records a step
+// once and replays it, or encodes several steps ahead). A single sequence stores position p at row p and
+// binds its pos buffer here too; a batch of sequences keeps each in its own region of the cache, so its
+// rows are (region start + position). Rows whose cache row is >= maxCtx write nothing.
 //
 // Bit-identity with rope(): the same inv_freq table, the same f32 angle f32(pos) * invf, the same sinCos
 // text and the same rotation expressions, so the rotated values are the bits rope() produces.
@@ -24,6 +25,7 @@ struct Dims { n: u32, nH: u32, nKV: u32, hd: u32, maxCtx: u32, pad0: u32, pad1: 
 @group(0) @binding(4) var<storage, read_write> kCache: array<f32>;
 @group(0) @binding(5) var<storage, read_write> vCache: array<f32>;
 @group(0) @binding(6) var<uniform> dims: Dims;
+@group(0) @binding(7) var<storage, read> cacheRow: array<u32>;
 
 ${SIN_COS_WGSL}
 @compute @workgroup_size(${ROPE_KV_WG})
@@ -38,6 +40,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
   let h = t % heads;
   let row = t / heads;
   let p = pos[row];
+  let cr = cacheRow[row];
   let angle = f32(p) * dims.invf[i / 4u][i % 4u];
   let sc = sinCos(angle);
   let s = sc.x;
@@ -48,11 +51,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     let b = q[base + i + half];
     q[base + i] = a * c - b * s;
     q[base + i + half] = b * c + a * s;
-  } else if (p < dims.maxCtx) {
+  } else if (cr < dims.maxCtx) {
     let kvd = dims.nKV * dims.hd;
     let off = (h - dims.nH) * dims.hd;
     let src = row * kvd + off;
-    let dst = p * kvd + off;
+    let dst = cr * kvd + off;
     let a = k[src + i];
     let b = k[src + i + half];
     kCache[dst + i] = a * c - b * s;

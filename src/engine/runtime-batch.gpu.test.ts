@@ -1,0 +1,166 @@
+// generateBatch decodes several sequences in lockstep, each in its own region of the KV cache. Each
+// sequence must come out exactly as generate() makes it alone (same tokens, same logprobs: the kernels
+// compute each row as they compute a lone one), on the general decode (f16/f32 weights) and on the fused
+// 4-bit decode, with stops, aborts, more requests than decode rows and more rows than the cache holds.
+import { describe, expect, it } from 'vitest';
+import { gpuFor, weightPaths } from '../../tests/support/gpu';
+import { maxAbsDiff } from '../../tests/support/compare';
+import { quantizeModel } from '../../tests/support/q4-model';
+import { randomAdapter, randomQwen2, randomTokens, toLoraAdapter, toQwen2Config, toWeightSource } from '../../tests/support/random-qwen2';
+import { Rng } from '../util/rng';
+import { Qwen2Runtime, type GenerateRequest, type GenerateTokensOptions, type RuntimeOptions } from './runtime';
+
+const shape = { numHeads: 4, numKvHeads: 2, headDim: 16, intermediateSize: 64, vocabSize: 90, tie: true };
+
+describe('generateBatch: each sequence = generate() alone', async () => {
+  const { config, weights } = randomQwen2(81, shape);
+  const adapter = randomAdapter(82, config, 4, 8);
+  const rng = new Rng(83);
+  const prompts = [5, 9, 3, 12, 7, 4].map((n) => randomTokens(rng, n, config.vocabSize));
+  const options: GenerateTokensOptions[] = [
+    { temperature: 0, maxNewTokens: 10 },
+    { temperature: 1, seed: 5, maxNewTokens: 6 },
+    { temperature: 0.8, topK: 20, topP: 0.9, seed: 7, maxNewTokens: 12 },
+    { temperature: 1.5, seed: 8, maxNewTokens: 8 },
+    { temperature: 1, seed: 9, maxNewTokens: 5 },
+    { temperature: 0.7, topP: 0.8, seed: 10, maxNewTokens: 9 },
+  ];
+  const models = [
+    ['f16/f32 weights (general decode)', () => toWeightSource(config, weights)],
+    ['4-bit weights (fused decode)', () => quantizeModel(config, weights, 'f16').source],
+  ] as const;
+
+  for (const path of await weightPaths()) {
+    for (const [name, source] of models) {
+      const make = async (o: RuntimeOptions = {}) => {
+        const rt = await Qwen2Runtime.create(await gpuFor(path), toQwen2Config(config), source(), { maxContext: 64, maxBatchRows: 16, ...o });
+        await rt.addAdapter('a', toLoraAdapter(config, adapter));
+        rt.setActiveAdapter('a');
+        return rt;
+      };
+      const alone = async (rt: Qwen2Runtime, reqs: GenerateRequest[]) => {
+        const out = [];
+        for (const r of reqs) out.push(await rt.generate(r.prompt, { ...r.options, reusePrefix: false }));
+        return out;
+      };
+
+      it(`${path}, ${name}: 4 sequences in one batch, then 6 (two batches), with a stop id and onToken`, async () => {
+        const rt = await make({ batchContext: 256 });
+        try {
+          const reqs = prompts.slice(0, 4).map((prompt, i) => ({ prompt, options: options[i] }));
+          const want = await alone(rt, reqs);
+          const steps0 = rt.decodeCounters.steps;
+          const rows0 = rt.decodeCounters.rows;
+          const got = await rt.generateBatch(reqs);
+          for (const [i, g] of got.entries()) {
+            expect(g.tokens, `request ${i}`).toEqual(want[i].tokens);
+            expect(g.logprobs, `request ${i}`).toEqual(want[i].logprobs);
+            expect(g.finishReason).toBe('length');
+            expect(g.reusedPrefixTokens).toBe(0);
+          }
+          // One step per token of the longest, every sequence a row of it: 12 - 1 steps for 36 - 4 rows.
+          expect(rt.decodeCounters.steps - steps0).toBe(11);
+          expect(rt.decodeCounters.rows - rows0).toBe(10 + 6 + 12 + 8 - 4);
+
+          // Stops: request 0 stops at the id it drew third, request 3 by onToken after 2 tokens.
+          const stopAt = want[0].tokens[2];
+          let seen = 0;
+          const stopping: GenerateRequest[] = [
+            { prompt: prompts[0], options: { ...options[0], stopIds: [stopAt] } },
+            ...reqs.slice(1, 3),
+            { prompt: prompts[3], options: { ...options[3], onToken: () => ++seen >= 2 } },
+          ];
+          const stopped = await rt.generateBatch(stopping);
+          const first = want[0].tokens.indexOf(stopAt);
+          expect(stopped[0].tokens).toEqual(want[0].tokens.slice(0, first + 1));
+          expect(stopped[0].finishReason).toBe('stop');
+          expect(stopped[3].tokens).toEqual(want[3].tokens.slice(0, 2));
+          expect(stopped[3].finishReason).toBe('stop');
+          // The others run on after their batch-mates left, still exactly as alone.
+          expect(stopped[1].tokens).toEqual(want[1].tokens);
+          expect(stopped[2].tokens).toEqual(want[2].tokens);
+          expect(stopped[2].logprobs).toEqual(want[2].logprobs);
+
+          // 6 requests: 4 rows, then 2.
+          const six = prompts.map((prompt, i) => ({ prompt, options: options[i] }));
+          const wantSix = await alone(rt, six);
+          const gotSix = await rt.generateBatch(six);
+          gotSix.forEach((g, i) => expect(g.tokens, `request ${i}`).toEqual(wantSix[i].tokens));
+
+          // The logprobs are the model's: scoring a batched sequence gives them back.
+          const [scored] = await rt.score([[...prompts[2], ...got[2].tokens]]);
+          expect(maxAbsDiff(got[2].logprobs, scored.slice(prompts[2].length - 1))).toBeLessThan(2e-3);
+        } finally {
+          rt.destroy();
+        }
+      });
+
+      it(`${path}, ${name}: the cache's rows decide the batches; batchContext grows it; the next generate reuses nothing`, async () => {
+        const rt = await make();
+        try {
+          // Each needs prompt + 20 rows: 25 + 29 fit the 64-row cache, a third does not.
+          const reqs = prompts.slice(0, 4).map((prompt, i) => ({ prompt, options: { ...options[i], maxNewTokens: 20 } }));
+          const want = await alone(rt, reqs);
+          const kv0 = rt.memory().kvCache;
+          const s0 = { ...rt.decodeCounters };
+          const got = await rt.generateBatch(reqs);
+          got.forEach((g, i) => {
+            expect(g.tokens, `request ${i}`).toEqual(want[i].tokens);
+            expect(g.logprobs, `request ${i}`).toEqual(want[i].logprobs);
+          });
+          // Batches {0, 1} and {2, 3} (23 + 32 rows): 19 steps each, two rows per step.
+          expect(rt.decodeCounters.steps - s0.steps).toBe(38);
+          expect(rt.decodeCounters.rows - s0.rows).toBe(76);
+          expect(rt.memory().kvCache).toBe(kv0);
+          // A generate after a batch: the cache's first rows held another sequence, so nothing is reused.
+          const after = await rt.generate(prompts[0], options[0]);
+          expect(after.reusedPrefixTokens).toBe(0);
+          expect(after.tokens).toEqual(want[0].tokens.slice(0, 10));
+        } finally {
+          rt.destroy();
+        }
+        const big = await make({ batchContext: 128 });
+        try {
+          const reqs = prompts.slice(0, 4).map((prompt, i) => ({ prompt, options: { ...options[i], maxNewTokens: 20 } }));
+          const want = await alone(big, reqs);
+          const kv0 = big.memory().kvCache;
+          const s0 = { ...big.decodeCounters };
+          const got = await big.generateBatch(reqs);
+          // 109 rows: one batch of 4 in a cache grown from 64 to 128 rows.
+          expect(big.decodeCounters.steps - s0.steps).toBe(19);
+          expect(big.decodeCounters.rows - s0.rows).toBe(76);
+          got.forEach((g, i) => expect(g.tokens, `request ${i}`).toEqual(want[i].tokens));
+          expect(big.memory().kvCache).toBe(2 * kv0);
+        } finally {
+          big.destroy();
+        }
+      });
+    }
+
+    it(`${path}: aborts, empty budgets and bad requests`, async () => {
+      const rt = await Qwen2Runtime.create(await gpuFor(path), toQwen2Config(config), toWeightSource(config, weights), { maxContext: 64, maxBatchRows: 16 });
+      try {
+        const aborted = new AbortController();
+        aborted.abort();
+        const running = new AbortController();
+        let n = 0;
+        const out = await rt.generateBatch([
+          { prompt: prompts[0], options: { maxNewTokens: 8, signal: aborted.signal } },
+          { prompt: prompts[1], options: { maxNewTokens: 0 } },
+          { prompt: prompts[2], options: { maxNewTokens: 8, signal: running.signal, onToken: () => void (++n === 3 && running.abort()) } },
+          { prompt: prompts[3], options: { maxNewTokens: 8 } },
+        ]);
+        expect(out.map((g) => [g.finishReason, g.tokens.length])).toEqual([['abort', 0], ['length', 0], ['abort', 3], ['length', 8]]);
+        expect(await rt.generateBatch([])).toEqual([]);
+        await expect(rt.generateBatch([{ prompt: prompts[0], options: { maxNewTokens: 3 } }, { prompt: [1, 2, 900], options: { maxNewTokens: 3 } }])).rejects.toThrow(/request 1: prompt/);
+        await expect(rt.generateBatch([{ prompt: prompts[0], options: { maxNewTokens: 3 } }, { prompt: prompts[1], options: { maxNewTokens: 60 } }])).rejects.toThrow(/request 1: .*context limit 64/);
+        await expect(rt.generateBatch([{ prompt: prompts[0], options: { maxNewTokens: 3 } }, { prompt: prompts[1], options: { temperature: -1, maxNewTokens: 3 } }])).rejects.toThrow(/request 1: .*temperature/);
+        // A failed call leaves the runtime working.
+        const [ok] = await rt.generateBatch([{ prompt: prompts[0], options: { maxNewTokens: 3 } }]);
+        expect(ok.tokens.length).toBe(3);
+      } finally {
+        rt.destroy();
+      }
+    });
+  }
+});
