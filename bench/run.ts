@@ -51,6 +51,12 @@ interface SpeedResult {
    */
   sampledDecodeTokensPerSec: number;
   sampledRedrawnTokens: number;
+  /**
+   * generateBatch of `sequences` prompts (a Flow-GRPO group's rollouts decoded together, greedy like
+   * decodeTokensPerSec): new tokens after each sequence's first, over the batch's decode time, and that
+   * as a multiple of decodeTokensPerSec (one sequence).
+   */
+  batchDecode: { sequences: number; tokens: number; ms: number; tokensPerSec: number; speedup: number; rowsPerStep: number };
   /** score() over `scoreSequences` packed sequences of promptTokens each (the trainer's forward). */
   scoreSequences: number;
   scoreMs: number;
@@ -100,14 +106,15 @@ async function speed(rt: Qwen2Runtime, m: Model, prompt: number, decode: number,
   const out = await rt.generate(ids, { maxNewTokens: decode, temperature: 0 });
   // The first new token comes from the prefill's logits; each further one is one decode step.
   const steps = Math.max(0, out.tokens.length - 1);
+  const decodeTps = steps > 0 ? steps / (out.decodeMs / 1000) : 0;
   const sampled = await rt.generate(ids, { maxNewTokens: decode, temperature: 1, seed: 1 });
   const sampledSteps = Math.max(0, sampled.tokens.length - 1);
+  const batch = await batchDecode(rt, ids, decode, decodeTps);
   const seqs = Array.from({ length: scoreSeqs }, (_, j) => ids.map((id) => (id + j) % config.vocabSize));
   await rt.score(seqs);
   const s0 = performance.now();
   await rt.score(seqs);
   const scoreMs = performance.now() - s0;
-  const decodeTps = steps > 0 ? steps / (out.decodeMs / 1000) : 0;
   const r: SpeedResult = {
     promptTokens: prompt,
     prefillMs: out.prefillMs,
@@ -118,14 +125,31 @@ async function speed(rt: Qwen2Runtime, m: Model, prompt: number, decode: number,
     decodeWeightBytesPerSec: decodeTps * rt.weights.bytes,
     sampledDecodeTokensPerSec: sampledSteps > 0 ? sampledSteps / (sampled.decodeMs / 1000) : 0,
     sampledRedrawnTokens: sampled.redrawnTokens,
+    batchDecode: batch,
     scoreSequences: scoreSeqs,
     scoreMs,
     scoreTokensPerSec: (scoreSeqs * prompt) / (scoreMs / 1000),
     gpuMemory: rt.memory(),
   };
   if (bandwidth !== null) r.bandwidthFloor = bandwidthFloor(config, bandwidth, rt.weights.bytes, prompt, steps, decodeTps, context);
-  log(`${m.name}: score ${r.scoreTokensPerSec.toFixed(1)} tok/s, prefill ${r.prefillTokensPerSec.toFixed(1)} tok/s, decode ${r.decodeTokensPerSec.toFixed(2)} tok/s (${(r.decodeWeightBytesPerSec / 1e9).toFixed(2)} GB/s of weights), at T=1 ${r.sampledDecodeTokensPerSec.toFixed(2)} tok/s (${r.sampledRedrawnTokens} of ${sampled.tokens.length} redrawn on the CPU)`);
+  log(`${m.name}: score ${r.scoreTokensPerSec.toFixed(1)} tok/s, prefill ${r.prefillTokensPerSec.toFixed(1)} tok/s, decode ${r.decodeTokensPerSec.toFixed(2)} tok/s (${(r.decodeWeightBytesPerSec / 1e9).toFixed(2)} GB/s of weights), at T=1 ${r.sampledDecodeTokensPerSec.toFixed(2)} tok/s (${r.sampledRedrawnTokens} of ${sampled.tokens.length} redrawn on the CPU); ${batch.sequences} sequences together ${batch.tokensPerSec.toFixed(2)} tok/s (${batch.speedup.toFixed(2)}x one)`);
   return r;
+}
+
+/** generateBatch over maxDecodeRows variants of the prompt (greedy), after a warm-up batch. */
+async function batchDecode(rt: Qwen2Runtime, ids: number[], decode: number, oneTps: number): Promise<SpeedResult['batchDecode']> {
+  const V = rt.config.vocabSize;
+  const reqs = Array.from({ length: rt.maxDecodeRows }, (_, j) => ({ prompt: ids.map((id) => (id + 101 * j) % V), options: { maxNewTokens: decode, temperature: 0 } }));
+  await rt.generateBatch(reqs.map((r) => ({ ...r, options: { ...r.options, maxNewTokens: 2 } })));
+  const c0 = { ...rt.decodeCounters };
+  const out = await rt.generateBatch(reqs);
+  const tokens = out.reduce((a, g) => a + Math.max(0, g.tokens.length - 1), 0);
+  // Every sequence's decode clock starts at its first token (all drawn in the batch's first round) and
+  // stops when the batch returns: the longest is the batch's decode time.
+  const ms = Math.max(...out.map((g) => g.decodeMs));
+  const tokensPerSec = ms > 0 ? tokens / (ms / 1000) : 0;
+  const steps = rt.decodeCounters.steps - c0.steps;
+  return { sequences: reqs.length, tokens, ms, tokensPerSec, speedup: oneTps > 0 ? tokensPerSec / oneTps : 0, rowsPerStep: steps > 0 ? (rt.decodeCounters.rows - c0.rows) / steps : 0 };
 }
 
 async function main(): Promise<void> {
@@ -152,7 +176,7 @@ async function main(): Promise<void> {
       const decode = num('decode', tiny ? '32' : soft ? '3' : '64');
       const scoreSeqs = tiny || !soft ? 8 : 1;
       const t0 = performance.now();
-      const rt = await Qwen2Runtime.create(ctx, m.config, await m.tensors(), { maxContext: prompt + decode + 8, maxBatchRows: Math.max(prompt * scoreSeqs, 8) });
+      const rt = await Qwen2Runtime.create(ctx, m.config, await m.tensors(), { maxContext: prompt + decode + 8, batchContext: 4 * (prompt + decode + 8), maxBatchRows: Math.max(prompt * scoreSeqs, 8) });
       log(`${m.name}: uploaded ${(rt.weights.bytes / 2 ** 20).toFixed(1)} MiB in ${(performance.now() - t0).toFixed(0)} ms`);
       try {
         r.weightBytes = rt.weights.bytes;

@@ -8,6 +8,7 @@ import { parseAdapter } from '../src/engine/io/peft';
 import { pickedFilesSource, type FileSource } from '../src/engine/io/sources';
 import { sharedUrlSource } from '../src/engine/io/webllm-cache';
 import type { Qwen2Config } from '../src/engine/io/config';
+import { GenerateBatcher } from '../src/engine/generate-batcher';
 import { memorySource } from '../src/engine/memory-source';
 import { PlannerEngine } from '../src/engine/planner-engine';
 import { Qwen2Runtime, type GenerateTokensOptions, type GpuMemoryReport, type TokenGeneration } from '../src/engine/runtime';
@@ -66,6 +67,9 @@ function sourceOf(spec: ModelSpec): FileSource {
 
 let runtime: Qwen2Runtime | null = null;
 let engine: PlannerEngine | null = null;
+// One per runtime, shared by chat() and generateIds(): generations that overlap (the rollouts of a GRPO
+// group) are decoded together whichever of the two they came through.
+let batcher: GenerateBatcher | null = null;
 let name = 'qwen2';
 const aborts = new Map<number, AbortController>();
 // abort() can arrive before the generation it names has started (the page aborted at once).
@@ -74,6 +78,12 @@ const earlyAborts = new Set<number>();
 function need(): Qwen2Runtime {
   if (!runtime) throw new Error('no model is loaded in the planner worker; call load() first');
   return runtime;
+}
+
+function needBatcher(): GenerateBatcher {
+  const rt = need();
+  if (batcher?.runtime !== rt) batcher = new GenerateBatcher(rt);
+  return batcher;
 }
 
 const training = new TrainingHost(need, () => name);
@@ -112,16 +122,17 @@ const api = {
     const ctx = await getGpu();
     if (runtime) dropTraining();
     runtime?.destroy();
-    runtime = engine = null;
+    runtime = engine = batcher = null;
     const rt = await Qwen2Runtime.create(ctx, ckpt.config, ckpt.tensors, { maxContext: opts.maxContext, maxBatchRows: opts.maxBatchRows });
     ckpt.release();
     name = opts.name ?? source.label.replace(/\/+$/, '').split('/').pop() ?? 'qwen2';
     runtime = rt;
+    const b = needBatcher();
     if (ckpt.tokenizer.tokenizerJson) {
       const tokenizer = new Tokenizer({ tokenizerJson: ckpt.tokenizer.tokenizerJson, tokenizerConfig: ckpt.tokenizer.tokenizerConfig });
       const gen = ckpt.tokenizer.generationConfig as { eos_token_id?: unknown } | null;
       const eos = (Array.isArray(gen?.eos_token_id) ? gen.eos_token_id : [gen?.eos_token_id]).filter((x): x is number => Number.isInteger(x));
-      if (tokenizer.chatTemplate) engine = new PlannerEngine(rt, tokenizer, name, eos);
+      if (tokenizer.chatTemplate) engine = new PlannerEngine(rt, tokenizer, name, eos, b);
     }
     return info();
   },
@@ -165,15 +176,18 @@ const api = {
     return withAbort(generationId, (signal) => e.chat(messages, { ...opts, signal, onToken: onToken ? (p) => void onToken(p) : undefined }));
   },
 
-  /** Generation from token ids; each sampled id and its logprob stream to `onToken`. */
+  /**
+   * Generation from token ids; each sampled id and its logprob stream to `onToken`. Merged with the chat()
+   * and generateIds() calls it overlaps, as chat() is.
+   */
   generateIds(
     promptIds: number[],
     opts: RemoteTokenOptions = {},
     onToken?: (id: number, logprob: number) => void,
     generationId?: number,
   ): Promise<TokenGeneration> {
-    const rt = need();
-    return withAbort(generationId, (signal) => rt.generate(promptIds, { ...opts, signal, onToken: onToken ? (id, lp) => void onToken(id, lp) : undefined }));
+    const b = needBatcher();
+    return withAbort(generationId, (signal) => b.submit(promptIds, { ...opts, signal, onToken: onToken ? (id, lp) => void onToken(id, lp) : undefined }));
   },
 
   /** Stops generation `generationId` after its current token. */
@@ -218,7 +232,7 @@ const api = {
   unload(): void {
     dropTraining();
     runtime?.destroy();
-    runtime = engine = null;
+    runtime = engine = batcher = null;
   },
 };
 

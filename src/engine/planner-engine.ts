@@ -2,6 +2,7 @@
 // web-llm it reports the exact prompt ids, the sampled ids and their logprobs, and which LoRA adapter
 // produced them: everything Flow-GRPO needs to score the same tokens again.
 import type { GpuContext } from '../gpu/device';
+import { GenerateBatcher } from './generate-batcher';
 import { loadAdapter, loadCheckpoint } from './io/checkpoint';
 import type { LoraAdapter } from './io/peft';
 import type { FileSource, ProgressCallback } from './io/sources';
@@ -26,7 +27,18 @@ export class PlannerEngine implements ChatEngine {
   /** Ids that end a generation: the config's and generation_config's eos ids and the chat end tokens. */
   readonly stopIds: number[];
 
-  constructor(readonly runtime: Qwen2Runtime, readonly tokenizer: ChatTokenizer, name: string, extraEos: number[] = []) {
+  /**
+   * @param batcher Where generations go: overlapping calls are decoded together. Pass the one other callers
+   *   of the same runtime use (the planner worker's generateIds), so their calls merge with these.
+   */
+  constructor(
+    readonly runtime: Qwen2Runtime,
+    readonly tokenizer: ChatTokenizer,
+    name: string,
+    extraEos: number[] = [],
+    readonly batcher: GenerateBatcher = new GenerateBatcher(runtime),
+  ) {
+    if (batcher.runtime !== runtime) throw new Error('PlannerEngine: the batcher given runs another runtime than the engine');
     this.id = `planner:${name}`;
     const ids = new Set([...runtime.config.eosTokenIds, ...extraEos]);
     for (const t of END_TOKENS) {
@@ -83,8 +95,13 @@ export class PlannerEngine implements ChatEngine {
     return this.generate(this.promptIds(messages), options);
   }
 
-  /** Generation from prompt ids, with text streaming, stop strings and the ChatEngine result shape. */
+  /**
+   * Generation from prompt ids, with text streaming, stop strings and the ChatEngine result shape. Calls
+   * that overlap in time are decoded as one batch; each samples from the adapter active when it was made.
+   */
   async generate(promptTokens: number[], options: GenerateOptions = {}): Promise<GenerationResult> {
+    // The batcher runs this call under the adapter active now (it switches back if another was activated
+    // while the call waited), so this is the adapter the tokens come from.
     const adapterId = this.runtime.activeAdapterId;
     const decoder = new StreamingDecoder(this.tokenizer, { skipSpecialTokens: true });
     const stops = (options.stop ?? []).filter((s) => s.length > 0);
@@ -123,7 +140,7 @@ export class PlannerEngine implements ChatEngine {
         return false;
       },
     };
-    const out = await this.runtime.generate(promptTokens, g);
+    const out = await this.batcher.submit(promptTokens, g);
     let text: string;
     if (stoppedBy !== null) {
       text = decoder.text.slice(0, shown);

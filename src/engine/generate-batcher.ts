@@ -1,0 +1,213 @@
+// Merges planner generations that overlap in time (the G rollouts of a Flow-GRPO group, chat() and
+// generateIds() calls reaching the worker together) into lockstep runtime.generateBatch calls, so the
+// weights are read once per step for several sequences instead of once per sequence.
+//
+// No timers: a call made while nothing runs starts in a microtask, right after the code that made it
+// returns (so calls made in the same synchronous run, e.g. Promise.all over a group, start together), and
+// calls that arrive while a run is on the GPU wait for it and then go together. A lone call goes to runtime.generate,
+// which keeps the KV-cache prefix reuse of a conversation's next turn.
+import type { GenerateRequest, GenerateTokensOptions, TokenGeneration } from './runtime';
+
+/** What the batcher needs of the runtime (Qwen2Runtime; a fake in the unit tests). */
+export interface BatchingRuntime {
+  /** Sequences one generateBatch step decodes together. */
+  readonly maxDecodeRows: number;
+  readonly activeAdapterId: string | null;
+  setActiveAdapter(id: string | null): void;
+  generate(prompt: number[], o?: GenerateTokensOptions): Promise<TokenGeneration>;
+  generateBatch(requests: GenerateRequest[]): Promise<TokenGeneration[]>;
+}
+
+interface Waiting {
+  prompt: number[];
+  options: GenerateTokensOptions;
+  /** The adapter active when the call was made: the one its tokens must come from. */
+  adapter: string | null;
+  resolve: (g: TokenGeneration) => void;
+  reject: (e: unknown) => void;
+}
+
+/** What a request's onToken saw and answered during a merged run (replayed if the run has to be redone). */
+interface Streamed {
+  id: number;
+  stop: boolean;
+}
+
+/** Calls f, turning a synchronous throw into a rejected promise. */
+const call = <T>(f: () => Promise<T>): Promise<T> => new Promise<T>((resolve) => resolve(f()));
+
+export class GenerateBatcher {
+  private waiting: Waiting[] = [];
+  private draining = false;
+
+  constructor(readonly runtime: BatchingRuntime) {}
+
+  /**
+   * generate(prompt, options) as runtime.generate gives it, run alone or merged with the calls it overlaps.
+   * Tokens come from the adapter active now, even if another is activated before the call runs.
+   */
+  submit(prompt: number[], options: GenerateTokensOptions = {}): Promise<TokenGeneration> {
+    return new Promise<TokenGeneration>((resolve, reject) => {
+      this.waiting.push({ prompt, options, adapter: this.runtime.activeAdapterId, resolve, reject });
+      if (!this.draining) {
+        this.draining = true;
+        queueMicrotask(() => void this.drain());
+      }
+    });
+  }
+
+  /** Calls submitted and not yet handed to the runtime. */
+  get pending(): number {
+    return this.waiting.length;
+  }
+
+  private async drain(): Promise<void> {
+    while (this.waiting.length > 0) await this.run(this.take());
+    this.draining = false;
+  }
+
+  /**
+   * The oldest waiting call and the next ones under the same adapter, up to maxDecodeRows live ones (one
+   * runtime call each, so every caller gets its result when its own batch ends, and calls arriving in the
+   * meantime can join the next). Calls under other adapters keep their place for a later run.
+   */
+  private take(): Waiting[] {
+    const adapter = this.waiting[0].adapter;
+    const rows = Math.max(1, Math.floor(this.runtime.maxDecodeRows) || 1);
+    const taken: Waiting[] = [];
+    let live = 0;
+    this.waiting = this.waiting.filter((w) => {
+      if (w.adapter !== adapter || live >= rows) return true;
+      taken.push(w);
+      if (!w.options.signal?.aborted) live++;
+      return false;
+    });
+    return taken;
+  }
+
+  /** Runs one group (same adapter); settles every caller in it and never rejects. */
+  private async run(group: Waiting[]): Promise<void> {
+    // An already aborted call costs no GPU work: runtime.generate answers it at once (after validating it,
+    // as it would alone), so it takes no row of the batch.
+    const aborted = group.filter((w) => w.options.signal?.aborted);
+    const live = group.filter((w) => !w.options.signal?.aborted);
+    const settled = aborted.map((w) => this.alone(w, w.options));
+    if (live.length > 0) settled.push(this.runLive(live));
+    await Promise.all(settled);
+  }
+
+  private async runLive(live: Waiting[]): Promise<void> {
+    try {
+      const restore = this.useAdapter(live[0].adapter);
+      try {
+        await (live.length === 1 ? this.alone(live[0], live[0].options) : this.merged(live));
+      } finally {
+        restore();
+      }
+    } catch (e) {
+      // Settling an already settled promise does nothing: this reaches only callers still waiting.
+      for (const w of live) w.reject(e);
+    }
+  }
+
+  private alone(w: Waiting, o: GenerateTokensOptions): Promise<void> {
+    return call(() => this.runtime.generate(w.prompt, o)).then(w.resolve, w.reject);
+  }
+
+  /**
+   * One generateBatch for the group. If it fails, each call runs again alone, so a bad request fails
+   * only its own caller; what a call's onToken was already given is replayed to the runtime, not shown
+   * to the caller a second time.
+   */
+  private async merged(group: Waiting[]): Promise<void> {
+    const streamed = group.map((): Streamed[] => []);
+    const requests = group.map((w, i) => ({ prompt: w.prompt, options: recording(w.options, streamed[i]) }));
+    let out: TokenGeneration[];
+    try {
+      out = await call(() => this.runtime.generateBatch(requests));
+    } catch {
+      await Promise.all(
+        group.map((w, i) => {
+          const { options, release } = replaying(w.options, streamed[i]);
+          return this.alone(w, options).finally(release);
+        }),
+      );
+      return;
+    }
+    if (!Array.isArray(out) || out.length !== group.length) {
+      throw new Error(`generateBatch returned ${Array.isArray(out) ? out.length : 'no'} results for ${group.length} requests`);
+    }
+    group.forEach((w, i) => w.resolve(out[i]));
+  }
+
+  /**
+   * Makes `adapter` active for a run if another was activated after its calls were made; returns what
+   * puts back the caller's choice afterwards (unless someone chose again meanwhile). Like the trainer's
+   * reference pass, the switch is global: runtime work queued meanwhile by others would see it.
+   */
+  private useAdapter(adapter: string | null): () => void {
+    const rt = this.runtime;
+    const prev = rt.activeAdapterId;
+    if (prev === adapter) return () => undefined;
+    try {
+      rt.setActiveAdapter(adapter);
+    } catch (e) {
+      throw new Error(`generation requested under adapter '${adapter}', which is no longer loaded: ${e instanceof Error ? e.message : String(e)}`);
+    }
+    return () => {
+      if (rt.activeAdapterId !== adapter) return;
+      try {
+        rt.setActiveAdapter(prev);
+      } catch {
+        // The previous adapter was removed meanwhile; removing the active one leaves the base model.
+        rt.setActiveAdapter(null);
+      }
+    };
+  }
+}
+
+/** Options whose onToken also notes each token and its answer. */
+function recording(o: GenerateTokensOptions, log: Streamed[]): GenerateTokensOptions {
+  const user = o.onToken;
+  if (!user) return o;
+  return {
+    ...o,
+    onToken: (id, logprob) => {
+      const r = user(id, logprob);
+      log.push({ id, stop: r === true });
+      return r;
+    },
+  };
+}
+
+/**
+ * Options to run a call again alone after its merged run failed. Without prefix reuse the tokens are
+ * those the batch would have given (same kernels per row), so the first `log.length` are the ones the
+ * caller already saw: they are answered from the log. The caller's abort applies from where the log
+ * ends, as it did in the batch.
+ */
+function replaying(o: GenerateTokensOptions, log: Streamed[]): { options: GenerateTokensOptions; release: () => void } {
+  const user = o.onToken;
+  if (!user || log.length === 0) return { options: { ...o, reusePrefix: false }, release: () => undefined };
+  const ac = new AbortController();
+  let i = 0;
+  const follow = () => {
+    if (i >= log.length) ac.abort();
+  };
+  o.signal?.addEventListener('abort', follow);
+  const options: GenerateTokensOptions = {
+    ...o,
+    reusePrefix: false,
+    signal: ac.signal,
+    onToken: (id, logprob) => {
+      if (i >= log.length) return user(id, logprob);
+      const seen = log[i++];
+      if (seen.id !== id) {
+        throw new Error(`re-running a generation alone after its batch failed gave token ${id} at position ${i - 1}, where the batch had already streamed ${seen.id}`);
+      }
+      if (i === log.length && o.signal?.aborted) ac.abort();
+      return seen.stop;
+    },
+  };
+  return { options, release: () => o.signal?.removeEventListener('abort', follow) };
+}

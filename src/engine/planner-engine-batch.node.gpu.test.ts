@@ -1,0 +1,97 @@
+// PlannerEngine calls that overlap in time are decoded as one generateBatch (qwen2-tiny fixture, byte-level
+// tokenizer). Each must come out exactly as the same call run alone without prefix reuse: same tokens, same
+// logprobs, its own text stream, and the adapter that was active when it was made.
+import { describe, expect, it } from 'vitest';
+import { join } from 'node:path';
+import { gpuFor } from '../../tests/support/gpu';
+import { TINY } from '../../tests/support/qwen2-fixture';
+import { byteTokenizerConfig, byteTokenizerJson } from '../../tests/support/byte-tokenizer';
+import { loadAdapter, loadCheckpoint } from './io/checkpoint';
+import { directorySource } from './io/sources';
+import { PlannerEngine } from './planner-engine';
+import { Qwen2Runtime, type TokenGeneration } from './runtime';
+import { Tokenizer } from './tokenizer/tokenizer';
+
+async function makeEngine(): Promise<PlannerEngine> {
+  const ctx = await gpuFor('packed');
+  const ckpt = await loadCheckpoint(directorySource(TINY));
+  const rt = await Qwen2Runtime.create(ctx, ckpt.config, ckpt.tensors, { maxContext: 256 });
+  await rt.addAdapter('fixture', await loadAdapter(directorySource(join(TINY, 'adapter')), ckpt.config));
+  const tok = new Tokenizer({ tokenizerJson: byteTokenizerJson(), tokenizerConfig: byteTokenizerConfig() });
+  return new PlannerEngine(rt, tok, 'qwen2-tiny');
+}
+
+const questions = ['Hi!', 'What is 2 + 2?', 'Name a colour.', 'Say something.'];
+
+describe('PlannerEngine: overlapping generations run as one batch', () => {
+  let engine: PlannerEngine;
+
+  /** The same call awaited alone, without the KV prefix reuse a lone generate may use. */
+  const alone = (prompt: number[], seed: number, maxNewTokens: number, adapter: string | null): Promise<TokenGeneration> => {
+    engine.setActiveAdapter(adapter);
+    return engine.runtime.generate(prompt, { temperature: 1, seed, maxNewTokens, stopIds: engine.stopIds, reusePrefix: false });
+  };
+
+  /** Decode steps and rows since `from`: several sequences per step only when they were batched. */
+  const counted = (from: { steps: number; rows: number }) => ({ steps: engine.runtime.decodeCounters.steps - from.steps, rows: engine.runtime.decodeCounters.rows - from.rows });
+
+  it('3 concurrent calls at temperature 1 give exactly the tokens and logprobs of the calls run alone', async () => {
+    engine = await makeEngine();
+    const prompts = questions.slice(0, 3).map((q) => engine.promptIds([{ role: 'user', content: q }]));
+    const seeds = [11, 12, 13];
+    const want: TokenGeneration[] = [];
+    for (const [i, p] of prompts.entries()) want.push(await alone(p, seeds[i], 16, 'fixture'));
+
+    const before = { ...engine.runtime.decodeCounters };
+    const streams: string[][] = prompts.map(() => []);
+    const got = await Promise.all(
+      prompts.map((p, i) => engine.generate(p, { temperature: 1, seed: seeds[i], maxNewTokens: 16, onToken: (piece) => void streams[i].push(piece) })),
+    );
+    for (const [i, g] of got.entries()) {
+      expect(g.tokens, `call ${i}`).toEqual(want[i].tokens);
+      expect(g.logprobs, `call ${i}`).toEqual(want[i].logprobs);
+      expect(g.finishReason).toBe(want[i].finishReason);
+      expect(g.adapterId).toBe('fixture');
+      expect(g.timings.cachedPromptTokens).toBe(0);
+      expect(streams[i].join('')).toBe(g.text);
+      const ended = engine.stopIds.includes(g.tokens[g.tokens.length - 1]);
+      expect(g.text).toBe(engine.tokenizer.decode((ended ? g.tokens.slice(0, -1) : g.tokens).filter((t) => t < 256), {}));
+    }
+    // One batch: a decode step per token of the longest sequence, each serving every sequence still going.
+    const lengths = got.map((g) => g.tokens.length);
+    expect(counted(before)).toEqual({ steps: Math.max(...lengths) - 1, rows: lengths.reduce((a, n) => a + n - 1, 0) });
+    expect(lengths.filter((n) => n > 1).length).toBeGreaterThanOrEqual(2);
+  });
+
+  it('merges a chat call with a token-id call; calls made under another adapter run next, under it', async () => {
+    const prompts = questions.map((q) => engine.promptIds([{ role: 'user', content: q }]));
+    const seeds = [21, 22, 23, 24];
+    const adapters = ['fixture', 'fixture', null, null];
+    const want: TokenGeneration[] = [];
+    for (const [i, p] of prompts.entries()) want.push(await alone(p, seeds[i], 10, adapters[i]));
+
+    const before = { ...engine.runtime.decodeCounters };
+    engine.setActiveAdapter('fixture');
+    const chat0 = engine.generate(prompts[0], { temperature: 1, seed: seeds[0], maxNewTokens: 10 });
+    // The planner worker's generateIds path: token ids straight to the shared batcher.
+    const ids1 = engine.batcher.submit(prompts[1], { temperature: 1, seed: seeds[1], maxNewTokens: 10, stopIds: engine.stopIds });
+    engine.setActiveAdapter(null);
+    const chat2 = engine.generate(prompts[2], { temperature: 1, seed: seeds[2], maxNewTokens: 10 });
+    const chat3 = engine.generate(prompts[3], { temperature: 1, seed: seeds[3], maxNewTokens: 10 });
+    const [g0, g1, g2, g3] = await Promise.all([chat0, ids1, chat2, chat3]);
+    for (const [i, g] of [g0, g1, g2, g3].entries()) {
+      expect(g.tokens, `call ${i}`).toEqual(want[i].tokens);
+      expect(g.logprobs, `call ${i}`).toEqual(want[i].logprobs);
+    }
+    expect([g0.adapterId, g2.adapterId, g3.adapterId]).toEqual(['fixture', null, null]);
+    // The base model, chosen last, is active again after the 'fixture' batch ran.
+    expect(engine.activeAdapterId).toBeNull();
+    // Two batches of two: each step serves both sequences of its batch until the shorter one ends.
+    const len = [g0, g1, g2, g3].map((g) => g.tokens.length);
+    expect(counted(before)).toEqual({
+      steps: Math.max(len[0], len[1]) - 1 + Math.max(len[2], len[3]) - 1,
+      rows: len.reduce((a, n) => a + n - 1, 0),
+    });
+    engine.destroy();
+  });
+});
