@@ -2,11 +2,12 @@
 // and an interrupted run resumed from storage.
 import 'fake-indexeddb/auto';
 import { describe, expect, it } from 'vitest';
-import { getConversation, getSteps, markStaleRunsInterrupted } from '../store/conversations';
+import { getConversation, getSteps, listConversations, markStaleRunsInterrupted } from '../store/conversations';
 import { getRolloutsByRun } from '../store/rollouts';
 import type { Tool } from '../tools/types';
+import { ProbeEngine, type ProbeReplyFn } from './probe-engine';
 import { ScriptedEngine, type Script } from './scripted-engine';
-import { resumeConversation, runGroup, startConversation } from './session';
+import { GroupRolloutError, resumeConversation, runGroup, startConversation, type SessionResult } from './session';
 import { exportRunJsonl, type RolloutJsonLine } from './rollouts';
 
 let n = 0;
@@ -125,5 +126,155 @@ describe('stored agent sessions', () => {
     await expect(runGroup('q', { kind: 'exact', reference: 'a' }, 0, { runId: 'r', groupId: 'g', tools: [], engines: e, dbName: db })).rejects.toThrow(
       'runGroup: group size must be a positive integer, got 0',
     );
+  });
+});
+
+// Replies that depend only on the call: the planner multiplies 7 by its seed; the verifier stops once the
+// product is odd or two turns have run. Earlier rollouts (smaller seeds) reply more slowly, so concurrent runs
+// finish out of order.
+const byCall: ProbeReplyFn = (module, messages, options) => {
+  const user = messages[messages.length - 1].content;
+  switch (module) {
+    case 'planner':
+      return { text: plan(`Multiply 7 by ${options.seed}`), delayMs: (12 - (options.seed ?? 0)) * 3 };
+    case 'executor': {
+      const [, a, b] = /Sub-goal: Multiply (\d+) by (\d+)/.exec(user) ?? [];
+      return `{"a": ${a}, "b": ${b}}`;
+    }
+    case 'verifier': {
+      const results = [...user.matchAll(/Result: (\d+)/g)].map((m) => Number(m[1]));
+      return results.some((r) => r % 2 === 1) || results.length >= 2 ? 'STOP' : 'CONTINUE';
+    }
+    case 'generator':
+      return answerFromMemory(messages);
+    default:
+      return 'x';
+  }
+};
+
+const seedFor = (i: number) => ({ answerTags: true, maxTurns: 3, generation: { planner: { seed: 5 + i } } });
+
+/** A finished group as stored, without the random conversation ids, in rollout order. */
+async function groupView(runs: Array<SessionResult | undefined>, runId: string, db: string) {
+  const rollouts = await getRolloutsByRun(runId, db);
+  return Promise.all(
+    runs.map(async (r) => {
+      if (!r) return null;
+      const conv = (await getConversation(r.conversationId, db))!;
+      return {
+        result: [r.status, r.finalAnswer, r.reward, r.turns],
+        stored: [conv.title, conv.status, conv.reward, conv.answer],
+        steps: (await getSteps(r.conversationId, db)).map((s) => `${s.kind}@${s.turn}`),
+        rollouts: rollouts.filter((x) => x.conversationId === r.conversationId).map((x) => [x.groupId, x.turn, x.completion, x.reward, x.tokens.length]),
+      };
+    }),
+  );
+}
+
+describe('a GRPO group run concurrently', () => {
+  async function multiplyGroup(concurrency: number) {
+    const db = freshDb();
+    // Calls wait for a second one to overlap them (or 100 ms): without that, one rollout could run ahead alone.
+    const engine = new ProbeEngine(byCall, 'probe', concurrency > 1 ? { overlapCalls: 2 } : {});
+    const runs = await runGroup('6*7?', { kind: 'numeric', reference: 42 }, 4, { runId: 'grpo', groupId: 'g', tools: [multiply], engines: { planner: engine, shared: engine }, config: seedFor, concurrency, dbName: db });
+    return { runs, engine, view: await groupView(runs, 'grpo', db) };
+  }
+
+  it('gives every rollout its own config, title and reward, in rollout order, exactly as one at a time', async () => {
+    const one = await multiplyGroup(1);
+    const three = await multiplyGroup(3);
+    expect(one.engine.maxInFlight).toBe(1);
+    // The calls of different rollouts overlapped.
+    expect(three.engine.maxInFlight).toBeGreaterThan(1);
+    expect(three.engine.maxInFlight).toBeLessThanOrEqual(3);
+    expect(three.view).toEqual(one.view);
+    // Seeds 5..8: 7*5 and 7*7 are odd (one turn), 7*6 and 7*8 even (two turns); only 42 is right.
+    expect(three.view.map((v) => v!.result)).toEqual([
+      ['done', '35', 0, 1],
+      ['done', '42', 1, 2],
+      ['done', '49', 0, 1],
+      ['done', '56', 0, 2],
+    ]);
+    expect(three.view.map((v) => v!.stored.slice(0, 3))).toEqual([
+      ['g #1', 'done', 0],
+      ['g #2', 'done', 1],
+      ['g #3', 'done', 0],
+      ['g #4', 'done', 0],
+    ]);
+    // Each conversation's planner calls carry its own seed's plan and its own reward.
+    three.view.forEach((v, i) => {
+      expect(v!.rollouts.length).toBe(v!.result[3]);
+      for (const r of v!.rollouts) expect(r).toEqual(['g', r[1], plan(`Multiply 7 by ${5 + i}`), i === 1 ? 1 : 0, plan(`Multiply 7 by ${5 + i}`).length]);
+    });
+  });
+
+  it('starts no rollout after an abort and returns the started ones, interrupted', async () => {
+    const db = freshDb();
+    const engine = new ProbeEngine(byCall);
+    engine.hold();
+    const ctl = new AbortController();
+    const running = runGroup('6*7?', { kind: 'numeric', reference: 42 }, 4, { runId: 'r', groupId: 'g', tools: [multiply], engines: { planner: engine, shared: engine }, config: seedFor, concurrency: 2, signal: ctl.signal, dbName: db });
+    while (engine.inFlight < 2) await new Promise((res) => setTimeout(res, 5));
+    ctl.abort();
+    const runs = await running;
+    expect(runs.map((r) => [r.status, r.stopReason])).toEqual([
+      ['interrupted', 'aborted'],
+      ['interrupted', 'aborted'],
+    ]);
+    expect(engine.calls.map((c) => c.module)).toEqual(['analysis', 'analysis']);
+    const stored = await listConversations(db);
+    expect(stored.map((c) => [c.title, c.status]).sort()).toEqual([
+      ['g #1', 'interrupted'],
+      ['g #2', 'interrupted'],
+    ]);
+  });
+
+  it('keeps the other rollouts when one throws, and rejects naming it', async () => {
+    const db = freshDb();
+    const engine = new ProbeEngine(byCall, 'probe', { overlapCalls: 2 });
+    // maxTurns 0 makes runAgent throw before any step: the one way a rollout throws without a storage failure.
+    const config = (i: number) => (i === 1 ? { ...seedFor(i), maxTurns: 0 } : seedFor(i));
+    const err = await runGroup('6*7?', { kind: 'numeric', reference: 49 }, 3, { runId: 'e', groupId: 'g', tools: [multiply], engines: { planner: engine, shared: engine }, config, concurrency: 3, dbName: db }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(GroupRolloutError);
+    const e = err as GroupRolloutError;
+    expect(e.message).toBe("group 'g': rollout 2 of 3 failed: agent config: maxTurns must be a positive integer, got 0");
+    expect(e.rollout).toBe(1);
+    expect((e.cause as Error).message).toBe('agent config: maxTurns must be a positive integer, got 0');
+    const view = await groupView(e.results, 'e', db);
+    expect(view[1]).toBeNull();
+    expect([view[0]!.result, view[2]!.result]).toEqual([
+      ['done', '35', 0, 1],
+      ['done', '49', 1, 1],
+    ]);
+    expect([view[0]!.stored.slice(0, 3), view[2]!.stored.slice(0, 3)]).toEqual([
+      ['g #1', 'done', 0],
+      ['g #3', 'done', 1],
+    ]);
+    expect([view[0]!.rollouts, view[2]!.rollouts]).toEqual([[['g', 1, plan('Multiply 7 by 5'), 0, plan('Multiply 7 by 5').length]], [['g', 1, plan('Multiply 7 by 7'), 1, plan('Multiply 7 by 7').length]]]);
+  });
+
+  it('starts no rollout after one has thrown; the running ones finish', async () => {
+    const db = freshDb();
+    const engine = new ProbeEngine(byCall);
+    engine.hold();
+    const config = (i: number) => (i === 0 ? { ...seedFor(i), maxTurns: 0 } : seedFor(i));
+    const running = runGroup('6*7?', { kind: 'numeric', reference: 42 }, 4, { runId: 'e', groupId: 'g', tools: [multiply], engines: { planner: engine, shared: engine }, config, concurrency: 2, dbName: db }).catch((e: unknown) => e);
+    while (engine.inFlight < 1) await new Promise((res) => setTimeout(res, 5));
+    engine.release();
+    const e = (await running) as GroupRolloutError;
+    expect(e).toBeInstanceOf(GroupRolloutError);
+    expect(e.rollout).toBe(0);
+    expect(e.results.map((r) => r?.finalAnswer ?? null)).toEqual([null, '42', null, null]);
+    expect((await listConversations(db)).map((c) => c.title).sort()).toEqual(['g #1', 'g #2']);
+  });
+
+  it('rejects a concurrency that is not a positive integer', async () => {
+    const engine = new ProbeEngine(byCall);
+    for (const bad of [0, 1.5, Number.NaN]) {
+      await expect(runGroup('q', { kind: 'exact', reference: 'a' }, 2, { runId: 'r', groupId: 'g', tools: [], engines: { planner: engine, shared: engine }, concurrency: bad, dbName: freshDb() })).rejects.toThrow(
+        `runGroup: concurrency must be a positive integer, got ${bad}`,
+      );
+    }
+    expect(engine.calls).toHaveLength(0);
   });
 });

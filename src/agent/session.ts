@@ -8,6 +8,7 @@ import { runAgent, type AgentConfigInput, type AgentEngines, type AgentRunResult
 import type { ModuleName } from './prompts';
 import { recordReward, rolloutRecorder, type RolloutIds } from './rollouts';
 import { judgeAnswer, scoreAnswer, type RewardKind } from './rewards';
+import { checkConcurrency, runRollouts } from './rollout-pool';
 
 export interface RewardSpec {
   kind: RewardKind;
@@ -95,23 +96,66 @@ async function continueConversation(conv: ConversationRecord, steps: import('../
   return result;
 }
 
-export interface GroupOptions extends Omit<SessionOptions, 'rollouts' | 'reward'> {
+export interface GroupOptions extends Omit<SessionOptions, 'rollouts' | 'reward' | 'config'> {
   runId: string;
   groupId: string;
+  /** One agent config for every rollout, or rollout i's own (e.g. its sampling seed). */
+  config?: AgentConfigInput | ((rollout: number) => AgentConfigInput);
+  /**
+   * How many rollouts run at once (default 1: one after another). With more, their planner calls reach the
+   * planner engine together; onStep and onToken then interleave several conversations (a step names its
+   * conversation, a token piece does not).
+   */
+  concurrency?: number;
+}
+
+/** A rollout of a group threw (a storage failure, a bad config); the group's other results are kept. */
+export class GroupRolloutError extends Error {
+  constructor(
+    /** The first rollout (0-based) that threw. */
+    readonly rollout: number,
+    /** Every rollout's result by index: undefined where it threw or never started. */
+    readonly results: Array<SessionResult | undefined>,
+    groupId: string,
+    cause: unknown,
+  ) {
+    super(`group '${groupId}': rollout ${rollout + 1} of ${results.length} failed: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.name = 'GroupRolloutError';
+  }
 }
 
 /**
- * A GRPO group: `size` runs of the same query, one after another (the engines serve one request at a time),
- * each stored as a conversation with its planner calls under (runId, groupId) and its reward broadcast.
- * Stops early, returning the runs so far, when the signal aborts.
+ * A GRPO group: `size` runs of the same query, `concurrency` at a time, each stored as a conversation titled
+ * '<groupId> #<i + 1>' with its planner calls under (runId, groupId) and its reward broadcast. Results are in
+ * rollout order. When the signal aborts, no further run starts and the runs so far are returned (the running
+ * ones end 'interrupted'). When a run throws, no further run starts, the running ones finish, and the call
+ * rejects with a GroupRolloutError holding the others' results.
  */
 export async function runGroup(query: string, reward: RewardSpec, size: number, opts: GroupOptions): Promise<SessionResult[]> {
   if (!Number.isInteger(size) || size < 1) throw new Error(`runGroup: group size must be a positive integer, got ${size}`);
+  const { runId, groupId, config, concurrency = 1, ...rest } = opts;
+  checkConcurrency(concurrency, 'runGroup: concurrency');
+  const outcomes = await runRollouts(
+    size,
+    concurrency,
+    (i) =>
+      startConversation(query, {
+        ...rest,
+        ...(config !== undefined ? { config: typeof config === 'function' ? config(i) : config } : {}),
+        title: `${groupId} #${i + 1}`,
+        rollouts: { runId, groupId },
+        reward,
+      }),
+    opts.signal,
+  );
   const results: SessionResult[] = [];
-  for (let i = 0; i < size; i++) {
-    if (opts.signal?.aborted) break;
-    const { runId, groupId, ...rest } = opts;
-    results.push(await startConversation(query, { ...rest, title: `${groupId} #${i + 1}`, rollouts: { runId, groupId }, reward }));
-  }
-  return results;
+  for (const o of outcomes) if (o.ok) results.push(o.value);
+  const failed = outcomes.findIndex((o) => !o.ok);
+  if (failed < 0) return results;
+  const byRollout = Array.from({ length: size }, (_, i) => {
+    const o = outcomes[i];
+    return o?.ok ? o.value : undefined;
+  });
+  const first = outcomes[failed];
+  throw new GroupRolloutError(failed, byRollout, groupId, first.ok ? null : first.error);
 }

@@ -30,6 +30,12 @@ describe('generateBatch: each sequence = generate() alone', async () => {
     ['4-bit weights (fused decode)', () => quantizeModel(config, weights, 'f16').source],
   ] as const;
 
+  const alone = async (rt: Qwen2Runtime, reqs: GenerateRequest[]) => {
+    const out = [];
+    for (const r of reqs) out.push(await rt.generate(r.prompt, { ...r.options, reusePrefix: false }));
+    return out;
+  };
+
   for (const path of await weightPaths()) {
     for (const [name, source] of models) {
       const make = async (o: RuntimeOptions = {}) => {
@@ -37,11 +43,6 @@ describe('generateBatch: each sequence = generate() alone', async () => {
         await rt.addAdapter('a', toLoraAdapter(config, adapter));
         rt.setActiveAdapter('a');
         return rt;
-      };
-      const alone = async (rt: Qwen2Runtime, reqs: GenerateRequest[]) => {
-        const out = [];
-        for (const r of reqs) out.push(await rt.generate(r.prompt, { ...r.options, reusePrefix: false }));
-        return out;
       };
 
       it(`${path}, ${name}: 4 sequences in one batch, then 6 (two batches), with a stop id and onToken`, async () => {
@@ -95,6 +96,46 @@ describe('generateBatch: each sequence = generate() alone', async () => {
         }
       });
 
+      it(`${path}, ${name}: a prompt the batch shares is prefilled once, and region 0 reuses and leaves the cache's prefix`, async () => {
+        const rt = await make({ batchContext: 128 });
+        try {
+          // A GRPO group's first turn: the same prompt G times (different seeds), plus one sharing 8 tokens.
+          const P = prompts[3];
+          const other = [...P.slice(0, 8), ...prompts[2]];
+          const reqs: GenerateRequest[] = [
+            { prompt: P, options: { temperature: 1, seed: 1, maxNewTokens: 6 } },
+            { prompt: P, options: { temperature: 1, seed: 2, maxNewTokens: 6 } },
+            { prompt: P, options: { temperature: 1, seed: 3, maxNewTokens: 6 } },
+            { prompt: other, options: { temperature: 0, maxNewTokens: 6 } },
+          ];
+          // The first batch grows the cache to 128 rows (dropping what it held); later ones fit.
+          await rt.generateBatch(reqs);
+          const want = await alone(rt, reqs);
+          // The cache now holds `other` (the last one run): P's region, at row 0, reuses its first 8 rows.
+          const s0 = { ...rt.decodeCounters };
+          const got = await rt.generateBatch(reqs);
+          expect(rt.decodeCounters.steps - s0.steps, 'one batch').toBe(5);
+          expect(got.map((g) => g.reusedPrefixTokens)).toEqual([8, P.length - 1, P.length - 1, 8]);
+          got.forEach((g, i) => {
+            // Copied rows were computed in another prefill batch: equal up to f32 summation order.
+            expect(g.tokens, `request ${i}`).toEqual(want[i].tokens);
+            expect(maxAbsDiff(g.logprobs, want[i].logprobs), `request ${i}`).toBeLessThan(1e-4);
+          });
+          // After the batch the cache holds request 0's tokens at rows 0.., as a lone generate leaves them.
+          const next = [...P, ...got[0].tokens.slice(0, -1)];
+          const after = await rt.generate(next, { temperature: 0, maxNewTokens: 3 });
+          expect(after.reusedPrefixTokens).toBe(next.length - 1);
+          const fresh = await rt.generate(next, { temperature: 0, maxNewTokens: 3, reusePrefix: false });
+          expect(after.tokens).toEqual(fresh.tokens);
+          // reusePrefix: false shares nothing.
+          const none = await rt.generateBatch(reqs.map((r) => ({ prompt: r.prompt, options: { ...r.options, reusePrefix: false } })));
+          expect(none.map((g) => g.reusedPrefixTokens)).toEqual([0, 0, 0, 0]);
+          none.forEach((g, i) => expect(g.logprobs, `request ${i}`).toEqual(want[i].logprobs));
+        } finally {
+          rt.destroy();
+        }
+      });
+
       it(`${path}, ${name}: the cache's rows decide the batches; batchContext grows it; the next generate reuses nothing`, async () => {
         const rt = await make();
         try {
@@ -136,6 +177,43 @@ describe('generateBatch: each sequence = generate() alone', async () => {
         }
       });
     }
+
+    it(`${path}: tokens the GPU draw leaves undecided are redrawn on the CPU, rows stopping mid-flight, onLogits`, async () => {
+      // Past the 64 GPU candidates' mass (a 300-token vocabulary at high temperature) the CPU must redraw.
+      const wide = randomQwen2(84, { ...shape, vocabSize: 300 });
+      const rt = await Qwen2Runtime.create(await gpuFor(path), toQwen2Config(wide.config), toWeightSource(wide.config, wide.weights), { maxContext: 64, maxBatchRows: 16, batchContext: 128 });
+      try {
+        const r2 = new Rng(85);
+        const ps = [6, 4, 9, 5].map((n) => randomTokens(r2, n, 300));
+        const first = await rt.generate(ps[2], { temperature: 0, maxNewTokens: 8, reusePrefix: false });
+        const reqs: GenerateRequest[] = [
+          { prompt: ps[0], options: { temperature: 4, seed: 1, maxNewTokens: 12 } },
+          { prompt: ps[1], options: { temperature: 20, seed: 2, maxNewTokens: 12 } },
+          // Stops at its third token while later steps are already in flight.
+          { prompt: ps[2], options: { temperature: 0, maxNewTokens: 12, stopIds: [first.tokens[2]] } },
+          { prompt: ps[3], options: { temperature: 1.5, topP: 0.9, seed: 3, maxNewTokens: 10 } },
+        ];
+        const want = await alone(rt, reqs);
+        const got = await rt.generateBatch(reqs);
+        got.forEach((g, i) => {
+          expect(g.tokens, `request ${i}`).toEqual(want[i].tokens);
+          expect(g.logprobs, `request ${i}`).toEqual(want[i].logprobs);
+          expect(g.finishReason, `request ${i}`).toBe(want[i].finishReason);
+        });
+        expect(got[2].tokens.length).toBeLessThanOrEqual(3);
+        expect(got.reduce((a, g) => a + g.redrawnTokens, 0), 'the CPU redraw path ran').toBeGreaterThan(0);
+        // A logits callback puts the whole batch in step: the CPU draws every token, nothing is redrawn.
+        const seen: number[] = [];
+        const inStep = await rt.generateBatch(reqs.map((r, i) => ({ prompt: r.prompt, options: { ...r.options, onLogits: i === 1 ? (x: Float32Array) => void seen.push(x.length) : undefined } })));
+        inStep.forEach((g, i) => {
+          expect(g.tokens, `request ${i}`).toEqual(want[i].tokens);
+          expect(g.redrawnTokens).toBe(0);
+        });
+        expect(seen).toEqual(Array(12).fill(300));
+      } finally {
+        rt.destroy();
+      }
+    });
 
     it(`${path}: aborts, empty budgets and bad requests`, async () => {
       const rt = await Qwen2Runtime.create(await gpuFor(path), toQwen2Config(config), toWeightSource(config, weights), { maxContext: 64, maxBatchRows: 16 });

@@ -19,6 +19,8 @@ import type { LoraAdapter } from './io/peft';
 import { KvCache } from './kv-cache';
 import { DRAW_LOG_WORDS, GpuSampler, gpuDrawServes, parseDrawLog } from '../kernels/sampling/sampling';
 import { checkSamplingOptions, type SamplingOptions } from '../kernels/sampling/draw';
+import { decodeRows, type BatchHost, type BatchRow, type BatchSlot } from './batch-decode';
+import { acceptToken, DECODE_AHEAD, emptyGeneration, generationOf, now, REDRAW_WINDOW, type DecodeLoop } from './decode-loop';
 import { Qwen2Weights, type Q4WeightSource, type UploadProgress, type WeightSource } from './weights';
 
 export interface RuntimeOptions {
@@ -103,26 +105,7 @@ const BASE = { id: '(base)' };
  */
 export const MAX_DECODE_ROWS = Q4_SMALL_N;
 
-/** Decode steps submitted ahead of the last token read back (GPU-drawn tokens only). */
-const DECODE_AHEAD = 3;
-/** Decoding goes in-step once half of this many latest tokens had to be redrawn on the CPU. */
-const REDRAW_WINDOW = 8;
 
-/** The state one generate() call's decode loop shares between its helpers. */
-interface DecodeLoop {
-  prompt: number[];
-  o: GenerateTokensOptions;
-  maxNew: number;
-  stop: Set<number>;
-  rng: Rng;
-  tokens: number[];
-  logprobs: number[];
-  t0: number;
-  prefillMs: number;
-  t1: number;
-  finishReason: TokenGeneration['finishReason'];
-  redrawn: number;
-}
 
 // Batches are rounded up to a few row counts so step lists are recorded once per count, not per call: powers
 // of two up to 64, then multiples of 64 (so a 300-row prefill computes 320 rows, not 512). Up to 4 rows stay
@@ -148,16 +131,28 @@ interface CheckedRequest {
   stop: Set<number>;
 }
 
-function emptyGeneration(finishReason: 'abort' | 'length'): TokenGeneration {
-  return { tokens: [], logprobs: [], finishReason, prefillMs: 0, decodeMs: 0, reusedPrefixTokens: 0, redrawnTokens: 0 };
+/**
+ * The longest prompt prefix request b shares with an earlier request of the batch (both allowing prefix
+ * reuse), short of b's last token (it runs, for its logits): `from` tokens, copied from request `src` (-1:
+ * none).
+ */
+function sharedPrefix(reqs: CheckedRequest[], b: number): { from: number; src: number } {
+  let best = { from: 0, src: -1 };
+  if (reqs[b].o.reusePrefix === false) return best;
+  const p = reqs[b].prompt;
+  for (let a = 0; a < b; a++) {
+    if (reqs[a].o.reusePrefix === false) continue;
+    const q = reqs[a].prompt;
+    const max = Math.min(q.length, p.length - 1);
+    let n = 0;
+    while (n < max && q[n] === p[n]) n++;
+    if (n > best.from) best = { from: n, src: a };
+  }
+  return best;
 }
 
-function generationOf(l: DecodeLoop, reused: number): TokenGeneration {
-  const { tokens, logprobs, prefillMs, t1, finishReason, redrawn } = l;
-  return { tokens, logprobs, finishReason, prefillMs, decodeMs: tokens.length > 1 ? now() - t1 : 0, reusedPrefixTokens: reused, redrawnTokens: redrawn };
-}
 
-const now = () => (typeof performance !== 'undefined' ? performance.now() : Date.now());
+
 
 export class Qwen2Runtime {
   readonly adapters: AdapterSet;
@@ -174,10 +169,14 @@ export class Qwen2Runtime {
    * generateBatch's per-sequence logits rows: each step copies row j of the decode plan's logits to its
    * sequence's slot, whose own sampler draws from it (a sampler reads the first row of its buffer).
    */
-  private slots: Array<{ logits: GPUBuffer; sampler: GpuSampler }> = [];
+  private slots: BatchSlot[] = [];
   /** generateBatch's cache row per decode row: on the GPU for the fused KV write, on the host for the copies. */
   private batchRowsBuffer: GPUBuffer | null = null;
   private batchCacheRows: number[] = [];
+  /** generateBatch's GPU draw log: entry i * MAX_DECODE_ROWS + b is row b's draw of token i. */
+  private batchDrawLog: GPUBuffer | null = null;
+  /** Where generateBatch copies a shared prompt prefix's K/V rows through (made on the first share). */
+  private batchScratch: GPUBuffer | null = null;
   /** Where GPU draws log each generated token (DRAW_LOG_WORDS u32 per token), one entry per possible position. */
   private drawLog: GPUBuffer | null = null;
   /** Whether decode runs the fused 4-bit kernels (decided once: the weights never change). */
@@ -242,7 +241,8 @@ export class Qwen2Runtime {
       adapters: this.adapters.bytes(),
       activations:
         (this.batchPlan?.bytes ?? 0) + (this.decodePlan?.bytes ?? 0) + (this.drawLog?.size ?? 0) +
-        this.slots.reduce((a, s) => a + s.logits.size, 0) + (this.batchRowsBuffer?.size ?? 0),
+        this.slots.reduce((a, s) => a + s.logits.size + s.ids.size, 0) +
+        (this.batchRowsBuffer?.size ?? 0) + (this.batchScratch?.size ?? 0) + (this.batchDrawLog?.size ?? 0),
       kvCache: this.kv?.bytes ?? 0,
     };
   }
@@ -319,10 +319,14 @@ export class Qwen2Runtime {
    * Generates for several prompts at once: one TokenGeneration per request, in order. Up to maxDecodeRows
    * sequences are decoded in lockstep, each step one forward of their rows (the weights are read once for
    * all of them), each sequence in its own region of the KV cache; more requests, or more than
-   * batchContext cache rows at once, run as several batches. Each request's tokens and logprobs are
-   * generate()'s for the same prompt and options with reusePrefix false (the kernels compute each row as
-   * they compute a lone one). Tokens are sampled on the CPU from the GPU's candidates, one round trip per
-   * step for all the rows. A request that fails validation rejects the call, naming its index.
+   * batchContext cache rows at once, run as several batches. With reusePrefix false, each request's
+   * tokens and logprobs are generate()'s for the same prompt and options with reusePrefix false (the
+   * kernels compute each row as they compute a lone one). With prefix reuse (the default) a prompt prefix
+   * an earlier request of the batch has is copied from its region instead of prefilled again (a GRPO
+   * group's identical first prompts cost one prefill), and the first request reuses what the cache held,
+   * both with generate()'s caveat on the last bits. Tokens are sampled on the CPU from the GPU's
+   * candidates, one round trip per step for all the rows. A request that fails validation rejects the
+   * call, naming its index.
    */
   generateBatch(requests: GenerateRequest[]): Promise<TokenGeneration[]> {
     if (!Array.isArray(requests)) return Promise.reject(new Error('generateBatch: requests must be an array of { prompt, options }'));
@@ -358,10 +362,15 @@ export class Qwen2Runtime {
     for (const s of this.slots) {
       s.sampler.destroy();
       s.logits.destroy();
+      s.ids.destroy();
     }
+    this.batchDrawLog?.destroy();
+    this.batchDrawLog = null;
     this.slots = [];
     this.batchRowsBuffer?.destroy();
     this.batchRowsBuffer = null;
+    this.batchScratch?.destroy();
+    this.batchScratch = null;
     this.drawLog?.destroy();
     this.drawLog = null;
     this.kv?.destroy();
@@ -653,28 +662,6 @@ export class Qwen2Runtime {
     return plan;
   }
 
-  /**
-   * Takes token i, returns whether generation goes on: streams it, then applies EOS, the caller's stop and
-   * the abort signal (the same checks, in the same order, on both decode paths).
-   */
-  private accept(l: DecodeLoop, id: number, logprob: number): boolean {
-    if (l.tokens.length === 0) {
-      l.prefillMs = now() - l.t0;
-      l.t1 = now();
-    }
-    l.tokens.push(id);
-    l.logprobs.push(logprob);
-    const userStop = l.o.onToken?.(id, logprob) === true;
-    if (l.stop.has(id) || userStop) {
-      l.finishReason = 'stop';
-      return false;
-    }
-    if (l.o.signal?.aborted) {
-      l.finishReason = 'abort';
-      return false;
-    }
-    return l.tokens.length < l.maxNew;
-  }
 
   /**
    * One token per round trip: sample on the CPU from the GPU's candidates, then run the token. Continues
@@ -690,7 +677,7 @@ export class Qwen2Runtime {
       const sampler = await this.sampler(plan);
       const u = greedy ? 0 : (pending.shift() ?? l.rng.next());
       const { token: id, logprob } = await this.unlessLost(sampler.sampleWithU(l.o, u), 'sampling');
-      if (!this.accept(l, id, logprob)) break;
+      if (!acceptToken(l, id, logprob)) break;
       plan = await this.decodeStep(id, l.prompt.length + i);
     }
   }
@@ -756,7 +743,7 @@ export class Qwen2Runtime {
         writeBuffer(this.ctx, decode.ids, Uint32Array.of(id));
         next = i + 1;
         l.redrawn++;
-        if (!this.accept(l, id, logprob)) break;
+        if (!acceptToken(l, id, logprob)) break;
         // Rows this flat (random weights, a very high temperature) make most draws undecided, and each costs
         // a drained pipeline plus a recomputed step on top of the whole-row draw the in-step path pays too:
         // when half the recent tokens needed one, go on one token per round trip instead.
@@ -767,7 +754,7 @@ export class Qwen2Runtime {
         }
         continue;
       }
-      if (!this.accept(l, id, logprob)) break;
+      if (!acceptToken(l, id, logprob)) break;
     }
   }
 
@@ -828,15 +815,56 @@ export class Qwen2Runtime {
     return generationOf(loop, reused);
   }
 
+  /** A buffer of at least `bytes` for copying prompt rows between regions of the cache (kept for later batches). */
+  private prefixScratch(bytes: number): GPUBuffer {
+    if (!this.batchScratch || this.batchScratch.size < bytes) {
+      this.batchScratch?.destroy();
+      // Sized for the longest prompt at once, so it is made once per cache layout.
+      this.batchScratch = createStorage(this.ctx, 'runtime.batchPrefixRows', Math.max(bytes, this.maxContext * this.kv!.rowBytes));
+    }
+    return this.batchScratch;
+  }
+
   /** The slots of generateBatch's first `count` sequences (made once, kept for later batches). */
-  private async batchSlots(count: number): Promise<Array<{ logits: GPUBuffer; sampler: GpuSampler }>> {
+  private async batchSlots(count: number): Promise<BatchSlot[]> {
     const V = this.config.vocabSize;
     while (this.slots.length < count) {
-      const logits = createStorage(this.ctx, `runtime.batchLogits${this.slots.length}`, V * 4);
-      this.slots.push({ logits, sampler: await GpuSampler.create(this.ctx, { logits, vocab: V }) });
+      const k = this.slots.length;
+      const logits = createStorage(this.ctx, `runtime.batchLogits${k}`, V * 4);
+      const ids = createStorage(this.ctx, `runtime.batchDrawn${k}`, 4);
+      this.slots.push({ logits, ids, sampler: await GpuSampler.create(this.ctx, { logits, vocab: V }) });
     }
     this.batchRowsBuffer ??= createStorage(this.ctx, 'runtime.batchCacheRows', MAX_DECODE_ROWS * 4);
+    this.batchDrawLog ??= createStorage(this.ctx, 'runtime.batchDrawLog', this.maxContext * MAX_DECODE_ROWS * DRAW_LOG_WORDS * 4);
     return this.slots.slice(0, count);
+  }
+
+  /**
+   * One decode step of a batch (BatchHost.step): rows[j] runs its token i - 1 at position prompt + i - 1,
+   * with its K/V written to its region and its keys read from there; row j's logits go to its slot; then
+   * the rows' GPU draws when given. One submission.
+   */
+  private async batchStep(decode: ActivationPlan, kv: KvCache, rows: BatchRow[], i: number, ids: 'cpu' | 'gpu', draws?: Map<BatchRow, Step[]>): Promise<void> {
+    const V = this.config.vocabSize;
+    const n = rows.length;
+    const pos = rows.map((r) => r.l.prompt.length + i - 1);
+    this.batchCacheRows = rows.map((r, j) => r.base + pos[j]);
+    writeBuffer(this.ctx, decode.pos, Uint32Array.from(pos));
+    writeBuffer(this.ctx, decode.ranges, Uint32Array.from(rows.flatMap((r, j) => [r.base, r.base + pos[j] + 1])));
+    writeBuffer(this.ctx, this.batchRowsBuffer!, Uint32Array.from(this.batchCacheRows));
+    if (ids === 'cpu') writeBuffer(this.ctx, decode.ids, Uint32Array.from(rows.map((r) => r.l.tokens[i - 1])));
+    const forward = await this.recordedDecode(decode, kv, Math.max(...pos), { n });
+    const logitSteps = await this.recorded(`decodeLogits:${n}`, () => recordLogits(this.ctx, decode, this.weights, 0, n));
+    assertDeviceAlive(this.ctx, 'decoding a batch');
+    const enc = this.ctx.device.createCommandEncoder({ label: 'decoding a batch' });
+    // Each row's token as its last draw left it: the draws run after the previous step's logits.
+    if (ids === 'gpu') rows.forEach((r, j) => enc.copyBufferToBuffer(r.slot.ids, 0, decode.ids, j * 4, 4));
+    encodeSteps(this.ctx, enc, forward);
+    encodeSteps(this.ctx, enc, logitSteps);
+    rows.forEach((r, j) => enc.copyBufferToBuffer(decode.logits, j * V * 4, r.slot.logits, 0, V * 4));
+    if (draws) for (const r of rows) encodeSteps(this.ctx, enc, draws.get(r)!);
+    this.ctx.device.queue.submit([enc.finish()]);
+    this.countDecode(n);
   }
 
   /**
@@ -855,51 +883,56 @@ export class Qwen2Runtime {
       bases.push(rows);
       rows += r.rows;
     }
-    // The cache's rows become regions of this batch: until the next generate, it claims to hold nothing.
-    this.kvHolds = null;
-    // Grown once to batchContext, not per batch size.
+    // Grown once to batchContext, not per batch size (growing drops what the cache held).
     const kv = await this.kvCache(rows > this.maxContext ? this.batchContext : this.maxContext);
+    const adapter = this.adapters.active;
+    const version = adapter?.version ?? 0;
+    // The first sequence's region starts at row 0, where the cache may hold a previous generate's prefix.
+    const held = reqs[0].o.reusePrefix === false ? 0 : this.reusablePrefix(reqs[0].prompt);
+    // Until the batch ends well, the rows are a mix of old and new: claim nothing.
+    this.kvHolds = null;
     const decode = await this.plan('decode', MAX_DECODE_ROWS);
     const slots = await this.batchSlots(reqs.length);
     const loops = reqs.map((r) => this.loopFor(r));
     const copyLogits = (from: ActivationPlan, pairs: Array<[row: number, slot: number]>, enc: GPUCommandEncoder) => {
       for (const [row, slot] of pairs) enc.copyBufferToBuffer(from.logits, row * V * 4, slots[slot].logits, 0, V * 4);
     };
+    const reused: number[] = [];
     for (const [b, r] of reqs.entries()) {
-      const plan = await this.prefill(r.prompt, true, 0, bases[b]);
-      const enc = this.ctx.device.createCommandEncoder({ label: 'batch prefill logits' });
-      copyLogits(plan, [[0, b]], enc);
-      this.ctx.device.queue.submit([enc.finish()]);
+      // A prompt prefix an earlier sequence of the batch has (the G rollouts of a group share their whole
+      // first prompt) is copied from that sequence's region, not prefilled again. Regions are prefilled in
+      // order and a chunk's padding rows only spill forward, so an earlier region's prompt rows are intact.
+      const { from, src } = b === 0 ? { from: held, src: -1 } : sharedPrefix(reqs, b);
+      const enc = this.ctx.device.createCommandEncoder({ label: 'batch prefill' });
+      if (src >= 0) {
+        // WebGPU copies only between different buffers: through a scratch buffer, layer by layer.
+        const bytes = from * kv.rowBytes;
+        const scratch = this.prefixScratch(bytes);
+        for (const buf of [...kv.k, ...kv.v]) {
+          enc.copyBufferToBuffer(buf, bases[src] * kv.rowBytes, scratch, 0, bytes);
+          enc.copyBufferToBuffer(scratch, 0, buf, bases[b] * kv.rowBytes, bytes);
+        }
+        this.ctx.device.queue.submit([enc.finish()]);
+      }
+      const plan = await this.prefill(r.prompt, true, from, bases[b]);
+      const logitsEnc = this.ctx.device.createCommandEncoder({ label: 'batch prefill logits' });
+      copyLogits(plan, [[0, b]], logitsEnc);
+      this.ctx.device.queue.submit([logitsEnc.finish()]);
+      reused.push(from);
     }
-    let active = reqs.map((_, b) => b);
-    for (;;) {
-      // Every row's candidates and draw at once: their read-backs overlap.
-      const drawn = await Promise.all(
-        active.map(async (b) => {
-          const l = loops[b];
-          const slot = slots[b];
-          if (l.o.onLogits) l.o.onLogits(await this.readF32(slot.logits, V, 0, 'reading logits'));
-          const u = (l.o.temperature ?? 0) === 0 ? 0 : l.rng.next();
-          return this.unlessLost(slot.sampler.sampleWithU(l.o, u), 'sampling');
-        }),
-      );
-      active = active.filter((b, j) => this.accept(loops[b], drawn[j].token, drawn[j].logprob));
-      if (!active.length) break;
-      const n = active.length;
-      const pos = active.map((b) => loops[b].prompt.length + loops[b].tokens.length - 1);
-      this.batchCacheRows = active.map((b, j) => bases[b] + pos[j]);
-      this.writeRows(decode, active.map((b) => loops[b].tokens.at(-1)!), pos, active.flatMap((b, j) => [bases[b], bases[b] + pos[j] + 1]));
-      writeBuffer(this.ctx, this.batchRowsBuffer!, Uint32Array.from(this.batchCacheRows));
-      const forward = await this.recordedDecode(decode, kv, Math.max(...pos), { n });
-      const logitSteps = await this.recorded(`decodeLogits:${n}`, () => recordLogits(this.ctx, decode, this.weights, 0, n));
-      assertDeviceAlive(this.ctx, 'decoding a batch');
-      const enc = this.ctx.device.createCommandEncoder({ label: 'decoding a batch' });
-      encodeSteps(this.ctx, enc, forward);
-      encodeSteps(this.ctx, enc, logitSteps);
-      copyLogits(decode, active.map((b, j) => [j, b]), enc);
-      this.ctx.device.queue.submit([enc.finish()]);
-      this.countDecode(n);
-    }
-    return loops.map((l) => generationOf(l, 0));
+    const batch: BatchRow[] = reqs.map((_, b) => ({ b, l: loops[b], slot: slots[b], base: bases[b], us: [], done: false }));
+    const host: BatchHost = {
+      ctx: this.ctx,
+      vocab: V,
+      drawLog: this.batchDrawLog!,
+      maxRows: MAX_DECODE_ROWS,
+      step: (rows, i, ids, draws) => this.batchStep(decode, kv, rows, i, ids, draws),
+      unlessLost: (p, doing) => this.unlessLost(p, doing),
+    };
+    // The logits callback needs every row read back, and top-k above the GPU's candidates needs the CPU.
+    await decodeRows(host, batch, reqs.every((r) => !r.o.onLogits && gpuDrawServes(r.o, V)));
+    // The first sequence's region is rows 0.. and holds its tokens as a lone generate would leave them.
+    this.kvHolds = { tokens: reqs[0].prompt.concat(loops[0].tokens.slice(0, -1)), adapter, version };
+    return loops.map((l, b) => generationOf(l, reused[b]));
   }
 }

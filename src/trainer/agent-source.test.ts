@@ -3,10 +3,11 @@
 // step consumes them.
 import { describe, expect, it } from 'vitest';
 import { demoEngines } from '../agent/demo';
+import { ProbeEngine, type ProbeReplyFn } from '../agent/probe-engine';
 import { scriptedTokenIds } from '../agent/scripted-engine';
 import type { Tool } from '../tools/types';
 import { Rng } from '../util/rng';
-import { AgentRolloutSource } from './agent-source';
+import { AgentRolloutSource, type AgentRolloutSourceOptions } from './agent-source';
 import { groupAdvantages } from './advantages';
 
 const reverse: Tool = {
@@ -66,5 +67,112 @@ describe('AgentRolloutSource', () => {
     });
     // Deterministic demo engines: each group's rewards are all equal, so both groups give no gradient.
     expect(groupAdvantages(samples).noGradientGroups).toBe(2);
+  });
+});
+
+/** The planner's reply for a seed: an odd seed reverses the query, an even one its upper case (a wrong answer). */
+function plannerReply(query: string, seed: number): string {
+  return JSON.stringify({ justification: `seed ${seed}`, context: '', sub_goal: seed % 2 ? query : query.toUpperCase(), tool_name: 'reverse' });
+}
+
+// Replies that depend only on the call (the planner's on its seed), never on call order, so rollouts
+// interleaved by concurrency get the replies they would get one at a time. Odd seeds reply more slowly.
+const byCall: ProbeReplyFn = (module, messages, options) => {
+  const user = messages[messages.length - 1].content;
+  const query = /^Query: (.*)$/m.exec(user)?.[1] ?? '';
+  switch (module) {
+    case 'planner':
+      return { text: plannerReply(query, options.seed!), delayMs: options.seed! % 2 ? 12 : 2 };
+    case 'executor':
+      return JSON.stringify({ args: { text: /^Sub-goal: (.*)$/m.exec(user)?.[1] ?? '' } });
+    case 'verifier':
+      return '{"explanation": "done", "verdict": "STOP"}';
+    case 'generator':
+      return `From the tool: ${/Result: (.*)/.exec(user)?.[1] ?? 'nothing'}`;
+    default:
+      return 'Reverse it.';
+  }
+};
+
+const items = [
+  { query: 'stressed', reference: 'desserts' },
+  { query: 'abc', reference: 'cba' },
+];
+
+function source(engine: ProbeEngine, o: Partial<AgentRolloutSourceOptions> = {}) {
+  return new AgentRolloutSource({
+    runId: 'run',
+    items,
+    tools: [reverse],
+    engines: { planner: engine, shared: engine },
+    queriesPerStep: 2,
+    groupSize: 3,
+    temperature: 1,
+    reward: (item, run) => ((run.answer ?? '').includes(String(item.reference)) ? 1 : 0),
+    ...o,
+  });
+}
+
+describe('AgentRolloutSource with concurrent rollouts', () => {
+  it('gives the same seeds, samples and report with 3 rollouts at once as one at a time', async () => {
+    const one = new ProbeEngine(byCall);
+    const three = new ProbeEngine(byCall, 'probe', { overlapCalls: 2 });
+    const a = source(one);
+    const b = source(three, { concurrency: 3 });
+    const ra = await a.collect(4, new Rng(9));
+    const rb = await b.collect(4, new Rng(9));
+    expect(one.maxInFlight).toBe(1);
+    expect(three.maxInFlight).toBeGreaterThan(1);
+    expect(rb.samples).toEqual(ra.samples);
+    expect(b.lastReport).toEqual({ rollouts: 6, plannerCalls: 6, skippedCalls: 0, errors: 0 });
+    expect(b.lastReport).toEqual(a.lastReport);
+    // Independently: the item shuffle's one draw, then three seeds per group in rollout order.
+    const rng = new Rng(9);
+    const order = rng.int(2) === 0 ? [1, 0] : [0, 1];
+    const expected = order.flatMap((item) =>
+      [0, 1, 2].map((g) => {
+        const seed = rng.int(2 ** 31);
+        const groupId = `run:step4:item${item}`;
+        const reward = seed % 2 ? 1 : 0;
+        return { groupId, rolloutId: `${groupId}:r${g}`, turn: 1, reward, responseTokens: scriptedTokenIds(plannerReply(items[item].query, seed)) };
+      }),
+    );
+    expect(rb.samples.map((s) => ({ groupId: s.groupId, rolloutId: s.rolloutId, turn: s.turn, reward: s.reward, responseTokens: s.responseTokens }))).toEqual(expected);
+  });
+
+  it('keeps the other rollouts of a group when one ends in error', async () => {
+    const clean = await source(new ProbeEngine(byCall), { concurrency: 3 }).collect(1, new Rng(2));
+    const engine = new ProbeEngine(byCall, 'probe', { overlapCalls: 2 });
+    const src = source(engine, {
+      concurrency: 3,
+      onPlannerCall: (c) => {
+        if (c.conversationId.endsWith(':r1')) throw new Error('store full');
+      },
+    });
+    const { samples } = await src.collect(1, new Rng(2));
+    expect(engine.maxInFlight).toBeGreaterThan(1);
+    expect(src.lastReport).toEqual({ rollouts: 6, plannerCalls: 6, skippedCalls: 0, errors: 2 });
+    const failed = (s: { rolloutId: string }) => s.rolloutId.endsWith(':r1');
+    expect(samples.filter((s) => !failed(s))).toEqual(clean.samples.filter((s) => !failed(s)));
+    // The failed runs have no answer: reward 0.
+    expect(samples.filter(failed).map((s) => s.reward)).toEqual([0, 0]);
+  });
+
+  it('starts no rollout after the signal aborts', async () => {
+    const engine = new ProbeEngine(byCall);
+    engine.hold();
+    const ctl = new AbortController();
+    const src = source(engine, { concurrency: 2, signal: ctl.signal });
+    const collecting = src.collect(1, new Rng(3));
+    while (engine.inFlight < 2) await new Promise((res) => setTimeout(res, 5));
+    ctl.abort();
+    const { samples } = await collecting;
+    expect(samples).toEqual([]);
+    expect(src.lastReport).toEqual({ rollouts: 2, plannerCalls: 0, skippedCalls: 0, errors: 0 });
+    expect(engine.calls.map((c) => c.module)).toEqual(['analysis', 'analysis']);
+  });
+
+  it('rejects a concurrency that is not a positive integer', () => {
+    for (const bad of [0, -1, 2.5]) expect(() => source(new ProbeEngine(byCall), { concurrency: bad })).toThrow(`agent rollouts: concurrency must be a positive integer, got ${bad}`);
   });
 });

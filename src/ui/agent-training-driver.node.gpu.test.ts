@@ -18,7 +18,9 @@ describe('AgentTrainingDriver on the real planner (qwen2-tiny)', () => {
   it('trains a step, pauses with a checkpoint, resumes after a reload to the end, and starts a new run from the stored adapter', async () => {
     const ctx = await gpuFor('packed');
     const { rt, planner } = await tinyPlanner(ctx);
-    // Right, wrong, right, wrong...: every group has mixed rewards, whatever the random planner says.
+    // Right, wrong, right, wrong... in call order. A group's 2 rollouts run concurrently (the default
+    // rolloutConcurrency is min(groupSize, 4)), so which one answers first depends on the interleaving, but each
+    // group gets one right and one wrong answer: mixed rewards, whatever the random planner says.
     let answers = 0;
     const shared = new ScriptedEngine({ analysis: ['Multiply.'], executor: ['{"args": {"a": 2, "b": 3}}'], verifier: ['{"verdict": "STOP"}'], generator: [() => (answers++ % 2 ? '<answer>7</answer>' : '<answer>6</answer>')] }, 'shared:test');
     const dbName = `agent-driver-${Math.random()}`;

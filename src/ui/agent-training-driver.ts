@@ -7,6 +7,7 @@ import type { BenchmarkItem } from '../agent/benchmark-import';
 import type { AgentConfigInput, AgentEngines } from '../agent/loop';
 import type { RewardKind } from '../agent/rewards';
 import { recordReward } from '../agent/rollouts';
+import { checkConcurrency } from '../agent/rollout-pool';
 import { runGroup, type SessionResult } from '../agent/session';
 import type { StepStats } from '../trainer/grpo-step';
 import type { TrainSessionInfo } from '../trainer/worker-trainer';
@@ -43,9 +44,22 @@ export interface AgentBudget {
   queriesPerStep: number;
   /** Largest forward+backward in tokens; must hold the longest planner turn (prompt + response). */
   microBatchTokens: number;
+  /**
+   * How many rollouts of a group run at once, so their planner calls are decoded together; default
+   * min(groupSize, MAX_DEFAULT_ROLLOUT_CONCURRENCY).
+   */
+  rolloutConcurrency?: number;
 }
 
 export const DEFAULT_AGENT_BUDGET: Readonly<AgentBudget> = Object.freeze({ maxTurns: 3, plannerTokens: 256, moduleTokens: 256, queriesPerStep: 2, microBatchTokens: 2048 });
+
+/** The planner runtime decodes up to 4 sequences in one step (Qwen2Runtime.maxDecodeRows). */
+export const MAX_DEFAULT_ROLLOUT_CONCURRENCY = 4;
+
+/** The budget's rollout concurrency, defaulted from the group size and checked. */
+export function rolloutConcurrency(budget: Pick<AgentBudget, 'rolloutConcurrency'>, groupSize: number): number {
+  return checkConcurrency(budget.rolloutConcurrency ?? Math.min(groupSize, MAX_DEFAULT_ROLLOUT_CONCURRENCY), 'training: rolloutConcurrency');
+}
 
 export interface AgentTrainingBenchmark {
   name: string;
@@ -90,8 +104,9 @@ export interface GroupRollouts {
 
 /**
  * One GRPO group: `seeds.length` runs of the item's query (one seed each, so the rollouts differ), stored
- * under (runId, groupId). A run that ended without a scored answer counts as wrong (reward 0), which is
- * also written to its stored planner calls so an export shows what was trained on.
+ * under (runId, groupId), `concurrency` at a time (default 1). A run that ended without a scored answer
+ * counts as wrong (reward 0), which is also written to its stored planner calls so an export shows what was
+ * trained on. Results and samples are in rollout order (then turn order), whatever order the runs finished in.
  */
 export async function collectGroup(o: {
   runId: string;
@@ -102,19 +117,29 @@ export async function collectGroup(o: {
   agent: (seed: number) => AgentConfigInput;
   engines: AgentEngines;
   tools: Tool[];
+  concurrency?: number;
   signal?: AbortSignal;
   dbName?: string;
 }): Promise<GroupRollouts> {
+  if (!o.seeds.length) return { samples: [], results: [], skipped: [] };
   const reward = { kind: o.kind, reference: o.item.answer, numbers: o.item.numbers, options: o.item.options };
-  const results: SessionResult[] = [];
-  for (const seed of o.seeds) {
-    if (o.signal?.aborted) break;
-    results.push(...(await runGroup(o.item.query, reward, 1, { runId: o.runId, groupId: o.groupId, tools: o.tools, engines: o.engines, config: o.agent(seed), signal: o.signal, dbName: o.dbName })));
-  }
+  const results = await runGroup(o.item.query, reward, o.seeds.length, {
+    runId: o.runId,
+    groupId: o.groupId,
+    tools: o.tools,
+    engines: o.engines,
+    config: (i) => o.agent(o.seeds[i]),
+    concurrency: o.concurrency ?? 1,
+    signal: o.signal,
+    dbName: o.dbName,
+  });
   for (const r of results) {
     if (r.reward === undefined && r.status !== 'interrupted') await recordReward({ runId: o.runId, groupId: o.groupId }, r.conversationId, 0, o.dbName);
   }
-  const { samples, skipped } = samplesFromRollouts(await getRolloutsByGroup(o.groupId, o.dbName));
+  // Stored order follows creation time, which concurrent runs interleave: training batches follow the rollouts.
+  const rank = new Map(results.map((r, i) => [r.conversationId, i]));
+  const stored = (await getRolloutsByGroup(o.groupId, o.dbName)).sort((a, b) => (rank.get(a.conversationId) ?? results.length) - (rank.get(b.conversationId) ?? results.length) || a.turn - b.turn);
+  const { samples, skipped } = samplesFromRollouts(stored);
   return { samples, results, skipped: skipped.map((s) => `${s.id}: ${s.reason}`) };
 }
 
@@ -148,8 +173,9 @@ export class AgentTrainingDriver implements TrainingDriver {
     if (!Number.isInteger(settings.steps) || settings.steps < 1) throw new Error(`training: steps must be a positive integer, got ${settings.steps}`);
     const items = benchmark.items.filter((i) => i.answer !== undefined && i.answer !== null);
     if (!items.length) throw new Error(`training: benchmark “${benchmark.name}” has no item with a reference answer to score rollouts against`);
-    const budget = { ...DEFAULT_AGENT_BUDGET, ...budgetIn };
+    const budget: AgentBudget = { ...DEFAULT_AGENT_BUDGET, ...budgetIn };
     budget.queriesPerStep = Math.min(budget.queriesPerStep, items.length);
+    budget.rolloutConcurrency = rolloutConcurrency(budget, settings.groupSize);
     const runId = `agent-${new Date().toISOString().replace(/[:.]/g, '-')}`;
     const startAdapter = settings.startAdapter ? { ...settings.startAdapter } : null;
     const run: AgentRunConfig = { kind: AGENT_RUN_KIND, settings: { ...settings, targets: [...settings.targets], startAdapter }, benchmark: { ...benchmark, items }, budget, planner: deps.engines.planner.id };
@@ -214,6 +240,8 @@ export class AgentTrainingDriver implements TrainingDriver {
             kind: benchmark.kind,
             seeds,
             agent,
+            // Runs stored before the setting existed get the default.
+            concurrency: rolloutConcurrency(budget, settings.groupSize),
             engines: this.deps.engines,
             tools: this.deps.tools,
             signal: this.abort.signal,
