@@ -46,6 +46,12 @@ export interface LoadOptions {
   name?: string;
   maxContext?: number;
   maxBatchRows?: number;
+  /**
+   * KV-cache rows that overlapping generations decoded together may use (RuntimeOptions.batchContext).
+   * Default twice the context: four rollouts' planner turns of ~1,500 prompt + 256 new tokens fit one
+   * batch. The cache grows to it only when a batch needs it (24 KiB a row for Qwen2.5-0.5B).
+   */
+  batchContext?: number;
 }
 
 /** Generation options that cross the worker boundary (no AbortSignal, no functions). */
@@ -123,7 +129,8 @@ const api = {
     if (runtime) dropTraining();
     runtime?.destroy();
     runtime = engine = batcher = null;
-    const rt = await Qwen2Runtime.create(ctx, ckpt.config, ckpt.tensors, { maxContext: opts.maxContext, maxBatchRows: opts.maxBatchRows });
+    const maxContext = opts.maxContext ?? Math.min(ckpt.config.maxPositionEmbeddings, 4096);
+    const rt = await Qwen2Runtime.create(ctx, ckpt.config, ckpt.tensors, { maxContext, maxBatchRows: opts.maxBatchRows, batchContext: opts.batchContext ?? 2 * maxContext });
     ckpt.release();
     name = opts.name ?? source.label.replace(/\/+$/, '').split('/').pop() ?? 'qwen2';
     runtime = rt;

@@ -58,7 +58,7 @@ export class PlannerEngine implements ChatEngine {
     if (!ckpt.tokenizer.tokenizerJson) throw new Error(`${source.label} has no tokenizer.json; the planner needs the model's tokenizer`);
     const tokenizer = new Tokenizer({ tokenizerJson: ckpt.tokenizer.tokenizerJson, tokenizerConfig: ckpt.tokenizer.tokenizerConfig });
     if (!tokenizer.chatTemplate) throw new Error(`${source.label} tokenizer_config.json has no chat_template; pick an -Instruct checkpoint`);
-    const runtime = await Qwen2Runtime.create(ctx, ckpt.config, ckpt.tensors, { maxContext: o.maxContext, maxBatchRows: o.maxBatchRows, logitsRows: o.logitsRows, dequantize: o.dequantize });
+    const runtime = await Qwen2Runtime.create(ctx, ckpt.config, ckpt.tensors, { maxContext: o.maxContext, maxBatchRows: o.maxBatchRows, logitsRows: o.logitsRows, dequantize: o.dequantize, batchContext: o.batchContext });
     ckpt.release();
     const gen = ckpt.tokenizer.generationConfig as { eos_token_id?: unknown } | null;
     const eos = gen?.eos_token_id;
