@@ -6,6 +6,7 @@
 import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../engine/types';
 import type { StepRecord } from '../store/records';
 import type { Tool, ToolResult } from '../tools/types';
+import { startToolClock } from '../tools/tool-clock';
 import type { MemoryEntry } from './memory';
 import { extractAnswerTag, matchToolName, parsePlannerOutput, parseToolArgs, parseVerdict, type PlannerAction, type PlannerParse } from './parse';
 import {
@@ -466,7 +467,9 @@ function usage(engine: ChatEngine, r: GenerationResult): Record<string, unknown>
 
 /**
  * Runs a tool under its timeout and the loop's signal. A tool that ignores its signal is abandoned at the
- * deadline (its eventual result is dropped); the loop's own abort propagates as an AbortError.
+ * deadline (its eventual result is dropped); the loop's own abort propagates as an AbortError, also while
+ * the call is still queued. The timeout counts from the tool's started() notice when it gives one
+ * (ToolContext.queued/started), so rollouts sharing one tool do not time out waiting for each other.
  */
 export async function runTool(
   tool: Tool,
@@ -478,13 +481,13 @@ export async function runTool(
   const ctl = new AbortController();
   const onAbort = () => ctl.abort(signal.reason);
   signal.addEventListener('abort', onAbort, { once: true });
-  const timer = setTimeout(() => ctl.abort(new ToolTimeout(`${tool.card.name} timed out after ${timeoutMs} ms`)), timeoutMs);
+  const clock = startToolClock(timeoutMs, () => ctl.abort(new ToolTimeout(`${tool.card.name} timed out after ${timeoutMs} ms`)));
   const aborted = new Promise<never>((_, reject) => {
     if (ctl.signal.aborted) reject(ctl.signal.reason);
     ctl.signal.addEventListener('abort', () => reject(ctl.signal.reason), { once: true });
   });
   try {
-    const result = await Promise.race([tool.run(args, { signal: ctl.signal, timeoutMs }), aborted]);
+    const result = await Promise.race([tool.run(args, { signal: ctl.signal, timeoutMs, queued: clock.queued, started: clock.started }), aborted]);
     // A wrapped tool (e.g. the registry's) may answer 'cancelled' instead of throwing: an abort is an abort.
     signal.throwIfAborted();
     if (!result || typeof result.ok !== 'boolean') return { result: { ok: false, output: '', error: `${tool.card.name} returned no result` }, timedOut: false };
@@ -494,7 +497,7 @@ export async function runTool(
     if (e instanceof ToolTimeout) return { result: { ok: false, output: '', error: e.message }, timedOut: true };
     return { result: { ok: false, output: '', error: `${tool.card.name} threw: ${errorMessage(e)}` }, timedOut: false };
   } finally {
-    clearTimeout(timer);
+    clock.stop();
     signal.removeEventListener('abort', onAbort);
     aborted.catch(() => undefined);
   }

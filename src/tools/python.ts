@@ -82,8 +82,14 @@ export class PythonTool implements Tool {
   run(args: Record<string, unknown>, ctx: ToolContext): Promise<ToolResult> {
     const code = args.code;
     if (typeof code !== 'string' || !code.trim()) return Promise.resolve({ ok: false, output: '', error: "python: field 'code' must be non-empty Python code" });
-    // One worker runs one program at a time; calls queue behind each other.
-    const next = this.queue.then(() => this.runNow(code, ctx));
+    // One worker runs one program at a time; calls queue behind each other. The caller's clock stops while a
+    // call waits and restarts when its turn comes (loading Pyodide on the first run counts, as it is this
+    // call's work).
+    ctx.queued?.();
+    const next = this.queue.then(() => {
+      if (!ctx.signal.aborted) ctx.started?.();
+      return this.runNow(code, ctx);
+    });
     this.queue = next.catch(() => undefined);
     return next;
   }

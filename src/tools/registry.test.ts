@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ToolRegistry } from './registry';
 import type { Tool, ToolCard, ToolContext } from './types';
 
@@ -148,6 +148,64 @@ describe('ToolRegistry', () => {
     const ac2 = new AbortController();
     ac2.abort();
     expect((await reg.run('hang', { n: 1 }, ctx(0, ac2.signal))).error).toMatch(/cancelled before it started/);
+  });
+
+  describe('a tool that runs one call at a time', () => {
+    afterEach(() => {
+      vi.useRealTimers();
+    });
+
+    /** Doubles n after n ms (fake timers), one call at a time, reporting queued() and started() like the Python tool. */
+    function serialDoubler(): Tool {
+      let queue: Promise<unknown> = Promise.resolve();
+      return {
+        card: card('serial'),
+        run(args, c) {
+          c.queued?.();
+          const p = queue.then(async () => {
+            c.started?.();
+            await new Promise((r) => setTimeout(r, args.n as number));
+            return { ok: true, output: String((args.n as number) * 2) };
+          });
+          queue = p;
+          return p;
+        },
+      };
+    }
+
+    it('times each call from its turn, and passes the notices on to the caller', async () => {
+      vi.useFakeTimers();
+      const reg = new ToolRegistry();
+      reg.register(serialDoubler());
+      const notices: string[] = [];
+      const noted = (name: string): ToolContext => ({ ...ctx(100), queued: () => notices.push(`${name} queued`), started: () => notices.push(`${name} started`) });
+      const a = reg.run('serial', { n: 90 }, noted('A'));
+      const b = reg.run('serial', { n: 60 }, noted('B'));
+      let cDone = false;
+      const c = reg.run('serial', { n: 101 }, ctx(100)).finally(() => (cDone = true));
+      expect(notices).toEqual(['A queued', 'B queued']);
+      // B ends 150 ms after the call but 60 ms into its turn.
+      await vi.advanceTimersByTimeAsync(150);
+      expect(await a).toEqual({ ok: true, output: '180' });
+      expect(await b).toEqual({ ok: true, output: '120' });
+      expect(notices).toEqual(['A queued', 'B queued', 'A started', 'B started']);
+      // C's turn came at 150 ms; it would need 101 ms of its 100.
+      await vi.advanceTimersByTimeAsync(99);
+      expect(cDone).toBe(false);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(await c).toEqual({ ok: false, output: '', error: "tool 'serial' took longer than its time limit of 100 ms and was stopped" });
+    });
+
+    it('still times a tool that gives no notices from the call', async () => {
+      vi.useFakeTimers();
+      const reg = new ToolRegistry();
+      const quiet = serialDoubler();
+      reg.register({ card: quiet.card, run: (args, c) => quiet.run(args, { signal: c.signal, timeoutMs: c.timeoutMs }) });
+      void reg.run('serial', { n: 90 }, ctx(100));
+      const b = reg.run('serial', { n: 60 }, ctx(100));
+      await vi.advanceTimersByTimeAsync(100);
+      expect(await b).toEqual({ ok: false, output: '', error: "tool 'serial' took longer than its time limit of 100 ms and was stopped" });
+    });
   });
 
   it('exports and restores the user switches, including network consent', () => {

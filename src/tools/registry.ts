@@ -4,6 +4,7 @@
 // validates the arguments against the card, enforces the time limit and turns any throw into a ToolResult.
 
 import type { Tool, ToolCard, ToolContext, ToolResult } from './types';
+import { startToolClock, type ToolClock } from './tool-clock';
 import { checkCard, validateArgs, type ValidationResult } from './validate';
 
 export interface ToolStatus {
@@ -143,7 +144,7 @@ export class ToolRegistry {
     // The tool gets its own signal that fires on the caller's abort or on the time limit, so a tool that
     // honours its signal stops work; the race below returns even if it does not.
     const ac = new AbortController();
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    let clock: ToolClock | undefined;
     const stopped = new Promise<ToolResult>((resolve) => {
       const onAbort = () => {
         ac.abort(ctx.signal.reason);
@@ -151,16 +152,24 @@ export class ToolRegistry {
       };
       ctx.signal.addEventListener('abort', onAbort, { once: true });
       ac.signal.addEventListener('abort', () => ctx.signal.removeEventListener('abort', onAbort), { once: true });
-      if (Number.isFinite(ctx.timeoutMs) && ctx.timeoutMs > 0) {
-        timer = setTimeout(() => {
-          ac.abort(new Error('timeout'));
-          resolve(fail(`tool '${name}' took longer than its time limit of ${ctx.timeoutMs} ms and was stopped`));
-        }, ctx.timeoutMs);
-      }
+      clock = startToolClock(ctx.timeoutMs, () => {
+        ac.abort(new Error('timeout'));
+        resolve(fail(`tool '${name}' took longer than its time limit of ${ctx.timeoutMs} ms and was stopped`));
+      });
     });
+    // A queued tool's notices stop and restart this clock and the caller's alike. The caller's restarts
+    // first, so at the same deadline its timeout fires first, as when both clocks start at the call.
+    const queued = () => {
+      ctx.queued?.();
+      clock?.queued();
+    };
+    const started = () => {
+      ctx.started?.();
+      clock?.started();
+    };
     const ran = (async (): Promise<ToolResult> => {
       try {
-        const r = await e.tool.run(v.args, { signal: ac.signal, timeoutMs: ctx.timeoutMs });
+        const r = await e.tool.run(v.args, { signal: ac.signal, timeoutMs: ctx.timeoutMs, queued, started });
         if (!r || typeof r.ok !== 'boolean' || typeof r.output !== 'string') return fail(`tool '${name}' returned a malformed result`);
         return r;
       } catch (err) {
@@ -170,7 +179,7 @@ export class ToolRegistry {
     try {
       return await Promise.race([ran, stopped]);
     } finally {
-      if (timer !== undefined) clearTimeout(timer);
+      clock?.stop();
       if (!ac.signal.aborted) ac.abort(new Error('finished'));
     }
   }

@@ -197,3 +197,49 @@ describe('Training panel replacing a run', () => {
     p.remove();
   });
 });
+
+describe('Training panel rollouts at once', () => {
+  it('shows min(group size, 4) as the default, refuses a bad value with the driver’s message, and stores the chosen value in the run', async () => {
+    const dbName = `panel-concurrency-${Math.random()}`;
+    const p = await mount(dbName);
+    const { engines, starts } = plannerWithRecorder();
+    // This worker accepts the session; the rollouts then fail on the unscripted engines, after the run is stored.
+    engines.planner.client.trainStart = async (o: StartCall) => {
+      starts.push(structuredClone(o));
+      return { runId: o.runId, adapterId: `training:${o.runId}`, step: 0, optimizerSteps: 0, resumed: false, config: {} as never };
+    };
+    p.engines = engines;
+    p.importBenchmarkText(BENCH, 'tiny.json');
+    await p.updateComplete;
+    const field = q<HTMLInputElement>(p, '#rollout-concurrency');
+    expect(field.value).toBe('');
+    expect(field.placeholder).toBe('4');
+    await type(p, '#group', '3');
+    expect(field.placeholder).toBe('3');
+    expect(q(p, '[data-testid="rollout-concurrency-hint"]').textContent).toMatch(/planner calls decoded together/);
+
+    const refused = async (value: string, message: string) => {
+      field.value = value;
+      await p.start();
+      await p.updateComplete;
+      expect(q(p, '[role="alert"]').textContent).toBe(message);
+      expect(starts).toHaveLength(0);
+    };
+    await refused('0', 'training: rolloutConcurrency must be a positive integer, got 0');
+    await refused('2.5', 'training: rolloutConcurrency must be a positive integer, got 2.5');
+    await refused('9', 'training: rolloutConcurrency must be at most 8, got 9');
+
+    q<HTMLInputElement>(p, '#steps').value = '1';
+    field.value = '2';
+    await p.start();
+    expect(starts).toHaveLength(1);
+    field.value = '';
+    await p.start();
+    expect(starts).toHaveLength(2);
+    const runs = await (await openAgentDb(dbName)).getAll('trainingRuns');
+    const stored = (id: string) => (runs.find((r) => r.id === id)!.config as { budget: { rolloutConcurrency: number } }).budget.rolloutConcurrency;
+    // The typed value, then the default for a group of 3.
+    expect(starts.map((s) => stored(s.runId))).toEqual([2, 3]);
+    p.remove();
+  });
+});

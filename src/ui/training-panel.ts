@@ -9,7 +9,7 @@ import { importBenchmark, type ImportedBenchmark } from '../agent/benchmark-impo
 import type { AgentEngines } from '../agent/loop';
 import { toolsFromRegistry } from '../agent/registry-tools';
 import type { ToolRegistry } from '../tools/registry';
-import { AgentTrainingDriver, DEFAULT_AGENT_BUDGET, resumableAgentRuns, type AgentBudget, type PlannerTrainer } from './agent-training-driver';
+import { AgentTrainingDriver, DEFAULT_AGENT_BUDGET, MAX_DEFAULT_ROLLOUT_CONCURRENCY, resumableAgentRuns, rolloutConcurrency, type AgentBudget, type PlannerTrainer } from './agent-training-driver';
 import { LORA_MODULES, type LoraModule } from '../engine/io/peft';
 import type { AdapterRecord, TrainingRunRecord } from '../store/records';
 import { getSetting, putSetting } from '../store/settings';
@@ -32,6 +32,12 @@ export type TrainingMode = 'toy' | 'agent';
  */
 export const DEFAULT_LEARNING_RATE: Readonly<Record<TrainingMode, number>> = Object.freeze({ toy: 0.02, agent: DEFAULT_GRPO_CONFIG.learningRate });
 
+/**
+ * Most rollouts of a group the form lets run at once. The planner decodes MAX_DEFAULT_ROLLOUT_CONCURRENCY
+ * of them per step; more only wait in its batcher while holding their agents' memory and tool calls.
+ */
+export const MAX_ROLLOUTS_AT_ONCE = 8;
+
 export class AgentflowTrainingPanel extends LitElement {
   static override properties = {
     dbName: { type: String, attribute: 'db-name' },
@@ -50,6 +56,7 @@ export class AgentflowTrainingPanel extends LitElement {
     startChoice: { state: true },
     importStatus: { state: true },
     starting: { state: true },
+    groupSizeShown: { state: true },
   };
   declare dbName: string | undefined;
   /** Makes the driver for a settings choice; default: the toy driver. */
@@ -73,6 +80,8 @@ export class AgentflowTrainingPanel extends LitElement {
   declare importStatus: string;
   /** A run is being set up (a worker starting, a checkpoint loading): no second one may start meanwhile. */
   declare starting: boolean;
+  /** The group size field's value, for the default of "rollouts at once" the form shows. */
+  declare groupSizeShown: number;
   private driver: TrainingDriver | null = null;
   // Learning rates the user typed, per mode, saved when the mode changes: an edit sticks to its mode and
   // never carries over (a toy-sized rate must not reach the real planner). Not reactive state, so the
@@ -99,6 +108,7 @@ export class AgentflowTrainingPanel extends LitElement {
     this.startChoice = '';
     this.importStatus = '';
     this.starting = false;
+    this.groupSizeShown = 8;
   }
 
   private get busy(): boolean {
@@ -186,9 +196,24 @@ export class AgentflowTrainingPanel extends LitElement {
     return { trainer, engines, tools: registry ? toolsFromRegistry(registry) : [], dbName: this.dbName };
   }
 
-  private budget(): Partial<AgentBudget> {
+  private budget(groupSize: number): Partial<AgentBudget> {
     const n = (id: string) => Number((this.renderRoot.querySelector(`#${id}`) as HTMLInputElement).value);
-    return { maxTurns: n('max-turns'), plannerTokens: n('planner-tokens'), moduleTokens: n('module-tokens'), queriesPerStep: n('queries'), microBatchTokens: n('micro-tokens') };
+    const budget: Partial<AgentBudget> = { maxTurns: n('max-turns'), plannerTokens: n('planner-tokens'), moduleTokens: n('module-tokens'), queriesPerStep: n('queries'), microBatchTokens: n('micro-tokens') };
+    // An empty field leaves the driver's default, min(group size, MAX_DEFAULT_ROLLOUT_CONCURRENCY).
+    const atOnce = (this.renderRoot.querySelector('#rollout-concurrency') as HTMLInputElement).value.trim();
+    if (atOnce !== '') {
+      // The driver's own check first, so a bad value gets the same message here as from the driver.
+      const value = rolloutConcurrency({ rolloutConcurrency: Number(atOnce) }, groupSize);
+      if (value > MAX_ROLLOUTS_AT_ONCE) throw new Error(`training: rolloutConcurrency must be at most ${MAX_ROLLOUTS_AT_ONCE}, got ${value}`);
+      budget.rolloutConcurrency = value;
+    }
+    return budget;
+  }
+
+  /** What "rollouts at once" means when left empty, for the group size the form shows. */
+  private defaultRolloutsAtOnce(): number {
+    const g = this.groupSizeShown;
+    return Number.isInteger(g) && g > 0 ? Math.min(g, MAX_DEFAULT_ROLLOUT_CONCURRENCY) : MAX_DEFAULT_ROLLOUT_CONCURRENCY;
   }
 
   /** Continues a stored agent-rollout run from its latest checkpoint. */
@@ -244,7 +269,7 @@ export class AgentflowTrainingPanel extends LitElement {
       const s = this.settings();
       if (s.dataset === 'agent') {
         if (!this.benchmark?.items.length) throw new Error('Import a benchmark file with at least one item first.');
-        this.replaceDriver(await AgentTrainingDriver.create(s, this.benchmark, this.agentDeps(), this.budget()));
+        this.replaceDriver(await AgentTrainingDriver.create(s, this.benchmark, this.agentDeps(), this.budget(s.groupSize)));
       } else this.replaceDriver(await this.createDriver(s, this.dbName));
     } catch (e) {
       this.error = (e as Error).message;
@@ -344,7 +369,8 @@ export class AgentflowTrainingPanel extends LitElement {
             <option value="agent" ?disabled=${!agentReady} .selected=${agent}>Imported benchmark (agent rollouts)</option>
           </select></label>
           <label>Reward<select id="reward">${agent ? html`<option value="benchmark">Reference answers (${b!.kind})</option>` : html`<option value="toy">Toy: both turns right</option>`}</select></label>
-          <label>Group size<input id="group" type="number" min="2" max="64" value="8" /></label>
+          <label>Group size<input id="group" type="number" min="2" max="64" value="8"
+            @input=${(e: Event) => (this.groupSizeShown = Number((e.target as HTMLInputElement).value))} /></label>
           <label>Steps<input id="steps" type="number" min="1" max="10000" value="40" /></label>
           <label>Learning rate<input id="lr" type="number" min="0" step="any" .value=${lr}
             @input=${() => this.lrTouched.add(mode)} /></label>
@@ -380,7 +406,10 @@ export class AgentflowTrainingPanel extends LitElement {
           <label>Other modules' tokens<input id="module-tokens" type="number" min="1" max="4096" value=${DEFAULT_AGENT_BUDGET.moduleTokens} /></label>
           <label>Queries per step<input id="queries" type="number" min="1" max="64" value=${DEFAULT_AGENT_BUDGET.queriesPerStep} /></label>
           <label>Micro-batch tokens<input id="micro-tokens" type="number" min="2" max="16384" value=${DEFAULT_AGENT_BUDGET.microBatchTokens} /></label>
+          <label>Rollouts at once<input id="rollout-concurrency" type="number" min="1" max=${MAX_ROLLOUTS_AT_ONCE} step="1"
+            placeholder=${String(this.defaultRolloutsAtOnce())} aria-describedby="rollout-concurrency-hint" /></label>
         </div>
+        <p id="rollout-concurrency-hint" data-testid="rollout-concurrency-hint"><small>Rollouts at once: a group's rollouts that run together have their planner calls decoded together, ${MAX_DEFAULT_ROLLOUT_CONCURRENCY} sequences per step; empty means min(group size, ${MAX_DEFAULT_ROLLOUT_CONCURRENCY}).</small></p>
         ${this.agentRuns.length
           ? html`<ul data-testid="agent-runs" aria-label="Stored agent-rollout runs">${this.agentRuns.map(
               (r) => html`<li>${r.id}: step ${r.stats.length} of ${String((r.config as { settings?: { steps?: number } }).settings?.steps ?? '?')} (${r.status})

@@ -1,0 +1,105 @@
+// The Python tool's queue, on a stand-in worker: a MessageChannel port serving a fake worker API through
+// Comlink, as the real worker does. Pyodide itself is tested in Chromium (tests/browser/tools-python).
+import * as Comlink from 'comlink';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { PythonRunResult } from '../../workers/python.worker';
+import { PythonTool } from './python';
+import type { ToolContext } from './types';
+
+interface Gate {
+  promise: Promise<void>;
+  open: () => void;
+}
+
+function gate(): Gate {
+  let open!: () => void;
+  const promise = new Promise<void>((resolve) => (open = resolve));
+  return { promise, open };
+}
+
+/**
+ * A worker whose init() and run(code) append to `log`; run(code) waits for gates[code] (if any) and then
+ * "prints" the code back, so each result names the program that produced it.
+ */
+function fakeWorker(log: string[], gates: Record<string, Gate>): () => Worker {
+  return () => {
+    const { port1, port2 } = new MessageChannel();
+    Comlink.expose(
+      {
+        async init(indexURL: string) {
+          log.push(`init ${indexURL}`);
+          return '3.12.7';
+        },
+        async run(code: string): Promise<PythonRunResult> {
+          log.push(`run ${code}`);
+          await gates[code]?.promise;
+          log.push(`done ${code}`);
+          return { ok: true, stdout: `${code}\n`, stderr: '', value: null, error: null };
+        },
+      },
+      port2,
+    );
+    const worker = Object.assign(port1, {
+      terminate: () => {
+        port1.close();
+        port2.close();
+      },
+    });
+    return worker as unknown as Worker;
+  };
+}
+
+/** A caller's context that records the tool's queued/started notices in the shared log. */
+function ctx(name: string, log: string[], signal = new AbortController().signal): ToolContext {
+  return { signal, timeoutMs: 10_000, queued: () => log.push(`${name} queued`), started: () => log.push(`${name} started`) };
+}
+
+describe('python tool queue notices', () => {
+  let tool: PythonTool | undefined;
+  afterEach(() => tool?.dispose());
+
+  it('reports each call queued at once and started only when its turn comes, before Pyodide loads', async () => {
+    const log: string[] = [];
+    const gates = { a: gate(), b: gate() };
+    tool = new PythonTool({ indexURL: 'http://pyodide.test/', createWorker: fakeWorker(log, gates) });
+    const a = tool.run({ code: 'a' }, ctx('A', log));
+    const b = tool.run({ code: 'b' }, ctx('B', log));
+    expect(log).toEqual(['A queued', 'B queued']);
+    await vi.waitFor(() => expect(log).toContain('run a'));
+    // A's program is running: B is still waiting for its turn and has not been started.
+    expect(log).toEqual(['A queued', 'B queued', 'A started', 'init http://pyodide.test/', 'run a']);
+    gates.a.open();
+    expect(await a).toEqual({ ok: true, output: 'a' });
+    await vi.waitFor(() => expect(log).toContain('run b'));
+    gates.b.open();
+    expect(await b).toEqual({ ok: true, output: 'b' });
+    expect(log).toEqual(['A queued', 'B queued', 'A started', 'init http://pyodide.test/', 'run a', 'done a', 'B started', 'run b', 'done b']);
+    expect(tool.workersStarted).toBe(1);
+  });
+
+  it('never starts a call that was aborted while queued, and runs the next one', async () => {
+    const log: string[] = [];
+    const gates = { a: gate() };
+    tool = new PythonTool({ indexURL: 'http://pyodide.test/', createWorker: fakeWorker(log, gates) });
+    const a = tool.run({ code: 'a' }, ctx('A', log));
+    const ac = new AbortController();
+    const b = tool.run({ code: 'b' }, ctx('B', log, ac.signal));
+    const c = tool.run({ code: 'c' }, ctx('C', log));
+    await vi.waitFor(() => expect(log).toContain('run a'));
+    ac.abort();
+    gates.a.open();
+    expect(await a).toEqual({ ok: true, output: 'a' });
+    expect(await b).toEqual({ ok: false, output: '', error: 'python: cancelled' });
+    expect(await c).toEqual({ ok: true, output: 'c' });
+    expect(log).toEqual(['A queued', 'B queued', 'C queued', 'A started', 'init http://pyodide.test/', 'run a', 'done a', 'C started', 'run c', 'done c']);
+  });
+
+  it('gives no notices for a call it refuses without running', async () => {
+    const log: string[] = [];
+    tool = new PythonTool({ indexURL: 'http://pyodide.test/', createWorker: fakeWorker(log, {}) });
+    const r = await tool.run({ code: '  ' }, ctx('A', log));
+    expect(r).toEqual({ ok: false, output: '', error: "python: field 'code' must be non-empty Python code" });
+    expect(log).toEqual([]);
+    expect(tool.workersStarted).toBe(0);
+  });
+});
