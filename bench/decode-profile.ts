@@ -1,4 +1,4 @@
-// npx tsx bench/decode-profile.ts [--q4 1] [--adapter 1] [--tokens N]: where a decode token's time goes, for
+// npx tsx bench/decode-profile.ts [--q4 1] [--adapter 1] [--tokens N] [--layers N]: where a decode token's time goes, for
 // the Qwen2.5-0.5B-shaped planner. generate() per token = encode the recorded step list (CPU) + GPU work +
 // sampling and reading the token back. This times the parts apart:
 // - encodeMs: encoding the decode forward + logits steps into a command encoder (CPU only, not submitted);
@@ -6,9 +6,12 @@
 //   with no readback in between);
 // - generateMs: a real generate() per token (greedy), for comparison: decode steps are encoded ahead of the
 //   token read-back, so it approaches max(encodeMs, gpuMs) rather than their sum; also at temperature 1
-//   (as rollouts sample) and with top-k 40, with the tokens the GPU draw left to the CPU.
+//   (as rollouts sample) and with top-k 40, with the tokens the GPU draw left to the CPU;
+// - batch: generateBatch of 2 and 4 sequences (a Flow-GRPO group's rollouts decoded together), tokens/s
+//   over all of them, and the GPU time of one 4-row decode step against the 1-row one.
 // It reads the runtime's recorded step lists through private members: a profiling tool, not an API.
 import { requestGpu } from '../src/gpu/device';
+import { uploadStorage } from '../src/gpu/buffers';
 import { recordForward, recordLogits } from '../src/engine/forward';
 import { canFuseDecode, recordDecodeForward } from '../src/engine/decode-forward';
 import { ATTN_DECODE_SINGLE_MAX_KEYS } from '../src/kernels/attention/attention.decode';
@@ -31,8 +34,9 @@ async function main(): Promise<void> {
   const q4 = flag('q4', '1') === '1';
   const withAdapter = flag('adapter', '1') === '1';
   const tokens = Number(flag('tokens', ctx.caps.isSoftware ? '2' : '64'));
-  const c = QWEN25_05B;
-  const rt = await Qwen2Runtime.create(ctx, c, q4 ? shapedQ4Weights(c) : shapedWeights(c), { maxContext: 4096 });
+  // --layers N cuts the model to its first N layers (a quick check of the script on a software adapter).
+  const c = { ...QWEN25_05B, numLayers: Number(flag('layers', String(QWEN25_05B.numLayers))) };
+  const rt = await Qwen2Runtime.create(ctx, c, q4 ? shapedQ4Weights(c) : shapedWeights(c), { maxContext: 4096, batchContext: 8192 });
   if (withAdapter) {
     await rt.addAdapter('lora', initLoraAdapter(c, { r: 16, alpha: 32 }, new Rng(1)));
     rt.setActiveAdapter('lora');
@@ -105,6 +109,36 @@ async function main(): Promise<void> {
     byKind[k] = { count: ss.length, msPerToken: ms, usEach: (ms * 1000) / ss.length };
   }
 
+  // Batched: B sequences in lockstep (greedy, and temperature 1 as rollouts sample).
+  const batched = async (B: number, temperature: number) => {
+    const reqs = Array.from({ length: B }, (_, j) => ({
+      prompt: prompt.map((t) => (t + 101 * j) % c.vocabSize),
+      options: { temperature, seed: 3 + j, maxNewTokens: tokens + 1, reusePrefix: false },
+    }));
+    await rt.generateBatch(reqs.map((r) => ({ ...r, options: { ...r.options, maxNewTokens: 3 } }))); // records the n-row steps
+    const c0 = { ...rt.decodeCounters };
+    const g = await rt.generateBatch(reqs);
+    const ms = Math.max(...g.map((x) => x.decodeMs));
+    const newTokens = g.reduce((a, x) => a + x.tokens.length - 1, 0);
+    const stepsRun = rt.decodeCounters.steps - c0.steps;
+    return {
+      sequences: B,
+      temperature,
+      tokensPerSec: newTokens / (ms / 1000),
+      vsOneSequence: newTokens / (ms / 1000) / (1000 / generateMs),
+      msPerStep: ms / Math.max(1, stepsRun),
+      rowsPerStep: (rt.decodeCounters.rows - c0.rows) / Math.max(1, stepsRun),
+      redrawnTokens: g.reduce((a, x) => a + x.redrawnTokens, 0),
+    };
+  };
+  const batch = [await batched(2, 0), await batched(4, 0), await batched(4, 1)];
+  // One 4-row step on the GPU (rows at neighbouring cache rows: their values do not change the cost).
+  const plan4 = await internals.plan('decode', 4);
+  const rowsBuf = uploadStorage(ctx, 'profile.cacheRows', Uint32Array.of(0, 1, 2, 3).map((r) => prompt.length + 4 * r));
+  const spec4 = { plan: plan4, weights: rt.weights, adapter: rt.adapters.active, n: 4, cache: { kv, cacheRow: () => row, maxKeys: ATTN_DECODE_SINGLE_MAX_KEYS, rows: { buffer: rowsBuf, at: (r: number) => row + 4 * r } } };
+  const steps4: Step[][] = [fused ? await recordDecodeForward(ctx, spec4) : await recordForward(ctx, spec4), await recordLogits(ctx, plan4, rt.weights, 0, 4)];
+  const gpuMs4 = await gpuMsPerToken(steps4);
+
   const out = {
     device: ctx.caps.description,
     model: `Qwen2.5-0.5B shapes, ${q4 ? 'q4f16_1' : 'f16'}${withAdapter ? ' + r16 LoRA on 7 targets' : ''}`,
@@ -121,6 +155,9 @@ async function main(): Promise<void> {
     generateT1: sampledT1,
     generateT1TopK40: sampledTopK40,
     byKind,
+    batch,
+    gpuMsPerStep4Rows: gpuMs4,
+    gpuStep4RowsVs1Row: gpuMs4 / gpuMs,
   };
   process.stdout.write(`${JSON.stringify(out, null, 2)}\n`, () => process.exit(0));
 }
