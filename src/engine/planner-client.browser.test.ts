@@ -8,6 +8,7 @@ import { randomAdapter, randomQwen2, toHfFiles, toLoraAdapter } from '../../test
 import { BYTE_SPECIALS, byteTokenizerConfig, byteTokenizerJson } from '../../tests/support/byte-tokenizer';
 import { exportAdapter } from './io/peft';
 import { PlannerClient, RemotePlannerEngine } from './planner-client';
+import type { TokenGeneration } from './runtime';
 
 const json = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
 
@@ -54,6 +55,21 @@ describe('planner worker over comlink', () => {
       expect(aborted.finishReason).toBe('abort');
       expect(aborted.tokens.length).toBeLessThanOrEqual(1);
       await expect(client.score([[1, 300]])).rejects.toThrow(/id 300.*\[0, 300\)/);
+
+      // Calls that reach the worker together are decoded as batches: the same tokens and logprobs as the
+      // calls awaited one by one (no prefix reuse on either side, so each sequence runs the same kernels).
+      const prompts = [[1, 200, 3], [45, 6, 7, 8], [299, 0, 17, 2, 9], [5, 5]];
+      const opts = (i: number) => ({ maxNewTokens: 8, temperature: 1, seed: 10 + i, reusePrefix: false });
+      const oneByOne: TokenGeneration[] = [];
+      for (const [i, p] of prompts.entries()) oneByOne.push(await client.generateIds(p, opts(i)));
+      const before = (await client.info()).memory.activations;
+      const together = await Promise.all(prompts.map((p, i) => client.generateIds(p, opts(i))));
+      together.forEach((g, i) => {
+        expect(g.tokens, `call ${i}`).toEqual(oneByOne[i].tokens);
+        expect(g.logprobs, `call ${i}`).toEqual(oneByOne[i].logprobs);
+      });
+      // A batch ran: its per-sequence logits slots and draw log now exist in the worker's runtime.
+      expect((await client.info()).memory.activations).toBeGreaterThan(before);
     } finally {
       client.terminate();
     }
