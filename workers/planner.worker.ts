@@ -164,6 +164,11 @@ const api = {
     need().adapters.remove(id);
   },
 
+  /** n generations will overlap from now on (a group's live rollouts): the batcher holds calls for them. */
+  expectConcurrentCalls(n: number): void {
+    needBatcher().expect(n);
+  },
+
   setActiveAdapter(id: string | null): void {
     need().setActiveAdapter(id);
   },

@@ -79,4 +79,24 @@ describe('runRollouts', () => {
     expect(() => checkConcurrency(0, 'budget.lanes')).toThrow('budget.lanes must be a positive integer, got 0');
     await expect(runRollouts(2, 1.5, async () => 1)).rejects.toThrow('rollout concurrency must be a positive integer, got 1.5');
   });
+
+  it('tells how many rollouts run as the last ones finish, and 1 at the end', async () => {
+    const t = manualTasks();
+    const seen: number[] = [];
+    const all = runRollouts(4, 3, t.run, undefined, (n) => void seen.push(n));
+    await t.tick();
+    expect(seen).toEqual([3]);
+    // Rollout 3 takes the lane rollout 0 leaves: still 3 running.
+    t.settle.get(0)!.ok('a');
+    await t.tick();
+    expect(seen).toEqual([3]);
+    t.settle.get(2)!.ok('c');
+    await t.tick();
+    expect(seen).toEqual([3, 2]);
+    t.settle.get(3)!.ok('d');
+    await t.tick();
+    t.settle.get(1)!.ok('b');
+    await all;
+    expect(seen).toEqual([3, 2, 1, 1]);
+  });
 });

@@ -16,22 +16,41 @@ export function checkConcurrency(value: number, setting: string): number {
  * already running are awaited, so none is left half-written when this returns. The outcomes are those of
  * the rollouts that started, which are always rollouts 0 .. k - 1, in rollout order.
  */
-export async function runRollouts<T>(count: number, concurrency: number, run: (rollout: number) => Promise<T>, signal?: AbortSignal): Promise<RolloutOutcome<T>[]> {
+export async function runRollouts<T>(
+  count: number,
+  concurrency: number,
+  run: (rollout: number) => Promise<T>,
+  signal?: AbortSignal,
+  /** Told how many rollouts are running whenever that changes (1 again at the end). */
+  onRunning?: (n: number) => void,
+): Promise<RolloutOutcome<T>[]> {
   checkConcurrency(concurrency, 'rollout concurrency');
   const outcomes: RolloutOutcome<T>[] = [];
   let next = 0;
   let failed = false;
+  let running = 0;
+  const lanes = Math.min(concurrency, count);
+  // Whether another rollout will start after this one: then the running count stays where it is.
+  const more = () => next < count && !failed && !signal?.aborted;
+  if (lanes > 0) onRunning?.(lanes);
   const lane = async () => {
-    while (next < count && !failed && !signal?.aborted) {
+    while (more()) {
       const i = next++;
+      running++;
       try {
         outcomes[i] = { ok: true, value: await run(i) };
       } catch (error) {
         outcomes[i] = { ok: false, error };
         failed = true;
       }
+      running--;
+      if (!more() && running > 0) onRunning?.(running);
     }
   };
-  await Promise.all(Array.from({ length: Math.min(concurrency, count) }, lane));
+  try {
+    await Promise.all(Array.from({ length: lanes }, lane));
+  } finally {
+    onRunning?.(1);
+  }
   return outcomes;
 }

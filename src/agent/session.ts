@@ -147,6 +147,8 @@ export async function runGroup(query: string, reward: RewardSpec, size: number, 
         reward,
       }),
     opts.signal,
+    // The planner then holds each call until the running rollouts' calls meet it, to decode them together.
+    concurrency > 1 ? (n) => opts.engines.planner.expectConcurrentCalls?.(n) : undefined,
   );
   const results: SessionResult[] = [];
   for (const o of outcomes) if (o.ok) results.push(o.value);

@@ -311,4 +311,70 @@ describe('GenerateBatcher', () => {
     expect(g0.tokens).toEqual(expected(prompts[0], { maxNewTokens: 2 }, null).tokens);
     expect(g1).toMatchObject(expected(prompts[1], { maxNewTokens: 5 }, null));
   });
+
+  describe('expect(n): waiting for the calls of concurrent rollouts', () => {
+    it('holds a lone call until the announced calls wait, then runs them as one batch', async () => {
+      const rt = new FakeRuntime();
+      const b = new GenerateBatcher(rt, 60_000);
+      b.expect(3);
+      const p0 = b.submit(prompts[0], { seed: 1 });
+      await settle();
+      expect(rt.calls.length, 'nothing runs while 1 of 3 waits').toBe(0);
+      const p1 = b.submit(prompts[1], { seed: 2 });
+      await settle();
+      expect(rt.calls.length).toBe(0);
+      const p2 = b.submit(prompts[2], { seed: 3 });
+      await runAll(rt);
+      expect(rt.calls.map((c) => [c.kind, c.requests.length])).toEqual([['batch', 3]]);
+      const got = await Promise.all([p0, p1, p2]);
+      got.forEach((g, i) => expect(g).toMatchObject(expected(prompts[i], { seed: i + 1 }, null)));
+    });
+
+    it('runs what waits after maxWaitMs, when a lower count is announced, or when a waiting call aborts', async () => {
+      const rt = new FakeRuntime();
+      const b = new GenerateBatcher(rt, 30);
+      b.expect(4);
+      const p0 = b.submit(prompts[0], { seed: 1 });
+      const p1 = b.submit(prompts[1], { seed: 2 });
+      await settle();
+      expect(rt.calls.length).toBe(0);
+      // The wait ends on its own (a stalled rollout does not hold the others).
+      await new Promise((r) => setTimeout(r, 60));
+      expect(rt.calls.map((c) => [c.kind, c.requests.length])).toEqual([['batch', 2]]);
+      await runAll(rt);
+      await Promise.all([p0, p1]);
+
+      // A rollout ended: 2 announced, 2 waiting, so they run at once.
+      const slow = new GenerateBatcher(rt, 60_000);
+      slow.expect(3);
+      const q0 = slow.submit(prompts[3], { seed: 4 });
+      const q1 = slow.submit(prompts[4], { seed: 5 });
+      await settle();
+      const before = rt.calls.length;
+      slow.expect(2);
+      await settle();
+      expect(rt.calls.length).toBe(before + 1);
+      await runAll(rt);
+      await Promise.all([q0, q1]);
+
+      // An abort does not sit out the wait.
+      slow.expect(4);
+      const ac = new AbortController();
+      const r0 = slow.submit(prompts[5], { seed: 6, signal: ac.signal });
+      await settle();
+      const n = rt.calls.length;
+      ac.abort();
+      await runAll(rt);
+      expect(rt.calls.length).toBeGreaterThan(n);
+      expect((await r0).finishReason).toBe('abort');
+      // With 1 announced, a lone call runs at once again.
+      slow.expect(1);
+      const lone = slow.submit(prompts[6], { seed: 7 });
+      await settle();
+      expect(rt.calls.at(-1)!.kind).toBe('generate');
+      await runAll(rt);
+      await lone;
+      expect(() => slow.expect(0)).toThrow(/positive integer, got 0/);
+    });
+  });
 });

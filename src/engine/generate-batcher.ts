@@ -2,10 +2,15 @@
 // generateIds() calls reaching the worker together) into lockstep runtime.generateBatch calls, so the
 // weights are read once per step for several sequences instead of once per sequence.
 //
-// No timers: a call made while nothing runs starts in a microtask, right after the code that made it
-// returns (so calls made in the same synchronous run, e.g. Promise.all over a group, start together), and
-// calls that arrive while a run is on the GPU wait for it and then go together. A lone call goes to runtime.generate,
+// A call made while nothing runs starts in a microtask, right after the code that made it returns (so
+// calls made in the same synchronous run, e.g. Promise.all over a group, start together), and calls that
+// arrive while a run is on the GPU wait for it and then go together. A lone call goes to runtime.generate,
 // which keeps the KV-cache prefix reuse of a conversation's next turn.
+//
+// Concurrent rollouts reach the planner staggered (each has run other modules first, and the shared
+// web-llm engine serves them one at a time), so without help each call would run alone. expect(n) says
+// n calls are coming (the live rollouts of a group): a run then waits until n calls are waiting, or
+// maxWaitMs after it could have started, whichever comes first. With the default of 1 nothing waits.
 import type { GenerateRequest, GenerateTokensOptions, TokenGeneration } from './runtime';
 
 /** What the batcher needs of the runtime (Qwen2Runtime; a fake in the unit tests). */
@@ -36,11 +41,28 @@ interface Streamed {
 /** Calls f, turning a synchronous throw into a rejected promise. */
 const call = <T>(f: () => Promise<T>): Promise<T> => new Promise<T>((resolve) => resolve(f()));
 
+/** How long a run waits at most for the calls expect() announced (a stalled rollout must not hold the others). */
+export const DEFAULT_BATCH_WAIT_MS = 10_000;
+
 export class GenerateBatcher {
   private waiting: Waiting[] = [];
   private draining = false;
+  private expected = 1;
+  /** Ends the current wait for expected calls (null while not waiting). */
+  private wake: (() => void) | null = null;
 
-  constructor(readonly runtime: BatchingRuntime) {}
+  constructor(readonly runtime: BatchingRuntime, readonly maxWaitMs = DEFAULT_BATCH_WAIT_MS) {}
+
+  /**
+   * `n` generations are expected to overlap (e.g. the rollouts of a group still running): a run waits for
+   * up to min(n, maxDecodeRows) waiting calls, at most maxWaitMs. Call it again as the count changes, and
+   * with 1 when they are over (no waiting).
+   */
+  expect(n: number): void {
+    if (!Number.isInteger(n) || n < 1) throw new Error(`GenerateBatcher.expect: n must be a positive integer, got ${n}`);
+    this.expected = n;
+    this.checkWake();
+  }
 
   /**
    * generate(prompt, options) as runtime.generate gives it, run alone or merged with the calls it overlaps.
@@ -49,6 +71,9 @@ export class GenerateBatcher {
   submit(prompt: number[], options: GenerateTokensOptions = {}): Promise<TokenGeneration> {
     return new Promise<TokenGeneration>((resolve, reject) => {
       this.waiting.push({ prompt, options, adapter: this.runtime.activeAdapterId, resolve, reject });
+      // An abort must not sit out the wait for other calls.
+      options.signal?.addEventListener('abort', () => this.wake?.(), { once: true });
+      this.checkWake();
       if (!this.draining) {
         this.draining = true;
         queueMicrotask(() => void this.drain());
@@ -62,8 +87,35 @@ export class GenerateBatcher {
   }
 
   private async drain(): Promise<void> {
-    while (this.waiting.length > 0) await this.run(this.take());
+    while (this.waiting.length > 0) {
+      await this.gather();
+      await this.run(this.take());
+    }
     this.draining = false;
+  }
+
+  /** Whether a run may start now: enough calls wait for what expect() announced, or one was aborted. */
+  private ready(): boolean {
+    const want = Math.min(this.expected, Math.max(1, Math.floor(this.runtime.maxDecodeRows) || 1));
+    return this.waiting.length >= want || this.waiting.some((w) => w.options.signal?.aborted);
+  }
+
+  private checkWake(): void {
+    if (this.wake && this.ready()) this.wake();
+  }
+
+  /** Waits (at most maxWaitMs) until ready(). */
+  private gather(): Promise<void> {
+    if (this.ready()) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.wake = null;
+        resolve();
+      };
+      const timer = setTimeout(done, this.maxWaitMs);
+      this.wake = done;
+    });
   }
 
   /**

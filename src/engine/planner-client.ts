@@ -44,6 +44,11 @@ export class PlannerClient {
     return this.api.addAdapterBytes(id, adapterConfig, weights);
   }
 
+  /** See ChatEngine.expectConcurrentCalls: the worker's batcher holds calls for that many. */
+  expectConcurrentCalls(n: number): Promise<void> {
+    return this.api.expectConcurrentCalls(n);
+  }
+
   setActiveAdapter(id: string | null): Promise<void> {
     return this.api.setActiveAdapter(id);
   }
@@ -111,5 +116,10 @@ export class RemotePlannerEngine implements ChatEngine {
 
   chat(messages: ChatMessage[], options?: GenerateOptions): Promise<GenerationResult> {
     return this.client.chat(messages, options);
+  }
+
+  expectConcurrentCalls(n: number): void {
+    // A hint: a worker that cannot take it (no model yet) simply does not wait.
+    this.client.expectConcurrentCalls(n).catch(() => undefined);
   }
 }

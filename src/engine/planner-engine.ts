@@ -87,6 +87,10 @@ export class PlannerEngine implements ChatEngine {
     return this.tokenizer.encodeChat(messages, { addGenerationPrompt: true });
   }
 
+  expectConcurrentCalls(n: number): void {
+    this.batcher.expect(n);
+  }
+
   score(sequences: number[][]): Promise<number[][]> {
     return this.runtime.score(sequences);
   }

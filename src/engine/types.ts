@@ -43,6 +43,12 @@ export interface ChatEngine {
   /** A human-readable id, e.g. 'planner:Qwen2.5-0.5B-Instruct' or 'web-llm:Qwen2.5-1.5B-Instruct-q4f16_1-MLC'. */
   readonly id: string;
   chat(messages: ChatMessage[], options?: GenerateOptions): Promise<GenerationResult>;
+  /**
+   * `n` callers will call chat() concurrently from now on (the live rollouts of a Flow-GRPO group; 1 when
+   * they are over). An engine that decodes overlapping calls together (the planner) may then hold a call
+   * briefly for the others. Optional: engines that serve one call at a time ignore it.
+   */
+  expectConcurrentCalls?(n: number): void;
 }
 
 export interface LoadProgress {

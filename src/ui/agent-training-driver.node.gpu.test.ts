@@ -18,6 +18,12 @@ describe('AgentTrainingDriver on the real planner (qwen2-tiny)', () => {
   it('trains a step, pauses with a checkpoint, resumes after a reload to the end, and starts a new run from the stored adapter', async () => {
     const ctx = await gpuFor('packed');
     const { rt, planner } = await tinyPlanner(ctx);
+    // The runtime calls the planner's generations became: requests per generateBatch, 1 for a lone generate.
+    const runtimeCalls: number[] = [];
+    const batch = rt.generateBatch.bind(rt);
+    const one = rt.generate.bind(rt);
+    rt.generateBatch = (reqs) => (runtimeCalls.push(reqs.length), batch(reqs));
+    rt.generate = (p, o) => (runtimeCalls.push(1), one(p, o));
     // Right, wrong, right, wrong... in call order. A group's 2 rollouts run concurrently (the default
     // rolloutConcurrency is min(groupSize, 4)), so which one answers first depends on the interleaving, but each
     // group gets one right and one wrong answer: mixed rewards, whatever the random planner says.
@@ -38,6 +44,9 @@ describe('AgentTrainingDriver on the real planner (qwen2-tiny)', () => {
     });
     expect(d.state).toBe('paused');
     expect(seen.map((p) => p.step)).toEqual([1]);
+    // The group's 2 rollouts reach the planner staggered; it held the first call for the second and
+    // decoded both together.
+    expect(runtimeCalls).toEqual([2]);
     expect(seen[0].reward).toBe(0.5);
     for (const v of Object.values(seen[0])) expect(Number.isFinite(v)).toBe(true);
     const db = await openAgentDb(dbName);
