@@ -116,6 +116,46 @@ describe('runAgent', () => {
     expect(e.planner.calls[0].messages[1].content).toContain('Query analysis: Needs an addition.');
   });
 
+  it("shares a group's greedy analysis: one engine call, the same text and steps for every rollout", async () => {
+    const script = {
+      analysis: ['Needs an addition.'],
+      planner: [plan('Add 19 and 23', 'Adder_Tool')],
+      executor: ['{"args": {"a": 19, "b": 23}}'],
+      verifier: ['{"verdict": "STOP"}'],
+      generator: ['<answer>42</answer>'],
+    };
+    const e = engines(script);
+    const shared = new Map();
+    const run = (i: number, o: Partial<Parameters<typeof runAgent>[0]> = {}) =>
+      runAgent({ conversationId: `c${i}`, query: 'What is 19 + 23?', tools: TOOLS, engines: e, config: { answerTags: true }, sharedAnalysis: shared, ...o });
+    const rs = await Promise.all([run(1), run(2), run(3)]);
+    expect(e.shared.count('analysis')).toBe(1);
+    for (const r of rs) {
+      expect(r.analysis).toBe('Needs an addition.');
+      expect(kinds(r.steps)).toEqual(['analysis@0', 'planner@1', 'executor@1', 'verifier@1', 'generator@1']);
+    }
+    expect(rs.map((r) => r.steps[0].data.sharedWithGroup ?? false)).toEqual([false, true, true]);
+    // A later rollout of the group reuses it too; a sampled analysis is never shared.
+    await run(4);
+    expect(e.shared.count('analysis')).toBe(1);
+    await run(5, { config: { answerTags: true, generation: { analysis: { temperature: 0.7, seed: 1 } } } });
+    expect(e.shared.count('analysis')).toBe(2);
+
+    // The rollout that made the call aborts: the others do not inherit its abort, they ask on their own.
+    const e2 = engines({ ...script, analysis: [{ text: 'Too late.', delayMs: 60_000 }, 'Fresh analysis.'] });
+    const map2 = new Map();
+    const ac = new AbortController();
+    const owner = runAgent({ conversationId: 'o', query: 'q', tools: TOOLS, engines: e2, signal: ac.signal, sharedAnalysis: map2 });
+    await new Promise((r) => setTimeout(r, 0));
+    const other = runAgent({ conversationId: 'p', query: 'q', tools: TOOLS, engines: e2, sharedAnalysis: map2 });
+    await new Promise((r) => setTimeout(r, 0));
+    ac.abort();
+    expect((await owner).status).toBe('interrupted');
+    const r2 = await other;
+    expect(r2.analysis).toBe('Fresh analysis.');
+    expect(e2.shared.count('analysis')).toBe(2);
+  });
+
   it('continues while the verifier says CONTINUE and shows earlier results to the planner', async () => {
     const e = engines({
       analysis: ['Two lookups.'],

@@ -114,6 +114,13 @@ export interface RunAgentOptions {
   /** Steps already stored for this conversation: the run continues from them. */
   resumeFrom?: StepRecord[];
   now?: () => number;
+  /**
+   * One map for all rollouts of a group (same query, tools and config): their greedy query analysis is asked
+   * of the engine once and reused, which is what each would have got (a temperature-0 call on the same
+   * input). Ignored when the analysis samples. A rollout that finds the shared call failed (another
+   * rollout's abort) asks on its own.
+   */
+  sharedAnalysis?: Map<string, Promise<GenerationResult>>;
 }
 
 export type StopReason = 'verifier' | 'turn-budget' | 'time-budget' | 'aborted' | 'error';
@@ -224,6 +231,16 @@ class BudgetExhausted extends Error {
 class ToolTimeout extends Error {}
 
 /** AbortSignal.any, which Chrome 113-115 (within the supported range) lack. */
+/** `p`, or the signal's reason once it aborts first. */
+function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
 export function anySignal(signals: AbortSignal[]): AbortSignal {
   if (typeof AbortSignal.any === 'function') return AbortSignal.any(signals);
   const ctl = new AbortController();
@@ -271,6 +288,32 @@ export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
     return { engine, result, usage: usage(engine, result) };
   };
 
+  // The analysis through opts.sharedAnalysis: made by the first rollout to ask, awaited by the others.
+  const sharedCall = async (module: ModuleName, turn: number, messages: ChatMessage[], signal: AbortSignal, map: Map<string, Promise<GenerationResult>>) => {
+    const engine = opts.engines[cfg.engineFor[module]];
+    const key = JSON.stringify([engine.id, messages, cfg.generation[module]]);
+    let p = map.get(key);
+    const own = !p;
+    if (!p) {
+      const made = engine.chat(messages, { ...cfg.generation[module], signal });
+      map.set(key, made);
+      made.catch(() => {
+        if (map.get(key) === made) map.delete(key);
+      });
+      p = made;
+    }
+    let result: GenerationResult;
+    try {
+      result = await untilAborted(p, signal);
+    } catch (e) {
+      if (own || signal.aborted) throw e;
+      return call(module, turn, messages, signal);
+    }
+    signal.throwIfAborted();
+    opts.onToken?.(module, turn, result.text);
+    return { engine, result, usage: { ...usage(engine, result), ...(own ? {} : { sharedWithGroup: true }) } };
+  };
+
   let stopReason: StopReason | null = null;
   let fatal: string | undefined;
   try {
@@ -279,7 +322,9 @@ export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
       const startedAt = now();
       if (state.phase === 'analysis') {
         try {
-          const { result, usage: u } = await call('analysis', 0, analysisMessages(opts.query, cards), turnSignal);
+          const messages = analysisMessages(opts.query, cards);
+          const shared = (cfg.generation.analysis.temperature ?? 0) === 0 ? opts.sharedAnalysis : undefined;
+          const { result, usage: u } = shared ? await sharedCall('analysis', 0, messages, turnSignal, shared) : await call('analysis', 0, messages, turnSignal);
           state.analysis = result.text.trim();
           await record('analysis', 0, startedAt, { text: state.analysis, ...u });
         } catch (e) {

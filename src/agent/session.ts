@@ -1,6 +1,6 @@
 // A run of the agent tied to storage: the conversation record, its steps written as they complete, planner
 // calls recorded as rollouts, and, when the query has a reference answer, the reward scored and broadcast.
-import type { ChatEngine } from '../engine/types';
+import type { ChatEngine, GenerationResult } from '../engine/types';
 import { createConversation, getConversation, getSteps, idbStepSink, updateConversation } from '../store/conversations';
 import type { ConversationRecord } from '../store/records';
 import type { Tool } from '../tools/types';
@@ -30,6 +30,8 @@ export interface SessionOptions {
   onToken?: (module: ModuleName, turn: number, piece: string) => void;
   onStep?: (step: import('../store/records').StepRecord) => void;
   dbName?: string;
+  /** See RunAgentOptions.sharedAnalysis (runGroup passes one per group). */
+  sharedAnalysis?: Map<string, Promise<GenerationResult>>;
 }
 
 export interface SessionResult extends AgentRunResult {
@@ -78,6 +80,7 @@ async function continueConversation(conv: ConversationRecord, steps: import('../
     },
     ...(record ? { onPlannerCall: (c: PlannerCall) => record(c) } : {}),
     ...(opts.onToken ? { onToken: opts.onToken } : {}),
+    ...(opts.sharedAnalysis ? { sharedAnalysis: opts.sharedAnalysis } : {}),
     resumeFrom: steps,
   });
   const patch: Partial<ConversationRecord> = { status: result.status };
@@ -107,6 +110,11 @@ export interface GroupOptions extends Omit<SessionOptions, 'rollouts' | 'reward'
    * conversation, a token piece does not).
    */
   concurrency?: number;
+  /**
+   * Ask the group's greedy query analysis once and give it to every rollout (RunAgentOptions.sharedAnalysis):
+   * the same answer each would get, for one engine call instead of `size`.
+   */
+  shareAnalysis?: boolean;
 }
 
 /** A rollout of a group threw (a storage failure, a bad config); the group's other results are kept. */
@@ -133,7 +141,8 @@ export class GroupRolloutError extends Error {
  */
 export async function runGroup(query: string, reward: RewardSpec, size: number, opts: GroupOptions): Promise<SessionResult[]> {
   if (!Number.isInteger(size) || size < 1) throw new Error(`runGroup: group size must be a positive integer, got ${size}`);
-  const { runId, groupId, config, concurrency = 1, ...rest } = opts;
+  const { runId, groupId, config, concurrency = 1, shareAnalysis, ...rest } = opts;
+  const sharedAnalysis = shareAnalysis ? new Map<string, Promise<GenerationResult>>() : undefined;
   checkConcurrency(concurrency, 'runGroup: concurrency');
   const outcomes = await runRollouts(
     size,
@@ -143,6 +152,7 @@ export async function runGroup(query: string, reward: RewardSpec, size: number, 
         ...rest,
         ...(config !== undefined ? { config: typeof config === 'function' ? config(i) : config } : {}),
         title: `${groupId} #${i + 1}`,
+        ...(sharedAnalysis ? { sharedAnalysis } : {}),
         rollouts: { runId, groupId },
         reward,
       }),

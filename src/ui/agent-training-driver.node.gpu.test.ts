@@ -47,6 +47,8 @@ describe('AgentTrainingDriver on the real planner (qwen2-tiny)', () => {
     // The group's 2 rollouts reach the planner staggered; it held the first call for the second and
     // decoded both together.
     expect(runtimeCalls).toEqual([2]);
+    // Both rollouts analyse the same query greedily: the engine was asked once.
+    expect(shared.count('analysis')).toBe(1);
     expect(seen[0].reward).toBe(0.5);
     for (const v of Object.values(seen[0])) expect(Number.isFinite(v)).toBe(true);
     const db = await openAgentDb(dbName);

@@ -130,6 +130,8 @@ export async function collectGroup(o: {
     engines: o.engines,
     config: (i) => o.agent(o.seeds[i]),
     concurrency: o.concurrency ?? 1,
+    // Every rollout of the group analyses the same query greedily: one engine call serves them all.
+    shareAnalysis: true,
     signal: o.signal,
     dbName: o.dbName,
   });
