@@ -41,3 +41,27 @@ fn q4hi(w: u32) -> vec4<f32> { return vec4<f32>((vec4<u32>(w) >> Q4_SHIFT_HI) & 
 export function q4PathName(p: Q4Path): string {
   return `${p.f16 ? 'f16' : 'packed'}_s${p.scale}`;
 }
+
+const range = (n: number) => Array.from({ length: n }, (_, i) => i);
+
+// The workgroup-memory reduction of the 4-bit row kernels without subgroups (q4matmul's rows kernel and
+// q4decode): `lanes` neighbouring threads share a pair of weight rows, each holding partial dot products
+// acc<r> / bcc<r> of the pair's first / second row with x row r; a tree over the lanes sums them.
+
+/** The partial sums' workgroup memory, P threads x nr x rows, for each row of the pair. */
+export function pairPartialsWgsl(P: number, nr: number): string {
+  return `var<workgroup> partA: array<f32, ${P * nr}>;
+var<workgroup> partB: array<f32, ${P * nr}>;`;
+}
+
+/** Stores and sums the partials; afterwards lane 0 of a pair holds the totals at part{A,B}[r * P + lid]. */
+export function pairTreeSumWgsl(P: number, nr: number, lanes: number): string {
+  return `  ${range(nr).map((r) => `partA[${r * P}u + lid] = acc${r}; partB[${r * P}u + lid] = bcc${r};`).join('\n  ')}
+  workgroupBarrier();
+  for (var st = ${lanes / 2}u; st > 0u; st >>= 1u) {
+    if (lane < st) {
+      ${range(nr).map((r) => `partA[${r * P}u + lid] += partA[${r * P}u + lid + st]; partB[${r * P}u + lid] += partB[${r * P}u + lid + st];`).join('\n      ')}
+    }
+    workgroupBarrier();
+  }`;
+}

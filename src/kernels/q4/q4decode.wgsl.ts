@@ -18,7 +18,7 @@
 // Read-only f32 vectors (norm weight, biases) live in "param" buffers bound once each with element
 // offsets in the uniform, so a caller can pack them into one buffer to stay within 8 storage bindings.
 
-import { q4Enables, q4ScaleDecl, Q4_UNPACK_WGSL, type Q4Path } from './q4.wgsl';
+import { pairPartialsWgsl, pairTreeSumWgsl, q4Enables, q4ScaleDecl, Q4_UNPACK_WGSL, type Q4Path } from './q4.wgsl';
 import { SUBGROUP_COUNTER_WGSL, SUBGROUP_INDEX_WGSL } from '../common/subgroups.wgsl';
 
 export const Q4D_WG = 64;
@@ -225,6 +225,15 @@ ${cache ? `var<workgroup> xs: array<vec4<f32>, ${nr * v.xCache}>;` : ''}`;
 
   const accDecl = `${range(nr).map((r) => `var acc${r} = 0.0;`).join(' ')} ${range(nr).map((r) => `var bcc${r} = 0.0;`).join(' ')}`;
 
+  // Both variants: one workgroup per `rows` weight rows, the input's sizes, then the norm prologue.
+  const entry = `@compute @workgroup_size(${Q4D_WG})
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let wgi = wg.x + wg.y * nwg.x;
+  let in4 = dims.inDim / 4u;
+  let G = dims.inDim / 32u;
+  ${prologue}`;
+
   if (subgroups) {
     // As in q4matmul.wgsl.ts: subgroups get a dense index from a workgroup counter and own whole pairs;
     // the branches around subgroupAdd depend only on subgroup-uniform values.
@@ -232,13 +241,7 @@ ${cache ? `var<workgroup> xs: array<vec4<f32>, ${nr * v.xCache}>;` : ''}`;
 ${common}
 ${SUBGROUP_COUNTER_WGSL}
 
-@compute @workgroup_size(${Q4D_WG})
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-  let wgi = wg.x + wg.y * nwg.x;
-  let in4 = dims.inDim / 4u;
-  let G = dims.inDim / 32u;
-  ${prologue}
+${entry}
   ${SUBGROUP_INDEX_WGSL}
   for (var pr = sgIndex; pr < ${pairs}u; pr += sgTotal) {
     let i = ${iExpr};
@@ -264,16 +267,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
   const P = Q4D_WG;
   return /* wgsl */ `${q4Enables(p)}
 ${common}
-var<workgroup> partA: array<f32, ${P * nr}>;
-var<workgroup> partB: array<f32, ${P * nr}>;
+${pairPartialsWgsl(P, nr)}
 
-@compute @workgroup_size(${P})
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-  let wgi = wg.x + wg.y * nwg.x;
-  let in4 = dims.inDim / 4u;
-  let G = dims.inDim / 32u;
-  ${prologue}
+${entry}
   let lane = lid % ${lanes}u;
   let pr = lid / ${lanes}u;
   ${accDecl}
@@ -287,14 +283,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
       ${groupBody}
     }
   }
-  ${range(nr).map((r) => `partA[${r * P}u + lid] = acc${r}; partB[${r * P}u + lid] = bcc${r};`).join('\n  ')}
-  workgroupBarrier();
-  for (var st = ${lanes / 2}u; st > 0u; st >>= 1u) {
-    if (lane < st) {
-      ${range(nr).map((r) => `partA[${r * P}u + lid] += partA[${r * P}u + lid + st]; partB[${r * P}u + lid] += partB[${r * P}u + lid + st];`).join('\n      ')}
-    }
-    workgroupBarrier();
-  }
+${pairTreeSumWgsl(P, nr, lanes)}
   if (lane == 0u && live) {
     ${range(nr).map((r) => `let ta${r} = partA[${r * P}u + lid]; let tb${r} = partB[${r * P}u + lid];`).join(' ')}
     ${storeBody}

@@ -15,7 +15,7 @@
 
 import { registerTileWgsl, TILE_COLS, type TileRows } from '../common/tile.wgsl';
 import { SUBGROUP_COUNTER_WGSL, SUBGROUP_INDEX_WGSL } from '../common/subgroups.wgsl';
-import { q4Enables, q4ScaleDecl, Q4_UNPACK_WGSL, type Q4Path } from './q4.wgsl';
+import { pairPartialsWgsl, pairTreeSumWgsl, q4Enables, q4ScaleDecl, Q4_UNPACK_WGSL, type Q4Path } from './q4.wgsl';
 
 export interface Q4MatmulVariant {
   bias: boolean;
@@ -117,8 +117,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
   const P = Q4_ROWS_WG;
   return /* wgsl */ `${q4Enables(p)}
 ${header(p, v, 'vec4<u32>', 'vec4<f32>')}
-var<workgroup> partA: array<f32, ${P * nr}>;
-var<workgroup> partB: array<f32, ${P * nr}>;
+${pairPartialsWgsl(P, nr)}
 
 @compute @workgroup_size(${P})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -141,14 +140,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
       ${range(nr).map((r) => pairDots(r)).join('\n      ')}
     }
   }
-  ${range(nr).map((r) => `partA[${r * P}u + lid] = acc${r}; partB[${r * P}u + lid] = bcc${r};`).join('\n  ')}
-  workgroupBarrier();
-  for (var st = ${lanes / 2}u; st > 0u; st >>= 1u) {
-    if (lane < st) {
-      ${range(nr).map((r) => `partA[${r * P}u + lid] += partA[${r * P}u + lid + st]; partB[${r * P}u + lid] += partB[${r * P}u + lid + st];`).join('\n      ')}
-    }
-    workgroupBarrier();
-  }
+${pairTreeSumWgsl(P, nr, lanes)}
   if (lane == 0u && o < dims.outDim) {
     ${range(nr).map((r) => `store(${r}u, o, partA[${r * P}u + lid]);`).join(' ')}
     if (hasB) { ${range(nr).map((r) => `store(${r}u, o + 1u, partB[${r * P}u + lid]);`).join(' ')} }

@@ -11,7 +11,7 @@
 // Bit-identity with rope(): the same inv_freq table, the same f32 angle f32(pos) * invf, the same sinCos
 // text and the same rotation expressions, so the rotated values are the bits rope() produces.
 
-import { ROPE_MAX_HALF, ROPE_WG, SIN_COS_WGSL } from './rope.wgsl';
+import { ropeEntryWgsl, ROPE_MAX_HALF, ROPE_WG, SIN_COS_WGSL } from './rope.wgsl';
 
 export const ROPE_KV_WG = ROPE_WG;
 
@@ -28,17 +28,7 @@ struct Dims { n: u32, nH: u32, nKV: u32, hd: u32, maxCtx: u32, pad0: u32, pad1: 
 @group(0) @binding(7) var<storage, read> cacheRow: array<u32>;
 
 ${SIN_COS_WGSL}
-@compute @workgroup_size(${ROPE_KV_WG})
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-  let half = dims.hd / 2u;
-  let heads = dims.nH + dims.nKV;
-  let idx = (wg.x + wg.y * nwg.x) * ${ROPE_KV_WG}u + lid;
-  if (idx >= dims.n * heads * half) { return; }
-  let i = idx % half;
-  let t = idx / half;
-  let h = t % heads;
-  let row = t / heads;
+${ropeEntryWgsl(ROPE_KV_WG)}
   let p = pos[row];
   let cr = cacheRow[row];
   let angle = f32(p) * dims.invf[i / 4u][i % 4u];

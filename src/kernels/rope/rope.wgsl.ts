@@ -40,6 +40,24 @@ fn sinCos(angle: f32) -> vec2<f32> {
  * `inverse` rotates by -angle: the backward of RoPE is its transpose, the same kernel with sin negated
  * (same angle table and sinCos, so forward and backward are exact adjoints).
  */
+/**
+ * The entry point and thread decoding of the RoPE kernels (rope, rope.kv): one thread per (row, head of
+ * nH + nKV, i < hd/2), over a 2-D grid of `wg`-thread workgroups; defines half, heads, i, h and row.
+ */
+export function ropeEntryWgsl(wg: number): string {
+  return `@compute @workgroup_size(${wg})
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let half = dims.hd / 2u;
+  let heads = dims.nH + dims.nKV;
+  let idx = (wg.x + wg.y * nwg.x) * ${wg}u + lid;
+  if (idx >= dims.n * heads * half) { return; }
+  let i = idx % half;
+  let t = idx / half;
+  let h = t % heads;
+  let row = t / heads;`;
+}
+
 export function ropeWgsl(inverse = false): string {
   return /* wgsl */ `
 struct Dims { n: u32, nH: u32, nKV: u32, hd: u32, invf: array<vec4<f32>, ${ROPE_MAX_HALF / 4}> }
@@ -63,17 +81,7 @@ fn rotate(base: u32, i: u32, half: u32, c: f32, s: f32, isQ: bool) {
   }
 }
 
-@compute @workgroup_size(${ROPE_WG})
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-  let half = dims.hd / 2u;
-  let heads = dims.nH + dims.nKV;
-  let idx = (wg.x + wg.y * nwg.x) * ${ROPE_WG}u + lid;
-  if (idx >= dims.n * heads * half) { return; }
-  let i = idx % half;
-  let t = idx / half;
-  let h = t % heads;
-  let row = t / heads;
+${ropeEntryWgsl(ROPE_WG)}
   let angle = f32(pos[row]) * dims.invf[i / 4u][i % 4u];
   let sc = sinCos(angle);
   let s = ${inverse ? '-sc.x' : 'sc.x'};
