@@ -2,24 +2,9 @@
 // tokenizer). Each must come out exactly as the same call run alone without prefix reuse: same tokens, same
 // logprobs, its own text stream, and the adapter that was active when it was made.
 import { describe, expect, it } from 'vitest';
-import { join } from 'node:path';
-import { gpuFor } from '../../tests/support/gpu';
-import { TINY } from '../../tests/support/qwen2-fixture';
-import { byteTokenizerConfig, byteTokenizerJson } from '../../tests/support/byte-tokenizer';
-import { loadAdapter, loadCheckpoint } from './io/checkpoint';
-import { directorySource } from './io/sources';
+import { fixturePlannerEngine } from '../../tests/support/tiny-agent';
 import { PlannerEngine } from './planner-engine';
-import { Qwen2Runtime, type TokenGeneration } from './runtime';
-import { Tokenizer } from './tokenizer/tokenizer';
-
-async function makeEngine(): Promise<PlannerEngine> {
-  const ctx = await gpuFor('packed');
-  const ckpt = await loadCheckpoint(directorySource(TINY));
-  const rt = await Qwen2Runtime.create(ctx, ckpt.config, ckpt.tensors, { maxContext: 256 });
-  await rt.addAdapter('fixture', await loadAdapter(directorySource(join(TINY, 'adapter')), ckpt.config));
-  const tok = new Tokenizer({ tokenizerJson: byteTokenizerJson(), tokenizerConfig: byteTokenizerConfig() });
-  return new PlannerEngine(rt, tok, 'qwen2-tiny');
-}
+import type { TokenGeneration } from './runtime';
 
 const questions = ['Hi!', 'What is 2 + 2?', 'Name a colour.', 'Say something.'];
 
@@ -48,7 +33,7 @@ describe('PlannerEngine: overlapping generations run as one batch', () => {
   };
 
   it('3 concurrent calls at temperature 1 give exactly the tokens and logprobs of the calls run alone', async () => {
-    engine = await makeEngine();
+    engine = await fixturePlannerEngine();
     const prompts = questions.slice(0, 3).map((q) => engine.promptIds([{ role: 'user', content: q }]));
     const seeds = [11, 12, 13];
     const want: TokenGeneration[] = [];

@@ -4,25 +4,13 @@
 import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { gpuFor } from '../../tests/support/gpu';
+import { fixturePlannerEngine } from '../../tests/support/tiny-agent';
 import { maxAbsDiff } from '../../tests/support/compare';
 import { TINY } from '../../tests/support/qwen2-fixture';
 import { BYTE_SPECIALS, byteTokenizerConfig, byteTokenizerJson } from '../../tests/support/byte-tokenizer';
-import { loadAdapter, loadCheckpoint } from './io/checkpoint';
-import { directorySource } from './io/sources';
 import { PlannerEngine } from './planner-engine';
-import { Qwen2Runtime } from './runtime';
-import { Tokenizer } from './tokenizer/tokenizer';
 import { readFileSync } from 'node:fs';
 import { memorySource } from './memory-source';
-
-async function makeEngine(): Promise<PlannerEngine> {
-  const ctx = await gpuFor('packed');
-  const ckpt = await loadCheckpoint(directorySource(TINY));
-  const rt = await Qwen2Runtime.create(ctx, ckpt.config, ckpt.tensors, { maxContext: 256 });
-  await rt.addAdapter('fixture', await loadAdapter(directorySource(join(TINY, 'adapter')), ckpt.config));
-  const tok = new Tokenizer({ tokenizerJson: byteTokenizerJson(), tokenizerConfig: byteTokenizerConfig() });
-  return new PlannerEngine(rt, tok, 'qwen2-tiny');
-}
 
 const bytes = (s: string) => [...new TextEncoder().encode(s)];
 
@@ -31,7 +19,7 @@ describe('PlannerEngine on qwen2-tiny', () => {
   const messages = [{ role: 'user' as const, content: 'Hi!' }];
 
   it('reports exact prompt ids, sampled ids, their logprobs and the adapter', async () => {
-    engine = await makeEngine();
+    engine = await fixturePlannerEngine();
     expect(engine.id).toBe('planner:qwen2-tiny');
     // eos from config.json (319) and the chat end tokens of the tokenizer.
     expect(engine.stopIds.sort((a, b) => a - b)).toEqual([BYTE_SPECIALS.endoftext, BYTE_SPECIALS.im_end, 319]);

@@ -1,13 +1,16 @@
-// The agent set-up the Node training tests share: the qwen2-tiny fixture as the planner (our runtime, byte
-// tokenizer) and a multiplication tool the scripted executor calls.
+// The set-ups the Node tests share: the qwen2-tiny fixture as the planner (our runtime, byte tokenizer), for
+// the agent and training tests and the planner engine's own, and a multiplication tool the scripted executor
+// calls.
+import { join } from 'node:path';
 import type { GpuContext } from '../../src/gpu/device';
-import { loadCheckpoint } from '../../src/engine/io/checkpoint';
+import { loadAdapter, loadCheckpoint } from '../../src/engine/io/checkpoint';
 import { directorySource } from '../../src/engine/io/sources';
 import { PlannerEngine } from '../../src/engine/planner-engine';
 import { Qwen2Runtime } from '../../src/engine/runtime';
 import { Tokenizer } from '../../src/engine/tokenizer/tokenizer';
 import type { Tool } from '../../src/tools/types';
 import { byteTokenizerConfig, byteTokenizerJson } from './byte-tokenizer';
+import { gpuFor } from './gpu';
 import { TINY } from './qwen2-fixture';
 
 export const multiplyTool: Tool = {
@@ -34,4 +37,17 @@ export async function tinyPlanner(ctx: GpuContext): Promise<{ rt: Qwen2Runtime; 
   ckpt.release();
   const planner = new PlannerEngine(rt, new Tokenizer({ tokenizerJson: byteTokenizerJson(), tokenizerConfig: byteTokenizerConfig() }), 'qwen2-tiny');
   return { rt, planner };
+}
+
+/**
+ * The PlannerEngine the engine tests share: qwen2-tiny on the packed path with a 256-position context and
+ * the fixture's adapter loaded as 'fixture' (not active).
+ */
+export async function fixturePlannerEngine(): Promise<PlannerEngine> {
+  const ctx = await gpuFor('packed');
+  const ckpt = await loadCheckpoint(directorySource(TINY));
+  const rt = await Qwen2Runtime.create(ctx, ckpt.config, ckpt.tensors, { maxContext: 256 });
+  await rt.addAdapter('fixture', await loadAdapter(directorySource(join(TINY, 'adapter')), ckpt.config));
+  const tok = new Tokenizer({ tokenizerJson: byteTokenizerJson(), tokenizerConfig: byteTokenizerConfig() });
+  return new PlannerEngine(rt, tok, 'qwen2-tiny');
 }
