@@ -232,7 +232,8 @@ class ToolTimeout extends Error {}
 
 /** AbortSignal.any, which Chrome 113-115 (within the supported range) lack. */
 /** `p`, or the signal's reason once it aborts first. */
-function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+export function untilAborted<T>(p: Promise<T>, signal?: AbortSignal): Promise<T> {
+  if (!signal) return p;
   if (signal.aborted) return Promise.reject(signal.reason);
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(signal.reason);

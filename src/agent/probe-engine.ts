@@ -4,7 +4,8 @@
 // It counts the calls in flight, so a test can prove that calls overlapped, and can hold calls back.
 import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../engine/types';
 import { detectModule, type ModuleName } from './prompts';
-import { ScriptedEngine, scriptedLogprob, scriptedTokenIds } from './scripted-engine';
+import { untilAborted } from './loop';
+import { scriptedResult, sleep } from './scripted-engine';
 
 export interface ProbeReply {
   text: string;
@@ -55,22 +56,13 @@ export class ProbeEngine implements ChatEngine {
     this.inFlight++;
     this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
     try {
-      if (this.gate) await abortable(this.gate.promise, options.signal);
+      if (this.gate) await untilAborted(this.gate.promise, options.signal);
       if (this.o.overlapCalls) await this.awaitOverlap(this.o.overlapCalls, this.o.overlapWaitMs ?? 100, options.signal);
       const r = this.reply(module, messages, options);
       const { text, delayMs } = typeof r === 'string' ? { text: r, delayMs: 0 } : r;
-      if (delayMs) await abortable(new Promise<void>((res) => setTimeout(res, delayMs)), options.signal);
+      if (delayMs) await sleep(delayMs, options.signal);
       options.signal?.throwIfAborted();
-      const tokens = scriptedTokenIds(text);
-      return {
-        text,
-        promptTokens: scriptedTokenIds(ScriptedEngine.renderPrompt(messages)),
-        tokens,
-        logprobs: tokens.map((t, p) => scriptedLogprob(t, p)),
-        adapterId: null,
-        finishReason: 'stop',
-        timings: { prefillMs: 0, decodeMs: 0 },
-      };
+      return scriptedResult(messages, text, null);
     } finally {
       this.inFlight--;
     }
@@ -81,7 +73,7 @@ export class ProbeEngine implements ChatEngine {
       for (const w of this.overlapWaiters.splice(0)) w();
       return Promise.resolve();
     }
-    return abortable(
+    return untilAborted(
       new Promise<void>((res) => {
         const t = setTimeout(res, waitMs);
         this.overlapWaiters.push(() => {
@@ -92,20 +84,4 @@ export class ProbeEngine implements ChatEngine {
       signal,
     );
   }
-}
-
-function abortable(p: Promise<void>, signal?: AbortSignal): Promise<void> {
-  if (!signal) return p;
-  signal.throwIfAborted();
-  return new Promise((resolve, reject) => {
-    const onAbort = () => reject(signal.reason ?? new DOMException('Aborted', 'AbortError'));
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(
-      () => {
-        signal.removeEventListener('abort', onAbort);
-        resolve();
-      },
-      reject,
-    );
-  });
 }

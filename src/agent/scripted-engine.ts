@@ -74,16 +74,7 @@ export class ScriptedEngine implements ChatEngine {
       finishReason = 'length';
     }
     if (options.onToken) for (let k = 0; k < text.length; k += 8) options.onToken(text.slice(k, k + 8));
-    const tokens = scriptedTokenIds(text);
-    return {
-      text,
-      promptTokens: scriptedTokenIds(ScriptedEngine.renderPrompt(messages)),
-      tokens,
-      logprobs: tokens.map((t, p) => scriptedLogprob(t, p)),
-      adapterId: this.adapterId,
-      finishReason,
-      timings: { prefillMs: 0, decodeMs: 0 },
-    };
+    return scriptedResult(messages, text, this.adapterId, finishReason);
   }
 
   /** How many calls each module has made. */
@@ -92,7 +83,22 @@ export class ScriptedEngine implements ChatEngine {
   }
 }
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+/** The result a scripted engine reports for `text`: the scripted prompt and token ids and logprobs. */
+export function scriptedResult(messages: ChatMessage[], text: string, adapterId: string | null, finishReason: GenerationResult['finishReason'] = 'stop'): GenerationResult {
+  const tokens = scriptedTokenIds(text);
+  return {
+    text,
+    promptTokens: scriptedTokenIds(ScriptedEngine.renderPrompt(messages)),
+    tokens,
+    logprobs: tokens.map((t, p) => scriptedLogprob(t, p)),
+    adapterId,
+    finishReason,
+    timings: { prefillMs: 0, decodeMs: 0 },
+  };
+}
+
+/** Waits `ms`, or rejects with the signal's reason once it aborts. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     const t = setTimeout(() => {
       signal?.removeEventListener('abort', onAbort);
