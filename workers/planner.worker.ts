@@ -11,7 +11,7 @@ import type { Qwen2Config } from '../src/engine/io/config';
 import { GenerateBatcher } from '../src/engine/generate-batcher';
 import { memorySource } from '../src/engine/memory-source';
 import { PlannerEngine } from '../src/engine/planner-engine';
-import { Qwen2Runtime, type GenerateTokensOptions, type GpuMemoryReport, type TokenGeneration } from '../src/engine/runtime';
+import { defaultMaxContext, Qwen2Runtime, type GenerateTokensOptions, type GpuMemoryReport, type TokenGeneration } from '../src/engine/runtime';
 import { Tokenizer } from '../src/engine/tokenizer/tokenizer';
 import type { ChatMessage, GenerateOptions, GenerationResult, LoadProgress } from '../src/engine/types';
 import type { StepStats } from '../src/trainer/grpo-step';
@@ -129,7 +129,7 @@ const api = {
     if (runtime) dropTraining();
     runtime?.destroy();
     runtime = engine = batcher = null;
-    const maxContext = opts.maxContext ?? Math.min(ckpt.config.maxPositionEmbeddings, 4096);
+    const maxContext = opts.maxContext ?? defaultMaxContext(ckpt.config);
     const rt = await Qwen2Runtime.create(ctx, ckpt.config, ckpt.tensors, { maxContext, maxBatchRows: opts.maxBatchRows, batchContext: opts.batchContext ?? 2 * maxContext });
     ckpt.release();
     name = opts.name ?? source.label.replace(/\/+$/, '').split('/').pop() ?? 'qwen2';

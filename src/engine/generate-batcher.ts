@@ -86,6 +86,11 @@ export class GenerateBatcher {
     return this.waiting.length;
   }
 
+  /** Live calls one runtime call takes at most (the runtime's decode rows, at least 1). */
+  private get rowsPerRun(): number {
+    return Math.max(1, Math.floor(this.runtime.maxDecodeRows) || 1);
+  }
+
   private async drain(): Promise<void> {
     while (this.waiting.length > 0) {
       await this.gather();
@@ -96,7 +101,7 @@ export class GenerateBatcher {
 
   /** Whether a run may start now: enough calls wait for what expect() announced, or one was aborted. */
   private ready(): boolean {
-    const want = Math.min(this.expected, Math.max(1, Math.floor(this.runtime.maxDecodeRows) || 1));
+    const want = Math.min(this.expected, this.rowsPerRun);
     return this.waiting.length >= want || this.waiting.some((w) => w.options.signal?.aborted);
   }
 
@@ -125,7 +130,7 @@ export class GenerateBatcher {
    */
   private take(): Waiting[] {
     const adapter = this.waiting[0].adapter;
-    const rows = Math.max(1, Math.floor(this.runtime.maxDecodeRows) || 1);
+    const rows = this.rowsPerRun;
     const taken: Waiting[] = [];
     let live = 0;
     this.waiting = this.waiting.filter((w) => {

@@ -137,10 +137,10 @@ describe('generateBatch: each sequence = generate() alone', async () => {
       });
 
       it(`${path}, ${name}: the cache's rows decide the batches; batchContext grows it; the next generate reuses nothing`, async () => {
+        // Each needs prompt + 20 rows: 25 + 29 fit a 64-row cache, a third does not.
+        const reqs = prompts.slice(0, 4).map((prompt, i) => ({ prompt, options: { ...options[i], maxNewTokens: 20 } }));
         const rt = await make();
         try {
-          // Each needs prompt + 20 rows: 25 + 29 fit the 64-row cache, a third does not.
-          const reqs = prompts.slice(0, 4).map((prompt, i) => ({ prompt, options: { ...options[i], maxNewTokens: 20 } }));
           const want = await alone(rt, reqs);
           const kv0 = rt.memory().kvCache;
           const s0 = { ...rt.decodeCounters };
@@ -153,7 +153,8 @@ describe('generateBatch: each sequence = generate() alone', async () => {
           expect(rt.decodeCounters.steps - s0.steps).toBe(38);
           expect(rt.decodeCounters.rows - s0.rows).toBe(76);
           expect(rt.memory().kvCache).toBe(kv0);
-          // A generate after a batch: the cache's first rows held another sequence, so nothing is reused.
+          // A generate after the batches: the cache's first rows hold the last batch's first sequence
+          // (request 2), which shares no prefix with prompt 0, so nothing is reused.
           const after = await rt.generate(prompts[0], options[0]);
           expect(after.reusedPrefixTokens).toBe(0);
           expect(after.tokens).toEqual(want[0].tokens.slice(0, 10));
@@ -162,7 +163,6 @@ describe('generateBatch: each sequence = generate() alone', async () => {
         }
         const big = await make({ batchContext: 128 });
         try {
-          const reqs = prompts.slice(0, 4).map((prompt, i) => ({ prompt, options: { ...options[i], maxNewTokens: 20 } }));
           const want = await alone(big, reqs);
           const kv0 = big.memory().kvCache;
           const s0 = { ...big.decodeCounters };

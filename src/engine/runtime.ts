@@ -105,7 +105,10 @@ const BASE = { id: '(base)' };
  */
 export const MAX_DECODE_ROWS = Q4_SMALL_N;
 
-
+/** The context (KV-cache rows) a runtime gets without RuntimeOptions.maxContext. */
+export function defaultMaxContext(config: Qwen2Config): number {
+  return Math.min(config.maxPositionEmbeddings, 4096);
+}
 
 // Batches are rounded up to a few row counts so step lists are recorded once per count, not per call: powers
 // of two up to 64, then multiples of 64 (so a 300-row prefill computes 320 rows, not 512). Up to 4 rows stay
@@ -150,9 +153,6 @@ function sharedPrefix(reqs: CheckedRequest[], b: number): { from: number; src: n
   }
   return best;
 }
-
-
-
 
 export class Qwen2Runtime {
   readonly adapters: AdapterSet;
@@ -201,7 +201,7 @@ export class Qwen2Runtime {
   private constructor(readonly ctx: GpuContext, readonly config: Qwen2Config, readonly weights: Qwen2Weights, o: RuntimeOptions) {
     this.adapters = new AdapterSet(ctx, config);
     this.adapters.onRankGrow = () => this.dropPlans();
-    this.maxContext = o.maxContext ?? Math.min(config.maxPositionEmbeddings, 4096);
+    this.maxContext = o.maxContext ?? defaultMaxContext(config);
     this.maxBatchRows = o.maxBatchRows ?? 512;
     this.logitsRows = o.logitsRows ?? 32;
     this.batchContext = o.batchContext ?? this.maxContext;
@@ -324,9 +324,9 @@ export class Qwen2Runtime {
    * kernels compute each row as they compute a lone one). With prefix reuse (the default) a prompt prefix
    * an earlier request of the batch has is copied from its region instead of prefilled again (a GRPO
    * group's identical first prompts cost one prefill), and the first request reuses what the cache held,
-   * both with generate()'s caveat on the last bits. Tokens are sampled on the CPU from the GPU's
-   * candidates, one round trip per step for all the rows. A request that fails validation rejects the
-   * call, naming its index.
+   * both with generate()'s caveat on the last bits. Tokens are drawn on the GPU per row and steps encoded
+   * ahead of the read-back, as generate() does (batch-decode.ts). A request that fails validation rejects
+   * the call, naming its index.
    */
   generateBatch(requests: GenerateRequest[]): Promise<TokenGeneration[]> {
     if (!Array.isArray(requests)) return Promise.reject(new Error('generateBatch: requests must be an array of { prompt, options }'));
@@ -627,9 +627,9 @@ export class Qwen2Runtime {
   }
 
   /**
-   * The one-row decode forward over the KV cache: on 4-bit weights with fused q/k/v and gate/up (a web-llm
-   * build) the fused decode kernels of decode-forward.ts (about 40% fewer dispatches, no residual copies),
-   * else the general forward.
+   * The decode forward over the KV cache, one row (generate) or `batch.n` rows of generateBatch: on 4-bit
+   * weights with fused q/k/v and gate/up (a web-llm build) the fused decode kernels of decode-forward.ts
+   * (about 40% fewer dispatches, no residual copies), else the general forward.
    */
   private recordedDecode(plan: ActivationPlan, kv: KvCache, position: number, batch?: { n: number }): Promise<Step[]> {
     this.fusedDecode ??= canFuseDecode(this.weights);
@@ -661,7 +661,6 @@ export class Qwen2Runtime {
     this.countDecode(1);
     return plan;
   }
-
 
   /**
    * One token per round trip: sample on the CPU from the GPU's candidates, then run the token. Continues
@@ -894,9 +893,6 @@ export class Qwen2Runtime {
     const decode = await this.plan('decode', MAX_DECODE_ROWS);
     const slots = await this.batchSlots(reqs.length);
     const loops = reqs.map((r) => this.loopFor(r));
-    const copyLogits = (from: ActivationPlan, pairs: Array<[row: number, slot: number]>, enc: GPUCommandEncoder) => {
-      for (const [row, slot] of pairs) enc.copyBufferToBuffer(from.logits, row * V * 4, slots[slot].logits, 0, V * 4);
-    };
     const reused: number[] = [];
     for (const [b, r] of reqs.entries()) {
       // A prompt prefix an earlier sequence of the batch has (the G rollouts of a group share their whole
@@ -916,7 +912,7 @@ export class Qwen2Runtime {
       }
       const plan = await this.prefill(r.prompt, true, from, bases[b]);
       const logitsEnc = this.ctx.device.createCommandEncoder({ label: 'batch prefill logits' });
-      copyLogits(plan, [[0, b]], logitsEnc);
+      logitsEnc.copyBufferToBuffer(plan.logits, 0, slots[b].logits, 0, V * 4);
       this.ctx.device.queue.submit([logitsEnc.finish()]);
       reused.push(from);
     }
