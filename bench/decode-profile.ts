@@ -7,8 +7,9 @@
 // - generateMs: a real generate() per token (greedy), for comparison: decode steps are encoded ahead of the
 //   token read-back, so it approaches max(encodeMs, gpuMs) rather than their sum; also at temperature 1
 //   (as rollouts sample) and with top-k 40, with the tokens the GPU draw left to the CPU;
-// - batch: generateBatch of 2 and 4 sequences (a Flow-GRPO group's rollouts decoded together), tokens/s
-//   over all of them, and the GPU time of one 4-row decode step against the 1-row one.
+// - batch: generateBatch of 2, 4 and maxDecodeRows (8 on 4-bit weights) sequences (a Flow-GRPO group's
+//   rollouts decoded together), tokens/s over all of them, and the GPU time of one 4-row and one
+//   maxDecodeRows-row decode step against the 1-row one.
 // It reads the runtime's recorded step lists through private members: a profiling tool, not an API.
 import { requestGpu } from '../src/gpu/device';
 import { uploadStorage } from '../src/gpu/buffers';
@@ -131,13 +132,19 @@ async function main(): Promise<void> {
       redrawnTokens: g.reduce((a, x) => a + x.redrawnTokens, 0),
     };
   };
-  const batch = [await batched(2, 0), await batched(4, 0), await batched(4, 1)];
-  // One 4-row step on the GPU (rows at neighbouring cache rows: their values do not change the cost).
-  const plan4 = await internals.plan('decode', 4);
-  const rowsBuf = uploadStorage(ctx, 'profile.cacheRows', Uint32Array.of(0, 1, 2, 3).map((r) => prompt.length + 4 * r));
-  const spec4 = { plan: plan4, weights: rt.weights, adapter: rt.adapters.active, n: 4, cache: { kv, cacheRow: () => row, maxKeys: ATTN_DECODE_SINGLE_MAX_KEYS, rows: { buffer: rowsBuf, at: (r: number) => row + 4 * r } } };
-  const steps4: Step[][] = [fused ? await recordDecodeForward(ctx, spec4) : await recordForward(ctx, spec4), await recordLogits(ctx, plan4, rt.weights, 0, 4)];
-  const gpuMs4 = await gpuMsPerToken(steps4);
+  const B = rt.maxDecodeRows;
+  const batch = [await batched(2, 0), await batched(4, 0), await batched(4, 1), ...(B > 4 ? [await batched(B, 0), await batched(B, 1)] : [])];
+  // One n-row step on the GPU (rows at cache rows 4 apart: their values do not change the cost).
+  const gpuMsPerStep = async (n: number) => {
+    const plan = await internals.plan('decode', n);
+    const rowsBuf = uploadStorage(ctx, `profile.cacheRows${n}`, Uint32Array.from({ length: n }, (_, r) => prompt.length + 4 * r));
+    const spec = { plan, weights: rt.weights, adapter: rt.adapters.active, n, cache: { kv, cacheRow: () => row, maxKeys: ATTN_DECODE_SINGLE_MAX_KEYS, rows: { buffer: rowsBuf, at: (r: number) => row + 4 * r } } };
+    const ms = await gpuMsPerToken([fused ? await recordDecodeForward(ctx, spec) : await recordForward(ctx, spec), await recordLogits(ctx, plan, rt.weights, 0, n)]);
+    rowsBuf.destroy();
+    return ms;
+  };
+  const gpuMs4 = await gpuMsPerStep(4);
+  const gpuMsMax = B > 4 ? await gpuMsPerStep(B) : gpuMs4;
 
   const out = {
     device: ctx.caps.description,
@@ -158,6 +165,9 @@ async function main(): Promise<void> {
     batch,
     gpuMsPerStep4Rows: gpuMs4,
     gpuStep4RowsVs1Row: gpuMs4 / gpuMs,
+    maxDecodeRows: B,
+    gpuMsPerStepMaxRows: gpuMsMax,
+    gpuStepMaxRowsVs1Row: gpuMsMax / gpuMs,
   };
   process.stdout.write(`${JSON.stringify(out, null, 2)}\n`, () => process.exit(0));
 }

@@ -1,4 +1,4 @@
-// The decode forward (n <= 4 rows against a KV cache) on 4-bit weights with the fused decode linears of
+// The decode forward (n <= Q4_SMALL_N = 8 rows against a KV cache) on 4-bit weights with the fused decode linears of
 // kernels/q4/q4decode.ts: same contract and same values as recordForward (forward.ts) up to f32 summation
 // order, in fewer dispatches and without the residual copies. Per layer:
 //   [rmsnorm + q/k/v] (+ LoRA q/k/v as in forward.ts) -> [rope + KV write] -> [attention]
@@ -156,7 +156,7 @@ export async function attend(lc: LayerCtx, K: GPUBuffer, V: GPUBuffer): Promise<
 }
 
 /**
- * recordForward (forward.ts) for decode: spec.cache set, n <= 4, weights for which canFuseDecode holds.
+ * recordForward (forward.ts) for decode: spec.cache set, n <= Q4_SMALL_N, weights for which canFuseDecode holds.
  * Leaves the plan's buffers that LoRA reads (xn1, xn2, act, attn) holding what recordForward leaves there
  * whenever an adapter module reads them; h and the next layer's x as well.
  */

@@ -4,6 +4,7 @@ import type { GpuContext } from '../gpu/device';
 import { createStorageChecked } from '../gpu/buffers';
 import type { Qwen2Config } from './io/config';
 import { ATTN_SPLIT_MAX_ROWS, attentionPartialsBytes, splitAttentionPays } from '../kernels/attention/attention.split';
+import { ATTN_DECODE_MAX_ROWS } from '../kernels/attention/attention.decode';
 
 export class KvCache {
   /** Rows filled so far (the next position to write). */
@@ -16,7 +17,8 @@ export class KvCache {
     readonly bytes: number,
     /**
      * Scratch of split-K decode attention (each head's keys spread over workgroups) when the cache is long
-     * enough for it to pay, else null; sized for up to ATTN_SPLIT_MAX_ROWS query rows and shared by every
+     * enough for it to pay, else null; sized for the query rows of a split call (ATTN_SPLIT_MAX_ROWS) or of a
+     * decode step (ATTN_DECODE_MAX_ROWS), whichever is more, and shared by every
      * layer (their dispatches run in order). Owned here so it is counted and freed with the cache.
      */
     readonly partials: GPUBuffer | null,
@@ -28,7 +30,7 @@ export class KvCache {
     const k: GPUBuffer[] = [];
     const v: GPUBuffer[] = [];
     let partials: GPUBuffer | null = null;
-    const partialsBytes = splitAttentionPays(1, maxCtx) ? attentionPartialsBytes(ATTN_SPLIT_MAX_ROWS, config.numHeads, config.headDim, maxCtx) : 0;
+    const partialsBytes = splitAttentionPays(1, maxCtx) ? attentionPartialsBytes(Math.max(ATTN_SPLIT_MAX_ROWS, ATTN_DECODE_MAX_ROWS), config.numHeads, config.headDim, maxCtx) : 0;
     try {
       for (let l = 0; l < config.numLayers; l++) {
         k.push(await createStorageChecked(ctx, `kv.k.${l}`, maxCtx * rowBytes));

@@ -16,7 +16,7 @@ describe('generateBatch: each sequence = generate() alone', async () => {
   const { config, weights } = randomQwen2(81, shape);
   const adapter = randomAdapter(82, config, 4, 8);
   const rng = new Rng(83);
-  const prompts = [5, 9, 3, 12, 7, 4].map((n) => randomTokens(rng, n, config.vocabSize));
+  const prompts = [5, 9, 3, 12, 7, 4, 6, 10].map((n) => randomTokens(rng, n, config.vocabSize));
   const options: GenerateTokensOptions[] = [
     { temperature: 0, maxNewTokens: 10 },
     { temperature: 1, seed: 5, maxNewTokens: 6 },
@@ -24,10 +24,13 @@ describe('generateBatch: each sequence = generate() alone', async () => {
     { temperature: 1.5, seed: 8, maxNewTokens: 8 },
     { temperature: 1, seed: 9, maxNewTokens: 5 },
     { temperature: 0.7, topP: 0.8, seed: 10, maxNewTokens: 9 },
+    { temperature: 0, maxNewTokens: 7 },
+    { temperature: 1.2, topK: 30, seed: 11, maxNewTokens: 11 },
   ];
+  // With the decode rows each serves: the general forward's f16 rows kernel takes 4, the fused 4-bit one 8.
   const models = [
-    ['f16/f32 weights (general decode)', () => toWeightSource(config, weights)],
-    ['4-bit weights (fused decode)', () => quantizeModel(config, weights, 'f16').source],
+    ['f16/f32 weights (general decode)', () => toWeightSource(config, weights), 4],
+    ['4-bit weights (fused decode)', () => quantizeModel(config, weights, 'f16').source, 8],
   ] as const;
 
   const alone = async (rt: Qwen2Runtime, reqs: GenerateRequest[]) => {
@@ -37,7 +40,7 @@ describe('generateBatch: each sequence = generate() alone', async () => {
   };
 
   for (const path of await weightPaths()) {
-    for (const [name, source] of models) {
+    for (const [name, source, decodeRows] of models) {
       const make = async (o: RuntimeOptions = {}) => {
         const rt = await Qwen2Runtime.create(await gpuFor(path), toQwen2Config(config), source(), { maxContext: 64, maxBatchRows: 16, ...o });
         await rt.addAdapter('a', toLoraAdapter(config, adapter));
@@ -45,9 +48,10 @@ describe('generateBatch: each sequence = generate() alone', async () => {
         return rt;
       };
 
-      it(`${path}, ${name}: 4 sequences in one batch, then 6 (two batches), with a stop id and onToken`, async () => {
+      it(`${path}, ${name}: 4 sequences in one batch, then 8 (one batch of 8 or two of 4), with a stop id and onToken`, async () => {
         const rt = await make({ batchContext: 256 });
         try {
+          expect(rt.maxDecodeRows).toBe(decodeRows);
           const reqs = prompts.slice(0, 4).map((prompt, i) => ({ prompt, options: options[i] }));
           const want = await alone(rt, reqs);
           const steps0 = rt.decodeCounters.steps;
@@ -82,11 +86,20 @@ describe('generateBatch: each sequence = generate() alone', async () => {
           expect(stopped[2].tokens).toEqual(want[2].tokens);
           expect(stopped[2].logprobs).toEqual(want[2].logprobs);
 
-          // 6 requests: 4 rows, then 2.
-          const six = prompts.map((prompt, i) => ({ prompt, options: options[i] }));
-          const wantSix = await alone(rt, six);
-          const gotSix = await rt.generateBatch(six);
-          gotSix.forEach((g, i) => expect(g.tokens, `request ${i}`).toEqual(wantSix[i].tokens));
+          // 8 requests (a default Flow-GRPO group) of 8 tokens each: one batch of 8 rows on the fused decode,
+          // two of 4 on the general one; 8 x 7 rows either way. (Equal lengths keep every step at 8 rows:
+          // software GPUs take minutes to compile the kernels of each row count; 4-row batches above cover
+          // rows leaving.)
+          const eight = prompts.map((prompt, i) => ({ prompt, options: { ...options[i], maxNewTokens: 8 } }));
+          const wantEight = await alone(rt, eight);
+          const s8 = { ...rt.decodeCounters };
+          const gotEight = await rt.generateBatch(eight);
+          expect(rt.decodeCounters.steps - s8.steps).toBe(decodeRows === 8 ? 7 : 14);
+          expect(rt.decodeCounters.rows - s8.rows).toBe(8 * 7);
+          gotEight.forEach((g, i) => {
+            expect(g.tokens, `request ${i}`).toEqual(wantEight[i].tokens);
+            expect(g.logprobs, `request ${i}`).toEqual(wantEight[i].logprobs);
+          });
 
           // The logprobs are the model's: scoring a batched sequence gives them back.
           const [scored] = await rt.score([[...prompts[2], ...got[2].tokens]]);
@@ -178,29 +191,41 @@ describe('generateBatch: each sequence = generate() alone', async () => {
       });
     }
 
-    it(`${path}: tokens the GPU draw leaves undecided are redrawn on the CPU, rows stopping mid-flight, onLogits`, async () => {
+    // 4 rows on the general decode, 8 on the fused one (draw-log entries i * 8 + b).
+    for (const q4 of [false, true]) it(`${path}${q4 ? ', 4-bit weights, 8 rows' : ''}: tokens the GPU draw leaves undecided are redrawn on the CPU, rows stopping mid-flight, onLogits`, async () => {
       // Past the 64 GPU candidates' mass (a 300-token vocabulary at high temperature) the CPU must redraw.
       const wide = randomQwen2(84, { ...shape, vocabSize: 300 });
-      const rt = await Qwen2Runtime.create(await gpuFor(path), toQwen2Config(wide.config), toWeightSource(wide.config, wide.weights), { maxContext: 64, maxBatchRows: 16, batchContext: 128 });
+      const src = q4 ? quantizeModel(wide.config, wide.weights, 'f16').source : toWeightSource(wide.config, wide.weights);
+      const rt = await Qwen2Runtime.create(await gpuFor(path), toQwen2Config(wide.config), src, { maxContext: 64, maxBatchRows: 16, batchContext: 256 });
+      if (q4) {
+        // The adapter of the tests above: the same 8-row kernels, compiled once (minutes on software GPUs).
+        await rt.addAdapter('a', toLoraAdapter(wide.config, adapter));
+        rt.setActiveAdapter('a');
+      }
       try {
         const r2 = new Rng(85);
-        const ps = [6, 4, 9, 5].map((n) => randomTokens(r2, n, 300));
+        const ps = [6, 4, 9, 5, 7, 3, 8, 5].map((n) => randomTokens(r2, n, 300));
         const first = await rt.generate(ps[2], { temperature: 0, maxNewTokens: 8, reusePrefix: false });
-        const reqs: GenerateRequest[] = [
-          { prompt: ps[0], options: { temperature: 4, seed: 1, maxNewTokens: 12 } },
-          { prompt: ps[1], options: { temperature: 20, seed: 2, maxNewTokens: 12 } },
-          // Stops at its third token while later steps are already in flight.
-          { prompt: ps[2], options: { temperature: 0, maxNewTokens: 12, stopIds: [first.tokens[2]] } },
-          { prompt: ps[3], options: { temperature: 1.5, topP: 0.9, seed: 3, maxNewTokens: 10 } },
-        ];
+        const reqs: GenerateRequest[] = q4
+          ? // 8 rows to the end (each row count compiles its own kernels, minutes on software GPUs); rows
+            // leaving mid-flight are the general case's.
+            [4, 20, 0, 1.5, 6, 0.5, 12, 3].map((temperature, i) => ({ prompt: ps[i], options: { temperature, seed: i + 1, maxNewTokens: 12, ...(i === 6 ? { topK: 40 } : {}) } }))
+          : [
+              { prompt: ps[0], options: { temperature: 4, seed: 1, maxNewTokens: 12 } },
+              { prompt: ps[1], options: { temperature: 20, seed: 2, maxNewTokens: 12 } },
+              // Stops at its third token while later steps are already in flight.
+              { prompt: ps[2], options: { temperature: 0, maxNewTokens: 12, stopIds: [first.tokens[2]] } },
+              { prompt: ps[3], options: { temperature: 1.5, topP: 0.9, seed: 3, maxNewTokens: 10 } },
+            ];
         const want = await alone(rt, reqs);
         const got = await rt.generateBatch(reqs);
+        expect(rt.maxDecodeRows).toBe(q4 ? 8 : 4);
         got.forEach((g, i) => {
           expect(g.tokens, `request ${i}`).toEqual(want[i].tokens);
           expect(g.logprobs, `request ${i}`).toEqual(want[i].logprobs);
           expect(g.finishReason, `request ${i}`).toBe(want[i].finishReason);
         });
-        expect(got[2].tokens.length).toBeLessThanOrEqual(3);
+        if (!q4) expect(got[2].tokens.length).toBeLessThanOrEqual(3);
         expect(got.reduce((a, g) => a + g.redrawnTokens, 0), 'the CPU redraw path ran').toBeGreaterThan(0);
         // A logits callback puts the whole batch in step: the CPU draws every token, nothing is redrawn.
         const seen: number[] = [];

@@ -12,6 +12,7 @@ import { recordForward, recordLogits, recordTargetLogprobs } from './forward';
 import { canFuseDecode, decodeParamsBytes, prepareDecodeParams, recordDecodeForward, releaseDecodeParams } from './decode-forward';
 import { ATTN_DECODE_SINGLE_MAX_KEYS } from '../kernels/attention/attention.decode';
 import { Q4_SMALL_N } from '../kernels/q4/q4matmul.wgsl';
+import { SMALL_N } from '../kernels/matmul/matmul.wgsl';
 import { dispatchStep, encodeSteps, type Step } from './graph';
 import { packSequences, unpackLogprobs, writeBatch, type PackedBatch } from './batch';
 import type { Qwen2Config } from './io/config';
@@ -100,10 +101,16 @@ export interface GpuMemoryReport {
 const BASE = { id: '(base)' };
 
 /**
- * Sequences generateBatch decodes in one step: the decode kernels (4-bit rows kernel, fused decode linears,
- * decode attention) take up to this many rows, reading each weight once for all of them.
+ * Sequences generateBatch decodes in one step on 4-bit web-llm weights: the fused decode kernels (4-bit rows
+ * kernel, fused decode linears, decode attention) take up to this many rows, reading each weight once for
+ * all of them, so a default Flow-GRPO group of 8 decodes together.
  */
 export const MAX_DECODE_ROWS = Q4_SMALL_N;
+/**
+ * The same for any other weights (the general forward): the f16 matmul's rows kernel takes up to SMALL_N
+ * rows; more would switch to the tiled kernel, whose f32 sums differ from a lone sequence's.
+ */
+export const GENERAL_DECODE_ROWS = SMALL_N;
 
 /** The context (KV-cache rows) a runtime gets without RuntimeOptions.maxContext. */
 export function defaultMaxContext(config: Qwen2Config): number {
@@ -173,7 +180,7 @@ export class Qwen2Runtime {
   /** generateBatch's cache row per decode row: on the GPU for the fused KV write, on the host for the copies. */
   private batchRowsBuffer: GPUBuffer | null = null;
   private batchCacheRows: number[] = [];
-  /** generateBatch's GPU draw log: entry i * MAX_DECODE_ROWS + b is row b's draw of token i. */
+  /** generateBatch's GPU draw log: entry i * maxDecodeRows + b is row b's draw of token i. */
   private batchDrawLog: GPUBuffer | null = null;
   /** Where generateBatch copies a shared prompt prefix's K/V rows through (made on the first share). */
   private batchScratch: GPUBuffer | null = null;
@@ -190,8 +197,14 @@ export class Qwen2Runtime {
   readonly maxBatchRows: number;
   readonly logitsRows: number;
   readonly batchContext: number;
-  /** Sequences generateBatch decodes in one step. */
-  readonly maxDecodeRows = MAX_DECODE_ROWS;
+  /**
+   * Sequences generateBatch decodes in one step: MAX_DECODE_ROWS on weights the fused decode runs (4-bit
+   * web-llm builds), else GENERAL_DECODE_ROWS. Either way each sequence's tokens are what it gets alone.
+   */
+  get maxDecodeRows(): number {
+    this.fusedDecode ??= canFuseDecode(this.weights);
+    return this.fusedDecode ? MAX_DECODE_ROWS : GENERAL_DECODE_ROWS;
+  }
   /**
    * Decode forwards run since creation and the rows they computed (one per sequence in the step): rows /
    * steps is how many sequences a decode step served on average (benchmarks, tests).
@@ -346,7 +359,7 @@ export class Qwen2Runtime {
       for (let k = 0; k < live.length; ) {
         const group = [live[k++]];
         let rows = checked[group[0]].rows;
-        while (k < live.length && group.length < MAX_DECODE_ROWS && rows + checked[live[k]].rows <= this.batchContext) {
+        while (k < live.length && group.length < this.maxDecodeRows && rows + checked[live[k]].rows <= this.batchContext) {
           rows += checked[live[k]].rows;
           group.push(live[k++]);
         }
@@ -833,8 +846,8 @@ export class Qwen2Runtime {
       const ids = createStorage(this.ctx, `runtime.batchDrawn${k}`, 4);
       this.slots.push({ logits, ids, sampler: await GpuSampler.create(this.ctx, { logits, vocab: V }) });
     }
-    this.batchRowsBuffer ??= createStorage(this.ctx, 'runtime.batchCacheRows', MAX_DECODE_ROWS * 4);
-    this.batchDrawLog ??= createStorage(this.ctx, 'runtime.batchDrawLog', this.maxContext * MAX_DECODE_ROWS * DRAW_LOG_WORDS * 4);
+    this.batchRowsBuffer ??= createStorage(this.ctx, 'runtime.batchCacheRows', this.maxDecodeRows * 4);
+    this.batchDrawLog ??= createStorage(this.ctx, 'runtime.batchDrawLog', this.maxContext * this.maxDecodeRows * DRAW_LOG_WORDS * 4);
     return this.slots.slice(0, count);
   }
 
@@ -867,7 +880,7 @@ export class Qwen2Runtime {
   }
 
   /**
-   * 2..MAX_DECODE_ROWS checked requests decoded in lockstep. Sequence b owns cache rows [base_b, base_b +
+   * 2..maxDecodeRows checked requests decoded in lockstep. Sequence b owns cache rows [base_b, base_b +
    * prompt + maxNew): its prompt is prefilled there (ranges start at base_b, positions at 0), and each step
    * runs the last token of every unfinished sequence as one row of the decode plan, its K/V written to its
    * own region. A finished sequence leaves the batch, so later steps run fewer rows. Each step is one
@@ -890,7 +903,7 @@ export class Qwen2Runtime {
     const held = reqs[0].o.reusePrefix === false ? 0 : this.reusablePrefix(reqs[0].prompt);
     // Until the batch ends well, the rows are a mix of old and new: claim nothing.
     this.kvHolds = null;
-    const decode = await this.plan('decode', MAX_DECODE_ROWS);
+    const decode = await this.plan('decode', this.maxDecodeRows);
     const slots = await this.batchSlots(reqs.length);
     const loops = reqs.map((r) => this.loopFor(r));
     const reused: number[] = [];
@@ -921,7 +934,7 @@ export class Qwen2Runtime {
       ctx: this.ctx,
       vocab: V,
       drawLog: this.batchDrawLog!,
-      maxRows: MAX_DECODE_ROWS,
+      maxRows: this.maxDecodeRows,
       step: (rows, i, ids, draws) => this.batchStep(decode, kv, rows, i, ids, draws),
       unlessLost: (p, doing) => this.unlessLost(p, doing),
     };

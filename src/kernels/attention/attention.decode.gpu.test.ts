@@ -9,9 +9,13 @@ import { attentionDecode, attentionDecodePartialsBytes, attentionDecodeSplits } 
 import { attentionRef } from './attention.ref';
 
 // Key ranges per call: one row each of 1, 7, 64, 300 and 1500 keys (a 256-key block boundary and several
-// blocks), then three rows with different ranges, one not starting at 0.
+// blocks), then three rows with different ranges, one not starting at 0, and a decode step of 8 sequences
+// (ATTN_DECODE_MAX_ROWS), each in its own region of the cache.
 const M = 1600;
-const RANGE_SETS: number[][] = [[0, 1], [0, 7], [3, 67], [0, 300], [100, 1600], [0, 1, 37, 337, 0, 1500]];
+const RANGE_SETS: number[][] = [
+  [0, 1], [0, 7], [3, 67], [0, 300], [100, 1600], [0, 1, 37, 337, 0, 1500],
+  [0, 5, 10, 74, 0, 1, 200, 330, 64, 65, 0, 130, 300, 301, 900, 1000],
+];
 // [nH, nKV, hd, split]: Qwen2.5-0.5B's 7 query heads per KV head and one head per KV head, head dims 64
 // and 32, each variant one workgroup per (row, KV head) or split over workgroups. (Not every product:
 // software GPUs take up to a minute to compile each variant.)
@@ -30,7 +34,7 @@ describe('attentionDecode', async () => {
           const v = rng.fill(M * nKV * hd);
           const kb = f32Buffer(ctx, 'k', k);
           const vb = f32Buffer(ctx, 'v', v);
-          const partials = emptyF32(ctx, 'partials', attentionDecodePartialsBytes(3, nH, hd, SPLIT.splits) / 4);
+          const partials = emptyF32(ctx, 'partials', attentionDecodePartialsBytes(8, nH, hd, SPLIT.splits) / 4);
           try {
             for (const ranges of RANGE_SETS) {
               const n = ranges.length / 2;
@@ -97,7 +101,7 @@ describe('attentionDecode', async () => {
     const buf = emptyF32(ctx, 'buf', 1 << 16);
     const small = emptyF32(ctx, 'small', 4);
     const a = { q: buf, k: buf, v: buf, ranges: buf, out: buf, lse: buf, n: 1, nHeads: 14, nKvHeads: 2, headDim: 64 };
-    await expect(attentionDecode(ctx, { ...a, n: 5 })).rejects.toThrow(/'n' is 5/);
+    await expect(attentionDecode(ctx, { ...a, n: 9 })).rejects.toThrow(/'n' is 9/);
     await expect(attentionDecode(ctx, { ...a, nKvHeads: 3 })).rejects.toThrow(/'nHeads' 14 is not a multiple of 'nKvHeads' 3/);
     await expect(attentionDecode(ctx, { ...a, headDim: 30 })).rejects.toThrow(/'headDim'/);
     await expect(attentionDecode(ctx, { ...a, splits: 4 })).rejects.toThrow(/'partials'/);

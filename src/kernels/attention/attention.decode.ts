@@ -5,8 +5,8 @@ import type { AttentionArgs } from './attention';
 import { ATTN_MAX_SPLITS, partialsBytesForSplits, splitCombineDispatch, splitDimsUniform } from './attention.split';
 import { ATTN_DECODE_WG, attentionDecodeWgsl, attentionDecodeWorkgroupBytes } from './attention.decode.wgsl';
 
-/** Query rows a decode call serves (decode steps batch at most this many rows). */
-export const ATTN_DECODE_MAX_ROWS = 4;
+/** Query rows a decode call serves (decode steps batch at most this many rows: Q4_SMALL_N). */
+export const ATTN_DECODE_MAX_ROWS = 8;
 /** Up to this many keys one workgroup per (row, KV head) is enough: a single dispatch. */
 export const ATTN_DECODE_SINGLE_MAX_KEYS = 1024;
 /** Minimum keys per slice when the range is split over workgroups. */

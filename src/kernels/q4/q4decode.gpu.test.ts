@@ -45,6 +45,10 @@ const CASES: Case[] = [
   { name: 'swiglu + LoRA on up only, with norm', n: 1, inDim: 64, swiglu: 40, lora: [1], norm: 'plain', scale: 'f32' },
   { name: 'segments, LoRA on the second', n: 3, inDim: 64, segs: [21, 30], bias: 'packed', lora: [1], scale: 'f16' },
   { name: 'gate/up segments with norm + xn', n: 2, inDim: 128, segs: [40, 40], norm: 'xn', scale: 'f16', rowsPerWorkgroup: 2 },
+  // Decode steps of a whole Flow-GRPO group (8 sequences): c_attn, o/down and gate/up shapes.
+  { name: 'c_attn-like, 8 rows', n: 8, inDim: 96, segs: [37, 9, 9], bias: 'packed', norm: 'xn', scale: 'f16', rowBase: 1 },
+  { name: 'o/down-like, 7 rows: residual + LoRA up', n: 7, inDim: 128, segs: [70], residual: 'separate', lora: [0], scale: 'f32' },
+  { name: 'swiglu + LoRA on gate and up, 8 rows', n: 8, inDim: 64, swiglu: 45, lora: [0, 1], scale: 'f16', rowsPerWorkgroup: 8 },
 ];
 
 describe('q4DecodeLinear (fused decode linear) vs float64', async () => {
@@ -123,7 +127,7 @@ describe('q4DecodeLinear (fused decode linear) vs float64', async () => {
     const y = (name: string) => ({ y: buf(name, 2 * 16), rows: 16 });
     await expect(q4DecodeLinear(ctx, { W, x, n: 2, inDim: 64, outputs: [{ y: buf('small', 8), rows: 16 }] })).rejects.toThrow(/outputs\[0\]\.y \('small'/);
     await expect(q4DecodeLinear(ctx, { W, x: buf('tinyx', 10), n: 2, inDim: 64, outputs: [y('y')] })).rejects.toThrow(/x \('tinyx'/);
-    await expect(q4DecodeLinear(ctx, { W, x, n: 5, inDim: 64, outputs: [y('y')] })).rejects.toThrow(/n must be <= 4, got 5/);
+    await expect(q4DecodeLinear(ctx, { W, x, n: 9, inDim: 64, outputs: [y('y')] })).rejects.toThrow(/n must be <= 8, got 9/);
     await expect(q4DecodeLinear(ctx, { W, x, n: 1, inDim: 64, outputs: [y('a'), y('b'), y('c'), y('d')] })).rejects.toThrow(/1\.\.3 output segments, got 4/);
     await expect(q4DecodeLinear(ctx, { W, x, n: 1, inDim: 64, outputs: [{ y: buf('y', 100), rows: 100 }] })).rejects.toThrow(/q_weight \('Wt\.q_weight'/);
     await expect(q4DecodeLinear(ctx, { W, x, n: 1, inDim: 64 })).rejects.toThrow(/exactly one of 'outputs' and 'swiglu'/);

@@ -70,7 +70,7 @@ export interface Q4DecodeArgs {
 const label = (b: GPUBuffer) => `'${b.label}'`;
 
 /**
- * One dispatch of y = [residual +] deq(W) · prologue(x) [+ bias] for decode (n <= 4), with the options
+ * One dispatch of y = [residual +] deq(W) · prologue(x) [+ bias] for decode (n <= Q4_SMALL_N), with the options
  * of q4decode.wgsl.ts. Throws, naming the buffer, on any size or aliasing problem.
  */
 export async function q4DecodeLinear(ctx: GpuContext, a: Q4DecodeArgs): Promise<Dispatch> {

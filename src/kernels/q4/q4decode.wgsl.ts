@@ -1,4 +1,4 @@
-// The decode (N <= 4 rows) 4-bit linear with its neighbours folded in, so one layer of a decode step is a
+// The decode (N <= Q4_SMALL_N = 8 rows) 4-bit linear with its neighbours folded in, so one layer of a decode step is a
 // handful of dispatches instead of a dozen (each dispatch costs 5-10 us on a real GPU, about what the
 // matvec itself takes at Qwen2.5-0.5B shapes):
 //   y = [residual +] deq(W[wRow.., :]) · prologue(x) [+ bias]
@@ -20,12 +20,13 @@
 
 import { pairPartialsWgsl, pairTreeSumWgsl, q4Enables, q4ScaleDecl, Q4_UNPACK_WGSL, type Q4Path } from './q4.wgsl';
 import { SUBGROUP_COUNTER_WGSL, SUBGROUP_INDEX_WGSL } from '../common/subgroups.wgsl';
+import { Q4_SMALL_N } from './q4matmul.wgsl';
 
 export const Q4D_WG = 64;
 export const Q4D_MAX_SEGMENTS = 3;
 
 export interface Q4DecodeVariant {
-  /** Rows of x (1..4). */
+  /** Rows of x (1..Q4_SMALL_N). */
   nr: number;
   /** Weight rows per workgroup (2..64, power of two); with swiglu, rows / 2 act outputs per workgroup. */
   rows: number;
@@ -72,7 +73,7 @@ export function q4DecodeBindings(v: Q4DecodeVariant): string[] {
 
 export function q4DecodeWgsl(p: Q4Path, v: Q4DecodeVariant): string {
   const { nr, rows, subgroups } = v;
-  if (!Number.isInteger(nr) || nr < 1 || nr > 4) throw new Error(`q4DecodeWgsl: nr must be 1..4, got ${nr}`);
+  if (!Number.isInteger(nr) || nr < 1 || nr > Q4_SMALL_N) throw new Error(`q4DecodeWgsl: nr must be 1..${Q4_SMALL_N}, got ${nr}`);
   if (![2, 4, 8, 16, 32, 64].includes(rows)) throw new Error(`q4DecodeWgsl: rows must be a power of two in 2..64, got ${rows}`);
   const norm = v.normParam >= 0;
   const cache = norm && v.xCache > 0;

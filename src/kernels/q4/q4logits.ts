@@ -17,7 +17,7 @@ export interface Q4LmHeadArgs extends Omit<LmHeadArgs, 'E'> {
 
 /**
  * LM head for one vocabulary window: logits[r, colOffset + j] = x[r] · deq(E)[j] for j < rowCount.
- * Buffers: x f32 [rows, H], E 4-bit, logits f32 [rows, ld]. rows <= 4 (decode) reads each word once.
+ * Buffers: x f32 [rows, H], E 4-bit, logits f32 [rows, ld]. rows <= Q4_SMALL_N (decode) reads each word once.
  */
 export function q4LmHead(ctx: GpuContext, a: Q4LmHeadArgs): Promise<Dispatch> {
   return q4Matmul(ctx, {

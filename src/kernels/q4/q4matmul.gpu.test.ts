@@ -20,6 +20,9 @@ describe('q4 matmul (4-bit W dequantized in registers, f32 accumulate)', async (
     [1, 96, 13, 'rows', true, false, 'f16'],
     [2, 320, 17, 'rows', false, true, 'f32'],
     [4, 800, 70, 'rows', true, true, 'f16'],
+    // A decode step of a whole Flow-GRPO group (8 sequences) and an odd count in between.
+    [6, 96, 21, 'rows', false, false, 'f16'],
+    [8, 160, 33, 'rows', true, true, 'f32'],
     [5, 64, 9, 'tiled', true, false, 'f32'],
     [67, 96, 130, 'tiled', false, true, 'f16'],
     [70, 160, 66, 'tiled', true, true, 'f16'],
@@ -79,7 +82,7 @@ describe('q4 matmul (4-bit W dequantized in registers, f32 accumulate)', async (
 
     // Medium row counts get 16- or 32-row tiles; e2e sampling seeds need them to add up each output
     // exactly as the 64-row tile does.
-    for (const [N, IN, OUT, scale] of [[7, 96, 70, 'f16'], [30, 64, 130, 'f32']] as const) {
+    for (const [N, IN, OUT, scale] of [[11, 96, 70, 'f16'], [30, 64, 130, 'f32']] as const) {
       it(`${path}: N=${N} in=${IN} out=${OUT} scale=${scale}: 16-, 32- and 64-row tiles give the same bits, and match float64`, async () => {
         const ctx = await ctxP;
         const rng = new Rng(N * 31 + OUT);

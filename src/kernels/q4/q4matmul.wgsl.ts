@@ -24,7 +24,11 @@ export interface Q4MatmulVariant {
 
 export const Q4_TILE = TILE_COLS;
 export const Q4_TILE_K = 32;
-export const Q4_SMALL_N = 4;
+/**
+ * Most rows of x the rows kernel (and the fused decode linears) take: a decode step of up to 8 sequences,
+ * a default Flow-GRPO group, reads each weight once. Each row adds two accumulators per thread.
+ */
+export const Q4_SMALL_N = 8;
 /** Output rows per workgroup of the rows kernel (both reductions work on row pairs). */
 export const Q4_ROWS = 16;
 export const Q4_ROWS_WG = 64;
