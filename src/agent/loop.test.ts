@@ -116,6 +116,63 @@ describe('runAgent', () => {
     expect(e.planner.calls[0].messages[1].content).toContain('Query analysis: Needs an addition.');
   });
 
+  it('says when it is done with the planner engine: after its last turn, before the generator, unless the generator runs there', async () => {
+    const script: Script = {
+      analysis: ['Two additions.'],
+      planner: [plan('Add 1 and 2', 'Adder_Tool'), plan('Add 3 and 4', 'Adder_Tool')],
+      executor: ['{"args": {"a": 1, "b": 2}}', '{"args": {"a": 3, "b": 4}}'],
+      verifier: ['{"verdict": "CONTINUE"}', '{"verdict": "STOP"}'],
+      generator: ['<answer>3, 7</answer>'],
+    };
+    const e = engines(script);
+    const seen: Array<{ planner: number; shared: string[] }> = [];
+    const onPlannerDone = () => void seen.push({ planner: e.planner.calls.length, shared: e.shared.calls.map((c) => c.module) });
+    const r = await runAgent({ conversationId: 'pd', query: 'q', tools: TOOLS, engines: e, config: { answerTags: true }, onPlannerDone });
+    expect(r.finalAnswer).toBe('3, 7');
+    expect(seen).toEqual([{ planner: 2, shared: ['analysis', 'executor', 'verifier', 'executor', 'verifier'] }]);
+
+    // With the generator on the planner engine, the run is never done with it before it ends.
+    const g = engines(script);
+    const told: number[] = [];
+    const onGenerator = await runAgent({
+      conversationId: 'pd2',
+      query: 'q',
+      tools: TOOLS,
+      engines: { planner: new ScriptedEngine({ planner: script.planner, generator: script.generator }, 'planner:test'), shared: g.shared },
+      config: { answerTags: true, engineFor: { generator: 'planner' } },
+      onPlannerDone: () => void told.push(1),
+    });
+    expect(onGenerator.finalAnswer).toBe('3, 7');
+    expect(told).toEqual([]);
+    // The same when one engine object serves as both.
+    const one = new ScriptedEngine(script, 'one:test');
+    const both = await runAgent({ conversationId: 'pd3', query: 'q', tools: TOOLS, engines: { planner: one, shared: one }, config: { answerTags: true }, onPlannerDone: () => void told.push(1) });
+    expect(both.finalAnswer).toBe('3, 7');
+    expect(told).toEqual([]);
+  });
+
+  it('takes a time budget too long for a timer (Infinity, or over 2^31 - 1 ms) as no limit, not as one that runs out at once', async () => {
+    vi.useFakeTimers();
+    try {
+      for (const timeBudgetMs of [2 ** 31, Number.POSITIVE_INFINITY, 2 ** 31 - 1]) {
+        const e = engines({
+          analysis: [{ text: 'slow', delayMs: 10 }],
+          planner: [plan('Add 1 and 2', 'Adder_Tool')],
+          executor: ['{"args": {"a": 1, "b": 2}}'],
+          verifier: ['{"verdict": "STOP"}'],
+          generator: ['<answer>3</answer>'],
+        });
+        const running = runAgent({ conversationId: 'long', query: 'q', tools: TOOLS, engines: e, config: { answerTags: true, timeBudgetMs } });
+        await vi.advanceTimersByTimeAsync(20);
+        const r = await running;
+        expect([timeBudgetMs, r.stopReason, r.finalAnswer]).toEqual([timeBudgetMs, 'verifier', '3']);
+        expect(vi.getTimerCount()).toBe(0);
+      }
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it("shares a group's greedy analysis: one engine call, the same text and steps for every rollout", async () => {
     const script = {
       analysis: ['Needs an addition.'],
@@ -506,6 +563,23 @@ describe('runTool on a tool shared by concurrent calls', () => {
     expect(b.settled()).toBe(false);
     await vi.advanceTimersByTimeAsync(1);
     expect(await b.p).toEqual(timedOut);
+  });
+
+  it('times out a call whose turn never comes at its queue limit, 8 x its time limit, and says so', async () => {
+    vi.useFakeTimers();
+    const log: string[] = [];
+    const tool = serialTool(log);
+    // A never ends: B reports queued() and waits behind it for good.
+    void runTool(tool, { id: 'A', ms: 1e9 }, Number.POSITIVE_INFINITY, never());
+    const b = track(runTool(tool, { id: 'B', ms: 1 }, 100, never()));
+    await vi.advanceTimersByTimeAsync(799);
+    expect(b.settled()).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(await b.p).toEqual({
+      result: { ok: false, output: '', error: 'Serial_Tool timed out waiting for its turn behind other calls: queue limit of 800 ms (8 x its 100 ms time limit)' },
+      timedOut: true,
+    });
+    expect(log).toEqual(['A started']);
   });
 
   it("cancels a queued call at once on the loop's abort, and ignores the tool's late started()", async () => {

@@ -6,7 +6,7 @@
 import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../engine/types';
 import type { StepRecord } from '../store/records';
 import type { Tool, ToolResult } from '../tools/types';
-import { startToolClock } from '../tools/tool-clock';
+import { QUEUE_LIMIT_PER_TIME_LIMIT, startToolClock } from '../tools/tool-clock';
 import type { MemoryEntry } from './memory';
 import { extractAnswerTag, matchToolName, parsePlannerOutput, parseToolArgs, parseVerdict, type PlannerAction, type PlannerParse } from './parse';
 import {
@@ -121,6 +121,12 @@ export interface RunAgentOptions {
    * rollout's abort) asks on its own.
    */
   sharedAnalysis?: Map<string, Promise<GenerationResult>>;
+  /**
+   * Called once the run will make no more calls to engines.planner: its turns are over and its generator
+   * runs on another engine (not called when the generator's engine is the planner). A group's rollouts use it
+   * so the planner stops holding its calls for a rollout that is only answering (runPlannerRollouts).
+   */
+  onPlannerDone?: () => void;
 }
 
 export type StopReason = 'verifier' | 'turn-budget' | 'time-budget' | 'aborted' | 'error';
@@ -221,6 +227,9 @@ function memoryOfError(turn: number, action: PlannerAction | null, message: stri
   return { turn, subGoal: action?.subGoal ?? '', toolName: action?.toolName ?? '', args: null, result: '', ok: false, error: message };
 }
 
+/** The longest delay setTimeout holds (2^31 - 1 ms, about 24.8 days); longer ones fire at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 class BudgetExhausted extends Error {
   constructor() {
     super('time budget exhausted');
@@ -271,7 +280,9 @@ export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
 
   // Turns run under the user's signal and the time budget; the generator only under the user's.
   const budget = new AbortController();
-  const timer = setTimeout(() => budget.abort(new BudgetExhausted()), cfg.timeBudgetMs);
+  // Timers fire at once for a delay they cannot hold: a budget that long (Infinity, or a long one multiplied
+  // for concurrent rollouts) is no limit.
+  const timer = cfg.timeBudgetMs <= MAX_TIMER_MS ? setTimeout(() => budget.abort(new BudgetExhausted()), cfg.timeBudgetMs) : undefined;
   const turnSignal = anySignal([userSignal, budget.signal]);
 
   const record = async (kind: StepRecord['kind'], turn: number, startedAt: number, data: Record<string, unknown>) => {
@@ -364,6 +375,7 @@ export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
   } finally {
     clearTimeout(timer);
   }
+  if (opts.engines[cfg.engineFor.generator] !== opts.engines.planner) opts.onPlannerDone?.();
 
   if (state.phase !== 'done' && (stopReason === 'verifier' || stopReason === 'turn-budget' || stopReason === 'time-budget')) {
     const startedAt = now();
@@ -515,7 +527,8 @@ function usage(engine: ChatEngine, r: GenerationResult): Record<string, unknown>
  * Runs a tool under its timeout and the loop's signal. A tool that ignores its signal is abandoned at the
  * deadline (its eventual result is dropped); the loop's own abort propagates as an AbortError, also while
  * the call is still queued. The timeout counts from the tool's started() notice when it gives one
- * (ToolContext.queued/started), so rollouts sharing one tool do not time out waiting for each other.
+ * (ToolContext.queued/started), so rollouts sharing one tool do not time out waiting for each other; the
+ * wait itself times out only at the clock's much longer queue limit (startToolClock).
  */
 export async function runTool(
   tool: Tool,
@@ -527,7 +540,15 @@ export async function runTool(
   const ctl = new AbortController();
   const onAbort = () => ctl.abort(signal.reason);
   signal.addEventListener('abort', onAbort, { once: true });
-  const clock = startToolClock(timeoutMs, () => ctl.abort(new ToolTimeout(`${tool.card.name} timed out after ${timeoutMs} ms`)));
+  const clock = startToolClock(timeoutMs, (kind, limitMs) =>
+    ctl.abort(
+      new ToolTimeout(
+        kind === 'queue'
+          ? `${tool.card.name} timed out waiting for its turn behind other calls: queue limit of ${limitMs} ms (${QUEUE_LIMIT_PER_TIME_LIMIT} x its ${timeoutMs} ms time limit)`
+          : `${tool.card.name} timed out after ${timeoutMs} ms`,
+      ),
+    ),
+  );
   const aborted = new Promise<never>((_, reject) => {
     if (ctl.signal.aborted) reject(ctl.signal.reason);
     ctl.signal.addEventListener('abort', () => reject(ctl.signal.reason), { once: true });

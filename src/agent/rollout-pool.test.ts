@@ -1,6 +1,8 @@
 // runRollouts with tasks the test finishes by hand, in an order unlike the start order.
 import { describe, expect, it } from 'vitest';
-import { checkConcurrency, runRollouts } from './rollout-pool';
+import { CHAT_DEFAULTS } from './loop';
+import type { ChatEngine } from '../engine/types';
+import { checkConcurrency, concurrentRolloutConfig, runPlannerRollouts, runRollouts } from './rollout-pool';
 
 /** Tasks that wait until the test settles them; records which started, and how many ran at once. */
 function manualTasks() {
@@ -98,5 +100,102 @@ describe('runRollouts', () => {
     t.settle.get(1)!.ok('b');
     await all;
     expect(seen).toEqual([3, 2, 1, 1]);
+  });
+});
+
+/** A planner engine that only records what it is told about concurrent calls. */
+function announcedPlanner(): ChatEngine & { announced: number[] } {
+  const announced: number[] = [];
+  return {
+    id: 'planner',
+    announced,
+    chat: () => Promise.reject(new Error('not called in this test')),
+    expectConcurrentCalls: (n) => void announced.push(n),
+  };
+}
+
+describe('runPlannerRollouts', () => {
+  it('tells the planner how many running rollouts may still call it, as they finish planning, finish, and start', async () => {
+    const t = manualTasks();
+    const done = new Map<number, () => void>();
+    const planner = announcedPlanner();
+    const all = runPlannerRollouts(5, 3, planner, (i, plannerDone) => (done.set(i, plannerDone), t.run(i)));
+    await t.tick();
+    expect(t.started).toEqual([0, 1, 2]);
+    expect(planner.announced).toEqual([3]);
+    // Rollout 1 is only answering now: two may still call the planner. A second notice changes nothing.
+    done.get(1)!();
+    done.get(1)!();
+    expect(planner.announced).toEqual([3, 2]);
+    // It ends; rollout 3 takes its lane and will plan: three again.
+    t.settle.get(1)!.ok('b');
+    await t.tick();
+    expect(t.started).toEqual([0, 1, 2, 3]);
+    expect(planner.announced).toEqual([3, 2, 3]);
+    // Rollout 0 ends without saying it was done (an error, say): rollout 4 takes its lane, still three.
+    t.settle.get(0)!.ok('a');
+    await t.tick();
+    expect(t.started).toEqual([0, 1, 2, 3, 4]);
+    expect(planner.announced).toEqual([3, 2, 3]);
+    done.get(2)!();
+    done.get(3)!();
+    expect(planner.announced).toEqual([3, 2, 3, 2, 1]);
+    // No rollout left to start: the count follows the running ones, never below 1.
+    done.get(4)!();
+    t.settle.get(3)!.ok('d');
+    await t.tick();
+    t.settle.get(4)!.ok('e');
+    await t.tick();
+    expect(planner.announced).toEqual([3, 2, 3, 2, 1]);
+    t.settle.get(2)!.ok('c');
+    expect((await all).map((o) => (o.ok ? o.value : null))).toEqual(['a', 'b', 'c', 'd', 'e']);
+    expect(planner.announced).toEqual([3, 2, 3, 2, 1]);
+  });
+
+  it('tells the planner 1 at the end when rollouts stop without saying they were done', async () => {
+    const t = manualTasks();
+    const planner = announcedPlanner();
+    const all = runPlannerRollouts(2, 2, planner, (i) => t.run(i));
+    await t.tick();
+    t.settle.get(0)!.fail(new Error('store full'));
+    await t.tick();
+    expect(planner.announced).toEqual([2, 1]);
+    t.settle.get(1)!.ok('b');
+    await all;
+    expect(planner.announced).toEqual([2, 1]);
+
+    // Running them one at a time tells it nothing: there is nothing to wait for.
+    const one = announcedPlanner();
+    const s = manualTasks();
+    const seq = runPlannerRollouts(2, 1, one, (i, plannerDone) => (plannerDone(), s.run(i)));
+    await s.tick();
+    s.settle.get(0)!.ok('a');
+    await s.tick();
+    s.settle.get(1)!.ok('b');
+    await seq;
+    expect(one.announced).toEqual([]);
+  });
+});
+
+describe('concurrentRolloutConfig', () => {
+  it('multiplies the time budget by the rollouts that run at once, and leaves everything else', () => {
+    const config = { maxTurns: 3, timeBudgetMs: 1000, generation: { planner: { seed: 7 } } };
+    expect(concurrentRolloutConfig(config, 8, 8)).toEqual({ maxTurns: 3, timeBudgetMs: 8000, generation: { planner: { seed: 7 } } });
+    expect(config.timeBudgetMs).toBe(1000);
+    // A group of 3 never has more than 3 running, whatever the concurrency allows.
+    expect(concurrentRolloutConfig(config, 3, 8)?.timeBudgetMs).toBe(3000);
+    expect(concurrentRolloutConfig(config, 8, 2)?.timeBudgetMs).toBe(2000);
+    // Without a budget of its own, the default one: 10 minutes, 40 for 4 at once.
+    expect(CHAT_DEFAULTS.timeBudgetMs).toBe(600_000);
+    expect(concurrentRolloutConfig(undefined, 4, 4)).toEqual({ timeBudgetMs: 2_400_000 });
+    expect(concurrentRolloutConfig({ maxTurns: 2 }, 4, 4)).toEqual({ maxTurns: 2, timeBudgetMs: 2_400_000 });
+  });
+
+  it('gives the config as it is when rollouts run one at a time, or when its budget is bad (for resolveConfig to name)', () => {
+    const config = { timeBudgetMs: 1000 };
+    expect(concurrentRolloutConfig(config, 8, 1)).toBe(config);
+    expect(concurrentRolloutConfig(config, 1, 8)).toBe(config);
+    expect(concurrentRolloutConfig(undefined, 8, 1)).toBeUndefined();
+    for (const bad of [0, -5, Number.NaN]) expect(concurrentRolloutConfig({ timeBudgetMs: bad }, 4, 4)).toEqual({ timeBudgetMs: bad });
   });
 });

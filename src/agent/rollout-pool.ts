@@ -1,6 +1,8 @@
 // Runs the rollouts of a GRPO group a few at a time, so their planner calls reach the planner engine
 // together (and can be decoded as one batch). Rollout i is always started before rollout i + 1, and every
 // outcome is kept at its rollout's index, so callers see the same order whatever finished first.
+import type { ChatEngine } from '../engine/types';
+import { CHAT_DEFAULTS, type AgentConfigInput } from './loop';
 
 export type RolloutOutcome<T> = { ok: true; value: T } | { ok: false; error: unknown };
 
@@ -53,4 +55,79 @@ export async function runRollouts<T>(
     onRunning?.(1);
   }
   return outcomes;
+}
+
+/**
+ * runRollouts for agent rollouts whose planner calls go to `planner`: with more than one at a time, the
+ * planner is told how many running rollouts may still call it (ChatEngine.expectConcurrentCalls; at least
+ * 1, and 1 again at the end), so it holds each call until theirs meet it and decodes them together. A
+ * rollout calls its `plannerDone` once it will not call the planner again (RunAgentOptions.onPlannerDone):
+ * a rollout that is only answering would otherwise make the planner hold every call for one that never
+ * comes, up to the batcher's wait limit each time. A rollout taking a freed lane counts again.
+ */
+export function runPlannerRollouts<T>(
+  count: number,
+  concurrency: number,
+  planner: ChatEngine,
+  run: (rollout: number, plannerDone: () => void) => Promise<T>,
+  signal?: AbortSignal,
+): Promise<RolloutOutcome<T>[]> {
+  if (concurrency <= 1) return runRollouts(count, concurrency, (i) => run(i, () => undefined), signal);
+  let running = 0;
+  // Running rollouts that will not call the planner again.
+  let finished = 0;
+  let told = 0;
+  const tell = () => {
+    const n = Math.max(1, running - finished);
+    if (n === told) return;
+    told = n;
+    planner.expectConcurrentCalls?.(n);
+  };
+  return runRollouts(
+    count,
+    concurrency,
+    async (i) => {
+      tell();
+      let done = false;
+      try {
+        return await run(i, () => {
+          if (done) return;
+          done = true;
+          finished++;
+          tell();
+        });
+      } finally {
+        // Its lane is either taken by the next rollout (which tells) or reported free by runRollouts.
+        if (done) finished--;
+      }
+    },
+    signal,
+    (n) => {
+      running = n;
+      tell();
+    },
+  );
+}
+
+/**
+ * The agent config of one of `count` rollouts run `concurrency` at a time: its time budget (timeBudgetMs, or
+ * the default) times the number that run at once, min(count, concurrency); unchanged when that is 1.
+ *
+ * Why: the budget is wall time from a rollout's start, and rollouts run together share engines that serve
+ * one call at a time (web-llm) or hold a call for the others (the planner's batcher), so with c at once a
+ * rollout may spend most of its time waiting for the others' calls. Cut by its budget it still answers, from
+ * a shorter memory, and that answer's reward is trained on like any other: the group's comparison would then
+ * punish waiting, not planning. Each rollout has one call in flight at a time and the engines serve calls in
+ * arrival order, so a call waits for at most one call of each other rollout, and a rollout gets at least 1/c
+ * of the engines' time while c run: c x the budget is what it would have had alone, as long as the
+ * rollouts' calls are of similar length. This keeps the group's worst case at what one-at-a-time gives
+ * (count x the budget), and it is a plain number in each conversation's stored settings. Counting only the
+ * time a rollout's own calls run would be exact, but the engines do not report when a queued call starts.
+ */
+export function concurrentRolloutConfig(config: AgentConfigInput | undefined, count: number, concurrency: number): AgentConfigInput | undefined {
+  const lanes = Math.min(count, concurrency);
+  const budget = config?.timeBudgetMs ?? CHAT_DEFAULTS.timeBudgetMs;
+  // A bad budget is left for resolveConfig to report as given.
+  if (lanes <= 1 || !(budget > 0)) return config;
+  return { ...config, timeBudgetMs: budget * lanes };
 }

@@ -277,4 +277,28 @@ describe('a GRPO group run concurrently', () => {
     }
     expect(engine.calls).toHaveLength(0);
   });
+
+  it('tells the planner how many rollouts may still plan, and gives each the time budget times the number at once', async () => {
+    const db = freshDb();
+    const announced: number[] = [];
+    const planner = Object.assign(new ProbeEngine(byCall, 'planner'), { expectConcurrentCalls: (k: number) => void announced.push(k) });
+    const shared = new ProbeEngine(byCall, 'shared');
+    const config = (i: number) => ({ ...seedFor(i), timeBudgetMs: 60_000 });
+    const runs = await runGroup('6*7?', { kind: 'numeric', reference: 42 }, 4, { runId: 'b', groupId: 'g', tools: [multiply], engines: { planner, shared }, config, concurrency: 3, dbName: db });
+    expect(runs.map((r) => r.finalAnswer)).toEqual(['35', '42', '49', '56']);
+    // 3 at the start; as rollouts finish their turns the count drops, rising again when rollout 4 takes a
+    // lane (when depends on the interleaving); 1 at the end.
+    expect(announced[0]).toBe(3);
+    expect(announced[announced.length - 1]).toBe(1);
+    expect(announced.every((k) => k >= 1 && k <= 3)).toBe(true);
+    const calls = announced.length;
+    // The budget each ran under is stored with its conversation: 3 x 60 s, its other settings as given.
+    for (const [i, r] of runs.entries()) {
+      const settings = (await getConversation(r.conversationId, db))!.settings as { config: Record<string, unknown> };
+      expect(settings.config).toEqual({ ...seedFor(i), timeBudgetMs: 180_000 });
+    }
+    const alone = await runGroup('6*7?', { kind: 'numeric', reference: 42 }, 2, { runId: 'b1', groupId: 'g1', tools: [multiply], engines: { planner, shared }, config, dbName: db });
+    expect(((await getConversation(alone[1].conversationId, db))!.settings as { config: Record<string, unknown> }).config).toEqual({ ...seedFor(1), timeBudgetMs: 60_000 });
+    expect(announced).toHaveLength(calls);
+  });
 });

@@ -8,7 +8,7 @@ import { runAgent, type AgentConfigInput, type AgentEngines, type AgentRunResult
 import type { ModuleName } from './prompts';
 import { recordReward, rolloutRecorder, type RolloutIds } from './rollouts';
 import { judgeAnswer, scoreAnswer, type RewardKind } from './rewards';
-import { checkConcurrency, runRollouts } from './rollout-pool';
+import { checkConcurrency, concurrentRolloutConfig, runPlannerRollouts } from './rollout-pool';
 
 export interface RewardSpec {
   kind: RewardKind;
@@ -32,6 +32,11 @@ export interface SessionOptions {
   dbName?: string;
   /** See RunAgentOptions.sharedAnalysis (runGroup passes one per group). */
   sharedAnalysis?: Map<string, Promise<GenerationResult>>;
+  /**
+   * See RunAgentOptions.onPlannerDone (runGroup passes its rollout's). A reward judge asked afterwards is
+   * not counted: if it is the planner engine, its call just runs without waiting for others.
+   */
+  onPlannerDone?: () => void;
 }
 
 export interface SessionResult extends AgentRunResult {
@@ -81,6 +86,7 @@ async function continueConversation(conv: ConversationRecord, steps: import('../
     ...(record ? { onPlannerCall: (c: PlannerCall) => record(c) } : {}),
     ...(opts.onToken ? { onToken: opts.onToken } : {}),
     ...(opts.sharedAnalysis ? { sharedAnalysis: opts.sharedAnalysis } : {}),
+    ...(opts.onPlannerDone ? { onPlannerDone: opts.onPlannerDone } : {}),
     resumeFrom: steps,
   });
   const patch: Partial<ConversationRecord> = { status: result.status };
@@ -99,15 +105,16 @@ async function continueConversation(conv: ConversationRecord, steps: import('../
   return result;
 }
 
-export interface GroupOptions extends Omit<SessionOptions, 'rollouts' | 'reward' | 'config'> {
+export interface GroupOptions extends Omit<SessionOptions, 'rollouts' | 'reward' | 'config' | 'onPlannerDone'> {
   runId: string;
   groupId: string;
   /** One agent config for every rollout, or rollout i's own (e.g. its sampling seed). */
   config?: AgentConfigInput | ((rollout: number) => AgentConfigInput);
   /**
    * How many rollouts run at once (default 1: one after another). With more, their planner calls reach the
-   * planner engine together; onStep and onToken then interleave several conversations (a step names its
-   * conversation, a token piece does not).
+   * planner engine together, and each rollout's time budget is multiplied by the number that run at once
+   * (concurrentRolloutConfig says why); onStep and onToken then interleave several conversations (a step
+   * names its conversation, a token piece does not).
    */
   concurrency?: number;
   /**
@@ -144,21 +151,23 @@ export async function runGroup(query: string, reward: RewardSpec, size: number, 
   const { runId, groupId, config, concurrency = 1, shareAnalysis, ...rest } = opts;
   const sharedAnalysis = shareAnalysis ? new Map<string, Promise<GenerationResult>>() : undefined;
   checkConcurrency(concurrency, 'runGroup: concurrency');
-  const outcomes = await runRollouts(
+  const outcomes = await runPlannerRollouts(
     size,
     concurrency,
-    (i) =>
-      startConversation(query, {
+    opts.engines.planner,
+    (i, plannerDone) => {
+      const own = concurrentRolloutConfig(typeof config === 'function' ? config(i) : config, size, concurrency);
+      return startConversation(query, {
         ...rest,
-        ...(config !== undefined ? { config: typeof config === 'function' ? config(i) : config } : {}),
+        ...(own !== undefined ? { config: own } : {}),
         title: `${groupId} #${i + 1}`,
         ...(sharedAnalysis ? { sharedAnalysis } : {}),
         rollouts: { runId, groupId },
         reward,
-      }),
+        onPlannerDone: plannerDone,
+      });
+    },
     opts.signal,
-    // The planner then holds each call until the running rollouts' calls meet it, to decode them together.
-    concurrency > 1 ? (n) => opts.engines.planner.expectConcurrentCalls?.(n) : undefined,
   );
   const results: SessionResult[] = [];
   for (const o of outcomes) if (o.ok) results.push(o.value);

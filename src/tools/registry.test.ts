@@ -196,6 +196,19 @@ describe('ToolRegistry', () => {
       expect(await c).toEqual({ ok: false, output: '', error: "tool 'serial' took longer than its time limit of 100 ms and was stopped" });
     });
 
+    it('stops a call whose turn never comes at its queue limit, 8 x its time limit, naming it', async () => {
+      vi.useFakeTimers();
+      const reg = new ToolRegistry();
+      reg.register(serialDoubler());
+      void reg.run('serial', { n: 1e9 }, ctx(Number.POSITIVE_INFINITY));
+      let bDone = false;
+      const b = reg.run('serial', { n: 1 }, ctx(100)).finally(() => (bDone = true));
+      await vi.advanceTimersByTimeAsync(799);
+      expect(bDone).toBe(false);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(await b).toEqual({ ok: false, output: '', error: "tool 'serial' waited longer than its queue limit of 800 ms for its turn behind other calls and was stopped" });
+    });
+
     it('still times a tool that gives no notices from the call', async () => {
       vi.useFakeTimers();
       const reg = new ToolRegistry();

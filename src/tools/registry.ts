@@ -152,9 +152,15 @@ export class ToolRegistry {
       };
       ctx.signal.addEventListener('abort', onAbort, { once: true });
       ac.signal.addEventListener('abort', () => ctx.signal.removeEventListener('abort', onAbort), { once: true });
-      clock = startToolClock(ctx.timeoutMs, () => {
+      clock = startToolClock(ctx.timeoutMs, (kind, limitMs) => {
         ac.abort(new Error('timeout'));
-        resolve(fail(`tool '${name}' took longer than its time limit of ${ctx.timeoutMs} ms and was stopped`));
+        resolve(
+          fail(
+            kind === 'queue'
+              ? `tool '${name}' waited longer than its queue limit of ${limitMs} ms for its turn behind other calls and was stopped`
+              : `tool '${name}' took longer than its time limit of ${ctx.timeoutMs} ms and was stopped`,
+          ),
+        );
       });
     });
     // A queued tool's notices stop and restart this clock and the caller's alike. The caller's restarts

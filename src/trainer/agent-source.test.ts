@@ -1,10 +1,12 @@
 // Agent rollouts -> turn samples on the scripted demo engines (no model): G runs per query, every planner
 // call becomes a sample with the run's reward and the engine's token ids and logprobs, and a Flow-GRPO
 // step consumes them.
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { demoEngines } from '../agent/demo';
+import type { AgentRunResult } from '../agent/loop';
 import { ProbeEngine, type ProbeReplyFn } from '../agent/probe-engine';
-import { scriptedTokenIds } from '../agent/scripted-engine';
+import { scriptedTokenIds, sleep } from '../agent/scripted-engine';
+import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../engine/types';
 import type { Tool } from '../tools/types';
 import { Rng } from '../util/rng';
 import { AgentRolloutSource, type AgentRolloutSourceOptions } from './agent-source';
@@ -174,5 +176,111 @@ describe('AgentRolloutSource with concurrent rollouts', () => {
 
   it('rejects a concurrency that is not a positive integer', () => {
     for (const bad of [0, -1, 2.5]) expect(() => source(new ProbeEngine(byCall), { concurrency: bad })).toThrow(`agent rollouts: concurrency must be a positive integer, got ${bad}`);
+  });
+});
+
+/** A ProbeEngine that records what it is told about concurrent calls (as the planner's batcher is told). */
+class AnnouncedProbe extends ProbeEngine {
+  readonly announced: number[] = [];
+  expectConcurrentCalls(n: number): void {
+    this.announced.push(n);
+  }
+}
+
+describe('AgentRolloutSource telling the planner how many rollouts run', () => {
+  it('announces the rollouts of each group that may still plan to the planner engine only', async () => {
+    const planner = new AnnouncedProbe(byCall, 'planner');
+    const shared = new AnnouncedProbe(byCall, 'shared');
+    await source(planner, { engines: { planner, shared }, concurrency: 3 }).collect(1, new Rng(5));
+    // Per group of 3 run 3 at a time: 3 at the start, then 2 and 1 as the first two finish their turns
+    // (each verifier says STOP after one turn) and only answer; the third has nobody to wait for.
+    expect(planner.announced).toEqual([3, 2, 1, 3, 2, 1]);
+    expect(shared.announced).toEqual([]);
+
+    // One at a time there is nothing to wait for: the planner is told nothing.
+    const one = new AnnouncedProbe(byCall, 'planner');
+    await source(one, { engines: { planner: one, shared } }).collect(1, new Rng(5));
+    expect(one.announced).toEqual([]);
+  });
+});
+
+/** Serves one call at a time in arrival order, each taking `ms` (web-llm serialises its calls like this). */
+class SerialEngine implements ChatEngine {
+  private queue: Promise<unknown> = Promise.resolve();
+  constructor(
+    private readonly inner: ChatEngine,
+    private readonly ms: number,
+    readonly id = 'serial',
+  ) {}
+
+  chat(messages: ChatMessage[], options: GenerateOptions = {}): Promise<GenerationResult> {
+    const turn = this.queue.then(async () => {
+      options.signal?.throwIfAborted();
+      await sleep(this.ms, options.signal);
+      return this.inner.chat(messages, options);
+    });
+    this.queue = turn.catch(() => undefined);
+    return turn;
+  }
+}
+
+describe('AgentRolloutSource time budget with concurrent rollouts', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  /**
+   * One step of 2 groups of 3 on a shared engine taking 100 ms per call, one call at a time, with a 400 ms
+   * budget: alone, a rollout's turn (analysis, planner, executor, verifier) takes about 300 ms.
+   */
+  async function collect(concurrency: number, sharedMs = 100) {
+    vi.useFakeTimers();
+    const runs: AgentRunResult[] = [];
+    const shared = new SerialEngine(new ProbeEngine(byCall), sharedMs);
+    const src = source(new ProbeEngine(byCall), {
+      engines: { planner: new ProbeEngine(byCall), shared },
+      agent: { timeBudgetMs: 400 },
+      concurrency,
+      reward: (item, run) => {
+        runs.push(run);
+        return (run.answer ?? '').includes(String(item.reference)) ? 1 : 0;
+      },
+    });
+    const collecting = src.collect(2, new Rng(4));
+    await vi.runAllTimersAsync();
+    const { samples } = await collecting;
+    return { samples, runs };
+  }
+
+  /** Fake ms from a rollout's start (its first step's) to the end of its last step before the answer. */
+  const turnsSpan = (run: AgentRunResult) => {
+    const turns = run.steps.filter((s) => s.kind !== 'generator');
+    return turns[turns.length - 1].endedAt - run.steps[0].startedAt;
+  };
+
+  it('does not cut a rollout for the time it waited behind the others’ calls (3 at once get 3 x the budget)', async () => {
+    const alone = await collect(1);
+    const together = await collect(3);
+    expect(alone.runs.map((r) => r.stopReason)).toEqual(Array(6).fill('verifier'));
+    expect(Math.max(...alone.runs.map(turnsSpan))).toBeLessThan(400);
+    // Waiting for the others' calls, the last rollout of each group needs more than its 400 ms alone ...
+    expect(Math.max(...together.runs.map(turnsSpan))).toBeGreaterThan(400);
+    // ... and still ends by the verifier, with the samples and rewards it gets one at a time.
+    expect(together.runs.map((r) => r.stopReason)).toEqual(Array(6).fill('verifier'));
+    expect(together.samples).toEqual(alone.samples);
+    expect(together.samples.map((s) => s.reward)).toEqual(alone.samples.map((s) => s.reward));
+  });
+
+  it('still cuts a rollout that runs past 3 x the budget, at exactly that time', async () => {
+    // 500 ms per shared call: the analysis alone of the third rollout ends after 1,500 ms of 1,200.
+    const { runs } = await collect(3, 500);
+    expect(runs.map((r) => r.stopReason)).toEqual(Array(6).fill('time-budget'));
+    // A group's 3 rollouts start together, when its first one's analysis step starts (the others' were cut
+    // before they could be written); each answers from the moment its budget ran out.
+    for (const group of [runs.slice(0, 3), runs.slice(3)]) {
+      const start = Math.min(...group.flatMap((r) => r.steps.filter((s) => s.kind !== 'generator').map((s) => s.startedAt)));
+      expect(group.map((r) => r.steps.find((s) => s.kind === 'generator')!.startedAt - start)).toEqual([1200, 1200, 1200]);
+    }
+    expect(runs[2].steps.map((s) => s.kind)).toEqual(['generator']);
   });
 });

@@ -5,7 +5,7 @@
 // can run a few at a time (`concurrency`), so their planner calls are decoded together.
 import { runAgent, type AgentConfigInput, type AgentEngines, type AgentRunResult, type PlannerCall } from '../agent/loop';
 import { scoreAnswer, type RewardKind } from '../agent/rewards';
-import { checkConcurrency, runRollouts } from '../agent/rollout-pool';
+import { checkConcurrency, concurrentRolloutConfig, runPlannerRollouts } from '../agent/rollout-pool';
 import type { Tool } from '../tools/types';
 import type { Rng } from '../util/rng';
 import type { TurnSample } from './samples';
@@ -33,7 +33,11 @@ export interface AgentRolloutSourceOptions {
   reward?: (item: TrainingItem, run: AgentRunResult) => number;
   /** Sees every planner call (e.g. src/agent/rollouts.ts rolloutRecorder, to store them for export). */
   onPlannerCall?: (call: PlannerCall, ids: { runId: string; groupId: string }) => Promise<void> | void;
-  /** How many rollouts of a group run at once (default 1). Seeds, samples and the report do not depend on it. */
+  /**
+   * How many rollouts of a group run at once (default 1). The planner is told how many are running, and each
+   * rollout's time budget is multiplied by the number at once (concurrentRolloutConfig). Seeds, samples and
+   * the report do not depend on it.
+   */
   concurrency?: number;
   /** Once aborted, no further rollout starts; running ones end 'interrupted'. */
   signal?: AbortSignal;
@@ -73,21 +77,28 @@ export class AgentRolloutSource implements RolloutSource {
       // Drawn before any rollout runs, in rollout order: rollout g gets the seed it would get run alone.
       const seeds = Array.from({ length: this.o.groupSize }, () => rng.int(2 ** 31));
       const calls: PlannerCall[][] = seeds.map(() => []);
-      const outcomes = await runRollouts(
+      const concurrency = this.o.concurrency ?? 1;
+      const outcomes = await runPlannerRollouts(
         this.o.groupSize,
-        this.o.concurrency ?? 1,
-        (g) =>
+        concurrency,
+        this.o.engines.planner,
+        (g, plannerDone) =>
           runAgent({
             conversationId: `${groupId}:r${g}`,
             query: item.query,
             tools: this.o.tools,
             engines: this.o.engines,
             signal: this.o.signal,
-            config: { ...agent, generation: { ...agent.generation, planner: { ...agent.generation?.planner, temperature: this.o.temperature, seed: seeds[g] } } },
+            config: concurrentRolloutConfig(
+              { ...agent, generation: { ...agent.generation, planner: { ...agent.generation?.planner, temperature: this.o.temperature, seed: seeds[g] } } },
+              this.o.groupSize,
+              concurrency,
+            ),
             onPlannerCall: async (c) => {
               calls[g].push(c);
               await this.o.onPlannerCall?.(c, { runId: this.o.runId, groupId });
             },
+            onPlannerDone: plannerDone,
           }),
         this.o.signal,
       );

@@ -25,7 +25,7 @@ describe('AgentTrainingDriver on the real planner (qwen2-tiny)', () => {
     rt.generateBatch = (reqs) => (runtimeCalls.push(reqs.length), batch(reqs));
     rt.generate = (p, o) => (runtimeCalls.push(1), one(p, o));
     // Right, wrong, right, wrong... in call order. A group's 2 rollouts run concurrently (the default
-    // rolloutConcurrency is min(groupSize, 4)), so which one answers first depends on the interleaving, but each
+    // rolloutConcurrency is min(groupSize, 8)), so which one answers first depends on the interleaving, but each
     // group gets one right and one wrong answer: mixed rewards, whatever the random planner says.
     let answers = 0;
     const shared = new ScriptedEngine({ analysis: ['Multiply.'], executor: ['{"args": {"a": 2, "b": 3}}'], verifier: ['{"verdict": "STOP"}'], generator: [() => (answers++ % 2 ? '<answer>7</answer>' : '<answer>6</answer>')] }, 'shared:test');

@@ -190,23 +190,49 @@ describe('AgentTrainingDriver rollout concurrency', () => {
   const mult = { name: 'mult', kind: 'numeric' as const, items: [{ pid: '0', query: 'What is 7 times 6?', answer: '42' }] };
   const storedBudget = async (runId: string, dbName: string) => ((await (await openAgentDb(dbName)).get('trainingRuns', runId))!.config as { budget: AgentBudget }).budget;
 
-  it('defaults to min(group size, 4), keeps a given value, and rejects one that is not a positive integer', async () => {
+  it('defaults to min(group size, 8), keeps a given value, and rejects one that is not an integer from 1 to 8', async () => {
     const dbName = `agent-conc-${Math.random()}`;
     const engines = { planner: new ScriptedEngine({}, 'planner:test'), shared: new ScriptedEngine({}, 'shared:test') };
     const { trainer } = steppingTrainer();
     const two = await AgentTrainingDriver.create(settings, mult, { trainer, engines, tools: [], dbName });
     expect((await storedBudget(two.runId, dbName)).rolloutConcurrency).toBe(2);
     const six = await AgentTrainingDriver.create({ ...settings, groupSize: 6 }, mult, { trainer, engines, tools: [], dbName });
-    expect((await storedBudget(six.runId, dbName)).rolloutConcurrency).toBe(4);
+    expect((await storedBudget(six.runId, dbName)).rolloutConcurrency).toBe(6);
+    const twelve = await AgentTrainingDriver.create({ ...settings, groupSize: 12 }, mult, { trainer, engines, tools: [], dbName });
+    expect((await storedBudget(twelve.runId, dbName)).rolloutConcurrency).toBe(8);
     const given = await AgentTrainingDriver.create({ ...settings, groupSize: 6 }, mult, { trainer, engines, tools: [], dbName }, { rolloutConcurrency: 1 });
     expect((await storedBudget(given.runId, dbName)).rolloutConcurrency).toBe(1);
+    const most = await AgentTrainingDriver.create({ ...settings, groupSize: 12 }, mult, { trainer, engines, tools: [], dbName }, { rolloutConcurrency: 8 });
+    expect((await storedBudget(most.runId, dbName)).rolloutConcurrency).toBe(8);
     const recorder = recordingTrainer();
     for (const bad of [0, 2.5, -3]) {
       await expect(AgentTrainingDriver.create(settings, mult, { trainer: recorder, engines, tools: [], dbName }, { rolloutConcurrency: bad })).rejects.toThrow(
         `training: rolloutConcurrency must be a positive integer, got ${bad}`,
       );
     }
+    for (const many of [9, 16]) {
+      await expect(AgentTrainingDriver.create({ ...settings, groupSize: 16 }, mult, { trainer: recorder, engines, tools: [], dbName }, { rolloutConcurrency: many })).rejects.toThrow(
+        `training: rolloutConcurrency must be at most 8, got ${many}`,
+      );
+    }
     expect(recorder.starts).toHaveLength(0);
+  });
+
+  it('refuses to run a stored run whose rolloutConcurrency is above 8 (written before the bound was checked here)', async () => {
+    const dbName = `agent-conc-stored-${Math.random()}`;
+    const engine = new ProbeEngine(byCall);
+    const { trainer, batches } = steppingTrainer();
+    const deps = { trainer, engines: { planner: engine, shared: engine }, tools: [multiplyTool], dbName };
+    const created = await AgentTrainingDriver.create({ ...settings, groupSize: 12, steps: 1 }, mult, deps, budget);
+    const db = await openAgentDb(dbName);
+    const rec = (await db.get('trainingRuns', created.runId))!;
+    (rec.config as { budget: AgentBudget }).budget.rolloutConcurrency = 12;
+    await db.put('trainingRuns', rec);
+    const d = await AgentTrainingDriver.resume(created.runId, deps);
+    await expect(d.run(() => undefined)).rejects.toThrow('training: rolloutConcurrency must be at most 8, got 12');
+    expect(d.state).toBe('error');
+    expect(engine.calls).toHaveLength(0);
+    expect(batches).toHaveLength(0);
   });
 
   it('runs a step’s group concurrently and trains on its samples in rollout order, also for a run stored before the setting', async () => {

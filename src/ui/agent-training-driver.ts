@@ -45,20 +45,35 @@ export interface AgentBudget {
   /** Largest forward+backward in tokens; must hold the longest planner turn (prompt + response). */
   microBatchTokens: number;
   /**
-   * How many rollouts of a group run at once, so their planner calls are decoded together; default
-   * min(groupSize, MAX_DEFAULT_ROLLOUT_CONCURRENCY).
+   * How many rollouts of a group run at once, so their planner calls are decoded together: 1 to
+   * MAX_ROLLOUT_CONCURRENCY, default min(groupSize, MAX_DEFAULT_ROLLOUT_CONCURRENCY). Each rollout's time
+   * budget is multiplied by the number that run at once (concurrentRolloutConfig in src/agent/rollout-pool.ts).
    */
   rolloutConcurrency?: number;
 }
 
 export const DEFAULT_AGENT_BUDGET: Readonly<AgentBudget> = Object.freeze({ maxTurns: 3, plannerTokens: 256, moduleTokens: 256, queriesPerStep: 2, microBatchTokens: 2048 });
 
-/** The planner runtime decodes up to 4 sequences in one step (Qwen2Runtime.maxDecodeRows). */
-export const MAX_DEFAULT_ROLLOUT_CONCURRENCY = 4;
+/**
+ * Rollouts of a group run at once unless the budget says otherwise: a planner with 4-bit (MLC) weights
+ * decodes up to 8 sequences in one step (Qwen2Runtime.maxDecodeRows), so a default group of 8 decodes
+ * together; with f16 weights it decodes 4 per step and its batcher runs the 8 calls 4 at a time.
+ */
+export const MAX_DEFAULT_ROLLOUT_CONCURRENCY = 8;
 
-/** The budget's rollout concurrency, defaulted from the group size and checked. */
+/**
+ * Most rollouts of a group allowed to run at once. More would not decode together (the planner decodes at
+ * most 8 sequences per step) and would only wait, holding their agents' memory, for the planner and for the
+ * web-llm modules, which serve one call at a time.
+ */
+export const MAX_ROLLOUT_CONCURRENCY = 8;
+
+/** The budget's rollout concurrency, defaulted from the group size and checked (1 .. MAX_ROLLOUT_CONCURRENCY). */
 export function rolloutConcurrency(budget: Pick<AgentBudget, 'rolloutConcurrency'>, groupSize: number): number {
-  return checkConcurrency(budget.rolloutConcurrency ?? Math.min(groupSize, MAX_DEFAULT_ROLLOUT_CONCURRENCY), 'training: rolloutConcurrency');
+  const setting = 'training: rolloutConcurrency';
+  const value = checkConcurrency(budget.rolloutConcurrency ?? Math.min(groupSize, MAX_DEFAULT_ROLLOUT_CONCURRENCY), setting);
+  if (value > MAX_ROLLOUT_CONCURRENCY) throw new Error(`${setting} must be at most ${MAX_ROLLOUT_CONCURRENCY}, got ${value}`);
+  return value;
 }
 
 export interface AgentTrainingBenchmark {

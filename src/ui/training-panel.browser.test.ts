@@ -199,7 +199,7 @@ describe('Training panel replacing a run', () => {
 });
 
 describe('Training panel rollouts at once', () => {
-  it('shows min(group size, 4) as the default, refuses a bad value with the driver’s message, and stores the chosen value in the run', async () => {
+  it('shows min(group size, 8) as the default, refuses a bad value with the driver’s message, and stores the chosen value in the run', async () => {
     const dbName = `panel-concurrency-${Math.random()}`;
     const p = await mount(dbName);
     const { engines, starts } = plannerWithRecorder();
@@ -213,7 +213,11 @@ describe('Training panel rollouts at once', () => {
     await p.updateComplete;
     const field = q<HTMLInputElement>(p, '#rollout-concurrency');
     expect(field.value).toBe('');
-    expect(field.placeholder).toBe('4');
+    // The form's group of 8 decodes together (a 4-bit planner decodes 8 sequences per step).
+    expect(field.placeholder).toBe('8');
+    expect(field.max).toBe('8');
+    await type(p, '#group', '12');
+    expect(field.placeholder).toBe('8');
     await type(p, '#group', '3');
     expect(field.placeholder).toBe('3');
     expect(q(p, '[data-testid="rollout-concurrency-hint"]').textContent).toMatch(/planner calls decoded together/);

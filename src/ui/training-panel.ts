@@ -9,7 +9,7 @@ import { importBenchmark, type ImportedBenchmark } from '../agent/benchmark-impo
 import type { AgentEngines } from '../agent/loop';
 import { toolsFromRegistry } from '../agent/registry-tools';
 import type { ToolRegistry } from '../tools/registry';
-import { AgentTrainingDriver, DEFAULT_AGENT_BUDGET, MAX_DEFAULT_ROLLOUT_CONCURRENCY, resumableAgentRuns, rolloutConcurrency, type AgentBudget, type PlannerTrainer } from './agent-training-driver';
+import { AgentTrainingDriver, DEFAULT_AGENT_BUDGET, MAX_DEFAULT_ROLLOUT_CONCURRENCY, MAX_ROLLOUT_CONCURRENCY, resumableAgentRuns, rolloutConcurrency, type AgentBudget, type PlannerTrainer } from './agent-training-driver';
 import { LORA_MODULES, type LoraModule } from '../engine/io/peft';
 import type { AdapterRecord, TrainingRunRecord } from '../store/records';
 import { getSetting, putSetting } from '../store/settings';
@@ -31,12 +31,6 @@ export type TrainingMode = 'toy' | 'agent';
  *   rate would rewrite a real planner's adapter within a few steps and wreck its language.
  */
 export const DEFAULT_LEARNING_RATE: Readonly<Record<TrainingMode, number>> = Object.freeze({ toy: 0.02, agent: DEFAULT_GRPO_CONFIG.learningRate });
-
-/**
- * Most rollouts of a group the form lets run at once. The planner decodes MAX_DEFAULT_ROLLOUT_CONCURRENCY
- * of them per step; more only wait in its batcher while holding their agents' memory and tool calls.
- */
-export const MAX_ROLLOUTS_AT_ONCE = 8;
 
 export class AgentflowTrainingPanel extends LitElement {
   static override properties = {
@@ -202,10 +196,8 @@ export class AgentflowTrainingPanel extends LitElement {
     // An empty field leaves the driver's default, min(group size, MAX_DEFAULT_ROLLOUT_CONCURRENCY).
     const atOnce = (this.renderRoot.querySelector('#rollout-concurrency') as HTMLInputElement).value.trim();
     if (atOnce !== '') {
-      // The driver's own check first, so a bad value gets the same message here as from the driver.
-      const value = rolloutConcurrency({ rolloutConcurrency: Number(atOnce) }, groupSize);
-      if (value > MAX_ROLLOUTS_AT_ONCE) throw new Error(`training: rolloutConcurrency must be at most ${MAX_ROLLOUTS_AT_ONCE}, got ${value}`);
-      budget.rolloutConcurrency = value;
+      // The driver's check, so a bad value is refused before anything starts, with the driver's message.
+      budget.rolloutConcurrency = rolloutConcurrency({ rolloutConcurrency: Number(atOnce) }, groupSize);
     }
     return budget;
   }
@@ -406,10 +398,10 @@ export class AgentflowTrainingPanel extends LitElement {
           <label>Other modules' tokens<input id="module-tokens" type="number" min="1" max="4096" value=${DEFAULT_AGENT_BUDGET.moduleTokens} /></label>
           <label>Queries per step<input id="queries" type="number" min="1" max="64" value=${DEFAULT_AGENT_BUDGET.queriesPerStep} /></label>
           <label>Micro-batch tokens<input id="micro-tokens" type="number" min="2" max="16384" value=${DEFAULT_AGENT_BUDGET.microBatchTokens} /></label>
-          <label>Rollouts at once<input id="rollout-concurrency" type="number" min="1" max=${MAX_ROLLOUTS_AT_ONCE} step="1"
+          <label>Rollouts at once<input id="rollout-concurrency" type="number" min="1" max=${MAX_ROLLOUT_CONCURRENCY} step="1"
             placeholder=${String(this.defaultRolloutsAtOnce())} aria-describedby="rollout-concurrency-hint" /></label>
         </div>
-        <p id="rollout-concurrency-hint" data-testid="rollout-concurrency-hint"><small>Rollouts at once: a group's rollouts that run together have their planner calls decoded together, ${MAX_DEFAULT_ROLLOUT_CONCURRENCY} sequences per step; empty means min(group size, ${MAX_DEFAULT_ROLLOUT_CONCURRENCY}).</small></p>
+        <p id="rollout-concurrency-hint" data-testid="rollout-concurrency-hint"><small>Rollouts at once: a group's rollouts that run together have their planner calls decoded together, up to 8 sequences per step with 4-bit weights (4 with f16 weights); at most ${MAX_ROLLOUT_CONCURRENCY}; empty means min(group size, ${MAX_DEFAULT_ROLLOUT_CONCURRENCY}).</small></p>
         ${this.agentRuns.length
           ? html`<ul data-testid="agent-runs" aria-label="Stored agent-rollout runs">${this.agentRuns.map(
               (r) => html`<li>${r.id}: step ${r.stats.length} of ${String((r.config as { settings?: { steps?: number } }).settings?.steps ?? '?')} (${r.status})
