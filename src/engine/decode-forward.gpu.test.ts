@@ -129,7 +129,7 @@ describe('recordDecodeForward (fused 4-bit decode) vs recordForward', async () =
     const kv = await KvCache.create(ctx, config, 16);
     const cache = { kv, cacheRow: () => 0 };
     await expect(recordDecodeForward(ctx, { plan, weights, adapter: null, n: 1 })).rejects.toThrow(/needs spec\.cache/);
-    await expect(recordDecodeForward(ctx, { plan, weights, adapter: null, n: 5, cache })).rejects.toThrow(/n must be 1\.\.4 rows, got 5/);
+    await expect(recordDecodeForward(ctx, { plan, weights, adapter: null, n: 9, cache })).rejects.toThrow(/n must be 1\.\.8 rows, got 9/);
     const W = weights.layers[0];
     const split = Object.create(weights) as Qwen2Weights;
     Object.defineProperty(split, 'layers', { value: [{ ...W, k: { ...(W.k as object), rowBase: 0 } }] });

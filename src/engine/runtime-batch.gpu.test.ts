@@ -56,6 +56,7 @@ describe('generateBatch: each sequence = generate() alone', async () => {
           const want = await alone(rt, reqs);
           const steps0 = rt.decodeCounters.steps;
           const rows0 = rt.decodeCounters.rows;
+          const pad0 = rt.decodeCounters.padRows;
           const got = await rt.generateBatch(reqs);
           for (const [i, g] of got.entries()) {
             expect(g.tokens, `request ${i}`).toEqual(want[i].tokens);
@@ -66,6 +67,9 @@ describe('generateBatch: each sequence = generate() alone', async () => {
           // One step per token of the longest, every sequence a row of it: 12 - 1 steps for 36 - 4 rows.
           expect(rt.decodeCounters.steps - steps0).toBe(11);
           expect(rt.decodeCounters.rows - rows0).toBe(10 + 6 + 12 + 8 - 4);
+          // Steps 6 and 7 have 3 sequences left and compute a padding row each (decodeRowBucket: 3 -> 4), which
+          // the exact tokens and logprobs above show changes nothing.
+          expect(rt.decodeCounters.padRows - pad0, 'padding rows').toBe(2);
 
           // Stops: request 0 stops at the id it drew third, request 3 by onToken after 2 tokens.
           const stopAt = want[0].tokens[2];

@@ -84,9 +84,10 @@ describe('Qwen2Runtime.reserve and memory()', () => {
       console.info(`[memory] 0.5B q4 + r16 + 4k KV: ${JSON.stringify(Object.fromEntries(Object.entries(m).map(([k, v]) => [k, +(v / MiB).toFixed(1)])))} MiB, total ${(total(m) / MiB).toFixed(1)} MiB`);
 
       // Independent figures: KV is f32 K and V for every layer and position, plus split decode attention's
-      // scratch (up to 4 query rows x 14 heads x 16 slices of 256 keys, each hd outputs + max + sum, f32);
+      // scratch (up to 8 query rows, a decode step of 8 sequences, x 14 heads x 16 slices of 256 keys, each hd
+      // outputs + max + sum, f32);
       // LoRA is f32 A and B per pair.
-      expect(m.kvCache).toBe(2 * c.numLayers * 4096 * c.numKvHeads * c.headDim * 4 + 4 * c.numHeads * (4096 / 256) * (c.headDim + 2) * 4);
+      expect(m.kvCache).toBe(2 * c.numLayers * 4096 * c.numKvHeads * c.headDim * 4 + 8 * c.numHeads * (4096 / 256) * (c.headDim + 2) * 4);
       const H = c.hiddenSize;
       const kvd = c.numKvHeads * c.headDim;
       const I = c.intermediateSize;

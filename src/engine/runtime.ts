@@ -131,6 +131,18 @@ function bucket(n: number, max: number): number {
 
 const BUCKET_STEP = 64;
 
+/**
+ * The rows a decode step of n sequences computes: 1, 2, 4 or 8 (at most `max`). The kernels are built per
+ * row count and the step lists recorded per row count, so as a batch's sequences stop one by one it runs
+ * a few shapes, not every count from 8 down; a padding row costs next to nothing in a step bound by reading
+ * the weights, and rows never see each other's values.
+ */
+export function decodeRowBucket(n: number, max: number): number {
+  let b = 1;
+  while (b < n) b *= 2;
+  return Math.max(n, Math.min(b, max));
+}
+
 /** A generate request after checkGenerate: its options, token budget, stop ids and cache rows needed. */
 interface CheckedRequest {
   prompt: number[];
@@ -180,6 +192,11 @@ export class Qwen2Runtime {
   /** generateBatch's cache row per decode row: on the GPU for the fused KV write, on the host for the copies. */
   private batchRowsBuffer: GPUBuffer | null = null;
   private batchCacheRows: number[] = [];
+  /**
+   * The cache row a batch's padding rows write their K/V to and attend over (the cache's last row, past every
+   * region), or -1 when the regions fill the cache: steps then run exactly their sequences' rows.
+   */
+  private batchPadRow = -1;
   /** generateBatch's GPU draw log: entry i * maxDecodeRows + b is row b's draw of token i. */
   private batchDrawLog: GPUBuffer | null = null;
   /** Where generateBatch copies a shared prompt prefix's K/V rows through (made on the first share). */
@@ -206,10 +223,11 @@ export class Qwen2Runtime {
     return this.fusedDecode ? MAX_DECODE_ROWS : GENERAL_DECODE_ROWS;
   }
   /**
-   * Decode forwards run since creation and the rows they computed (one per sequence in the step): rows /
-   * steps is how many sequences a decode step served on average (benchmarks, tests).
+   * Decode forwards run since creation and the sequences' rows they computed (one per sequence in the step;
+   * padding rows, see decodeRowBucket, are counted apart in padRows): rows / steps is how many sequences a
+   * decode step served on average (benchmarks, tests).
    */
-  readonly decodeCounters = { steps: 0, rows: 0 };
+  readonly decodeCounters = { steps: 0, rows: 0, padRows: 0 };
 
   private constructor(readonly ctx: GpuContext, readonly config: Qwen2Config, readonly weights: Qwen2Weights, o: RuntimeOptions) {
     this.adapters = new AdapterSet(ctx, config);
@@ -859,14 +877,19 @@ export class Qwen2Runtime {
   private async batchStep(decode: ActivationPlan, kv: KvCache, rows: BatchRow[], i: number, ids: 'cpu' | 'gpu', draws?: Map<BatchRow, Step[]>): Promise<void> {
     const V = this.config.vocabSize;
     const n = rows.length;
+    // Padding rows up to the step's row count (decodeRowBucket): position 0, K/V written to and read from
+    // the pad row only, the token id its ids entry still holds (always a valid id); logits not used.
+    const pad = this.batchPadRow;
+    const m = pad >= 0 ? decodeRowBucket(n, this.maxDecodeRows) : n;
+    const padded = <T>(xs: T[], fill: T) => xs.concat(Array<T>(m - n).fill(fill));
     const pos = rows.map((r) => r.l.prompt.length + i - 1);
-    this.batchCacheRows = rows.map((r, j) => r.base + pos[j]);
-    writeBuffer(this.ctx, decode.pos, Uint32Array.from(pos));
-    writeBuffer(this.ctx, decode.ranges, Uint32Array.from(rows.flatMap((r, j) => [r.base, r.base + pos[j] + 1])));
+    this.batchCacheRows = padded(rows.map((r, j) => r.base + pos[j]), pad);
+    writeBuffer(this.ctx, decode.pos, Uint32Array.from(padded(pos, 0)));
+    writeBuffer(this.ctx, decode.ranges, Uint32Array.from(padded(rows.map((r, j): [number, number] => [r.base, r.base + pos[j] + 1]), [pad, pad + 1]).flat()));
     writeBuffer(this.ctx, this.batchRowsBuffer!, Uint32Array.from(this.batchCacheRows));
     if (ids === 'cpu') writeBuffer(this.ctx, decode.ids, Uint32Array.from(rows.map((r) => r.l.tokens[i - 1])));
-    const forward = await this.recordedDecode(decode, kv, Math.max(...pos), { n });
-    const logitSteps = await this.recorded(`decodeLogits:${n}`, () => recordLogits(this.ctx, decode, this.weights, 0, n));
+    const forward = await this.recordedDecode(decode, kv, Math.max(...pos), { n: m });
+    const logitSteps = await this.recorded(`decodeLogits:${m}`, () => recordLogits(this.ctx, decode, this.weights, 0, m));
     assertDeviceAlive(this.ctx, 'decoding a batch');
     const enc = this.ctx.device.createCommandEncoder({ label: 'decoding a batch' });
     // Each row's token as its last draw left it: the draws run after the previous step's logits.
@@ -877,6 +900,7 @@ export class Qwen2Runtime {
     if (draws) for (const r of rows) encodeSteps(this.ctx, enc, draws.get(r)!);
     this.ctx.device.queue.submit([enc.finish()]);
     this.countDecode(n);
+    this.decodeCounters.padRows += m - n;
   }
 
   /**
@@ -897,6 +921,7 @@ export class Qwen2Runtime {
     }
     // Grown once to batchContext, not per batch size (growing drops what the cache held).
     const kv = await this.kvCache(rows > this.maxContext ? this.batchContext : this.maxContext);
+    this.batchPadRow = rows < kv.maxCtx ? kv.maxCtx - 1 : -1;
     const adapter = this.adapters.active;
     const version = adapter?.version ?? 0;
     // The first sequence's region starts at row 0, where the cache may hold a previous generate's prefix.
