@@ -20,7 +20,7 @@ export interface Q4MatmulArgs extends Omit<MatmulArgs, 'W'> {
 /**
  * y[N, out] (+)= x[N, in] · deq(W)^T + b. Buffers: x f32 [N, in], W q_weight u32 [out, in/8] + q_scale
  * [out, in/32], b f32 [out], y f32 [N, yStride] written at columns yOffset .. yOffset+out.
- * Decode (N <= 4) uses the rows kernel (each weight word read once for all N rows), else the tiled one in
+ * Decode (N <= Q4_SMALL_N = 8) uses the rows kernel (each weight word read once for all N rows), else the tiled one in
  * tileRowsFor(N)-row tiles (all tile shapes give bit-identical results).
  */
 export async function q4Matmul(ctx: GpuContext, a: Q4MatmulArgs): Promise<Dispatch> {
