@@ -42,6 +42,15 @@ export interface PlannerInfo {
   f16: boolean;
 }
 
+/** The runtime's decode counters (Qwen2Runtime.decodeCounters) and how many sequences a step can take. */
+export interface DecodeStats {
+  steps: number;
+  /** Sequences' rows the steps computed: rows / steps is how many sequences a step served on average. */
+  rows: number;
+  padRows: number;
+  maxRows: number;
+}
+
 export interface LoadOptions {
   name?: string;
   maxContext?: number;
@@ -162,6 +171,12 @@ const api = {
 
   removeAdapter(id: string): void {
     need().adapters.remove(id);
+  },
+
+  /** Decode steps run since the model loaded and the sequences they served (how well calls were batched). */
+  decodeStats(): DecodeStats {
+    const rt = need();
+    return { ...rt.decodeCounters, maxRows: rt.maxDecodeRows };
   },
 
   /** n generations will overlap from now on (a group's live rollouts): the batcher holds calls for them. */

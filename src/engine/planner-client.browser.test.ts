@@ -61,9 +61,20 @@ describe('planner worker over comlink', () => {
       const prompts = [[1, 200, 3], [45, 6, 7, 8], [299, 0, 17, 2, 9], [5, 5]];
       const opts = (i: number) => ({ maxNewTokens: 8, temperature: 1, seed: 10 + i, reusePrefix: false });
       const oneByOne: TokenGeneration[] = [];
+      const d0 = await client.decodeStats();
       for (const [i, p] of prompts.entries()) oneByOne.push(await client.generateIds(p, opts(i)));
+      const d1 = await client.decodeStats();
+      // One by one: every decode step serves one sequence (a step per token after the first, plus any step a
+      // CPU redraw recomputes).
+      const alone = oneByOne.reduce((a, g) => a + g.tokens.length - 1, 0);
+      expect(d1.rows - d0.rows).toBe(d1.steps - d0.steps);
+      expect(d1.steps - d0.steps).toBeGreaterThanOrEqual(alone);
       const before = (await client.info()).memory.activations;
       const together = await Promise.all(prompts.map((p, i) => client.generateIds(p, opts(i))));
+      // Together: steps serve several sequences (the fixture's f32 weights take up to 4 a step).
+      const d2 = await client.decodeStats();
+      expect(d2.maxRows).toBe(4);
+      expect(d2.rows - d1.rows).toBeGreaterThan(d2.steps - d1.steps);
       together.forEach((g, i) => {
         expect(g.tokens, `call ${i}`).toEqual(oneByOne[i].tokens);
         expect(g.logprobs, `call ${i}`).toEqual(oneByOne[i].logprobs);

@@ -2,14 +2,14 @@
 // Comlink proxies and AbortSignals into abort(generationId). `RemotePlannerEngine` is the ChatEngine the
 // agent uses when the planner runs in the worker.
 import * as Comlink from 'comlink';
-import type { ModelSpec, LoadOptions, PlannerInfo, PlannerWorkerApi, RemoteTokenOptions, TrainStartOptions } from '../../workers/planner.worker';
+import type { DecodeStats, ModelSpec, LoadOptions, PlannerInfo, PlannerWorkerApi, RemoteTokenOptions, TrainStartOptions } from '../../workers/planner.worker';
 import type { StepStats } from '../trainer/grpo-step';
 import type { TurnSample } from '../trainer/samples';
 import type { TrainSessionInfo } from '../trainer/worker-trainer';
 import type { TokenGeneration } from './runtime';
 import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult, LoadProgress } from './types';
 
-export type { ModelSpec, LoadOptions, PlannerInfo, TrainStartOptions, TrainAdapterSpec } from '../../workers/planner.worker';
+export type { DecodeStats, ModelSpec, LoadOptions, PlannerInfo, TrainStartOptions, TrainAdapterSpec } from '../../workers/planner.worker';
 export type { TrainSessionInfo } from '../trainer/worker-trainer';
 
 export interface TokenStreamOptions extends RemoteTokenOptions {
@@ -42,6 +42,11 @@ export class PlannerClient {
 
   addAdapterBytes(id: string, adapterConfig: unknown, weights: Uint8Array): Promise<PlannerInfo> {
     return this.api.addAdapterBytes(id, adapterConfig, weights);
+  }
+
+  /** The planner runtime's decode steps so far and the sequences they served (batching at work). */
+  decodeStats(): Promise<DecodeStats> {
+    return this.api.decodeStats();
   }
 
   /** See ChatEngine.expectConcurrentCalls: the worker's batcher holds calls for that many. */

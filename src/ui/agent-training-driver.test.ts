@@ -14,7 +14,7 @@ import type { TurnSample } from '../trainer/samples';
 import { resolveGrpoConfig } from '../trainer/config';
 import type { TrainSessionInfo } from '../trainer/worker-trainer';
 import { AgentTrainingDriver, collectGroup, rolloutAgentConfig, type AgentBudget, type PlannerTrainer } from './agent-training-driver';
-import type { TrainingSettings } from './training-driver';
+import type { TrainingSettings, TrainingStepPoint } from './training-driver';
 
 /** Records trainStart's arguments and answers like a session that has not stepped yet. */
 function recordingTrainer(): PlannerTrainer & { starts: Array<Parameters<PlannerTrainer['trainStart']>[0]> } {
@@ -247,8 +247,13 @@ describe('AgentTrainingDriver rollout concurrency', () => {
     delete (rec.config as { budget: Partial<AgentBudget> }).budget.rolloutConcurrency;
     await db.put('trainingRuns', rec);
     const d = await AgentTrainingDriver.resume(created.runId, deps);
-    await d.run(() => undefined);
+    const points: TrainingStepPoint[] = [];
+    await d.run((p) => void points.push(p));
     expect(d.state).toBe('done');
+    // No decode counters from this trainer: the step has its rollout time but no batching figure.
+    expect(points).toHaveLength(1);
+    expect(points[0].rolloutSeconds).toBeGreaterThanOrEqual(0);
+    expect(points[0].plannerSequencesPerStep).toBeUndefined();
     expect(engine.maxInFlight).toBeGreaterThan(1);
     expect(engine.maxInFlight).toBeLessThanOrEqual(3);
     expect(batches).toHaveLength(1);
@@ -257,5 +262,28 @@ describe('AgentTrainingDriver rollout concurrency', () => {
     const sorted = [...titles].sort();
     expect(titles).toEqual(sorted);
     expect(new Set(titles.map((t) => t.split('@')[0]))).toEqual(new Set(['#1', '#2', '#3']));
+  });
+
+  it('records the planner’s sequences per decode step over each step’s rollouts, from its decode counters', async () => {
+    const dbName = `agent-conc-decode-${Math.random()}`;
+    const engine = new ProbeEngine(byCall, 'probe', { overlapCalls: 2 });
+    const { trainer } = steppingTrainer();
+    // Counters as a planner runtime keeps them: before step 1's rollouts, after them (10 steps for 25 rows),
+    // after step 2's (4 steps for 6 rows); a failed read shows no figure rather than failing the step.
+    const reads = [{ steps: 5, rows: 5 }, { steps: 15, rows: 30 }, { steps: 15, rows: 30 }, { steps: 19, rows: 36 }];
+    let read = 0;
+    const decodeStats = async () => {
+      if (read === reads.length) throw new Error('worker gone');
+      return reads[read++];
+    };
+    const deps = { trainer: { ...trainer, decodeStats }, engines: { planner: engine, shared: engine }, tools: [multiplyTool], dbName };
+    const d = await AgentTrainingDriver.create({ ...settings, groupSize: 2, steps: 3 }, mult, deps, budget);
+    const points: TrainingStepPoint[] = [];
+    await d.run((p) => void points.push(p));
+    expect(points.map((p) => p.plannerSequencesPerStep)).toEqual([2.5, 1.5, undefined]);
+    expect(points.every((p) => Number.isFinite(p.rolloutSeconds))).toBe(true);
+    // The figures are stored with the run's history.
+    const stored = (await (await openAgentDb(dbName)).get('trainingRuns', d.runId))!.stats as unknown as TrainingStepPoint[];
+    expect(stored.map((p) => p.plannerSequencesPerStep)).toEqual([2.5, 1.5, undefined]);
   });
 });

@@ -32,6 +32,8 @@ export interface PlannerTrainer {
   trainStep(samples: TurnSample[]): Promise<StepStats>;
   trainCheckpoint(): Promise<{ step: number; adapterId: string }>;
   trainStop(): Promise<void> | void;
+  /** The planner's decode steps so far and the sequences they served (PlannerClient.decodeStats), if it tells. */
+  decodeStats?(): Promise<{ steps: number; rows: number }>;
 }
 
 /** Rollout budgets: small ones keep a step short (and fit small models' contexts). */
@@ -247,6 +249,8 @@ export class AgentTrainingDriver implements TrainingDriver {
         const skipped: string[] = [];
         // A fresh suffix per attempt, so rollouts of a step interrupted by a pause never join its retry.
         const attempt = Date.now().toString(36);
+        const rolloutStart = performance.now();
+        const decode0 = await this.decodeStats();
         for (let k = 0; k < budget.queriesPerStep && !this.pauseRequested; k++) {
           const idx = ((next - 1) * budget.queriesPerStep + k) % benchmark.items.length;
           const seeds = Array.from({ length: settings.groupSize }, (_, g) => rolloutSeed(settings.seed ?? 1, next, idx, g));
@@ -268,6 +272,9 @@ export class AgentTrainingDriver implements TrainingDriver {
           skipped.push(...g.skipped);
         }
         if (this.pauseRequested) break;
+        const rolloutSeconds = (performance.now() - rolloutStart) / 1000;
+        const decode1 = await this.decodeStats();
+        const decodeSteps = decode0 && decode1 ? decode1.steps - decode0.steps : 0;
         if (!samples.length) {
           throw new Error(
             `step ${next}: no rollout recorded a planner turn that can be trained on${skipped.length ? ` (${skipped.length} skipped, e.g. ${skipped[0]})` : ' (every planner call failed; see the runs in Chat)'}; the planner must run on this page's WebGPU runtime`,
@@ -275,7 +282,11 @@ export class AgentTrainingDriver implements TrainingDriver {
         }
         const stats = await this.deps.trainer.trainStep(samples);
         this.step = stats.step;
-        const p = toStepPoint(stats);
+        const p: TrainingStepPoint = {
+          ...toStepPoint(stats),
+          rolloutSeconds,
+          ...(decodeSteps > 0 ? { plannerSequencesPerStep: (decode1!.rows - decode0!.rows) / decodeSteps } : {}),
+        };
         this.history.push(p);
         onStep(p);
         if (stats.step % checkpointEvery(this.run_) === 0) this.lastAdapterId = (await this.deps.trainer.trainCheckpoint()).adapterId;
@@ -294,6 +305,11 @@ export class AgentTrainingDriver implements TrainingDriver {
       this.abort = null;
       await this.saveRun().catch(() => undefined);
     }
+  }
+
+  /** The planner's decode counters, or null when it does not report them (or fails to: they are only shown). */
+  private async decodeStats(): Promise<{ steps: number; rows: number } | null> {
+    return (await this.deps.trainer.decodeStats?.().catch(() => null)) ?? null;
   }
 
   private async saveRun(status?: TrainingRunRecord['status']): Promise<void> {

@@ -52,6 +52,13 @@ export interface TrainingStepPoint {
   kl: number;
   clipFraction: number;
   tokensPerSecond: number;
+  /** Agent runs: wall time of the step's rollouts, in seconds. */
+  rolloutSeconds?: number;
+  /**
+   * Agent runs: sequences the planner decoded per decode step during the step's rollouts (1 = no batching;
+   * up to the runtime's maxDecodeRows), when the planner reports its decode counters.
+   */
+  plannerSequencesPerStep?: number;
 }
 
 export type TrainingState = 'idle' | 'running' | 'paused' | 'done' | 'error';

@@ -343,7 +343,8 @@ export class AgentflowTrainingPanel extends LitElement {
 
   override render() {
     const p = this.points;
-    const series = (k: keyof TrainingStepPoint) => p.map((x) => x[k]);
+    // Points stored before a field existed (or from a run that has no such figure) plot as gaps.
+    const series = (k: keyof TrainingStepPoint) => p.map((x) => x[k] ?? NaN);
     const canTrainPlanner = this.plannerTrainer() !== null;
     const b = this.benchmark;
     const agentReady = canTrainPlanner && !!b?.items.length;
@@ -423,6 +424,10 @@ export class AgentflowTrainingPanel extends LitElement {
         ${lineChart('KL to the base policy', [{ label: 'KL', values: series('kl') }])}
         ${lineChart('Clip fraction', [{ label: 'clip fraction', values: series('clipFraction') }])}
         ${lineChart('Tokens per second', [{ label: 'tokens/s', values: series('tokensPerSecond') }])}
+        ${p.some((x) => x.rolloutSeconds !== undefined) ? lineChart('Rollout time per step (s)', [{ label: 'rollouts s', values: series('rolloutSeconds') }]) : nothing}
+        ${p.some((x) => x.plannerSequencesPerStep !== undefined)
+          ? lineChart('Planner sequences per decode step', [{ label: 'sequences/step', values: series('plannerSequencesPerStep') }])
+          : nothing}
       </div>
       <h3>Adapters</h3>
       ${this.adapters.length === 0
