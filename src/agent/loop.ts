@@ -7,6 +7,7 @@ import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from 
 import type { StepRecord } from '../store/records';
 import type { Tool, ToolResult } from '../tools/types';
 import { QUEUE_LIMIT_PER_TIME_LIMIT, startToolClock } from '../tools/tool-clock';
+import { timerCanHold } from '../util/timers';
 import type { MemoryEntry } from './memory';
 import { extractAnswerTag, matchToolName, parsePlannerOutput, parseToolArgs, parseVerdict, type PlannerAction, type PlannerParse } from './parse';
 import {
@@ -227,9 +228,6 @@ function memoryOfError(turn: number, action: PlannerAction | null, message: stri
   return { turn, subGoal: action?.subGoal ?? '', toolName: action?.toolName ?? '', args: null, result: '', ok: false, error: message };
 }
 
-/** The longest delay setTimeout holds (2^31 - 1 ms, about 24.8 days); longer ones fire at once. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
-
 class BudgetExhausted extends Error {
   constructor() {
     super('time budget exhausted');
@@ -239,7 +237,6 @@ class BudgetExhausted extends Error {
 
 class ToolTimeout extends Error {}
 
-/** AbortSignal.any, which Chrome 113-115 (within the supported range) lack. */
 /** `p`, or the signal's reason once it aborts first. */
 export function untilAborted<T>(p: Promise<T>, signal?: AbortSignal): Promise<T> {
   if (!signal) return p;
@@ -251,6 +248,7 @@ export function untilAborted<T>(p: Promise<T>, signal?: AbortSignal): Promise<T>
   });
 }
 
+/** AbortSignal.any, which Chrome 113-115 (within the supported range) lack. */
 export function anySignal(signals: AbortSignal[]): AbortSignal {
   if (typeof AbortSignal.any === 'function') return AbortSignal.any(signals);
   const ctl = new AbortController();
@@ -282,7 +280,7 @@ export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
   const budget = new AbortController();
   // Timers fire at once for a delay they cannot hold: a budget that long (Infinity, or a long one multiplied
   // for concurrent rollouts) is no limit.
-  const timer = cfg.timeBudgetMs <= MAX_TIMER_MS ? setTimeout(() => budget.abort(new BudgetExhausted()), cfg.timeBudgetMs) : undefined;
+  const timer = timerCanHold(cfg.timeBudgetMs) ? setTimeout(() => budget.abort(new BudgetExhausted()), cfg.timeBudgetMs) : undefined;
   const turnSignal = anySignal([userSignal, budget.signal]);
 
   const record = async (kind: StepRecord['kind'], turn: number, startedAt: number, data: Record<string, unknown>) => {

@@ -4,6 +4,7 @@
 // worker, and a call must not time out for the time it spent waiting for its turn. The wait has a limit of
 // its own, much longer, so a call whose turn never comes (a tool that reports queued() and never started(),
 // a worker stuck on an earlier call) still ends.
+import { timerCanHold } from '../util/timers';
 
 /**
  * A queued call may wait this many times its time limit for its turn. In training up to 8 rollouts share a
@@ -12,8 +13,6 @@
  * that wait with one limit to spare; a call still waiting then is behind something that does not end.
  */
 export const QUEUE_LIMIT_PER_TIME_LIMIT = 8;
-
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** Which limit ran out: the call's own work ('run'), or its wait for its turn ('queue'). */
 export type ToolTimeoutKind = 'run' | 'queue';
@@ -39,16 +38,14 @@ export function startToolClock(
   onTimeout: (kind: ToolTimeoutKind, limitMs: number) => void,
   queueLimitMs = timeoutMs * QUEUE_LIMIT_PER_TIME_LIMIT,
 ): ToolClock {
-  // Timers fire at once for a delay they cannot hold (over 2^31 - 1 ms, about 24.8 days): that long is none.
-  const limited = (ms: number) => ms > 0 && ms <= MAX_TIMER_MS;
-  const queueLimit = limited(timeoutMs) && limited(queueLimitMs) ? queueLimitMs : Number.POSITIVE_INFINITY;
+  const queueLimit = timerCanHold(timeoutMs) && timerCanHold(queueLimitMs) ? queueLimitMs : Number.POSITIVE_INFINITY;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let begun = false;
   let waiting = false;
   let over = false;
   const arm = (kind: ToolTimeoutKind, ms: number) => {
     disarm();
-    if (limited(ms)) timer = setTimeout(() => {
+    if (timerCanHold(ms)) timer = setTimeout(() => {
       timer = undefined;
       if (!over) onTimeout(kind, ms);
     }, ms);

@@ -26,7 +26,8 @@ export interface ToolContext {
    * A tool that runs calls one at a time (one shared worker) calls `queued()` when a call must wait for its
    * turn and `started()` when its work on the call begins. The caller's time limit stops while queued and
    * counts from started(), so a call is not timed out for the time it spent behind other callers' calls;
-   * the wait has its own, longer limit (QUEUE_LIMIT_PER_TIME_LIMIT x timeoutMs). A tool that calls neither is timed from the call; calls after the caller gave up are ignored.
+   * the wait has its own, longer limit (QUEUE_LIMIT_PER_TIME_LIMIT x timeoutMs). A tool that calls neither
+   * is timed from the call; calls after the caller gave up are ignored.
    */
   queued?: () => void;
   started?: () => void;
