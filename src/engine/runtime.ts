@@ -203,8 +203,8 @@ export class Qwen2Runtime {
   private batchScratch: GPUBuffer | null = null;
   /** Where GPU draws log each generated token (DRAW_LOG_WORDS u32 per token), one entry per possible position. */
   private drawLog: GPUBuffer | null = null;
-  /** Whether decode runs the fused 4-bit kernels (decided once: the weights never change). */
-  private fusedDecode: boolean | null = null;
+  /** See fusedDecode. */
+  private fusedDecodeMemo: boolean | null = null;
   // Recorded step lists, per adapter object (a replaced adapter gets new buffers, hence new records).
   private records = new WeakMap<object, Map<string, Step[]>>();
   private queue: Promise<unknown> = Promise.resolve();
@@ -219,7 +219,6 @@ export class Qwen2Runtime {
    * web-llm builds), else GENERAL_DECODE_ROWS. Either way each sequence's tokens are what it gets alone.
    */
   get maxDecodeRows(): number {
-    this.fusedDecode ??= canFuseDecode(this.weights);
     return this.fusedDecode ? MAX_DECODE_ROWS : GENERAL_DECODE_ROWS;
   }
   /**
@@ -663,7 +662,6 @@ export class Qwen2Runtime {
    * (about 40% fewer dispatches, no residual copies), else the general forward.
    */
   private recordedDecode(plan: ActivationPlan, kv: KvCache, position: number, batch?: { n: number }): Promise<Step[]> {
-    this.fusedDecode ??= canFuseDecode(this.weights);
     const n = batch?.n ?? 1;
     // A batch's rows are sequences in their own cache regions: K/V go to the rows generateBatch set.
     const rows = batch && { buffer: this.batchRowsBuffer!, at: (r: number) => this.batchCacheRows[r] };
@@ -788,9 +786,15 @@ export class Qwen2Runtime {
     }
   }
 
-  private countDecode(rows: number): void {
+  /** Whether decode runs the fused 4-bit kernels (decided once: the weights never change). */
+  private get fusedDecode(): boolean {
+    return (this.fusedDecodeMemo ??= canFuseDecode(this.weights));
+  }
+
+  private countDecode(rows: number, padRows = 0): void {
     this.decodeCounters.steps++;
     this.decodeCounters.rows += rows;
+    this.decodeCounters.padRows += padRows;
   }
 
   /** The draw log, sized for every position of the context (created once). */
@@ -899,8 +903,7 @@ export class Qwen2Runtime {
     rows.forEach((r, j) => enc.copyBufferToBuffer(decode.logits, j * V * 4, r.slot.logits, 0, V * 4));
     if (draws) for (const r of rows) encodeSteps(this.ctx, enc, draws.get(r)!);
     this.ctx.device.queue.submit([enc.finish()]);
-    this.countDecode(n);
-    this.decodeCounters.padRows += m - n;
+    this.countDecode(n, m - n);
   }
 
   /**
