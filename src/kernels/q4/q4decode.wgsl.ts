@@ -1,5 +1,5 @@
-// The decode (N <= Q4_SMALL_N = 8 rows) 4-bit linear with its neighbours folded in, so one layer of a decode step is a
-// handful of dispatches instead of a dozen (each dispatch costs 5-10 us on a real GPU, about what the
+// The decode (N <= Q4_SMALL_N = 8 rows) 4-bit linear with its neighbours folded in, so one layer of a decode
+// step is a handful of dispatches instead of a dozen (each dispatch costs 5-10 us on a real GPU, about what the
 // matvec itself takes at Qwen2.5-0.5B shapes):
 //   y = [residual +] deq(W[wRow.., :]) · prologue(x) [+ bias]
 // - norm prologue: every workgroup computes the rows' RMSNorm factor itself (a few hundred floats per row,
