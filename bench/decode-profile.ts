@@ -9,14 +9,17 @@
 //   (as rollouts sample) and with top-k 40, with the tokens the GPU draw left to the CPU;
 // - batch: generateBatch of 2, 4 and maxDecodeRows (8 on 4-bit weights) sequences (a Flow-GRPO group's
 //   rollouts decoded together), tokens/s over all of them, and the GPU time of one 4-row and one
-//   maxDecodeRows-row decode step against the 1-row one.
+//   maxDecodeRows-row decode step against the 1-row one;
+// - draws: the GPU time of the sampler's draw (log-sum-exps, top-k passes, the draw) for 1 row and for
+//   maxDecodeRows rows in one set of dispatches (a batch step's draws), greedy and at temperature 1.
 // It reads the runtime's recorded step lists through private members: a profiling tool, not an API.
 import { requestGpu } from '../src/gpu/device';
-import { uploadStorage } from '../src/gpu/buffers';
+import { createStorage, uploadStorage } from '../src/gpu/buffers';
+import { DRAW_LOG_WORDS, GpuSampler } from '../src/kernels/sampling/sampling';
 import { recordForward, recordLogits } from '../src/engine/forward';
 import { canFuseDecode, recordDecodeForward } from '../src/engine/decode-forward';
 import { ATTN_DECODE_SINGLE_MAX_KEYS } from '../src/kernels/attention/attention.decode';
-import { encodeSteps, type Step } from '../src/engine/graph';
+import { dispatchStep, encodeSteps, type Step } from '../src/engine/graph';
 import { Qwen2Runtime } from '../src/engine/runtime';
 import type { ActivationPlan } from '../src/engine/activations';
 import type { KvCache } from '../src/engine/kv-cache';
@@ -146,6 +149,22 @@ async function main(): Promise<void> {
   const gpuMs4 = await gpuMsPerStep(4);
   const gpuMsMax = B > 4 ? await gpuMsPerStep(B) : gpuMs4;
 
+  // The draws of one step over the decode plan's logits rows (left there by the batches above).
+  const drawGpuMs = async (n: number, temperature: number) => {
+    const plan = await internals.plan('decode', B);
+    const sampler = await GpuSampler.create(ctx, { logits: plan.logits, vocab: c.vocabSize, rows: n });
+    const ids = createStorage(ctx, 'profile.drawIds', n * 4);
+    const log = createStorage(ctx, 'profile.drawLog', n * DRAW_LOG_WORDS * 4);
+    const p = await sampler.drawPlan({ temperature }, { ids, log }, n);
+    sampler.setDraws(Array.from({ length: n }, (_, r) => ({ u: 0.5, index: r })));
+    const ms = await gpuMsPerToken([p.dispatches.map(dispatchStep)]);
+    sampler.destroy();
+    ids.destroy();
+    log.destroy();
+    return { rows: n, temperature, dispatches: p.dispatches.length, msPerStep: ms };
+  };
+  const draws = [await drawGpuMs(1, 0), await drawGpuMs(B, 0), await drawGpuMs(1, 1), await drawGpuMs(B, 1)];
+
   const out = {
     device: ctx.caps.description,
     model: `Qwen2.5-0.5B shapes, ${q4 ? 'q4f16_1' : 'f16'}${withAdapter ? ' + r16 LoRA on 7 targets' : ''}`,
@@ -168,6 +187,7 @@ async function main(): Promise<void> {
     maxDecodeRows: B,
     gpuMsPerStepMaxRows: gpuMsMax,
     gpuStepMaxRowsVs1Row: gpuMsMax / gpuMs,
+    draws,
   };
   process.stdout.write(`${JSON.stringify(out, null, 2)}\n`, () => process.exit(0));
 }

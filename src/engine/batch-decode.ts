@@ -2,23 +2,21 @@
 // the rows still going per step; the runtime's BatchHost.step runs it). Two ways to take each row's token,
 // as generate() has for one sequence:
 // - in step: the CPU draws every row's token from its GPU candidates, one round trip per step for all rows;
-// - ahead: each row's token is drawn on the GPU (gpu-draw.wgsl.ts) and copied into the next step's ids, so
-//   steps are submitted up to DECODE_AHEAD ahead of the tokens read back. A draw the GPU leaves undecided is
-//   redone on the CPU from the same uniform after recomputing that step for the rows concerned.
+// - ahead: every row's token is drawn on the GPU (gpu-draw.wgsl.ts) by one set of sampler dispatches over
+//   all the step's logits rows (one per distinct sampling options), written straight into the next step's
+//   ids, so steps are submitted up to DECODE_AHEAD ahead of the tokens read back. A draw the GPU leaves
+//   undecided is redone on the CPU from the same uniform after recomputing that step for the rows concerned.
 // Each row draws its uniforms from its own Rng in token order on both paths, and rows never see each
 // other's values, so every row gets the tokens generate() gives its sequence alone.
 import type { GpuContext } from '../gpu/device';
 import { readBuffer } from '../gpu/buffers';
 import { DRAW_LOG_WORDS, parseDrawLog, type GpuSampler } from '../kernels/sampling/sampling';
 import { acceptToken, DECODE_AHEAD, REDRAW_WINDOW, type DecodeLoop } from './decode-loop';
-import { dispatchStep, type Step } from './graph';
 
-/** A row's own buffers, kept by the runtime across batches. */
+/** A row's own buffers for draws on the CPU, kept by the runtime across batches. */
 export interface BatchSlot {
   /** f32 [V]: the logits its sampler reads (a sampler reads the first row of its buffer). */
   logits: GPUBuffer;
-  /** u32 [1]: the token its GPU draw wrote, copied into the next step's ids. */
-  ids: GPUBuffer;
   sampler: GpuSampler;
 }
 
@@ -42,10 +40,11 @@ export interface BatchHost {
   maxRows: number;
   /**
    * One submission: the logits of token i of every row (its token i - 1 run at its position; the ids from
-   * the rows' l.tokens, or copied from their last GPU draws) copied to the rows' slots, then each row's
-   * draw from `draws` when given.
+   * the rows' l.tokens, or from the previous step's GPU draws). With `us`, row j's token i is then drawn
+   * on the GPU with uniform us[j] (log entry i * maxRows + b); without, the logits go to the rows' slots
+   * for the CPU.
    */
-  step(rows: BatchRow[], i: number, ids: 'cpu' | 'gpu', draws?: Map<BatchRow, Step[]>): Promise<void>;
+  step(rows: BatchRow[], i: number, ids: 'cpu' | 'gpu', us?: number[]): Promise<void>;
   unlessLost<T>(p: Promise<T>, doing: string): Promise<T>;
 }
 
@@ -82,8 +81,6 @@ async function drawInStep(h: BatchHost, rows: BatchRow[]): Promise<void> {
  * still going if too many draws needed the CPU (flat rows: in step is then cheaper), else none.
  */
 async function decodeAhead(h: BatchHost, rows: BatchRow[]): Promise<BatchRow[]> {
-  const draws = new Map<BatchRow, Step[]>();
-  for (const r of rows) draws.set(r, (await r.slot.sampler.drawDispatches(r.l.o, { ids: r.slot.ids, log: h.drawLog })).map(dispatchStep));
   const stepBytes = h.maxRows * DRAW_LOG_WORDS * 4;
   const limit = Math.max(...rows.map((r) => r.l.maxNew));
   const reads: Array<Promise<ArrayBuffer>> = [];
@@ -95,8 +92,7 @@ async function decodeAhead(h: BatchHost, rows: BatchRow[]): Promise<BatchRow[]> 
   const submit = async (i: number) => {
     const rs = rows.filter((r) => !r.done && i < r.l.maxNew);
     ran[i] = rs;
-    for (const r of rs) r.slot.sampler.setDraw(uniform(r, i), i * h.maxRows + r.b);
-    await h.step(rs, i, ids, draws);
+    await h.step(rs, i, ids, rs.map((r) => uniform(r, i)));
     ids = 'gpu';
     const read = readBuffer(h.ctx, h.drawLog, stepBytes, i * stepBytes);
     // A read abandoned after the rows stopped must not surface as an unhandled rejection.

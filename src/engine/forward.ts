@@ -130,7 +130,9 @@ export async function recordLogits(ctx: GpuContext, plan: ActivationPlan, w: Qwe
   if (rows > plan.logitsRows) throw new Error(`logits: ${rows} rows exceed the plan's ${plan.logitsRows}`);
   const steps: Step[] = [];
   let x = plan.xFinal;
-  if (!(row0 === 0 && rows === plan.rows)) {
+  // Rows from 0 are read in place (the LM head reads only its first `rows`): a decode step of fewer
+  // sequences than its plan's rows copies nothing.
+  if (row0 !== 0) {
     const src = typeof row0 === 'number' ? row0 * H * 4 : () => row0() * H * 4;
     steps.push(copyStep(plan.xFinal, plan.logitsIn, rows * H * 4, 0, src));
     x = plan.logitsIn;

@@ -195,6 +195,73 @@ describe('generateBatch: each sequence = generate() alone', async () => {
       });
     }
 
+    it(`${path}, 4-bit weights: a step's draws are one set of sampler dispatches for all its rows (one more per other options), and no copies`, async () => {
+      const ctx = await gpuFor(path);
+      const rt = await Qwen2Runtime.create(ctx, toQwen2Config(config), quantizeModel(config, weights, 'f16').source, { maxContext: 64, maxBatchRows: 16, batchContext: 256 });
+      await rt.addAdapter('a', toLoraAdapter(config, adapter));
+      rt.setActiveAdapter('a');
+      // Counts what each batch step's submission encodes (the runtime labels it 'decoding a batch').
+      const device = ctx.device;
+      const real = device.createCommandEncoder.bind(device);
+      let steps: Array<{ dispatches: number; copies: number }> = [];
+      device.createCommandEncoder = (d?: GPUCommandEncoderDescriptor) => {
+        const enc = real(d);
+        if (d?.label !== 'decoding a batch') return enc;
+        const step = { dispatches: 0, copies: 0 };
+        steps.push(step);
+        return {
+          beginComputePass: (pd?: GPUComputePassDescriptor) => {
+            const pass = enc.beginComputePass(pd);
+            return {
+              setPipeline: (p: GPUComputePipeline) => pass.setPipeline(p),
+              setBindGroup: (i: number, g: GPUBindGroup) => pass.setBindGroup(i, g),
+              dispatchWorkgroups: (x: number, y?: number, z?: number) => {
+                step.dispatches++;
+                pass.dispatchWorkgroups(x, y, z);
+              },
+              end: () => pass.end(),
+            };
+          },
+          copyBufferToBuffer: (src: GPUBuffer, so: number, dst: GPUBuffer, dO: number, size: number) => {
+            step.copies++;
+            enc.copyBufferToBuffer(src, so, dst, dO, size);
+          },
+          finish: (fd?: GPUCommandBufferDescriptor) => enc.finish(fd),
+        } as unknown as GPUCommandEncoder;
+      };
+      const run = async (n: number, o: (b: number) => GenerateTokensOptions) => {
+        steps = [];
+        const reqs = prompts.slice(0, n).map((prompt, b) => ({ prompt, options: { maxNewTokens: 5, seed: b + 1, ...o(b) } }));
+        const want = await alone(rt, reqs);
+        const got = await rt.generateBatch(reqs);
+        got.forEach((g, b) => expect(g.tokens, `request ${b}`).toEqual(want[b].tokens));
+        return steps;
+      };
+      try {
+        expect(rt.maxDecodeRows).toBe(8);
+        // Equal lengths: steps 1..4 (token 0 comes from the prefill), each with its draws, at 2 and 8 rows.
+        const two = await run(2, () => ({ temperature: 1 }));
+        const eight = await run(8, () => ({ temperature: 1 }));
+        expect(two.length).toBe(4);
+        expect(eight.length).toBe(4);
+        // The fused forward's dispatches do not depend on the rows; neither do the draws' now.
+        expect(eight.map((s) => s.dispatches)).toEqual(two.map((s) => s.dispatches));
+        // Tokens go from each draw straight into the next step's ids: nothing is copied (before, each row's
+        // logits went to its own sampler and its token back, 2 copies per row).
+        expect([...two, ...eight].map((s) => s.copies)).toEqual(Array(8).fill(0));
+        // Half the rows greedy: a second plan, whose set is a temperature-1 log-sum-exp, one top-k pass
+        // (90 logits are one slice) and the draw.
+        const mixed = await run(8, (b) => ({ temperature: b % 2 ? 0 : 1 }));
+        expect(mixed.map((s) => s.dispatches)).toEqual(two.map((s) => s.dispatches + 3));
+        // Row 0 leaves after 3 tokens: the step after it takes the 7 others' tokens from the draw log.
+        const leaving = await run(8, (b) => ({ temperature: 1, maxNewTokens: b === 0 ? 3 : 5 }));
+        expect(leaving.map((s) => s.copies)).toEqual([0, 0, 7, 0]);
+      } finally {
+        device.createCommandEncoder = real;
+        rt.destroy();
+      }
+    });
+
     // 4 rows on the general decode, 8 on the fused one (draw-log entries i * 8 + b).
     for (const q4 of [false, true]) it(`${path}${q4 ? ', 4-bit weights, 8 rows' : ''}: tokens the GPU draw leaves undecided are redrawn on the CPU, rows stopping mid-flight, onLogits`, async () => {
       // Past the 64 GPU candidates' mass (a 300-token vocabulary at high temperature) the CPU must redraw.

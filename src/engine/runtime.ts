@@ -14,6 +14,7 @@ import { ATTN_DECODE_SINGLE_MAX_KEYS } from '../kernels/attention/attention.deco
 import { Q4_SMALL_N } from '../kernels/q4/q4matmul.wgsl';
 import { SMALL_N } from '../kernels/matmul/matmul.wgsl';
 import { dispatchStep, encodeSteps, type Step } from './graph';
+import type { Dispatch } from '../gpu/pipelines';
 import { packSequences, unpackLogprobs, writeBatch, type PackedBatch } from './batch';
 import type { Qwen2Config } from './io/config';
 import type { LoraAdapter } from './io/peft';
@@ -185,10 +186,12 @@ export class Qwen2Runtime {
   private kvHolds: { tokens: number[]; adapter: GpuAdapter | null; version: number } | null = null;
   private samplers = new Map<ActivationPlan, GpuSampler>();
   /**
-   * generateBatch's per-sequence logits rows: each step copies row j of the decode plan's logits to its
-   * sequence's slot, whose own sampler draws from it (a sampler reads the first row of its buffer).
+   * generateBatch's per-sequence logits rows for draws on the CPU: such a step copies row j of the decode
+   * plan's logits to its sequence's slot, whose own sampler draws from it (a sampler reads its row 0).
    */
   private slots: BatchSlot[] = [];
+  /** The rows of generateBatch's last step with GPU draws: their tokens are where the next step reads ids. */
+  private batchDrawRows: BatchRow[] | null = null;
   /** generateBatch's cache row per decode row: on the GPU for the fused KV write, on the host for the copies. */
   private batchRowsBuffer: GPUBuffer | null = null;
   private batchCacheRows: number[] = [];
@@ -271,7 +274,7 @@ export class Qwen2Runtime {
       adapters: this.adapters.bytes(),
       activations:
         (this.batchPlan?.bytes ?? 0) + (this.decodePlan?.bytes ?? 0) + (this.drawLog?.size ?? 0) +
-        this.slots.reduce((a, s) => a + s.logits.size + s.ids.size, 0) +
+        this.slots.reduce((a, s) => a + s.logits.size, 0) +
         (this.batchRowsBuffer?.size ?? 0) + (this.batchScratch?.size ?? 0) + (this.batchDrawLog?.size ?? 0),
       kvCache: this.kv?.bytes ?? 0,
     };
@@ -392,7 +395,6 @@ export class Qwen2Runtime {
     for (const s of this.slots) {
       s.sampler.destroy();
       s.logits.destroy();
-      s.ids.destroy();
     }
     this.batchDrawLog?.destroy();
     this.batchDrawLog = null;
@@ -505,11 +507,15 @@ export class Qwen2Runtime {
     return Promise.race([p, lost]);
   }
 
-  /** The sampler over a plan's first logits row (made once per plan). */
+  /**
+   * The sampler over a plan's logits (made once per plan): the CPU rule reads the first row; on the decode
+   * plan GPU draws take all its rows (generateBatch's sequences).
+   */
   private async sampler(plan: ActivationPlan): Promise<GpuSampler> {
     let s = this.samplers.get(plan);
     if (!s) {
-      s = await GpuSampler.create(this.ctx, { logits: plan.logits, vocab: this.config.vocabSize });
+      const rows = plan === this.decodePlan ? plan.rows : 1;
+      s = await GpuSampler.create(this.ctx, { logits: plan.logits, vocab: this.config.vocabSize, rows });
       this.samplers.set(plan, s);
     }
     return s;
@@ -865,8 +871,7 @@ export class Qwen2Runtime {
     while (this.slots.length < count) {
       const k = this.slots.length;
       const logits = createStorage(this.ctx, `runtime.batchLogits${k}`, V * 4);
-      const ids = createStorage(this.ctx, `runtime.batchDrawn${k}`, 4);
-      this.slots.push({ logits, ids, sampler: await GpuSampler.create(this.ctx, { logits, vocab: V }) });
+      this.slots.push({ logits, sampler: await GpuSampler.create(this.ctx, { logits, vocab: V }) });
     }
     this.batchRowsBuffer ??= createStorage(this.ctx, 'runtime.batchCacheRows', this.maxDecodeRows * 4);
     this.batchDrawLog ??= createStorage(this.ctx, 'runtime.batchDrawLog', this.maxContext * this.maxDecodeRows * DRAW_LOG_WORDS * 4);
@@ -875,10 +880,11 @@ export class Qwen2Runtime {
 
   /**
    * One decode step of a batch (BatchHost.step): rows[j] runs its token i - 1 at position prompt + i - 1,
-   * with its K/V written to its region and its keys read from there; row j's logits go to its slot; then
-   * the rows' GPU draws when given. One submission.
+   * with its K/V written to its region and its keys read from there; then either every row's GPU draw
+   * (one set of sampler dispatches over the step's logits rows per distinct sampling options, each row's
+   * token written to ids[j] for the next step) or row j's logits copied to its slot. One submission.
    */
-  private async batchStep(decode: ActivationPlan, kv: KvCache, rows: BatchRow[], i: number, ids: 'cpu' | 'gpu', draws?: Map<BatchRow, Step[]>): Promise<void> {
+  private async batchStep(decode: ActivationPlan, kv: KvCache, rows: BatchRow[], i: number, ids: 'cpu' | 'gpu', us?: number[]): Promise<void> {
     const V = this.config.vocabSize;
     const n = rows.length;
     // Padding rows up to the step's row count (decodeRowBucket): position 0, K/V written to and read from
@@ -894,16 +900,42 @@ export class Qwen2Runtime {
     if (ids === 'cpu') writeBuffer(this.ctx, decode.ids, Uint32Array.from(rows.map((r) => r.l.tokens[i - 1])));
     const forward = await this.recordedDecode(decode, kv, Math.max(...pos), { n: m });
     const logitSteps = await this.recorded(`decodeLogits:${m}`, () => recordLogits(this.ctx, decode, this.weights, 0, m));
+    const draws = us ? await this.batchDraws(decode, rows, i, us) : [];
     assertDeviceAlive(this.ctx, 'decoding a batch');
     const enc = this.ctx.device.createCommandEncoder({ label: 'decoding a batch' });
-    // Each row's token as its last draw left it: the draws run after the previous step's logits.
-    if (ids === 'gpu') rows.forEach((r, j) => enc.copyBufferToBuffer(r.slot.ids, 0, decode.ids, j * 4, 4));
+    // The previous step's draws wrote row j's token to ids[j]; rows that left since shift the others up,
+    // whose tokens are then taken from the draw log.
+    const prev = this.batchDrawRows;
+    if (ids === 'gpu' && !(prev && prev.length >= n && rows.every((r, j) => prev[j] === r))) {
+      rows.forEach((r, j) => enc.copyBufferToBuffer(this.batchDrawLog!, ((i - 1) * this.maxDecodeRows + r.b) * DRAW_LOG_WORDS * 4, decode.ids, j * 4, 4));
+    }
     encodeSteps(this.ctx, enc, forward);
     encodeSteps(this.ctx, enc, logitSteps);
-    rows.forEach((r, j) => enc.copyBufferToBuffer(decode.logits, j * V * 4, r.slot.logits, 0, V * 4));
-    if (draws) for (const r of rows) encodeSteps(this.ctx, enc, draws.get(r)!);
+    if (us) encodeSteps(this.ctx, enc, draws);
+    else rows.forEach((r, j) => enc.copyBufferToBuffer(decode.logits, j * V * 4, r.slot.logits, 0, V * 4));
     this.ctx.device.queue.submit([enc.finish()]);
+    this.batchDrawRows = us ? rows : null;
     this.countDecode(n, m - n);
+  }
+
+  /**
+   * The GPU draws of a batch step's rows from the decode plan's logits rows 0..n-1: one plan per distinct
+   * sampling options (usually one: a group's rollouts share them), each drawing only its rows.
+   */
+  private async batchDraws(decode: ActivationPlan, rows: BatchRow[], i: number, us: number[]): Promise<Step[]> {
+    const sampler = await this.sampler(decode);
+    const target = { ids: decode.ids, log: this.batchDrawLog! };
+    const plans = new Map<string, { plan: number; dispatches: Dispatch[] }>();
+    const entries = [];
+    for (const [j, r] of rows.entries()) {
+      const { temperature, topK, topP } = r.l.o;
+      const key = `${temperature ?? 0}|${topK ?? 0}|${topP ?? 1}`;
+      let p = plans.get(key);
+      if (!p) plans.set(key, (p = await sampler.drawPlan(r.l.o, target, rows.length)));
+      entries.push({ u: us[j], index: i * this.maxDecodeRows + r.b, plan: p.plan });
+    }
+    sampler.setDraws(entries);
+    return [...plans.values()].flatMap((p) => p.dispatches.map(dispatchStep));
   }
 
   /**
@@ -963,11 +995,15 @@ export class Qwen2Runtime {
       vocab: V,
       drawLog: this.batchDrawLog!,
       maxRows: this.maxDecodeRows,
-      step: (rows, i, ids, draws) => this.batchStep(decode, kv, rows, i, ids, draws),
+      step: (rows, i, ids, us) => this.batchStep(decode, kv, rows, i, ids, us),
       unlessLost: (p, doing) => this.unlessLost(p, doing),
     };
     // The logits callback needs every row read back, and top-k above the GPU's candidates needs the CPU.
-    await decodeRows(host, batch, reqs.every((r) => !r.o.onLogits && gpuDrawServes(r.o, V)));
+    try {
+      await decodeRows(host, batch, reqs.every((r) => !r.o.onLogits && gpuDrawServes(r.o, V)));
+    } finally {
+      this.batchDrawRows = null;
+    }
     // The first sequence's region is rows 0.. and holds its tokens as a lone generate would leave them.
     this.kvHolds = { tokens: reqs[0].prompt.concat(loops[0].tokens.slice(0, -1)), adapter, version };
     return loops.map((l, b) => generationOf(l, reused[b]));

@@ -8,19 +8,29 @@
 //
 // Log entry (DRAW_LOG_WORDS u32 per step, at the step's index): token id, flag, the token's logit (f32
 // bits), the temperature-1 running max and sum (f32 bits) from which the CPU computes log p(token).
+//
+// One workgroup per row of a batch (the sequences of a decode step). Row r's draw entry (DRAW_ENTRY_WORDS
+// u32 at r * DRAW_ENTRY_WORDS, queue-written before the submission) holds its uniform, its log index and
+// the draw plan that serves it: rows of one step may sample with different options, and each plan (one
+// set of options) draws only its own rows. DRAW_ANY_PLAN: whichever plan runs (a lone sequence).
 
 export const DRAW_LOG_WORDS = 8;
+export const DRAW_ENTRY_WORDS = 4;
+export const DRAW_ANY_PLAN = 0xffffffff;
 /** Distance from a boundary under which f32 is not trusted to agree with float64. */
 export const DRAW_EPS = 1e-4;
 
 export const gpuDrawWgsl = /* wgsl */ `
-struct Params { k: u32, greedy: u32, topK: u32, vocab: u32, invT: f32, topP: f32, eps: f32, pad: u32 }
+struct Params { k: u32, greedy: u32, topK: u32, vocab: u32, invT: f32, topP: f32, eps: f32, plan: u32 }
+// [rows, k] sorted candidates (the last top-k pass).
 @group(0) @binding(0) var<storage, read> candVals: array<f32>;
 @group(0) @binding(1) var<storage, read> candIds: array<u32>;
+// [rows, 3] running (max, sumexp, -) at temperature 1 and T.
 @group(0) @binding(2) var<storage, read> stats1: array<f32>;
 @group(0) @binding(3) var<storage, read> statsT: array<f32>;
-// [u as f32 bits, log index]: written by the queue before each step's submission.
+// [rows, DRAW_ENTRY_WORDS]: u as f32 bits, log index, plan.
 @group(0) @binding(4) var<storage, read> step: array<u32>;
+// [rows]: row r's token (the next decode step's input ids).
 @group(0) @binding(5) var<storage, read_write> outIds: array<u32>;
 @group(0) @binding(6) var<storage, read_write> drawLog: array<u32>;
 @group(0) @binding(7) var<uniform> P: Params;
@@ -31,17 +41,23 @@ const NONE = 0xffffffffu;
 fn near(x: f32, b: f32) -> bool { return abs(x - b) < P.eps; }
 
 @compute @workgroup_size(1)
-fn main() {
-  let u = bitcast<f32>(step[0]);
-  let at = step[1] * ${DRAW_LOG_WORDS}u;
+fn main(@builtin(workgroup_id) wg: vec3<u32>) {
+  let row = wg.x;
+  let entry = row * ${DRAW_ENTRY_WORDS}u;
+  let plan = step[entry + 2u];
+  if (plan != P.plan && plan != ${DRAW_ANY_PLAN}u) { return; }
+  let u = bitcast<f32>(step[entry]);
+  let at = step[entry + 1u] * ${DRAW_LOG_WORDS}u;
+  let c0 = row * P.k;
+  let s0 = row * 3u;
   var pick = 0u;
   var flag = 0u;
   if (P.greedy == 0u) {
     var p: array<f32, 64>;
     var L = 0u;
-    for (var i = 0u; i < P.k; i++) { if (candIds[i] != NONE) { L = i + 1u; } }
-    let lseT = statsT[0] + log(statsT[1]);
-    for (var i = 0u; i < L; i++) { p[i] = exp(candVals[i] * P.invT - lseT); }
+    for (var i = 0u; i < P.k; i++) { if (candIds[c0 + i] != NONE) { L = i + 1u; } }
+    let lseT = statsT[s0] + log(statsT[s0 + 1u]);
+    for (var i = 0u; i < L; i++) { p[i] = exp(candVals[c0 + i] * P.invT - lseT); }
     let complete = L >= P.vocab;
     var kEff = P.vocab;
     if (P.topK > 0u) { kEff = min(P.topK, P.vocab); }
@@ -100,12 +116,12 @@ fn main() {
       if (!found) { flag = 1u; }
     }
   }
-  let id = candIds[pick];
-  outIds[0] = id;
+  let id = candIds[c0 + pick];
+  outIds[row] = id;
   drawLog[at] = id;
   drawLog[at + 1u] = flag;
-  drawLog[at + 2u] = bitcast<u32>(candVals[pick]);
-  drawLog[at + 3u] = bitcast<u32>(stats1[0]);
-  drawLog[at + 4u] = bitcast<u32>(stats1[1]);
+  drawLog[at + 2u] = bitcast<u32>(candVals[c0 + pick]);
+  drawLog[at + 3u] = bitcast<u32>(stats1[s0]);
+  drawLog[at + 4u] = bitcast<u32>(stats1[s0 + 1u]);
 }
 `;

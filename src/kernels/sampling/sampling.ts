@@ -4,8 +4,8 @@ import { encodeDispatch, getPipeline, grid1d, type Dispatch } from '../../gpu/pi
 import type { Rng } from '../../util/rng';
 import { checkDims, paramsUniform } from '../common/params';
 import { lseChunk } from '../logits/logits';
-import { TOPK_MAX_K, TOPK_NONE, TOPK_SLICE, topkWgsl } from './sampling.wgsl';
-import { DRAW_EPS, DRAW_LOG_WORDS, gpuDrawWgsl } from './gpu-draw.wgsl';
+import { TOPK_MAX_K, TOPK_NONE, TOPK_ROUNDS_MAX_K, TOPK_SLICE, topkWgsl } from './sampling.wgsl';
+import { DRAW_ANY_PLAN, DRAW_ENTRY_WORDS, DRAW_EPS, DRAW_LOG_WORDS, gpuDrawWgsl } from './gpu-draw.wgsl';
 import {
   candidateDistribution,
   checkSamplingOptions,
@@ -21,9 +21,9 @@ import {
 export type { SampleResult, SamplingOptions } from './draw';
 export { DRAW_LOG_WORDS } from './gpu-draw.wgsl';
 
-/** Where a GPU draw puts its token: the next step's ids [0], and entry `index` of a draw log. */
+/** Where a GPU draw puts its tokens: the next step's ids, and entries of a draw log. */
 export interface DrawTarget {
-  /** u32 [>= 1]: the token id is written at [0] (the next decode step's input). */
+  /** u32 [>= rows]: row r's token id is written at [r] (the next decode step's input). */
   ids: GPUBuffer;
   /** u32 [entries * DRAW_LOG_WORDS]: see gpu-draw.wgsl.ts for an entry's words. */
   log: GPUBuffer;
@@ -52,28 +52,36 @@ export function gpuDrawServes(o: SamplingOptions, vocab: number, maxK = TOPK_MAX
 }
 
 export interface TopkPassArgs {
-  /** f32 [count] logits row (first pass) or previous candidates' values. */
+  /** f32 [rows, ld]: logits rows (first pass) or previous candidates' values, count used per row. */
   values: GPUBuffer;
-  /** u32 [count] previous candidates' ids; absent on the first pass (ids = positions). */
+  /** u32 [rows, ld] previous candidates' ids; absent on the first pass (ids = column positions). */
   ids?: GPUBuffer;
-  /** f32 [ceil(count / 1024) * k] output values, sorted within each 1024-slice. */
+  /** f32 [rows, ceil(count / 1024), k] output values, sorted within each 1024-slice. */
   outValues: GPUBuffer;
-  /** u32 [ceil(count / 1024) * k] output ids. */
+  /** u32 [rows, ceil(count / 1024), k] output ids. */
   outIds: GPUBuffer;
   count: number;
   k: number;
+  /** Rows (default 1) and their stride in the input (default count). */
+  rows?: number;
+  ld?: number;
 }
 
-/** One top-k pass: each 1024-slice of values f32 [count] yields its k best (value desc, id asc). */
+/** One top-k pass: each 1024-slice of each row of values yields its k best (value desc, id asc). */
 export async function topkPass(ctx: GpuContext, a: TopkPassArgs): Promise<Dispatch> {
-  checkDims('topkPass', { count: a.count, k: a.k });
+  const rows = a.rows ?? 1;
+  const ld = a.ld ?? a.count;
+  checkDims('topkPass', { count: a.count, k: a.k, rows, ld });
   if (a.k > TOPK_MAX_K) throw new Error(`topkPass: k ${a.k} exceeds ${TOPK_MAX_K}`);
+  if (ld < a.count) throw new Error(`topkPass: ld ${ld} is below count ${a.count}`);
   const indexed = !!a.ids;
-  const pipeline = await getPipeline(ctx, `topk${indexed ? '_indexed' : ''}`, topkWgsl(indexed));
-  const dims = paramsUniform(ctx, 'topk.dims', [['u32', a.count], ['u32', a.k]]);
+  const sorted = a.k > TOPK_ROUNDS_MAX_K;
+  const pipeline = await getPipeline(ctx, `topk${indexed ? '_indexed' : ''}${sorted ? '_sorted' : ''}`, topkWgsl(indexed, sorted));
+  const slices = Math.ceil(a.count / TOPK_SLICE);
+  const dims = paramsUniform(ctx, 'topk.dims', [['u32', a.count], ['u32', a.k], ['u32', ld], ['u32', slices], ['u32', rows]]);
   const buffers = [a.values, a.outValues, a.outIds, dims];
   if (a.ids) buffers.push(a.ids);
-  return { pipeline, buffers, workgroups: grid1d(ctx, Math.ceil(a.count / TOPK_SLICE)), label: 'topk' };
+  return { pipeline, buffers, workgroups: grid1d(ctx, slices * rows), label: 'topk' };
 }
 
 /** Slice counts of the successive passes until one workgroup holds the final k. */
@@ -84,9 +92,14 @@ function passCounts(vocab: number, k: number): number[] {
 }
 
 export interface SamplerArgs {
-  /** f32 [V]: the logits row to sample from (rewritten by the engine before each sample() call). */
+  /**
+   * f32 [rows, V]: the logits rows to sample from (rewritten by the engine before each sample() call).
+   * The CPU rule (gather, sample, ...) reads row 0; GPU draws take rows 0..n-1.
+   */
   logits: GPUBuffer;
   vocab: number;
+  /** Rows a GPU draw may take at once (default 1): the sequences of a decode step. */
+  rows?: number;
   /** Largest candidate set extracted on the GPU (<= 64, default 64). */
   maxK?: number;
 }
@@ -97,80 +110,92 @@ export interface SamplerArgs {
  * numbers and draws with the caller's seeded Rng. Only when the candidates cannot determine the
  * distribution (no top-k and the top-p nucleus is wider than 64 tokens, top-k > 64, or pure temperature
  * sampling) is the whole row read back and the same CPU code run over it.
+ * A GPU draw (drawPlan) does all of it on the GPU for up to `rows` rows in one set of dispatches.
  * Owns small scratch buffers: call destroy() when done.
  */
 export class GpuSampler {
-  private readonly plans = new Map<number, { dispatches: Dispatch[]; vals: GPUBuffer; ids: GPUBuffer }>();
-  private readonly lsePlans = new Map<number, Dispatch[]>();
+  private readonly plans = new Map<string, { dispatches: Dispatch[]; vals: GPUBuffer; ids: GPUBuffer }>();
+  private readonly lsePlans = new Map<string, Dispatch[]>();
   private readonly scratch: GPUBuffer[];
   private readonly stats1: GPUBuffer;
   private readonly packed: GPUBuffer;
   private readonly statsT: GPUBuffer;
-  /** [u f32 bits, log index] of the next GPU draw, written by setDraw(). */
+  /** [rows, DRAW_ENTRY_WORDS]: each row's [u f32 bits, log index, plan] for the next GPU draw (setDraws). */
   private readonly step: GPUBuffer;
   private readonly drawPlans = new Map<string, { target: DrawTarget; dispatches: Dispatch[] }>();
+  /** Each set of sampling options' plan id (what a row's draw entry names), kept for the sampler's life. */
+  private readonly planIds = new Map<string, number>();
   private readonly maxK: number;
 
   private constructor(
     private readonly ctx: GpuContext,
     private readonly logits: GPUBuffer,
     readonly vocab: number,
+    readonly rows: number,
     maxK: number,
   ) {
     this.maxK = maxK;
     const counts = passCounts(vocab, maxK);
-    // Two ping-pong candidate buffer pairs sized for the largest pass output (the first).
-    const first = Math.ceil(vocab / TOPK_SLICE) * maxK;
-    const second = counts.length > 2 ? counts[2] : maxK;
+    // Two ping-pong candidate buffer pairs sized for the largest pass output (the first), per row.
+    const first = Math.ceil(vocab / TOPK_SLICE) * maxK * rows;
+    const second = Math.max(counts.length > 2 ? counts[2] : maxK, maxK) * rows;
     this.scratch = [
       createStorage(ctx, 'sampler.candVals0', first * 4),
       createStorage(ctx, 'sampler.candIds0', first * 4),
-      createStorage(ctx, 'sampler.candVals1', Math.max(second, maxK) * 4),
-      createStorage(ctx, 'sampler.candIds1', Math.max(second, maxK) * 4),
+      createStorage(ctx, 'sampler.candVals1', second * 4),
+      createStorage(ctx, 'sampler.candIds1', second * 4),
     ];
-    this.stats1 = createStorage(ctx, 'sampler.stats1', 12);
+    this.stats1 = createStorage(ctx, 'sampler.stats1', 12 * rows);
     this.packed = createStorage(ctx, 'sampler.readback', 24 + 8 * maxK);
-    this.statsT = createStorage(ctx, 'sampler.statsT', 12);
-    this.step = createStorage(ctx, 'sampler.drawStep', 8);
+    this.statsT = createStorage(ctx, 'sampler.statsT', 12 * rows);
+    this.step = createStorage(ctx, 'sampler.drawStep', DRAW_ENTRY_WORDS * 4 * rows);
   }
 
   static async create(ctx: GpuContext, a: SamplerArgs): Promise<GpuSampler> {
     const maxK = a.maxK ?? TOPK_MAX_K;
-    checkDims('GpuSampler', { vocab: a.vocab, maxK });
+    const rows = a.rows ?? 1;
+    checkDims('GpuSampler', { vocab: a.vocab, maxK, rows });
     if (maxK > TOPK_MAX_K) throw new Error(`GpuSampler: maxK ${maxK} exceeds ${TOPK_MAX_K}`);
-    return new GpuSampler(ctx, a.logits, a.vocab, maxK);
+    if (a.logits.size < rows * a.vocab * 4) throw new Error(`GpuSampler: logits buffer of ${a.logits.size} bytes holds fewer than rows ${rows} x vocab ${a.vocab} f32`);
+    return new GpuSampler(ctx, a.logits, a.vocab, rows, maxK);
   }
 
-  private async plan(k: number) {
-    const hit = this.plans.get(k);
+  /** The top-k passes over rows 0..n-1, ending with each row's k sorted candidates at [row * k]. */
+  private async plan(k: number, n = 1) {
+    const key = `${k}|${n}`;
+    const hit = this.plans.get(key);
     if (hit) return hit;
     const counts = passCounts(this.vocab, k);
     const dispatches: Dispatch[] = [];
     let inVals = this.logits;
     let inIds: GPUBuffer | undefined;
+    let ld = this.vocab;
     let out = 0;
     for (const count of counts) {
       const [vals, ids] = [this.scratch[2 * out], this.scratch[2 * out + 1]];
-      dispatches.push(await topkPass(this.ctx, { values: inVals, ids: inIds, outValues: vals, outIds: ids, count, k }));
+      dispatches.push(await topkPass(this.ctx, { values: inVals, ids: inIds, outValues: vals, outIds: ids, count, k, rows: n, ld }));
       inVals = vals;
       inIds = ids;
+      ld = Math.ceil(count / TOPK_SLICE) * k;
       out ^= 1;
     }
     const p = { dispatches, vals: inVals, ids: inIds! };
-    this.plans.set(k, p);
+    this.plans.set(key, p);
     return p;
   }
 
-  private async lsePlan(temperature: number): Promise<Dispatch[]> {
+  /** Log-sum-exps of rows 0..n-1 at temperature 1 (stats1) and T (statsT). */
+  private async lsePlan(temperature: number, n = 1): Promise<Dispatch[]> {
     // Cached per temperature: building a dispatch allocates its uniform, and this runs every token.
-    let ds = this.lsePlans.get(temperature);
+    const key = `${temperature}|${n}`;
+    let ds = this.lsePlans.get(key);
     if (!ds) {
-      ds = [await lseChunk(this.ctx, { logits: this.logits, stats: this.stats1, rows: 1, cols: this.vocab, ld: this.vocab, first: true })];
+      ds = [await lseChunk(this.ctx, { logits: this.logits, stats: this.stats1, rows: n, cols: this.vocab, ld: this.vocab, first: true })];
       if (temperature !== 1) {
-        ds.push(await lseChunk(this.ctx, { logits: this.logits, stats: this.statsT, rows: 1, cols: this.vocab, ld: this.vocab, first: true, scale: 1 / temperature }));
+        ds.push(await lseChunk(this.ctx, { logits: this.logits, stats: this.statsT, rows: n, cols: this.vocab, ld: this.vocab, first: true, scale: 1 / temperature }));
       }
-      if (this.lsePlans.size > 8) this.lsePlans.clear();
-      this.lsePlans.set(temperature, ds);
+      if (this.lsePlans.size > 32) this.lsePlans.clear();
+      this.lsePlans.set(key, ds);
     }
     return ds;
   }
@@ -182,8 +207,8 @@ export class GpuSampler {
   async gather(k: number, temperature: number): Promise<{ values: Float32Array; ids: Uint32Array; lse1: number; lseT: number }> {
     if (!(k >= 1 && k <= this.maxK)) throw new Error(`GpuSampler: k must be in [1, ${this.maxK}], got ${k}`);
     const T = temperature > 0 ? temperature : 1;
-    const p = await this.plan(k);
-    const dispatches = [...(await this.lsePlan(T)), ...p.dispatches];
+    const p = await this.plan(k, 1);
+    const dispatches = [...(await this.lsePlan(T, 1)), ...p.dispatches];
     const enc = this.ctx.device.createCommandEncoder({ label: 'sampler' });
     for (const d of dispatches) encodeDispatch(this.ctx, enc, d);
     enc.copyBufferToBuffer(this.stats1, 0, this.packed, 0, 12);
@@ -261,47 +286,75 @@ export class GpuSampler {
   }
 
   /**
-   * The dispatches of one GPU draw from the current row: log-sum-exps, top-k passes and the draw itself,
-   * which writes the token to `out.ids[0]` and a log entry at the index set by setDraw(). Nothing is read
-   * back, so a decode loop can encode the next step right after. For options gpuDrawServes() accepts.
+   * The dispatches of one GPU draw from row 0: see drawPlan. The row's entry is set by setDraw().
    */
   async drawDispatches(o: SamplingOptions, out: DrawTarget): Promise<Dispatch[]> {
+    return (await this.drawPlan(o, out, 1)).dispatches;
+  }
+
+  /**
+   * One GPU draw for rows 0..rows-1 under options `o`: log-sum-exps, top-k passes and the draw itself,
+   * which writes row r's token to `out.ids[r]` and a log entry at the index its setDraws() entry gives.
+   * The draw takes only the rows whose entry names `plan` (or any plan): rows with other options are
+   * drawn by their own plan's dispatches, encoded after these (the lse and top-k scratch is shared, so
+   * plans run one after the other). Nothing is read back, so a decode loop can encode the next step right
+   * after. For options gpuDrawServes() accepts.
+   */
+  async drawPlan(o: SamplingOptions, out: DrawTarget, rows: number): Promise<{ plan: number; dispatches: Dispatch[] }> {
     checkSamplingOptions(o);
     if (!gpuDrawServes(o, this.vocab, this.maxK)) throw new Error(`GpuSampler: the GPU draw takes topK <= ${this.maxK} (or 0), got ${o.topK}`);
+    if (!Number.isInteger(rows) || rows < 1 || rows > this.rows) throw new Error(`GpuSampler.drawPlan: rows must be an integer in [1, ${this.rows}], got ${rows}`);
+    if (out.ids.size < rows * 4) throw new Error(`GpuSampler.drawPlan: the ids buffer holds ${out.ids.size / 4} ids, fewer than rows ${rows}`);
     const T = o.temperature ?? 0;
     const greedy = T === 0;
     const topK = !o.topK || o.topK >= this.vocab ? 0 : o.topK;
     const k = Math.min(greedy ? 1 : topK || this.maxK, this.vocab);
-    const key = `${k}|${T}|${topK}|${o.topP ?? 1}`;
+    const options = `${k}|${T}|${topK}|${o.topP ?? 1}`;
+    let plan = this.planIds.get(options);
+    if (plan === undefined) this.planIds.set(options, (plan = this.planIds.size));
+    const key = `${options}|${rows}`;
     const hit = this.drawPlans.get(key);
     // A plan writes to the target it was built for; another target replaces it.
-    if (hit && hit.target.ids === out.ids && hit.target.log === out.log) return hit.dispatches;
-    const p = await this.plan(k);
+    if (hit && hit.target.ids === out.ids && hit.target.log === out.log) return { plan, dispatches: hit.dispatches };
+    const p = await this.plan(k, rows);
     const Tg = greedy ? 1 : T;
-    const lse = await this.lsePlan(Tg);
+    const lse = await this.lsePlan(Tg, rows);
     const pipeline = await getPipeline(this.ctx, 'sampler_draw', gpuDrawWgsl);
     const params = paramsUniform(this.ctx, 'sampler.draw', [
-      ['u32', k], ['u32', greedy ? 1 : 0], ['u32', topK], ['u32', this.vocab], ['f32', 1 / Tg], ['f32', o.topP ?? 1], ['f32', DRAW_EPS], ['u32', 0],
+      ['u32', k], ['u32', greedy ? 1 : 0], ['u32', topK], ['u32', this.vocab], ['f32', 1 / Tg], ['f32', o.topP ?? 1], ['f32', DRAW_EPS], ['u32', plan],
     ]);
     const draw: Dispatch = {
       pipeline,
       buffers: [p.vals, p.ids, this.stats1, Tg !== 1 ? this.statsT : this.stats1, this.step, out.ids, out.log, params],
-      workgroups: [1],
+      workgroups: [rows],
       label: 'sampler_draw',
     };
     const dispatches = [...lse, ...p.dispatches, draw];
-    if (this.drawPlans.size > 8) this.drawPlans.clear();
+    if (this.drawPlans.size > 32) this.drawPlans.clear();
     this.drawPlans.set(key, { target: out, dispatches });
-    return dispatches;
+    return { plan, dispatches };
   }
 
-  /** Sets the uniform and the log entry of the next draw (a queue write: ordered before the next submission). */
+  /** Sets row 0's uniform and log entry for the next draw, for whichever plan runs (see setDraws). */
   setDraw(u: number, index: number): void {
-    if (!(u >= 0 && u < 1)) throw new Error(`GpuSampler.setDraw: u must be in [0, 1), got ${u}`);
-    if (!Number.isInteger(index) || index < 0) throw new Error(`GpuSampler.setDraw: index must be an integer >= 0, got ${index}`);
-    const w = new Uint32Array(2);
-    new Float32Array(w.buffer, 0, 1)[0] = u;
-    w[1] = index;
+    this.setDraws([{ u, index }]);
+  }
+
+  /**
+   * Sets the next draw's entries, row r from draws[r]: its uniform, its log entry, and the plan that
+   * draws it (default: any). A queue write, so it is ordered before the next submission.
+   */
+  setDraws(draws: ReadonlyArray<{ u: number; index: number; plan?: number }>): void {
+    if (draws.length > this.rows) throw new Error(`GpuSampler.setDraws: ${draws.length} rows, the sampler takes ${this.rows}`);
+    const w = new Uint32Array(draws.length * DRAW_ENTRY_WORDS);
+    const f = new Float32Array(w.buffer);
+    draws.forEach(({ u, index, plan }, r) => {
+      if (!(u >= 0 && u < 1)) throw new Error(`GpuSampler.setDraw: u must be in [0, 1), got ${u} (row ${r})`);
+      if (!Number.isInteger(index) || index < 0) throw new Error(`GpuSampler.setDraw: index must be an integer >= 0, got ${index} (row ${r})`);
+      f[r * DRAW_ENTRY_WORDS] = u;
+      w[r * DRAW_ENTRY_WORDS + 1] = index;
+      w[r * DRAW_ENTRY_WORDS + 2] = plan ?? DRAW_ANY_PLAN;
+    });
     writeBuffer(this.ctx, this.step, w);
   }
 
