@@ -25,8 +25,11 @@ export interface BatchRow {
   b: number;
   l: DecodeLoop;
   slot: BatchSlot;
-  /** First row of its region of the KV cache (position p is stored at row base + p). */
+  /** Its region of the KV cache: position p is stored at row base + p - offset (batch-layout.ts). */
   base: number;
+  offset: number;
+  /** Rows [0, prefix) of the cache hold its first `prefix` positions (a prefix it shares), 0: none. */
+  prefix: number;
   /** us[i]: the uniform of token i, drawn from l.rng in token order when first needed. */
   us: number[];
   done: boolean;

@@ -152,7 +152,7 @@ export async function attend(lc: LayerCtx, K: GPUBuffer, V: GPUBuffer): Promise<
   const splits = attentionDecodeSplits(Math.min(s.cache.maxKeys ?? kv.maxCtx, kv.maxCtx));
   if (splits > 1 && !kv.partials) throw new Error(`recordDecodeForward: the KV cache (${kv.maxCtx} positions) has no split-attention scratch`);
   const a = { q: L.q, k: K, v: V, ranges: s.plan.ranges, out: L.attn, lse: L.lse, n: s.n, nHeads: c.numHeads, nKvHeads: c.numKvHeads, headDim: c.headDim };
-  for (const d of await attentionDecode(ctx, { ...a, splits, partials: kv.partials ?? undefined })) steps.push(dispatchStep(d));
+  for (const d of await attentionDecode(ctx, { ...a, splits, partials: kv.partials ?? undefined, prefixes: s.cache.prefixes })) steps.push(dispatchStep(d));
 }
 
 /**

@@ -34,6 +34,11 @@ export interface ForwardSpec {
      * (read on the GPU, by the fused decode's KV write), not to cacheRow() + r.
      */
     rows?: { buffer: GPUBuffer; at: (r: number) => number };
+    /**
+     * Fused decode of a batch: u32 [n, 2] per row, the key range of a prompt prefix its sequence shares,
+     * attended before its own range (batch-layout.ts). The general forward does not read it.
+     */
+    prefixes?: GPUBuffer;
   };
 }
 

@@ -153,6 +153,45 @@ describe('generateBatch: each sequence = generate() alone', async () => {
         }
       });
 
+      it(`${path}, ${name}: a prompt head every sequence shares is stored once on the fused decode, so 8 fit where whole regions would not`, async () => {
+        // 8 rollouts' later turns: a 24-token head (system prompt, tools, query) and tails of their own.
+        // Whole regions need 8 x 30 + 32 = 272 rows; the head stored once (region 0 whole, the others'
+        // tails, staging rows for one prompt) needs 134, within the 192-row cache.
+        const r3 = new Rng(86);
+        const head = randomTokens(r3, 24, config.vocabSize);
+        const tails = [3, 5, 2, 4, 6, 3, 4, 5].map((n) => randomTokens(r3, n, config.vocabSize));
+        const reqs: GenerateRequest[] = tails.map((t, b) => ({ prompt: [...head, ...t], options: { ...options[b], maxNewTokens: 6 } }));
+        const rt = await make({ batchContext: 192 });
+        try {
+          const want = await alone(rt, reqs);
+          const s0 = { ...rt.decodeCounters };
+          const got = await rt.generateBatch(reqs);
+          const steps = rt.decodeCounters.steps - s0.steps;
+          got.forEach((g, i) => {
+            expect(g.tokens, `request ${i}`).toEqual(want[i].tokens);
+            // The tails were prefilled in chunks of their own (from position 24): f32 summation order only.
+            expect(maxAbsDiff(g.logprobs, want[i].logprobs), `request ${i}`).toBeLessThan(1e-4);
+          });
+          if (decodeRows === 8) {
+            expect(steps, 'one batch of 8').toBe(5);
+            expect(got.map((g) => g.reusedPrefixTokens)).toEqual([0, 24, 24, 24, 24, 24, 24, 24]);
+          } else {
+            // The general decode reads one key range per row: whole regions, batches of 4.
+            expect(steps, 'two batches').toBe(10);
+          }
+          expect(rt.decodeCounters.rows - s0.rows).toBe(8 * 5);
+          // The last batch's first sequence is left at rows 0.. as a lone generate leaves it: its next turn
+          // reuses it.
+          const first = decodeRows === 8 ? 0 : 4;
+          const next = [...reqs[first].prompt, ...got[first].tokens.slice(0, -1)];
+          const after = await rt.generate(next, { temperature: 0, maxNewTokens: 3 });
+          expect(after.reusedPrefixTokens).toBe(next.length - 1);
+          expect(after.tokens).toEqual((await rt.generate(next, { temperature: 0, maxNewTokens: 3, reusePrefix: false })).tokens);
+        } finally {
+          rt.destroy();
+        }
+      });
+
       it(`${path}, ${name}: the cache's rows decide the batches; batchContext grows it; the next generate reuses nothing`, async () => {
         // Each needs prompt + 20 rows: 25 + 29 fit a 64-row cache, a third does not.
         const reqs = prompts.slice(0, 4).map((prompt, i) => ({ prompt, options: { ...options[i], maxNewTokens: 20 } }));

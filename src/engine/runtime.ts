@@ -22,6 +22,7 @@ import { KvCache } from './kv-cache';
 import { DRAW_LOG_WORDS, GpuSampler, gpuDrawServes, parseDrawLog } from '../kernels/sampling/sampling';
 import { checkSamplingOptions, type SamplingOptions } from '../kernels/sampling/draw';
 import { decodeRows, type BatchHost, type BatchRow, type BatchSlot } from './batch-decode';
+import { batchLayout } from './batch-layout';
 import { acceptToken, DECODE_AHEAD, emptyGeneration, generationOf, now, REDRAW_WINDOW, type DecodeLoop } from './decode-loop';
 import { Qwen2Weights, type Q4WeightSource, type UploadProgress, type WeightSource } from './weights';
 
@@ -194,6 +195,8 @@ export class Qwen2Runtime {
   private batchDrawRows: BatchRow[] | null = null;
   /** generateBatch's cache row per decode row: on the GPU for the fused KV write, on the host for the copies. */
   private batchRowsBuffer: GPUBuffer | null = null;
+  /** Fused decode: each decode row's shared-prefix key range, u32 [maxDecodeRows, 2] (batch-layout.ts). */
+  private batchPrefixes: GPUBuffer | null = null;
   private batchCacheRows: number[] = [];
   /**
    * The cache row a batch's padding rows write their K/V to and attend over (the cache's last row, past every
@@ -275,7 +278,7 @@ export class Qwen2Runtime {
       activations:
         (this.batchPlan?.bytes ?? 0) + (this.decodePlan?.bytes ?? 0) + (this.drawLog?.size ?? 0) +
         this.slots.reduce((a, s) => a + s.logits.size, 0) +
-        (this.batchRowsBuffer?.size ?? 0) + (this.batchScratch?.size ?? 0) + (this.batchDrawLog?.size ?? 0),
+        (this.batchRowsBuffer?.size ?? 0) + (this.batchPrefixes?.size ?? 0) + (this.batchScratch?.size ?? 0) + (this.batchDrawLog?.size ?? 0),
       kvCache: this.kv?.bytes ?? 0,
     };
   }
@@ -357,9 +360,11 @@ export class Qwen2Runtime {
    * kernels compute each row as they compute a lone one). With prefix reuse (the default) a prompt prefix
    * an earlier request of the batch has is copied from its region instead of prefilled again (a GRPO
    * group's identical first prompts cost one prefill), and the first request reuses what the cache held,
-   * both with generate()'s caveat on the last bits. Tokens are drawn on the GPU per row and steps encoded
-   * ahead of the read-back, as generate() does (batch-decode.ts). A request that fails validation rejects
-   * the call, naming its index.
+   * both with generate()'s caveat on the last bits. On the fused 4-bit decode, a prompt head of at least
+   * MIN_SHARED_PREFIX tokens that every request has is stored once for all of them (batch-layout.ts), so
+   * a group's later turns, which share the system prompt, tools and query, fit the cache as one batch.
+   * Tokens are drawn on the GPU for all rows at once and steps encoded ahead of the read-back, as
+   * generate() does (batch-decode.ts). A request that fails validation rejects the call, naming its index.
    */
   generateBatch(requests: GenerateRequest[]): Promise<TokenGeneration[]> {
     if (!Array.isArray(requests)) return Promise.reject(new Error('generateBatch: requests must be an array of { prompt, options }'));
@@ -375,14 +380,11 @@ export class Qwen2Runtime {
         if (c.o.signal?.aborted || c.maxNew === 0) out[i] = emptyGeneration(c.o.signal?.aborted ? 'abort' : 'length');
         else live.push(i);
       });
-      // Requests in order, as many at a time as fit the decode rows and the cache.
+      // Requests in order, as many at a time as fit the decode rows and the cache (batch-layout.ts).
+      const fits = (g: number[]) => batchLayout(g.map((i) => this.layoutRequest(checked[i])), this.fusedDecode).rows <= this.batchContext;
       for (let k = 0; k < live.length; ) {
         const group = [live[k++]];
-        let rows = checked[group[0]].rows;
-        while (k < live.length && group.length < this.maxDecodeRows && rows + checked[live[k]].rows <= this.batchContext) {
-          rows += checked[live[k]].rows;
-          group.push(live[k++]);
-        }
+        while (k < live.length && group.length < this.maxDecodeRows && fits([...group, live[k]])) group.push(live[k++]);
         const results = group.length === 1 ? [await this.generateChecked(checked[group[0]])] : await this.decodeBatch(group.map((i) => checked[i]));
         group.forEach((i, j) => (out[i] = results[j]));
       }
@@ -401,6 +403,8 @@ export class Qwen2Runtime {
     this.slots = [];
     this.batchRowsBuffer?.destroy();
     this.batchRowsBuffer = null;
+    this.batchPrefixes?.destroy();
+    this.batchPrefixes = null;
     this.batchScratch?.destroy();
     this.batchScratch = null;
     this.drawLog?.destroy();
@@ -671,6 +675,7 @@ export class Qwen2Runtime {
     const n = batch?.n ?? 1;
     // A batch's rows are sequences in their own cache regions: K/V go to the rows generateBatch set.
     const rows = batch && { buffer: this.batchRowsBuffer!, at: (r: number) => this.batchCacheRows[r] };
+    const prefixes = batch ? this.batchPrefixes! : undefined;
     const tag = batch ? `decodeBatch:${n}` : 'decode';
     if (!this.fusedDecode) {
       return this.recorded(tag, (adapter) => recordForward(this.ctx, { plan, weights: this.weights, adapter, n, cache: { kv, cacheRow: () => this.cacheRow, rows } }));
@@ -681,7 +686,7 @@ export class Qwen2Runtime {
     const short = position + 1 <= ATTN_DECODE_SINGLE_MAX_KEYS;
     const maxKeys = short ? ATTN_DECODE_SINGLE_MAX_KEYS : Math.min(kv.maxCtx, this.maxContext);
     return this.recorded(short ? tag : `${tag}:long`, (adapter) =>
-      recordDecodeForward(this.ctx, { plan, weights: this.weights, adapter, n, cache: { kv, cacheRow: () => this.cacheRow, maxKeys, rows } }),
+      recordDecodeForward(this.ctx, { plan, weights: this.weights, adapter, n, cache: { kv, cacheRow: () => this.cacheRow, maxKeys, rows, prefixes } }),
     );
   }
 
@@ -865,6 +870,25 @@ export class Qwen2Runtime {
     return this.batchScratch;
   }
 
+  /** What batchLayout needs of a request. */
+  private layoutRequest(r: CheckedRequest) {
+    return { prompt: r.prompt, rows: r.rows, reusePrefix: r.o.reusePrefix };
+  }
+
+  /** Copies `count` KV-cache rows from row `from` to row `to`, every layer (one submission). */
+  private copyCacheRows(kv: KvCache, from: number, to: number, count: number): void {
+    if (count <= 0) return;
+    const bytes = count * kv.rowBytes;
+    const scratch = this.prefixScratch(bytes);
+    const enc = this.ctx.device.createCommandEncoder({ label: 'batch prefill' });
+    // WebGPU copies only between different buffers: through a scratch buffer, layer by layer.
+    for (const buf of [...kv.k, ...kv.v]) {
+      enc.copyBufferToBuffer(buf, from * kv.rowBytes, scratch, 0, bytes);
+      enc.copyBufferToBuffer(scratch, 0, buf, to * kv.rowBytes, bytes);
+    }
+    this.ctx.device.queue.submit([enc.finish()]);
+  }
+
   /** The slots of generateBatch's first `count` sequences (made once, kept for later batches). */
   private async batchSlots(count: number): Promise<BatchSlot[]> {
     const V = this.config.vocabSize;
@@ -874,6 +898,7 @@ export class Qwen2Runtime {
       this.slots.push({ logits, sampler: await GpuSampler.create(this.ctx, { logits, vocab: V }) });
     }
     this.batchRowsBuffer ??= createStorage(this.ctx, 'runtime.batchCacheRows', this.maxDecodeRows * 4);
+    if (this.fusedDecode) this.batchPrefixes ??= createStorage(this.ctx, 'runtime.batchPrefixes', this.maxDecodeRows * 8);
     this.batchDrawLog ??= createStorage(this.ctx, 'runtime.batchDrawLog', this.maxContext * this.maxDecodeRows * DRAW_LOG_WORDS * 4);
     return this.slots.slice(0, count);
   }
@@ -893,10 +918,12 @@ export class Qwen2Runtime {
     const m = pad >= 0 ? decodeRowBucket(n, this.maxDecodeRows) : n;
     const padded = <T>(xs: T[], fill: T) => xs.concat(Array<T>(m - n).fill(fill));
     const pos = rows.map((r) => r.l.prompt.length + i - 1);
-    this.batchCacheRows = padded(rows.map((r, j) => r.base + pos[j]), pad);
+    this.batchCacheRows = padded(rows.map((r, j) => r.base + pos[j] - r.offset), pad);
     writeBuffer(this.ctx, decode.pos, Uint32Array.from(padded(pos, 0)));
-    writeBuffer(this.ctx, decode.ranges, Uint32Array.from(padded(rows.map((r, j): [number, number] => [r.base, r.base + pos[j] + 1]), [pad, pad + 1]).flat()));
+    writeBuffer(this.ctx, decode.ranges, Uint32Array.from(padded(rows.map((r, j): [number, number] => [r.base, this.batchCacheRows[j] + 1]), [pad, pad + 1]).flat()));
     writeBuffer(this.ctx, this.batchRowsBuffer!, Uint32Array.from(this.batchCacheRows));
+    // The fused decode reads each row's shared prefix first (the general decode has whole regions).
+    if (this.batchPrefixes) writeBuffer(this.ctx, this.batchPrefixes, Uint32Array.from(padded(rows.map((r): [number, number] => [0, r.prefix]), [0, 0]).flat()));
     if (ids === 'cpu') writeBuffer(this.ctx, decode.ids, Uint32Array.from(rows.map((r) => r.l.tokens[i - 1])));
     const forward = await this.recordedDecode(decode, kv, Math.max(...pos), { n: m });
     const logitSteps = await this.recorded(`decodeLogits:${m}`, () => recordLogits(this.ctx, decode, this.weights, 0, m));
@@ -939,21 +966,17 @@ export class Qwen2Runtime {
   }
 
   /**
-   * 2..maxDecodeRows checked requests decoded in lockstep. Sequence b owns cache rows [base_b, base_b +
-   * prompt + maxNew): its prompt is prefilled there (ranges start at base_b, positions at 0), and each step
-   * runs the last token of every unfinished sequence as one row of the decode plan, its K/V written to its
-   * own region. A finished sequence leaves the batch, so later steps run fewer rows. Each step is one
-   * submission (forward, logits of all rows, each row copied to its sequence's slot) and one round trip
-   * for all the rows' draws together.
+   * 2..maxDecodeRows checked requests decoded in lockstep. Sequence b owns a region of the cache (its
+   * prompt + maxNew rows, or only those past a shared prompt head: batch-layout.ts), and each step runs
+   * the last token of every unfinished sequence as one row of the decode plan, its K/V written to its own
+   * region, its keys read from the shared head and then its region. A finished sequence leaves the batch,
+   * so later steps run fewer rows. Each step is one submission (forward, logits of all rows, their GPU
+   * draws) with a read-back of all the rows' tokens, up to DECODE_AHEAD steps behind.
    */
   private async decodeBatch(reqs: CheckedRequest[]): Promise<TokenGeneration[]> {
     const V = this.config.vocabSize;
-    const bases: number[] = [];
-    let rows = 0;
-    for (const r of reqs) {
-      bases.push(rows);
-      rows += r.rows;
-    }
+    const layout = batchLayout(reqs.map((r) => this.layoutRequest(r)), this.fusedDecode);
+    const { bases, offsets, shared, staging, rows } = layout;
     // Grown once to batchContext, not per batch size (growing drops what the cache held).
     const kv = await this.kvCache(rows > this.maxContext ? this.batchContext : this.maxContext);
     this.batchPadRow = rows < kv.maxCtx ? kv.maxCtx - 1 : -1;
@@ -968,28 +991,30 @@ export class Qwen2Runtime {
     const loops = reqs.map((r) => this.loopFor(r));
     const reused: number[] = [];
     for (const [b, r] of reqs.entries()) {
-      // A prompt prefix an earlier sequence of the batch has (the G rollouts of a group share their whole
-      // first prompt) is copied from that sequence's region, not prefilled again. Regions are prefilled in
-      // order and a chunk's padding rows only spill forward, so an earlier region's prompt rows are intact.
-      const { from, src } = b === 0 ? { from: held, src: -1 } : sharedPrefix(reqs, b);
-      const enc = this.ctx.device.createCommandEncoder({ label: 'batch prefill' });
-      if (src >= 0) {
-        // WebGPU copies only between different buffers: through a scratch buffer, layer by layer.
-        const bytes = from * kv.rowBytes;
-        const scratch = this.prefixScratch(bytes);
-        for (const buf of [...kv.k, ...kv.v]) {
-          enc.copyBufferToBuffer(buf, bases[src] * kv.rowBytes, scratch, 0, bytes);
-          enc.copyBufferToBuffer(scratch, 0, buf, bases[b] * kv.rowBytes, bytes);
-        }
-        this.ctx.device.queue.submit([enc.finish()]);
+      let plan: ActivationPlan;
+      if (shared > 0 && b > 0) {
+        // Its tail is prefilled in the staging rows behind a copy of the shared prefix (one contiguous key
+        // range, as the prefill attends), then moved to its region. Staged prefills write from
+        // staging + shared on, so the copy made for the first one serves them all.
+        if (b === 1) this.copyCacheRows(kv, 0, staging, shared);
+        plan = await this.prefill(r.prompt, true, shared, staging);
+        this.copyCacheRows(kv, staging + shared, bases[b], r.prompt.length - shared);
+        reused.push(shared);
+      } else {
+        // A prompt prefix an earlier sequence of the batch has (the G rollouts of a group share their whole
+        // first prompt) is copied from that sequence's region, not prefilled again. Regions are prefilled
+        // in order and a chunk's padding rows only spill forward, so an earlier region's prompt rows are
+        // intact.
+        const { from, src } = b === 0 ? { from: held, src: -1 } : sharedPrefix(reqs, b);
+        if (src >= 0) this.copyCacheRows(kv, bases[src], bases[b], from);
+        plan = await this.prefill(r.prompt, true, from, bases[b]);
+        reused.push(from);
       }
-      const plan = await this.prefill(r.prompt, true, from, bases[b]);
       const logitsEnc = this.ctx.device.createCommandEncoder({ label: 'batch prefill logits' });
       logitsEnc.copyBufferToBuffer(plan.logits, 0, slots[b].logits, 0, V * 4);
       this.ctx.device.queue.submit([logitsEnc.finish()]);
-      reused.push(from);
     }
-    const batch: BatchRow[] = reqs.map((_, b) => ({ b, l: loops[b], slot: slots[b], base: bases[b], us: [], done: false }));
+    const batch: BatchRow[] = reqs.map((_, b) => ({ b, l: loops[b], slot: slots[b], base: bases[b], offset: offsets[b], prefix: offsets[b], us: [], done: false }));
     const host: BatchHost = {
       ctx: this.ctx,
       vocab: V,

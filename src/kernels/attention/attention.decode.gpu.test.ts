@@ -65,6 +65,63 @@ describe('attentionDecode', async () => {
     }
   }
 
+  // Shared prefix: row r attends prefixes[r] and then ranges[r] as one sequence of keys. Against float64 over
+  // the gathered keys, and bit-exact against the plain kernel where the two ranges are contiguous (what a
+  // batch of sequences sharing a prompt relies on to give each one's tokens exactly as alone).
+  for (const [nH, nKV, hd, split] of [VARIANTS[0], VARIANTS[1]]) {
+    for (const subgroups of sgModes) {
+      it(`nH=${nH} nKV=${nKV} hd=${hd}, ${subgroups ? 'subgroups' : 'workgroup-memory reductions'}, ${split ? 'split' : 'one workgroup'}: a shared prefix range then the row's own`, async () => {
+        const rng = new Rng(nH + hd + (split ? 3 : 0) + (subgroups ? 5 : 0));
+        const k = rng.fill(M * nKV * hd);
+        const v = rng.fill(M * nKV * hd);
+        const kb = f32Buffer(ctx, 'k', k);
+        const vb = f32Buffer(ctx, 'v', v);
+        const partials = emptyF32(ctx, 'partials', attentionDecodePartialsBytes(8, nH, hd, SPLIT.splits) / 4);
+        // [prefix, own] per row: a 700-key prefix shared by three rows whose own rows are elsewhere (one
+        // crossing a 256-key block inside the prefix's last block), an empty prefix, an empty own range,
+        // and a prefix contiguous with its own range.
+        const prefixes = [0, 700, 0, 700, 0, 700, 5, 5, 40, 300, 0, 400];
+        const ranges = [900, 901, 1000, 1130, 1200, 1500, 10, 74, 7, 7, 400, 650];
+        const n = ranges.length / 2;
+        const q = rng.fill(n * nH * hd, 2);
+        const qb = f32Buffer(ctx, 'q', q);
+        const pb = u32Buffer(ctx, 'prefixes', prefixes);
+        const rb = u32Buffer(ctx, 'ranges', ranges);
+        const [out, lse] = [emptyF32(ctx, 'out', n * nH * hd), emptyF32(ctx, 'lse', n * nH)];
+        const base = { q: qb, k: kb, v: vb, ranges: rb, n, nHeads: nH, nKvHeads: nKV, headDim: hd, subgroups, ...(split ? { ...SPLIT, partials } : {}) };
+        submitDispatches(ctx, await attentionDecode(ctx, { ...base, out, lse, prefixes: pb }));
+        const got = await readF32(ctx, out, n * nH * hd);
+        const gotLse = await readF32(ctx, lse, n * nH);
+        const row = nKV * hd;
+        for (let r = 0; r < n; r++) {
+          const keys = [prefixes[2 * r], prefixes[2 * r + 1], ranges[2 * r], ranges[2 * r + 1]];
+          const rows = [...Array.from({ length: keys[1] - keys[0] }, (_, i) => keys[0] + i), ...Array.from({ length: keys[3] - keys[2] }, (_, i) => keys[2] + i)];
+          const gk = new Float32Array(Math.max(1, rows.length) * row);
+          const gv = new Float32Array(Math.max(1, rows.length) * row);
+          rows.forEach((c, i) => {
+            gk.set(k.subarray(c * row, (c + 1) * row), i * row);
+            gv.set(v.subarray(c * row, (c + 1) * row), i * row);
+          });
+          const want = attentionRef(q.subarray(r * nH * hd, (r + 1) * nH * hd), gk, gv, [0, rows.length], 1, nH, nKV, hd);
+          const what = `row ${r}: prefix [${keys[0]}, ${keys[1]}), own [${keys[2]}, ${keys[3]})`;
+          expect(relMaxErr(got.subarray(r * nH * hd, (r + 1) * nH * hd), want.out), what).toBeLessThan(1e-5);
+          expect(relMaxErr(gotLse.subarray(r * nH, (r + 1) * nH), want.lse), what).toBeLessThan(1e-5);
+        }
+        // Rows 3 and 5 as plain ranges ([10, 74) and [0, 650)): the same bits.
+        const plainRanges = u32Buffer(ctx, 'plain', [10, 74, 0, 650]);
+        const q2 = f32Buffer(ctx, 'q2', [...q.subarray(3 * nH * hd, 4 * nH * hd), ...q.subarray(5 * nH * hd, 6 * nH * hd)]);
+        const [out2, lse2] = [emptyF32(ctx, 'out2', 2 * nH * hd), emptyF32(ctx, 'lse2', 2 * nH)];
+        submitDispatches(ctx, await attentionDecode(ctx, { ...base, q: q2, ranges: plainRanges, n: 2, out: out2, lse: lse2 }));
+        const plain = await readF32(ctx, out2, 2 * nH * hd);
+        expect(Array.from(plain.subarray(0, nH * hd))).toEqual(Array.from(got.subarray(3 * nH * hd, 4 * nH * hd)));
+        expect(Array.from(plain.subarray(nH * hd))).toEqual(Array.from(got.subarray(5 * nH * hd, 6 * nH * hd)));
+        expect(Array.from(await readF32(ctx, lse2, 2 * nH))).toEqual([...gotLse.subarray(3 * nH, 4 * nH), ...gotLse.subarray(5 * nH, 6 * nH)]);
+        await expect(attentionDecode(ctx, { ...base, out, lse, prefixes: u32Buffer(ctx, 'short', [0, 1]) })).rejects.toThrow(/'prefixes' \('short'\) holds 8 bytes, needs 48/);
+        for (const b of [kb, vb, partials, qb, pb, rb, out, lse, plainRanges, q2, out2, lse2]) b.destroy();
+      });
+    }
+  }
+
   it('an empty range gives zeros and lse -3e38, as attention() does', async () => {
     // Head shapes of variants compiled above (software GPUs compile slowly).
     for (const [hd, split] of [[64, false], [32, true]] as const) {

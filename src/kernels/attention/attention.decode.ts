@@ -35,6 +35,11 @@ export interface AttentionDecodeArgs extends AttentionArgs {
   keysPerSplit?: number;
   /** Use subgroup reductions where the device has `subgroups` (default true). */
   subgroups?: boolean;
+  /**
+   * u32 [n, 2]: each row's shared-prefix key range, attended before its own range (ranges) as one sequence
+   * of keys: sequences decoded together store their common prompt rows once. Absent: ranges alone.
+   */
+  prefixes?: GPUBuffer;
 }
 
 function needBytes(name: string, buf: GPUBuffer, bytes: number): void {
@@ -43,7 +48,8 @@ function needBytes(name: string, buf: GPUBuffer, bytes: number): void {
 
 /**
  * Decode attention, the same as attention() (out f32 [n, nH*hd], lse f32 [n, nH], ranges u32 [n, 2] read
- * on the GPU, query head h reads KV head h / (nH/nKV)), for n <= ATTN_DECODE_MAX_ROWS rows over a KV
+ * on the GPU, query head h reads KV head h / (nH/nKV); with prefixes, each row's prefix keys come first),
+ * for n <= ATTN_DECODE_MAX_ROWS rows over a KV
  * cache. One workgroup per (row, KV head) serves all nH/nKV query heads of that KV head. splits = 1: one
  * dispatch writing out/lse. splits > 1: each range is cut on the GPU into up to `splits` slices of at
  * least keysPerSplit keys, then attention.split's combine kernel merges them (two dispatches).
@@ -66,6 +72,7 @@ export async function attentionDecode(ctx: GpuContext, a: AttentionDecodeArgs): 
   const qd = a.nHeads * a.headDim * 4;
   needBytes('q', a.q, a.n * qd);
   needBytes('ranges', a.ranges, a.n * 8);
+  if (a.prefixes) needBytes('prefixes', a.prefixes, a.n * 8);
   needBytes('out', a.out, a.n * qd);
   needBytes('lse', a.lse, a.n * a.nHeads * 4);
   const split = splits > 1;
@@ -74,17 +81,19 @@ export async function attentionDecode(ctx: GpuContext, a: AttentionDecodeArgs): 
     needBytes('partials', a.partials, attentionDecodePartialsBytes(a.n, a.nHeads, a.headDim, splits));
   }
   const subgroups = ctx.caps.subgroups && a.subgroups !== false;
-  const name = `attention_decode_g${group}_hd${a.headDim}${split ? '_split' : ''}${subgroups ? '_sg' : ''}`;
-  const pipeline = await getPipeline(ctx, name, attentionDecodeWgsl({ group, headDim: a.headDim, subgroups, split }));
+  const prefixed = !!a.prefixes;
+  const name = `attention_decode_g${group}_hd${a.headDim}${split ? '_split' : ''}${subgroups ? '_sg' : ''}${prefixed ? '_pre' : ''}`;
+  const pipeline = await getPipeline(ctx, name, attentionDecodeWgsl({ group, headDim: a.headDim, subgroups, split, prefixed }));
+  const pre = a.prefixes ? [a.prefixes] : [];
   // The combine kernel reads the same fields (it slices each range the same way from splits and minKeys).
   const dims = splitDimsUniform(ctx, 'attentionDecode.dims', a, splits, keysPerSplit);
   const groups = a.n * a.nKvHeads * splits;
   if (!split) {
-    return [{ pipeline, buffers: [a.q, a.k, a.v, a.ranges, a.out, a.lse, dims], workgroups: grid1d(ctx, groups), label: name }];
+    return [{ pipeline, buffers: [a.q, a.k, a.v, a.ranges, a.out, a.lse, dims, ...pre], workgroups: grid1d(ctx, groups), label: name }];
   }
   const partials = a.partials as GPUBuffer;
   return [
-    { pipeline, buffers: [a.q, a.k, a.v, a.ranges, partials, dims], workgroups: grid1d(ctx, groups), label: name },
-    await splitCombineDispatch(ctx, a, partials, dims),
+    { pipeline, buffers: [a.q, a.k, a.v, a.ranges, partials, dims, ...pre], workgroups: grid1d(ctx, groups), label: name },
+    await splitCombineDispatch(ctx, a, partials, dims, a.prefixes),
   ];
 }

@@ -18,6 +18,11 @@
 // attention.split.wgsl.ts, so the split count is fixed per recording but short ranges use one slice) and
 // write their partial (acc, m, l) in attention.split's partials layout; attention.split's combine kernel
 // then finishes them. The single variant writes out and lse directly (one dispatch).
+//
+// Shared prefix ("prefixed" variant): row r attends the keys of prefixes[r] and then those of ranges[r],
+// as one sequence of keys (a decode batch's sequences share their prompt's first rows, stored once). The
+// loops run over that virtual sequence and keyRow maps it to cache rows, so with an empty prefix, or in
+// the plain variant, each key is where it was and the arithmetic is the same.
 
 import { ATTN_NEG } from './attention.wgsl';
 import { SUBGROUP_COUNTER_WGSL, SUBGROUP_INDEX_WGSL } from '../common/subgroups.wgsl';
@@ -36,6 +41,8 @@ export interface AttentionDecodeVariant {
   subgroups: boolean;
   /** Write partials for attention.split's combine kernel instead of out/lse. */
   split: boolean;
+  /** Read each row's shared-prefix key range (u32 [n, 2]) and attend it before the row's own range. */
+  prefixed?: boolean;
 }
 
 /** Bytes of workgroup memory the variant declares (checked against the device limit by the caller). */
@@ -109,26 +116,32 @@ export function attentionDecodeWgsl(v: AttentionDecodeVariant): string {
 
   const outputs = v.split
     ? `@group(0) @binding(4) var<storage, read_write> partials: array<f32>;
-@group(0) @binding(5) var<uniform> dims: Dims;`
+@group(0) @binding(5) var<uniform> dims: Dims;
+${v.prefixed ? '@group(0) @binding(6) var<storage, read> prefixes: array<vec2<u32>>;' : ''}`
     : `@group(0) @binding(4) var<storage, read_write> out: array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read_write> lse: array<f32>;
-@group(0) @binding(6) var<uniform> dims: Dims;`;
+@group(0) @binding(6) var<uniform> dims: Dims;
+${v.prefixed ? '@group(0) @binding(7) var<storage, read> prefixes: array<vec2<u32>>;' : ''}`;
 
+  // The row's keys as one virtual sequence [0, len): its prefix's, then its own range's (keyRow maps).
+  const keys = `let range = ranges[pair / dims.nKV];
+  let pre = ${v.prefixed ? 'prefixes[pair / dims.nKV]' : 'vec2<u32>(0u, 0u)'};
+  let preLen = select(0u, pre.y - pre.x, pre.y > pre.x);
+  let len = preLen + select(0u, range.y - range.x, range.y > range.x);`;
   const slice = v.split
     ? `let pair = idx / dims.splits;
   let split = idx - pair * dims.splits;
-  let range = ranges[pair / dims.nKV];
-  let len = select(0u, range.y - range.x, range.y > range.x);
+  ${keys}
   let share = (len + dims.splits - 1u) / dims.splits;
   let keys = max(dims.minKeys, ((share + 63u) / 64u) * 64u);
   // Slices past the end of the range hold nothing; the combine kernel does not read them.
   if (split * keys >= len) { return; }
-  let start = range.x + split * keys;
-  let end = min(range.y, start + keys);`
+  let start = split * keys;
+  let end = min(len, start + keys);`
     : `let pair = idx;
-  let range = ranges[pair / dims.nKV];
-  let start = range.x;
-  let end = range.y;`;
+  ${keys}
+  let start = 0u;
+  let end = len;`;
 
   const sgSetup = v.subgroups
     ? `  ${SUBGROUP_INDEX_WGSL}`
@@ -147,6 +160,11 @@ var<workgroup> ps: array<f32, ${G * T}>;
 var<workgroup> wmax: array<f32, ${G * SLOTS}>;
 var<workgroup> red: array<vec4<f32>, ${T}>;
 ${v.subgroups ? SUBGROUP_COUNTER_WGSL : ''}
+
+// Cache row of key j of the virtual sequence: the prefix's first preLen keys, then the own range's.
+fn keyRow(j: u32, preX: u32, preLen: u32, ownX: u32) -> u32 {
+  return select(ownX + (j - preLen), preX + j, j < preLen);
+}
 
 @compute @workgroup_size(${T})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -173,7 +191,7 @@ ${sgSetup}
     ${heads(G, (g) => `var s${g} = ${ATTN_NEG};`)}
     if (j < end) {
       ${heads(G, (g) => `var dot${g} = 0.0;`, '\n      ')}
-      let kb = j * kvStride + kvBase;
+      let kb = keyRow(j, pre.x, preLen, range.x) * kvStride + kvBase;
       for (var c = 0u; c < ${D4}u; c++) {
         let kk = k[kb + c];
         ${heads(G, (g) => `dot${g} += dot(qs[${g * D4}u + c], kk);`, '\n        ')}
@@ -189,7 +207,7 @@ ${sgSetup}
     if (kp < ${KP}u) {
       let cnt = min(${T}u, end - b);
       for (var jj = kp; jj < cnt; jj += ${KP}u) {
-        let vv = v[(b + jj) * kvStride + kvBase + d4];
+        let vv = v[keyRow(b + jj, pre.x, preLen, range.x) * kvStride + kvBase + d4];
         ${heads(G, (g) => `acc${g} += ps[${g * T}u + jj] * vv;`, '\n        ')}
       }
     }

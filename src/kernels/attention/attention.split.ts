@@ -54,10 +54,16 @@ export function splitDimsUniform(ctx: GpuContext, label: string, a: Pick<Attenti
   ]);
 }
 
-/** The dispatch merging each (row, head)'s partial softmaxes into out and lse. */
-export async function splitCombineDispatch(ctx: GpuContext, a: Pick<AttentionArgs, 'n' | 'nHeads' | 'ranges' | 'out' | 'lse'>, partials: GPUBuffer, dims: GPUBuffer): Promise<Dispatch> {
-  const pipeline = await getPipeline(ctx, 'attention_split_combine', attentionSplitCombineWgsl());
-  return { pipeline, buffers: [a.ranges, partials, a.out, a.lse, dims], workgroups: grid1d(ctx, a.n * a.nHeads), label: 'attention_split_combine' };
+/**
+ * The dispatch merging each (row, head)'s partial softmaxes into out and lse. `prefixes` (u32 [n, 2]):
+ * each row's keys were its shared-prefix range's and then its own (attentionDecode with prefixes).
+ */
+export async function splitCombineDispatch(ctx: GpuContext, a: Pick<AttentionArgs, 'n' | 'nHeads' | 'ranges' | 'out' | 'lse'>, partials: GPUBuffer, dims: GPUBuffer, prefixes?: GPUBuffer): Promise<Dispatch> {
+  const name = `attention_split_combine${prefixes ? '_pre' : ''}`;
+  const pipeline = await getPipeline(ctx, name, attentionSplitCombineWgsl(!!prefixes));
+  const buffers = [a.ranges, partials, a.out, a.lse, dims];
+  if (prefixes) buffers.push(prefixes);
+  return { pipeline, buffers, workgroups: grid1d(ctx, a.n * a.nHeads), label: name };
 }
 
 export interface AttentionSplitArgs extends AttentionArgs {

@@ -71,13 +71,15 @@ ${attentionKeyLoopWgsl()}  let ob = idx * hd;
 `;
 }
 
-export function attentionSplitCombineWgsl(): string {
+/** `prefixed`: each row's keys are its shared-prefix range's and then its own (attention.decode.wgsl.ts). */
+export function attentionSplitCombineWgsl(prefixed = false): string {
   return /* wgsl */ `${DIMS}
 @group(0) @binding(0) var<storage, read> ranges: array<vec2<u32>>;
 @group(0) @binding(1) var<storage, read> partials: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
 @group(0) @binding(3) var<storage, read_write> lse: array<f32>;
 @group(0) @binding(4) var<uniform> dims: Dims;
+${prefixed ? '@group(0) @binding(5) var<storage, read> prefixes: array<vec2<u32>>;' : ''}
 
 ${SLICING}
 ${ENTRY} {
@@ -85,7 +87,7 @@ ${ENTRY} {
   if (idx >= dims.n * dims.nH) { return; }
   let row = idx / dims.nH;
   let hd = dims.hd;
-  let len = rangeLen(ranges[row]);
+  let len = rangeLen(ranges[row])${prefixed ? ' + rangeLen(prefixes[row])' : ''};
   let keys = sliceKeys(len);
   let used = (len + keys - 1u) / keys;
   let first = idx * dims.splits;
