@@ -25,11 +25,12 @@ export interface BatchRow {
   b: number;
   l: DecodeLoop;
   slot: BatchSlot;
-  /** Its region of the KV cache: position p is stored at row base + p - offset (batch-layout.ts). */
+  /**
+   * Where its positions are in the KV cache (batch-layout.ts): positions below `offset` are the prompt head
+   * it shares, at rows [0, offset); position p >= offset is at row base + p - offset.
+   */
   base: number;
   offset: number;
-  /** Rows [0, prefix) of the cache hold its first `prefix` positions (a prefix it shares), 0: none. */
-  prefix: number;
   /** us[i]: the uniform of token i, drawn from l.rng in token order when first needed. */
   us: number[];
   done: boolean;

@@ -923,7 +923,7 @@ export class Qwen2Runtime {
     writeBuffer(this.ctx, decode.ranges, Uint32Array.from(padded(rows.map((r, j): [number, number] => [r.base, this.batchCacheRows[j] + 1]), [pad, pad + 1]).flat()));
     writeBuffer(this.ctx, this.batchRowsBuffer!, Uint32Array.from(this.batchCacheRows));
     // The fused decode reads each row's shared prefix first (the general decode has whole regions).
-    if (this.batchPrefixes) writeBuffer(this.ctx, this.batchPrefixes, Uint32Array.from(padded(rows.map((r): [number, number] => [0, r.prefix]), [0, 0]).flat()));
+    if (this.batchPrefixes) writeBuffer(this.ctx, this.batchPrefixes, Uint32Array.from(padded(rows.map((r): [number, number] => [0, r.offset]), [0, 0]).flat()));
     if (ids === 'cpu') writeBuffer(this.ctx, decode.ids, Uint32Array.from(rows.map((r) => r.l.tokens[i - 1])));
     const forward = await this.recordedDecode(decode, kv, Math.max(...pos), { n: m });
     const logitSteps = await this.recorded(`decodeLogits:${m}`, () => recordLogits(this.ctx, decode, this.weights, 0, m));
@@ -952,17 +952,16 @@ export class Qwen2Runtime {
   private async batchDraws(decode: ActivationPlan, rows: BatchRow[], i: number, us: number[]): Promise<Step[]> {
     const sampler = await this.sampler(decode);
     const target = { ids: decode.ids, log: this.batchDrawLog! };
-    const plans = new Map<string, { plan: number; dispatches: Dispatch[] }>();
+    // The sampler keeps a plan per set of options (cached): rows whose options give the same plan share it.
+    const plans = new Map<number, Dispatch[]>();
     const entries = [];
     for (const [j, r] of rows.entries()) {
-      const { temperature, topK, topP } = r.l.o;
-      const key = `${temperature ?? 0}|${topK ?? 0}|${topP ?? 1}`;
-      let p = plans.get(key);
-      if (!p) plans.set(key, (p = await sampler.drawPlan(r.l.o, target, rows.length)));
-      entries.push({ u: us[j], index: i * this.maxDecodeRows + r.b, plan: p.plan });
+      const { plan, dispatches } = await sampler.drawPlan(r.l.o, target, rows.length);
+      plans.set(plan, dispatches);
+      entries.push({ u: us[j], index: i * this.maxDecodeRows + r.b, plan });
     }
     sampler.setDraws(entries);
-    return [...plans.values()].flatMap((p) => p.dispatches.map(dispatchStep));
+    return [...plans.values()].flatMap((ds) => ds.map(dispatchStep));
   }
 
   /**
@@ -1014,7 +1013,7 @@ export class Qwen2Runtime {
       logitsEnc.copyBufferToBuffer(plan.logits, 0, slots[b].logits, 0, V * 4);
       this.ctx.device.queue.submit([logitsEnc.finish()]);
     }
-    const batch: BatchRow[] = reqs.map((_, b) => ({ b, l: loops[b], slot: slots[b], base: bases[b], offset: offsets[b], prefix: offsets[b], us: [], done: false }));
+    const batch: BatchRow[] = reqs.map((_, b) => ({ b, l: loops[b], slot: slots[b], base: bases[b], offset: offsets[b], us: [], done: false }));
     const host: BatchHost = {
       ctx: this.ctx,
       vocab: V,
