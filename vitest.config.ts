@@ -15,7 +15,7 @@ export default mergeConfig(
             // Projects run one after another: on 2 cores, software GPUs and Chromium only slow each other down.
             sequence: { groupOrder: 0 },
             environment: 'node',
-            include: ['src/**/*.test.ts', 'tests/unit/**/*.test.ts'],
+            include: ['src/**/*.test.ts', 'bench/**/*.test.ts', 'tests/unit/**/*.test.ts'],
             exclude: ['**/*.gpu.test.ts', '**/*.browser.test.ts', '**/*.e2e.test.ts', 'node_modules/**'],
           },
         },

@@ -8,7 +8,8 @@
 //   token read-back, so it approaches max(encodeMs, gpuMs) rather than their sum; also at temperature 1
 //   (as rollouts sample) and with top-k 40, with the tokens the GPU draw left to the CPU;
 // - batch: generateBatch of 2, 4 and maxDecodeRows (8 on 4-bit weights) sequences (a Flow-GRPO group's
-//   rollouts decoded together), tokens/s over all of them, and the GPU time of one 4-row and one
+//   rollouts decoded together; the last entry's prompts share all but 16 tokens, stored once on the fused
+//   decode), tokens/s over all of them, and the GPU time of one 4-row and one
 //   maxDecodeRows-row decode step against the 1-row one;
 // - draws: the GPU time of the sampler's draw (log-sum-exps, top-k passes, the draw) for 1 row and for
 //   maxDecodeRows rows in one set of dispatches (a batch step's draws), greedy and at temperature 1.
@@ -114,10 +115,14 @@ async function main(): Promise<void> {
   }
 
   // Batched: B sequences in lockstep (greedy, and temperature 1 as rollouts sample).
-  const batched = async (B: number, temperature: number) => {
+  // With `sharedHead` the prompts differ only in their last 16 tokens and may reuse prefixes, as a group's
+  // planner turns do: on the fused decode the head is stored once and every row attends it as its prefix
+  // range (attention.decode's prefixed variant).
+  const batched = async (B: number, temperature: number, sharedHead = false) => {
+    const tail = prompt.length - 16;
     const reqs = Array.from({ length: B }, (_, j) => ({
-      prompt: prompt.map((t) => (t + 101 * j) % c.vocabSize),
-      options: { temperature, seed: 3 + j, maxNewTokens: tokens + 1, reusePrefix: false },
+      prompt: prompt.map((t, k) => (sharedHead && k < tail ? t : (t + 101 * j) % c.vocabSize)),
+      options: { temperature, seed: 3 + j, maxNewTokens: tokens + 1, reusePrefix: sharedHead },
     }));
     await rt.generateBatch(reqs.map((r) => ({ ...r, options: { ...r.options, maxNewTokens: 3 } }))); // records the n-row steps
     const c0 = { ...rt.decodeCounters };
@@ -128,6 +133,7 @@ async function main(): Promise<void> {
     return {
       sequences: B,
       temperature,
+      sharedHead,
       tokensPerSec: newTokens / (ms / 1000),
       vsOneSequence: newTokens / (ms / 1000) / (1000 / generateMs),
       msPerStep: ms / Math.max(1, stepsRun),
@@ -136,7 +142,7 @@ async function main(): Promise<void> {
     };
   };
   const B = rt.maxDecodeRows;
-  const batch = [await batched(2, 0), await batched(4, 0), await batched(4, 1), ...(B > 4 ? [await batched(B, 0), await batched(B, 1)] : [])];
+  const batch = [await batched(2, 0), await batched(4, 0), await batched(4, 1), ...(B > 4 ? [await batched(B, 0), await batched(B, 1)] : []), await batched(B, 1, true)];
   // One n-row step on the GPU (rows at cache rows 4 apart: their values do not change the cost).
   const gpuMsPerStep = async (n: number) => {
     const plan = await internals.plan('decode', n);

@@ -1,4 +1,4 @@
-// GPU memory of a planner at a given context, and decode speed against the memory-bandwidth floor.
+// GPU memory of a planner at a given context (decode speed against the bandwidth floor: floor.ts).
 import type { GpuContext } from '../src/gpu/device';
 import type { Qwen2Config } from '../src/engine/io/config';
 import { LORA_MODULES } from '../src/engine/io/peft';
@@ -64,43 +64,3 @@ export async function contextMemory(ctx: GpuContext, config: Qwen2Config, tensor
 }
 
 const samplers = (t: BufferTracker) => t.byLabel().find((e) => e.label === 'sampler')?.bytes ?? 0;
-
-export interface BandwidthFloor {
-  bandwidthGBs: number;
-  /**
-   * Bytes one decode token must read, as counted: every weight buffer once (the tied embedding is read as
-   * the LM head; the embedding lookup of one row is not counted separately) plus the f32 K and V rows of
-   * every layer up to the position decoded. Activations, LoRA (the bench decodes without an adapter) and
-   * the sampler are not counted: they are small next to these.
-   */
-  counted: string;
-  weightBytes: number;
-  /** Mean KV rows read per measured decode step (prompt + generated so far). */
-  measuredKvRows: number;
-  kvBytesPerToken: number;
-  floorTokensPerSec: number;
-  decodeTokensPerSec: number;
-  /** decodeTokensPerSec / floorTokensPerSec. */
-  fractionOfFloor: number;
-  /** The floor with the KV cache full (`context` rows), for long generations. */
-  atContext: { context: number; kvBytesPerToken: number; floorTokensPerSec: number };
-}
-
-export function bandwidthFloor(config: Qwen2Config, gbs: number, weightBytes: number, prompt: number, decodeSteps: number, decodeTps: number, context: number): BandwidthFloor {
-  const kvRowBytes = 2 * config.numLayers * config.numKvHeads * config.headDim * 4;
-  // Decode step i writes position prompt + i and reads rows 0..prompt + i.
-  const measuredKvRows = prompt + (Math.max(1, decodeSteps) - 1) / 2 + 1;
-  const kvBytesPerToken = measuredKvRows * kvRowBytes;
-  const floor = (gbs * 1e9) / (weightBytes + kvBytesPerToken);
-  return {
-    bandwidthGBs: gbs,
-    counted: 'weights (every weight buffer once per token) + f32 K and V rows read by attention at the decoded positions',
-    weightBytes,
-    measuredKvRows,
-    kvBytesPerToken,
-    floorTokensPerSec: floor,
-    decodeTokensPerSec: decodeTps,
-    fractionOfFloor: decodeTps / floor,
-    atContext: { context, kvBytesPerToken: context * kvRowBytes, floorTokensPerSec: (gbs * 1e9) / (weightBytes + context * kvRowBytes) },
-  };
-}

@@ -24,7 +24,10 @@ import { expectedQwen2Tensors } from '../src/engine/io/config';
 import type { GpuMemoryReport } from '../src/engine/runtime';
 import type { Q4WeightSource, WeightSource } from '../src/engine/weights';
 import { BufferTracker } from './buffer-tracker';
-import { bandwidthFloor, contextMemory, type BandwidthFloor, type ContextMemory } from './memory';
+import { contextMemory, type ContextMemory } from './memory';
+import { bandwidthFloor, batchBandwidthFloor, type BandwidthFloor, type BatchBandwidthFloor } from './floor';
+import { batchLayout } from '../src/engine/batch-layout';
+import { canFuseDecode } from '../src/engine/decode-forward';
 import { QWEN25_05B, shapedQ4Weights, shapedWeights } from './shaped-model';
 import { benchTraining, type TrainBenchOptions, type TrainResult } from './train';
 import { flag, log } from './flags';
@@ -52,11 +55,12 @@ interface SpeedResult {
   sampledDecodeTokensPerSec: number;
   sampledRedrawnTokens: number;
   /**
-   * generateBatch of `sequences` prompts (a Flow-GRPO group's rollouts decoded together, greedy like
-   * decodeTokensPerSec): new tokens after each sequence's first, over the batch's decode time, and that
-   * as a multiple of decodeTokensPerSec (one sequence).
+   * generateBatch of maxDecodeRows prompts (a Flow-GRPO group's rollouts decoded together, greedy like
+   * decodeTokensPerSec), as one batch: `distinct` prompts share nothing; `group` prompts share all but
+   * their last GROUP_TAIL tokens, as a group's planner turns share the system prompt, tools and query (on
+   * the fused 4-bit decode that head is stored once: sharedPromptTokens).
    */
-  batchDecode: { sequences: number; tokens: number; ms: number; tokensPerSec: number; speedup: number; rowsPerStep: number };
+  batchDecode: { distinct: BatchDecode; group: BatchDecode };
   /** score() over `scoreSequences` packed sequences of promptTokens each (the trainer's forward). */
   scoreSequences: number;
   scoreMs: number;
@@ -65,6 +69,25 @@ interface SpeedResult {
   gpuMemory: GpuMemoryReport;
   bandwidthFloor?: BandwidthFloor;
 }
+
+interface BatchDecode {
+  sequences: number;
+  /** Prompt tokens stored once for all the sequences (batch-layout.ts; 0: each region is whole). */
+  sharedPromptTokens: number;
+  /** New tokens after each sequence's first, over the batch's decode time (its longest sequence's). */
+  tokens: number;
+  ms: number;
+  tokensPerSec: number;
+  /** tokensPerSec as a multiple of decodeTokensPerSec (one sequence). */
+  speedup: number;
+  steps: number;
+  rowsPerStep: number;
+  /** With --bandwidth: the aggregate tokens/s against the batch's floor (weights read once per step). */
+  bandwidthFloor?: BatchBandwidthFloor;
+}
+
+/** Tokens at the end of a `group` prompt that differ between the sequences (each rollout's own last turn). */
+const GROUP_TAIL = 16;
 
 interface ModelResult {
   model: string;
@@ -109,7 +132,14 @@ async function speed(rt: Qwen2Runtime, m: Model, prompt: number, decode: number,
   const decodeTps = steps > 0 ? steps / (out.decodeMs / 1000) : 0;
   const sampled = await rt.generate(ids, { maxNewTokens: decode, temperature: 1, seed: 1 });
   const sampledSteps = Math.max(0, sampled.tokens.length - 1);
-  const batch = await batchDecode(rt, ids, decode, decodeTps);
+  const V = config.vocabSize;
+  const floorOf = (b: BatchDecode): BatchDecode =>
+    bandwidth === null || b.rowsPerStep === 0
+      ? b
+      : { ...b, bandwidthFloor: batchBandwidthFloor(config, bandwidth, rt.weights.bytes, { rowsPerStep: b.rowsPerStep, prompt, decodeSteps: b.steps, sharedPromptTokens: b.sharedPromptTokens }, b.tokensPerSec) };
+  const distinct = floorOf(await batchDecode(rt, (j) => ids.map((id) => (id + 101 * j) % V), decode, decodeTps));
+  const group = floorOf(await batchDecode(rt, (j) => ids.map((id, k) => (k < prompt - GROUP_TAIL ? id : (id + 101 * j) % V)), decode, decodeTps));
+  const batch = { distinct, group };
   const seqs = Array.from({ length: scoreSeqs }, (_, j) => ids.map((id) => (id + j) % config.vocabSize));
   await rt.score(seqs);
   const s0 = performance.now();
@@ -132,14 +162,19 @@ async function speed(rt: Qwen2Runtime, m: Model, prompt: number, decode: number,
     gpuMemory: rt.memory(),
   };
   if (bandwidth !== null) r.bandwidthFloor = bandwidthFloor(config, bandwidth, rt.weights.bytes, prompt, steps, decodeTps, context);
-  log(`${m.name}: score ${r.scoreTokensPerSec.toFixed(1)} tok/s, prefill ${r.prefillTokensPerSec.toFixed(1)} tok/s, decode ${r.decodeTokensPerSec.toFixed(2)} tok/s (${(r.decodeWeightBytesPerSec / 1e9).toFixed(2)} GB/s of weights), at T=1 ${r.sampledDecodeTokensPerSec.toFixed(2)} tok/s (${r.sampledRedrawnTokens} of ${sampled.tokens.length} redrawn on the CPU); ${batch.sequences} sequences together ${batch.tokensPerSec.toFixed(2)} tok/s (${batch.speedup.toFixed(2)}x one)`);
+  log(`${m.name}: score ${r.scoreTokensPerSec.toFixed(1)} tok/s, prefill ${r.prefillTokensPerSec.toFixed(1)} tok/s, decode ${r.decodeTokensPerSec.toFixed(2)} tok/s (${(r.decodeWeightBytesPerSec / 1e9).toFixed(2)} GB/s of weights), at T=1 ${r.sampledDecodeTokensPerSec.toFixed(2)} tok/s (${r.sampledRedrawnTokens} of ${sampled.tokens.length} redrawn on the CPU); ${distinct.sequences} sequences together ${distinct.tokensPerSec.toFixed(2)} tok/s (${distinct.speedup.toFixed(2)}x one), sharing a ${group.sharedPromptTokens}-token head ${group.tokensPerSec.toFixed(2)} tok/s${group.bandwidthFloor ? ` (${(100 * group.bandwidthFloor.fractionOfFloor).toFixed(2)} % of their floor)` : ''}`);
   return r;
 }
 
-/** generateBatch over maxDecodeRows variants of the prompt (greedy), after a warm-up batch. */
-async function batchDecode(rt: Qwen2Runtime, ids: number[], decode: number, oneTps: number): Promise<SpeedResult['batchDecode']> {
-  const V = rt.config.vocabSize;
-  const reqs = Array.from({ length: rt.maxDecodeRows }, (_, j) => ({ prompt: ids.map((id) => (id + 101 * j) % V), options: { maxNewTokens: decode, temperature: 0 } }));
+/**
+ * generateBatch over maxDecodeRows prompts (prompt(j) for sequence j; greedy) after a warm-up batch. The
+ * runtime's batchContext must hold them as one batch: several batches run one after the other, and the
+ * longest sequence's decode time would then be one batch's, not the call's (it throws instead).
+ */
+async function batchDecode(rt: Qwen2Runtime, prompt: (j: number) => number[], decode: number, oneTps: number): Promise<BatchDecode> {
+  const reqs = Array.from({ length: rt.maxDecodeRows }, (_, j) => ({ prompt: prompt(j), options: { maxNewTokens: decode, temperature: 0 } }));
+  const layout = batchLayout(reqs.map((r) => ({ prompt: r.prompt, rows: r.prompt.length + decode })), canFuseDecode(rt.weights));
+  if (layout.rows > rt.batchContext) throw new Error(`bench: ${reqs.length} sequences need ${layout.rows} cache rows, over the runtime's batchContext ${rt.batchContext}: they would not run as one batch`);
   await rt.generateBatch(reqs.map((r) => ({ ...r, options: { ...r.options, maxNewTokens: 2 } })));
   const c0 = { ...rt.decodeCounters };
   const out = await rt.generateBatch(reqs);
@@ -149,7 +184,16 @@ async function batchDecode(rt: Qwen2Runtime, ids: number[], decode: number, oneT
   const ms = Math.max(...out.map((g) => g.decodeMs));
   const tokensPerSec = ms > 0 ? tokens / (ms / 1000) : 0;
   const steps = rt.decodeCounters.steps - c0.steps;
-  return { sequences: reqs.length, tokens, ms, tokensPerSec, speedup: oneTps > 0 ? tokensPerSec / oneTps : 0, rowsPerStep: steps > 0 ? (rt.decodeCounters.rows - c0.rows) / steps : 0 };
+  return {
+    sequences: reqs.length,
+    sharedPromptTokens: layout.shared,
+    tokens,
+    ms,
+    tokensPerSec,
+    speedup: oneTps > 0 ? tokensPerSec / oneTps : 0,
+    steps,
+    rowsPerStep: steps > 0 ? (rt.decodeCounters.rows - c0.rows) / steps : 0,
+  };
 }
 
 async function main(): Promise<void> {
@@ -176,7 +220,7 @@ async function main(): Promise<void> {
       const decode = num('decode', tiny ? '32' : soft ? '3' : '64');
       const scoreSeqs = tiny || !soft ? 8 : 1;
       const t0 = performance.now();
-      const rt = await Qwen2Runtime.create(ctx, m.config, await m.tensors(), { maxContext: prompt + decode + 8, batchContext: 4 * (prompt + decode + 8), maxBatchRows: Math.max(prompt * scoreSeqs, 8) });
+      const rt = await Qwen2Runtime.create(ctx, m.config, await m.tensors(), { maxContext: prompt + decode + 8, batchContext: 8 * (prompt + decode + 8), maxBatchRows: Math.max(prompt * scoreSeqs, 8) });
       log(`${m.name}: uploaded ${(rt.weights.bytes / 2 ** 20).toFixed(1)} MiB in ${(performance.now() - t0).toFixed(0)} ms`);
       try {
         r.weightBytes = rt.weights.bytes;
