@@ -10,9 +10,9 @@ import { sharedUrlSource } from '../src/engine/io/webllm-cache';
 import type { Qwen2Config } from '../src/engine/io/config';
 import { GenerateBatcher } from '../src/engine/generate-batcher';
 import { memorySource } from '../src/engine/memory-source';
-import { PlannerEngine } from '../src/engine/planner-engine';
+import { PlannerEngine, plannerTokenizer } from '../src/engine/planner-engine';
+import type { ChatTemplateSource } from '../src/engine/io/checkpoint';
 import { defaultMaxContext, Qwen2Runtime, type GenerateTokensOptions, type GpuMemoryReport, type TokenGeneration } from '../src/engine/runtime';
-import { Tokenizer } from '../src/engine/tokenizer/tokenizer';
 import type { ChatMessage, GenerateOptions, GenerationResult, LoadProgress } from '../src/engine/types';
 import type { StepStats } from '../src/trainer/grpo-step';
 import type { TurnSample } from '../src/trainer/samples';
@@ -34,8 +34,16 @@ export type ModelSpec =
 export interface PlannerInfo {
   id: string;
   config: Qwen2Config;
-  /** False when the checkpoint has no tokenizer: score/generateIds work, chat does not. */
+  /** False when the checkpoint has no tokenizer or chat template: score/generateIds work, chat does not. */
   hasTokenizer: boolean;
+  /**
+   * Where the chat template comes from: tokenizer_config.json or chat_template.jinja (Hugging Face's), or,
+   * for a web-llm build whose tokenizer_config.json is not on this machine nor reachable, the template
+   * rebuilt from mlc-chat-config.json's conv_template (as web-llm renders prompts). Null without chat.
+   */
+  chatTemplateSource: ChatTemplateSource | null;
+  /** Why chat is unavailable (no tokenizer.json, no chat template), or null. */
+  noChat: string | null;
   adapters: string[];
   activeAdapter: string | null;
   memory: GpuMemoryReport;
@@ -86,6 +94,8 @@ let engine: PlannerEngine | null = null;
 // group) are decoded together whichever of the two they came through.
 let batcher: GenerateBatcher | null = null;
 let name = 'qwen2';
+/** Why the loaded model has no chat engine (see PlannerInfo.noChat). */
+let noChat: string | null = null;
 const aborts = new Map<number, AbortController>();
 // abort() can arrive before the generation it names has started (the page aborted at once).
 const earlyAborts = new Set<number>();
@@ -111,6 +121,8 @@ async function info(): Promise<PlannerInfo> {
     id: engine?.id ?? `planner:${name}`,
     config: rt.config,
     hasTokenizer: !!engine,
+    chatTemplateSource: engine?.chatTemplateSource ?? null,
+    noChat: engine ? null : noChat,
     adapters: rt.adapters.ids(),
     activeAdapter: rt.activeAdapterId,
     memory: rt.memory(),
@@ -144,11 +156,13 @@ const api = {
     name = opts.name ?? source.label.replace(/\/+$/, '').split('/').pop() ?? 'qwen2';
     runtime = rt;
     const b = needBatcher();
-    if (ckpt.tokenizer.tokenizerJson) {
-      const tokenizer = new Tokenizer({ tokenizerJson: ckpt.tokenizer.tokenizerJson, tokenizerConfig: ckpt.tokenizer.tokenizerConfig });
-      const gen = ckpt.tokenizer.generationConfig as { eos_token_id?: unknown } | null;
-      const eos = (Array.isArray(gen?.eos_token_id) ? gen.eos_token_id : [gen?.eos_token_id]).filter((x): x is number => Number.isInteger(x));
-      if (tokenizer.chatTemplate) engine = new PlannerEngine(rt, tokenizer, name, eos, b);
+    noChat = null;
+    // Without a tokenizer or a chat template the model still scores and generates from ids; chat says why not.
+    try {
+      const t = plannerTokenizer(ckpt, source.label);
+      engine = new PlannerEngine(rt, t.tokenizer, name, t.extraEos, b, t.chatTemplateSource);
+    } catch (e) {
+      noChat = e instanceof Error ? e.message : String(e);
     }
     return info();
   },

@@ -26,6 +26,8 @@ describe('planner worker over comlink', () => {
       const progress: string[] = [];
       const info = await client.load({ kind: 'bytes', files, label: 'random' }, { maxContext: 128 }, (p) => void progress.push(p.file));
       expect(info.hasTokenizer).toBe(true);
+      expect(info.chatTemplateSource).toBe('tokenizer_config.json');
+      expect(info.noChat).toBeNull();
       expect(info.id).toBe('planner:random');
       expect(progress).toContain('model.safetensors');
       const seqs = [[1, 200, 3, 45, 6], [299, 0, 17]];
@@ -81,6 +83,13 @@ describe('planner worker over comlink', () => {
       });
       // A batch ran: its per-sequence logits slots and draw log now exist in the worker's runtime.
       expect((await client.info()).memory.activations).toBeGreaterThan(before);
+
+      // Without a chat template the model still scores, and info says why chat is off.
+      const { 'tokenizer_config.json': _, ...noTemplate } = files;
+      const bare = await client.load({ kind: 'bytes', files: noTemplate, label: 'bare' }, { maxContext: 64 });
+      expect(bare).toMatchObject({ hasTokenizer: false, chatTemplateSource: null });
+      expect(bare.noChat).toMatch(/^bare has no chat template: tokenizer_config\.json has no chat_template \(or is not there\) and there is no chat_template\.jinja/);
+      expect((await client.score([[1, 200, 3]]))[0]).toHaveLength(2);
     } finally {
       client.terminate();
     }

@@ -3,10 +3,11 @@
 // produced them: everything Flow-GRPO needs to score the same tokens again.
 import type { GpuContext } from '../gpu/device';
 import { GenerateBatcher } from './generate-batcher';
-import { loadAdapter, loadCheckpoint } from './io/checkpoint';
+import { loadAdapter, loadCheckpoint, type ChatTemplateSource, type Checkpoint } from './io/checkpoint';
 import type { LoraAdapter } from './io/peft';
 import type { FileSource, ProgressCallback } from './io/sources';
 import { Qwen2Runtime, type GenerateTokensOptions, type RuntimeOptions } from './runtime';
+import { convTemplateProblem, MLC_CHAT_CONFIG } from './tokenizer/conv-template';
 import { StreamingDecoder, Tokenizer } from './tokenizer/tokenizer';
 import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from './types';
 
@@ -22,6 +23,35 @@ export interface PlannerLoadOptions extends Omit<RuntimeOptions, 'onProgress'> {
 // Qwen chat models end a turn with <|im_end|>; base models with <|endoftext|>. Either stops generation.
 const END_TOKENS = ['<|im_end|>', '<|endoftext|>'];
 
+export interface PlannerTokenizer {
+  tokenizer: Tokenizer;
+  /** generation_config.json's eos ids: they end a generation too. */
+  extraEos: number[];
+  chatTemplateSource: ChatTemplateSource;
+}
+
+/**
+ * The planner's tokenizer and chat template from a loaded checkpoint (its tokenizer files, the chat template
+ * tokenizer_config.json, chat_template.jinja or, in an MLC folder, mlc-chat-config.json's conv_template
+ * gives); throws, naming every place it looked, when there is no tokenizer.json or no chat template.
+ */
+export function plannerTokenizer(ckpt: Pick<Checkpoint, 'tokenizer' | 'tensors'>, label: string): PlannerTokenizer {
+  const files = ckpt.tokenizer;
+  if (!files.tokenizerJson) throw new Error(`${label} has no tokenizer.json; the planner needs the model's tokenizer`);
+  const tokenizer = new Tokenizer({ tokenizerJson: files.tokenizerJson, tokenizerConfig: files.tokenizerConfig, chatTemplate: files.chatTemplate });
+  if (!tokenizer.chatTemplate || !files.chatTemplateSource) throw new Error(`${label} has no chat template: ${whereTemplatesWereSought(ckpt)}; pick an -Instruct checkpoint`);
+  const eos = (files.generationConfig as { eos_token_id?: unknown } | null)?.eos_token_id;
+  const extraEos = (Array.isArray(eos) ? eos : [eos]).filter((x): x is number => Number.isInteger(x));
+  return { tokenizer, extraEos, chatTemplateSource: files.chatTemplateSource };
+}
+
+function whereTemplatesWereSought(ckpt: Pick<Checkpoint, 'tensors'>): string {
+  const hf = 'tokenizer_config.json has no chat_template (or is not there) and there is no chat_template.jinja';
+  const chat = ckpt.tensors.q4?.chat.raw;
+  const why = chat ? convTemplateProblem(chat) : null;
+  return why ? `${hf}, and ${MLC_CHAT_CONFIG}'s conv_template cannot stand in (${why})` : hf;
+}
+
 export class PlannerEngine implements ChatEngine {
   readonly id: string;
   /** Ids that end a generation: the config's and generation_config's eos ids and the chat end tokens. */
@@ -30,6 +60,8 @@ export class PlannerEngine implements ChatEngine {
   /**
    * @param batcher Where generations go: overlapping calls are decoded together. Pass the one other callers
    *   of the same runtime use (the planner worker's generateIds), so their calls merge with these.
+   * @param chatTemplateSource Which file the tokenizer's chat template came from (see plannerTokenizer), for
+   *   the UI; null when the caller did not say.
    */
   constructor(
     readonly runtime: Qwen2Runtime,
@@ -37,6 +69,7 @@ export class PlannerEngine implements ChatEngine {
     name: string,
     extraEos: number[] = [],
     readonly batcher: GenerateBatcher = new GenerateBatcher(runtime),
+    readonly chatTemplateSource: ChatTemplateSource | null = null,
   ) {
     if (batcher.runtime !== runtime) throw new Error('PlannerEngine: the batcher given runs another runtime than the engine');
     this.id = `planner:${name}`;
@@ -55,15 +88,11 @@ export class PlannerEngine implements ChatEngine {
    */
   static async load(ctx: GpuContext, source: FileSource, o: PlannerLoadOptions = {}): Promise<PlannerEngine> {
     const ckpt = await loadCheckpoint(source, { onProgress: o.onProgress });
-    if (!ckpt.tokenizer.tokenizerJson) throw new Error(`${source.label} has no tokenizer.json; the planner needs the model's tokenizer`);
-    const tokenizer = new Tokenizer({ tokenizerJson: ckpt.tokenizer.tokenizerJson, tokenizerConfig: ckpt.tokenizer.tokenizerConfig });
-    if (!tokenizer.chatTemplate) throw new Error(`${source.label} tokenizer_config.json has no chat_template; pick an -Instruct checkpoint`);
+    const { tokenizer, extraEos, chatTemplateSource } = plannerTokenizer(ckpt, source.label);
     const runtime = await Qwen2Runtime.create(ctx, ckpt.config, ckpt.tensors, { maxContext: o.maxContext, maxBatchRows: o.maxBatchRows, logitsRows: o.logitsRows, dequantize: o.dequantize, batchContext: o.batchContext });
     ckpt.release();
-    const gen = ckpt.tokenizer.generationConfig as { eos_token_id?: unknown } | null;
-    const eos = gen?.eos_token_id;
-    const extra = (Array.isArray(eos) ? eos : [eos]).filter((x): x is number => Number.isInteger(x));
-    return new PlannerEngine(runtime, tokenizer, o.name ?? source.label.replace(/\/+$/, '').split('/').pop() ?? 'qwen2', extra);
+    const name = o.name ?? source.label.replace(/\/+$/, '').split('/').pop() ?? 'qwen2';
+    return new PlannerEngine(runtime, tokenizer, name, extraEos, undefined, chatTemplateSource);
   }
 
   async loadAdapter(id: string, source: FileSource, onProgress?: ProgressCallback): Promise<void> {

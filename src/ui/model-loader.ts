@@ -22,7 +22,13 @@ export function modelNameOf(url: string): string {
 }
 
 export interface LoadEnginesOptions {
+  /** Ignored with plannerFromShared. */
   plannerModel: string;
+  /**
+   * The planner reads the shared model's web-llm build (4-bit, QLoRA-style training on top): both engines
+   * use one download, which the planner makes first, into web-llm's caches. Needs sharedModel.
+   */
+  plannerFromShared?: boolean;
   /** web-llm model id; empty or unset runs every module on the planner (one download, one model). */
   sharedModel?: string;
   adapterId?: string | null;
@@ -32,6 +38,22 @@ export interface LoadEnginesOptions {
 
 export interface LoadedEngines extends AgentEngines {
   dispose(): void;
+  /** What the user should know about how the models were loaded (a fallback build, a rebuilt chat template). */
+  notes: string[];
+}
+
+/** The planner's load spec and what to tell the user about it. */
+async function plannerSpec(o: LoadEnginesOptions): Promise<{ spec: { kind: 'url'; url: string; webllmCache?: 'cache' | 'indexeddb' | 'none' }; notes: string[] }> {
+  if (!o.plannerFromShared) return { spec: { kind: 'url', url: plannerModelUrl(o.plannerModel) }, notes: [] };
+  const shared = o.sharedModel?.trim();
+  if (!shared) throw new Error('planner model: "use the shared model\'s download" needs a shared web-llm model');
+  const [{ prebuiltAppConfig }, { plannerSourceForWebLlmModel }, { getGpu }] = await Promise.all([
+    import('@mlc-ai/web-llm'),
+    import('../engine/webllm/model-select'),
+    import('../gpu/device'),
+  ]);
+  const s = plannerSourceForWebLlmModel({ f16: (await getGpu()).caps.f16 }, prebuiltAppConfig, shared);
+  return { spec: { kind: 'url', url: s.url, webllmCache: s.webllmCache }, notes: s.fallbackReason ? [s.fallbackReason] : [] };
 }
 
 /** Makes the stored adapter `id` (IndexedDB 'adapters') active in the planner worker. */
@@ -53,8 +75,11 @@ export async function loadEngines(o: LoadEnginesOptions): Promise<LoadedEngines>
   const client = new PlannerClient();
   let shared: ChatEngine & { dispose?: () => Promise<void> };
   try {
-    const url = plannerModelUrl(o.plannerModel);
-    const info = await client.load({ kind: 'url', url }, { name: modelNameOf(url) }, (p) => o.onProgress?.('planner', p));
+    const { spec, notes } = await plannerSpec(o);
+    const info = await client.load(spec, { name: modelNameOf(plannerModelUrl(spec.url)) }, (p) => o.onProgress?.('planner', p));
+    if (info.chatTemplateSource === 'mlc-chat-config.json conv_template') {
+      notes.push("the planner's chat template is rebuilt from mlc-chat-config.json (tokenizer_config.json is not in web-llm's cache and could not be downloaded)");
+    }
     if (o.adapterId) await activateStoredAdapter(client, o.adapterId, o.dbName);
     const planner = new RemotePlannerEngine(client, info.id);
     if (o.sharedModel?.trim()) {
@@ -66,6 +91,7 @@ export async function loadEngines(o: LoadEnginesOptions): Promise<LoadedEngines>
     return {
       planner,
       shared,
+      notes,
       dispose() {
         client.terminate();
         if (shared !== planner) void shared.dispose?.();

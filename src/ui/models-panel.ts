@@ -34,6 +34,7 @@ export class AgentflowModelsPanel extends LitElement {
     progress: { state: true },
     busy: { state: true },
     error: { state: true },
+    plannerFromShared: { state: true },
   };
   declare registry: ToolRegistry | undefined;
   declare dbName: string | undefined;
@@ -46,6 +47,8 @@ export class AgentflowModelsPanel extends LitElement {
   declare progress: Record<string, ProgressSummary>;
   declare busy: boolean;
   declare error: string | null;
+  /** The planner reads the shared model's web-llm download (one download for both engines). */
+  declare plannerFromShared: boolean;
 
   constructor() {
     super();
@@ -55,6 +58,7 @@ export class AgentflowModelsPanel extends LitElement {
     this.progress = {};
     this.busy = false;
     this.error = null;
+    this.plannerFromShared = false;
   }
 
   static override styles = css`
@@ -71,6 +75,7 @@ export class AgentflowModelsPanel extends LitElement {
     td.num { text-align: right; font-variant-numeric: tabular-nums; }
     progress { width: min(32rem, 100%); }
     .row { display: flex; gap: 0.5rem; flex-wrap: wrap; align-items: center; }
+    label.check { display: flex; gap: 0.4rem; align-items: baseline; margin: 0.4rem 0; max-width: 32rem; }
   `;
 
   override connectedCallback(): void {
@@ -120,6 +125,7 @@ export class AgentflowModelsPanel extends LitElement {
       const { loadEngines } = await import('./model-loader');
       const engines = await loadEngines({
         plannerModel: planner,
+        plannerFromShared: this.plannerFromShared,
         ...(shared ? { sharedModel: shared } : {}),
         adapterId: adapter,
         dbName: this.dbName,
@@ -130,7 +136,8 @@ export class AgentflowModelsPanel extends LitElement {
       });
       // The bars stay, marked finished, so the user sees what was loaded.
       this.progress = Object.fromEntries(Object.entries(this.progress).map(([k, s]) => [k, { ...s, secondsLeft: null, status: 'loaded' }]));
-      this.choose({ engines, label: engines.shared === engines.planner ? `${engines.planner.id} (all modules)` : `${engines.planner.id} + ${engines.shared.id}` });
+      const label = engines.shared === engines.planner ? `${engines.planner.id} (all modules)` : `${engines.planner.id} + ${engines.shared.id}`;
+      this.choose({ engines, label: engines.notes.length ? `${label}; ${engines.notes.join('; ')}` : label });
     } catch (e) {
       this.error = (e as Error).message ?? String(e);
     } finally {
@@ -161,8 +168,12 @@ export class AgentflowModelsPanel extends LitElement {
       <section aria-labelledby="models-h">
         <h3 id="models-h">Models</h3>
         <p>In use: <strong data-testid="engines-in-use">${this.current}</strong></p>
-        <label class="field">Planner model (Hugging Face repo id or URL of a folder with config.json, model.safetensors, tokenizer.json)
-          <input id="planner-model" type="text" value=${DEFAULT_PLANNER_MODEL} autocomplete="off" />
+        <label class="field">Planner model (Hugging Face repo id or URL of a folder with config.json, model.safetensors, tokenizer.json; or of a web-llm build such as mlc-ai/Qwen2.5-0.5B-Instruct-q4f16_1-MLC, read 4-bit)
+          <input id="planner-model" type="text" value=${DEFAULT_PLANNER_MODEL} autocomplete="off" ?disabled=${this.plannerFromShared} />
+        </label>
+        <label class="check">
+          <input id="planner-from-shared" type="checkbox" .checked=${this.plannerFromShared} @change=${(e: Event) => (this.plannerFromShared = (e.target as HTMLInputElement).checked)} />
+          Planner uses the shared model's download (its 4-bit web-llm build; one download for both engines, the adapter trains on the 4-bit weights)
         </label>
         <label class="field">Shared model for executor, verifier and generator (web-llm id; empty: the planner does everything)
           <input id="shared-model" type="text" list="shared-models" value=${SHARED_MODEL_CHOICES[1]} autocomplete="off" />

@@ -3,7 +3,7 @@
 // the cached-models list with its size, and a chat run on the real engine ends with the engine's errors shown.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { build } from 'vite';
-import { mkdtempSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
@@ -12,6 +12,7 @@ import { launchChromium } from '../support/chromium';
 import { serveHub, type HubServer } from '../support/hub-server';
 import { randomQwen2, toHfFiles } from '../support/random-qwen2';
 import { serveStatic, type StaticServer } from '../support/static-server';
+import { MLC_MANIFEST_05B, TINY_MLC } from '../../src/engine/io/test-fixtures';
 
 let server: StaticServer;
 let hub: HubServer;
@@ -87,6 +88,65 @@ describe('Models & GPU with a real planner', () => {
     await page.getByRole('button', { name: /Show trajectory/ }).click();
     expect(await page.locator('agentflow-chat .trajectory').textContent()).toMatch(/planner engine failed: generate: prompt \(\d+\) \+ maxNewTokens \(256\) exceeds the context limit 1024/);
     await page.screenshot({ path: join(shots, 'chat-real-planner.png'), fullPage: true });
+    expect(errors).toEqual([]);
+    await context.close();
+  });
+
+  it("loads the planner from the shared model's web-llm build (one download, into web-llm's cache), offline up to web-llm's clear error", async () => {
+    // huggingface.co is answered from the tiny MLC fixture, as if it were web-llm's record for the model;
+    // tokenizer_config.json (which web-llm never downloads) cannot be fetched, as when offline, so the
+    // planner's chat template comes from mlc-chat-config.json's conv_template. Everything else off this
+    // machine (web-llm's model library) fails: web-llm then stops with its download error.
+    const readJson = (p: string) => JSON.parse(readFileSync(p, 'utf8'));
+    const chat = { ...readJson(join(TINY_MLC, 'mlc-chat-config.json')), tokenizer_files: ['tokenizer.json', 'tokenizer_config.json'], conv_template: readJson(join(MLC_MANIFEST_05B, 'mlc-chat-config.json')).conv_template };
+    const files: Record<string, Buffer> = {
+      'mlc-chat-config.json': Buffer.from(JSON.stringify(chat)),
+      'tensor-cache.json': readFileSync(join(TINY_MLC, 'tensor-cache.json')),
+      'params_shard_0.bin': readFileSync(join(TINY_MLC, 'params_shard_0.bin')),
+      'tokenizer.json': Buffer.from(JSON.stringify(byteTokenizerJson())),
+    };
+    const context = await browser.newContext({ viewport: { width: 1200, height: 900 } });
+    const hf: string[] = [];
+    const elsewhere: string[] = [];
+    await context.route((url) => !url.href.startsWith(server.url), async (route) => {
+      const url = new URL(route.request().url());
+      const m = /^\/mlc-ai\/([^/]+)\/resolve\/main\/(.+)$/.exec(url.pathname);
+      if (url.host !== 'huggingface.co' || !m) {
+        elsewhere.push(url.href);
+        return route.abort('internetdisconnected');
+      }
+      hf.push(`${m[1]}/${m[2]}`);
+      const body = files[m[2]];
+      if (m[2] === 'tokenizer_config.json') return route.abort('internetdisconnected');
+      return body ? route.fulfill({ status: 200, body, headers: { 'content-length': String(body.byteLength) } }) : route.fulfill({ status: 404, body: 'not found' });
+    });
+    const page = await context.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+    await page.goto(`${server.url}${SUB}#models`);
+    await page.locator('gpu-capabilities [data-testid="gpu-report"]').waitFor({ timeout: 60_000 });
+    await page.getByRole('combobox', { name: /Shared model/ }).fill('Qwen2.5-0.5B-Instruct-q4f16_1-MLC');
+    await page.getByRole('checkbox', { name: /Planner uses the shared model's download/ }).check();
+    expect(await page.getByRole('textbox', { name: /Planner model/ }).isDisabled()).toBe(true);
+    await page.getByRole('button', { name: 'Download and load models' }).click();
+    const alert = page.locator('agentflow-models-panel [role="alert"]');
+    await alert.waitFor({ timeout: 180_000 });
+    // SwiftShader has no shader-f16: web-llm would run the q4f32_1 build, so the planner reads that one too.
+    const repo = 'Qwen2.5-0.5B-Instruct-q4f32_1-MLC';
+    expect(hf.filter((f) => f === `${repo}/params_shard_0.bin`)).toHaveLength(1);
+    expect(hf).toContain(`${repo}/tokenizer_config.json`);
+    expect(hf.every((f) => f.startsWith(`${repo}/`))).toBe(true);
+    // The planner stored what it downloaded where web-llm looks (its Cache Storage, under its keys)...
+    const base = `https://huggingface.co/mlc-ai/${repo}/resolve/main/`;
+    const keys = await page.evaluate(async () => (await (await caches.open('webllm/model')).keys()).map((r) => r.url));
+    expect(keys).toEqual(expect.arrayContaining([`${base}tensor-cache.json`, `${base}params_shard_0.bin`, `${base}tokenizer.json`]));
+    // ...and web-llm read its config from there (no file of the model was asked for twice); its one request
+    // was its compiled model library, which the planner does not need, and which fails here.
+    expect(new Set(hf).size).toBe(hf.length);
+    expect(elsewhere).toHaveLength(1);
+    expect(elsewhere[0]).toMatch(/\/Qwen2-0\.5B-Instruct-q4f32_1[^/]*-webgpu\.wasm$/);
+    expect(await alert.textContent()).toMatch(/The model 'Qwen2\.5-0\.5B-Instruct-q4f32_1-MLC' could not be downloaded/);
+    expect(await page.locator('agentflow-models-panel [data-testid="engines-in-use"]').textContent()).not.toMatch(/planner:/);
     expect(errors).toEqual([]);
     await context.close();
   });

@@ -16,7 +16,7 @@ describe('loadCheckpoint from a directory', () => {
     const events: LoadProgress[] = [];
     const ck = await loadCheckpoint(directorySource(TINY), { onProgress: (p) => events.push(p) });
     expect(ck.config.hiddenSize).toBe(64);
-    expect(ck.tokenizer).toEqual({ tokenizerJson: null, tokenizerConfig: null, generationConfig: null, chatTemplate: null });
+    expect(ck.tokenizer).toEqual({ tokenizerJson: null, tokenizerConfig: null, generationConfig: null, chatTemplate: null, chatTemplateSource: null });
     const ref = readSafetensorsF32(join(TINY, 'model.safetensors'));
     expect(new Set(ck.tensors.keys())).toEqual(new Set(ref.keys()));
     for (const [name, r] of ref) {

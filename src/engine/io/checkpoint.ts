@@ -7,6 +7,7 @@ import { parseShardIndex, SHARD_INDEX_FILE, SINGLE_FILE } from './shards.ts';
 import { MissingFileError, readOptionalJson, type FileSource, type ProgressCallback } from './sources.ts';
 import { loadMlcCheckpoint, splitRows, type MlcCheckpoint } from './mlc.ts';
 import { f32ToF16Bits } from '../../util/half.ts';
+import { chatTemplateFromMlcChatConfig, ConvTemplateError } from '../tokenizer/conv-template.ts';
 
 export interface TensorHandle {
   name: string;
@@ -19,6 +20,9 @@ export interface TensorHandle {
   f32(): Float32Array;
 }
 
+/** Where a checkpoint's chat template comes from, in the order they are tried. */
+export type ChatTemplateSource = 'tokenizer_config.json' | 'chat_template.jinja' | 'mlc-chat-config.json conv_template';
+
 export interface TokenizerFiles {
   /** tokenizer.json, or null when the checkpoint has none. */
   tokenizerJson: unknown | null;
@@ -26,8 +30,14 @@ export interface TokenizerFiles {
   tokenizerConfig: unknown | null;
   /** generation_config.json, or null. */
   generationConfig: unknown | null;
-  /** chat_template.jinja (newer transformers save the template there instead of tokenizer_config.json), or null. */
+  /**
+   * The template to use when tokenizer_config.json has no chat_template (Tokenizer's `chatTemplate`):
+   * chat_template.jinja (newer transformers save the template there), or, in an MLC folder, the template
+   * derived from mlc-chat-config.json's conv_template; null when there is neither.
+   */
   chatTemplate: string | null;
+  /** Which file the chat template a Tokenizer built from these files uses comes from; null: none. */
+  chatTemplateSource: ChatTemplateSource | null;
 }
 
 export interface Checkpoint {
@@ -118,7 +128,7 @@ export async function loadCheckpoint(source: FileSource, opts: LoadOptions = {})
 
 async function loadMlcFolder(source: FileSource, opts: LoadOptions): Promise<Checkpoint> {
   const ck = await loadMlcCheckpoint(source, opts);
-  return mlcAsCheckpoint(ck, await readTokenizerFiles(source, await mlcTokenizerFiles(source, ck.chat.tokenizerFiles)));
+  return mlcAsCheckpoint(ck, await readMlcTokenizerFiles(source, await mlcTokenizerFiles(source, ck.chat.tokenizerFiles), ck.chat.raw));
 }
 
 const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'generation_config.json', 'chat_template.jinja'] as const;
@@ -133,22 +143,72 @@ async function mlcTokenizerFiles(source: FileSource, listed: string[]): Promise<
   return want;
 }
 
-async function readTokenizerFiles(source: FileSource, only?: Set<string>): Promise<TokenizerFiles> {
-  if (only) {
-    const json = (f: string) => (only.has(f) ? readOptionalJson(source, f) : Promise.resolve(null));
-    return {
-      tokenizerJson: await json('tokenizer.json'),
-      tokenizerConfig: await json('tokenizer_config.json'),
-      generationConfig: await json('generation_config.json'),
-      chatTemplate: only.has('chat_template.jinja') ? await readOptionalText(source, 'chat_template.jinja') : null,
-    };
-  }
+async function readTokenizerFiles(source: FileSource): Promise<TokenizerFiles> {
+  const tokenizerJson = await readOptionalJson(source, 'tokenizer.json');
+  const tokenizerConfig = await readOptionalJson(source, 'tokenizer_config.json');
+  const generationConfig = await readOptionalJson(source, 'generation_config.json');
+  const chatTemplate = await readOptionalText(source, 'chat_template.jinja');
   return {
-    tokenizerJson: await readOptionalJson(source, 'tokenizer.json'),
-    tokenizerConfig: await readOptionalJson(source, 'tokenizer_config.json'),
-    generationConfig: await readOptionalJson(source, 'generation_config.json'),
-    chatTemplate: await readOptionalText(source, 'chat_template.jinja'),
+    tokenizerJson,
+    tokenizerConfig,
+    generationConfig,
+    chatTemplate,
+    chatTemplateSource: hasChatTemplate(tokenizerConfig) ? 'tokenizer_config.json' : chatTemplate !== null ? 'chat_template.jinja' : null,
   };
+}
+
+/** Tokenizer's test for a template in tokenizer_config.json (a string, or a list of named ones). */
+function hasChatTemplate(tokenizerConfig: unknown): boolean {
+  const t = (tokenizerConfig as { chat_template?: unknown } | null)?.chat_template;
+  return typeof t === 'string' || Array.isArray(t);
+}
+
+/**
+ * An MLC folder's tokenizer files (those in `want`). web-llm downloads neither tokenizer_config.json nor
+ * chat_template.jinja, so a model it has cached may have every weight on the machine but no template
+ * there, or none reachable (offline). Then mlc-chat-config.json's conv_template stands in when it spells a
+ * template out; when it does not, a failed download of those files fails the load, as it did before.
+ */
+async function readMlcTokenizerFiles(source: FileSource, want: Set<string>, chatConfig: unknown): Promise<TokenizerFiles> {
+  const wanted = <T>(f: string, read: () => Promise<T | null>) => (want.has(f) ? read() : Promise.resolve(null));
+  const tokenizerJson = await wanted('tokenizer.json', () => readOptionalJson(source, 'tokenizer.json'));
+  const config = await attempt(() => wanted('tokenizer_config.json', () => readOptionalJson(source, 'tokenizer_config.json')));
+  const generationConfig = await wanted('generation_config.json', () => readOptionalJson(source, 'generation_config.json'));
+  const jinja = await attempt(() => wanted('chat_template.jinja', () => readOptionalText(source, 'chat_template.jinja')));
+  const files = (chatTemplate: string | null, chatTemplateSource: ChatTemplateSource | null): TokenizerFiles => ({
+    tokenizerJson,
+    tokenizerConfig: config.value,
+    generationConfig,
+    chatTemplate,
+    chatTemplateSource,
+  });
+  // A readable tokenizer_config.json keeps its own template: Hugging Face's, not a reconstruction.
+  if (hasChatTemplate(config.value)) return files(jinja.value, 'tokenizer_config.json');
+  const failure = config.failed ?? jinja.failed;
+  if (failure === null && jinja.value !== null) return files(jinja.value, 'chat_template.jinja');
+  const derived = derivedChatTemplate(chatConfig);
+  if (derived !== null) return files(derived, 'mlc-chat-config.json conv_template');
+  if (failure !== null) throw failure;
+  return files(null, null);
+}
+
+/** `read()`'s value, or null and the error it threw (a file missing is not an error: readOptional*). */
+async function attempt<T>(read: () => Promise<T | null>): Promise<{ value: T | null; failed: unknown }> {
+  try {
+    return { value: await read(), failed: null };
+  } catch (e) {
+    return { value: null, failed: e };
+  }
+}
+
+/** The conv_template's chat template, or null when it has none this project can render. */
+function derivedChatTemplate(chatConfig: unknown): string | null {
+  try {
+    return chatTemplateFromMlcChatConfig(chatConfig);
+  } catch (e) {
+    if (e instanceof ConvTemplateError) return null;
+    throw e;
+  }
 }
 
 async function readOptionalText(source: FileSource, name: string): Promise<string | null> {

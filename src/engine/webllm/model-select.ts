@@ -48,3 +48,30 @@ export function selectWebLlmModel(gpu: { f16: boolean }, appConfig: AppConfig, r
   }
   throw new ModelSelectionError(`web-llm model '${requested}' needs the WebGPU feature shader-f16, which this GPU lacks, and no f32 build of it is listed`);
 }
+
+/** Where the planner reads a web-llm build so that both engines share one download (sharedUrlSource). */
+export interface SharedPlannerSource {
+  /** The build web-llm will load (requested, or its q4f32 sibling on a GPU without shader-f16). */
+  modelId: string;
+  /** The record's model URL: web-llm's cache keys derive from it. */
+  url: string;
+  /** web-llm's cache backend, when the planner can share it; 'none' (OPFS, cross-origin): it cannot. */
+  webllmCache: 'cache' | 'indexeddb' | 'none';
+  fallbackReason?: string;
+}
+
+/**
+ * The planner source for web-llm model `requested` on this GPU: the same build selectWebLlmModel picks
+ * for the shared engine, at its record's URL, in web-llm's cache backend. The planner then reads the
+ * 4-bit weights web-llm downloads (or downloads them into web-llm's caches first): one download.
+ */
+export function plannerSourceForWebLlmModel(gpu: { f16: boolean }, appConfig: AppConfig, requested: string): SharedPlannerSource {
+  const choice = selectWebLlmModel(gpu, appConfig, requested);
+  const record = appConfig.model_list.find((r) => r.model_id === choice.modelId) as ModelRecord;
+  if (!/-q4f(16|32)_1-MLC/.test(choice.modelId)) {
+    throw new ModelSelectionError(`the planner reads web-llm's q4f16_1 and q4f32_1 builds only; '${choice.modelId}' is neither`);
+  }
+  const backend = appConfig.cacheBackend ?? 'cache';
+  const webllmCache = backend === 'cache' || backend === 'indexeddb' ? backend : 'none';
+  return { modelId: choice.modelId, url: record.model, webllmCache, ...(choice.fallbackReason ? { fallbackReason: choice.fallbackReason } : {}) };
+}
