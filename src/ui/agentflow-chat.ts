@@ -4,7 +4,7 @@
 //
 // Engines: the `engines` property ({planner, shared} ChatEngines) wins; otherwise the element loads the
 // real ones from `planner-model` (URL or Hugging Face repo id) and `shared-model` (web-llm id; without it the planner runs every module) on the
-// first question. Tools: the built-in ones plus `extraTools`; the `tools` attribute lists those switched
+// first question; `planner-from-shared` loads the planner from the shared model's web-llm build instead (one download). Tools: the built-in ones plus `extraTools`; the `tools` attribute lists those switched
 // on. Network tools stay off until the user allows them here, and are marked.
 import { LitElement, css, html, nothing, type PropertyValues } from 'lit';
 import { unsafeHTML } from 'lit/directives/unsafe-html.js';
@@ -60,6 +60,7 @@ export class AgentFlowChat extends LitElement {
   static override properties = {
     plannerModel: { type: String, attribute: 'planner-model' },
     sharedModel: { type: String, attribute: 'shared-model' },
+    plannerFromShared: { type: Boolean, attribute: 'planner-from-shared' },
     tools: { type: String },
     adapter: { type: String },
     maxTurns: { type: Number, attribute: 'max-turns' },
@@ -82,6 +83,8 @@ export class AgentFlowChat extends LitElement {
   declare plannerModel: string | undefined;
   /** web-llm model id for the executor, verifier and generator. */
   declare sharedModel: string | undefined;
+  /** The planner reads the shared model's web-llm build (4-bit; both engines share one download). */
+  declare plannerFromShared: boolean | undefined;
   /** Comma-separated names of the tools switched on; unset keeps the stored or default switches. */
   declare tools: string | undefined;
   /** Stored LoRA adapter id to make active in the planner. */
@@ -223,15 +226,16 @@ export class AgentFlowChat extends LitElement {
   private async currentEngines(): Promise<AgentEngines> {
     if (this.engines) return this.engines;
     if (this.loadedEngines) return this.loadedEngines;
-    if (!this.plannerModel) {
-      throw new Error('No models are loaded. Load them in the Models & GPU tab, or give this element a planner-model attribute (a URL or Hugging Face repo id).');
+    if (!this.plannerModel && !this.plannerFromShared) {
+      throw new Error('No models are loaded. Load them in the Models & GPU tab, or give this element a planner-model attribute (a URL or Hugging Face repo id), or shared-model with planner-from-shared.');
     }
     const tracker = new ProgressTracker();
     this.loading = { tracker, which: 'models' };
     try {
       const { loadEngines } = await import('./model-loader');
       this.loadedEngines = await loadEngines({
-        plannerModel: this.plannerModel,
+        plannerModel: this.plannerModel ?? '',
+        plannerFromShared: !!this.plannerFromShared,
         ...(this.sharedModel ? { sharedModel: this.sharedModel } : {}),
         adapterId: this.adapter ?? null,
         dbName: this.dbName,
