@@ -169,7 +169,8 @@ describe('<agentflow-chat> embedded in a plain page', () => {
     await page.getByRole('button', { name: 'Send' }).waitFor({ timeout: 10_000 });
     const detail = await page.evaluate(() => (window as unknown as { slowAnswer: Record<string, unknown> }).slowAnswer);
     expect(detail).toMatchObject({ status: 'interrupted', stopReason: 'aborted', answer: null });
-    expect(await page.locator('agentflow-chat [data-testid="conversation-list"] li').first().textContent()).toContain('interrupted');
+    // The list is re-read from IndexedDB after the run settles, so it may show 'running' for a moment.
+    await expect.poll(async () => page.locator('agentflow-chat [data-testid="conversation-list"] li').first().textContent(), { timeout: 10_000 }).toContain('interrupted');
     // Resume with an engine that answers: the stored turn is kept, only the generator runs again.
     await page.evaluate(`(async () => {
       const lib = await import('${SUB}agentflow-chat.js');
