@@ -8,6 +8,7 @@ import { MissingFileError, readOptionalJson, type FileSource, type ProgressCallb
 import { loadMlcCheckpoint, splitRows, type MlcCheckpoint } from './mlc.ts';
 import { f32ToF16Bits } from '../../util/half.ts';
 import { chatTemplateFromMlcChatConfig, ConvTemplateError } from '../tokenizer/conv-template.ts';
+import { hasChatTemplate } from '../tokenizer/chat-template.ts';
 
 export interface TensorHandle {
   name: string;
@@ -155,12 +156,6 @@ async function readTokenizerFiles(source: FileSource): Promise<TokenizerFiles> {
     chatTemplate,
     chatTemplateSource: hasChatTemplate(tokenizerConfig) ? 'tokenizer_config.json' : chatTemplate !== null ? 'chat_template.jinja' : null,
   };
-}
-
-/** Tokenizer's test for a template in tokenizer_config.json (a string, or a list of named ones). */
-function hasChatTemplate(tokenizerConfig: unknown): boolean {
-  const t = (tokenizerConfig as { chat_template?: unknown } | null)?.chat_template;
-  return typeof t === 'string' || Array.isArray(t);
 }
 
 /**

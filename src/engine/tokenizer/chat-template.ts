@@ -20,6 +20,12 @@ function tokenString(v: unknown): string | null {
   return null;
 }
 
+/** Whether a tokenizer_config.json holds a chat template (a string, or a list of named ones). */
+export function hasChatTemplate(tokenizerConfig: unknown): boolean {
+  const t = (tokenizerConfig as { chat_template?: unknown } | null)?.chat_template;
+  return typeof t === 'string' || Array.isArray(t);
+}
+
 /** The chat template in a tokenizer_config.json: a string, or the 'default' entry of a named list. */
 export function chatTemplateOf(tokenizerConfig: unknown, file = 'tokenizer_config.json'): string {
   const t = (tokenizerConfig as { chat_template?: unknown } | null)?.chat_template;

@@ -1,7 +1,7 @@
 // Byte-level BPE tokenizer (Qwen2's tokenizer.json) via @lenml/tokenizers, plus the model's chat template.
 import { TokenizerLoader } from '@lenml/tokenizers';
 import type { ChatMessage } from '../types.ts';
-import { ChatTemplate, type RenderOptions } from './chat-template.ts';
+import { ChatTemplate, hasChatTemplate, type RenderOptions } from './chat-template.ts';
 
 type LenmlTokenizer = ReturnType<typeof TokenizerLoader.fromPreTrained>;
 
@@ -30,7 +30,7 @@ export class Tokenizer {
     }
     this.specialIds = new Set(this.tok.all_special_ids);
     this.chatTemplate =
-      typeof cfg.chat_template === 'string' || Array.isArray(cfg.chat_template)
+      hasChatTemplate(cfg)
         ? ChatTemplate.fromTokenizerConfig(cfg)
         : typeof files.chatTemplate === 'string'
           ? new ChatTemplate(files.chatTemplate, cfg)

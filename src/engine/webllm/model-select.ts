@@ -2,6 +2,7 @@
 // q4f32 build (runs everywhere, more memory and slower). We pick from the GPU's real capabilities rather
 // than letting web-llm fail with ShaderF16SupportError after the download has started.
 import type { AppConfig, ModelRecord } from '@mlc-ai/web-llm';
+import { MLC_Q4_QUANTIZATIONS } from '../io/mlc';
 
 export const DEFAULT_WEBLLM_MODEL = 'Qwen2.5-1.5B-Instruct-q4f16_1-MLC';
 
@@ -68,8 +69,8 @@ export interface SharedPlannerSource {
 export function plannerSourceForWebLlmModel(gpu: { f16: boolean }, appConfig: AppConfig, requested: string): SharedPlannerSource {
   const choice = selectWebLlmModel(gpu, appConfig, requested);
   const record = appConfig.model_list.find((r) => r.model_id === choice.modelId) as ModelRecord;
-  if (!/-q4f(16|32)_1-MLC/.test(choice.modelId)) {
-    throw new ModelSelectionError(`the planner reads web-llm's q4f16_1 and q4f32_1 builds only; '${choice.modelId}' is neither`);
+  if (!MLC_Q4_QUANTIZATIONS.some((q) => choice.modelId.includes(`-${q}-MLC`))) {
+    throw new ModelSelectionError(`the planner reads web-llm's ${MLC_Q4_QUANTIZATIONS.join(' and ')} builds only; '${choice.modelId}' is neither`);
   }
   const backend = appConfig.cacheBackend ?? 'cache';
   const webllmCache = backend === 'cache' || backend === 'indexeddb' ? backend : 'none';
