@@ -1,5 +1,5 @@
 // Training speed for the benchmark: one real Flow-GRPO step through the code the planner worker runs
-// (WorkerTrainingSession -> GrpoTrainer -> grpoStep -> GpuPolicyBackend: reference logprobs with the adapter
+// (TrainingSession -> GrpoTrainer -> grpoStep -> GpuPolicyBackend: reference logprobs with the adapter
 // off, forward with kept activations, LoRA backward through the frozen base, gradient norm, AdamW), on a
 // group of synthetic planner turns. Old logprobs are scored before the timed step, as the agent records them
 // while sampling. GPU memory is counted by a BufferTracker on the device (every buffer, peak over the run).
@@ -10,7 +10,9 @@ import { Qwen2Runtime, type GpuMemoryReport } from '../src/engine/runtime';
 import type { Q4WeightSource, WeightSource } from '../src/engine/weights';
 import type { StepStats } from '../src/trainer/grpo-step';
 import type { TurnSample } from '../src/trainer/samples';
-import { WorkerTrainingSession } from '../src/trainer/worker-trainer';
+import { memoryTrainStorage } from '../src/trainer/checkpoint-memory';
+import { runtimePolicyHost } from '../src/trainer/runtime-policy-host';
+import { TrainingSession } from '../src/trainer/training-host';
 import { BufferTracker } from './buffer-tracker';
 
 export interface TrainBenchOptions {
@@ -73,12 +75,12 @@ export async function benchTraining(ctx: GpuContext, model: string, config: Qwen
   if (o.tokens > o.microBatchTokens) throw new Error(`training bench: a turn of ${o.tokens} tokens does not fit --micro-batch ${o.microBatchTokens}`);
   const tracker = BufferTracker.install(ctx.device);
   let rt: Qwen2Runtime | null = null;
-  let session: WorkerTrainingSession | null = null;
+  let session: TrainingSession | null = null;
   try {
     rt = await Qwen2Runtime.create(ctx, config, tensors, { maxContext: o.tokens + 8, maxBatchRows: o.maxBatchRows });
-    session = await WorkerTrainingSession.start(rt, {
+    session = await TrainingSession.start(runtimePolicyHost(rt, model), memoryTrainStorage(), {
       runId: 'bench',
-      adapter: { kind: 'fresh', rank: o.rank, alpha: 2 * o.rank, targets: [...LORA_MODULES] },
+      adapter: { rank: o.rank, alpha: 2 * o.rank, targets: [...LORA_MODULES] },
       config: { groupSize: Math.max(2, o.sequences), queriesPerStep: 1, microBatchTokens: o.microBatchTokens, checkpointEvery: 0 },
     });
     const samples = turns(config, o);

@@ -16,9 +16,11 @@ import { defaultMaxContext, Qwen2Runtime, type GenerateTokensOptions, type GpuMe
 import type { ChatMessage, GenerateOptions, GenerationResult, LoadProgress } from '../src/engine/types';
 import type { StepStats } from '../src/trainer/grpo-step';
 import type { TurnSample } from '../src/trainer/samples';
-import { TrainingHost, type TrainSessionInfo, type TrainStartOptions } from '../src/trainer/worker-trainer';
+import { idbTrainStorage } from '../src/trainer/checkpoint-idb';
+import { runtimePolicyHost } from '../src/trainer/runtime-policy-host';
+import { TrainingHost, type SavedCheckpoint, type TrainSessionInfo, type TrainStartOptions } from '../src/trainer/training-host';
 
-export type { TrainAdapterSpec, TrainStartOptions } from '../src/trainer/worker-trainer';
+export type { TrainAdapterSpec, TrainStartOptions } from '../src/trainer/training-host';
 
 /** Where the model (or an adapter) comes from. */
 export type ModelSpec =
@@ -111,7 +113,7 @@ function needBatcher(): GenerateBatcher {
   return batcher;
 }
 
-const training = new TrainingHost(need, () => name);
+const training = new TrainingHost(() => runtimePolicyHost(need(), name), idbTrainStorage);
 // A new model (or none) invalidates the trained adapter's GPU buffers.
 const dropTraining = () => training.trainStop();
 
@@ -251,9 +253,12 @@ const api = {
     return training.trainStep(samples);
   },
 
-  /** Saves adapter, AdamW moments, counters and RNG to IndexedDB; returns the step and the stored adapter's id. */
-  trainCheckpoint(): Promise<{ step: number; adapterId: string }> {
-    return training.trainCheckpoint();
+  /**
+   * Saves adapter, AdamW moments, counters and RNG to IndexedDB (once per step), then prunes the run's older
+   * checkpoints to `keep` besides `protect`; returns the step and the stored adapter's id.
+   */
+  trainCheckpoint(o?: { keep?: number; protect?: number[] }): Promise<SavedCheckpoint> {
+    return training.trainCheckpoint(o);
   },
 
   trainInfo(): TrainSessionInfo | null {

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { RolloutRecord } from '../store/records';
 import { deleteRolloutsByRun, getRolloutsByGroup, getRolloutsByRun, putRollout, setAdvantages } from '../store/rollouts';
 import type { PlannerCall } from './loop';
-import { exportRunJsonl, groupAdvantages, recordReward, rolloutFromPlannerCall, rolloutRecorder, rolloutsToJsonl, type RolloutJsonLine } from './rollouts';
+import { exportRunJsonl, recordReward, rolloutFromPlannerCall, rolloutRecorder, rolloutsToJsonl, type RolloutJsonLine } from './rollouts';
 
 let n = 0;
 const freshDb = () => `rollout-test-${++n}-${Math.random()}`;
@@ -60,17 +60,19 @@ describe('rollout records', () => {
     expect(() => rolloutFromPlannerCall(c, { runId: 'run', groupId: 'g' })).toThrow("planner engine 'planner:test' returned 7 tokens but 6 logprobs");
   });
 
-  it('normalize rewards per group over its turns (the trainer\'s rule), broadcasting to every turn', () => {
+  it('export: scored records without a stored advantage get the trainer\'s rule per group, broadcast to every turn; stored ones are kept', () => {
     // Group g: turns a1, a2 (conversation a, reward 1), b1 and c1 (reward 0); group h all equal; f1 unrewarded.
-    const records = [rec('a1', 'g', 'a', 1), rec('a2', 'g', 'a', 1), rec('b1', 'g', 'b', 0), rec('c1', 'g', 'c', 0), rec('d1', 'h', 'd', 1), rec('e1', 'h', 'e', 1), rec('f1', 'g', 'f')];
-    const adv = groupAdvantages(records);
+    const records = [rec('a1', 'g', 'a', 1), rec('a2', 'g', 'a', 1), rec('b1', 'g', 'b', 0), rec('c1', 'g', 'c', 0), rec('d1', 'h', 'd', 1), rec('e1', 'h', 'e', 1), rec('f1', 'g', 'f'), { ...rec('s1', 'k', 's', 1), advantage: 0.25 }];
+    const lines = rolloutsToJsonl(records).trim().split('\n').map((l) => JSON.parse(l) as RolloutJsonLine);
+    const adv = new Map(lines.map((l, i) => [records[i].id, l.advantage]));
+    expect(adv.get('s1')).toBe(0.25);
     const mean = 0.5;
     const std = Math.sqrt((4 * 0.25) / 3); // unbiased, over the group's 4 turns
     expect(adv.get('a1')).toBeCloseTo((1 - mean) / (std + 1e-6), 6);
     expect(adv.get('a2')).toBe(adv.get('a1'));
     expect(adv.get('b1')).toBeCloseTo(-mean / (std + 1e-6), 6);
     expect(adv.get('d1')).toBe(0);
-    expect(adv.has('f1')).toBe(false);
+    expect(adv.get('f1')).toBeNull();
   });
 
   it('store per run and group, take the final reward, and export JSONL with ids and logprobs', async () => {

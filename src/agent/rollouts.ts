@@ -2,7 +2,7 @@
 // the adapter that sampled them, the group (same query, several rollouts) and the run; the run's final
 // reward is broadcast to every planner call of that conversation. Exported as JSONL for TRL/verl.
 import type { RolloutRecord } from '../store/records';
-import { groupAdvantages as trainerGroupAdvantages } from '../trainer/advantages';
+import { groupAdvantages } from '../trainer/advantages';
 import { getRolloutsByRun, putRollout, setConversationReward } from '../store/rollouts';
 import type { PlannerCall } from './loop';
 
@@ -57,17 +57,12 @@ export function recordReward(ids: RolloutIds, conversationId: string, reward: nu
 }
 
 /**
- * Group-normalized advantages: each turn carries its trajectory's final reward, and
- * A = (R - mean) / (std + eps) over the turns of a group (unbiased std), exactly as the trainer computes
- * them. A group whose rewards are all equal gets 0. Rollouts without a reward get no advantage.
+ * Advantages for records that were scored but not trained on (chat, experiments): the trainer's rule, over
+ * each group's turns. Training runs store the advantage each turn was trained with.
  */
-export function groupAdvantages(records: RolloutRecord[], eps = 1e-6): Map<string, number> {
-  // One rule for training and export: the trainer's (over the group's turns, as Flow-GRPO defines it).
-  const rewarded = records.filter((r) => typeof r.reward === 'number');
-  const { advantages } = trainerGroupAdvantages(
-    rewarded.map((r) => ({ groupId: r.groupId, reward: r.reward as number })),
-    eps,
-  );
+function advantagesOf(records: RolloutRecord[]): Map<string, number> {
+  const rewarded = records.filter((r) => typeof r.reward === 'number' && typeof r.advantage !== 'number');
+  const { advantages } = groupAdvantages(rewarded.map((r) => ({ groupId: r.groupId, reward: r.reward as number })));
   return new Map(rewarded.map((r, i) => [r.id, advantages[i]]));
 }
 
@@ -80,6 +75,9 @@ export interface RolloutJsonLine {
   run_id: string;
   conversation_id: string;
   turn: number;
+  /** Training runs: the step that trained on it and the rollout's index in its group. */
+  step?: number;
+  rollout?: number;
   adapter_id: string | null;
   prompt_token_ids: number[];
   completion_token_ids: number[];
@@ -88,10 +86,10 @@ export interface RolloutJsonLine {
 
 /**
  * JSONL, one planner call per line, in the conversational prompt/completion form TRL and verl read, with
- * token ids and sampling logprobs. Stored advantages are used; missing ones come from groupAdvantages.
+ * token ids and sampling logprobs. Stored advantages are used; missing ones follow the trainer's rule.
  */
 export function rolloutsToJsonl(records: RolloutRecord[]): string {
-  const computed = groupAdvantages(records);
+  const computed = advantagesOf(records);
   return records
     .map((r) => {
       const line: RolloutJsonLine = {
@@ -103,6 +101,8 @@ export function rolloutsToJsonl(records: RolloutRecord[]): string {
         run_id: r.runId,
         conversation_id: r.conversationId,
         turn: r.turn,
+        ...(r.step !== undefined ? { step: r.step } : {}),
+        ...(r.rollout !== undefined ? { rollout: r.rollout } : {}),
         adapter_id: r.adapterId,
         prompt_token_ids: r.promptTokens,
         completion_token_ids: r.tokens,

@@ -66,11 +66,12 @@ export class GenerateBatcher {
 
   /**
    * generate(prompt, options) as runtime.generate gives it, run alone or merged with the calls it overlaps.
-   * Tokens come from the adapter active now, even if another is activated before the call runs.
+   * Tokens come from `adapter` (an id, or null for the base model), by default the adapter active now, even
+   * if another is activated before the call runs.
    */
-  submit(prompt: number[], options: GenerateTokensOptions = {}): Promise<TokenGeneration> {
+  submit(prompt: number[], options: GenerateTokensOptions = {}, adapter: string | null = this.runtime.activeAdapterId): Promise<TokenGeneration> {
     return new Promise<TokenGeneration>((resolve, reject) => {
-      this.waiting.push({ prompt, options, adapter: this.runtime.activeAdapterId, resolve, reject });
+      this.waiting.push({ prompt, options, adapter, resolve, reject });
       // An abort must not sit out the wait for other calls.
       options.signal?.addEventListener('abort', () => this.wake?.(), { once: true });
       this.checkWake();

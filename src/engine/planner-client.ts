@@ -5,12 +5,12 @@ import * as Comlink from 'comlink';
 import type { DecodeStats, ModelSpec, LoadOptions, PlannerInfo, PlannerWorkerApi, RemoteTokenOptions, TrainStartOptions } from '../../workers/planner.worker';
 import type { StepStats } from '../trainer/grpo-step';
 import type { TurnSample } from '../trainer/samples';
-import type { TrainSessionInfo } from '../trainer/worker-trainer';
+import type { SavedCheckpoint, TrainSessionInfo } from '../trainer/training-host';
 import type { TokenGeneration } from './runtime';
 import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult, LoadProgress } from './types';
 
 export type { DecodeStats, ModelSpec, LoadOptions, PlannerInfo, TrainStartOptions, TrainAdapterSpec } from '../../workers/planner.worker';
-export type { TrainSessionInfo } from '../trainer/worker-trainer';
+export type { TrainSessionInfo } from '../trainer/training-host';
 
 export interface TokenStreamOptions extends RemoteTokenOptions {
   signal?: AbortSignal;
@@ -81,8 +81,8 @@ export class PlannerClient {
     return this.api.trainStep(samples);
   }
 
-  trainCheckpoint(): Promise<{ step: number; adapterId: string }> {
-    return this.api.trainCheckpoint();
+  trainCheckpoint(o?: { keep?: number; protect?: number[] }): Promise<SavedCheckpoint> {
+    return this.api.trainCheckpoint(o);
   }
 
   trainInfo(): Promise<TrainSessionInfo | null> {

@@ -133,9 +133,9 @@ export class PlannerEngine implements ChatEngine {
    * that overlap in time are decoded as one batch; each samples from the adapter active when it was made.
    */
   async generate(promptTokens: number[], options: GenerateOptions = {}): Promise<GenerationResult> {
-    // The batcher runs this call under the adapter active now (it switches back if another was activated
-    // while the call waited), so this is the adapter the tokens come from.
-    const adapterId = this.runtime.activeAdapterId;
+    // The batcher runs this call under the adapter asked for, else the one active now (it switches back if
+    // another was activated while the call waited), so this is the adapter the tokens come from.
+    const adapterId = options.adapter === undefined ? this.runtime.activeAdapterId : options.adapter;
     const decoder = new StreamingDecoder(this.tokenizer, { skipSpecialTokens: true });
     const stops = (options.stop ?? []).filter((s) => s.length > 0);
     let stoppedBy: string | null = null;
@@ -173,7 +173,7 @@ export class PlannerEngine implements ChatEngine {
         return false;
       },
     };
-    const out = await this.batcher.submit(promptTokens, g);
+    const out = await this.batcher.submit(promptTokens, g, adapterId);
     let text: string;
     if (stoppedBy !== null) {
       text = decoder.text.slice(0, shown);

@@ -21,6 +21,12 @@ export interface GenerateOptions {
   onToken?: (piece: string) => void;
   /** Ask for a JSON object (web-llm `response_format: {type: 'json_object'}`); planner engine ignores it. */
   json?: boolean;
+  /**
+   * The LoRA adapter to sample with, by id, or null for the base model; default: the engine's active one.
+   * Engines without adapters (web-llm) ignore it. Lets one planner engine serve the frozen modules with its
+   * base weights while the planner's own calls use the adapter being trained.
+   */
+  adapter?: string | null;
 }
 
 export type FinishReason = 'stop' | 'length' | 'abort';

@@ -33,6 +33,9 @@ export interface RolloutRecord {
   groupId: string;
   conversationId: string;
   turn: number;
+  /** Training runs: the step that trained on this call, and the rollout's index in its group. */
+  step?: number;
+  rollout?: number;
   adapterId: string | null;
   promptTokens: number[];
   tokens: number[];
@@ -59,6 +62,8 @@ export interface AdapterRecord {
   config: Record<string, unknown>;
   tensors: Record<string, { shape: number[]; data: Float32Array }>;
   trainingRunId?: string;
+  /** Saved by the user under a name of their own: pruning a run's checkpoints never deletes it. */
+  keep?: boolean;
 }
 
 export interface CheckpointRecord {

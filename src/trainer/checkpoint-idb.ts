@@ -1,16 +1,18 @@
 // Checkpoints in IndexedDB: the adapter goes to the `adapters` store (PEFT names, so the Models panel can
 // export it), moments and counters to `checkpoints`. Both are written in one transaction so a reload
-// never finds a checkpoint without its adapter.
+// never finds a checkpoint without its adapter. Pruning deletes a checkpoint with its adapter, unless the
+// user saved that adapter under a name of their own (AdapterRecord.keep): then only the moments go.
 import type { IDBPDatabase } from 'idb';
 import { exportAdapter, parseAdapter } from '../engine/io/peft';
 import { writeSafetensors } from '../engine/io/safetensors';
-import { describeStorageError } from '../store/db';
+import { describeStorageError, openAgentDb } from '../store/db';
 import type { AdapterRecord, CheckpointRecord } from '../store/records';
 import type { AgentFlowDB } from '../store/schema';
 import type { Moments } from './backend';
-import { CheckpointError, type CheckpointStore, type TrainingCheckpoint } from './checkpoint';
+import { CheckpointError, checkPrune, noIntactCheckpoint, type CheckpointStore, type PruneOptions, type TrainingCheckpoint } from './checkpoint';
 import { resolveGrpoConfig, type GrpoConfig } from './config';
 import { adapterTensors } from './lora';
+import type { TrainStorage } from './training-host';
 
 /** CheckpointRecord plus the fields the trainer needs to resume exactly (IndexedDB stores whole objects). */
 type TrainerCheckpointRecord = CheckpointRecord & { optimizerSteps: number; config: GrpoConfig };
@@ -22,7 +24,7 @@ export class IdbCheckpointStore implements CheckpointStore {
     return `${runId}@step-${step}`;
   }
 
-  async save(c: TrainingCheckpoint): Promise<void> {
+  async save(c: TrainingCheckpoint): Promise<string> {
     const adapterId = IdbCheckpointStore.adapterId(c.runId, c.step);
     const tensors: AdapterRecord['tensors'] = {};
     for (const t of adapterTensors(c.adapter)) tensors[t.name] = { shape: t.shape, data: Float32Array.from(t.data) };
@@ -55,12 +57,24 @@ export class IdbCheckpointStore implements CheckpointStore {
     } catch (e) {
       throw describeStorageError(e, `the training checkpoint of step ${c.step}`);
     }
+    return adapterId;
   }
 
   async latest(runId: string): Promise<TrainingCheckpoint | null> {
-    const all = (await this.db.getAllFromIndex('checkpoints', 'byRun', runId)) as TrainerCheckpointRecord[];
+    const all = ((await this.db.getAllFromIndex('checkpoints', 'byRun', runId)) as TrainerCheckpointRecord[]).sort((a, b) => b.step - a.step);
     if (!all.length) return null;
-    const rec = all.reduce((a, b) => (b.step > a.step ? b : a));
+    const skipped: string[] = [];
+    for (const rec of all) {
+      try {
+        return { ...(await this.read(rec)), skipped };
+      } catch (e) {
+        skipped.push(`step ${rec.step}: ${e instanceof Error ? e.message : String(e)}`);
+      }
+    }
+    throw noIntactCheckpoint(runId, skipped);
+  }
+
+  private async read(rec: TrainerCheckpointRecord): Promise<TrainingCheckpoint> {
     const ad = await this.db.get('adapters', rec.adapterId);
     if (!ad) throw new CheckpointError(`checkpoint '${rec.id}' refers to adapter '${rec.adapterId}', which is missing from IndexedDB`);
     const bytes = writeSafetensors(Object.entries(ad.tensors).map(([name, t]) => ({ name, shape: t.shape, data: t.data })));
@@ -76,6 +90,44 @@ export class IdbCheckpointStore implements CheckpointStore {
       moments,
       createdAt: rec.createdAt,
       baseModel: ad.baseModel,
+      adapterRef: ad.id,
     };
   }
+
+  async prune(runId: string, o: PruneOptions): Promise<void> {
+    checkPrune(o);
+    const all = ((await this.db.getAllFromIndex('checkpoints', 'byRun', runId)) as TrainerCheckpointRecord[]).sort((a, b) => b.step - a.step);
+    const protect = new Set(o.protect);
+    const drop = all.filter((r, i) => i >= o.keep && !protect.has(r.step));
+    if (!drop.length) return;
+    try {
+      const tx = this.db.transaction(['adapters', 'checkpoints'], 'readwrite');
+      const adapters = tx.objectStore('adapters');
+      const checkpoints = tx.objectStore('checkpoints');
+      await Promise.all([
+        ...drop.map(async (r) => {
+          await checkpoints.delete(r.id);
+          const ad = await adapters.get(r.adapterId);
+          if (ad && !ad.keep) await adapters.delete(r.adapterId);
+        }),
+        tx.done,
+      ]);
+    } catch (e) {
+      throw describeStorageError(e, `pruning the checkpoints of run '${runId}'`);
+    }
+  }
+}
+
+/** A training session's storage in IndexedDB: checkpoints here, stored adapters from the 'adapters' store. */
+export async function idbTrainStorage(dbName?: string): Promise<TrainStorage> {
+  const db = await openAgentDb(dbName);
+  return {
+    checkpoints: new IdbCheckpointStore(db),
+    async adapter(id, base) {
+      const rec = await db.get('adapters', id);
+      if (!rec) throw new CheckpointError(`adapter '${id}' is not in this browser's storage`);
+      const bytes = writeSafetensors(Object.entries(rec.tensors).map(([name, t]) => ({ name, shape: t.shape, data: t.data })));
+      return parseAdapter(rec.config, bytes, { base, configFile: `adapter “${rec.name}” config`, weightsFile: `adapter “${rec.name}” tensors` });
+    },
+  };
 }

@@ -2,14 +2,18 @@
 //   <dir>/step-000010/adapter_config.json, adapter_model.safetensors   (PEFT, loadable by peft/transformers)
 //   <dir>/step-000010/optimizer.safetensors   (<peft name>.exp_avg / .exp_avg_sq, F32)
 //   <dir>/step-000010/trainer_state.json      (run id, step, optimizer steps, RNG state, config)
-// and <dir>/latest.json naming the newest step directory, written last so a crash mid-save keeps the old one.
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+// A step directory is written under a temporary name and renamed into place, and <dir>/latest.json (naming the
+// newest) is replaced last, so a crash mid-save leaves the previous checkpoint as the newest intact one.
+import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { exportAdapter, parseAdapter } from '../engine/io/peft';
 import { readSafetensors, writeSafetensors } from '../engine/io/safetensors';
 import type { Moments } from './backend';
-import { CheckpointError, type CheckpointStore, type TrainingCheckpoint } from './checkpoint';
+import { CheckpointError, checkPrune, noIntactCheckpoint, type CheckpointStore, type PruneOptions, type TrainingCheckpoint } from './checkpoint';
 import { resolveGrpoConfig } from './config';
+import type { TrainStorage } from './training-host';
+import { loadAdapter } from '../engine/io/checkpoint';
+import { directorySource } from '../engine/io/sources';
 
 interface TrainerStateJson {
   runId: string;
@@ -24,9 +28,15 @@ interface TrainerStateJson {
 export class DiskCheckpointStore implements CheckpointStore {
   constructor(readonly dir: string) {}
 
-  async save(c: TrainingCheckpoint): Promise<void> {
-    const name = `step-${String(c.step).padStart(6, '0')}`;
-    const d = join(this.dir, name);
+  static stepDir(step: number): string {
+    return `step-${String(step).padStart(6, '0')}`;
+  }
+
+  async save(c: TrainingCheckpoint): Promise<string> {
+    const name = DiskCheckpointStore.stepDir(c.step);
+    const final = join(this.dir, name);
+    const d = `${final}.tmp`;
+    await rm(d, { recursive: true, force: true });
     await mkdir(d, { recursive: true });
     const { config, weights } = exportAdapter(c.adapter);
     await writeFile(join(d, 'adapter_config.json'), JSON.stringify(config, null, 2));
@@ -38,21 +48,69 @@ export class DiskCheckpointStore implements CheckpointStore {
     await writeFile(join(d, 'optimizer.safetensors'), writeSafetensors(moments));
     const state: TrainerStateJson = { runId: c.runId, step: c.step, optimizerSteps: c.optimizerSteps, rngState: c.rngState, config: { ...c.config }, createdAt: c.createdAt, baseModel: c.baseModel };
     await writeFile(join(d, 'trainer_state.json'), JSON.stringify(state, null, 2));
+    // Saving the same step again (a resumed run redoing it) replaces it.
+    await rm(final, { recursive: true, force: true });
+    await rename(d, final);
     const tmp = join(this.dir, 'latest.json.tmp');
     await writeFile(tmp, JSON.stringify({ runId: c.runId, step: c.step, dir: name }));
     await rename(tmp, join(this.dir, 'latest.json'));
+    return final;
   }
 
-  async latest(runId: string): Promise<TrainingCheckpoint | null> {
-    let pointer: { runId: string; dir: string };
+  /** The step directories present, newest first. */
+  private async steps(): Promise<Array<{ step: number; dir: string }>> {
+    let names: string[];
     try {
-      pointer = JSON.parse(await readFile(join(this.dir, 'latest.json'), 'utf8'));
+      names = await readdir(this.dir);
     } catch (e) {
-      if ((e as { code?: string }).code === 'ENOENT') return null;
-      throw new CheckpointError(`${join(this.dir, 'latest.json')}: ${(e as Error).message}`);
+      if ((e as { code?: string }).code === 'ENOENT') return [];
+      throw e;
     }
-    if (pointer.runId !== runId) return null;
-    return DiskCheckpointStore.read(join(this.dir, pointer.dir));
+    return names
+      .map((n) => ({ m: /^step-(\d+)$/.exec(n), n }))
+      .filter((x): x is { m: RegExpExecArray; n: string } => !!x.m)
+      .map((x) => ({ step: Number(x.m[1]), dir: join(this.dir, x.n) }))
+      .sort((a, b) => b.step - a.step);
+  }
+
+  /**
+   * The newest intact checkpoint of `runId`. latest.json names the newest save; the step directories are
+   * searched too, so a damaged or missing pointer or step directory falls back to the one before.
+   */
+  async latest(runId: string): Promise<TrainingCheckpoint | null> {
+    const skipped: string[] = [];
+    const pointerFile = join(this.dir, 'latest.json');
+    let newest = Infinity;
+    try {
+      const pointer = JSON.parse(await readFile(pointerFile, 'utf8')) as { runId?: unknown; step?: unknown };
+      if (pointer.runId !== runId) throw new CheckpointError(`${pointerFile} belongs to run '${String(pointer.runId)}', not '${runId}'`);
+      if (typeof pointer.step === 'number') newest = pointer.step;
+    } catch (e) {
+      if ((e as { code?: string }).code !== 'ENOENT') {
+        if (e instanceof CheckpointError) throw e;
+        skipped.push(`${pointerFile}: ${(e as Error).message}`);
+      }
+    }
+    const steps = (await this.steps()).filter((s) => s.step <= newest);
+    for (const s of steps) {
+      try {
+        const c = await DiskCheckpointStore.read(s.dir);
+        if (c.runId !== runId) throw new CheckpointError(`${s.dir} belongs to run '${c.runId}', not '${runId}'`);
+        return { ...c, skipped };
+      } catch (e) {
+        if (e instanceof CheckpointError && /belongs to run/.test(e.message)) throw e;
+        skipped.push(`${s.dir}: ${(e as Error).message}`);
+      }
+    }
+    if (steps.length) throw noIntactCheckpoint(runId, skipped);
+    return null;
+  }
+
+  async prune(_runId: string, o: PruneOptions): Promise<void> {
+    checkPrune(o);
+    const protect = new Set(o.protect);
+    const drop = (await this.steps()).filter((s, i) => i >= o.keep && !protect.has(s.step));
+    for (const s of drop) await rm(s.dir, { recursive: true, force: true });
   }
 
   /** Reads one step directory. */
@@ -86,6 +144,15 @@ export class DiskCheckpointStore implements CheckpointStore {
       moments,
       createdAt: state.createdAt,
       baseModel: state.baseModel,
+      adapterRef: d,
     };
   }
+}
+
+/** A training session's storage on disk: checkpoints in `dir`; a stored adapter's id is its PEFT directory. */
+export function dirTrainStorage(dir: string): TrainStorage {
+  return {
+    checkpoints: new DiskCheckpointStore(dir),
+    adapter: (id, base) => loadAdapter(directorySource(id), base),
+  };
 }

@@ -19,12 +19,40 @@ export interface TrainingCheckpoint {
   createdAt: number;
   /** Identifies the base model the adapter belongs to (e.g. its name); informational. */
   baseModel?: string;
+  /** Set by a store when it reads the checkpoint: where its adapter is (IndexedDB adapter id, or a directory). */
+  adapterRef?: string;
+  /** Set by latest(): newer checkpoints of the run that could not be read, each with why. */
+  skipped?: string[];
+}
+
+export interface PruneOptions {
+  /** How many of the run's newest checkpoints to keep (at least 1). */
+  keep: number;
+  /** Steps kept whatever their age (the run's best one). */
+  protect: number[];
 }
 
 export interface CheckpointStore {
-  save(c: TrainingCheckpoint): Promise<void>;
-  /** The checkpoint with the highest step of `runId`, or null. */
+  /** Saves `c` whole or not at all; returns where its adapter is stored (see adapterRef). */
+  save(c: TrainingCheckpoint): Promise<string>;
+  /**
+   * The newest checkpoint of `runId` that reads back intact, or null when it has none. Newer ones that are
+   * damaged or incomplete (a deleted adapter, a torn file) are skipped and named in its `skipped`; when
+   * checkpoints exist but none is intact, it throws naming each one's problem.
+   */
   latest(runId: string): Promise<TrainingCheckpoint | null>;
+  /** Deletes the run's checkpoints beyond the newest `keep`, except protected steps. */
+  prune(runId: string, o: PruneOptions): Promise<void>;
+}
+
+/** Checks a prune request; `where` names the setting in the error. */
+export function checkPrune(o: PruneOptions, where = 'checkpoints to keep'): void {
+  if (!Number.isInteger(o.keep) || o.keep < 1) throw new CheckpointError(`${where} must be a positive integer, got ${o.keep}`);
+}
+
+/** The message latest() throws when a run has checkpoints but none of them reads back. */
+export function noIntactCheckpoint(runId: string, problems: string[]): CheckpointError {
+  return new CheckpointError(`run '${runId}' has ${problems.length} checkpoint(s) and none can be read: ${problems.join('; ')}`);
 }
 
 export class CheckpointError extends Error {

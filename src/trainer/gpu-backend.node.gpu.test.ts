@@ -5,13 +5,13 @@ import { gpuFor } from '../../tests/support/gpu';
 import { relL2 } from '../../tests/support/compare';
 import { Qwen2Runtime } from '../engine/runtime';
 import { Rng } from '../util/rng';
-import type { CheckpointStore, TrainingCheckpoint } from './checkpoint';
+import { MemoryCheckpointStore } from './checkpoint-memory';
 import { resolveGrpoConfig } from './config';
 import { CpuPolicyBackend, cpuTokenPolicy } from './cpu-backend';
 import { GpuPolicyBackend, gpuTokenPolicy } from './gpu-backend';
 import { grpoStep } from './grpo-step';
 import { adapterTensors, initLoraAdapter } from './lora';
-import { ToyRolloutSource, ToyTask, playToyRollouts, toyModel } from './toy-task';
+import { ToyTask, playToyRollouts, toyModel } from './toy-task';
 import { GrpoTrainer } from './trainer';
 
 const task = new ToyTask();
@@ -58,23 +58,28 @@ describe('GPU Flow-GRPO backend', () => {
   });
 
   it('a checkpoint exported from the GPU and imported into a fresh backend reproduces the next step', async () => {
-    const saved: TrainingCheckpoint[] = [];
-    const store: CheckpointStore = { save: async (c) => void saved.push(c), latest: async () => saved[saved.length - 1] ?? null };
-    const cfg = resolveGrpoConfig({ learningRate: 0.01, groupSize: 4, queriesPerStep: 3, checkpointEvery: 2, seed: 9, microBatchTokens: 256 });
+    const store = new MemoryCheckpointStore();
+    const cfg = resolveGrpoConfig({ learningRate: 0.01, groupSize: 4, queriesPerStep: 3, seed: 9, microBatchTokens: 256 });
     const make = async (seed: number) => {
       const { rt, backend } = await gpuBackend(seed);
-      const trainer = new GrpoTrainer(backend, cfg, new ToyRolloutSource(task, gpuTokenPolicy(backend), cfg), { runId: 'gpu-run', store });
-      return { rt, backend, trainer };
+      return { rt, backend, trainer: new GrpoTrainer(backend, cfg, { runId: 'gpu-run', store }) };
+    };
+    // A step's rollouts come from the policy as it is, with a sampling stream fixed by the step.
+    const step = async (t: { backend: GpuPolicyBackend; trainer: GrpoTrainer }) => {
+      const { samples } = await playToyRollouts(task, gpuTokenPolicy(t.backend), [0, 1, 2], cfg.groupSize, 1, new Rng(100 + t.trainer.step), `s${t.trainer.step + 1}`);
+      return t.trainer.trainStep(samples);
     };
     const a = await make(1);
-    await a.trainer.run(2);
-    const s3 = await a.trainer.trainStep();
+    await step(a);
+    await step(a);
+    await a.trainer.saveCheckpoint();
+    const s3 = await step(a);
     const want = adapterTensors((await a.backend.exportState()).adapter);
     a.backend.destroy();
     a.rt.destroy();
     const b = await make(2);
     expect(await b.trainer.resume()).toBe(true);
-    const again = await b.trainer.trainStep();
+    const again = await step(b);
     expect(again.rewardMean).toBe(s3.rewardMean);
     expect(again.gradNorm).toBeCloseTo(s3.gradNorm, 6);
     const got = adapterTensors((await b.backend.exportState()).adapter);

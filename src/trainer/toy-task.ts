@@ -256,29 +256,6 @@ export function hostWeightSource(c: Qwen2Config, w: HostQwen2Weights): WeightSou
 }
 
 /** The toy task as a trainer RolloutSource: each step plays `queriesPerStep` distinct random queries × G. */
-export class ToyRolloutSource {
-  constructor(
-    readonly task: ToyTask,
-    readonly policy: TokenPolicy,
-    readonly o: { queriesPerStep: number; groupSize: number; temperature: number },
-  ) {
-    if (o.queriesPerStep > task.numQueries) throw new Error(`toy task: queriesPerStep (${o.queriesPerStep}) exceeds the task's ${task.numQueries} queries`);
-  }
-
-  lastRollouts: ToyRollout[] = [];
-
-  async collect(step: number, rng: Rng): Promise<{ samples: TurnSample[] }> {
-    const order = Array.from({ length: this.task.numQueries }, (_, i) => i);
-    for (let i = order.length - 1; i > 0; i--) {
-      const j = rng.int(i + 1);
-      [order[i], order[j]] = [order[j], order[i]];
-    }
-    const { samples, rollouts } = await playToyRollouts(this.task, this.policy, order.slice(0, this.o.queriesPerStep), this.o.groupSize, this.o.temperature, rng, `step${step}`);
-    this.lastRollouts = rollouts;
-    return { samples };
-  }
-}
-
 /** Mean reward of `perQuery` sampled rollouts of every query (the evaluation the learning test reads). */
 export async function evaluateToy(task: ToyTask, policy: TokenPolicy, perQuery: number, temperature: number, rng: Rng): Promise<number> {
   const queries = Array.from({ length: task.numQueries }, (_, i) => i);

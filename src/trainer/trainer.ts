@@ -1,6 +1,7 @@
-// The Flow-GRPO training loop: collect a batch of rollouts, run one step, record statistics, save a
-// checkpoint every `checkpointEvery` steps. Everything random goes through one seeded Rng whose state is
-// saved with the checkpoint, so a resumed run takes the same next step as an uninterrupted one.
+// The optimizer side of Flow-GRPO: given a step's planner-turn samples (pushed by whoever played the
+// rollouts: src/trainer/run/training-run.ts), run one step, record statistics, save a checkpoint every
+// `checkpointEvery` steps. Mini-batch shuffling draws from one seeded Rng whose state is saved with the
+// checkpoint, so a resumed run takes the same next step as an uninterrupted one.
 import { Rng } from '../util/rng';
 import type { PolicyBackend } from './backend';
 import type { CheckpointStore, TrainingCheckpoint } from './checkpoint';
@@ -9,37 +10,31 @@ import type { GrpoConfig } from './config';
 import { grpoStep, type StepStats } from './grpo-step';
 import type { TurnSample } from './samples';
 
-/** Where a step's planner turns come from (the agent loop, or the toy task). */
-export interface RolloutSource {
-  /** Plays `queriesPerStep` queries × `groupSize` rollouts with the backend's current adapter. */
-  collect(step: number, rng: Rng): Promise<{ samples: TurnSample[]; rolloutMs?: number }>;
-}
-
 export interface TrainerOptions {
   runId: string;
   store?: CheckpointStore;
   baseModel?: string;
   /** Control runs: see StepContext.zeroAdvantages. */
   zeroAdvantages?: boolean;
-  onStep?: (s: StepStats & { rolloutMs: number }) => void;
+  onStep?: (s: StepStats) => void;
 }
 
 export class GrpoTrainer {
   step = 0;
   optimizerSteps = 0;
   readonly rng: Rng;
-  readonly history: Array<StepStats & { rolloutMs: number }> = [];
+  readonly history: StepStats[] = [];
 
-  constructor(readonly backend: PolicyBackend, readonly config: GrpoConfig, readonly source: RolloutSource, readonly options: TrainerOptions) {
+  constructor(readonly backend: PolicyBackend, readonly config: GrpoConfig, readonly options: TrainerOptions) {
     this.rng = new Rng(config.seed);
   }
 
-  /** Collects rollouts and runs one Flow-GRPO step. */
-  async trainStep(): Promise<StepStats & { rolloutMs: number }> {
+  /**
+   * One Flow-GRPO step on `samples`: the planner turns of this step's groups, each carrying its rollout's
+   * reward (and the sampling logprobs when they were recorded). Checkpoints on the config's cadence.
+   */
+  async trainStep(samples: readonly TurnSample[]): Promise<StepStats> {
     const next = this.step + 1;
-    const t0 = typeof performance !== 'undefined' ? performance.now() : Date.now();
-    const { samples, rolloutMs } = await this.source.collect(next, this.rng);
-    const t1 = typeof performance !== 'undefined' ? performance.now() : Date.now();
     const stats = await grpoStep(this.backend, samples, this.config, {
       step: next,
       optimizerSteps: this.optimizerSteps,
@@ -48,20 +43,10 @@ export class GrpoTrainer {
     });
     this.step = next;
     this.optimizerSteps = stats.optimizerSteps;
-    const full = { ...stats, rolloutMs: rolloutMs ?? t1 - t0 };
-    this.history.push(full);
-    this.options.onStep?.(full);
+    this.history.push(stats);
+    this.options.onStep?.(stats);
     if (this.options.store && this.config.checkpointEvery > 0 && this.step % this.config.checkpointEvery === 0) await this.saveCheckpoint();
-    return full;
-  }
-
-  async run(steps: number, signal?: AbortSignal): Promise<Array<StepStats & { rolloutMs: number }>> {
-    const out: Array<StepStats & { rolloutMs: number }> = [];
-    for (let i = 0; i < steps; i++) {
-      if (signal?.aborted) break;
-      out.push(await this.trainStep());
-    }
-    return out;
+    return stats;
   }
 
   async checkpoint(): Promise<TrainingCheckpoint> {

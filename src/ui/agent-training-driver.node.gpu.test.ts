@@ -1,4 +1,4 @@
-// AgentTrainingDriver end to end in Node: the qwen2-tiny planner (our runtime, byte tokenizer) plays the
+// The Training tab's agent driver end to end in Node: the qwen2-tiny planner (our runtime, byte tokenizer) plays the
 // rollouts, the worker's TrainingHost (run in-process here) trains on them, the run pauses after a step,
 // and a driver made after a "reload" (new host, nothing in memory) resumes it from the run record and
 // the IndexedDB checkpoint to the end; a new run then starts from the stored adapter.
@@ -10,11 +10,13 @@ import { maxAbsDiff } from '../../tests/support/compare';
 import { ScriptedEngine } from '../agent/scripted-engine';
 import { readSafetensors } from '../engine/io/safetensors';
 import { openAgentDb } from '../store/db';
-import { TrainingHost } from '../trainer/worker-trainer';
-import { AgentTrainingDriver, resumableAgentRuns } from './agent-training-driver';
+import { idbTrainStorage } from '../trainer/checkpoint-idb';
+import { runtimePolicyHost } from '../trainer/runtime-policy-host';
+import { TrainingHost } from '../trainer/training-host';
+import { createAgentDriver, resumableAgentRuns, resumeAgentDriver } from './agent-training-driver';
 import type { TrainingStepPoint } from './training-driver';
 
-describe('AgentTrainingDriver on the real planner (qwen2-tiny)', () => {
+describe('the agent training driver on the real planner (qwen2-tiny)', () => {
   it('trains a step, pauses with a checkpoint, resumes after a reload to the end, and starts a new run from the stored adapter', async () => {
     const ctx = await gpuFor('packed');
     const { rt, planner } = await tinyPlanner(ctx);
@@ -35,8 +37,8 @@ describe('AgentTrainingDriver on the real planner (qwen2-tiny)', () => {
     const benchmark = { name: 'mult', kind: 'exact' as const, items: [{ pid: '0', query: 'What is 2 times 3?', answer: '6' }, { pid: '1', query: 'No answer here' , answer: undefined }] };
     const budget = { maxTurns: 1, plannerTokens: 4, moduleTokens: 32, queriesPerStep: 1, microBatchTokens: 1536 };
 
-    const host = new TrainingHost(() => rt, () => 'qwen2-tiny');
-    const d = await AgentTrainingDriver.create(settings, benchmark, { trainer: host, engines, tools: [multiplyTool], dbName }, budget);
+    const host = new TrainingHost(() => runtimePolicyHost(rt, 'qwen2-tiny'), idbTrainStorage);
+    const d = await createAgentDriver(settings, benchmark, { trainer: host, engines, tools: [multiplyTool], dbName }, budget);
     const seen: TrainingStepPoint[] = [];
     await d.run((p) => {
       seen.push(p);
@@ -54,6 +56,10 @@ describe('AgentTrainingDriver on the real planner (qwen2-tiny)', () => {
     const db = await openAgentDb(dbName);
     const rec = await db.get('trainingRuns', d.runId);
     expect(rec).toMatchObject({ status: 'paused', stats: [{ step: 1, reward: 0.5 }] });
+    // The rollouts it trained on are stored with their reward and advantage (mixed group: ±0.707).
+    const trained = await db.getAllFromIndex('rollouts', 'byRun', d.runId);
+    expect(trained.length).toBeGreaterThanOrEqual(2);
+    for (const r of trained) expect(Math.abs(r.advantage!)).toBeGreaterThan(0.5);
     expect((await resumableAgentRuns(dbName)).map((r) => r.id)).toEqual([d.runId]);
     const step1 = await db.get('adapters', `${d.runId}@step-1`);
     expect(step1?.baseModel).toBe('qwen2-tiny');
@@ -65,9 +71,9 @@ describe('AgentTrainingDriver on the real planner (qwen2-tiny)', () => {
     // "Reload": the worker's session is gone; a new host and driver continue from storage.
     host.trainStop();
     expect(rt.activeAdapterId).toBeNull();
-    const host2 = new TrainingHost(() => rt, () => 'qwen2-tiny');
-    const d2 = await AgentTrainingDriver.resume(d.runId, { trainer: host2, engines, tools: [multiplyTool], dbName });
-    expect(d2.info).toMatchObject({ step: 1, resumed: true });
+    const host2 = new TrainingHost(() => runtimePolicyHost(rt, 'qwen2-tiny'), idbTrainStorage);
+    const d2 = await resumeAgentDriver(d.runId, { trainer: host2, engines, tools: [multiplyTool], dbName });
+    expect(d2.trainingRun.info).toMatchObject({ step: 1, resumed: true });
     expect(d2.state).toBe('paused');
     expect(d2.history).toEqual(seen);
     const restored = await host2.exportAdapter();
@@ -84,13 +90,13 @@ describe('AgentTrainingDriver on the real planner (qwen2-tiny)', () => {
 
     // A new run from the stored step-2 adapter: the worker's session starts from exactly its tensors.
     const step2 = (await db.get('adapters', `${d.runId}@step-2`))!;
-    const host3 = new TrainingHost(() => rt, () => 'qwen2-tiny');
-    const d3 = await AgentTrainingDriver.create({ ...settings, startAdapter: { id: step2.id, name: step2.name } }, benchmark, { trainer: host3, engines, tools: [multiplyTool], dbName }, budget);
+    const host3 = new TrainingHost(() => runtimePolicyHost(rt, 'qwen2-tiny'), idbTrainStorage);
+    const d3 = await createAgentDriver({ ...settings, startAdapter: { id: step2.id, name: step2.name } }, benchmark, { trainer: host3, engines, tools: [multiplyTool], dbName }, budget);
     expect(rt.activeAdapterId).toBe(`training:${d3.runId}`);
     const started = readSafetensors((await host3.exportAdapter()).weights, 'exported');
     expect(started.names().sort()).toEqual(Object.keys(step2.tensors).sort());
     for (const name of started.names()) expect(maxAbsDiff(started.f32(name), step2.tensors[name].data), name).toBe(0);
-    expect((await db.get('trainingRuns', d3.runId))?.config).toMatchObject({ settings: { startAdapter: { id: step2.id, name: step2.name } } });
+    expect((await db.get('trainingRuns', d3.runId))?.config).toMatchObject({ spec: { adapter: { kind: 'stored', id: step2.id, name: step2.name } } });
     host3.trainStop();
     rt.destroy();
   });

@@ -1,6 +1,7 @@
 // Loads the two real engines: the planner (our WebGPU runtime, in its worker) from a URL or a Hugging
 // Face repo id, with an optional stored LoRA adapter made active; and the shared web-llm engine. Heavy
 // modules are imported on demand so a page that only uses injected engines never downloads them.
+import { baseModelView } from '../engine/base-model-view';
 import type { AgentEngines } from '../agent/loop';
 import type { ChatEngine, LoadProgress } from '../engine/types';
 import { openAgentDb } from '../store/db';
@@ -86,7 +87,8 @@ export async function loadEngines(o: LoadEnginesOptions): Promise<LoadedEngines>
       const { createWebLlmEngine } = await import('../engine/webllm/webllm-engine');
       shared = await createWebLlmEngine({ modelId: o.sharedModel.trim(), onProgress: (p) => o.onProgress?.('shared', p) });
     } else {
-      shared = planner;
+      // The frozen modules run on the planner's base weights: the adapter is the planner's alone.
+      shared = baseModelView(planner);
     }
     return {
       planner,
@@ -94,7 +96,7 @@ export async function loadEngines(o: LoadEnginesOptions): Promise<LoadedEngines>
       notes,
       dispose() {
         client.terminate();
-        if (shared !== planner) void shared.dispose?.();
+        void shared.dispose?.();
       },
     };
   } catch (e) {

@@ -1,6 +1,7 @@
 // Models & GPU: the WebGPU report, the choice of models, download progress (bytes, percent, time left),
 // the models cached in this browser with their sizes and a delete button, and plain warnings when WebGPU
 // is missing or memory looks too small. Also the privacy switches for network tools.
+import { servesAllModules } from '../engine/base-model-view';
 import { LitElement, css, html, nothing } from 'lit';
 import type { AgentEngines } from '../agent/loop';
 import type { GpuCapabilities } from '../gpu/device';
@@ -136,7 +137,7 @@ export class AgentflowModelsPanel extends LitElement {
       });
       // The bars stay, marked finished, so the user sees what was loaded.
       this.progress = Object.fromEntries(Object.entries(this.progress).map(([k, s]) => [k, { ...s, secondsLeft: null, status: 'loaded' }]));
-      const label = engines.shared === engines.planner ? `${engines.planner.id} (all modules)` : `${engines.planner.id} + ${engines.shared.id}`;
+      const label = servesAllModules(engines) ? `${engines.planner.id} (all modules)` : `${engines.planner.id} + ${engines.shared.id}`;
       this.choose({ engines, label: engines.notes.length ? `${label}; ${engines.notes.join('; ')}` : label });
     } catch (e) {
       this.error = (e as Error).message ?? String(e);

@@ -1,20 +1,23 @@
-// Runs the toy Flow-GRPO driver off the main thread: each CPU step is a long computation, and the page
-// (charts, the Pause button) must stay responsive while it runs. IndexedDB works in workers, so the
-// checkpoints and the run record are stored from here.
+// Runs a toy training run off the main thread: each CPU step is a long computation, and the page (charts,
+// the Pause button) must stay responsive while it runs. IndexedDB works in workers, so the checkpoints and
+// the run record are stored from here.
 import * as Comlink from 'comlink';
-import { ToyTrainingDriver, type TrainingSettings, type TrainingStepPoint } from './training-driver';
+import type { RunResult } from '../trainer/run/run-store';
+import type { RolloutProgress } from '../trainer/run/collector';
+import { createToyDriver, type RunDriver, type TrainingSettings, type TrainingStepPoint } from './training-driver';
 
-let driver: ToyTrainingDriver | null = null;
+let driver: RunDriver | null = null;
 
 const api = {
-  async create(settings: TrainingSettings, dbName?: string): Promise<{ runId: string; label: string }> {
-    driver = await ToyTrainingDriver.create(settings, dbName);
-    return { runId: driver.runId, label: driver.label };
+  async create(settings: TrainingSettings, dbName?: string): Promise<{ runId: string; label: string; steps: number }> {
+    driver?.dispose();
+    driver = await createToyDriver(settings, dbName);
+    return { runId: driver.runId, label: driver.label, steps: driver.steps };
   },
-  async run(onStep: (p: TrainingStepPoint) => void): Promise<ToyTrainingDriver['state']> {
+  async run(onStep: (p: TrainingStepPoint) => void, onProgress?: (p: RolloutProgress) => void): Promise<{ state: RunDriver['state']; result: RunResult | null }> {
     if (!driver) throw new Error('toy training worker: create() was not called');
-    await driver.run((p) => void onStep(p));
-    return driver.state;
+    await driver.run((p) => void onStep(p), onProgress ? { onProgress: (p) => void onProgress(p) } : {});
+    return { state: driver.state, result: driver.result };
   },
   pause(): void {
     driver?.pause();

@@ -1,15 +1,16 @@
 import 'fake-indexeddb/auto';
 import { describe, expect, it } from 'vitest';
 import { adapterFiles, adapterShape, listAdapters } from './adapter-store';
-import { ToyTrainingDriver, type TrainingSettings } from './training-driver';
+import { createToyDriver, type TrainingSettings } from './training-driver';
+import { idbTrainStorage } from '../trainer/checkpoint-idb';
 import { maxAbsDiff } from '../../tests/support/compare';
 import { openAgentDb } from '../store/db';
 import { parseAdapter } from '../engine/io/peft';
 
-describe('ToyTrainingDriver', () => {
+describe('the toy training driver', () => {
   it('pauses after a step, resumes to the end, stores the run and a PEFT adapter that parses back', async () => {
     const db = `toy-driver-${Math.random()}`;
-    const d = await ToyTrainingDriver.create({ dataset: 'toy', reward: 'toy', groupSize: 4, steps: 3, learningRate: 0.02, rank: 2, targets: ['q', 'v'] }, db);
+    const d = await createToyDriver({ dataset: 'toy', reward: 'toy', groupSize: 4, steps: 3, learningRate: 0.02, rank: 2, targets: ['q', 'v'] }, db);
     const seen: number[] = [];
     const first = d.run((p) => {
       seen.push(p.step);
@@ -37,14 +38,14 @@ describe('ToyTrainingDriver', () => {
     const back = parseAdapter(JSON.parse(files.config), files.weights);
     expect(back.pairs.size).toBe(4);
     expect(back.config.r).toBe(2);
-    const resumed = await d.checkpoints.latest(d.runId);
+    const resumed = await (await idbTrainStorage(db)).checkpoints.latest(d.runId);
     expect(resumed?.step).toBe(3);
   });
 
   it('starts a run from a stored adapter: its tensors are the start, its name is in the run record', async () => {
     const db = `toy-driver-start-${Math.random()}`;
     const base: TrainingSettings = { dataset: 'toy', reward: 'toy', groupSize: 4, steps: 2, learningRate: 0.02, rank: 2, targets: ['q', 'v'] };
-    const first = await ToyTrainingDriver.create(base, db);
+    const first = await createToyDriver(base, db);
     await first.run(() => undefined);
     const start = (await (await openAgentDb(db)).get('adapters', `${first.runId}@step-2`))!;
     // Trained B is non-zero, so a fresh adapter (B = 0) could not pass for it below.
@@ -53,7 +54,7 @@ describe('ToyTrainingDriver', () => {
 
     // The form's rank and targets are for fresh adapters; the stored one brings its own.
     const lr = 1e-6;
-    const d = await ToyTrainingDriver.create({ ...base, steps: 1, learningRate: lr, rank: 7, targets: [], startAdapter: { id: start.id, name: start.name } }, db);
+    const d = await createToyDriver({ ...base, steps: 1, learningRate: lr, rank: 7, targets: [], startAdapter: { id: start.id, name: start.name } }, db);
     expect(d.label).toBe(`Toy task (tiny planner, CPU), from adapter “${start.name}”`);
     await d.run(() => undefined);
     expect(d.state).toBe('done');
@@ -64,15 +65,15 @@ describe('ToyTrainingDriver', () => {
     // so the step-1 adapter lies within lr of the adapter the run started from.
     for (const [name, t] of Object.entries(after.tensors)) expect(maxAbsDiff(t.data, start.tensors[name].data), name).toBeLessThanOrEqual(lr * 1.01);
     const run = await (await openAgentDb(db)).get('trainingRuns', d.runId);
-    expect(run?.config.startAdapter).toEqual({ id: start.id, name: start.name });
+    expect(run?.config).toMatchObject({ spec: { adapter: { kind: 'stored', id: start.id, name: start.name } } });
     const fresh = await (await openAgentDb(db)).get('trainingRuns', first.runId);
-    expect(fresh?.config.startAdapter).toBeNull();
+    expect(fresh?.config).toMatchObject({ spec: { adapter: { kind: 'fresh', rank: 2, targets: ['q', 'v'] } } });
   });
 
   it('refuses a start adapter that is missing or made for another base, naming it', async () => {
     const db = `toy-driver-bad-start-${Math.random()}`;
     const s: TrainingSettings = { dataset: 'toy', reward: 'toy', groupSize: 4, steps: 1, learningRate: 0.02, rank: 2, targets: ['q'] };
-    await expect(ToyTrainingDriver.create({ ...s, startAdapter: { id: 'gone', name: 'gone' } }, db)).rejects.toThrow("adapter 'gone' is not in this browser's storage");
+    await expect(createToyDriver({ ...s, startAdapter: { id: 'gone', name: 'gone' } }, db)).rejects.toThrow("adapter 'gone' is not in this browser's storage");
     const r = 2;
     await (await openAgentDb(db)).put('adapters', {
       id: 'other-base',
@@ -85,12 +86,12 @@ describe('ToyTrainingDriver', () => {
         'base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight': { shape: [5, r], data: new Float32Array(5 * r) },
       },
     });
-    await expect(ToyTrainingDriver.create({ ...s, startAdapter: { id: 'other-base', name: 'made for another model' } }, db)).rejects.toThrow(
+    await expect(createToyDriver({ ...s, startAdapter: { id: 'other-base', name: 'made for another model' } }, db)).rejects.toThrow(
       /^adapter “made for another model” tensors: 'base_model\.model\.model\.layers\.0\.self_attn\.q_proj\.lora_A\.weight' has shape \[2, 5\] but the base model needs \[2, \d+\]/,
     );
   });
 
   it('refuses an adapter without target modules', async () => {
-    await expect(ToyTrainingDriver.create({ dataset: 'toy', reward: 'toy', groupSize: 4, steps: 3, learningRate: 0.02, rank: 2, targets: [] })).rejects.toThrow(/at least one target module/);
+    await expect(createToyDriver({ dataset: 'toy', reward: 'toy', groupSize: 4, steps: 3, learningRate: 0.02, rank: 2, targets: [] })).rejects.toThrow(/at least one target module/);
   });
 });

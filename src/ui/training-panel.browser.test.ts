@@ -3,9 +3,9 @@
 // planner's worker is stood in for by a recorder of what the panel asks it; toy runs train for real.
 import { describe, expect, it } from 'vitest';
 import { ScriptedEngine } from '../agent/scripted-engine';
-import type { PlannerTrainer } from './agent-training-driver';
+import type { PolicyTrainer as PlannerTrainer } from '../trainer/training-host';
 import { openAgentDb } from '../store/db';
-import { ToyTrainingDriver } from './training-driver';
+import { createToyDriver } from './training-driver';
 import { AgentflowTrainingPanel, DEFAULT_LEARNING_RATE } from './training-panel';
 
 type StartCall = Parameters<PlannerTrainer['trainStart']>[0];
@@ -32,7 +32,7 @@ async function mount(dbName: string): Promise<AgentflowTrainingPanel> {
   const p = document.createElement('agentflow-training-panel') as AgentflowTrainingPanel;
   p.dbName = dbName;
   // Toy runs on this thread: the worker build is covered by the e2e tests.
-  p.createDriver = (s, db) => ToyTrainingDriver.create(s, db);
+  p.createDriver = (s, db) => createToyDriver(s, db);
   document.body.append(p);
   await p.refreshAdapters();
   await p.updateComplete;
@@ -81,7 +81,7 @@ describe('Training panel learning rate', () => {
     expect(Number(lr(p))).toBe(0.02);
     await type(p, '#lr', '0.05');
     // A re-render for another reason leaves the typed value alone.
-    p.points = [{ step: 1, reward: 0, loss: 0, kl: 0, clipFraction: 0, tokensPerSecond: 0 }];
+    p.points = [{ step: 1, reward: 0, rewardStd: 0, rollingReward: 0, loss: 0, kl: 0, gradNorm: 0, clipFraction: 0, tokensPerSecond: 0, plannerTokens: 0, samples: 0, noGradientGroups: 0, rolloutSeconds: 0, updateSeconds: 0 }];
     await p.updateComplete;
     expect(lr(p)).toBe('0.05');
     await choose(p, '#dataset', 'agent');
@@ -102,7 +102,7 @@ describe('Training panel start adapter', () => {
   it('starts a toy run from a stored toy adapter and a planner run from a stored planner adapter, each offered only in its mode', async () => {
     const dbName = `panel-start-${Math.random()}`;
     // A toy adapter trained for real, and a planner adapter (same tensors, another base model).
-    const seed = await ToyTrainingDriver.create({ dataset: 'toy', reward: 'toy', groupSize: 2, steps: 1, learningRate: 0.02, rank: 2, targets: ['q', 'v'] }, dbName);
+    const seed = await createToyDriver({ dataset: 'toy', reward: 'toy', groupSize: 2, steps: 1, learningRate: 0.02, rank: 2, targets: ['q', 'v'] }, dbName);
     await seed.run(() => undefined);
     const db = await openAgentDb(dbName);
     const toyAdapter = (await db.get('adapters', `${seed.runId}@step-1`))!;
@@ -123,7 +123,7 @@ describe('Training panel start adapter', () => {
     expect(q(p, '[data-testid="training-label"]').textContent).toContain(`from adapter “${toyAdapter.name}”`);
     const runs = (await db.getAll('trainingRuns')).filter((r) => r.id !== seed.runId);
     expect(runs).toHaveLength(1);
-    expect(runs[0].config.startAdapter).toEqual({ id: toyAdapter.id, name: toyAdapter.name });
+    expect(runs[0].config).toMatchObject({ spec: { adapter: { kind: 'stored', id: toyAdapter.id, name: toyAdapter.name } } });
 
     // Real-planner mode lists the planner adapter, not the toy ones, and hands its id to the worker.
     const { engines, starts } = plannerWithRecorder();
@@ -181,7 +181,7 @@ describe('Training panel replacing a run', () => {
     const p = await mount(`panel-replace-${Math.random()}`);
     const made: Array<{ disposed: number; runId: string }> = [];
     p.createDriver = async (s, db) => {
-      const d = await ToyTrainingDriver.create({ ...s, steps: 1 }, db);
+      const d = await createToyDriver({ ...s, steps: 1 }, db);
       const rec = { disposed: 0, runId: d.runId };
       made.push(rec);
       return Object.assign(d, { dispose: () => void rec.disposed++ });
@@ -206,7 +206,7 @@ describe('Training panel rollouts at once', () => {
     // This worker accepts the session; the rollouts then fail on the unscripted engines, after the run is stored.
     engines.planner.client.trainStart = async (o: StartCall) => {
       starts.push(structuredClone(o));
-      return { runId: o.runId, adapterId: `training:${o.runId}`, step: 0, optimizerSteps: 0, resumed: false, config: {} as never };
+      return { runId: o.runId, adapterId: `training:${o.runId}`, step: 0, optimizerSteps: 0, resumed: false, config: {} as never, skippedCheckpoints: [] };
     };
     p.engines = engines;
     p.importBenchmarkText(BENCH, 'tiny.json');
@@ -241,7 +241,7 @@ describe('Training panel rollouts at once', () => {
     await p.start();
     expect(starts).toHaveLength(2);
     const runs = await (await openAgentDb(dbName)).getAll('trainingRuns');
-    const stored = (id: string) => (runs.find((r) => r.id === id)!.config as { budget: { rolloutConcurrency: number } }).budget.rolloutConcurrency;
+    const stored = (id: string) => (runs.find((r) => r.id === id)!.config as { spec: { collector: { budget: { rolloutConcurrency: number } } } }).spec.collector.budget.rolloutConcurrency;
     // The typed value, then the default for a group of 3.
     expect(starts.map((s) => stored(s.runId))).toEqual([2, 3]);
     p.remove();

@@ -1,23 +1,34 @@
 // Training: Flow-GRPO settings, start/pause/resume, live charts of reward, loss, KL, clip fraction and
 // tokens/s from the trainer's step statistics, and the stored LoRA adapters (activate, export, import,
 // delete, start a run from one). The learning rate defaults per mode (DEFAULT_LEARNING_RATE). "Toy mode"
-// trains the toy task's tiny planner (ToyTrainingDriver); with a planner model loaded,
-// "Imported benchmark (agent rollouts)" trains the real planner (AgentTrainingDriver); any other
-// TrainingDriver can be plugged in through `createDriver`.
+// trains the toy task's tiny planner (createToyDriver, in a worker); with a planner model loaded,
+// "Imported benchmark (agent rollouts)" trains the real planner (createAgentDriver); both are runs of the
+// library's TrainingRun. Any other TrainingDriver can be plugged in through `createDriver`.
 import { LitElement, css, html, nothing } from 'lit';
 import { importBenchmark, type ImportedBenchmark } from '../agent/benchmark-import';
 import type { AgentEngines } from '../agent/loop';
 import { toolsFromRegistry } from '../agent/registry-tools';
 import type { ToolRegistry } from '../tools/registry';
-import { AgentTrainingDriver, DEFAULT_AGENT_BUDGET, MAX_DEFAULT_ROLLOUT_CONCURRENCY, MAX_ROLLOUT_CONCURRENCY, resumableAgentRuns, rolloutConcurrency, type AgentBudget, type PlannerTrainer } from './agent-training-driver';
+import {
+  createAgentDriver,
+  DEFAULT_AGENT_BUDGET,
+  MAX_DEFAULT_ROLLOUT_CONCURRENCY,
+  MAX_ROLLOUT_CONCURRENCY,
+  resumableAgentRuns,
+  resumeAgentDriver,
+  rolloutConcurrency,
+  type AgentBudget,
+} from './agent-training-driver';
+import type { PolicyTrainer } from '../trainer/training-host';
+import type { StoredRun } from '../trainer/run/run-store';
 import { LORA_MODULES, type LoraModule } from '../engine/io/peft';
-import type { AdapterRecord, TrainingRunRecord } from '../store/records';
+import type { AdapterRecord } from '../store/records';
 import { getSetting, putSetting } from '../store/settings';
 import { adapterFiles, adapterShape, deleteAdapter, importAdapterFiles, importedAdapterName, listAdapters } from './adapter-store';
 import { lineChart } from './charts';
 import { DEFAULT_GRPO_CONFIG } from '../trainer/config';
 import { downloadBlob, downloadText } from './download';
-import { TOY_BASE_MODEL, ToyTrainingDriver, WorkerToyTrainingDriver, type TrainingDriver, type TrainingSettings, type TrainingStepPoint } from './training-driver';
+import { TOY_BASE_MODEL, createToyDriver, WorkerToyTrainingDriver, type TrainingDriver, type TrainingSettings, type TrainingStepPoint } from './training-driver';
 
 export const ACTIVE_ADAPTER_KEY = 'activeAdapter';
 
@@ -68,7 +79,7 @@ export class AgentflowTrainingPanel extends LitElement {
   declare benchmark: ImportedBenchmark | null;
   declare datasetChoice: string;
   /** Stored agent-rollout runs that can be continued (paused, or cut off by a reload). */
-  declare agentRuns: TrainingRunRecord[];
+  declare agentRuns: StoredRun[];
   /** Id of the stored adapter to start the next run from; '' for a fresh adapter. */
   declare startChoice: string;
   declare importStatus: string;
@@ -87,7 +98,7 @@ export class AgentflowTrainingPanel extends LitElement {
   constructor() {
     super();
     // In a worker where the browser has them, so a step's computation never freezes the page.
-    this.createDriver = (s, db) => (typeof Worker === 'function' ? WorkerToyTrainingDriver.create(s, db) : ToyTrainingDriver.create(s, db));
+    this.createDriver = (s, db) => (typeof Worker === 'function' ? WorkerToyTrainingDriver.create(s, db) : createToyDriver(s, db));
     this.points = [];
     this.state = 'idle';
     this.error = null;
@@ -138,9 +149,9 @@ export class AgentflowTrainingPanel extends LitElement {
   }
 
   /** The planner worker when the planner runs on this page's runtime (the scripted demo and web-llm have none). */
-  private plannerTrainer(): PlannerTrainer | null {
-    const client = (this.pageContext().engines?.planner as { client?: Partial<PlannerTrainer> } | undefined)?.client;
-    return client && typeof client.trainStart === 'function' ? (client as PlannerTrainer) : null;
+  private plannerTrainer(): PolicyTrainer | null {
+    const client = (this.pageContext().engines?.planner as { client?: Partial<PolicyTrainer> } | undefined)?.client;
+    return client && typeof client.trainStart === 'function' ? (client as PolicyTrainer) : null;
   }
 
   /** Imports a benchmark for agent-rollout training (the file input calls this with the file's contents). */
@@ -214,7 +225,7 @@ export class AgentflowTrainingPanel extends LitElement {
     this.error = null;
     this.starting = true;
     try {
-      const d = await AgentTrainingDriver.resume(runId, this.agentDeps());
+      const d = await resumeAgentDriver(runId, this.agentDeps());
       this.replaceDriver(d);
       this.points = [...d.history];
       this.label = `${d.label}, run ${d.runId}`;
@@ -261,7 +272,7 @@ export class AgentflowTrainingPanel extends LitElement {
       const s = this.settings();
       if (s.dataset === 'agent') {
         if (!this.benchmark?.items.length) throw new Error('Import a benchmark file with at least one item first.');
-        this.replaceDriver(await AgentTrainingDriver.create(s, this.benchmark, this.agentDeps(), this.budget(s.groupSize)));
+        this.replaceDriver(await createAgentDriver(s, this.benchmark, this.agentDeps(), this.budget(s.groupSize)));
       } else this.replaceDriver(await this.createDriver(s, this.dbName));
     } catch (e) {
       this.error = (e as Error).message;
@@ -344,7 +355,7 @@ export class AgentflowTrainingPanel extends LitElement {
   override render() {
     const p = this.points;
     // Points stored before a field existed (or from a run that has no such figure) plot as gaps.
-    const series = (k: keyof TrainingStepPoint) => p.map((x) => x[k] ?? NaN);
+    const series = (k: keyof TrainingStepPoint) => p.map((x) => (typeof x[k] === 'number' ? (x[k] as number) : NaN));
     const canTrainPlanner = this.plannerTrainer() !== null;
     const b = this.benchmark;
     const agentReady = canTrainPlanner && !!b?.items.length;
@@ -405,7 +416,7 @@ export class AgentflowTrainingPanel extends LitElement {
         <p id="rollout-concurrency-hint" data-testid="rollout-concurrency-hint"><small>Rollouts at once: a group's rollouts that run together have their planner calls decoded together, up to 8 sequences per step with 4-bit weights (4 with f16 weights); at most ${MAX_ROLLOUT_CONCURRENCY}; empty means min(group size, ${MAX_DEFAULT_ROLLOUT_CONCURRENCY}).</small></p>
         ${this.agentRuns.length
           ? html`<ul data-testid="agent-runs" aria-label="Stored agent-rollout runs">${this.agentRuns.map(
-              (r) => html`<li>${r.id}: step ${r.stats.length} of ${String((r.config as { settings?: { steps?: number } }).settings?.steps ?? '?')} (${r.status})
+              (r) => html`<li>${r.id}: step ${r.history.length} of ${r.spec.steps} (${r.status})
                 <button type="button" ?disabled=${!canTrainPlanner || this.busy} aria-label=${`Resume run ${r.id}`} @click=${() => this.resumeStored(r.id)}>Resume</button></li>`,
             )}</ul>`
           : nothing}

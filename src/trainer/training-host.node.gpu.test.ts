@@ -1,4 +1,4 @@
-// The planner worker's training session on the qwen2-tiny fixture, fed by real agent rollouts: the
+// The training session the planner worker hosts, on the qwen2-tiny fixture, fed by real agent rollouts: the
 // planner (our runtime, byte tokenizer) samples each planner turn with the session's adapter, a scripted
 // generator answers right in one rollout and wrong in the other so the group has mixed rewards, and the
 // step is checked against the float64 CPU backend on the same samples. Then the adapter is live for the
@@ -11,14 +11,18 @@ import { maxAbsDiff, relL2 } from '../../tests/support/compare';
 import { readFixtureWeights } from '../../tests/support/qwen2-fixture';
 import { ScriptedEngine } from '../agent/scripted-engine';
 import { openAgentDb } from '../store/db';
-import { getRolloutsByGroup } from '../store/rollouts';
-import { collectGroup, rolloutAgentConfig } from '../ui/agent-training-driver';
 import { Rng } from '../util/rng';
-import { IdbCheckpointStore } from './checkpoint-idb';
+import { idbTrainStorage } from './checkpoint-idb';
+import type { GpuPolicyBackend } from './gpu-backend';
+import { AgentCollector } from './run/agent-collector';
+import { rolloutAgentConfig } from './run/agent-run';
+import { idbRolloutStorage } from './run/run-store-idb';
+import { stepBatch } from './run/trajectory';
+import { runtimePolicyHost } from './runtime-policy-host';
 import { CpuPolicyBackend } from './cpu-backend';
 import { grpoStep } from './grpo-step';
 import { adapterTensors, initLoraAdapter, peftName } from './lora';
-import { WorkerTrainingSession } from './worker-trainer';
+import { TrainingSession } from './training-host';
 
 describe('worker training session on agent rollouts (qwen2-tiny)', () => {
   it('trains on a mixed-reward group like the CPU reference, samples on-policy, and resumes from its checkpoint', async () => {
@@ -26,33 +30,36 @@ describe('worker training session on agent rollouts (qwen2-tiny)', () => {
     const { rt, planner } = await tinyPlanner(ctx);
     const shared = new ScriptedEngine({ analysis: ['Multiply.'], executor: ['{"args": {"a": 2, "b": 3}}'], verifier: ['{"verdict": "STOP"}'], generator: ['<answer>6</answer>', '<answer>7</answer>'] }, 'shared:test');
     const dbName = `worker-trainer-${Math.random()}`;
-    const store = new IdbCheckpointStore(await openAgentDb(dbName));
+    const storage = await idbTrainStorage(dbName);
+    const store = storage.checkpoints;
+    const host = runtimePolicyHost(rt, 'qwen2-tiny');
     const runId = 'agent-run';
     const config = { groupSize: 2, queriesPerStep: 1, learningRate: 0.05, microBatchTokens: 1536, maxTurns: 1, beta: 0.04, checkpointEvery: 0, seed: 7 };
-    const session = await WorkerTrainingSession.start(rt, { runId, adapter: { kind: 'fresh', rank: 2, alpha: 4, targets: ['q', 'v', 'down'] }, config }, store);
-    expect(rt.activeAdapterId).toBe(session.backend.adapterId);
+    const session = await TrainingSession.start(host, storage, { runId, adapter: { rank: 2, alpha: 4, targets: ['q', 'v', 'down'] }, config });
+    const adapterId = session.hosted.adapterId;
+    expect(rt.activeAdapterId).toBe(adapterId);
     const before = await session.backend.exportState();
     for (const t of adapterTensors(before.adapter)) if (t.which === 'B') expect(maxAbsDiff(t.data, new Float32Array(t.data.length))).toBe(0);
 
     const groupId = `${runId}:step1:item0`;
     const budget = { maxTurns: 1, plannerTokens: 6, moduleTokens: 32, queriesPerStep: 1, microBatchTokens: 1536 };
-    const g = await collectGroup({
+    const collector = new AgentCollector({
       runId,
-      groupId,
-      item: { pid: '0', query: 'What is 2 times 3?', answer: '6' },
-      kind: 'exact',
-      seeds: [11, 12],
+      items: [{ query: 'What is 2 times 3?', answer: '6' }],
+      reward: { kind: 'exact' },
       agent: (seed) => rolloutAgentConfig(budget, 1, seed),
       engines: { planner, shared },
       tools: [multiplyTool],
-      dbName,
+      concurrency: 1,
+      storage: idbRolloutStorage(dbName),
     });
-    expect(g.results.map((r) => r.reward)).toEqual([1, 0]);
+    const groups = await collector.collect([{ step: 1, item: 0, groupId, rollouts: [{ id: `${groupId}:r0`, seed: 11 }, { id: `${groupId}:r1`, seed: 12 }] }], {});
+    const g = stepBatch({ runId, step: 1, groups, advantageEps: 1e-6 });
+    expect(g.rewards).toEqual([1, 0]);
     expect(g.samples.length).toBeGreaterThanOrEqual(2);
     expect(new Set(g.samples.map((s) => s.reward))).toEqual(new Set([0, 1]));
-    const stored = await getRolloutsByGroup(groupId, dbName);
     // Every planner turn was sampled by the adapter being trained.
-    expect(stored.map((r) => r.adapterId)).toEqual(stored.map(() => session.backend.adapterId));
+    expect(g.records.map((r) => r.adapterId)).toEqual(g.records.map(() => adapterId));
     for (const s of g.samples) expect(s.oldLogprobs!.length).toBe(s.responseTokens.length);
 
     // The float64 CPU backend from the same initial adapter on the same samples.
@@ -71,7 +78,7 @@ describe('worker training session on agent rollouts (qwen2-tiny)', () => {
     expect(stats.gradNorm).toBeGreaterThan(0);
     expect(Math.abs(stats.gradNorm - ref.gradNorm)).toBeLessThan(2e-2 * ref.gradNorm);
     expect(Math.abs(stats.loss - ref.loss)).toBeLessThan(2e-2 * Math.abs(ref.loss) + 1e-4);
-    const gpuGrads = await session.backend.readGradients();
+    const gpuGrads = await (session.backend as GpuPolicyBackend).readGradients();
     for (const [key, grad] of cpu.gradients) {
       const [layer, module] = key.split('.');
       const name = peftName({ layer: Number(layer), module: module as 'q' }, 'B');
@@ -83,12 +90,12 @@ describe('worker training session on agent rollouts (qwen2-tiny)', () => {
     expect(moved).toBeGreaterThan(0);
 
     // On-policy: the runtime's active adapter is the updated one, so the next rollouts see it.
-    expect(rt.activeAdapterId).toBe(session.backend.adapterId);
+    expect(rt.activeAdapterId).toBe(adapterId);
     const seq = [...g.samples[0].promptTokens, ...g.samples[0].responseTokens];
     const [on] = await rt.score([seq]);
     rt.setActiveAdapter(null);
     const [off] = await rt.score([seq]);
-    rt.setActiveAdapter(session.backend.adapterId);
+    rt.setActiveAdapter(adapterId);
     expect(maxAbsDiff(on, off)).toBeGreaterThan(1e-4);
 
     // PEFT export of the live adapter carries the trained B.
@@ -104,7 +111,7 @@ describe('worker training session on agent rollouts (qwen2-tiny)', () => {
     expect(latest!.optimizerSteps).toBe(stats.optimizerSteps);
     session.destroy();
     expect(rt.activeAdapterId).toBeNull();
-    const resumed = await WorkerTrainingSession.start(rt, { runId, adapter: { kind: 'fresh', rank: 8, alpha: 16 }, resume: true }, store);
+    const resumed = await TrainingSession.start(host, storage, { runId, adapter: { rank: 8, alpha: 16 }, resume: true });
     expect(resumed.info()).toMatchObject({ step: 1, optimizerSteps: stats.optimizerSteps, resumed: true });
     expect(resumed.trainer.rng.state).toBe(session.trainer.rng.state);
     const back = await resumed.backend.exportState();

@@ -1,0 +1,85 @@
+// What a training run records per step (the Training tab's charts, the CLI's metrics.jsonl), and how the
+// run's best step is judged: by the rolling mean reward, so one lucky step does not count as the best.
+
+export interface StepMetrics {
+  step: number;
+  /** Mean 0/1 reward over the step's rollouts, and its (population) standard deviation. */
+  reward: number;
+  rewardStd: number;
+  /** Mean reward over the last `window` steps, this one included (fewer at the start). */
+  rollingReward: number;
+  loss: number;
+  kl: number;
+  /** Global gradient norm before clipping, of the step's last update. */
+  gradNorm: number;
+  clipFraction: number;
+  /** Forward+backward tokens per second over the update. */
+  tokensPerSecond: number;
+  /** Planner response tokens trained on, planner turns (samples), and groups whose rewards were all equal. */
+  plannerTokens: number;
+  samples: number;
+  noGradientGroups: number;
+  /** Wall time of the step's rollouts and of its update, in seconds. */
+  rolloutSeconds: number;
+  updateSeconds: number;
+  /** Sequences the planner decoded per decode step during the rollouts (1 = no batching), when it reports them. */
+  plannerSequencesPerStep?: number;
+  /** The update was skipped (non-finite loss or gradients): the adapter is unchanged. Why. */
+  skippedUpdate?: string;
+  /** This step is the run's best so far by rolling reward: its checkpoint is the run's result. */
+  best?: boolean;
+}
+
+/** Default number of steps the rolling reward averages (and the best step is judged by). */
+export const DEFAULT_BEST_WINDOW = 20;
+
+export function mean(xs: readonly number[]): number {
+  return xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0;
+}
+
+export function populationStd(xs: readonly number[]): number {
+  if (xs.length < 2) return 0;
+  const m = mean(xs);
+  return Math.sqrt(xs.reduce((a, x) => a + (x - m) ** 2, 0) / xs.length);
+}
+
+/**
+ * Tracks the rolling mean reward and the best step by it. A step can be the best only once the window is
+ * full (min(window, the run's steps) points), so a run's first lucky steps are not taken for learning. Only a
+ * strictly higher rolling reward makes a new best: on a plateau the run keeps the step that reached it
+ * (and does not write a checkpoint every step).
+ */
+export class BestTracker {
+  private readonly rewards: number[] = [];
+  best: { step: number; rollingReward: number } | null = null;
+
+  constructor(
+    readonly window: number,
+    /** The run's length: a run shorter than the window judges over the whole run. */
+    readonly steps: number,
+  ) {
+    if (!Number.isInteger(window) || window < 1) throw new Error(`training: the rolling-reward window must be a positive integer, got ${window}`);
+  }
+
+  private get needed(): number {
+    return Math.min(this.window, Math.max(1, this.steps));
+  }
+
+  /** Feeds one step's mean reward; returns the rolling reward and whether the step is the new best. */
+  push(step: number, reward: number): { rollingReward: number; best: boolean } {
+    this.rewards.push(reward);
+    if (this.rewards.length > this.window) this.rewards.shift();
+    const rollingReward = mean(this.rewards);
+    const full = this.rewards.length >= this.needed;
+    const best = full && (this.best === null || rollingReward > this.best.rollingReward);
+    if (best) this.best = { step, rollingReward };
+    return { rollingReward, best };
+  }
+
+  /** Rebuilds the tracker from stored steps (a resumed run). */
+  static replay(window: number, steps: number, history: ReadonlyArray<Pick<StepMetrics, 'step' | 'reward'>>): BestTracker {
+    const t = new BestTracker(window, steps);
+    for (const m of history) t.push(m.step, m.reward);
+    return t;
+  }
+}

@@ -1,0 +1,71 @@
+// Which queries a step plays, with which seeds, under which ids: a pure function of the run's seed and the
+// step number, so a step redone after a crash or a reload plays exactly the same groups, whatever ran
+// before it. One scheme for every front end (Training tab, <agentflow-chat>, `cli train`) and every task.
+import { Rng } from '../../util/rng';
+
+/** One group of a step: G rollouts of one query. */
+export interface GroupPlan {
+  step: number;
+  /** Index of the query in the run's item list. */
+  item: number;
+  groupId: string;
+  /** Rollout g's id and its sampling seed, g = 0 .. G-1. */
+  rollouts: Array<{ id: string; seed: number }>;
+}
+
+/** Mixes integers into a 31-bit seed (FNV-1a over their 32-bit words), so nearby inputs give unrelated seeds. */
+export function mixSeed(...parts: number[]): number {
+  let h = 0x811c9dc5;
+  for (const p of parts) {
+    let x = p >>> 0;
+    for (let i = 0; i < 4; i++) {
+      h ^= x & 0xff;
+      h = Math.imul(h, 0x01000193) >>> 0;
+      x >>>= 8;
+    }
+  }
+  return h & 0x7fffffff;
+}
+
+export function groupId(runId: string, step: number, item: number): string {
+  return `${runId}:step${step}:item${item}`;
+}
+
+export function rolloutId(group: string, rollout: number): string {
+  return `${group}:r${rollout}`;
+}
+
+/**
+ * The queries of `step` (1-based), distinct: the run walks through a seeded permutation of its items, a new
+ * one each epoch (pass over the items), `perStep` at a time. A step that straddles two epochs takes the end
+ * of one and then the next one's items that it does not already have.
+ */
+export function stepItems(seed: number, step: number, perStep: number, items: number): number[] {
+  if (!Number.isInteger(step) || step < 1) throw new Error(`training schedule: step must be a positive integer, got ${step}`);
+  if (!Number.isInteger(items) || items < 1) throw new Error('training schedule: the run has no items');
+  if (!Number.isInteger(perStep) || perStep < 1 || perStep > items) throw new Error(`training schedule: queries per step must be 1 to ${items} (the items), got ${perStep}`);
+  const out: number[] = [];
+  for (let at = (step - 1) * perStep; out.length < perStep; at++) {
+    const item = epochOrder(seed, Math.floor(at / items), items)[at % items];
+    if (!out.includes(item)) out.push(item);
+  }
+  return out;
+}
+
+function epochOrder(seed: number, epoch: number, n: number): number[] {
+  const rng = new Rng(mixSeed(seed, 0x5e9, epoch));
+  const order = Array.from({ length: n }, (_, i) => i);
+  for (let i = n - 1; i > 0; i--) {
+    const j = rng.int(i + 1);
+    [order[i], order[j]] = [order[j], order[i]];
+  }
+  return order;
+}
+
+/** The groups of `step`: ids and per-rollout seeds. */
+export function planStep(o: { runId: string; seed: number; step: number; queriesPerStep: number; groupSize: number; items: number }): GroupPlan[] {
+  return stepItems(o.seed, o.step, o.queriesPerStep, o.items).map((item) => {
+    const id = groupId(o.runId, o.step, item);
+    return { step: o.step, item, groupId: id, rollouts: Array.from({ length: o.groupSize }, (_, g) => ({ id: rolloutId(id, g), seed: mixSeed(o.seed, o.step, item, g) })) };
+  });
+}

@@ -1,0 +1,293 @@
+// A Flow-GRPO training run, as one object that the Training tab, <agentflow-chat> and `cli train` all drive.
+// Each step, in the order llm.c's main() would read:
+//   plan the step's queries and seeds (schedule.ts)
+//   -> play G rollouts of each query (the collector: the AgentFlow loop, batched at the planner; or the toy)
+//   -> score each final answer 0/1 and broadcast it to every planner turn of its trajectory
+//   -> normalise advantages within each query's group
+//   -> one clipped, KL-penalised update of the LoRA adapter (PolicyTrainer.trainStep -> grpoStep)
+//   -> record the step's metrics and trained-on turns (RunStore), checkpoint on the cadence and at a new
+//      best rolling reward, prune old checkpoints.
+// Progress goes out through the events given to run(); storage goes through the RunStore.
+import type { StepStats } from '../grpo-step';
+import type { PolicyTrainer, TrainSessionInfo } from '../training-host';
+import type { RolloutCollector, RolloutProgress } from './collector';
+import { BestTracker, DEFAULT_BEST_WINDOW, mean, populationStd, type StepMetrics } from './metrics';
+import type { RunResult, RunSpec, RunStatus, RunStore, StoredRun } from './run-store';
+import { planStep } from './schedule';
+import { stepBatch } from './trajectory';
+
+export interface RunDeps {
+  collector: RolloutCollector;
+  policy: PolicyTrainer;
+  store: RunStore;
+  /** IndexedDB database the page's policy keeps checkpoints in (passed to trainStart). */
+  dbName?: string;
+  /** The planner's decode counters (batching at work), when it reports them. */
+  decodeStats?: () => Promise<{ steps: number; rows: number } | null>;
+}
+
+export interface RunEvents {
+  /** Each finished step, after it is stored. */
+  onStep?: (m: StepMetrics) => void;
+  /** While a step's rollouts play. */
+  onProgress?: (p: RolloutProgress) => void;
+  /**
+   * A checkpoint was saved (its step, where its adapter is, and whether it is the new best). Awaited before
+   * the run goes on, so a front end can copy it before an older one is pruned at the next checkpoint.
+   */
+  onCheckpoint?: (c: { step: number; adapterId: string; best: boolean }) => void | Promise<void>;
+}
+
+export interface RunSummary {
+  runId: string;
+  status: RunStatus;
+  steps: number;
+  /** Steps run by this call of run(). */
+  stepsRun: number;
+  result: RunResult | null;
+  /** Mean reward of the first and the last `bestWindow` steps of the whole run. */
+  firstReward: number;
+  lastReward: number;
+}
+
+export type RunState = 'idle' | 'running' | 'paused' | 'done' | 'error';
+
+const now = () => (typeof performance !== 'undefined' ? performance.now() : Date.now());
+
+/** A new run's id: '<prefix>-<UTC time>', safe in file names and IndexedDB keys. */
+export function newRunId(prefix: string, at = new Date()): string {
+  return `${prefix}-${at.toISOString().replace(/[:.]/g, '-')}`;
+}
+
+/** Checks a spec before anything is written or started; errors name the setting. */
+export function checkSpec(spec: RunSpec): void {
+  if (!Number.isInteger(spec.steps) || spec.steps < 1) throw new Error(`training: steps must be a positive integer, got ${spec.steps}`);
+  if (!Number.isInteger(spec.keepCheckpoints) || spec.keepCheckpoints < 1) throw new Error(`training: checkpoints to keep must be a positive integer, got ${spec.keepCheckpoints}`);
+  if (!Number.isInteger(spec.bestWindow) || spec.bestWindow < 1) throw new Error(`training: the rolling-reward window must be a positive integer, got ${spec.bestWindow}`);
+  if (spec.adapter.kind === 'fresh') {
+    if (!spec.adapter.targets.length) throw new Error('training: choose at least one target module for the LoRA adapter');
+    if (!Number.isInteger(spec.adapter.rank) || spec.adapter.rank < 1) throw new Error(`training: LoRA rank must be a positive integer, got ${spec.adapter.rank}`);
+  }
+}
+
+export class TrainingRun {
+  state: RunState = 'idle';
+  private pauseRequested = false;
+  private abort: AbortController | null = null;
+  private readonly best: BestTracker;
+
+  private constructor(
+    readonly record: StoredRun,
+    private readonly deps: RunDeps,
+    /** The optimizer's session: resolved config, the adapter it samples with, the step it is at. */
+    readonly info: TrainSessionInfo,
+    /** Things a user should know about how the run (re)started, e.g. a checkpoint that could not be read. */
+    readonly notes: string[],
+  ) {
+    this.best = BestTracker.replay(record.spec.bestWindow, record.spec.steps, record.history);
+    // A best step whose checkpoint was lost with the steps after the last one (a crash) is no result: the next
+    // step that fills the window becomes the best and is checkpointed.
+    if (!record.result) this.best.best = null;
+    if (record.status === 'done') this.state = 'done';
+    else if (record.history.length > 0 || info.step > 0) this.state = 'paused';
+  }
+
+  get id(): string {
+    return this.record.id;
+  }
+
+  get spec(): RunSpec {
+    return this.record.spec;
+  }
+
+  /** Steps finished (and kept: a resumed run's count is its checkpoint's). */
+  get step(): number {
+    return this.record.history.length ? this.record.history[this.record.history.length - 1].step : 0;
+  }
+
+  get history(): readonly StepMetrics[] {
+    return this.record.history;
+  }
+
+  get result(): RunResult | null {
+    return this.record.result;
+  }
+
+  /** Starts a new run: checks the spec, starts the optimizer on its adapter, stores the record. */
+  static async start(id: string, spec: RunSpec, deps: RunDeps): Promise<TrainingRun> {
+    checkSpec(spec);
+    if (await deps.store.load(id)) throw new Error(`training run '${id}' already exists; resume it or choose another id`);
+    if (deps.collector.items < (spec.grpo.queriesPerStep ?? 1)) {
+      throw new Error(`training: queries per step (${spec.grpo.queriesPerStep}) exceeds the ${deps.collector.items} items of “${spec.dataset}”`);
+    }
+    const adapter = spec.adapter.kind === 'fresh' ? { rank: spec.adapter.rank, alpha: spec.adapter.alpha, targets: spec.adapter.targets } : { adapterId: spec.adapter.id };
+    const info = await deps.policy.trainStart({ runId: id, adapter, config: { ...spec.grpo }, dbName: deps.dbName, zeroAdvantages: spec.zeroAdvantages });
+    const t = Date.now();
+    const record: StoredRun = { id, createdAt: t, updatedAt: t, status: 'paused', spec, history: [], result: null };
+    try {
+      await deps.store.save(record);
+    } catch (e) {
+      await deps.policy.trainStop();
+      throw e;
+    }
+    return new TrainingRun(record, deps, info, []);
+  }
+
+  /**
+   * Continues a stored run from its newest intact checkpoint (or from its start when it has none yet). Steps
+   * after the checkpoint are forgotten and redone.
+   */
+  static async resume(id: string, deps: RunDeps): Promise<TrainingRun> {
+    const record = await deps.store.load(id);
+    if (!record) throw new Error(`training run '${id}' is not in storage`);
+    const spec = record.spec;
+    const notes: string[] = [];
+    // Before its first checkpoint a run starts over from its starting adapter (the same seed makes the same one).
+    const adapter = spec.adapter.kind === 'fresh' ? { rank: spec.adapter.rank, alpha: spec.adapter.alpha, targets: spec.adapter.targets } : { adapterId: spec.adapter.id };
+    const info = await deps.policy.trainStart({ runId: id, adapter, config: { ...spec.grpo }, resume: true, dbName: deps.dbName, zeroAdvantages: spec.zeroAdvantages });
+    if (info.skippedCheckpoints.length) {
+      notes.push(`resumed from the checkpoint of step ${info.step}: newer ones could not be read (${info.skippedCheckpoints.join('; ')})`);
+    }
+    const lost = record.history.filter((m) => m.step > info.step).length;
+    if (lost) notes.push(`step${lost === 1 ? '' : 's'} ${info.step + 1}–${info.step + lost} ran after the last checkpoint and will run again`);
+    record.history = record.history.filter((m) => m.step <= info.step);
+    if (record.result && record.result.step > info.step) record.result = null;
+    await deps.store.truncate(id, info.step);
+    return new TrainingRun(record, deps, info, notes);
+  }
+
+  /** Asks the run to stop: the step in progress is abandoned (its rollouts end 'interrupted') and run() returns. */
+  pause(): void {
+    this.pauseRequested = true;
+    this.abort?.abort();
+  }
+
+  /** Runs steps until the spec's count is reached or pause() is called. */
+  async run(events: RunEvents = {}): Promise<RunSummary> {
+    if (this.state === 'running') throw new Error(`training run '${this.id}' is already running`);
+    const startStep = this.step;
+    if (this.state !== 'done') {
+      this.pauseRequested = false;
+      this.abort = new AbortController();
+      this.state = 'running';
+      try {
+        await this.saveRecord('running');
+        while (this.step < this.spec.steps && !this.pauseRequested) await this.runStep(events);
+        await this.finish(events);
+      } catch (e) {
+        this.state = 'error';
+        this.record.error = e instanceof Error ? e.message : String(e);
+        await this.saveRecord('error').catch(() => undefined);
+        throw e;
+      } finally {
+        this.abort = null;
+      }
+    }
+    return this.summary(this.step - startStep);
+  }
+
+  private async runStep(events: RunEvents): Promise<void> {
+    const { policy, collector, store } = this.deps;
+    const cfg = this.info.config;
+    const next = this.step + 1;
+    const plans = planStep({ runId: this.id, seed: cfg.seed, step: next, queriesPerStep: cfg.queriesPerStep, groupSize: cfg.groupSize, items: collector.items });
+    const d0 = await this.decodeStats();
+    const t0 = now();
+    const groups = await collector.collect(plans, { signal: this.abort?.signal, onProgress: events.onProgress });
+    // A step cut short is not trained on: its rollouts are incomplete, and the schedule redoes it exactly.
+    if (this.pauseRequested) return;
+    const t1 = now();
+    const d1 = await this.decodeStats();
+    const batch = stepBatch({ runId: this.id, step: next, groups, advantageEps: cfg.advantageEps });
+    if (!batch.samples.length) {
+      const why = batch.skipped.length ? ` (${batch.skipped.length} skipped, e.g. ${batch.skipped[0]})` : ' (every planner call failed)';
+      throw new Error(`step ${next}: no rollout recorded a planner turn that can be trained on${why}; the planner must run on this runtime, which reports token ids and logprobs`);
+    }
+    const stats: StepStats & { skipped?: string } = await policy.trainStep(batch.samples);
+    const t2 = now();
+    const { rollingReward, best } = this.best.push(next, mean(batch.rewards));
+    const decodeSteps = d0 && d1 ? d1.steps - d0.steps : 0;
+    const metrics: StepMetrics = {
+      step: next,
+      reward: mean(batch.rewards),
+      rewardStd: populationStd(batch.rewards),
+      rollingReward,
+      loss: stats.loss,
+      kl: stats.kl,
+      gradNorm: stats.gradNorm,
+      clipFraction: stats.clipFraction,
+      tokensPerSecond: stats.tokensPerSecond,
+      plannerTokens: stats.responseTokens,
+      samples: stats.samples,
+      noGradientGroups: stats.noGradientGroups,
+      rolloutSeconds: (t1 - t0) / 1000,
+      updateSeconds: (t2 - t1) / 1000,
+      ...(decodeSteps > 0 ? { plannerSequencesPerStep: (d1!.rows - d0!.rows) / decodeSteps } : {}),
+      ...(stats.skipped ? { skippedUpdate: stats.skipped } : {}),
+      ...(best ? { best: true } : {}),
+    };
+    await store.appendStep(this.record, metrics, batch.records);
+    this.record.history.push(metrics);
+    const every = cfg.checkpointEvery;
+    if (best || (every > 0 && next % every === 0) || next === this.spec.steps) await this.checkpoint(next, best, events);
+    events.onStep?.(metrics);
+    await this.saveRecord('running');
+  }
+
+  private async checkpoint(step: number, best: boolean, events: RunEvents): Promise<void> {
+    const bestStep = best ? step : this.best.best?.step;
+    const c = await this.deps.policy.trainCheckpoint({ keep: this.spec.keepCheckpoints, protect: bestStep !== undefined ? [bestStep] : [] });
+    if (best) this.record.result = { step, adapterId: c.adapterId, rollingReward: this.best.best!.rollingReward, reason: 'best' };
+    await events.onCheckpoint?.({ step: c.step, adapterId: c.adapterId, best });
+  }
+
+  /** After the loop: a paused run saves where it is; a finished one publishes its result and frees the optimizer. */
+  private async finish(events: RunEvents): Promise<void> {
+    const step = this.step;
+    if (step > 0) {
+      // Once per step: a no-op when the loop's last step already saved it.
+      const c = await this.deps.policy.trainCheckpoint({ keep: this.spec.keepCheckpoints, protect: this.best.best ? [this.best.best.step] : [] });
+      await events.onCheckpoint?.({ step: c.step, adapterId: c.adapterId, best: false });
+      if (!this.record.result && step >= this.spec.steps) {
+        this.record.result = { step: c.step, adapterId: c.adapterId, rollingReward: this.record.history[this.record.history.length - 1].rollingReward, reason: 'last' };
+      }
+    }
+    if (step >= this.spec.steps) {
+      if (this.record.result) await this.deps.store.publish?.(this.record, this.record.result);
+      this.state = 'done';
+      await this.saveRecord('done');
+      // The stored checkpoints stay; the optimizer's buffers and its copy of the adapter go.
+      await this.deps.policy.trainStop();
+    } else {
+      this.state = 'paused';
+      await this.saveRecord('paused');
+    }
+  }
+
+  private async decodeStats(): Promise<{ steps: number; rows: number } | null> {
+    // Only shown, never needed: a planner that cannot tell does not stop the run.
+    return (await this.deps.decodeStats?.().catch(() => null)) ?? null;
+  }
+
+  private async saveRecord(status: RunStatus): Promise<void> {
+    this.record.status = status;
+    this.record.updatedAt = Date.now();
+    await this.deps.store.save(this.record);
+  }
+
+  private summary(stepsRun: number): RunSummary {
+    const h = this.record.history;
+    const w = this.spec.bestWindow;
+    return {
+      runId: this.id,
+      status: this.record.status,
+      steps: this.step,
+      stepsRun,
+      result: this.record.result,
+      firstReward: mean(h.slice(0, w).map((m) => m.reward)),
+      lastReward: mean(h.slice(-w).map((m) => m.reward)),
+    };
+  }
+}
+
+export { DEFAULT_BEST_WINDOW };
