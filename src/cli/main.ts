@@ -7,6 +7,7 @@ import { loadAdapter, loadCheckpoint } from '../engine/io/checkpoint';
 import { directorySource } from '../engine/io/sources';
 import { Qwen2Runtime } from '../engine/runtime';
 import { runGrpoGrad } from '../trainer/cli-grpo-grad';
+import { runTrain } from './train';
 import { numberFlag, parseArgs, parseIdList, parseSequencesJson, required, UsageError } from './args';
 
 const FLAGS = {
@@ -76,9 +77,9 @@ async function run(argv: string[]): Promise<unknown> {
 }
 
 const argv = process.argv.slice(2);
-if (argv[0] === 'grpo-grad') {
-  // The trainer's command prints its own JSON and returns the exit status.
-  void runGrpoGrad(argv.slice(1)).then((code) => process.stdout.write('', () => process.exit(code)));
+if (argv[0] === 'grpo-grad' || argv[0] === 'train') {
+  // The training commands print their own JSON and return the exit status.
+  void (argv[0] === 'train' ? runTrain(argv.slice(1)) : runGrpoGrad(argv.slice(1))).then((code) => process.stdout.write('', () => process.exit(code)));
 } else {
   main(argv);
 }

@@ -6,7 +6,7 @@ import { GenerateBatcher } from './generate-batcher';
 import { loadAdapter, loadCheckpoint, type ChatTemplateSource, type Checkpoint } from './io/checkpoint';
 import type { LoraAdapter } from './io/peft';
 import type { FileSource, ProgressCallback } from './io/sources';
-import { Qwen2Runtime, type GenerateTokensOptions, type RuntimeOptions } from './runtime';
+import { defaultMaxContext, Qwen2Runtime, type GenerateTokensOptions, type RuntimeOptions } from './runtime';
 import { convTemplateProblem, MLC_CHAT_CONFIG } from './tokenizer/conv-template';
 import { StreamingDecoder, Tokenizer } from './tokenizer/tokenizer';
 import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from './types';
@@ -89,7 +89,9 @@ export class PlannerEngine implements ChatEngine {
   static async load(ctx: GpuContext, source: FileSource, o: PlannerLoadOptions = {}): Promise<PlannerEngine> {
     const ckpt = await loadCheckpoint(source, { onProgress: o.onProgress });
     const { tokenizer, extraEos, chatTemplateSource } = plannerTokenizer(ckpt, source.label);
-    const runtime = await Qwen2Runtime.create(ctx, ckpt.config, ckpt.tensors, { maxContext: o.maxContext, maxBatchRows: o.maxBatchRows, logitsRows: o.logitsRows, dequantize: o.dequantize, batchContext: o.batchContext });
+    // As in the planner worker: a batch of a group's long turns may grow the KV cache to twice the context.
+    const maxContext = o.maxContext ?? defaultMaxContext(ckpt.config);
+    const runtime = await Qwen2Runtime.create(ctx, ckpt.config, ckpt.tensors, { maxContext, maxBatchRows: o.maxBatchRows, logitsRows: o.logitsRows, dequantize: o.dequantize, batchContext: o.batchContext ?? 2 * maxContext });
     ckpt.release();
     const name = o.name ?? source.label.replace(/\/+$/, '').split('/').pop() ?? 'qwen2';
     return new PlannerEngine(runtime, tokenizer, name, extraEos, undefined, chatTemplateSource);

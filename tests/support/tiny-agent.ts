@@ -1,6 +1,8 @@
 // The set-ups the Node tests share: the qwen2-tiny fixture as the planner (our runtime, byte tokenizer), for
 // the agent and training tests and the planner engine's own, and a multiplication tool the scripted executor
 // calls.
+import { mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { GpuContext } from '../../src/gpu/device';
 import { loadAdapter, loadCheckpoint } from '../../src/engine/io/checkpoint';
@@ -50,4 +52,19 @@ export async function fixturePlannerEngine(): Promise<PlannerEngine> {
   await rt.addAdapter('fixture', await loadAdapter(directorySource(join(TINY, 'adapter')), ckpt.config));
   const tok = new Tokenizer({ tokenizerJson: byteTokenizerJson(), tokenizerConfig: byteTokenizerConfig() });
   return new PlannerEngine(rt, tok, 'qwen2-tiny');
+}
+
+/**
+ * A folder holding the qwen2-tiny fixture as a chat model: its weights (linked), its config with a longer
+ * context (the agent's prompts, tool cards included, are ~2k bytes with a byte tokenizer; RoPE has no table,
+ * so a longer context only costs KV cache) and the byte-level tokenizer with Qwen's chat template.
+ */
+export function tinyChatModelDir(positions = 4096): string {
+  const dir = mkdtempSync(join(tmpdir(), 'agentflow-tiny-chat-'));
+  const config = JSON.parse(readFileSync(join(TINY, 'config.json'), 'utf8')) as Record<string, unknown>;
+  writeFileSync(join(dir, 'config.json'), JSON.stringify({ ...config, max_position_embeddings: positions }));
+  symlinkSync(join(TINY, 'model.safetensors'), join(dir, 'model.safetensors'));
+  writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify(byteTokenizerJson()));
+  writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify(byteTokenizerConfig()));
+  return dir;
 }

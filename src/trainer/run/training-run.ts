@@ -45,7 +45,7 @@ export interface RunSummary {
   /** Steps run by this call of run(). */
   stepsRun: number;
   result: RunResult | null;
-  /** Mean reward of the first and the last `bestWindow` steps of the whole run. */
+  /** Mean reward of the run's first and last steps: a quarter of the run each, at most the rolling window. */
   firstReward: number;
   lastReward: number;
 }
@@ -277,7 +277,8 @@ export class TrainingRun {
 
   private summary(stepsRun: number): RunSummary {
     const h = this.record.history;
-    const w = this.spec.bestWindow;
+    // A quarter of the run (at most the rolling window) at each end, so first and last never overlap.
+    const w = Math.max(1, Math.min(this.spec.bestWindow, Math.floor(h.length / 4)));
     return {
       runId: this.id,
       status: this.record.status,

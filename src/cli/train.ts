@@ -1,0 +1,337 @@
+// `cli train`: a Flow-GRPO training run, headless, in Node on Dawn. The same TrainingRun as the Training tab,
+// with the planner engine in this process serving every module (the adapter only on planner calls: the other
+// modules run its base weights, so a group's executor, verifier and generator calls batch too), tools run for
+// real, and the run kept in a directory (src/trainer/run/run-store-dir.ts says what each file is).
+// Every flag, file and value is checked before anything is written; stdout gets one JSON summary at the end,
+// stderr the progress.
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { basename, resolve } from 'node:path';
+import { importBenchmark } from '../agent/benchmark-import';
+import type { AgentEngines } from '../agent/loop';
+import type { RewardKind } from '../agent/rewards';
+import { baseModelView } from '../engine/base-model-view';
+import { directorySource } from '../engine/io/sources';
+import { PlannerEngine } from '../engine/planner-engine';
+import { requestGpu } from '../gpu/device';
+import { BaseGeneratorTool } from '../tools/base-generator';
+import type { Tool } from '../tools/types';
+import { WikipediaTool } from '../tools/wikipedia';
+import { dirTrainStorage } from '../trainer/checkpoint-node';
+import { agentRunDeps, agentRunSpec, DEFAULT_AGENT_BUDGET } from '../trainer/run/agent-run';
+import type { RolloutProgress } from '../trainer/run/collector';
+import type { StepMetrics } from '../trainer/run/metrics';
+import type { RunSpec, StartAdapterSpec } from '../trainer/run/run-store';
+import { LORA_MODULES } from '../engine/io/peft';
+import { DirRunStore, RUN_FILE } from '../trainer/run/run-store-dir';
+import { toyRunSetup, toyRunSpec } from '../trainer/run/toy-run';
+import { newRunId, TrainingRun, type RunDeps, type RunSummary } from '../trainer/run/training-run';
+import { runtimePolicyHost } from '../trainer/runtime-policy-host';
+import { TrainingHost } from '../trainer/training-host';
+import { numberFlag, parseArgs, UsageError, type CliArgs } from './args';
+
+export const TRAIN_FLAGS = [
+  'task',
+  'model',
+  'adapter',
+  'data',
+  'out',
+  'steps',
+  'group',
+  'queries-per-step',
+  'max-turns',
+  'max-new-tokens',
+  'tools',
+  'reward',
+  'lr',
+  'seed',
+  'rank',
+  'micro-batch-tokens',
+  'max-context',
+  'keep-checkpoints',
+  'backend',
+  'resume',
+];
+
+export const TRAIN_USAGE = `usage:
+  cli train --model DIR [--adapter DIR] --data FILE --out DIR
+            [--steps N] [--group G] [--queries-per-step Q] [--max-turns T] [--max-new-tokens N]
+            [--tools python,base_generator] [--reward exact|numeric|choice|gameof24|judge] [--lr X] [--seed S]
+            [--rank R] [--micro-batch-tokens N] [--max-context N] [--keep-checkpoints K] [--resume]
+  cli train --task toy --out DIR [--steps N] [--group G] [--lr X] [--seed S] [--rank R] [--backend cpu|gpu] [--resume]
+--out DIR receives adapter/ (PEFT), rollouts.jsonl, metrics.jsonl, run.json and checkpoints/.
+--resume continues the run in --out from its newest intact checkpoint (flags that set the run must be left out).`;
+
+/** Tools a training run can use from the command line, by card name. */
+export const CLI_TOOLS = ['python', 'base_generator', 'wikipedia'] as const;
+
+const REWARDS = ['exact', 'numeric', 'choice', 'gameof24', 'judge'] as const;
+
+const log = (msg: string) => process.stderr.write(`${msg}\n`);
+
+function positiveInt(args: CliArgs, name: string, fallback: number): number {
+  const v = numberFlag(args, name, fallback, true)!;
+  if (v < 1) throw new UsageError(`--${name} must be a positive integer, got ${v}`);
+  return v;
+}
+
+function checkDir(path: string, flag: string): string {
+  if (!existsSync(path)) throw new UsageError(`--${flag} directory '${path}' does not exist`);
+  if (!statSync(path).isDirectory()) throw new UsageError(`--${flag} '${path}' is not a directory`);
+  return resolve(path);
+}
+
+/** `--flag true|false` or a bare-looking `--resume` (parseArgs needs a value: `--resume true`, `--resume=1`). */
+function booleanFlag(args: CliArgs, name: string): boolean {
+  const v = args.flags.get(name);
+  if (v === undefined) return false;
+  if (/^(1|true|yes)$/i.test(v)) return true;
+  if (/^(0|false|no)$/i.test(v)) return false;
+  throw new UsageError(`--${name} takes no value (or true/false), got '${v}'`);
+}
+
+/** The flags that set up a run: refused with --resume, where the stored run decides. */
+const RUN_SETTINGS = ['task', 'adapter', 'data', 'group', 'queries-per-step', 'max-turns', 'max-new-tokens', 'reward', 'lr', 'seed', 'rank', 'micro-batch-tokens', 'keep-checkpoints'];
+
+interface Prepared {
+  store: DirRunStore;
+  /** The run to start (absent when resuming). */
+  start?: { id: string; spec: RunSpec };
+  resumeId?: string;
+  spec: RunSpec;
+  deps: () => Promise<{ deps: RunDeps; close: () => void }>;
+}
+
+/** Splits `--resume` given without a value into `--resume true`, so the generic parser accepts it. */
+export function normalizeTrainArgv(argv: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    out.push(argv[i]);
+    if (argv[i] === '--resume' && (i + 1 >= argv.length || argv[i + 1].startsWith('--'))) out.push('true');
+  }
+  return out;
+}
+
+async function prepare(argv: string[]): Promise<Prepared> {
+  const args = parseArgs(['train', ...normalizeTrainArgv(argv)], { train: TRAIN_FLAGS });
+  const outFlag = args.flags.get('out');
+  if (!outFlag) throw new UsageError("'train' needs --out DIR");
+  const out = resolve(outFlag);
+  if (existsSync(out) && !statSync(out).isDirectory()) throw new UsageError(`--out '${outFlag}' is not a directory`);
+  const store = new DirRunStore(out);
+  const resume = booleanFlag(args, 'resume');
+  const hasRun = existsSync(resolve(out, RUN_FILE));
+
+  if (resume) {
+    const given = RUN_SETTINGS.filter((f) => args.flags.has(f));
+    if (given.length) throw new UsageError(`--resume continues the run stored in ${outFlag}; leave out ${given.map((f) => `--${f}`).join(', ')} (the stored run decides them)`);
+    if (!hasRun) throw new UsageError(`--resume: ${outFlag} holds no run (no ${RUN_FILE}); start one without --resume`);
+    const stored = await store.loadAny();
+    if (!stored) throw new UsageError(`--resume: ${outFlag} holds no run`);
+    const steps = args.flags.has('steps') ? positiveInt(args, 'steps', stored.spec.steps) : stored.spec.steps;
+    const spec = { ...stored.spec, steps };
+    if (steps !== stored.spec.steps) await store.save({ ...stored, spec, status: stored.status === 'done' ? 'paused' : stored.status });
+    return { store, resumeId: stored.id, spec, deps: () => depsFor(spec, args, store, stored.id) };
+  }
+  if (hasRun) throw new UsageError(`--out ${outFlag} already holds a run (${RUN_FILE}); pass --resume to continue it, or choose another --out`);
+
+  const task = args.flags.get('task') ?? 'agent';
+  if (task !== 'agent' && task !== 'toy') throw new UsageError(`--task must be agent or toy, got '${task}'`);
+  const steps = positiveInt(args, 'steps', 10);
+  const groupSize = positiveInt(args, 'group', 8);
+  if (groupSize < 2) throw new UsageError(`--group must be at least 2 (advantages compare the rollouts of a group), got ${groupSize}`);
+  const seed = numberFlag(args, 'seed', 1, true)!;
+  if (seed < 0) throw new UsageError(`--seed must be >= 0, got ${seed}`);
+  const rank = positiveInt(args, 'rank', task === 'toy' ? 4 : 16);
+  const keepCheckpoints = positiveInt(args, 'keep-checkpoints', 3);
+  const lrFlag = numberFlag(args, 'lr', undefined);
+  if (lrFlag !== undefined && !(lrFlag > 0 && lrFlag <= 1)) throw new UsageError(`--lr must be > 0 and <= 1, got ${lrFlag}`);
+  const adapterFlag = args.flags.get('adapter');
+  const adapter: StartAdapterSpec =
+    adapterFlag !== undefined ? { kind: 'stored', id: checkDir(adapterFlag, 'adapter'), name: basename(resolve(adapterFlag)) } : { kind: 'fresh', rank, alpha: 2 * rank, targets: [...LORA_MODULES] };
+
+  let spec: RunSpec;
+  if (task === 'toy') {
+    for (const f of ['model', 'data', 'tools', 'reward', 'max-turns', 'max-new-tokens', 'queries-per-step', 'micro-batch-tokens', 'max-context']) {
+      if (args.flags.has(f)) throw new UsageError(`--${f} does not apply to --task toy`);
+    }
+    const backend = args.flags.get('backend') ?? 'cpu';
+    if (backend !== 'cpu' && backend !== 'gpu') throw new UsageError(`--backend must be cpu or gpu, got '${backend}'`);
+    spec = toyRunSpec({ steps, groupSize, learningRate: lrFlag ?? 0.01, seed, adapter, keepCheckpoints, label: `Toy task (tiny planner, ${backend.toUpperCase()})`, grpo: { checkpointEvery: 1 } });
+    spec.collector = { ...spec.collector, backend };
+  } else {
+    if (args.flags.has('backend')) throw new UsageError('--backend applies to --task toy only');
+    const modelFlag = args.flags.get('model');
+    if (!modelFlag) throw new UsageError("'train' needs --model DIR (a Hugging Face folder or a web-llm MLC q4 folder)");
+    checkDir(modelFlag, 'model');
+    const rewardFlag = args.flags.get('reward');
+    if (rewardFlag !== undefined && !(REWARDS as readonly string[]).includes(rewardFlag)) throw new UsageError(`--reward must be one of ${REWARDS.join(', ')}, got '${rewardFlag}'`);
+    const tools = parseTools(args.flags.get('tools') ?? 'python,base_generator');
+    const dataFlag = args.flags.get('data');
+    if (!dataFlag) throw new UsageError("'train' needs --data FILE (AgentFlow data.json or JSONL)");
+    if (!existsSync(dataFlag) || !statSync(dataFlag).isFile()) throw new UsageError(`--data file '${dataFlag}' does not exist`);
+    const bench = importBenchmark(readFileSync(dataFlag, 'utf8'), basename(dataFlag));
+    for (const p of bench.problems) log(`--data: ${p.message} (skipped)`);
+    if (!bench.items.some((i) => i.answer !== undefined && i.answer !== null)) throw new UsageError(`--data ${dataFlag} has no item with a reference answer to score rollouts against`);
+    const kind: RewardKind = rewardFlag === undefined || rewardFlag === 'judge' ? (rewardFlag === 'judge' ? 'exact' : bench.kind) : (rewardFlag as RewardKind);
+    const queries = positiveInt(args, 'queries-per-step', Math.min(DEFAULT_AGENT_BUDGET.queriesPerStep, bench.items.length));
+    const tokens = positiveInt(args, 'max-new-tokens', DEFAULT_AGENT_BUDGET.plannerTokens);
+    spec = agentRunSpec({
+      benchmark: { name: bench.name, kind, items: bench.items },
+      // The engine id is known once the model loads; the run's spec is fixed up then (fixPlanner).
+      planner: '',
+      steps,
+      groupSize,
+      ...(lrFlag !== undefined ? { learningRate: lrFlag } : {}),
+      seed,
+      adapter,
+      judge: rewardFlag === 'judge',
+      budget: {
+        maxTurns: positiveInt(args, 'max-turns', DEFAULT_AGENT_BUDGET.maxTurns),
+        plannerTokens: tokens,
+        moduleTokens: tokens,
+        queriesPerStep: queries,
+        microBatchTokens: positiveInt(args, 'micro-batch-tokens', DEFAULT_AGENT_BUDGET.microBatchTokens),
+      },
+      // Each step checkpoints: a run killed mid-step loses at most that step.
+      checkpointEvery: 1,
+      keepCheckpoints,
+    });
+    spec.collector = { ...spec.collector, tools, model: resolve(modelFlag) };
+  }
+  const id = newRunId(task === 'toy' ? 'toy' : 'agent');
+  return { store, start: { id, spec }, spec, deps: () => depsFor(spec, args, store, id) };
+}
+
+function parseTools(list: string): string[] {
+  const names = list.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const n of names) if (!(CLI_TOOLS as readonly string[]).includes(n)) throw new UsageError(`--tools: unknown tool '${n}' (known: ${CLI_TOOLS.join(', ')})`);
+  return [...new Set(names)];
+}
+
+async function makeTools(names: readonly string[], shared: AgentEngines['shared']): Promise<{ tools: Tool[]; close: () => void }> {
+  const tools: Tool[] = [];
+  const closers: Array<() => void> = [];
+  for (const n of names) {
+    if (n === 'base_generator') tools.push(new BaseGeneratorTool({ engine: shared }));
+    else if (n === 'wikipedia') {
+      log('tools: wikipedia sends the agent\'s search text to en.wikipedia.org (named in --tools)');
+      tools.push(new WikipediaTool());
+    } else if (n === 'python') {
+      const { createNodePythonTool } = await import('../tools/python-node');
+      const py = createNodePythonTool();
+      tools.push(py);
+      closers.push(() => py.dispose());
+    }
+  }
+  return { tools, close: () => closers.forEach((c) => c()) };
+}
+
+async function depsFor(spec: RunSpec, args: CliArgs, store: DirRunStore, runId: string): Promise<{ deps: RunDeps; close: () => void }> {
+  const storage = async () => dirTrainStorage(store.checkpointsDir);
+  if (spec.task === 'toy') {
+    const backend = (spec.collector as { backend?: string }).backend === 'gpu' ? { gpu: await gpuContext() } : 'cpu';
+    const setup = await toyRunSetup({ store, storage, backend });
+    return { deps: setup.deps, close: () => setup.destroy() };
+  }
+  const c = spec.collector as { model?: string; tools?: string[] };
+  const modelDir = args.flags.get('model') !== undefined ? checkDir(args.flags.get('model')!, 'model') : c.model;
+  if (!modelDir) throw new UsageError("'train' needs --model DIR");
+  const budget = (spec.collector as { budget: { microBatchTokens: number } }).budget;
+  const ctx = await gpuContext();
+  let last = -1;
+  const maxContextFlag = args.flags.has('max-context') ? positiveInt(args, 'max-context', 4096) : undefined;
+  const planner = await PlannerEngine.load(ctx, directorySource(modelDir), {
+    ...(maxContextFlag !== undefined ? { maxContext: maxContextFlag } : {}),
+    onProgress: (p) => {
+      const pct = p.bytesTotal ? Math.floor((100 * p.bytesDone) / p.bytesTotal) : 100;
+      if (pct !== last && pct % 25 === 0) log(`reading ${p.file}: ${pct}%`);
+      last = pct;
+    },
+  });
+  log(`planner: ${planner.id}, context ${planner.runtime.maxContext} tokens, micro-batch ${budget.microBatchTokens} tokens`);
+  const engines: AgentEngines = { planner, shared: baseModelView(planner) };
+  fixPlanner(spec, planner.id);
+  const { tools, close } = await makeTools(c.tools ?? [], engines.shared);
+  const host = new TrainingHost(() => runtimePolicyHost(planner.runtime, planner.id.replace(/^planner:/, '')), storage);
+  const rt = planner.runtime;
+  const deps = agentRunDeps(runId, spec, { engines, tools, policy: host, store, decodeStats: async () => ({ ...rt.decodeCounters }) });
+  return {
+    deps,
+    close: () => {
+      close();
+      host.trainStop();
+      planner.destroy();
+    },
+  };
+}
+
+/** A new agent run learns its planner's id when the model loads; a resumed one must match it. */
+function fixPlanner(spec: RunSpec, id: string): void {
+  const c = spec.collector as { planner?: string };
+  if (!c.planner) {
+    c.planner = id;
+    spec.label = spec.label.replace('()', `(${id})`);
+  }
+}
+
+async function gpuContext() {
+  const ctx = await requestGpu();
+  log(`gpu: ${ctx.caps.description || ctx.caps.vendor || 'unknown'} (shader-f16: ${ctx.caps.f16})`);
+  return ctx;
+}
+
+function formatSeconds(s: number): string {
+  if (!Number.isFinite(s)) return '?';
+  if (s < 90) return `${s.toFixed(0)} s`;
+  if (s < 5400) return `${(s / 60).toFixed(1)} min`;
+  return `${(s / 3600).toFixed(1)} h`;
+}
+
+/** Runs `cli train`; resolves with the exit status after printing the summary (or the error). */
+export async function runTrain(argv: string[]): Promise<number> {
+  let close: (() => void) | undefined;
+  try {
+    const p = await prepare(argv);
+    const made = await p.deps();
+    close = made.close;
+    const run = p.start ? await TrainingRun.start(p.start.id, p.spec, made.deps) : await TrainingRun.resume(p.resumeId!, made.deps);
+    for (const n of run.notes) log(`note: ${n}`);
+    log(`${p.start ? 'run' : 'resuming run'} ${run.id}: ${run.spec.label}, ${run.spec.steps} steps, out ${p.store.dir}`);
+    // Ctrl-C pauses: the step in progress is dropped, a checkpoint is kept, and --resume continues.
+    const onSigint = () => {
+      log('interrupt: pausing after a checkpoint (Ctrl-C again to quit at once)');
+      process.off('SIGINT', onSigint);
+      run.pause();
+    };
+    process.on('SIGINT', onSigint);
+    const t0 = Date.now();
+    const first = run.step;
+    let lastProgress = 0;
+    const summary: RunSummary = await run.run({
+      onStep: (m: StepMetrics) => {
+        const done = m.step - first;
+        const eta = ((Date.now() - t0) / 1000 / done) * (run.spec.steps - m.step);
+        log(
+          `step ${m.step}/${run.spec.steps}: reward ${m.reward.toFixed(3)} (rolling ${m.rollingReward.toFixed(3)}), loss ${m.loss.toExponential(3)}, kl ${m.kl.toExponential(2)}, ` +
+            `${m.rolloutSeconds.toFixed(1)} s rollouts + ${m.updateSeconds.toFixed(1)} s update${m.skippedUpdate ? `, update skipped: ${m.skippedUpdate}` : ''}, ETA ${formatSeconds(eta)}`,
+        );
+      },
+      onProgress: (pr: RolloutProgress) => {
+        // At most one progress line every 10 s: long steps show they are alive without flooding the log.
+        if (Date.now() - lastProgress < 10_000) return;
+        lastProgress = Date.now();
+        log(`step ${pr.step}: group ${Math.min(pr.groupsDone + 1, pr.groups)}/${pr.groups}, rollouts ${pr.rolloutsDone}/${pr.groupSize}`);
+      },
+    });
+    process.off('SIGINT', onSigint);
+    const out = { ...summary, out: p.store.dir, ...(summary.status === 'done' && summary.result ? { adapter: resolve(p.store.dir, 'adapter') } : {}), notes: run.notes };
+    process.stdout.write(`${JSON.stringify(out)}\n`);
+    return summary.status === 'done' ? 0 : 130;
+  } catch (e) {
+    const err = e as Error;
+    log(err instanceof UsageError ? `${err.message}\n${TRAIN_USAGE}` : `error: ${err?.name ?? 'Error'}: ${err?.message ?? String(e)}`);
+    return err instanceof UsageError ? 2 : 1;
+  } finally {
+    close?.();
+  }
+}
