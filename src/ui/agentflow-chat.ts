@@ -30,12 +30,24 @@ import { renderMarkdown } from './markdown';
 import { restoreToolSwitches } from './tool-switches';
 import { ProgressTracker, formatBytes } from './progress-tracker';
 import { renderTrajectory, trajectoryFromSteps } from './trajectory';
+import { driveTraining, resumeElementTraining, startElementTraining, type ElementTrainOptions } from './element-training';
+import type { StepMetrics } from '../trainer/run/metrics';
+import type { RunSummary, TrainingRun } from '../trainer/run/training-run';
 
 export interface AgentflowTurnDetail {
   conversationId: string;
   turn: number;
   kind: StepRecord['kind'];
   step: StepRecord;
+}
+
+export interface AgentflowTrainStepDetail {
+  runId: string;
+  metrics: StepMetrics;
+}
+
+export interface AgentflowTrainDoneDetail {
+  summary: RunSummary;
 }
 
 export interface AgentflowAnswerDetail {
@@ -116,6 +128,8 @@ export class AgentFlowChat extends LitElement {
   private builtinsFor: ToolRegistry | null = null;
   /** Queries of runs whose conversation record is not listed yet. */
   private readonly pending = new Map<string, string>();
+  /** The training run in progress (train() / resumeTraining()), if any. */
+  private training: TrainingRun | null = null;
 
   constructor() {
     super();
@@ -355,6 +369,43 @@ export class AgentFlowChat extends LitElement {
 
   stop(): void {
     this.live?.controller.abort(new DOMException('Stopped by the user', 'AbortError'));
+  }
+
+  /**
+   * Fine-tunes the planner's LoRA adapter with Flow-GRPO on `o.items` (questions with reference answers), with
+   * this element's engines, tools and database; resolves when the run ends or is paused. Each step fires
+   * `agentflow-train-step`, the end `agentflow-train-done`. The planner must run on this page's runtime.
+   */
+  async train(o: ElementTrainOptions): Promise<RunSummary> {
+    if (this.training) throw new Error(`training run '${this.training.id}' is already running; pauseTraining() first`);
+    const engines = await this.currentEngines();
+    return this.drive(await startElementTraining(o, engines, toolsFromRegistry(this.toolRegistry), this.dbName));
+  }
+
+  /** Continues a stored training run (paused, or cut off by a reload) from its newest intact checkpoint. */
+  async resumeTraining(runId: string): Promise<RunSummary> {
+    if (this.training) throw new Error(`training run '${this.training.id}' is already running; pauseTraining() first`);
+    const engines = await this.currentEngines();
+    return this.drive(await resumeElementTraining(runId, engines, toolsFromRegistry(this.toolRegistry), this.dbName));
+  }
+
+  /** Stops the training run after a checkpoint; resumeTraining(runId) continues it. */
+  pauseTraining(): void {
+    this.training?.pause();
+  }
+
+  private async drive(run: TrainingRun): Promise<RunSummary> {
+    this.training = run;
+    try {
+      const summary = await driveTraining(run, {
+        onStep: (runId, metrics) => this.dispatchEvent(new CustomEvent<AgentflowTrainStepDetail>('agentflow-train-step', { detail: { runId, metrics }, bubbles: true, composed: true })),
+        onProgress: () => undefined,
+      });
+      this.dispatchEvent(new CustomEvent<AgentflowTrainDoneDetail>('agentflow-train-done', { detail: { summary }, bubbles: true, composed: true }));
+      return summary;
+    } finally {
+      this.training = null;
+    }
   }
 
   async deleteConversation(id: string): Promise<void> {

@@ -1,0 +1,99 @@
+// <agentflow-chat>'s training API in Chromium with real IndexedDB: train() runs the library's TrainingRun on
+// the element's engines and tools (the planner's optimizer stood in for by one that records each batch),
+// fires a step event per step and a done event, stores the run where resumeTraining() continues it after a
+// pause, and refuses engines that cannot be trained.
+import { describe, expect, it } from 'vitest';
+import { ProbeEngine, type ProbeReplyFn } from '../agent/probe-engine';
+import { ScriptedEngine } from '../agent/scripted-engine';
+import { resolveGrpoConfig } from '../trainer/config';
+import type { StepStats } from '../trainer/grpo-step';
+import type { TurnSample } from '../trainer/samples';
+import type { PolicyTrainer } from '../trainer/training-host';
+import { IdbRunStore } from '../trainer/run/run-store-idb';
+import './agentflow-chat';
+import type { AgentFlowChat, AgentflowTrainDoneDetail, AgentflowTrainStepDetail } from './agentflow-chat';
+
+// Odd planner seeds reverse the right text, even ones another: a group's rewards follow its seeds.
+const plan = (seed: number) => JSON.stringify({ justification: 'j', context: '', sub_goal: `Reverse ${seed % 2 ? 'ba' : 'xy'}`, tool_name: 'reverse' });
+const byCall: ProbeReplyFn = (module, messages, options) => {
+  const user = messages[messages.length - 1].content;
+  if (module === 'planner') return plan(options.seed ?? 0);
+  if (module === 'executor') return `{"text": "${/Sub-goal: Reverse (\w+)/.exec(user)?.[1] ?? ''}"}`;
+  if (module === 'verifier') return '{"verdict": "STOP"}';
+  if (module === 'generator') return `<answer>${/Result: (\w+)/.exec(user)?.[1] ?? 'none'}</answer>`;
+  return 'Reverse it.';
+};
+
+function steppingTrainer(): PolicyTrainer & { batches: TurnSample[][] } {
+  const batches: TurnSample[][] = [];
+  return {
+    batches,
+    async trainStart(o) {
+      return { runId: o.runId, adapterId: `training:${o.runId}`, step: o.resume ? batches.length : 0, optimizerSteps: batches.length, resumed: !!o.resume, config: resolveGrpoConfig(o.config ?? {}), skippedCheckpoints: [] };
+    },
+    async trainStep(samples) {
+      batches.push(samples);
+      const mean = samples.reduce((a, s) => a + s.reward, 0) / samples.length;
+      return { step: batches.length, optimizerSteps: batches.length, rewardMean: mean, loss: 0.1, kl: 0, clipFraction: 0, ratioMean: 1, gradNorm: 1, samples: samples.length, responseTokens: 5, tokens: 50, groups: 1, noGradientGroups: 0, groupStats: [], tokensPerSecond: 1, ms: { oldLogprobs: 0, refLogprobs: 0, update: 0, total: 0 } } satisfies StepStats;
+    },
+    async trainCheckpoint() {
+      return { step: batches.length, adapterId: `ckpt-${batches.length}` };
+    },
+    trainStop: () => undefined,
+  };
+}
+
+async function mount(engines: { planner: import('../engine/types').ChatEngine; shared: import('../engine/types').ChatEngine }): Promise<AgentFlowChat> {
+  const el = document.createElement('agentflow-chat') as AgentFlowChat;
+  el.dbName = `element-train-${Math.random()}`;
+  el.engines = engines;
+  el.extraTools = [
+    {
+      card: { name: 'reverse', description: 'Reverses text.', input: { type: 'object', properties: { text: { type: 'string', description: 'text' } }, required: ['text'] }, output: 'reversed', limitations: [], examples: [], usesNetwork: false },
+      async run(args) {
+        return { ok: true, output: [...String(args.text)].reverse().join('') };
+      },
+    },
+  ];
+  el.tools = 'reverse';
+  document.body.append(el);
+  await el.updateComplete;
+  await expect.poll(() => el.toolRegistry.list().some((t) => t.name === 'reverse' && t.enabled)).toBe(true);
+  return el;
+}
+
+describe('<agentflow-chat> train()', () => {
+  it('trains through the library run, firing a step event per step, and resumes a paused run', async () => {
+    const trainer = steppingTrainer();
+    const planner = Object.assign(new ProbeEngine(byCall, 'planner:probe'), { client: trainer });
+    const el = await mount({ planner, shared: new ProbeEngine(byCall, 'shared') });
+    const steps: AgentflowTrainStepDetail[] = [];
+    const done: AgentflowTrainDoneDetail[] = [];
+    el.addEventListener('agentflow-train-step', (e) => {
+      steps.push((e as CustomEvent<AgentflowTrainStepDetail>).detail);
+      if (steps.length === 1) el.pauseTraining();
+    });
+    el.addEventListener('agentflow-train-done', (e) => done.push((e as CustomEvent<AgentflowTrainDoneDetail>).detail));
+    const items = [{ question: 'Reverse ba', answer: 'ab' }];
+    const first = await el.train({ items, name: 'rev', steps: 2, groupSize: 4, budget: { maxTurns: 1 } });
+    expect(first).toMatchObject({ status: 'paused', steps: 1 });
+    expect(trainer.batches[0].map((s) => s.rolloutId.split(':').pop())).toEqual(['r0', 'r1', 'r2', 'r3']);
+    // The step's reward is its rollouts' mean, as scored against 'ab'.
+    const rewards = trainer.batches[0].map((s) => s.reward);
+    expect(steps.map((s) => [s.metrics.step, s.metrics.reward])).toEqual([[1, rewards.reduce((a, b) => a + b, 0) / 4]]);
+    const stored = await new IdbRunStore(el.dbName).load(first.runId);
+    expect(stored).toMatchObject({ status: 'paused', spec: { dataset: 'rev', steps: 2 } });
+
+    const second = await el.resumeTraining(first.runId);
+    expect(second).toMatchObject({ runId: first.runId, status: 'done', steps: 2 });
+    expect(steps.map((s) => s.metrics.step)).toEqual([1, 2]);
+    expect(done.map((d) => d.summary.status)).toEqual(['paused', 'done']);
+    el.remove();
+  });
+
+  it('refuses engines whose planner cannot be trained, before storing anything', async () => {
+    const el = await mount({ planner: new ScriptedEngine({}, 'planner:scripted'), shared: new ScriptedEngine({}, 'shared') });
+    await expect(el.train({ items: [{ query: 'q', answer: 'a' }], steps: 1 })).rejects.toThrow(/training needs the planner on this page’s WebGPU runtime/);
+    el.remove();
+  });
+});

@@ -1,0 +1,97 @@
+// <agentflow-chat>'s training API: an embedding page fine-tunes the element's planner on its own questions
+// with reference answers, through the library's TrainingRun (the same run as the Training tab and
+// `cli train`), with the optimizer next to the planner (the planner worker) and the run in the element's
+// IndexedDB database. Kept apart from the element so the element stays a chat view.
+import type { AgentEngines } from '../agent/loop';
+import type { RewardKind } from '../agent/rewards';
+import type { Tool } from '../tools/types';
+import { agentRunDeps, agentRunSpec, type AgentBudget } from '../trainer/run/agent-run';
+import type { TrainingItem } from '../trainer/run/agent-collector';
+import type { RolloutProgress } from '../trainer/run/collector';
+import type { StepMetrics } from '../trainer/run/metrics';
+import { IdbRunStore } from '../trainer/run/run-store-idb';
+import { newRunId, TrainingRun, type RunSummary } from '../trainer/run/training-run';
+import type { PolicyTrainer } from '../trainer/training-host';
+
+export interface ElementTrainOptions {
+  /** Queries with reference answers: AgentFlow data.json items (`query` or `question`, `answer`). */
+  items: ReadonlyArray<TrainingItem | { question: string; answer: unknown }>;
+  /** A name for the data set (labels, stored run). */
+  name?: string;
+  /** How answers are scored: a rule, or 'judge' (exact match, then the base model judges the misses). */
+  reward?: RewardKind | 'judge';
+  steps: number;
+  groupSize?: number;
+  learningRate?: number;
+  /** LoRA rank of a fresh adapter (all seven target modules). */
+  rank?: number;
+  seed?: number;
+  /** Start from a stored adapter (an id from the element's database) instead of a fresh one. */
+  startAdapter?: { id: string; name: string };
+  budget?: Partial<AgentBudget>;
+}
+
+export interface ElementTrainingEvents {
+  onStep(runId: string, m: StepMetrics): void;
+  onProgress(runId: string, p: RolloutProgress): void;
+}
+
+/** The optimizer next to the engines' planner (the planner worker's client), or null when there is none. */
+export function plannerTrainerOf(engines: AgentEngines): PolicyTrainer | null {
+  const client = (engines.planner as { client?: Partial<PolicyTrainer> }).client;
+  return client && typeof client.trainStart === 'function' && typeof client.trainStep === 'function' ? (client as PolicyTrainer) : null;
+}
+
+function needTrainer(engines: AgentEngines): PolicyTrainer {
+  const t = plannerTrainerOf(engines);
+  if (!t) throw new Error('training needs the planner on this page’s WebGPU runtime (a planner-model attribute, or engines whose planner has a training client); web-llm and scripted engines give no token ids to train on');
+  return t;
+}
+
+function deps(runId: string, spec: ReturnType<typeof agentRunSpec>, engines: AgentEngines, tools: Tool[], dbName?: string) {
+  const policy = needTrainer(engines);
+  return agentRunDeps(runId, spec, {
+    engines,
+    tools,
+    policy,
+    store: new IdbRunStore(dbName),
+    dbName,
+    ...(policy.decodeStats ? { decodeStats: () => policy.decodeStats!() } : {}),
+  });
+}
+
+/** Starts a new run on the element's engines and tools (checked before anything is stored). */
+export async function startElementTraining(o: ElementTrainOptions, engines: AgentEngines, tools: Tool[], dbName?: string): Promise<TrainingRun> {
+  const items: TrainingItem[] = o.items.map((it, i) => {
+    const query = 'query' in it ? it.query : it.question;
+    if (typeof query !== 'string' || !query.trim()) throw new Error(`train(): items[${i}] has no 'query' (or 'question') text`);
+    return { ...it, query };
+  });
+  const kind: RewardKind = o.reward === undefined || o.reward === 'judge' ? 'exact' : o.reward;
+  const rank = o.rank ?? 16;
+  const spec = agentRunSpec({
+    benchmark: { name: o.name ?? 'embedded', kind, items },
+    planner: engines.planner.id,
+    steps: o.steps,
+    groupSize: o.groupSize ?? 8,
+    ...(o.learningRate !== undefined ? { learningRate: o.learningRate } : {}),
+    ...(o.seed !== undefined ? { seed: o.seed } : {}),
+    adapter: o.startAdapter ? { kind: 'stored', ...o.startAdapter } : { kind: 'fresh', rank, alpha: 2 * rank, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] },
+    ...(o.budget ? { budget: o.budget } : {}),
+    judge: o.reward === 'judge',
+  });
+  const id = newRunId('embed');
+  return TrainingRun.start(id, spec, deps(id, spec, engines, tools, dbName));
+}
+
+/** Continues a stored run of the element's database. */
+export async function resumeElementTraining(runId: string, engines: AgentEngines, tools: Tool[], dbName?: string): Promise<TrainingRun> {
+  const stored = await new IdbRunStore(dbName).load(runId);
+  if (!stored) throw new Error(`training run '${runId}' is not in this element's storage`);
+  return TrainingRun.resume(runId, deps(runId, stored.spec, engines, tools, dbName));
+}
+
+/** Runs `run` to its end or until paused, reporting through `events`. */
+export function driveTraining(run: TrainingRun, events: ElementTrainingEvents): Promise<RunSummary> {
+  return run.run({ onStep: (m) => events.onStep(run.id, m), onProgress: (p) => events.onProgress(run.id, p) });
+}
