@@ -1,6 +1,7 @@
 // Models & GPU: the WebGPU report, the choice of models, download progress (bytes, percent, time left),
 // the models cached in this browser with their sizes and a delete button, and plain warnings when WebGPU
 // is missing or memory looks too small. Also the privacy switches for network tools.
+import './training-storage-panel';
 import { servesAllModules } from '../engine/base-model-view';
 import { LitElement, css, html, nothing } from 'lit';
 import type { AgentEngines } from '../agent/loop';
@@ -208,6 +209,10 @@ export class AgentflowModelsPanel extends LitElement {
                 </tbody>
               </table>`}
         <button type="button" @click=${() => this.refreshCache()}>Refresh</button>
+      </section>
+      <section aria-labelledby="training-storage-h">
+        <h3 id="training-storage-h">Training storage</h3>
+        <agentflow-training-storage db-name=${this.dbName ?? nothing}></agentflow-training-storage>
       </section>
       <section aria-labelledby="privacy-h">
         <h3 id="privacy-h">Privacy and tools</h3>

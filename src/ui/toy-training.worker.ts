@@ -4,15 +4,22 @@
 import * as Comlink from 'comlink';
 import type { RunResult } from '../trainer/run/run-store';
 import type { RolloutProgress } from '../trainer/run/collector';
-import { createToyDriver, type RunDriver, type TrainingSettings, type TrainingStepPoint } from './training-driver';
+import { createToyDriver, resumeToyDriver, type RunDriver, type TrainingSettings, type TrainingStepPoint } from './training-driver';
 
 let driver: RunDriver | null = null;
 
+const describe = (d: RunDriver) => ({ runId: d.runId, label: d.label, steps: d.steps, history: d.history, notes: [...d.notes] });
+
 const api = {
-  async create(settings: TrainingSettings, dbName?: string): Promise<{ runId: string; label: string; steps: number }> {
+  async create(settings: TrainingSettings, dbName?: string) {
     driver?.dispose();
     driver = await createToyDriver(settings, dbName);
-    return { runId: driver.runId, label: driver.label, steps: driver.steps };
+    return describe(driver);
+  },
+  async resume(runId: string, dbName?: string) {
+    driver?.dispose();
+    driver = await resumeToyDriver(runId, dbName);
+    return describe(driver);
   },
   async run(onStep: (p: TrainingStepPoint) => void, onProgress?: (p: RolloutProgress) => void): Promise<{ state: RunDriver['state']; result: RunResult | null }> {
     if (!driver) throw new Error('toy training worker: create() was not called');

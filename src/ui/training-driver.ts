@@ -128,11 +128,23 @@ export async function createToyDriver(settings: TrainingSettings, dbName?: strin
   return new RunDriver(run, () => setup.destroy());
 }
 
+/** Continues a stored toy run in this thread from its newest intact checkpoint. */
+export async function resumeToyDriver(runId: string, dbName?: string): Promise<RunDriver> {
+  const store = new IdbRunStore(dbName);
+  const stored = await store.load(runId);
+  if (!stored) throw new Error(`training run '${runId}' is not in this browser's storage`);
+  if (stored.spec.task !== 'toy') throw new Error(`training run '${runId}' is not a toy run`);
+  const task = (stored.spec.collector as { task?: import('../trainer/toy-task').ToyTaskOptions }).task;
+  const setup = await toyRunSetup({ store, storage: idbTrainStorage, backend: 'cpu', dbName, ...(task ? { task } : {}) });
+  return new RunDriver(await TrainingRun.resume(runId, setup.deps), () => setup.destroy());
+}
+
 /** The toy driver running in a module worker (the panel's default in a browser). */
 export class WorkerToyTrainingDriver implements TrainingDriver {
   readonly history: TrainingStepPoint[] = [];
   state: TrainingState = 'idle';
   result: RunResult | null = null;
+  notes: readonly string[] = [];
 
   private constructor(
     readonly runId: string,
@@ -142,7 +154,18 @@ export class WorkerToyTrainingDriver implements TrainingDriver {
     private readonly api: import('comlink').Remote<import('./toy-training.worker').ToyTrainingWorkerApi>,
   ) {}
 
-  static async create(settings: TrainingSettings, dbName?: string): Promise<WorkerToyTrainingDriver> {
+  static create(settings: TrainingSettings, dbName?: string): Promise<WorkerToyTrainingDriver> {
+    return WorkerToyTrainingDriver.start((api) => api.create(settings, dbName));
+  }
+
+  /** Continues a stored toy run in a worker. */
+  static resume(runId: string, dbName?: string): Promise<WorkerToyTrainingDriver> {
+    return WorkerToyTrainingDriver.start((api) => api.resume(runId, dbName));
+  }
+
+  private static async start(
+    open: (api: import('comlink').Remote<import('./toy-training.worker').ToyTrainingWorkerApi>) => Promise<{ runId: string; label: string; steps: number; history: TrainingStepPoint[]; notes: string[] }>,
+  ): Promise<WorkerToyTrainingDriver> {
     const Comlink = await import('comlink');
     const worker = new Worker(new URL('./toy-training.worker.ts', import.meta.url), { type: 'module', name: 'toy-training' });
     const api = Comlink.wrap<import('./toy-training.worker').ToyTrainingWorkerApi>(worker);
@@ -150,8 +173,12 @@ export class WorkerToyTrainingDriver implements TrainingDriver {
       worker.addEventListener('error', (e) => reject(new Error(`toy training worker failed to start: ${e.message || 'script error'}`)), { once: true }),
     );
     try {
-      const { runId, label, steps } = await Promise.race([api.create(settings, dbName), failed]);
-      return new WorkerToyTrainingDriver(runId, `${label}, in a worker`, steps, worker, api);
+      const { runId, label, steps, history, notes } = await Promise.race([open(api), failed]);
+      const d = new WorkerToyTrainingDriver(runId, `${label}, in a worker`, steps, worker, api);
+      d.history.push(...history);
+      d.notes = notes;
+      if (history.length) d.state = 'paused';
+      return d;
     } catch (e) {
       worker.terminate();
       throw e;

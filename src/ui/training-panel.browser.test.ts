@@ -247,3 +247,43 @@ describe('Training panel rollouts at once', () => {
     p.remove();
   });
 });
+
+describe('Training panel progress, stored runs and results', () => {
+  it('shows step k of n with a bar and the time left while a run goes, keeps every run’s charts across a remount, and names the result', async () => {
+    const dbName = `panel-progress-${Math.random()}`;
+    const p = await mount(dbName);
+    // A real toy run in this thread, held at its first checkpoint (the end of step 4, before step 4 is reported)
+    // until the test has seen the progress.
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    p.createDriver = async (s, db) => {
+      const d = await createToyDriver({ ...s, steps: 4, groupSize: 2 }, db);
+      const run = d.run.bind(d);
+      d.run = (onStep, events) => run(onStep, { ...events, onCheckpoint: () => gate });
+      return d;
+    };
+    const started = p.start();
+    await expect.poll(() => q(p, '[data-testid="training-progress"]')?.textContent ?? '').toMatch(/Step 3 of 4, about \d+ s left/);
+    expect(q<HTMLProgressElement>(p, '[data-testid="training-progress"] progress').value).toBe(3);
+    release();
+    await started;
+    expect(p.state).toBe('done');
+    await p.updateComplete;
+    expect(q(p, '[data-testid="training-result"]').textContent).toMatch(/^Result: the adapter of step [1-4], the best rolling reward \(\d\.\d\d\)\.$/);
+    const runId = /run (toy-\S+)/.exec(q(p, '[data-testid="training-label"]').textContent ?? '')![1];
+    p.remove();
+
+    // A "reload": the run and its charts come back from IndexedDB.
+    const again = await mount(dbName);
+    await again.refreshAgentRuns();
+    await again.updateComplete;
+    const item = [...again.shadowRoot!.querySelectorAll('[data-testid="training-runs"] li')].find((li) => li.textContent!.includes('step 4 of 4 (done)'))!;
+    expect(item).toBeTruthy();
+    (item.querySelector(`button[aria-label="Show run ${runId}"]`) as HTMLButtonElement).click();
+    await again.updateComplete;
+    const paths = [...again.shadowRoot!.querySelectorAll('[data-testid="training-charts"] path')].map((x) => (x.getAttribute('d') ?? '').split(/[ML]/).filter(Boolean).length);
+    expect(paths[0]).toBe(4);
+    expect(q(again, '[data-testid="training-result"]').textContent).toMatch(/^Result: the adapter of step [1-4]/);
+    again.remove();
+  });
+});

@@ -20,7 +20,11 @@ import {
   type AgentBudget,
 } from './agent-training-driver';
 import type { PolicyTrainer } from '../trainer/training-host';
-import type { StoredRun } from '../trainer/run/run-store';
+import type { RunResult, StoredRun } from '../trainer/run/run-store';
+import type { RolloutProgress } from '../trainer/run/collector';
+import { listRuns } from '../trainer/run/run-store-idb';
+import { keepAdapter } from '../store/training-storage';
+import { formatSeconds } from './progress-tracker';
 import { LORA_MODULES, type LoraModule } from '../engine/io/peft';
 import type { AdapterRecord } from '../store/records';
 import { getSetting, putSetting } from '../store/settings';
@@ -28,7 +32,7 @@ import { adapterFiles, adapterShape, deleteAdapter, importAdapterFiles, imported
 import { lineChart } from './charts';
 import { DEFAULT_GRPO_CONFIG } from '../trainer/config';
 import { downloadBlob, downloadText } from './download';
-import { TOY_BASE_MODEL, createToyDriver, WorkerToyTrainingDriver, type TrainingDriver, type TrainingSettings, type TrainingStepPoint } from './training-driver';
+import { TOY_BASE_MODEL, createToyDriver, resumeToyDriver, WorkerToyTrainingDriver, type TrainingDriver, type TrainingSettings, type TrainingStepPoint } from './training-driver';
 
 export const ACTIVE_ADAPTER_KEY = 'activeAdapter';
 
@@ -62,6 +66,11 @@ export class AgentflowTrainingPanel extends LitElement {
     importStatus: { state: true },
     starting: { state: true },
     groupSizeShown: { state: true },
+    progress: { state: true },
+    runs: { state: true },
+    result: { state: true },
+    notes: { state: true },
+    keeping: { state: true },
   };
   declare dbName: string | undefined;
   /** Makes the driver for a settings choice; default: the toy driver. */
@@ -87,6 +96,15 @@ export class AgentflowTrainingPanel extends LitElement {
   declare starting: boolean;
   /** The group size field's value, for the default of "rollouts at once" the form shows. */
   declare groupSizeShown: number;
+  /** The running run's position: steps done of all, its pace, and where the current step's rollouts are. */
+  declare progress: { steps: number; started: number; stepsAtStart: number; rollouts: RolloutProgress | null } | null;
+  /** Every stored run (toy and agent), newest first, so their charts survive a reload. */
+  declare runs: StoredRun[];
+  /** The shown run's result: its best checkpoint by rolling reward, or its last. */
+  declare result: RunResult | null;
+  declare notes: readonly string[];
+  /** The adapter whose "keep as" name field is open. */
+  declare keeping: string | null;
   private driver: TrainingDriver | null = null;
   // Learning rates the user typed, per mode, saved when the mode changes: an edit sticks to its mode and
   // never carries over (a toy-sized rate must not reach the real planner). Not reactive state, so the
@@ -114,6 +132,11 @@ export class AgentflowTrainingPanel extends LitElement {
     this.importStatus = '';
     this.starting = false;
     this.groupSizeShown = 8;
+    this.progress = null;
+    this.runs = [];
+    this.result = null;
+    this.notes = [];
+    this.keeping = null;
   }
 
   private get busy(): boolean {
@@ -189,9 +212,41 @@ export class AgentflowTrainingPanel extends LitElement {
   async refreshAgentRuns(): Promise<void> {
     try {
       this.agentRuns = await resumableAgentRuns(this.dbName);
+      this.runs = await listRuns(this.dbName);
     } catch {
       this.agentRuns = [];
+      this.runs = [];
     }
+  }
+
+  /** Shows a stored run's charts and result (any run, finished or not). */
+  showStored(run: StoredRun): void {
+    if (this.busy) return;
+    this.points = [...run.history];
+    this.label = `${run.spec.label}, run ${run.id}`;
+    this.result = run.result;
+    this.notes = [];
+    this.state = run.status === 'running' ? 'paused' : run.status;
+  }
+
+  /** Continues a stored toy run (paused, or cut off by a reload) in a worker where the browser has them. */
+  async resumeToy(runId: string): Promise<void> {
+    if (this.busy) return;
+    this.error = null;
+    this.starting = true;
+    try {
+      const d = typeof Worker === 'function' ? await WorkerToyTrainingDriver.resume(runId, this.dbName) : await resumeToyDriver(runId, this.dbName);
+      this.replaceDriver(d);
+      this.points = [...d.history];
+      this.label = `${d.label}, run ${d.runId}`;
+      this.notes = d.notes ?? [];
+    } catch (e) {
+      this.error = (e as Error).message;
+      return;
+    } finally {
+      this.starting = false;
+    }
+    await this.go();
   }
 
   private agentDeps() {
@@ -229,6 +284,7 @@ export class AgentflowTrainingPanel extends LitElement {
       this.replaceDriver(d);
       this.points = [...d.history];
       this.label = `${d.label}, run ${d.runId}`;
+      this.notes = d.notes ?? [];
     } catch (e) {
       this.error = (e as Error).message;
       return;
@@ -281,6 +337,8 @@ export class AgentflowTrainingPanel extends LitElement {
       this.starting = false;
     }
     this.points = [];
+    this.result = null;
+    this.notes = this.driver!.notes ?? [];
     this.label = `${this.driver!.label}, run ${this.driver!.runId}`;
     await this.go();
   }
@@ -302,15 +360,51 @@ export class AgentflowTrainingPanel extends LitElement {
   private async go(): Promise<void> {
     const d = this.driver!;
     this.state = 'running';
+    const at = this.points.at(-1)?.step ?? 0;
+    this.progress = { steps: d.steps ?? 0, started: Date.now(), stepsAtStart: at, rollouts: null };
     try {
-      await d.run((p) => (this.points = [...this.points, p]));
+      await d.run(
+        (p) => {
+          this.points = [...this.points, p];
+          if (this.progress) this.progress = { ...this.progress, rollouts: null };
+        },
+        { onProgress: (r) => this.progress && (this.progress = { ...this.progress, rollouts: r }) },
+      );
     } catch (e) {
       this.error = `Training stopped: ${(e as Error).message}`;
     } finally {
       this.state = d.state;
+      this.progress = null;
+      this.result = d.result ?? null;
       await this.refreshAdapters();
       await this.refreshAgentRuns();
     }
+  }
+
+  /** "step 17 of 40", a bar, and the time left at the pace of this session's steps. */
+  private renderProgress() {
+    const pr = this.progress;
+    if (!pr || !pr.steps) return nothing;
+    const done = this.points.at(-1)?.step ?? 0;
+    const ran = done - pr.stepsAtStart;
+    const secondsLeft = ran > 0 ? (((Date.now() - pr.started) / 1000) * (pr.steps - done)) / ran : null;
+    const r = pr.rollouts;
+    return html`<div data-testid="training-progress">
+      <label>Step ${done} of ${pr.steps}${secondsLeft !== null ? `, about ${formatSeconds(secondsLeft)} left` : ''}
+        <progress max=${pr.steps} .value=${done}></progress></label>
+      ${r ? html`<small data-testid="rollout-progress">Step ${r.step}: playing group ${Math.min(r.groupsDone + 1, r.groups)} of ${r.groups}, ${r.rolloutsDone} of ${r.groupSize} rollouts done</small>` : nothing}
+    </div>`;
+  }
+
+  private async keep(a: AdapterRecord, name: string): Promise<void> {
+    try {
+      await keepAdapter(a.id, name, this.dbName);
+      this.keeping = null;
+      this.error = null;
+    } catch (e) {
+      this.error = (e as Error).message;
+    }
+    await this.refreshAdapters();
   }
 
   private async activate(id: string | null): Promise<void> {
@@ -427,10 +521,21 @@ export class AgentflowTrainingPanel extends LitElement {
         <button type="button" ?disabled=${this.state !== 'paused' || this.starting} @click=${() => this.resume()}>Resume</button>
         <span role="status" data-testid="training-status">${this.starting ? 'Starting…' : this.state === 'idle' ? 'Not started.' : `${this.state}: step ${p.at(-1)?.step ?? 0}${p.length ? `, reward ${p.at(-1)!.reward.toFixed(2)}` : ''}`}</span>
       </div>
+      ${this.renderProgress()}
       ${this.label ? html`<p data-testid="training-label"><small>${this.label}</small></p>` : nothing}
+      ${this.notes.map((n) => html`<p class="note" role="status"><small>${n}</small></p>`)}
+      ${this.result
+        ? html`<p data-testid="training-result">Result: the adapter of step ${this.result.step}${this.result.reason === 'best' ? `, the best rolling reward (${this.result.rollingReward.toFixed(2)})` : ' (the last step)'}.</p>`
+        : nothing}
+      ${p.some((x) => x.skippedUpdate)
+        ? html`<p class="error" data-testid="skipped-updates">Updates skipped (adapter unchanged): ${p.filter((x) => x.skippedUpdate).map((x) => `step ${x.step}: ${x.skippedUpdate}`).join('; ')}</p>`
+        : nothing}
       ${this.error ? html`<p class="error" role="alert">${this.error}</p>` : nothing}
       <div class="charts" data-testid="training-charts">
-        ${lineChart('Reward (mean)', [{ label: 'reward', values: series('reward') }])}
+        ${lineChart('Reward (mean)', [
+          { label: 'reward', values: series('reward') },
+          { label: 'rolling', values: series('rollingReward') },
+        ])}
         ${lineChart('Loss', [{ label: 'loss', values: series('loss') }])}
         ${lineChart('KL to the base policy', [{ label: 'KL', values: series('kl') }])}
         ${lineChart('Clip fraction', [{ label: 'clip fraction', values: series('clipFraction') }])}
@@ -440,6 +545,16 @@ export class AgentflowTrainingPanel extends LitElement {
           ? lineChart('Planner sequences per decode step', [{ label: 'sequences/step', values: series('plannerSequencesPerStep') }])
           : nothing}
       </div>
+      ${this.runs.length
+        ? html`<h3>Runs</h3>
+            <ul data-testid="training-runs" aria-label="Stored training runs">${this.runs.map(
+              (r) => html`<li>${r.spec.label}: step ${r.history.at(-1)?.step ?? 0} of ${r.spec.steps} (${r.status})${r.result ? `, result step ${r.result.step}` : ''}
+                <button type="button" ?disabled=${this.busy} aria-label=${`Show run ${r.id}`} @click=${() => this.showStored(r)}>Show</button>
+                ${r.spec.task === 'toy' && (r.status === 'paused' || r.status === 'running')
+                  ? html`<button type="button" ?disabled=${this.busy} aria-label=${`Resume toy run ${r.id}`} @click=${() => this.resumeToy(r.id)}>Resume</button>`
+                  : nothing}</li>`,
+            )}</ul>`
+        : nothing}
       <h3>Adapters</h3>
       ${this.adapters.length === 0
         ? html`<p>No adapters stored yet. Training saves one at each checkpoint.</p>`
@@ -448,12 +563,19 @@ export class AgentflowTrainingPanel extends LitElement {
             <tbody>
               ${this.adapters.map(
                 (a) => html`<tr>
-                  <td>${a.name}${this.active === a.id ? html` <strong>(active)</strong>` : nothing}</td>
+                  <td>${a.name}${this.active === a.id ? html` <strong>(active)</strong>` : nothing}${a.keep ? html` <small>(kept)</small>` : nothing}</td>
                   <td>${a.baseModel || '—'}</td>
                   <td>${new Date(a.createdAt).toLocaleString()}</td>
                   <td>
                     <button type="button" aria-pressed=${this.active === a.id ? 'true' : 'false'} @click=${() => this.activate(this.active === a.id ? null : a.id)}>${this.active === a.id ? 'Deactivate' : 'Activate'}</button>
                     <button type="button" aria-label=${`Export adapter ${a.name}`} @click=${() => this.exportAdapter(a)}>Export</button>
+                    ${a.trainingRunId && !a.keep
+                      ? this.keeping === a.id
+                        ? html`<input type="text" aria-label=${`Name to keep adapter ${a.name} under`} .value=${a.name}
+                              @keydown=${(e: KeyboardEvent) => e.key === 'Enter' && this.keep(a, (e.target as HTMLInputElement).value)} />
+                            <button type="button" @click=${(e: Event) => this.keep(a, ((e.target as HTMLElement).previousElementSibling as HTMLInputElement).value)}>Keep</button>`
+                        : html`<button type="button" aria-label=${`Keep adapter ${a.name} under a name`} title="Checkpoints are pruned; a kept adapter stays" @click=${() => (this.keeping = a.id)}>Keep as…</button>`
+                      : nothing}
                     <button type="button" aria-label=${`Delete adapter ${a.name}`} @click=${async () => {
                       await deleteAdapter(a.id, this.dbName);
                       if (this.active === a.id) await this.activate(null);

@@ -205,12 +205,13 @@ describe('the app', () => {
     expect(pausedAt).toBeLessThan(12);
     await page.waitForTimeout(300);
     expect(await statusText()).toMatch(new RegExp(`^paused: step ${pausedAt},`));
-    await page.getByRole('button', { name: 'Resume' }).click();
+    await page.getByRole('button', { name: 'Resume', exact: true }).click();
     await waitStatus(/^done: step 12/);
     expect(await status.textContent()).toMatch(/^done: step 12, reward \d\.\d\d$/);
     // Each chart drew a line through the 12 steps.
     const paths = await page.locator('agentflow-training-panel [data-testid="training-charts"] path').evaluateAll((ps) => ps.map((p) => (p.getAttribute('d') ?? '').split(/[ML]/).filter(Boolean).length));
-    expect(paths).toEqual([12, 12, 12, 12, 12]);
+    // Reward (and its rolling mean), loss, KL, clip fraction, tokens/s and rollout time, 12 points each.
+    expect(paths).toEqual([12, 12, 12, 12, 12, 12, 12]);
     const adapters = page.locator('agentflow-training-panel [data-testid="adapters"] tbody tr');
     await adapters.first().waitFor();
     expect(await adapters.first().textContent()).toMatch(/toy-.* step 12/);

@@ -65,7 +65,7 @@ export function toyRunSpec(s: { steps: number; groupSize: number; learningRate: 
       groupSize: s.groupSize,
       queriesPerStep: task.numQueries,
       seed: s.seed ?? 3,
-      checkpointEvery: Math.max(1, Math.min(10, s.steps)),
+      checkpointEvery: s.grpo?.checkpointEvery ?? Math.max(1, Math.min(10, s.steps)),
     },
     adapter: s.adapter,
     keepCheckpoints: s.keepCheckpoints ?? 3,

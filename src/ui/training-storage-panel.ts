@@ -1,0 +1,80 @@
+// <agentflow-training-storage>: what training keeps in this browser (checkpoint adapters and optimizer
+// moments per run, adapters kept by name or imported) and a button that frees what finished runs no longer
+// need (src/store/training-storage.ts says what is kept). Shown in Models & GPU next to the model cache.
+import { LitElement, css, html, nothing } from 'lit';
+import { freeTrainingStorage, trainingStorageUsage, type TrainingStorageUsage } from '../store/training-storage';
+import { formatBytes } from './progress-tracker';
+
+export class AgentflowTrainingStorage extends LitElement {
+  static override properties = {
+    dbName: { type: String, attribute: 'db-name' },
+    usage: { state: true },
+    message: { state: true },
+    busy: { state: true },
+  };
+  declare dbName: string | undefined;
+  declare usage: TrainingStorageUsage | null;
+  declare message: string;
+  declare busy: boolean;
+
+  constructor() {
+    super();
+    this.usage = null;
+    this.message = '';
+    this.busy = false;
+  }
+
+  static override styles = css`
+    :host { display: block; }
+    table { border-collapse: collapse; }
+    td, th { padding: 0.2rem 0.5rem; text-align: left; border-bottom: 1px solid color-mix(in srgb, currentColor 15%, transparent); }
+    td.num { text-align: right; font-variant-numeric: tabular-nums; }
+    button { font: inherit; padding: 0.25rem 0.6rem; cursor: pointer; }
+  `;
+
+  override connectedCallback(): void {
+    super.connectedCallback();
+    void this.refresh();
+  }
+
+  async refresh(): Promise<void> {
+    try {
+      this.usage = await trainingStorageUsage(this.dbName);
+    } catch (e) {
+      this.message = `Could not read training storage: ${(e as Error).message}`;
+    }
+  }
+
+  private async free(): Promise<void> {
+    this.busy = true;
+    try {
+      const freed = await freeTrainingStorage(this.dbName);
+      this.message = `Freed ${formatBytes(freed)}.`;
+    } catch (e) {
+      this.message = `Could not free training storage: ${(e as Error).message}`;
+    } finally {
+      this.busy = false;
+      await this.refresh();
+    }
+  }
+
+  override render() {
+    const u = this.usage;
+    if (!u) return html`<p aria-busy="true">Reading training storage…</p>`;
+    return html`
+      <p data-testid="training-storage-total">Training uses ${formatBytes(u.totalBytes)}: ${u.runs.reduce((n, r) => n + r.checkpoints, 0)} checkpoint(s) of ${u.runs.length} run(s), and ${u.keptAdapters} adapter(s) kept by name or imported (${formatBytes(u.keptAdapterBytes)}).</p>
+      ${u.runs.length
+        ? html`<table data-testid="training-storage-runs">
+            <thead><tr><th scope="col">Run</th><th scope="col">Status</th><th scope="col">Checkpoints</th><th scope="col">Adapters</th><th scope="col">Optimizer state</th></tr></thead>
+            <tbody>${u.runs.map((r) => html`<tr><td>${r.runId}</td><td>${r.status}</td><td class="num">${r.checkpoints}</td><td class="num">${formatBytes(r.adapterBytes)}</td><td class="num">${formatBytes(r.momentBytes)}</td></tr>`)}</tbody>
+          </table>`
+        : nothing}
+      <p>
+        <button type="button" ?disabled=${this.busy || u.freeableBytes === 0} @click=${() => this.free()}>Free ${formatBytes(u.freeableBytes)} of finished runs</button>
+        <small>Keeps each finished run's result adapter, adapters you saved by name, and every checkpoint of paused runs (they need them to resume).</small>
+      </p>
+      ${this.message ? html`<p role="status" data-testid="training-storage-message">${this.message}</p>` : nothing}
+    `;
+  }
+}
+if (!customElements.get('agentflow-training-storage')) customElements.define('agentflow-training-storage', AgentflowTrainingStorage);
