@@ -159,7 +159,7 @@ describe('Training tab on the real planner', () => {
     expect(labels).toHaveLength(7);
     expect(labels[6]).toMatch(/^Planner sequences per decode step: sequences\/step [\d.]+$/);
     expect(Number(labels[6].split(' ').pop())).toBeGreaterThanOrEqual(1);
-    for (const l of labels) expect(l).toMatch(/: [\w /]+ -?[\d.e+-]+$/);
+    for (const l of labels) expect(l).toMatch(/: [\w ,/.-]+ -?[\d.e+-]+$/);
     expect(labels[0]).toMatch(/^Reward \(mean\): reward 0, rolling 0$/);
     // Every chart holds the step's point (the reward chart has the reward and its rolling mean).
     const paths = await page.locator('agentflow-training-panel [data-testid="training-charts"] path').evaluateAll((ps) => ps.map((p) => (p.getAttribute('d') ?? '').split(/[ML]/).filter(Boolean).length));
