@@ -36,6 +36,14 @@ describe('production build', () => {
     expect(await report.textContent()).toMatch(/swiftshader/i);
     // Every asset came from under the sub-path: nothing asked the server's root.
     expect(server.requests.filter((r) => !r.startsWith('/some/sub/path/'))).toEqual([]);
+    // The static assets in public/ ship with the build: the icon and the web app manifest, relative to the page.
+    const manifest = await page.evaluate(async () => {
+      const href = document.querySelector('link[rel="manifest"]')!.getAttribute('href')!;
+      const m = (await (await fetch(href)).json()) as { icons: Array<{ src: string }> };
+      const icon = await fetch(new URL(m.icons[0].src, new URL(href, location.href)));
+      return { name: (m as { name?: string }).name, icon: icon.status, type: icon.headers.get('content-type') };
+    });
+    expect(manifest).toMatchObject({ name: 'AgentFlow in the browser', icon: 200 });
     expect(errors).toEqual([]);
     await page.screenshot({ path: join(outDir, 'home.png') });
     await page.close();
