@@ -282,7 +282,7 @@ describe('runAgent', () => {
     const execs = r.steps.filter((s) => s.kind === 'executor').map((s) => s.data.errorKind);
     expect(execs).toEqual(['bad-arguments', 'tool-error', 'tool-error', 'timeout']);
     expect(r.memory.map((m) => m.error)).toEqual([
-      "tool-calling error: argument 'a' of Adder_Tool must be a number, got \"one\"",
+      "tool-calling error: tool 'Adder_Tool': field 'a' must be a number, got the string \"one\"",
       'unknown country Atlantis',
       'Broken_Tool threw: disk on fire',
       'Stuck_Tool timed out after 30 ms',

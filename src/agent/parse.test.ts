@@ -109,13 +109,13 @@ describe('parseToolArgs', () => {
   it('rejects wrong types, enum values and missing required arguments with a message naming them', () => {
     expect(parseToolArgs('{"expression": "1", "precision": 2.5}', card())).toMatchObject({
       ok: false,
-      error: 'argument \'precision\' of Calc_Tool must be a integer, got 2.5',
+      error: "tool 'Calc_Tool': field 'precision' must be an integer, got 2.5",
     });
     expect(parseToolArgs('{"expression": "1", "mode": "medium"}', card())).toMatchObject({
       ok: false,
-      error: 'argument \'mode\' of Calc_Tool must be one of fast, slow, got "medium"',
+      error: 'tool \'Calc_Tool\': field \'mode\' must be one of "fast", "slow", got "medium"',
     });
-    expect(parseToolArgs('{"precision": 2}', card())).toMatchObject({ ok: false, error: 'missing required argument expression for Calc_Tool' });
+    expect(parseToolArgs('{"precision": 2}', card())).toMatchObject({ ok: false, error: "tool 'Calc_Tool': missing required field 'expression'" });
   });
 
   it('falls back to "name: value" lines, then to a fenced block for a single string argument', () => {

@@ -2,6 +2,7 @@
 // structured JSON first (bare, fenced, or followed by chatter), then labelled fields ("Sub-Goal: ..."),
 // then a safe default, and says which of the three it used. No parser throws on any input.
 import type { ToolCard } from '../tools/types';
+import { normalizeKey, validateArgs } from '../tools/validate';
 
 /** Bounds the work a parser does on a runaway generation. */
 const MAX_SCAN_CHARS = 40_000;
@@ -118,9 +119,7 @@ function parseLooseJson(s: string): Record<string, unknown> | null {
 }
 
 /** 'Sub-Goal', 'sub_goal', 'subGoal' -> 'subgoal'. */
-export function normalizeKey(k: string): string {
-  return k.toLowerCase().replace(/[^a-z0-9]/g, '');
-}
+export { normalizeKey };
 
 function pick(obj: Record<string, unknown>, keys: string[]): unknown {
   const want = new Set(keys.map(normalizeKey));
@@ -276,8 +275,8 @@ export type ToolArgsParse =
   | { ok: false; error: string; method: ParseMethod };
 
 /**
- * The executor's tool arguments, checked against the card's input schema: keys matched case-insensitively,
- * numbers/booleans coerced from strings, enums and required fields enforced, unknown keys dropped.
+ * The executor's tool arguments from its reply (a JSON object, `name: value` fields, or a fenced block for a
+ * tool with one string argument), checked by the tools' own validateArgs: the same rules as the registry.
  */
 export function parseToolArgs(text: string, card: ToolCard): ToolArgsParse {
   const props = Object.keys(card.input.properties);
@@ -308,51 +307,8 @@ function checkArgs(
   raw: Record<string, unknown>,
   card: ToolCard,
 ): { ok: true; args: Record<string, unknown>; dropped: string[] } | { ok: false; error: string } {
-  const args: Record<string, unknown> = {};
-  const byNorm = new Map(Object.keys(card.input.properties).map((k) => [normalizeKey(k), k]));
-  const dropped: string[] = [];
-  for (const [k, v] of Object.entries(raw)) {
-    const key = byNorm.get(normalizeKey(k));
-    if (!key) {
-      dropped.push(k);
-      continue;
-    }
-    const prop = card.input.properties[key];
-    const coerced = coerce(v, prop.type);
-    if (coerced === undefined) return { ok: false, error: `argument '${key}' of ${card.name} must be a ${prop.type}, got ${short(v)}` };
-    if (prop.enum && !prop.enum.includes(coerced as string | number)) {
-      return { ok: false, error: `argument '${key}' of ${card.name} must be one of ${prop.enum.join(', ')}, got ${short(v)}` };
-    }
-    args[key] = coerced;
-  }
-  const missing = card.input.required.filter((r) => args[r] === undefined || args[r] === '');
-  if (missing.length) return { ok: false, error: `missing required argument${missing.length > 1 ? 's' : ''} ${missing.join(', ')} for ${card.name}` };
-  return { ok: true, args, dropped };
-}
-
-function coerce(v: unknown, type: 'string' | 'number' | 'integer' | 'boolean'): unknown {
-  switch (type) {
-    case 'string':
-      if (typeof v === 'string') return v;
-      if (typeof v === 'number' || typeof v === 'boolean') return String(v);
-      return undefined;
-    case 'number':
-    case 'integer': {
-      const n = typeof v === 'number' ? v : typeof v === 'string' && v.trim() !== '' ? Number(v.trim().replace(/,/g, '')) : NaN;
-      if (!Number.isFinite(n)) return undefined;
-      if (type === 'integer' && !Number.isInteger(n)) return undefined;
-      return n;
-    }
-    case 'boolean':
-      if (typeof v === 'boolean') return v;
-      if (typeof v === 'string' && /^(true|false)$/i.test(v.trim())) return v.trim().toLowerCase() === 'true';
-      return undefined;
-  }
-}
-
-function short(v: unknown): string {
-  const s = typeof v === 'string' ? JSON.stringify(v) : asText(v);
-  return s.length > 60 ? s.slice(0, 57) + '...' : s;
+  const v = validateArgs(card, raw);
+  return v.ok ? { ok: true, args: v.args, dropped: v.ignored } : v;
 }
 
 // ------------------------------------------------------------------------------------------ verifier

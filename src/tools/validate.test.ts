@@ -28,6 +28,25 @@ describe('validateArgs', () => {
     expect(r).toEqual({ ok: true, args: { query: 'cats', count: 3, scale: 2.5, exact: true }, ignored: ['extra'] });
   });
 
+  it('matches field names in another case or style, reads thousands separators and any-case booleans', () => {
+    const r = validateArgs(card, { Query: 'cats', COUNT: '1,234', 'scale': '-2,500.5', Exact: 'TRUE', 'l-a-n-g': 'de' });
+    expect(r).toEqual({ ok: true, args: { query: 'cats', count: 1234, scale: -2500.5, exact: true, lang: 'de' }, ignored: [] });
+    // An exact name wins over a loose one for the same field; a comma that is not a thousands separator is no number.
+    expect(validateArgs(card, { QUERY: 'loose', query: 'exact' })).toMatchObject({ ok: true, args: { query: 'exact' } });
+    expect(validateArgs(card, { query: 'x', scale: '2,5' })).toMatchObject({ ok: false, error: "tool 'demo': field 'scale' must be a number, got the string \"2,5\"" });
+  });
+
+  it('is the rule the executor parser applies: the same arguments give the same outcome', async () => {
+    const { parseToolArgs } = await import('../agent/parse');
+    for (const args of [{ Query: 'cats', COUNT: '1,234' }, { query: 'x', count: 2.5 }, { count: 1 }, { query: 'x', lang: 'fr', exact: 'False' }]) {
+      const direct = validateArgs(card, args);
+      const parsed = parseToolArgs(JSON.stringify(args), card);
+      expect(parsed.ok).toBe(direct.ok);
+      if (parsed.ok && direct.ok) expect(parsed.args).toEqual(direct.args);
+      if (!parsed.ok && !direct.ok) expect(parsed.error).toBe(direct.error);
+    }
+  });
+
   it('turns a bare number into the string a string field asks for', () => {
     const r = validateArgs(card, { query: 42 });
     expect(r.ok && r.args.query).toBe('42');

@@ -1,6 +1,8 @@
-// Checks a tool call's arguments against the tool card's input schema. Small models often quote numbers
-// ("3") or booleans ("true"), so those are coerced rather than rejected; anything that cannot be read as
-// the declared type is an error that names the field, so the executor can retry with a precise hint.
+// The one check of a tool call's arguments against the tool card's input schema, for the executor's parser
+// (src/agent/parse.ts) and the registry alike. Small models write argument names in another case or style
+// ("Expression", "max-results"), quote numbers ("3", "1,234") and booleans ("True"), so those are matched and
+// coerced rather than rejected; anything that cannot be read as the declared type is an error that names the
+// field, so the executor can retry with a precise hint.
 
 import type { JsonSchemaProperty, ToolCard } from './types';
 
@@ -13,20 +15,22 @@ function coerce(name: string, prop: JsonSchemaProperty, value: unknown): { value
     case 'string':
       if (typeof value === 'string') return { value };
       // A bare number where text was asked for (e.g. a query "42") is unambiguous.
-      if (typeof value === 'number' && Number.isFinite(value)) return { value: String(value) };
+      if ((typeof value === 'number' && Number.isFinite(value)) || typeof value === 'boolean') return { value: String(value) };
       return { error: `field '${name}' must be a string, got ${describe(value)}` };
     case 'number':
     case 'integer': {
       let n: number | undefined;
+      // Thousands separators are read as such ("1,234" is 1234), as a person would.
+      const text = typeof value === 'string' ? value.trim().replace(/(\d),(?=\d{3}\b)/g, '$1') : '';
       if (typeof value === 'number') n = value;
-      else if (typeof value === 'string' && value.trim() !== '' && Number.isFinite(Number(value.trim()))) n = Number(value.trim());
+      else if (text !== '' && Number.isFinite(Number(text))) n = Number(text);
       if (n === undefined || !Number.isFinite(n)) return { error: `field '${name}' must be ${prop.type === 'integer' ? 'an integer' : 'a number'}, got ${describe(value)}` };
       if (prop.type === 'integer' && !Number.isInteger(n)) return { error: `field '${name}' must be an integer, got ${n}` };
       return { value: n };
     }
     case 'boolean':
       if (typeof value === 'boolean') return { value };
-      if (value === 'true' || value === 'false') return { value: value === 'true' };
+      if (typeof value === 'string' && /^(true|false)$/i.test(value.trim())) return { value: value.trim().toLowerCase() === 'true' };
       return { error: `field '${name}' must be a boolean (true or false), got ${describe(value)}` };
     default:
       return { error: `field '${name}' has an unsupported schema type '${String((prop as { type: unknown }).type)}'` };
@@ -41,12 +45,28 @@ function describe(value: unknown): string {
   return `${typeof value} ${String(value)}`;
 }
 
-/** Validates and coerces `args` for `card`. Errors name the tool and the field at fault. */
+/** A name reduced to lower-case letters and digits: 'Max_Results', 'max-results' and 'maxResults' are one. */
+export function normalizeKey(k: string): string {
+  return k.toLowerCase().replace(/[^a-z0-9]/g, '');
+}
+
+/**
+ * Validates and coerces `args` for `card`. Field names are matched exactly, else by normalizeKey. Errors
+ * name the tool and the field at fault.
+ */
 export function validateArgs(card: ToolCard, args: unknown): ValidationResult {
   if (args === null || typeof args !== 'object' || Array.isArray(args)) {
     return { ok: false, error: `tool '${card.name}': arguments must be a JSON object with fields ${fieldList(card)}, got ${describe(args)}` };
   }
-  const input = args as Record<string, unknown>;
+  const byNorm = new Map(Object.keys(card.input.properties).map((k) => [normalizeKey(k), k]));
+  const input: Record<string, unknown> = {};
+  const unknown: string[] = [];
+  for (const [k, v] of Object.entries(args as Record<string, unknown>)) {
+    const name = k in card.input.properties ? k : byNorm.get(normalizeKey(k));
+    if (name === undefined) unknown.push(k);
+    // An exact name wins over a loose one for the same field.
+    else if (!(name in input) || k === name) input[name] = v;
+  }
   const out: Record<string, unknown> = {};
   const errors: string[] = [];
   for (const name of card.input.required) {
@@ -68,8 +88,7 @@ export function validateArgs(card: ToolCard, args: unknown): ValidationResult {
     out[name] = r.value;
   }
   if (errors.length) return { ok: false, error: `tool '${card.name}': ${errors.join('; ')}` };
-  const ignored = Object.keys(input).filter((k) => !(k in card.input.properties));
-  return { ok: true, args: out, ignored };
+  return { ok: true, args: out, ignored: unknown };
 }
 
 function fieldList(card: ToolCard): string {
