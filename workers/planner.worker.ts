@@ -6,7 +6,7 @@ import { getGpu } from '../src/gpu/device';
 import { loadAdapter, loadCheckpoint } from '../src/engine/io/checkpoint';
 import { parseAdapter } from '../src/engine/io/peft';
 import { pickedFilesSource, type FileSource } from '../src/engine/io/sources';
-import { sharedUrlSource } from '../src/engine/io/webllm-cache';
+import { modelUrlSource } from '../src/engine/io/webllm-cache';
 import type { Qwen2Config } from '../src/engine/io/config';
 import { GenerateBatcher } from '../src/engine/generate-batcher';
 import { memorySource } from '../src/engine/memory-source';
@@ -29,6 +29,8 @@ export type ModelSpec =
       url: string;
       /** Which of web-llm's caches holds (or receives) the MLC files: its engine's appConfig.cacheBackend. */
       webllmCache?: 'cache' | 'indexeddb' | 'none';
+      /** Read only what this browser has cached; a missing file fails the load with a NotCachedError. */
+      cacheOnly?: boolean;
     }
   | { kind: 'files'; files: File[] }
   | { kind: 'bytes'; files: Record<string, Uint8Array>; label?: string };
@@ -50,6 +52,8 @@ export interface PlannerInfo {
   activeAdapter: string | null;
   memory: GpuMemoryReport;
   f16: boolean;
+  /** The most tokens a prompt and its reply may take together (the KV cache's length). */
+  maxContext: number;
 }
 
 /** The runtime's decode counters (Qwen2Runtime.decodeCounters) and how many sequences a step can take. */
@@ -80,9 +84,10 @@ export type RemoteTokenOptions = Omit<GenerateTokensOptions, 'signal' | 'onToken
 function sourceOf(spec: ModelSpec): FileSource {
   switch (spec.kind) {
     case 'url':
-      // Shares web-llm's cache (Cache Storage or IndexedDB): an MLC build web-llm downloaded loads with no
-      // request, and what the planner downloads, web-llm finds (one download for both engines).
-      return sharedUrlSource(spec.url, { webllmCache: spec.webllmCache });
+      // A hub URL shares web-llm's cache (Cache Storage or IndexedDB): an MLC build web-llm downloaded loads
+      // with no request, and what the planner downloads, web-llm finds (one download for both engines). A
+      // plain folder URL is read as it is.
+      return modelUrlSource(spec.url, { ...(spec.webllmCache ? { webllmCache: spec.webllmCache } : {}), cacheOnly: spec.cacheOnly });
     case 'files':
       return pickedFilesSource(spec.files);
     case 'bytes':
@@ -129,6 +134,7 @@ async function info(): Promise<PlannerInfo> {
     activeAdapter: rt.activeAdapterId,
     memory: rt.memory(),
     f16: rt.ctx.caps.f16,
+    maxContext: rt.maxContext,
   };
 }
 
@@ -210,6 +216,12 @@ const api = {
 
   logitsLast(tokens: number[]): Promise<Float32Array> {
     return need().logitsLast(tokens);
+  },
+
+  /** How many tokens `messages` take as the prompt chat() would feed the model (template applied). */
+  promptTokens(messages: ChatMessage[]): number {
+    if (!engine) throw new Error('this model has no tokenizer.json / chat_template: it cannot count chat tokens');
+    return engine.promptIds(messages).length;
   },
 
   /** Chat through the tokenizer's template; text pieces stream to `onToken`. */

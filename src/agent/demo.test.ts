@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ToolRegistry } from '../tools/registry';
 import type { Tool } from '../tools/types';
-import { demoEngines } from './demo';
+import { arithmeticIn, demoEngines } from './demo';
 import { runAgent } from './loop';
 import { toolsFromRegistry } from './registry-tools';
 
@@ -38,5 +38,36 @@ describe('demo engines over the tool registry', () => {
     const r = await runAgent({ conversationId: 'demo2', query: 'abc', tools, engines: demoEngines(), config: { maxTurns: 2 } });
     expect(r.memory[0]).toMatchObject({ ok: false, error: "tool 'reverse' is switched off in the tool settings" });
     expect(r.answer).toBe('The tools gave no result, so I cannot answer.');
+  });
+
+  it('give Python only arithmetic, as code, and every other question to the first other tool', async () => {
+    const ran: unknown[] = [];
+    const python: Tool = {
+      card: { ...reverse.card, name: 'python', description: 'Runs Python.', input: { type: 'object', properties: { code: { type: 'string', description: 'code' } }, required: ['code'] }, examples: [{ goal: 'add', args: { code: 'print(1+1)' } }] },
+      async run(args) {
+        ran.push(args);
+        return { ok: true, output: '391' };
+      },
+    };
+    const registry = new ToolRegistry();
+    registry.register(python);
+    registry.register(reverse);
+    const sum = await runAgent({ conversationId: 'd3', query: 'What is 17 × 23?', tools: toolsFromRegistry(registry), engines: demoEngines() });
+    expect(ran).toEqual([{ code: 'print(17 * 23)' }]);
+    expect(sum.answer).toBe('From the tool: 391');
+    const prose = await runAgent({ conversationId: 'd4', query: 'What is the capital of France?', tools: toolsFromRegistry(registry), engines: demoEngines() });
+    expect(prose.memory.map((m) => m.toolName)).toEqual(['reverse']);
+    expect(ran).toHaveLength(1);
+  });
+});
+
+describe('arithmeticIn', () => {
+  it('finds a sum in a question, with Python operators, and nothing in prose', () => {
+    expect(arithmeticIn('What is 2+2?')).toBe('2+2');
+    expect(arithmeticIn('compute (3 + 4) * 2^10 please')).toBe('(3 + 4) * 2**10');
+    expect(arithmeticIn('12 ÷ 4')).toBe('12 / 4');
+    expect(arithmeticIn('What is the capital of France?')).toBeNull();
+    expect(arithmeticIn('How many moons has Mars, 2?')).toBeNull();
+    expect(arithmeticIn('1) + 2')).toBeNull();
   });
 });

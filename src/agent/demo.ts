@@ -12,21 +12,41 @@ function field(text: string, label: string): string {
   return new RegExp(`^${label}: (.*)$`, 'm').exec(text)?.[1]?.trim() ?? '';
 }
 
+/** The arithmetic in a query ("What is 17*23?" -> "17*23"), or null: the only thing the demo gives Python. */
+export function arithmeticIn(query: string): string | null {
+  const m = /[(\d][\d\s.()]*(?:[-+*/^%×÷]\s*[(\d][\d\s.()]*)+/.exec(query);
+  if (!m) return null;
+  const expr = m[0].trim().replace(/×/g, '*').replace(/÷/g, '/').replace(/\^/g, '**');
+  // Balanced parentheses only; anything else is not a sum the demo can hand over as code.
+  let depth = 0;
+  for (const c of expr) if ((depth += c === '(' ? 1 : c === ')' ? -1 : 0) < 0) return null;
+  return depth === 0 ? expr : null;
+}
+
+const COMPUTE = 'Compute ';
+
 export function demoScript(): Script {
   return {
     analysis: [(m) => `The query asks: ${field(user(m), 'Query')}. A tool can look this up or compute it.`],
     planner: [
       (m) => {
         const u = user(m);
-        const tool = /^- ([^:\n]+):/m.exec(u.slice(u.indexOf('Tools:')))?.[1] ?? 'none';
-        return JSON.stringify({ justification: 'The first tool listed fits.', context: '', sub_goal: field(u, 'Query'), tool_name: tool });
+        const query = field(u, 'Query');
+        const tools = [...u.slice(u.indexOf('Tools:')).matchAll(/^- ([^:\n]+):/gm)].map((x) => x[1]);
+        // Python gets code, never prose: arithmetic in the query goes to it, anything else to the first
+        // other tool listed (the base generator in the app), so the demo never shows Python's SyntaxError.
+        const expr = tools.includes('python') ? arithmeticIn(query) : null;
+        const tool = expr ? 'python' : (tools.find((t) => t !== 'python') ?? tools[0] ?? 'none');
+        return JSON.stringify({ justification: expr ? 'Arithmetic: Python computes it.' : 'The first tool listed that is not Python.', context: '', sub_goal: expr ? `${COMPUTE}${expr}` : query, tool_name: tool });
       },
     ],
     executor: [
       (m) => {
         const u = user(m);
+        const goal = field(u, 'Sub-goal');
+        if (/^Tool: python$/m.test(u) && goal.startsWith(COMPUTE)) return JSON.stringify({ args: { code: `print(${goal.slice(COMPUTE.length)})` } });
         const arg = /^ {2}- (\w+) \(string, required/m.exec(u)?.[1];
-        return JSON.stringify({ args: arg ? { [arg]: field(u, 'Sub-goal') } : {} });
+        return JSON.stringify({ args: arg ? { [arg]: goal } : {} });
       },
     ],
     verifier: [(m) => (/\nResult: /.test(user(m)) ? '{"explanation": "A tool answered.", "verdict": "STOP"}' : '{"explanation": "No result yet.", "verdict": "CONTINUE"}')],

@@ -35,6 +35,7 @@ export function scriptedLogprob(id: number, position: number): number {
 }
 
 export class ScriptedEngine implements ChatEngine {
+  readonly scripted = true;
   readonly calls: ScriptedCall[] = [];
   private readonly next = new Map<string, number>();
 

@@ -7,6 +7,7 @@ import { getRolloutsByRun } from '../store/rollouts';
 import type { Tool } from '../tools/types';
 import { ProbeEngine, type ProbeReplyFn } from './probe-engine';
 import { ScriptedEngine, type Script } from './scripted-engine';
+import { EngineMismatchError } from './engines-used';
 import { resumeConversation, startConversation } from './session';
 
 let n = 0;
@@ -104,4 +105,31 @@ describe('stored agent sessions', () => {
     expect((await getSteps('cut', db)).map((s) => s.seq)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
     await expect(resumeConversation('nope', { tools: [], engines: second, dbName: db })).rejects.toThrow("no conversation with id 'nope' to resume");
   });
+  it('records the engines a run started on, and will not resume it on others unless told to', async () => {
+    const db = freshDb();
+    const script: Script = { analysis: ['x'], planner: [plan('Multiply 6 by 7')], executor: ['{"a": 6, "b": 7}'], verifier: ['STOP'], generator: ['<answer>42</answer>'] };
+    const ctl = new AbortController();
+    const demo = engines({ ...script, executor: [{ text: '{"a": 6, "b": 7}', delayMs: 60_000 }] });
+    const running = startConversation('6*7?', { id: 'mixed', tools: [multiply], engines: demo, signal: ctl.signal, dbName: db });
+    while (demo.shared.count('executor') < 1) await new Promise((res) => setTimeout(res, 5));
+    ctl.abort();
+    expect((await running).status).toBe('interrupted');
+    expect((await getConversation('mixed', db))!.settings?.engines).toEqual({ planner: 'planner:test', shared: 'shared:test', scripted: true });
+
+    const replies: Record<string, string> = { executor: '{"a": 6, "b": 7}', verifier: 'STOP', generator: '<answer>42</answer>' };
+    const real = { planner: new ProbeEngine(() => plan('Multiply 6 by 7'), 'planner:real'), shared: new ProbeEngine((m) => replies[m] ?? '', 'shared:real') };
+    const refused = resumeConversation('mixed', { tools: [multiply], engines: real, dbName: db });
+    await expect(refused).rejects.toBeInstanceOf(EngineMismatchError);
+    await expect(refused).rejects.toThrow(/This run started on the scripted demo \(planner:test \+ shared:test\); the engines now are planner:real \+ shared:real\./);
+    // Refusing touched nothing: still interrupted, same steps.
+    expect((await getConversation('mixed', db))!.status).toBe('interrupted');
+    expect((await getSteps('mixed', db)).map((s) => s.kind)).toEqual(['analysis', 'planner']);
+
+    const r = await resumeConversation('mixed', { tools: [multiply], engines: real, dbName: db, allowEngineChange: true });
+    expect(r.status).toBe('done');
+    const conv = (await getConversation('mixed', db))!;
+    expect(conv.settings?.engines).toEqual({ planner: 'planner:test', shared: 'shared:test', scripted: true });
+    expect(conv.settings?.resumedOn).toEqual([{ planner: 'planner:real', shared: 'shared:real', scripted: false }]);
+  });
+
 });

@@ -8,6 +8,7 @@ import { runAgent, type AgentConfigInput, type AgentEngines, type AgentRunResult
 import type { ModuleName } from './prompts';
 import { recordReward, rolloutRecorder, type RolloutIds } from './rollouts';
 import { judgeAnswer, scoreAnswer, type RewardKind } from './rewards';
+import { EngineMismatchError, enginesUsed, storedEngines } from './engines-used';
 
 export interface RewardSpec {
   kind: RewardKind;
@@ -43,20 +44,36 @@ export async function startConversation(query: string, opts: SessionOptions & { 
       ...(opts.id ? { id: opts.id } : {}),
       ...(opts.title ? { title: opts.title } : {}),
       ...(opts.reward ? { reference: JSON.stringify(opts.reward.reference) } : {}),
-      settings: { config: opts.config ?? {}, rollouts: opts.rollouts ?? null, rewardKind: opts.reward?.kind ?? null },
+      settings: { config: opts.config ?? {}, rollouts: opts.rollouts ?? null, rewardKind: opts.reward?.kind ?? null, engines: enginesUsed(opts.engines) },
     },
     opts.dbName,
   );
   return continueConversation(conv, [], opts);
 }
 
-/** Continues an interrupted conversation from its stored steps. */
-export async function resumeConversation(id: string, opts: SessionOptions): Promise<SessionResult> {
+export interface ResumeOptions extends SessionOptions {
+  /**
+   * Continue even when the engines are not those the run started with (the user said so). The run then
+   * records the engines it was resumed on in settings.resumedOn. Default false: an EngineMismatchError.
+   */
+  allowEngineChange?: boolean;
+}
+
+/**
+ * Continues an interrupted conversation from its stored steps. Rejects with an EngineMismatchError, before
+ * touching the run, when the engines differ from those it started with, unless opts.allowEngineChange.
+ */
+export async function resumeConversation(id: string, opts: ResumeOptions): Promise<SessionResult> {
   const conv = await getConversation(id, opts.dbName);
   if (!conv) throw new Error(`no conversation with id '${id}' to resume`);
+  const started = storedEngines(conv.settings);
+  const now = enginesUsed(opts.engines);
+  const changed = !!started && (started.planner !== now.planner || started.shared !== now.shared || started.scripted !== now.scripted);
+  if (changed && !opts.allowEngineChange) throw new EngineMismatchError(id, started, now);
   const steps = await getSteps(id, opts.dbName);
-  await updateConversation(id, { status: 'running' }, opts.dbName);
-  return continueConversation(conv, steps, opts);
+  const resumedOn = [...((conv.settings?.resumedOn as unknown[] | undefined) ?? []), now];
+  const patch: Partial<ConversationRecord> = changed ? { status: 'running', settings: { ...conv.settings, resumedOn } } : { status: 'running' };
+  return continueConversation(await updateConversation(id, patch, opts.dbName), steps, opts);
 }
 
 async function continueConversation(conv: ConversationRecord, steps: import('../store/records').StepRecord[], opts: SessionOptions): Promise<SessionResult> {

@@ -23,9 +23,19 @@ export class PlannerClient {
   readonly api: Comlink.Remote<PlannerWorkerApi>;
   private readonly worker: Worker;
 
+  /**
+   * Rejects when the worker reports an error it did not handle, e.g. its script could not be loaded (offline):
+   * a call made then would wait forever, so callers race their first call against it.
+   */
+  readonly failed: Promise<never>;
+
   constructor() {
     this.worker = new Worker(new URL('../../workers/planner.worker.ts', import.meta.url), { type: 'module', name: 'planner' });
     this.api = Comlink.wrap<PlannerWorkerApi>(this.worker);
+    this.failed = new Promise<never>((_, reject) => {
+      this.worker.addEventListener('error', (e) => reject(new Error(`the planner worker failed: ${e.message || 'its script could not be loaded'}`)), { once: true });
+    });
+    this.failed.catch(() => undefined);
   }
 
   load(spec: ModelSpec, opts: LoadOptions = {}, onProgress?: (p: LoadProgress) => void): Promise<PlannerInfo> {
@@ -60,6 +70,11 @@ export class PlannerClient {
 
   score(sequences: number[][]): Promise<number[][]> {
     return this.api.score(sequences);
+  }
+
+  /** Tokens of `messages` as chat() would prompt the model with them. */
+  promptTokens(messages: ChatMessage[]): Promise<number> {
+    return this.api.promptTokens(messages);
   }
 
   async chat(messages: ChatMessage[], options: GenerateOptions = {}): Promise<GenerationResult> {
@@ -117,7 +132,16 @@ export class PlannerClient {
 
 /** The planner as a ChatEngine, running in the worker. */
 export class RemotePlannerEngine implements ChatEngine {
-  constructor(readonly client: PlannerClient, readonly id: string) {}
+  constructor(
+    readonly client: PlannerClient,
+    readonly id: string,
+    /** PlannerInfo.maxContext: prompt and reply together. */
+    readonly contextTokens?: number,
+  ) {}
+
+  countPromptTokens(messages: ChatMessage[]): Promise<number> {
+    return this.client.promptTokens(messages);
+  }
 
   chat(messages: ChatMessage[], options?: GenerateOptions): Promise<GenerationResult> {
     return this.client.chat(messages, options);

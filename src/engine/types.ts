@@ -48,6 +48,15 @@ export interface GenerationResult {
 export interface ChatEngine {
   /** A human-readable id, e.g. 'planner:Qwen2.5-0.5B-Instruct' or 'web-llm:Qwen2.5-1.5B-Instruct-q4f16_1-MLC'. */
   readonly id: string;
+  /**
+   * True for engines that replay scripted replies instead of running a model (the demo, tests): what they
+   * write must be labelled as scripted wherever it is shown.
+   */
+  readonly scripted?: boolean;
+  /** The most tokens a prompt and its reply may take together, when the engine knows it. */
+  readonly contextTokens?: number;
+  /** The prompt tokens `messages` make with this engine's chat template, when it can count them. */
+  countPromptTokens?(messages: ChatMessage[]): Promise<number>;
   chat(messages: ChatMessage[], options?: GenerateOptions): Promise<GenerationResult>;
   /**
    * `n` callers will call chat() concurrently from now on (the live rollouts of a Flow-GRPO group; 1 when

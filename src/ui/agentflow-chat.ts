@@ -5,11 +5,14 @@
 // Engines: the `engines` property ({planner, shared} ChatEngines) wins; otherwise the element loads the
 // real ones from `planner-model` (URL or Hugging Face repo id) and `shared-model` (web-llm id; without it the planner runs every module) on the
 // first question; `planner-from-shared` loads the planner from the shared model's web-llm build instead (one download). Tools: the built-in ones plus `extraTools`; the `tools` attribute lists those switched
-// on. Network tools stay off until the user allows them here, and are marked.
+// on. Network tools stay off until the user allows them here, and are marked. Without any engines the
+// element says no model is loaded and offers the scripted demo; answers no model wrote are labelled so.
 import { LitElement, css, html, nothing, type PropertyValues } from 'lit';
 import { unsafeHTML } from 'lit/directives/unsafe-html.js';
+import { EngineMismatchError, isScripted, storedEngines } from '../agent/engines-used';
 import type { AgentEngines } from '../agent/loop';
 import type { ModuleName } from '../agent/prompts';
+import { checkQueryFits } from '../agent/query-fit';
 import { resumeConversation, startConversation, type SessionResult } from '../agent/session';
 import { toolsFromRegistry } from '../agent/registry-tools';
 import type { LoadProgress } from '../engine/types';
@@ -25,6 +28,7 @@ import type { ConversationRecord, StepRecord } from '../store/records';
 import { ToolRegistry } from '../tools/registry';
 import { registerBuiltinTools } from '../tools/builtin';
 import type { Tool } from '../tools/types';
+import { scriptedDemoEngines } from './demo-engines';
 import { downloadText } from './download';
 import { renderMarkdown } from './markdown';
 import { restoreToolSwitches } from './tool-switches';
@@ -89,6 +93,9 @@ export class AgentFlowChat extends LitElement {
     error: { state: true },
     loading: { state: true },
     toolStatus: { state: true },
+    modelsLoading: { attribute: false },
+    loadModelAction: { attribute: false },
+    confirmResume: { state: true },
   };
 
   /** Planner model: a URL of a folder with config.json, model.safetensors and tokenizer.json, or a repo id. */
@@ -112,6 +119,12 @@ export class AgentFlowChat extends LitElement {
   declare extraTools: Tool[];
   /** A registry shared with the host (the app shell's settings); the element makes its own if unset. */
   declare registry: ToolRegistry | undefined;
+  /** Set by a host that is loading models for this chat: what it loads, shown instead of "no model". */
+  declare modelsLoading: string | null;
+  /** A host that can load models gives the "Load a model" action here (the app opens Models & GPU). */
+  declare loadModelAction: (() => void) | undefined;
+  /** A resume that would switch engines, waiting for the user to say yes or no. */
+  declare confirmResume: { id: string; message: string } | null;
 
   declare conversations: ConversationRecord[];
   declare thread: string[];
@@ -144,6 +157,8 @@ export class AgentFlowChat extends LitElement {
     this.error = null;
     this.loading = null;
     this.toolStatus = [];
+    this.modelsLoading = null;
+    this.confirmResume = null;
   }
 
   static override styles = css`
@@ -160,8 +175,10 @@ export class AgentFlowChat extends LitElement {
     @media (max-width: 40rem) { .layout { grid-template-columns: 1fr; } }
     aside { border-right: 1px solid color-mix(in srgb, currentColor 15%, transparent); padding-right: 0.75rem; }
     aside ul { list-style: none; margin: 0; padding: 0; }
-    aside li { display: flex; gap: 0.25rem; align-items: center; margin: 0.15rem 0; }
-    aside li button.open { flex: 1; text-align: left; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+    /* The question gets the sidebar's whole width, up to two lines (all of it on hover); status and actions below. */
+    aside li { display: grid; grid-template-columns: 1fr auto auto; gap: 0.1rem 0.25rem; align-items: center; margin: 0.35rem 0; }
+    aside li button.open { grid-column: 1 / -1; min-width: 0; text-align: left; overflow: hidden; overflow-wrap: anywhere; display: -webkit-box; -webkit-box-orient: vertical; -webkit-line-clamp: 2; line-clamp: 2; }
+    aside li button:not(.open) { font-size: 0.8rem; padding: 0 0.4rem; }
     .status { font-size: 0.75rem; color: var(--_muted); }
     button { font: inherit; border-radius: calc(var(--_radius) / 2); border: 1px solid color-mix(in srgb, currentColor 30%, transparent); background: transparent; color: inherit; padding: 0.2rem 0.5rem; cursor: pointer; }
     button.primary { background: var(--_accent); border-color: var(--_accent); color: white; }
@@ -185,6 +202,11 @@ export class AgentFlowChat extends LitElement {
     progress { width: 100%; }
     details.tools { margin-top: 0.5rem; font-size: 0.85rem; }
     .empty { color: var(--_muted); }
+    .no-model { border: 1px solid color-mix(in srgb, currentColor 20%, transparent); border-radius: var(--_radius); padding: 0.6rem 0.75rem; }
+    .no-model p { margin: 0 0 0.5rem; }
+    .no-model .row, .confirm .row { display: flex; gap: 0.5rem; flex-wrap: wrap; }
+    .scripted { font-size: 0.75rem; color: #92400e; margin: 0 0 0.25rem; }
+    .confirm { margin-top: 0.4rem; }
   `;
 
   override connectedCallback(): void {
@@ -278,26 +300,57 @@ export class AgentFlowChat extends LitElement {
     this.thread = [id];
   }
 
-  /** Asks the agent `query`; resolves when the run ends (answered, stopped or failed). */
+  /** True when no engines are set nor can be loaded from attributes: the chat says so and offers the demo. */
+  get noModel(): boolean {
+    return !this.engines && !this.loadedEngines && !this.plannerModel && !this.plannerFromShared;
+  }
+
+  /** "Try the demo": the scripted engines, announced to the host like models loaded elsewhere. */
+  useDemo(): void {
+    const engines = scriptedDemoEngines();
+    this.engines = engines;
+    this.error = null;
+    this.dispatchEvent(new CustomEvent('agentflow-engines', { detail: { engines, label: 'scripted demo (no model)' }, bubbles: true, composed: true }));
+  }
+
+  /**
+   * Asks the agent `query`; resolves when the run ends (answered, stopped or failed), or with null when it
+   * did not start: no model, or a question too long for the models (the question then stays in the input).
+   */
   async ask(query: string): Promise<SessionResult | null> {
     const q = query.trim();
     if (!q || this.live) return null;
     this.error = null;
+    if (this.noModel) {
+      this.error = this.modelsLoading ? `${this.modelsLoading} Ask again when they are ready.` : 'No model is loaded, so nothing can answer yet: load a model, or try the scripted demo.';
+      return null;
+    }
     let engines: AgentEngines;
     try {
       engines = await this.currentEngines();
+      await checkQueryFits(q, engines, this.toolRegistry.cards(), { maxTurns: this.maxTurns });
     } catch (e) {
       this.error = message(e);
       return null;
     }
+    const ta = this.renderRoot.querySelector('textarea');
+    if (ta && ta.value.trim() === q) ta.value = '';
     const id = globalThis.crypto?.randomUUID?.() ?? `c-${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
     return this.run(id, engines, q, (opts) => startConversation(q, { ...opts, id }));
   }
 
-  /** Continues an interrupted conversation from its stored steps. */
-  async resume(id: string): Promise<SessionResult | null> {
+  /**
+   * Continues an interrupted conversation from its stored steps. When the engines are not those it started
+   * with, it asks first (confirmResume) unless `allowEngineChange`.
+   */
+  async resume(id: string, allowEngineChange = false): Promise<SessionResult | null> {
     if (this.live) return null;
+    this.confirmResume = null;
     const conv = this.conversations.find((c) => c.id === id);
+    if (this.noModel) {
+      this.error = 'No model is loaded to resume this run with: load a model, or try the scripted demo.';
+      return null;
+    }
     let engines: AgentEngines;
     try {
       engines = await this.currentEngines();
@@ -306,7 +359,7 @@ export class AgentFlowChat extends LitElement {
       return null;
     }
     if (!this.thread.includes(id)) this.thread = [id];
-    return this.run(id, engines, conv?.query ?? '', (opts) => resumeConversation(id, opts));
+    return this.run(id, engines, conv?.query ?? '', (opts) => resumeConversation(id, { ...opts, allowEngineChange }));
   }
 
   private async run(
@@ -357,7 +410,8 @@ export class AgentFlowChat extends LitElement {
         }),
       );
     } catch (e) {
-      this.error = message(e);
+      if (e instanceof EngineMismatchError) this.confirmResume = { id, message: e.message };
+      else this.error = message(e);
     } finally {
       this.live = null;
       this.pending.delete(id);
@@ -434,11 +488,9 @@ export class AgentFlowChat extends LitElement {
 
   private onSubmit(e: Event): void {
     e.preventDefault();
-    const ta = this.renderRoot.querySelector('textarea')!;
-    const q = ta.value;
-    if (!q.trim()) return;
-    ta.value = '';
-    void this.ask(q);
+    const q = this.renderRoot.querySelector('textarea')!.value;
+    // ask() empties the input once the run starts; a refused question stays there to edit.
+    if (q.trim()) void this.ask(q);
   }
 
   private onKey(e: KeyboardEvent): void {
@@ -457,9 +509,12 @@ export class AgentFlowChat extends LitElement {
     const traj = trajectoryFromSteps(steps);
     const answer = live ? live.answer : (traj.answer ?? conv?.answer);
     const open = this.expanded.has(id);
+    const scripted = live ? isScripted(this.engines ?? this.loadedEngines) : !!storedEngines(conv?.settings)?.scripted;
+    const confirm = this.confirmResume?.id === id ? this.confirmResume : null;
     return html`
       <div class="message user" part="message user" data-testid="query">${conv?.query ?? this.pendingQuery(id)}</div>
       <div class="message answer" part="message answer" data-testid="answer" data-conversation=${id} aria-live=${live ? 'polite' : 'off'}>
+        ${scripted ? html`<p class="scripted" part="scripted" data-testid="scripted-label">Scripted demo: no model wrote this answer.</p>` : nothing}
         ${live
           ? html`<div class="live" data-testid="live">${live.module ? `${moduleLabel(live.module)}${live.turn ? ` (turn ${live.turn})` : ''}…` : 'Starting…'}
 ${live.module === 'generator' ? '' : live.text.slice(-400)}</div>`
@@ -469,8 +524,17 @@ ${live.module === 'generator' ? '' : live.text.slice(-400)}</div>`
           <button type="button" part="button trajectory-toggle" aria-expanded=${open ? 'true' : 'false'} aria-controls=${`traj-${id}`} @click=${() => this.toggle(id)}>
             ${open ? 'Hide' : 'Show'} trajectory (${traj.turns.length} turn${traj.turns.length === 1 ? '' : 's'})
           </button>
-          ${conv?.status === 'interrupted' && !this.live ? html`<button type="button" part="button" @click=${() => this.resume(id)}>Resume</button>` : nothing}
+          ${conv?.status === 'interrupted' && !this.live && !confirm ? html`<button type="button" part="button" @click=${() => this.resume(id)}>Resume</button>` : nothing}
         </div>
+        ${confirm
+          ? html`<div class="confirm" role="alertdialog" aria-label="Resume on other engines?" data-testid="resume-confirm">
+              <p>${confirm.message}</p>
+              <div class="row">
+                <button type="button" part="button" @click=${() => this.resume(id, true)}>Resume on the current engines</button>
+                <button type="button" part="button" @click=${() => (this.confirmResume = null)}>Keep it interrupted</button>
+              </div>
+            </div>`
+          : nothing}
         <div id=${`traj-${id}`} ?hidden=${!open}>${open ? renderTrajectory(traj) : nothing}</div>
       </div>
     `;
@@ -492,7 +556,7 @@ ${live.module === 'generator' ? '' : live.text.slice(-400)}</div>`
         <ul aria-labelledby="conv-h" data-testid="conversation-list">
           ${this.conversations.map(
             (c) => html`<li>
-              <button type="button" class="open" part="button conversation" title=${c.title} aria-current=${this.thread.includes(c.id) ? 'true' : 'false'} @click=${() => this.open(c.id)}>
+              <button type="button" class="open" part="button conversation" title=${c.query || c.title} aria-current=${this.thread.includes(c.id) ? 'true' : 'false'} @click=${() => this.open(c.id)}>
                 ${c.title}
               </button>
               <span class="status">${c.status === 'done' ? '' : c.status}</span>
@@ -506,7 +570,8 @@ ${live.module === 'generator' ? '' : live.text.slice(-400)}</div>`
       </aside>
       <section aria-label="Chat">
         <div class="messages" part="messages" role="log" aria-label="Messages">
-          ${this.thread.length === 0 && !this.live ? html`<p class="empty">Ask a question. The agent plans, calls tools, checks its work and answers; open an answer to see each step.</p>` : nothing}
+          ${this.noModel ? this.renderNoModel() : nothing}
+          ${this.thread.length === 0 && !this.live && !this.noModel ? html`<p class="empty">Ask a question. The agent plans, calls tools, checks its work and answers; open an answer to see each step.</p>` : nothing}
           ${this.thread.map((id) => this.renderConversation(id))}
         </div>
         ${loading
@@ -527,11 +592,22 @@ ${live.module === 'generator' ? '' : live.text.slice(-400)}</div>`
     </div>`;
   }
 
+  private renderNoModel() {
+    if (this.modelsLoading) return html`<div class="no-model" role="status" data-testid="no-model"><p>${this.modelsLoading}</p></div>`;
+    return html`<div class="no-model" part="no-model" data-testid="no-model">
+      <p><strong>No model is loaded</strong>, so the agent cannot answer yet.${this.loadModelAction ? ' Load one (it downloads once and stays in this browser), or try the scripted demo: its answers are made up by a script, not written by a model.' : ' This page has given the chat no model (planner-model attribute or engines property); the scripted demo shows how it works: its answers are made up by a script.'}</p>
+      <div class="row">
+        ${this.loadModelAction ? html`<button type="button" class="primary" part="button" @click=${() => this.loadModelAction?.()}>Load a model</button>` : nothing}
+        <button type="button" part="button" @click=${() => this.useDemo()}>Try the demo</button>
+      </div>
+    </div>`;
+  }
+
   private renderToolSwitches() {
     if (!this.toolStatus.length) return nothing;
     return html`<details class="tools" part="tools">
       <summary>Tools</summary>
-      <p class="status">Tools marked “network” send data off this device; they stay off until you allow them.</p>
+      <p class="status">Tools marked “network” send data off this device; they wait for your permission before they run.</p>
       <agentflow-tool-switches .registry=${this.toolRegistry} db-name=${this.dbName ?? nothing}></agentflow-tool-switches>
     </details>`;
   }

@@ -1,15 +1,20 @@
 // The app: four tabs (Chat, Experiments, Training, Models & GPU) sharing one tool registry and one pair
-// of engines. Until real models are loaded the scripted demo engines answer, and the page says so.
+// of engines. The models last loaded come back from the browser's cache when the page starts (Models & GPU
+// does it, cancellable); until then, or without any, no engine is loaded and the page says so, offering
+// the scripted demo, whose answers are labelled as scripted wherever they show.
 import { LitElement, css, html } from 'lit';
+import { isScripted } from '../agent/engines-used';
 import type { AgentEngines } from '../agent/loop';
+import type { PlannerClient } from '../engine/planner-client';
+import { getSetting, putSetting } from '../store/settings';
 import { ToolRegistry } from '../tools/registry';
 import { registerBuiltinTools } from '../tools/builtin';
 import './agentflow-chat';
-import { scriptedDemoEngines } from './demo-engines';
 import './experiments-panel';
-import type { EnginesChosenDetail } from './models-panel';
+import type { AgentflowModelsPanel, EnginesChosenDetail, ModelsLoadingDetail } from './models-panel';
 import './models-panel';
 import { restoreToolSwitches } from './tool-switches';
+import { ACTIVE_ADAPTER_KEY } from './training-panel';
 import './training-panel';
 
 export const TABS = [
@@ -33,21 +38,31 @@ export class AgentFlowApp extends LitElement {
     engines: { state: true },
     enginesLabel: { state: true },
     notice: { state: true },
+    loading: { state: true },
   };
   declare tab: TabId;
-  declare engines: AgentEngines;
+  /** undefined until models are loaded or the user chooses the scripted demo. */
+  declare engines: AgentEngines | undefined;
   declare enginesLabel: string;
   declare notice: string | null;
+  /** Models & GPU is loading models (at start: the last ones, from the cache). */
+  declare loading: ModelsLoadingDetail | null;
   readonly registry = new ToolRegistry();
   private loaded: { dispose?: () => void } | null = null;
 
   constructor() {
     super();
     this.tab = tabFromHash();
-    this.engines = scriptedDemoEngines();
-    this.enginesLabel = 'scripted demo (no model)';
+    this.engines = undefined;
+    this.enginesLabel = 'none';
     this.notice = null;
-    registerBuiltinTools(this.registry, { engine: () => this.engines.shared });
+    this.loading = null;
+    registerBuiltinTools(this.registry, {
+      engine: () => {
+        if (!this.engines) throw new Error('no model is loaded (load one in Models & GPU, or try the scripted demo)');
+        return this.engines.shared;
+      },
+    });
     void restoreToolSwitches(this.registry);
   }
 
@@ -59,7 +74,8 @@ export class AgentFlowApp extends LitElement {
     [role='tab'] { font: inherit; padding: 0.45rem 0.9rem; border: 1px solid transparent; border-bottom: none; background: transparent; color: inherit; cursor: pointer; border-radius: 6px 6px 0 0; }
     [role='tab'][aria-selected='true'] { border-color: color-mix(in srgb, currentColor 25%, transparent); background: color-mix(in srgb, var(--agentflow-accent, #2563eb) 12%, transparent); font-weight: 600; }
     [role='tab']:focus-visible { outline: 2px solid var(--agentflow-accent, #2563eb); outline-offset: 2px; }
-    .engines { font-size: 0.85rem; margin: 0 0 0.75rem; }
+    .engines { font-size: 0.85rem; margin: 0 0 0.75rem; display: flex; gap: 0.5rem; align-items: center; flex-wrap: wrap; }
+    .engines button { font: inherit; padding: 0.1rem 0.5rem; cursor: pointer; }
     .demo { color: #92400e; }
     .notice { color: var(--agentflow-error-color, #b00020); }
   `;
@@ -69,6 +85,7 @@ export class AgentFlowApp extends LitElement {
     window.addEventListener('hashchange', this.onHash);
     this.addEventListener('agentflow-engines', this.onEngines as EventListener);
     this.addEventListener('agentflow-adapter', this.onAdapter as EventListener);
+    this.addEventListener('agentflow-models-loading', this.onLoading as EventListener);
   }
 
   override disconnectedCallback(): void {
@@ -76,25 +93,94 @@ export class AgentFlowApp extends LitElement {
     window.removeEventListener('hashchange', this.onHash);
     this.removeEventListener('agentflow-engines', this.onEngines as EventListener);
     this.removeEventListener('agentflow-adapter', this.onAdapter as EventListener);
+    this.removeEventListener('agentflow-models-loading', this.onLoading as EventListener);
   }
 
   private onHash = () => (this.tab = tabFromHash());
+
+  private onLoading = (e: CustomEvent<ModelsLoadingDetail | null>) => {
+    this.loading = e.detail;
+  };
 
   private onEngines = (e: CustomEvent<EnginesChosenDetail>) => {
     if (this.loaded !== (e.detail.engines as unknown)) this.loaded?.dispose?.();
     this.loaded = e.detail.engines as { dispose?: () => void };
     this.engines = e.detail.engines;
     this.enginesLabel = e.detail.label;
+    this.notice = null;
+    void this.syncAdapter();
   };
+
+  private plannerClient(): PlannerClient | undefined {
+    return (this.engines?.planner as { client?: PlannerClient } | undefined)?.client;
+  }
+
+  private get modelsPanel(): AgentflowModelsPanel | null {
+    return this.renderRoot.querySelector('agentflow-models-panel');
+  }
+
+  /** The Training tab re-reads which adapter is active (from settings) after the planner refused one. */
+  private refreshTraining(): void {
+    void (this.renderRoot.querySelector('agentflow-training-panel') as { refreshAdapters?: () => Promise<void> } | null)?.refreshAdapters?.();
+  }
+
+  private labelAdapter(id: string | null): void {
+    this.enginesLabel = `${this.enginesLabel.replace(/ \[adapter [^\]]*\]$/, '')}${id ? ` [adapter ${id}]` : ''}`;
+  }
+
+  /**
+   * After a planner loads: the adapter it activated (the form's) becomes the active one in settings, or
+   * the one settings name (activated in Training before) is applied; one the planner refuses (made for
+   * another base model) is no longer marked active.
+   */
+  private async syncAdapter(): Promise<void> {
+    const client = this.plannerClient();
+    if (!client) return;
+    try {
+      const [info, stored] = await Promise.all([client.info(), getSetting<string | null>(ACTIVE_ADAPTER_KEY)]);
+      if (info.activeAdapter) {
+        if (stored !== info.activeAdapter) await putSetting(ACTIVE_ADAPTER_KEY, info.activeAdapter);
+      } else if (stored) {
+        await this.activate(client, stored);
+      }
+      this.labelAdapter((await client.info()).activeAdapter);
+    } catch {
+      // The planner went away (another load replaced it): nothing to sync.
+    } finally {
+      this.refreshTraining();
+    }
+  }
+
+  /** Activates a stored adapter; on failure the planner's real state goes back into settings, and the user is told. */
+  private async activate(client: PlannerClient, id: string | null): Promise<void> {
+    const { activateStoredAdapter } = await import('./model-loader');
+    try {
+      await activateStoredAdapter(client, id);
+    } catch (err) {
+      this.notice = `Could not activate the adapter ${id}: ${(err as Error).message}`;
+      await putSetting(ACTIVE_ADAPTER_KEY, (await client.info()).activeAdapter).catch(() => undefined);
+    }
+  }
 
   /** The Training tab activated an adapter: apply it to the loaded planner (the scripted demo has none). */
   private onAdapter = (e: CustomEvent<{ adapterId: string | null }>) => {
-    const client = (this.engines.planner as { client?: import('../engine/planner-client').PlannerClient }).client;
+    const client = this.plannerClient();
     if (!client) return;
-    void import('./model-loader')
-      .then(({ activateStoredAdapter }) => activateStoredAdapter(client, e.detail.adapterId))
-      .then(() => (this.enginesLabel = `${this.enginesLabel.replace(/ \[adapter [^\]]*\]$/, '')}${e.detail.adapterId ? ` [adapter ${e.detail.adapterId}]` : ''}`))
-      .catch((err) => (this.notice = `Could not activate the adapter: ${(err as Error).message}`));
+    this.notice = null;
+    void this.activate(client, e.detail.adapterId)
+      .then(async () => this.labelAdapter((await client.info()).activeAdapter))
+      .catch(() => undefined)
+      .finally(() => this.refreshTraining());
+  };
+
+  /** The chat's "Load a model": Models & GPU, with the planner field focused. */
+  private readonly gotoModels = (): void => {
+    this.select('models');
+    void this.updateComplete.then(async () => {
+      const panel = this.modelsPanel;
+      await panel?.updateComplete;
+      (panel?.renderRoot.querySelector('#planner-model') as HTMLElement | null)?.focus();
+    });
   };
 
   select(tab: TabId, focus = false): void {
@@ -111,22 +197,37 @@ export class AgentFlowApp extends LitElement {
     this.select(TABS[next].id, true);
   }
 
+  private renderEngines() {
+    const l = this.loading;
+    if (l) {
+      return html`<p class="engines" data-testid="engines" role="status">
+        ${l.restoring ? `Loading your last models (${l.what}) from this browser's cache` : `Loading ${l.what}`}${l.percent === null ? '…' : `: ${Math.round(l.percent)}%`}
+        <button type="button" @click=${() => this.modelsPanel?.cancelLoad()}>Cancel</button>
+      </p>`;
+    }
+    if (!this.engines) {
+      return html`<p class="engines demo" data-testid="engines">No model is loaded: load models in Models & GPU, or try the scripted demo from Chat.</p>`;
+    }
+    const demo = isScripted(this.engines);
+    return html`<p class="engines ${demo ? 'demo' : ''}" data-testid="engines">Engines: ${this.enginesLabel}${demo ? ' — answers are scripted, no model writes them. Load models in Models & GPU.' : ''}</p>`;
+  }
+
   override render() {
-    const demo = this.enginesLabel.startsWith('scripted');
+    const loadingText = this.loading ? `Loading ${this.loading.restoring ? 'your last models' : 'models'} (${this.loading.what})…` : null;
     return html`
       <header>
         <h1>AgentFlow in the browser</h1>
         <p class="privacy">Everything runs on this device: models on your GPU, memory in this browser's storage. Nothing is sent anywhere unless you turn on a tool that uses the network.</p>
       </header>
-      <p class="engines ${demo ? 'demo' : ''}" data-testid="engines">Engines: ${this.enginesLabel}${demo ? ' — answers are scripted until you load models in Models & GPU.' : ''}</p>
-      ${this.notice ? html`<p role="alert" class="notice">${this.notice}</p>` : ''}
+      ${this.renderEngines()}
+      ${this.notice ? html`<p role="alert" class="notice" data-testid="app-notice">${this.notice}</p>` : ''}
       <div role="tablist" aria-label="Sections" @keydown=${this.onTabKey}>
         ${TABS.map(
           (t) => html`<button role="tab" id=${`tab-${t.id}`} aria-selected=${this.tab === t.id ? 'true' : 'false'} aria-controls=${`panel-${t.id}`} tabindex=${this.tab === t.id ? 0 : -1} @click=${() => this.select(t.id)}>${t.label}</button>`,
         )}
       </div>
       <section role="tabpanel" id="panel-chat" aria-labelledby="tab-chat" ?hidden=${this.tab !== 'chat'}>
-        <agentflow-chat .engines=${this.engines} .registry=${this.registry}></agentflow-chat>
+        <agentflow-chat .engines=${this.engines} .registry=${this.registry} .modelsLoading=${loadingText} .loadModelAction=${this.gotoModels}></agentflow-chat>
       </section>
       <section role="tabpanel" id="panel-experiments" aria-labelledby="tab-experiments" ?hidden=${this.tab !== 'experiments'}>
         <agentflow-experiments-panel .engines=${this.engines} .registry=${this.registry}></agentflow-experiments-panel>
@@ -135,7 +236,7 @@ export class AgentFlowApp extends LitElement {
         <agentflow-training-panel .engines=${this.engines} .registry=${this.registry}></agentflow-training-panel>
       </section>
       <section role="tabpanel" id="panel-models" aria-labelledby="tab-models" ?hidden=${this.tab !== 'models'}>
-        <agentflow-models-panel .registry=${this.registry} current=${this.enginesLabel}></agentflow-models-panel>
+        <agentflow-models-panel restore .registry=${this.registry} current=${this.enginesLabel}></agentflow-models-panel>
       </section>
     `;
   }

@@ -4,6 +4,9 @@ import { demoScript } from '../agent/demo';
 import type { AgentEngines } from '../agent/loop';
 import { ScriptedEngine } from '../agent/scripted-engine';
 
+/** Whether engines are (or include) scripted ones such as these: their text must be labelled as scripted. */
+export { isScripted } from '../agent/engines-used';
+
 export function scriptedDemoEngines(): AgentEngines {
   const script = demoScript();
   return {

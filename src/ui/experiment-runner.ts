@@ -1,6 +1,7 @@
 // Runs a benchmark subset through the agent: each item is a stored conversation with answer tags and its
 // reward scored against the item's reference; results go to IndexedDB as they complete.
 import type { BenchmarkItem, ImportedBenchmark } from '../agent/benchmark-import';
+import { isScripted } from '../agent/engines-used';
 import type { AgentEngines } from '../agent/loop';
 import { startConversation } from '../agent/session';
 import type { ExperimentItemRecord, ExperimentRecord } from '../store/records';
@@ -30,7 +31,7 @@ export async function runExperiment(o: ExperimentRunOptions): Promise<{ experime
     createdAt: Date.now(),
     name: o.name ?? `${o.benchmark.name} × ${o.indices.length} (${o.maxTurns} turns)`,
     status: 'running',
-    config: { benchmark: o.benchmark.name, rewardKind: o.benchmark.kind, indices: o.indices, maxTurns: o.maxTurns, engines: [o.engines.planner.id, o.engines.shared.id], tools: o.tools.map((t) => t.card.name) },
+    config: { benchmark: o.benchmark.name, rewardKind: o.benchmark.kind, indices: o.indices, maxTurns: o.maxTurns, engines: [o.engines.planner.id, o.engines.shared.id], scripted: isScripted(o.engines), tools: o.tools.map((t) => t.card.name) },
     total: o.indices.length,
   };
   await putExperiment(experiment, o.dbName);

@@ -76,6 +76,7 @@ export class AgentflowExperimentsPanel extends LitElement {
     .compare { display: grid; grid-template-columns: 1fr 1fr; gap: 1rem; }
     progress { width: min(32rem, 100%); }
     .yes { color: #15803d; }
+    .scripted { color: #92400e; font-size: 0.85em; }
     .no { color: #b91c1c; }
     .trajectory dl { display: grid; grid-template-columns: max-content 1fr; gap: 0.1rem 0.6rem; }
     .trajectory pre { white-space: pre-wrap; margin: 0; }
@@ -215,7 +216,7 @@ export class AgentflowExperimentsPanel extends LitElement {
         <tbody>
           ${this.runs.map(
             (r) => html`<tr>
-              <td>${r.name}</td><td>${r.status}</td>
+              <td>${r.name}${r.config.scripted ? html` <span class="scripted" data-testid="scripted-run">(scripted demo)</span>` : nothing}</td><td>${r.status}</td>
               <td>${r.summary ? `${r.summary.correct}/${r.summary.items} (${Math.round(100 * (r.summary.accuracy ?? 0))}%)` : '—'}</td>
               <td>${r.summary?.toolCalls ?? '—'}</td>
               <td>
@@ -232,13 +233,14 @@ export class AgentflowExperimentsPanel extends LitElement {
     </section>`;
   }
 
-  private renderItems(title: string, items: ExperimentItemRecord[]) {
+  private renderItems(title: string, items: ExperimentItemRecord[], scripted = false) {
     const s = summarize(items);
     const tools = Object.entries(s)
       .filter(([k]) => k.startsWith('tool:'))
       .map(([k, v]) => ({ label: k.slice(5), value: v as number }));
     return html`<div>
       <h4>${title}</h4>
+      ${scripted ? html`<p class="scripted" data-testid="scripted-label">Scripted demo: no model wrote these answers.</p>` : nothing}
       <p>Accuracy ${s.correct}/${s.items} (${Math.round(100 * s.accuracy)}%), ${s.toolCalls} tool calls, ${s.errors} errors.</p>
       <div class="charts">${barChart('Tool calls', tools)}</div>
       <table data-testid="items">
@@ -268,7 +270,7 @@ export class AgentflowExperimentsPanel extends LitElement {
       ${sel
         ? html`<section aria-label="Results">
             <div class=${cmp ? 'compare' : ''} data-testid=${cmp ? 'comparison' : 'results'}>
-              ${this.renderItems(sel.name, this.items)} ${cmp ? this.renderItems(cmp.name, this.compareItems) : nothing}
+              ${this.renderItems(sel.name, this.items, !!sel.config.scripted)} ${cmp ? this.renderItems(cmp.name, this.compareItems, !!cmp.config.scripted) : nothing}
             </div>
           </section>`
         : nothing}

@@ -31,7 +31,8 @@ function labelOf(key: string): string {
   }
 }
 
-async function sizeOf(res: Response): Promise<number> {
+/** A cached response's size: its Content-Length, else its body's. */
+export async function sizeOf(res: Response): Promise<number> {
   const len = res.headers.get('content-length');
   if (len && /^\d+$/.test(len)) return Number(len);
   return (await res.blob()).size;

@@ -4,15 +4,39 @@
 import { baseModelView } from '../engine/base-model-view';
 import type { AgentEngines } from '../agent/loop';
 import type { ChatEngine, LoadProgress } from '../engine/types';
+import { untilAborted } from '../agent/loop';
 import { openAgentDb } from '../store/db';
 
-/** 'Qwen/Qwen2.5-0.5B-Instruct' -> the hub's resolve URL; full URLs (absolute or relative) pass through. */
+const HUB_REPO = /^[A-Za-z0-9][\w.-]*\/[A-Za-z0-9][\w.-]*$/;
+
+/**
+ * 'Qwen/Qwen2.5-0.5B-Instruct' (or its page, https://huggingface.co/Qwen/Qwen2.5-0.5B-Instruct) -> the
+ * hub's resolve URL; http(s) URLs and paths starting with '/', './' or '../' (resolved against the page)
+ * pass through. Anything else is refused before any request: a bare 'Qwen2.5-0.5B' would otherwise be
+ * fetched from this app's own origin, where a host that answers every path with its index.html serves a
+ * web page for config.json.
+ */
 export function plannerModelUrl(modelOrUrl: string, base = globalThis.location?.href ?? 'http://localhost/'): string {
   const s = modelOrUrl.trim();
   if (!s) throw new Error('planner model: give a URL of a folder with config.json and model.safetensors, or a Hugging Face repo id');
-  if (/^[\w.-]+\/[\w.-]+$/.test(s) && !s.startsWith('.')) return `https://huggingface.co/${s}/resolve/main/`;
-  const url = new URL(s, base).href;
-  return url.endsWith('/') ? url : `${url}/`;
+  if (HUB_REPO.test(s) && !s.includes('..')) return `https://huggingface.co/${s}/resolve/main/`;
+  let url: URL;
+  if (/^https?:\/\//i.test(s)) {
+    try {
+      url = new URL(s);
+    } catch {
+      throw new Error(`planner model: '${s}' is not a valid URL`);
+    }
+    const page = url.hostname === 'huggingface.co' ? /^\/([^/]+\/[^/]+?)\/?(?:tree\/main\/?)?$/.exec(url.pathname) : null;
+    if (page && HUB_REPO.test(page[1])) return `https://huggingface.co/${page[1]}/resolve/main/`;
+  } else if (/^\.{0,2}\//.test(s)) {
+    url = new URL(s, base);
+  } else {
+    throw new Error(
+      `planner model: '${s}' is neither a Hugging Face repo id (organisation/name, e.g. Qwen/Qwen2.5-0.5B-Instruct) nor a URL (https://…, or a path starting with / or ./)`,
+    );
+  }
+  return url.href.endsWith('/') ? url.href : `${url.href}/`;
 }
 
 /** A readable name for a model URL: the hub repo's name, else the folder's. */
@@ -35,6 +59,21 @@ export interface LoadEnginesOptions {
   adapterId?: string | null;
   onProgress?: (which: 'planner' | 'shared', p: LoadProgress) => void;
   dbName?: string;
+  /** Aborting ends the load: both workers are terminated and the call rejects with the signal's reason. */
+  signal?: AbortSignal;
+  /**
+   * Load only from this browser's caches (reloading the last models when the page starts): a model not
+   * wholly cached is a NotCachedError and nothing is downloaded.
+   */
+  cacheOnly?: boolean;
+}
+
+/** The models are not (all) in this browser's cache, and the load was told not to download (cacheOnly). */
+export class ModelNotCachedError extends Error {
+  constructor(what: string) {
+    super(`${what} is not (all) in this browser's cache any more`);
+    this.name = 'ModelNotCachedError';
+  }
 }
 
 export interface LoadedEngines extends AgentEngines {
@@ -44,8 +83,8 @@ export interface LoadedEngines extends AgentEngines {
 }
 
 /** The planner's load spec and what to tell the user about it. */
-async function plannerSpec(o: LoadEnginesOptions): Promise<{ spec: { kind: 'url'; url: string; webllmCache?: 'cache' | 'indexeddb' | 'none' }; notes: string[] }> {
-  if (!o.plannerFromShared) return { spec: { kind: 'url', url: plannerModelUrl(o.plannerModel) }, notes: [] };
+async function plannerSpec(o: LoadEnginesOptions): Promise<{ spec: { kind: 'url'; url: string; webllmCache?: 'cache' | 'indexeddb' | 'none'; cacheOnly?: boolean }; notes: string[] }> {
+  if (!o.plannerFromShared) return { spec: { kind: 'url', url: plannerModelUrl(o.plannerModel), cacheOnly: o.cacheOnly }, notes: [] };
   const shared = o.sharedModel?.trim();
   if (!shared) throw new Error('planner model: "use the shared model\'s download" needs a shared web-llm model');
   const [{ prebuiltAppConfig }, { plannerSourceForWebLlmModel }, { getGpu }] = await Promise.all([
@@ -54,7 +93,7 @@ async function plannerSpec(o: LoadEnginesOptions): Promise<{ spec: { kind: 'url'
     import('../gpu/device'),
   ]);
   const s = plannerSourceForWebLlmModel({ f16: (await getGpu()).caps.f16 }, prebuiltAppConfig, shared);
-  return { spec: { kind: 'url', url: s.url, webllmCache: s.webllmCache }, notes: s.fallbackReason ? [s.fallbackReason] : [] };
+  return { spec: { kind: 'url', url: s.url, webllmCache: s.webllmCache, cacheOnly: o.cacheOnly }, notes: s.fallbackReason ? [s.fallbackReason] : [] };
 }
 
 /** Makes the stored adapter `id` (IndexedDB 'adapters') active in the planner worker. */
@@ -71,36 +110,71 @@ export async function activateStoredAdapter(client: import('../engine/planner-cl
   await client.setActiveAdapter(id);
 }
 
-export async function loadEngines(o: LoadEnginesOptions): Promise<LoadedEngines> {
-  const { PlannerClient, RemotePlannerEngine } = await import('../engine/planner-client');
-  const client = new PlannerClient();
-  let shared: ChatEngine & { dispose?: () => Promise<void> };
+/** The web-llm record `modelId` resolves to on this GPU (its q4f32 sibling without shader-f16); throws naming a bad id. */
+export async function sharedModelRecord(modelId: string): Promise<import('@mlc-ai/web-llm').ModelRecord> {
+  const [{ prebuiltAppConfig }, { selectWebLlmModel }, { getGpu }] = await Promise.all([import('@mlc-ai/web-llm'), import('../engine/webllm/model-select'), import('../gpu/device')]);
+  let choice: { modelId: string };
   try {
-    const { spec, notes } = await plannerSpec(o);
-    const info = await client.load(spec, { name: modelNameOf(plannerModelUrl(spec.url)) }, (p) => o.onProgress?.('planner', p));
+    choice = selectWebLlmModel({ f16: (await getGpu()).caps.f16 }, prebuiltAppConfig, modelId);
+  } catch (e) {
+    throw new Error(`shared model: ${(e as Error).message}`);
+  }
+  return prebuiltAppConfig.model_list.find((r) => r.model_id === choice.modelId)!;
+}
+
+export async function loadEngines(o: LoadEnginesOptions): Promise<LoadedEngines> {
+  const sharedId = o.sharedModel?.trim();
+  // Both ids are checked before anything downloads: a bad shared id must not cost the planner's download.
+  const sharedRecord = sharedId ? await sharedModelRecord(sharedId) : null;
+  const { spec, notes } = await plannerSpec(o);
+  if (o.cacheOnly && sharedRecord) {
+    const { webllmFiles } = await import('./model-files');
+    if (!(await webllmFiles(sharedRecord)).complete) throw new ModelNotCachedError(`the shared model ${sharedRecord.model_id}`);
+  }
+  const { PlannerClient, RemotePlannerEngine } = await import('../engine/planner-client');
+  o.signal?.throwIfAborted();
+  const client = new PlannerClient();
+  let shared: (ChatEngine & { dispose?: () => Promise<void> }) | null = null;
+  try {
+    // A terminated worker never answers: the load is raced against the signal, then the worker ended.
+    const info = await untilAborted(
+      Promise.race([client.load(spec, { name: modelNameOf(plannerModelUrl(spec.url)) }, (p) => o.onProgress?.('planner', p)), client.failed]),
+      o.signal,
+    ).catch((e: Error) => {
+      if (e?.name === 'NotCachedError') throw new ModelNotCachedError(`the planner ${modelNameOf(plannerModelUrl(spec.url))}`);
+      throw e;
+    });
     if (info.chatTemplateSource === 'mlc-chat-config.json conv_template') {
       notes.push("the planner's chat template is rebuilt from mlc-chat-config.json (tokenizer_config.json is not in web-llm's cache and could not be downloaded)");
     }
-    if (o.adapterId) await activateStoredAdapter(client, o.adapterId, o.dbName);
-    const planner = new RemotePlannerEngine(client, info.id);
-    if (o.sharedModel?.trim()) {
-      const { createWebLlmEngine } = await import('../engine/webllm/webllm-engine');
-      shared = await createWebLlmEngine({ modelId: o.sharedModel.trim(), onProgress: (p) => o.onProgress?.('shared', p) });
-    } else {
-      // The frozen modules run on the planner's base weights: the adapter is the planner's alone.
-      shared = baseModelView(planner);
+    if (o.adapterId) {
+      try {
+        await untilAborted(activateStoredAdapter(client, o.adapterId, o.dbName), o.signal);
+      } catch (e) {
+        // Reloading on start keeps the model when its adapter is gone or refused; a load the user asked for fails.
+        if (!o.cacheOnly || o.signal?.aborted) throw e;
+        notes.push(`the adapter ${o.adapterId} was not activated: ${(e as Error).message}`);
+      }
     }
+    const planner = new RemotePlannerEngine(client, info.id, info.maxContext);
+    if (sharedRecord) {
+      const { createWebLlmEngine } = await import('../engine/webllm/webllm-engine');
+      shared = await createWebLlmEngine({ modelId: sharedId, signal: o.signal, onProgress: (p) => o.onProgress?.('shared', p) });
+    }
+    // Without a shared model the frozen modules run on the planner's base weights: the adapter is the planner's alone.
+    const sharedEngine = shared ?? baseModelView(planner);
     return {
       planner,
-      shared,
+      shared: sharedEngine,
       notes,
       dispose() {
         client.terminate();
-        void shared.dispose?.();
+        void shared?.dispose?.();
       },
     };
   } catch (e) {
     client.terminate();
+    void shared?.dispose?.();
     throw e;
   }
 }

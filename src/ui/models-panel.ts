@@ -10,6 +10,8 @@ import type { LoadProgress } from '../engine/types';
 import type { ToolRegistry } from '../tools/registry';
 import { scriptedDemoEngines } from './demo-engines';
 import { deleteCachedModel, listCachedModels, type CachedModel } from './model-cache';
+import { loadModelChoice, saveModelChoice, type ModelChoice } from './model-choice';
+import type { SizeReport } from './model-files';
 import { ProgressTracker, formatBytes, formatSeconds, type ProgressSummary } from './progress-tracker';
 import { resourceWarnings } from './resource-warnings';
 import './gpu-capabilities';
@@ -22,6 +24,25 @@ export interface EnginesChosenDetail {
   label: string;
   /** The planner worker's client when real models were loaded (to activate adapters). */
   plannerClient?: unknown;
+}
+
+/** `agentflow-models-loading`: a load started or moved on (detail set), or ended (null). */
+export interface ModelsLoadingDetail {
+  /** What is loading, as the form names it, e.g. 'Qwen/Qwen2.5-0.5B-Instruct + Qwen2.5-1.5B-Instruct-q4f16_1-MLC'. */
+  what: string;
+  /** Reloading the last models from the cache as the page starts. */
+  restoring: boolean;
+  percent: number | null;
+}
+
+/** The download size of the models in the form, per engine and together (see model-files.ts). */
+interface Sizes {
+  planner: SizeReport | null;
+  shared: SizeReport | null;
+  both: SizeReport | null;
+  /** Sizes came from the servers (Check download size), not only from the cache. */
+  checked: boolean;
+  error?: string;
 }
 
 export class AgentflowModelsPanel extends LitElement {
@@ -37,6 +58,13 @@ export class AgentflowModelsPanel extends LitElement {
     busy: { state: true },
     error: { state: true },
     plannerFromShared: { state: true },
+    restore: { type: Boolean },
+    plannerModel: { state: true },
+    sharedModel: { state: true },
+    adapterId: { state: true },
+    plannerFieldError: { state: true },
+    sizes: { state: true },
+    notice: { state: true },
   };
   declare registry: ToolRegistry | undefined;
   declare dbName: string | undefined;
@@ -51,6 +79,18 @@ export class AgentflowModelsPanel extends LitElement {
   declare error: string | null;
   /** The planner reads the shared model's web-llm download (one download for both engines). */
   declare plannerFromShared: boolean;
+  /** Reload the last models from the cache when the panel starts (the app sets it; the cache only, no download). */
+  declare restore: boolean;
+  declare plannerModel: string;
+  declare sharedModel: string;
+  declare adapterId: string;
+  /** Why the planner field cannot be loaded as typed, checked as the user types. */
+  declare plannerFieldError: string | null;
+  declare sizes: Sizes | null;
+  /** A note that is not an error (a cancelled load, last models no longer cached). */
+  declare notice: string | null;
+  private controller: AbortController | null = null;
+  private sizeRun = 0;
 
   constructor() {
     super();
@@ -61,6 +101,13 @@ export class AgentflowModelsPanel extends LitElement {
     this.busy = false;
     this.error = null;
     this.plannerFromShared = false;
+    this.restore = false;
+    this.plannerModel = DEFAULT_PLANNER_MODEL;
+    this.sharedModel = SHARED_MODEL_CHOICES[1];
+    this.adapterId = '';
+    this.plannerFieldError = null;
+    this.sizes = null;
+    this.notice = null;
   }
 
   static override styles = css`
@@ -77,12 +124,14 @@ export class AgentflowModelsPanel extends LitElement {
     td.num { text-align: right; font-variant-numeric: tabular-nums; }
     progress { width: min(32rem, 100%); }
     .row { display: flex; gap: 0.5rem; flex-wrap: wrap; align-items: center; }
+    .field-error { color: var(--agentflow-error-color, #b00020); font-size: 0.85rem; }
+    .size { font-size: 0.9rem; margin: 0.4rem 0; }
     label.check { display: flex; gap: 0.4rem; align-items: baseline; margin: 0.4rem 0; max-width: 32rem; }
   `;
 
   override connectedCallback(): void {
     super.connectedCallback();
-    void this.refreshCache();
+    void this.start();
     void navigator.storage?.estimate?.().then((e) => (this.storage = e)).catch(() => undefined);
     this.addEventListener('gpu-capabilities', this.onCaps as EventListener);
   }
@@ -97,6 +146,21 @@ export class AgentflowModelsPanel extends LitElement {
     this.gpuError = e.detail.error;
   };
 
+  /** Fills the form with the last models loaded and, when the app asks (restore), loads them from the cache. */
+  private async start(): Promise<void> {
+    await this.refreshCache();
+    const last = await loadModelChoice(this.dbName);
+    if (last) {
+      this.plannerModel = last.plannerModel;
+      this.sharedModel = last.sharedModel;
+      this.plannerFromShared = last.plannerFromShared;
+      this.adapterId = last.adapterId ?? '';
+    }
+    this.checkPlannerField();
+    void this.estimateSizes(false);
+    if (last?.restore && this.restore && !this.busy) await this.load({ restoring: true });
+  }
+
   async refreshCache(): Promise<void> {
     try {
       this.cached = await listCachedModels();
@@ -109,43 +173,144 @@ export class AgentflowModelsPanel extends LitElement {
   private async deleteModel(m: CachedModel): Promise<void> {
     await deleteCachedModel(m.key);
     await this.refreshCache();
+    void this.estimateSizes(this.sizes?.checked ?? false);
   }
 
   private choose(detail: EnginesChosenDetail): void {
     this.dispatchEvent(new CustomEvent<EnginesChosenDetail>('agentflow-engines', { detail, bubbles: true, composed: true }));
   }
 
-  private async load(): Promise<void> {
-    const root = this.renderRoot;
-    const planner = (root.querySelector('#planner-model') as HTMLInputElement).value.trim() || DEFAULT_PLANNER_MODEL;
-    const shared = (root.querySelector('#shared-model') as HTMLInputElement).value.trim();
-    const adapter = (root.querySelector('#adapter-id') as HTMLInputElement | null)?.value.trim() || null;
+  private choice(restore: boolean): ModelChoice {
+    return { plannerModel: this.plannerModel.trim() || DEFAULT_PLANNER_MODEL, plannerFromShared: this.plannerFromShared, sharedModel: this.sharedModel.trim(), adapterId: this.adapterId.trim() || null, restore };
+  }
+
+  /** What the form would load, in words. */
+  private describeChoice(c: ModelChoice): string {
+    const planner = c.plannerFromShared ? `the planner from ${c.sharedModel}` : c.plannerModel;
+    return c.sharedModel && !c.plannerFromShared ? `${planner} + ${c.sharedModel}` : planner;
+  }
+
+  private checkPlannerField(): void {
+    if (this.plannerFromShared) {
+      this.plannerFieldError = null;
+      return;
+    }
+    void import('./model-loader').then(({ plannerModelUrl }) => {
+      try {
+        plannerModelUrl(this.plannerModel.trim() || DEFAULT_PLANNER_MODEL);
+        this.plannerFieldError = null;
+      } catch (e) {
+        this.plannerFieldError = (e as Error).message;
+      }
+    });
+  }
+
+  private onField(which: 'plannerModel' | 'sharedModel' | 'adapterId', e: Event): void {
+    this[which] = (e.target as HTMLInputElement).value;
+    if (which === 'plannerModel') this.checkPlannerField();
+    if (which !== 'adapterId') void this.estimateSizes(false);
+  }
+
+  /**
+   * The form's models' download size. Without `network` only this browser's caches are read (what is
+   * already here, and web-llm shard sizes from a cached tensor-cache.json); with it the servers are asked
+   * (HEAD requests, the small JSON indexes), which the user asks for with "Check download size".
+   */
+  async estimateSizes(network: boolean): Promise<void> {
+    const run = ++this.sizeRun;
+    const c = this.choice(false);
+    try {
+      const [{ plannerFiles, webllmFiles, combine }, { plannerModelUrl, sharedModelRecord }, { webllmModelUrl }] = await Promise.all([
+        import('./model-files'),
+        import('./model-loader'),
+        import('../engine/io/webllm-cache'),
+      ]);
+      const record = c.sharedModel ? await sharedModelRecord(c.sharedModel) : null;
+      const shared = record ? await webllmFiles(record, { network }) : null;
+      let planner: SizeReport | null;
+      if (c.plannerFromShared) planner = record ? await plannerFiles(webllmModelUrl(record.model), { network, mlc: true }) : null;
+      else planner = await plannerFiles(plannerModelUrl(c.plannerModel), { network });
+      const both = planner && shared ? combine(planner, shared) : (planner ?? shared);
+      if (run === this.sizeRun) this.sizes = { planner, shared, both, checked: network };
+    } catch (e) {
+      if (run === this.sizeRun) this.sizes = { planner: null, shared: null, both: null, checked: network, error: (e as Error).message };
+    }
+  }
+
+  /** Stops the load in progress (both workers end); the engines in use stay as they were. */
+  cancelLoad(): void {
+    this.controller?.abort(new DOMException('Cancelled by the user', 'AbortError'));
+  }
+
+  private loading(detail: ModelsLoadingDetail | null): void {
+    this.dispatchEvent(new CustomEvent<ModelsLoadingDetail | null>('agentflow-models-loading', { detail, bubbles: true, composed: true }));
+  }
+
+  /**
+   * Loads the form's models. `restoring`: the page is starting and reloads the last models from the cache
+   * only; what is not cached any more is left for the user to download.
+   */
+  async load(o: { restoring?: boolean } = {}): Promise<void> {
+    if (this.busy) return;
+    if (this.plannerFieldError && !this.plannerFromShared) {
+      this.error = this.plannerFieldError;
+      return;
+    }
+    const c = this.choice(true);
+    const what = this.describeChoice(c);
+    const controller = new AbortController();
+    this.controller = controller;
     this.busy = true;
     this.error = null;
+    this.notice = null;
+    this.progress = {};
     const trackers: Record<string, ProgressTracker> = { planner: new ProgressTracker(), shared: new ProgressTracker() };
+    this.loading({ what, restoring: !!o.restoring, percent: null });
     try {
       const { loadEngines } = await import('./model-loader');
       const engines = await loadEngines({
-        plannerModel: planner,
-        plannerFromShared: this.plannerFromShared,
-        ...(shared ? { sharedModel: shared } : {}),
-        adapterId: adapter,
+        plannerModel: c.plannerModel,
+        plannerFromShared: c.plannerFromShared,
+        ...(c.sharedModel ? { sharedModel: c.sharedModel } : {}),
+        adapterId: c.adapterId,
         dbName: this.dbName,
+        signal: controller.signal,
+        cacheOnly: !!o.restoring,
         onProgress: (which: 'planner' | 'shared', p: LoadProgress) => {
           trackers[which].update(p);
           this.progress = { ...this.progress, [which]: trackers[which].summary() };
+          this.loading({ what, restoring: !!o.restoring, percent: trackers[which].summary().percent });
         },
       });
       // The bars stay, marked finished, so the user sees what was loaded.
       this.progress = Object.fromEntries(Object.entries(this.progress).map(([k, s]) => [k, { ...s, secondsLeft: null, status: 'loaded' }]));
       const label = servesAllModules(engines) ? `${engines.planner.id} (all modules)` : `${engines.planner.id} + ${engines.shared.id}`;
+      await saveModelChoice(c, this.dbName).catch(() => undefined);
       this.choose({ engines, label: engines.notes.length ? `${label}; ${engines.notes.join('; ')}` : label });
     } catch (e) {
-      this.error = (e as Error).message ?? String(e);
+      this.progress = {};
+      const err = e as Error;
+      if (controller.signal.aborted) this.notice = `Loading ${what} was cancelled; nothing changed.`;
+      else if (o.restoring && err?.name === 'ModelNotCachedError') {
+        this.notice = `Your last models (${what}) were not reloaded: ${err.message}. Press “Download and load models” to download them again.`;
+      } else {
+        const msg = err?.message ?? String(e);
+        // The page knows best whether the browser is offline (a worker's fetch only says it failed).
+        this.error = navigator.onLine === false && !/offline/i.test(msg) ? `You appear to be offline: ${msg}` : msg;
+      }
     } finally {
       this.busy = false;
+      this.controller = null;
+      this.loading(null);
       void this.refreshCache();
+      void this.estimateSizes(this.sizes?.checked ?? false);
     }
+  }
+
+  private useDemo(): void {
+    // The ids stay in the form; the next start no longer loads them on its own.
+    void saveModelChoice(this.choice(false), this.dbName).catch(() => undefined);
+    this.choose({ engines: scriptedDemoEngines(), label: 'scripted demo (no model)' });
   }
 
   private renderProgress(which: string, s: ProgressSummary) {
@@ -156,6 +321,29 @@ export class AgentflowModelsPanel extends LitElement {
         <br /><progress max="100" .value=${pct ?? 0}></progress>
       </label>
       <div><small>${s.status}</small></div>
+    </div>`;
+  }
+
+  private renderSizes() {
+    const z = this.sizes;
+    if (!z || (z.error && this.plannerFieldError)) return nothing;
+    if (z.error) return html`<p class="size" data-testid="download-size">Download size: unknown (${z.error})</p>`;
+    const line = (label: string, r: SizeReport | null) => {
+      if (!r) return null;
+      if (r.complete) return `${label}: ${formatBytes(r.total)}, all in this browser already`;
+      const left = r.total - r.cached;
+      if (r.unknown === 0) return `${label}: ${formatBytes(left)} to download${r.cached ? ` (${formatBytes(r.cached)} of ${formatBytes(r.total)} already in this browser)` : ''}`;
+      if (z.checked) return `${label}: at least ${formatBytes(left)} to download (the server did not give every file's size)`;
+      return `${label}: ${r.cached ? `${formatBytes(r.cached)} already in this browser, the rest` : 'not in this browser;'} size not checked yet`;
+    };
+    const parts = [line('Planner', z.planner), this.plannerFromShared ? null : line('shared model', z.shared)].filter(Boolean);
+    const both = z.both && z.planner && z.shared && !this.plannerFromShared && z.both.unknown === 0 && !z.both.complete ? `; in all ${formatBytes(z.both.total - z.both.cached)}` : '';
+    const anyUnknown = [z.planner, z.shared].some((r) => r && r.unknown > 0 && !r.complete);
+    return html`<div class="size row">
+      <span data-testid="download-size">Download size: ${parts.join('; ')}${both}.</span>
+      ${anyUnknown && !z.checked
+        ? html`<button type="button" ?disabled=${this.busy} title="Asks the models' servers for the file sizes; downloads no model file" @click=${() => this.estimateSizes(true)}>Check download size</button>`
+        : nothing}
     </div>`;
   }
 
@@ -171,23 +359,32 @@ export class AgentflowModelsPanel extends LitElement {
         <h3 id="models-h">Models</h3>
         <p>In use: <strong data-testid="engines-in-use">${this.current}</strong></p>
         <label class="field">Planner model (Hugging Face repo id or URL of a folder with config.json, model.safetensors, tokenizer.json; or of a web-llm build such as mlc-ai/Qwen2.5-0.5B-Instruct-q4f16_1-MLC, read 4-bit)
-          <input id="planner-model" type="text" value=${DEFAULT_PLANNER_MODEL} autocomplete="off" ?disabled=${this.plannerFromShared} />
+          <input id="planner-model" type="text" .value=${this.plannerModel} autocomplete="off" ?disabled=${this.plannerFromShared}
+            aria-invalid=${this.plannerFieldError ? 'true' : 'false'} aria-describedby="planner-model-error" @input=${(e: Event) => this.onField('plannerModel', e)} />
         </label>
+        <div id="planner-model-error" class="field-error" data-testid="planner-model-error">${this.plannerFieldError ?? ''}</div>
         <label class="check">
-          <input id="planner-from-shared" type="checkbox" .checked=${this.plannerFromShared} @change=${(e: Event) => (this.plannerFromShared = (e.target as HTMLInputElement).checked)} />
+          <input id="planner-from-shared" type="checkbox" .checked=${this.plannerFromShared} @change=${(e: Event) => {
+            this.plannerFromShared = (e.target as HTMLInputElement).checked;
+            this.checkPlannerField();
+            void this.estimateSizes(false);
+          }} />
           Planner uses the shared model's download (its 4-bit web-llm build; one download for both engines, the adapter trains on the 4-bit weights)
         </label>
         <label class="field">Shared model for executor, verifier and generator (web-llm id; empty: the planner does everything)
-          <input id="shared-model" type="text" list="shared-models" value=${SHARED_MODEL_CHOICES[1]} autocomplete="off" />
+          <input id="shared-model" type="text" list="shared-models" .value=${this.sharedModel} autocomplete="off" @input=${(e: Event) => this.onField('sharedModel', e)} />
           <datalist id="shared-models">${SHARED_MODEL_CHOICES.map((m) => html`<option value=${m}></option>`)}</datalist>
         </label>
         <label class="field">LoRA adapter to activate (optional; see Training)
-          <input id="adapter-id" type="text" autocomplete="off" />
+          <input id="adapter-id" type="text" autocomplete="off" .value=${this.adapterId} @input=${(e: Event) => this.onField('adapterId', e)} />
         </label>
+        ${this.renderSizes()}
         <div class="row">
           <button type="button" ?disabled=${this.busy || !!this.gpuError} @click=${() => this.load()}>Download and load models</button>
-          <button type="button" ?disabled=${this.busy} @click=${() => this.choose({ engines: scriptedDemoEngines(), label: 'scripted demo (no model)' })}>Use the scripted demo</button>
+          ${this.busy ? html`<button type="button" @click=${() => this.cancelLoad()}>Cancel loading</button>` : nothing}
+          <button type="button" ?disabled=${this.busy} @click=${() => this.useDemo()}>Use the scripted demo</button>
         </div>
+        ${this.notice ? html`<p role="status" data-testid="models-notice">${this.notice}</p>` : nothing}
         ${Object.entries(this.progress).map(([k, s]) => this.renderProgress(k, s))}
         ${this.error ? html`<p class="warn" role="alert">${this.error}</p>` : nothing}
       </section>
@@ -216,7 +413,7 @@ export class AgentflowModelsPanel extends LitElement {
       </section>
       <section aria-labelledby="privacy-h">
         <h3 id="privacy-h">Privacy and tools</h3>
-        <p>Models, conversations, memory and adapters stay in this browser. Tools marked <em>network</em> send the agent's queries off this device (to Wikipedia or your search endpoint); they are off until you allow them here.</p>
+        <p>Models, conversations, memory and adapters stay in this browser. Tools marked <em>network</em> send the agent's queries off this device (to Wikipedia or your search endpoint); each says whether it will run, and a network tool waits for your permission before it does.</p>
         <agentflow-tool-switches .registry=${this.registry} db-name=${this.dbName ?? nothing}></agentflow-tool-switches>
       </section>
     `;

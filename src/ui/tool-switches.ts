@@ -1,9 +1,15 @@
-// The user's tool switches: on/off per tool and, for tools whose card says they use the network, a
-// separate permission that stays off until the user gives it. Saved in settings so consent survives a
-// reload.
+// The user's tool switches, one state per tool that says whether the agent will call it: off, on, or (a
+// tool whose card says it uses the network) on but waiting for the user's permission to use the network,
+// given with its own button. Switching a network tool off also withdraws that permission. Saved in
+// settings so consent survives a reload.
 import { LitElement, css, html, nothing } from 'lit';
 import { getSetting, putSetting } from '../store/settings';
 import type { ToolRegistry, ToolStatus, ToolSwitches } from '../tools/registry';
+
+/** Whether the agent will call the tool, in words. */
+export function toolState(t: Pick<ToolStatus, 'enabled' | 'available'>): 'off' | 'on' | 'on, waiting for network permission' {
+  return !t.enabled ? 'off' : t.available ? 'on' : 'on, waiting for network permission';
+}
 
 export const TOOL_SWITCHES_KEY = 'toolSwitches';
 
@@ -29,9 +35,11 @@ export class AgentflowToolSwitches extends LitElement {
     ul { list-style: none; padding: 0; margin: 0.25rem 0; }
     li { margin: 0.2rem 0; }
     .net { font-size: 0.75em; border: 1px solid currentColor; border-radius: 4px; padding: 0 0.25rem; margin-left: 0.35rem; }
-    .allow { margin-left: 1.5rem; display: block; }
+    .state { font-size: 0.85em; margin-left: 0.35rem; }
+    .state.waiting { color: #92400e; }
+    .allow { margin-left: 1.5rem; font: inherit; font-size: 0.85em; padding: 0.05rem 0.4rem; cursor: pointer; }
     .desc { font-size: 0.8em; opacity: 0.75; margin-left: 1.5rem; }
-    input:focus-visible { outline: 2px solid var(--agentflow-accent, #2563eb); outline-offset: 2px; }
+    input:focus-visible, button:focus-visible { outline: 2px solid var(--agentflow-accent, #2563eb); outline-offset: 2px; }
   `;
 
   override willUpdate(changed: Map<string, unknown>): void {
@@ -56,28 +64,30 @@ export class AgentflowToolSwitches extends LitElement {
     const reg = this.registry;
     if (!reg) return nothing;
     return html`<ul part="list" data-testid="tool-switches">
-      ${this.list.map(
-        (t) => html`<li data-tool=${t.name}>
+      ${this.list.map((t) => {
+        const state = toolState(t);
+        const waiting = state === 'on, waiting for network permission';
+        return html`<li data-tool=${t.name}>
           <label>
-            <input type="checkbox" .checked=${t.enabled} @change=${(e: Event) => {
-              reg.setEnabled(t.name, (e.target as HTMLInputElement).checked);
+            <input type="checkbox" .checked=${t.enabled} aria-describedby=${`state-${t.name}`} @change=${(e: Event) => {
+              const on = (e.target as HTMLInputElement).checked;
+              reg.setEnabled(t.name, on);
+              // Off withdraws consent too: switching a network tool back on asks again.
+              if (!on && t.usesNetwork) reg.revokeNetwork(t.name);
               this.save();
             }} />
             ${t.name}${t.usesNetwork ? html`<span class="net" data-testid="network-mark" title="Sends data over the network">network</span>` : nothing}
           </label>
-          ${t.usesNetwork
-            ? html`<label class="allow">
-                <input type="checkbox" .checked=${t.networkAllowed} @change=${(e: Event) => {
-                  if ((e.target as HTMLInputElement).checked) reg.allowNetwork(t.name);
-                  else reg.revokeNetwork(t.name);
-                  this.save();
-                }} />
-                Allow ${t.name} to send data over the network
-              </label>`
+          <span id=${`state-${t.name}`} class="state ${waiting ? 'waiting' : ''}" data-testid="tool-state">${state}</span>
+          ${waiting
+            ? html`<button type="button" class="allow" @click=${() => {
+                reg.allowNetwork(t.name);
+                this.save();
+              }}>Allow ${t.name} to use the network</button>`
             : nothing}
-          ${t.enabled && !t.available ? html`<div class="desc">Off until you allow network use.</div>` : nothing}
-        </li>`,
-      )}
+          ${t.usesNetwork && t.available ? html`<div class="desc">Sends the agent's queries off this device; switch it off to stop.</div>` : nothing}
+        </li>`;
+      })}
     </ul>`;
   }
 }

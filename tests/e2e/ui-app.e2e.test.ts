@@ -1,7 +1,8 @@
 // The app's production build, served from a sub-path: every tab renders and is reachable from the
 // keyboard, every control has an accessible name, a chat survives a reload, a benchmark file with a bad
 // line reports that line and imports and runs the rest, toy training runs and stores an adapter, and the
-// model cache lists and deletes what it holds. The scripted demo engines stand in for the models.
+// model cache lists and deletes what it holds. The scripted demo engines (chosen as a user would) stand in
+// for the models.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { build } from 'vite';
 import { mkdtempSync } from 'node:fs';
@@ -89,8 +90,9 @@ describe('the app', () => {
     const marks = page.locator('agentflow-models-panel [data-testid="network-mark"]');
     expect(await marks.count()).toBe(2);
     const wiki = page.locator('agentflow-models-panel [data-tool="wikipedia"]');
-    expect(await wiki.getByRole('checkbox', { name: /Allow wikipedia/ }).isChecked()).toBe(false);
-    expect(await wiki.textContent()).toContain('Off until you allow network use');
+    expect(await wiki.getByRole('checkbox', { name: /^wikipedia/ }).isChecked()).toBe(true);
+    expect(await wiki.locator('[data-testid="tool-state"]').textContent()).toBe('on, waiting for network permission');
+    expect(await wiki.getByRole('button', { name: 'Allow wikipedia to use the network' }).isVisible()).toBe(true);
     expect(errors).toEqual([]);
     await context.close();
   });
@@ -99,6 +101,8 @@ describe('the app', () => {
     const { context, page, errors } = await fresh();
     await pythonOff(page);
     await page.getByRole('tab', { name: 'Chat' }).click();
+    // No model is loaded: the chat offers the scripted demo.
+    await page.getByRole('button', { name: 'Try the demo' }).click();
     const input = page.getByRole('textbox', { name: 'Your question' });
     await input.fill('What is the capital of France?');
     await page.keyboard.press('Enter');
@@ -131,6 +135,7 @@ describe('the app', () => {
   it('imports a benchmark with a malformed line, reports the line, runs the rest and shows results', async () => {
     const { context, page, errors } = await fresh();
     await pythonOff(page);
+    await page.getByRole('button', { name: 'Use the scripted demo' }).click();
     await page.getByRole('tab', { name: 'Experiments' }).click();
     const jsonl = ['{"pid": "a1", "query": "What is 2+2?", "answer": "4"}', '{"pid": "a2", "query": broken', '', '{"pid": "a3", "question": "Name a primary colour.", "answer": "red"}'].join('\n');
     await page.locator('agentflow-experiments-panel [data-testid="benchmark-file"]').setInputFiles({ name: 'mini-bench.jsonl', mimeType: 'application/x-ndjson', buffer: Buffer.from(jsonl) });

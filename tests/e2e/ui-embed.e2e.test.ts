@@ -115,7 +115,7 @@ describe('<agentflow-chat> embedded in a plain page', () => {
     // A string, so the test runner does not rewrite the page's dynamic import.
     await page.evaluate(`(async () => {
       const lib = await import('${SUB}agentflow-chat.js');
-      const hostile = '**Bold** <img src=x onerror="window.__pwned=1"> <script>window.__pwned=2</scr' + 'ipt> [link](javascript:window.__pwned=3) <a href="https://example.org" onclick="window.__pwned=4">ok</a>';
+      const hostile = '**Bold** <img src=x onerror="window.__pwned=1"> <script>window.__pwned=2</scr' + 'ipt> [link](javascript:window.__pwned=3) <a href="https://example.org" onclick="window.__pwned=4">bad</a> <a href="https://example.org">ok</a>';
       const script = lib.demoScript();
       document.querySelector('agentflow-chat').engines = {
         planner: new lib.ScriptedEngine({ planner: script.planner }, 'planner:hostile'),
@@ -127,8 +127,11 @@ describe('<agentflow-chat> embedded in a plain page', () => {
     await text.waitFor({ timeout: 30_000 });
     const inner = await text.evaluate((el) => el.innerHTML);
     expect(inner).toContain('<strong>Bold</strong>');
-    expect(inner).not.toMatch(/<img|<script|onerror|onclick|javascript:/i);
-    // The safe link survives without its handler.
+    expect(inner).not.toMatch(/<img|<script|javascript:/i);
+    // No element got a handler: markup with one shows as the text the model wrote.
+    expect(await text.evaluate((el) => [...el.querySelectorAll('*')].flatMap((n) => [...n.attributes].map((a) => a.name)).filter((a) => a.startsWith('on')))).toEqual([]);
+    expect(await text.textContent()).toContain('<a href="https://example.org" onclick="window.__pwned=4">bad');
+    // The plain link survives as a link.
     const safe = text.getByRole('link', { name: 'ok' });
     expect(await safe.getAttribute('href')).toBe('https://example.org');
     await safe.evaluate((a) => a.addEventListener('click', (e) => e.preventDefault()));
@@ -182,6 +185,11 @@ describe('<agentflow-chat> embedded in a plain page', () => {
       };
     })()`);
     await page.getByRole('button', { name: 'Resume' }).click();
+    // Other engines than the run started on: the element asks before mixing them into one run.
+    const confirm = page.locator('agentflow-chat [data-testid="resume-confirm"]');
+    await confirm.waitFor({ timeout: 10_000 });
+    expect(await confirm.textContent()).toContain('This run started on the scripted demo (planner:slow + shared:slow); the engines now are the scripted demo (planner:unused + shared:resume)');
+    await page.getByRole('button', { name: 'Resume on the current engines' }).click();
     const answer = page.locator('agentflow-chat [data-testid="answer"] .text');
     await answer.waitFor({ timeout: 30_000 });
     expect(await answer.textContent()).toContain('From the tool: 7 letters, 0 digits, 1 spaces');

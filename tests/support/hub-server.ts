@@ -9,6 +9,8 @@ export interface HubFault {
   status?: number;
   /** Send the full Content-Length, then only this many bytes, then drop the connection. */
   cutAfter?: number;
+  /** Answer only after this many milliseconds (a download that hangs, for cancelling). */
+  delayMs?: number;
 }
 
 export interface HubServer {
@@ -26,6 +28,12 @@ export async function serveHub(repos: Record<string, string>): Promise<HubServer
   const requests: string[] = [];
   const faults = new Map<string, HubFault>();
   const server = createServer((req, res) => {
+    const delay = req.method === 'OPTIONS' ? 0 : (faults.get(decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname))?.delayMs ?? 0);
+    if (delay > 0) setTimeout(() => respond(req, res), delay).unref();
+    else respond(req, res);
+  });
+  const respond = (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => {
+    if (res.destroyed) return;
     res.setHeader('access-control-allow-origin', '*');
     res.setHeader('access-control-allow-headers', '*');
     if (req.method === 'OPTIONS') {
@@ -65,7 +73,7 @@ export async function serveHub(repos: Record<string, string>): Promise<HubServer
     }
     res.writeHead(404, { 'content-type': 'text/plain' });
     res.end(`Entry not found: ${path}`);
-  });
+  };
   await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
   const addr = server.address();
   if (!addr || typeof addr === 'string') throw new Error('hub server has no port');

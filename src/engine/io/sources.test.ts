@@ -1,7 +1,7 @@
 // urlSource's error paths with a stubbed fetch (Node has no Cache Storage; caching is covered in Chromium by
 // tests/e2e/model-download.e2e.test.ts), and pickedFilesSource with real File objects.
-import { describe, expect, it } from 'vitest';
-import { MissingFileError, pickedFilesSource, urlSource } from './sources.ts';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { MissingFileError, NotCachedError, pickedFilesSource, urlSource } from './sources.ts';
 import type { LoadProgress } from '../types.ts';
 
 const BASE = 'https://hub.example/Qwen/Tiny/resolve/main/';
@@ -16,6 +16,23 @@ function streamOf(chunks: Uint8Array[], failAfter?: number): ReadableStream<Uint
     },
   });
 }
+
+/** Cache Storage as urlSource uses it (Node has none): one in-memory cache per name. */
+function memoryCaches() {
+  const stores = new Map<string, Map<string, Response>>();
+  const open = async (name: string) => {
+    const m = stores.get(name) ?? new Map<string, Response>();
+    stores.set(name, m);
+    return {
+      match: async (url: string) => m.get(url)?.clone(),
+      put: async (url: string, res: Response) => void m.set(url, res),
+      delete: async (url: string) => m.delete(url),
+    };
+  };
+  return { stores, storage: { open, keys: async () => [...stores.keys()] } };
+}
+
+afterEach(() => vi.unstubAllGlobals());
 
 describe('urlSource', () => {
   it('streams a file with progress up to its size', async () => {
@@ -41,8 +58,12 @@ describe('urlSource', () => {
     await expect(src(403).readBytes('config.json')).rejects.toThrow(`download of ${BASE}config.json failed: HTTP 403 Forbidden`);
     await expect(src(500).readJson('config.json')).rejects.toThrow(`${BASE}config.json failed: HTTP 500`);
     await expect(src(404).readBytes('tokenizer.json')).rejects.toBeInstanceOf(MissingFileError);
-    const offline = urlSource(BASE, { cacheName: null, fetch: async () => { throw new TypeError('Failed to fetch'); } });
-    await expect(offline.readBytes('config.json')).rejects.toThrow(`download of ${BASE}config.json failed: Failed to fetch`);
+    const unreachable = urlSource(BASE, { cacheName: null, fetch: async () => { throw new TypeError('Failed to fetch'); } });
+    await expect(unreachable.readBytes('config.json')).rejects.toThrow(
+      `download of ${BASE}config.json failed: the server could not be reached, or it does not let this page read the file (Failed to fetch)`,
+    );
+    vi.stubGlobal('navigator', { onLine: false });
+    await expect(unreachable.readBytes('config.json')).rejects.toThrow(`download of ${BASE}config.json failed: you appear to be offline (Failed to fetch)`);
   });
 
   it('rejects a body cut short of its Content-Length, and an interrupted stream', async () => {
@@ -53,7 +74,7 @@ describe('urlSource', () => {
   });
 
   it('parses JSON and names a file that is not JSON', async () => {
-    const src = urlSource(BASE, { cacheName: null, fetch: async (u) => new Response(String(u).endsWith('a.json') ? '{"x":1}' : '<html>') });
+    const src = urlSource(BASE, { cacheName: null, fetch: async (u) => new Response(String(u).endsWith('a.json') ? '{"x":1}' : 'x = 1') });
     expect(await src.readJson('a.json')).toEqual({ x: 1 });
     await expect(src.readJson('b.json')).rejects.toThrow(/b\.json in https:\/\/hub\.example\/Qwen\/Tiny\/resolve\/main\/ is not valid JSON/);
   });
@@ -72,5 +93,37 @@ describe('pickedFilesSource', () => {
     expect(await src.readBytes('model.safetensors', (p) => events.push(p))).toEqual(new Uint8Array([1, 2, 3]));
     expect(events.at(-1)).toEqual({ file: 'model.safetensors', bytesDone: 3, bytesTotal: 3, fromCache: false });
     await expect(src.readBytes('tokenizer.json')).rejects.toBeInstanceOf(MissingFileError);
+  });
+});
+
+describe('urlSource and the cache', () => {
+  it('never stores a web page served for a model file, nor a JSON file that does not parse', async () => {
+    const { stores, storage } = memoryCaches();
+    vi.stubGlobal('caches', storage);
+    const page = '<!doctype html><html><body>app</body></html>';
+    const spa = urlSource(BASE, { fetch: async () => new Response(page, { headers: { 'content-type': 'text/html; charset=utf-8' } }) });
+    await expect(spa.readJson('config.json')).rejects.toThrow(`${BASE}config.json is a web page, not the model file config.json: check the model id or URL (nothing was stored)`);
+    // No content type, but the body is a page: still refused.
+    const sniffed = urlSource(BASE, { fetch: async () => new Response(page) });
+    await expect(sniffed.readBytes('model.safetensors')).rejects.toThrow(/is a web page, not the model file model\.safetensors/);
+    const broken = urlSource(BASE, { fetch: async () => new Response('{"a":') });
+    await expect(broken.readJson('tokenizer.json')).rejects.toThrow(/tokenizer\.json in .* is not valid JSON/);
+    expect([...(stores.get('agentflow-models')?.keys() ?? [])]).toEqual([]);
+    const good = urlSource(BASE, { fetch: async () => new Response('{"a":1}') });
+    expect(await good.readJson('config.json')).toEqual({ a: 1 });
+    expect([...stores.get('agentflow-models')!.keys()]).toEqual([`${BASE}config.json`]);
+  });
+
+  it('reads only the cache when told to: a file it lacks is a NotCachedError, and nothing is fetched', async () => {
+    const { storage } = memoryCaches();
+    vi.stubGlobal('caches', storage);
+    await urlSource(BASE, { fetch: async () => new Response('{"a":1}') }).readJson('config.json');
+    const fetched: string[] = [];
+    const cacheOnly = urlSource(BASE, { cacheOnly: true, fetch: async (u) => (fetched.push(String(u)), new Response('{}')) });
+    expect(await cacheOnly.readJson('config.json')).toEqual({ a: 1 });
+    const missing = await cacheOnly.readBytes('model.safetensors').catch((e) => e);
+    expect(missing).toBeInstanceOf(NotCachedError);
+    expect(missing.message).toBe(`model.safetensors from ${BASE} is not in this browser's cache`);
+    expect(fetched).toEqual([]);
   });
 });

@@ -157,6 +157,14 @@ export function pickedFilesSource(files: Iterable<File> | ArrayLike<File>): File
   };
 }
 
+/** A file a cache-only source (UrlSourceOptions.cacheOnly) does not have: loading it would download. */
+export class NotCachedError extends SourceError {
+  constructor(readonly file: string, where: string) {
+    super(`${file} from ${where} is not in this browser's cache`);
+    this.name = 'NotCachedError';
+  }
+}
+
 export const MODEL_CACHE_NAME = 'agentflow-models';
 
 export interface UrlSourceOptions {
@@ -164,6 +172,31 @@ export interface UrlSourceOptions {
   cacheName?: string | null;
   fetch?: typeof fetch;
   signal?: AbortSignal;
+  /**
+   * Read only what the cache holds, never the network: a file it lacks is a NotCachedError (reloading the
+   * last models on start must not download anything the user did not ask for this time).
+   */
+  cacheOnly?: boolean;
+}
+
+/**
+ * Why a fetch threw, in words: offline, or the host could not be reached (fetch itself only says "Failed
+ * to fetch"). `navigator.onLine` is false only when the browser knows it has no network.
+ */
+export function fetchFailureReason(e: unknown): string {
+  const raw = e instanceof Error ? e.message : String(e);
+  const offline = (globalThis as { navigator?: { onLine?: boolean } }).navigator?.onLine === false;
+  return offline
+    ? `you appear to be offline (${raw}); models already in this browser's cache load offline`
+    : `the server could not be reached, or it does not let this page read the file (${raw})`;
+}
+
+/** A response that is a web page (an app's index.html served for any path) is never a model file. */
+function isHtmlPage(res: Response, head: Uint8Array | null): boolean {
+  if (/^text\/html\b/i.test(res.headers.get('content-type') ?? '')) return true;
+  if (!head) return false;
+  const start = new TextDecoder().decode(head.subarray(0, 64)).trimStart().toLowerCase();
+  return start.startsWith('<!doctype html') || start.startsWith('<html');
 }
 
 /** The Cache Storage cache `name`, or null without one (no name, no Cache Storage, or an opaque origin). */
@@ -187,7 +220,7 @@ export function urlSource(base: string, opts: UrlSourceOptions = {}): FileSource
   const cacheName = opts.cacheName === undefined ? MODEL_CACHE_NAME : opts.cacheName;
   const openCache = () => openCacheOrNull(cacheName);
 
-  const readBytes = async (name: string, onProgress?: ProgressCallback): Promise<Uint8Array> => {
+  const readBytes = async (name: string, onProgress?: ProgressCallback, check?: (bytes: Uint8Array) => void): Promise<Uint8Array> => {
     const url = new URL(name, root).href;
     const cache = await openCache();
     const cached = cache ? await cache.match(url) : undefined;
@@ -197,11 +230,13 @@ export function urlSource(base: string, opts: UrlSourceOptions = {}): FileSource
       if (bytes) return bytes;
       await cache!.delete(url); // a damaged entry: drop it and download again
     }
+    if (opts.cacheOnly) throw new NotCachedError(name, root);
     let res: Response;
     try {
       res = await doFetch(url, { signal: opts.signal });
     } catch (e) {
-      throw new SourceError(`download of ${url} failed: ${(e as Error).message}`);
+      if (opts.signal?.aborted) throw e;
+      throw new SourceError(`download of ${url} failed: ${fetchFailureReason(e)}`);
     }
     if (res.status === 404) {
       // Remember the absence too (optional files such as tokenizer.json), so a cached model loads
@@ -210,8 +245,12 @@ export function urlSource(base: string, opts: UrlSourceOptions = {}): FileSource
       throw new MissingFileError(name, root);
     }
     if (!res.ok) throw new SourceError(`download of ${url} failed: HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ''}`);
+    if (isHtmlPage(res, null)) throw notAModelFile(url, name);
     const bytes = await readBody(res, url, name, false, onProgress);
     if (!bytes) throw new SourceError(`download of ${url} was cut short (fewer bytes than its Content-Length)`);
+    if (isHtmlPage(res, bytes)) throw notAModelFile(url, name);
+    // Only a file that is what its name says is kept (a JSON file that does not parse is not).
+    check?.(bytes);
     if (cache) {
       const headers = new Headers({ 'content-type': res.headers.get('content-type') ?? 'application/octet-stream', 'content-length': String(bytes.byteLength) });
       try {
@@ -224,9 +263,14 @@ export function urlSource(base: string, opts: UrlSourceOptions = {}): FileSource
   };
   return {
     label: root,
-    readBytes,
-    readJson: async (name) => parseJson(await readBytes(name), name, root),
+    readBytes: (name, onProgress) => readBytes(name, onProgress),
+    // A download that does not parse is refused before it is stored.
+    readJson: async (name) => parseJson(await readBytes(name, undefined, (b) => void parseJson(b, name, root)), name, root),
   };
+}
+
+function notAModelFile(url: string, name: string): SourceError {
+  return new SourceError(`${url} is a web page, not the model file ${name}: check the model id or URL (nothing was stored)`);
 }
 
 /** Reads a response body with progress; null when it ends short of its Content-Length. */

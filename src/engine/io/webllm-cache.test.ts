@@ -5,7 +5,7 @@ import 'fake-indexeddb/auto';
 import { IDBFactory } from 'fake-indexeddb';
 import { openDB } from 'idb';
 import { MissingFileError } from './sources.ts';
-import { sharedUrlSource, webllmCacheFor, webllmModelUrl } from './webllm-cache.ts';
+import { sharedUrlSource, webllmCacheFor, webllmModelUrl, modelUrlSource } from './webllm-cache.ts';
 
 /** Cache Storage semantics the source relies on: open by name, match / put / delete by URL. */
 function memoryCaches(): CacheStorage & { dump(): Record<string, string[]> } {
@@ -178,5 +178,16 @@ describe("sharedUrlSource over web-llm's IndexedDB backend", () => {
     expect(await src.knownFormat()).toBeNull();
     expect(caches.dump()).toEqual({ 'agentflow-models': [`${BASE}params_shard_0.bin`] });
     expect(await factory.databases()).toEqual([]);
+  });
+});
+
+describe('modelUrlSource', () => {
+  it('reads a plain folder URL as it is, and a hub URL through the shared source', async () => {
+    vi.stubGlobal('caches', memoryCaches());
+    const urls: string[] = [];
+    const fetch = (async (u: RequestInfo | URL) => (urls.push(String(u)), new Response('{"a":1}'))) as typeof globalThis.fetch;
+    expect(await modelUrlSource('https://site.example/models/tiny', { fetch }).readJson('config.json')).toEqual({ a: 1 });
+    expect(await modelUrlSource(BASE, { fetch }).readJson('config.json')).toEqual({ a: 1 });
+    expect(urls).toEqual(['https://site.example/models/tiny/config.json', `${BASE}config.json`]);
   });
 });

@@ -103,3 +103,14 @@ export function sharedUrlSource(model: string, opts: SharedUrlSourceOptions = {}
     },
   };
 }
+
+/**
+ * The source for a planner model URL: a Hugging Face style URL ('.../resolve/<rev>/') or an explicit web-llm
+ * cache backend shares web-llm's caches (sharedUrlSource, which reads web-llm's record URLs as web-llm does);
+ * any other URL is a plain folder, read as it is (sharedUrlSource would look under '<folder>/resolve/main/').
+ */
+export function modelUrlSource(url: string, opts: SharedUrlSourceOptions = {}): FileSource {
+  if (opts.webllmCache !== undefined || /\/resolve\/[^/]+\//.test(url)) return sharedUrlSource(url, opts);
+  const { webllmCache: _unused, ...rest } = opts;
+  return urlSource(url.endsWith('/') ? url : `${url}/`, rest);
+}

@@ -38,6 +38,8 @@ export interface WebLlmEngineOptions {
   /** Serve the compiled model library (.wasm) from here instead: `${modelLibBaseUrl}${file name}`. Must end in '/'. */
   modelLibBaseUrl?: string;
   onProgress?: (p: LoadProgress) => void;
+  /** Aborting ends the load: the worker is terminated and the call rejects with the signal's reason. */
+  signal?: AbortSignal;
   /** web-llm's raw report (its text is human-readable), for a status line. */
   onReport?: (r: InitProgressReport) => void;
   createWorker?: () => Worker;
@@ -78,9 +80,10 @@ export function classifyLoadError(e: unknown, record: ModelRecord): WebLlmEngine
     return new WebLlmEngineError('webgpu-unavailable', `web-llm could not load '${id}': WebGPU is not available in this browser (${cause})`, id, undefined, { cause: e });
   }
   if (DOWNLOAD_FAILURE.test(cause)) {
+    const offline = (globalThis as { navigator?: { onLine?: boolean } }).navigator?.onLine === false;
     return new WebLlmEngineError(
       'model-download',
-      `The model '${id}' could not be downloaded from ${record.model} (library ${record.model_lib}): ${cause}. ` +
+      `${offline ? 'You appear to be offline: the model' : 'The model'} '${id}' could not be downloaded from ${record.model} (library ${record.model_lib}): ${cause}. ` +
         'Check the internet connection, or set a model URL this browser can reach. Models already downloaded load offline.',
       id,
       record.model,
@@ -124,11 +127,18 @@ export async function createWebLlmEngine(options: WebLlmEngineOptions = {}): Pro
     options.onReport?.(r);
     options.onProgress?.(toLoadProgress(r, choice.modelId));
   };
+  const signal = options.signal;
+  const aborted = new Promise<never>((_, reject) => {
+    const onAbort = () => reject(signal!.reason ?? new DOMException('Aborted', 'AbortError'));
+    if (signal?.aborted) onAbort();
+    else signal?.addEventListener('abort', onAbort, { once: true });
+  });
   try {
-    const mlc = await Promise.race([CreateWebWorkerMLCEngine(worker, choice.modelId, { appConfig, initProgressCallback }), workerFailed]);
-    return new WebLlmChatEngine(mlc, worker, choice);
+    const mlc = await Promise.race([CreateWebWorkerMLCEngine(worker, choice.modelId, { appConfig, initProgressCallback }), workerFailed, aborted]);
+    return new WebLlmChatEngine(mlc, worker, choice, record.overrides?.context_window_size);
   } catch (e) {
     worker.terminate();
+    if (signal?.aborted) throw e;
     throw classifyLoadError(e, record);
   }
 }
@@ -160,6 +170,8 @@ export class WebLlmChatEngine implements ChatEngine {
     private readonly mlc: WebWorkerMLCEngine,
     private readonly worker: Worker,
     choice: ModelChoice,
+    /** The record's context_window_size override (prompt and reply together), when it has one. */
+    readonly contextTokens?: number,
   ) {
     this.modelId = choice.modelId;
     this.fallbackReason = choice.fallbackReason;
