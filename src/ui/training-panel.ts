@@ -23,6 +23,7 @@ import type { PolicyTrainer } from '../trainer/training-host';
 import type { RunResult, StoredRun } from '../trainer/run/run-store';
 import type { RolloutProgress } from '../trainer/run/collector';
 import { listRuns } from '../trainer/run/run-store-idb';
+import { isScripted } from '../agent/engines-used';
 import { keepAdapter } from '../store/training-storage';
 import { formatSeconds } from './progress-tracker';
 import { LORA_MODULES, type LoraModule } from '../engine/io/peft';
@@ -484,7 +485,9 @@ export class AgentflowTrainingPanel extends LitElement {
         ${start
           ? html`<p data-testid="start-adapter-note"><small>Training continues the stored adapter “${start.name}” (rank ${adapterShape(start).rank}, targets ${adapterShape(start).targets.join(', ')}); the stored copy is kept.</small></p>`
           : nothing}
-        <p data-testid="agent-availability"><small>${!canTrainPlanner
+        <p data-testid="agent-availability"><small>${!canTrainPlanner && this.engines && isScripted(this.engines)
+          ? 'The scripted demo is loaded: its answers are scripted, not a model’s, so there is no planner to train. Load a planner model in Models & GPU to train it on agent rollouts; the toy task shows Flow-GRPO learning meanwhile.'
+          : !canTrainPlanner
           ? 'Imported benchmark (agent rollouts) trains the real planner and needs a planner model loaded in Models & GPU (it runs on this page’s WebGPU runtime; a planner on web-llm gives no token ids to train on). Until then the toy task shows Flow-GRPO learning in any browser.'
           : !b?.items.length
             ? 'Import a benchmark with reference answers below to train the loaded planner on agent rollouts.'
