@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchChromium } from '../support/chromium';
 import { serveStatic, type StaticServer } from '../support/static-server';
+import { countOf, poll, textOf, textsOf } from '../support/poll';
 
 let server: StaticServer;
 let browser: Browser;
@@ -107,24 +108,20 @@ describe('the app', () => {
     await input.fill('What is the capital of France?');
     await page.keyboard.press('Enter');
     const answer = page.locator('agentflow-chat [data-testid="answer"] .text');
-    await answer.waitFor({ timeout: 30_000 });
-    expect(await answer.textContent()).toContain('You asked: What is the capital of France?');
+    await poll(textOf(answer)).toContain('You asked: What is the capital of France?');
     await page.getByRole('button', { name: /Show trajectory/ }).click();
-    expect(await page.locator('agentflow-chat .trajectory').textContent()).toContain('base_generator');
+    await poll(textOf(page.locator('agentflow-chat .trajectory'))).toContain('base_generator');
     await page.screenshot({ path: join(shots, 'chat-answer.png'), fullPage: true });
 
     await page.reload();
-    await page.getByRole('tab', { name: 'Chat' }).waitFor();
-    expect(await page.getByRole('tab', { name: 'Chat' }).getAttribute('aria-selected')).toBe('true');
+    await poll(() => page.getByRole('tab', { name: 'Chat' }).getAttribute('aria-selected')).toBe('true');
     const item = page.locator('agentflow-chat [data-testid="conversation-list"] button.open');
-    await item.first().waitFor();
-    expect(await item.allTextContents()).toEqual([expect.stringContaining('What is the capital of France?')]);
+    await poll(textsOf(item)).toEqual([expect.stringContaining('What is the capital of France?')]);
     await item.first().focus();
     await page.keyboard.press('Enter');
-    await answer.waitFor();
-    expect(await answer.textContent()).toContain('You asked: What is the capital of France?');
+    await poll(textOf(answer)).toContain('You asked: What is the capital of France?');
     // Python stayed off: the switch was stored.
-    expect(await page.locator('agentflow-models-panel [data-tool="python"] input[type="checkbox"]').isChecked()).toBe(false);
+    await poll(() => page.locator('agentflow-models-panel [data-tool="python"] input[type="checkbox"]').isChecked()).toBe(false);
     // Deleting removes it from the list and from storage.
     await page.getByRole('button', { name: /Delete conversation “What is the capital of France\?”/ }).click();
     await page.locator('agentflow-chat [data-testid="conversation-list"] li').waitFor({ state: 'detached' });
@@ -140,11 +137,8 @@ describe('the app', () => {
     const jsonl = ['{"pid": "a1", "query": "What is 2+2?", "answer": "4"}', '{"pid": "a2", "query": broken', '', '{"pid": "a3", "question": "Name a primary colour.", "answer": "red"}'].join('\n');
     await page.locator('agentflow-experiments-panel [data-testid="benchmark-file"]').setInputFiles({ name: 'mini-bench.jsonl', mimeType: 'application/x-ndjson', buffer: Buffer.from(jsonl) });
     const summary = page.locator('agentflow-experiments-panel [data-testid="import-summary"]');
-    await summary.waitFor();
-    expect(await summary.textContent()).toContain('Imported 2 items from “mini-bench”');
-    const problems = await page.locator('agentflow-experiments-panel [data-testid="import-problems"] li').allTextContents();
-    expect(problems).toHaveLength(1);
-    expect(problems[0]).toMatch(/^line 2 of mini-bench\.jsonl is not valid JSON/);
+    await poll(textOf(summary)).toContain('Imported 2 items from “mini-bench”');
+    await poll(textsOf(page.locator('agentflow-experiments-panel [data-testid="import-problems"] li'))).toEqual([expect.stringMatching(/^line 2 of mini-bench\.jsonl is not valid JSON/)]);
 
     await page.getByRole('spinbutton', { name: 'Turn budget' }).fill('2');
     await page.getByRole('button', { name: 'Run', exact: true }).click();
@@ -157,13 +151,13 @@ describe('the app', () => {
       undefined,
       { timeout: 60_000 },
     );
-    expect(await rows.count()).toBe(2);
+    await poll(countOf(rows)).toBe(2);
     const cells = await rows.first().locator('td').allTextContents();
     expect(cells[0]).toBe('a1');
     expect(cells[1]).toContain('You asked: What is 2+2?');
     expect(cells[2]).toBe('no');
     expect(cells[3]).toBe('base_generator×1');
-    expect(await page.locator('agentflow-experiments-panel [data-testid="runs"] tbody tr').first().textContent()).toContain('0/2 (0%)');
+    await poll(textOf(page.locator('agentflow-experiments-panel [data-testid="runs"] tbody tr').first())).toContain('0/2 (0%)');
     // A second run of item 2 only, compared side by side with the first.
     await page.getByRole('textbox', { name: /Items/ }).fill('2');
     await page.getByRole('button', { name: 'Run', exact: true }).click();
@@ -172,19 +166,19 @@ describe('the app', () => {
       const panel = document.querySelector('agentflow-app')?.shadowRoot?.querySelector('agentflow-experiments-panel');
       return panel?.shadowRoot?.querySelectorAll('[data-testid="runs"] tbody tr').length === 2 && !panel.shadowRoot.querySelector('progress');
     }, undefined, { timeout: 60_000 });
-    expect(await runs.first().textContent()).toContain('mini-bench × 1');
+    await poll(textOf(runs.first())).toContain('mini-bench × 1');
     await runs.nth(1).getByRole('button', { name: 'Compare' }).click();
     const cmp = page.locator('agentflow-experiments-panel [data-testid="comparison"] [data-testid="items"]');
-    await cmp.nth(1).waitFor();
-    expect(await cmp.nth(0).locator('tbody tr').count()).toBe(1);
-    expect(await cmp.nth(1).locator('tbody tr').count()).toBe(2);
-    expect(await cmp.nth(0).locator('tbody tr td').first().textContent()).toBe('a3');
+    // The comparison's tables appear before their rows have loaded: wait for the rows themselves.
+    await poll(countOf(cmp.nth(0).locator('tbody tr'))).toBe(1);
+    await poll(countOf(cmp.nth(1).locator('tbody tr'))).toBe(2);
+    await poll(textOf(cmp.nth(0).locator('tbody tr td').first())).toBe('a3');
     await page.screenshot({ path: join(shots, 'experiments-compare.png'), fullPage: true });
     await runs.nth(1).getByRole('button', { name: 'Results' }).click();
     await runs.nth(1).getByRole('button', { name: 'Compare' }).waitFor();
     // The item links to its trajectory.
     await rows.first().getByRole('button', { name: 'Open' }).click();
-    expect(await page.locator('agentflow-experiments-panel .trajectory').textContent()).toContain('What is 2+2?');
+    await poll(textOf(page.locator('agentflow-experiments-panel .trajectory'))).toContain('What is 2+2?');
     await page.screenshot({ path: join(shots, 'experiments.png'), fullPage: true });
     expect(errors).toEqual([]);
     await context.close();
@@ -214,15 +208,13 @@ describe('the app', () => {
     await waitStatus(/^done: step 12/);
     expect(await status.textContent()).toMatch(/^done: step 12, reward \d\.\d\d$/);
     // Each chart drew a line through the 12 steps.
-    const paths = await page.locator('agentflow-training-panel [data-testid="training-charts"] path').evaluateAll((ps) => ps.map((p) => (p.getAttribute('d') ?? '').split(/[ML]/).filter(Boolean).length));
+    const paths = () => page.locator('agentflow-training-panel [data-testid="training-charts"] path').evaluateAll((ps) => ps.map((p) => (p.getAttribute('d') ?? '').split(/[ML]/).filter(Boolean).length));
     // Reward (and its rolling mean), loss, KL, clip fraction, tokens/s and rollout time, 12 points each.
-    expect(paths).toEqual([12, 12, 12, 12, 12, 12, 12]);
+    await poll(paths).toEqual([12, 12, 12, 12, 12, 12, 12]);
     const adapters = page.locator('agentflow-training-panel [data-testid="adapters"] tbody tr');
-    await adapters.first().waitFor();
-    expect(await adapters.first().textContent()).toMatch(/toy-.* step 12/);
+    await poll(textOf(adapters.first())).toMatch(/toy-.* step 12/);
     await adapters.first().getByRole('button', { name: 'Activate' }).click();
-    await adapters.first().getByRole('button', { name: 'Deactivate' }).waitFor();
-    expect(await adapters.first().textContent()).toContain('(active)');
+    await poll(textOf(adapters.first())).toContain('(active)');
     // Checkpoints at the pause and at the end each stored an adapter.
     expect(await adapters.count()).toBeGreaterThanOrEqual(2);
     await page.screenshot({ path: join(shots, 'training.png'), fullPage: true });
@@ -240,8 +232,7 @@ describe('the app', () => {
     });
     await page.getByRole('button', { name: 'Refresh' }).click();
     const row = page.locator('agentflow-models-panel [data-testid="cached-models"] tbody tr');
-    await row.first().waitFor();
-    expect((await row.first().locator('td').allTextContents()).slice(0, 3)).toEqual(['Qwen/Qwen2.5-0.5B-Instruct', '2', '3.0 MiB']);
+    await poll(async () => (await row.first().locator('td').allTextContents()).slice(0, 3)).toEqual(['Qwen/Qwen2.5-0.5B-Instruct', '2', '3.0 MiB']);
     await page.screenshot({ path: join(shots, 'models-cache.png'), fullPage: true });
     await page.getByRole('button', { name: 'Delete cached model Qwen/Qwen2.5-0.5B-Instruct' }).click();
     await page.locator('agentflow-models-panel [data-testid="cache-empty"]').waitFor();
@@ -256,9 +247,8 @@ describe('the app', () => {
       const page = await noGpu.newPage();
       await page.goto(`${server.url}${SUB}`);
       const warnings = page.locator('agentflow-models-panel [data-testid="resource-warnings"]');
-      await warnings.waitFor({ timeout: 60_000 });
-      expect(await warnings.textContent()).toContain('WebGPU is not available here, so the models cannot run in this browser');
-      expect(await page.getByRole('button', { name: 'Download and load models' }).isDisabled()).toBe(true);
+      await poll(textOf(warnings), 60_000).toContain('WebGPU is not available here, so the models cannot run in this browser');
+      await poll(() => page.getByRole('button', { name: 'Download and load models' }).isDisabled()).toBe(true);
       expect(await page.getByRole('button', { name: 'Use the scripted demo' }).isEnabled()).toBe(true);
     } finally {
       await noGpu.close();

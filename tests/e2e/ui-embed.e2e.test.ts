@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { launchChromium } from '../support/chromium';
 import { serveStatic, type StaticServer } from '../support/static-server';
+import { poll, textOf, textsOf } from '../support/poll';
 
 let server: StaticServer;
 let browser: Browser;
@@ -55,9 +56,8 @@ describe('<agentflow-chat> embedded in a plain page', () => {
     });
     await ask(page, 'How many letters in abc 12?');
     const answer = page.locator('agentflow-chat [data-testid="answer"] .text');
-    await answer.waitFor({ timeout: 30_000 });
     // The page tool counted "How many letters in abc 12?": 19 letters, 2 digits, 5 spaces.
-    expect(await answer.textContent()).toContain('19 letters, 2 digits, 5 spaces');
+    await poll(textOf(answer)).toContain('19 letters, 2 digits, 5 spaces');
 
     const readEvents = () => page.evaluate(() => (window as unknown as { events: Array<{ type: string; detail: Record<string, unknown> }> }).events);
     // The answer is on screen once the generator's step renders; the answer event follows when the run has
@@ -76,9 +76,8 @@ describe('<agentflow-chat> embedded in a plain page', () => {
     await toggle.focus();
     await page.keyboard.press('Enter');
     const traj = page.locator('agentflow-chat .trajectory');
-    await traj.waitFor();
+    await poll(textOf(traj)).toContain('letter_count');
     const trajText = (await traj.textContent()) ?? '';
-    expect(trajText).toContain('letter_count');
     expect(trajText).toContain('"text": "How many letters in abc 12?"');
     expect(trajText).toContain('STOP');
     expect(await page.getByRole('button', { name: /Hide trajectory/ }).getAttribute('aria-expanded')).toBe('true');
@@ -97,11 +96,9 @@ describe('<agentflow-chat> embedded in a plain page', () => {
     await page.reload();
     await page.waitForFunction(() => (window as unknown as { embedReady?: boolean }).embedReady === true);
     const listed = page.locator('agentflow-chat [data-testid="conversation-list"] button.open');
-    await listed.first().waitFor();
-    expect(await listed.allTextContents()).toEqual([expect.stringContaining('How many letters in abc 12?')]);
+    await poll(textsOf(listed)).toEqual([expect.stringContaining('How many letters in abc 12?')]);
     await listed.first().click();
-    await answer.waitFor();
-    expect(await answer.textContent()).toContain('19 letters, 2 digits, 5 spaces');
+    await poll(textOf(answer)).toContain('19 letters, 2 digits, 5 spaces');
     expect(errors).toEqual([]);
     await context.close();
   });
@@ -124,9 +121,8 @@ describe('<agentflow-chat> embedded in a plain page', () => {
     })()`);
     await ask(page, 'Say something dangerous');
     const text = page.locator('agentflow-chat [data-testid="answer"] .text.md');
-    await text.waitFor({ timeout: 30_000 });
+    await poll(() => text.evaluate((el) => el.innerHTML)).toContain('<strong>Bold</strong>');
     const inner = await text.evaluate((el) => el.innerHTML);
-    expect(inner).toContain('<strong>Bold</strong>');
     expect(inner).not.toMatch(/<img|<script|javascript:/i);
     // No element got a handler: markup with one shows as the text the model wrote.
     expect(await text.evaluate((el) => [...el.querySelectorAll('*')].flatMap((n) => [...n.attributes].map((a) => a.name)).filter((a) => a.startsWith('on')))).toEqual([]);
@@ -169,9 +165,7 @@ describe('<agentflow-chat> embedded in a plain page', () => {
     const stop = page.getByRole('button', { name: 'Stop' });
     await stop.focus();
     await page.keyboard.press('Enter');
-    await page.getByRole('button', { name: 'Send' }).waitFor({ timeout: 10_000 });
-    const detail = await page.evaluate(() => (window as unknown as { slowAnswer: Record<string, unknown> }).slowAnswer);
-    expect(detail).toMatchObject({ status: 'interrupted', stopReason: 'aborted', answer: null });
+    await poll(() => page.evaluate(() => (window as unknown as { slowAnswer?: Record<string, unknown> }).slowAnswer ?? null), 10_000).toMatchObject({ status: 'interrupted', stopReason: 'aborted', answer: null });
     // The list is re-read from IndexedDB after the run settles, so it may show 'running' for a moment.
     await expect.poll(async () => page.locator('agentflow-chat [data-testid="conversation-list"] li').first().textContent(), { timeout: 10_000 }).toContain('interrupted');
     // Resume with an engine that answers: the stored turn is kept, only the generator runs again.
@@ -187,12 +181,10 @@ describe('<agentflow-chat> embedded in a plain page', () => {
     await page.getByRole('button', { name: 'Resume' }).click();
     // Other engines than the run started on: the element asks before mixing them into one run.
     const confirm = page.locator('agentflow-chat [data-testid="resume-confirm"]');
-    await confirm.waitFor({ timeout: 10_000 });
-    expect(await confirm.textContent()).toContain('This run started on the scripted demo (planner:slow + shared:slow); the engines now are the scripted demo (planner:unused + shared:resume)');
+    await poll(textOf(confirm), 10_000).toContain('This run started on the scripted demo (planner:slow + shared:slow); the engines now are the scripted demo (planner:unused + shared:resume)');
     await page.getByRole('button', { name: 'Resume on the current engines' }).click();
     const answer = page.locator('agentflow-chat [data-testid="answer"] .text');
-    await answer.waitFor({ timeout: 30_000 });
-    expect(await answer.textContent()).toContain('From the tool: 7 letters, 0 digits, 1 spaces');
+    await poll(textOf(answer)).toContain('From the tool: 7 letters, 0 digits, 1 spaces');
     expect(errors).toEqual([]);
     await context.close();
   });

@@ -90,8 +90,7 @@ describe("a user's first hour", () => {
     const { context, page, errors } = await fresh('#chat');
     expect(await text(enginesLine(page))).toContain('No model is loaded');
     const notice = page.locator('agentflow-chat [data-testid="no-model"]');
-    await notice.waitFor();
-    expect(await text(notice)).toContain('No model is loaded, so the agent cannot answer yet.');
+    await expect.poll(() => text(notice), { timeout: 30_000 }).toContain('No model is loaded, so the agent cannot answer yet.');
     await page.screenshot({ path: join(shots, 'chat-no-model.png'), fullPage: true });
 
     // Asking anyway is refused in place: nothing runs, the question stays to be sent later.
@@ -99,8 +98,7 @@ describe("a user's first hour", () => {
     await input.fill('What is the capital of France?');
     await input.press('Enter');
     const alert = page.locator('agentflow-chat [role="alert"]');
-    await alert.waitFor();
-    expect(await text(alert)).toBe('No model is loaded, so nothing can answer yet: load a model, or try the scripted demo.');
+    await expect.poll(() => text(alert), { timeout: 30_000 }).toBe('No model is loaded, so nothing can answer yet: load a model, or try the scripted demo.');
     expect(await input.inputValue()).toBe('What is the capital of France?');
     expect(await page.locator('agentflow-chat [data-testid="conversation-list"] li').count()).toBe(0);
 
@@ -116,9 +114,8 @@ describe("a user's first hour", () => {
     await expect.poll(() => text(enginesLine(page))).toMatch(/^Engines: scripted demo \(no model\) — answers are scripted/);
     await input.press('Enter');
     const answer = page.locator('agentflow-chat [data-testid="answer"]').first();
-    await answer.locator('.text').waitFor({ timeout: 30_000 });
-    expect(await text(answer.locator('.text'))).toContain('You asked: What is the capital of France?');
-    expect(await text(answer.locator('[data-testid="scripted-label"]'))).toBe('Scripted demo: no model wrote this answer.');
+    await expect.poll(() => text(answer.locator('.text')), { timeout: 30_000 }).toContain('You asked: What is the capital of France?');
+    await expect.poll(() => text(answer.locator('[data-testid="scripted-label"]')), { timeout: 30_000 }).toBe('Scripted demo: no model wrote this answer.');
     await answer.getByRole('button', { name: /Show trajectory/ }).click();
     const trajectory = await text(answer.locator('.trajectory'));
     expect(trajectory).toContain('base_generator');
@@ -126,8 +123,7 @@ describe("a user's first hour", () => {
 
     // The sidebar shows the question, not "What is…": two lines, the whole question on hover.
     const item = page.locator('agentflow-chat [data-testid="conversation-list"] button.open').first();
-    await item.waitFor();
-    expect(await item.getAttribute('title')).toBe('What is the capital of France?');
+    await expect.poll(() => item.getAttribute('title'), { timeout: 30_000 }).toBe('What is the capital of France?');
     expect(await item.evaluate((el) => el.scrollHeight <= el.clientHeight + 1 && el.scrollWidth <= el.clientWidth + 1)).toBe(true);
     await page.screenshot({ path: join(shots, 'chat-demo-answer.png'), fullPage: true });
 
@@ -135,8 +131,7 @@ describe("a user's first hour", () => {
     await input.fill('Say <img src=x onerror="alert(1)"> and **bold**');
     await input.press('Enter');
     const second = page.locator('agentflow-chat [data-testid="answer"]').nth(1).locator('.text');
-    await second.waitFor({ timeout: 30_000 });
-    expect(await text(second)).toContain('<img src=x onerror="alert(1)">');
+    await expect.poll(() => text(second), { timeout: 30_000 }).toContain('<img src=x onerror="alert(1)">');
     expect(await second.locator('strong').count()).toBe(1);
     expect(await second.locator('img').count()).toBe(0);
 
@@ -191,8 +186,7 @@ describe("a user's first hour", () => {
     await expect.poll(() => text(fieldError)).toContain("'Qwen2.5-0.5B-Instruct' is neither a Hugging Face repo id");
     expect(await field.getAttribute('aria-invalid')).toBe('true');
     await load.click();
-    await alert.waitFor();
-    expect(await text(alert)).toMatch(/^planner model: 'Qwen2\.5-0\.5B-Instruct' is neither a Hugging Face repo id \(organisation\/name, e\.g\. Qwen\/Qwen2\.5-0\.5B-Instruct\) nor a URL/);
+    await expect.poll(() => text(alert), { timeout: 30_000 }).toMatch(/^planner model: 'Qwen2\.5-0\.5B-Instruct' is neither a Hugging Face repo id \(organisation\/name, e\.g\. Qwen\/Qwen2\.5-0\.5B-Instruct\) nor a URL/);
     expect(spaServer.requests.slice(before).filter((r) => r.includes('Qwen2.5'))).toEqual([]);
     await page.screenshot({ path: join(shots, 'models-bad-id.png'), fullPage: true });
 
@@ -313,12 +307,11 @@ describe("a user's first hour", () => {
     await page.getByRole('tab', { name: 'Chat' }).click();
     await page.getByRole('button', { name: 'Resume' }).click();
     const confirm = page.locator('agentflow-chat [data-testid="resume-confirm"]');
-    await confirm.waitFor();
-    expect(await text(confirm)).toContain('This run started on the scripted demo (planner:demo + shared:demo); the engines now are planner:tiny-chat (all modules).');
+    await expect.poll(() => text(confirm), { timeout: 30_000 }).toContain('This run started on the scripted demo (planner:demo + shared:demo); the engines now are planner:tiny-chat (all modules).');
     await page.screenshot({ path: join(shots, 'chat-resume-confirm.png'), fullPage: true });
     await confirm.getByRole('button', { name: 'Keep it interrupted' }).click();
     await confirm.waitFor({ state: 'detached' });
-    expect(await text(listed)).toContain('interrupted');
+    await expect.poll(() => text(listed), { timeout: 30_000 }).toContain('interrupted');
     const stored = await page.evaluate(
       () =>
         new Promise<unknown>((resolve, reject) => {

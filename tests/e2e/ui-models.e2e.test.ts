@@ -64,7 +64,7 @@ describe('Models & GPU with a real planner', () => {
     expect(progress).toMatch(/Planner: .* \(100%\)/);
     expect(await page.locator('agentflow-models-panel [data-testid="progress-planner"] progress').evaluate((p) => (p as HTMLProgressElement).value)).toBe(100);
     const row = page.locator('agentflow-models-panel [data-testid="cached-models"] tbody tr');
-    await row.first().waitFor();
+    await expect.poll(() => row.first().locator('td').count(), { timeout: 30_000 }).toBeGreaterThan(2);
     const cells = await row.first().locator('td').allTextContents();
     expect(cells[0]).toBe(`${new URL(hub.url).host}/test-org/tiny-chat`);
     // Every file the planner read is cached (optional files the checkpoint lacks are remembered as absent, not listed).

@@ -165,8 +165,7 @@ describe('Training tab on the real planner', () => {
     const paths = await page.locator('agentflow-training-panel [data-testid="training-charts"] path').evaluateAll((ps) => ps.map((p) => (p.getAttribute('d') ?? '').split(/[ML]/).filter(Boolean).length));
     expect(paths).toEqual([1, 1, 1, 1, 1, 1, 1, 1]);
     const adapters = page.locator('agentflow-training-panel [data-testid="adapters"] tbody tr');
-    await adapters.first().waitFor();
-    expect(await adapters.first().textContent()).toMatch(/agent-.* step 1/);
+    await expect.poll(async () => (await adapters.first().textContent()) ?? '', { timeout: 30_000 }).toMatch(/agent-.* step 1/);
     expect(await adapters.first().textContent()).toContain('qwen2-tiny');
     // The run's rollouts are stored with the adapter that sampled them: the one being trained.
     const stored = await page.evaluate(async () => {
@@ -214,8 +213,7 @@ describe('agent-rollout training across a reload', () => {
     await page.reload();
     await loadPlanner(page);
     const runs = page.locator('agentflow-training-panel [data-testid="agent-runs"] li');
-    await runs.first().waitFor();
-    expect(await runs.first().textContent()).toMatch(new RegExp(`${runId}: step 1 of 2 \\((paused|running)\\)`));
+    await expect.poll(async () => (await runs.first().textContent()) ?? '', { timeout: 30_000 }).toMatch(new RegExp(`${runId}: step 1 of 2 \\((paused|running)\\)`));
     await runs.first().getByRole('button', { name: `Resume run ${runId}`, exact: true }).click();
     await waitStatus(page, /^(done|error): step 2|Training stopped/, 300_000).catch(() => undefined);
     expect(await inPanel(page, '[role="alert"]')).toBe('');
