@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { readExpected, TINY } from '../../tests/support/qwen2-fixture';
 import { maxAbsDiff } from '../../tests/support/compare';
 import { runCli } from './cli-spawn';
+import { copyFixture, setMlcElement, setSafetensorsElement, TINY_MLC } from '../../tests/support/damaged-models';
 
 const expected = readExpected();
 
@@ -41,5 +42,37 @@ describe('planner CLI on the qwen2-tiny fixture', () => {
     expect(r.code).not.toBe(0);
     expect(r.stdout).toBe('');
     expect(r.stderr).toMatch(/id 999.*\[0, 320\)/);
+  }, 120_000);
+});
+
+describe('planner CLI on weights holding a NaN or infinity', () => {
+  const seqs = join(mkdtempSync(join(tmpdir(), 'agentflow-cli-')), 'seqs.json');
+  writeFileSync(seqs, JSON.stringify({ sequences: [[1, 2, 3, 4]] }));
+
+  it('a NaN in a BF16 weight: score exits 1 naming the tensor and element instead of printing null logprobs', async () => {
+    const dir = copyFixture();
+    setSafetensorsElement(join(dir, 'model.safetensors'), 'model.layers.1.mlp.down_proj.weight', 70, 0x7fc0);
+    const r = await runCli(['score', '--model', dir, '--input', seqs]);
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/model\.safetensors: tensor 'model\.layers\.1\.mlp\.down_proj\.weight' has NaN at \[0, 70\]/);
+  }, 120_000);
+
+  it('an infinity in the adapter: generate exits 1 naming the adapter tensor', async () => {
+    const dir = copyFixture();
+    setSafetensorsElement(join(dir, 'adapter', 'adapter_model.safetensors'), 'base_model.model.model.layers.0.self_attn.v_proj.lora_B.weight', 3, 0x7f800000);
+    const r = await runCli(['generate', '--model', TINY, '--adapter', join(dir, 'adapter'), '--prompt-ids', '1,2', '--max-new-tokens', '2']);
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/adapter_model\.safetensors: tensor 'base_model\.model\.model\.layers\.0\.self_attn\.v_proj\.lora_B\.weight' has Infinity at \[0, 3\]/);
+  }, 120_000);
+
+  it('a NaN q4 scale in a web-llm build (md5sum consistent): score exits 1 naming the shard and record', async () => {
+    const dir = copyFixture(TINY_MLC);
+    setMlcElement(dir, 'model.layers.1.self_attn.c_attn.q_scale', 5, 0x7e00);
+    const r = await runCli(['score', '--model', dir, '--input', seqs]);
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/params_shard_0\.bin: tensor 'model\.layers\.1\.self_attn\.c_attn\.q_scale' has NaN at \[2, 1\]/);
   }, 120_000);
 });

@@ -7,6 +7,7 @@ import { checkMlcQwen2, dequantizeQ4f16_1, loadMlcCheckpoint, parseMlcChatConfig
 import { loadAdapter } from './checkpoint.ts';
 import { LORA_MODULES, loraKey } from './peft.ts';
 import { directorySource } from './sources.ts';
+import { NonFiniteError } from './finite.ts';
 import { MLC_MANIFEST_05B, TINY_MLC } from './test-fixtures.ts';
 
 const readJson = (p: string) => JSON.parse(readFileSync(p, 'utf8'));
@@ -198,6 +199,30 @@ describe('MLC records', () => {
     expect(() =>
       parseTensorCache({ records: [{ dataPath: 's.bin', format: 'raw-shard', nbytes: 12, records: [{ name: 'w', shape: [3], dtype: 'float32', format: 'f32-to-bf16', nbytes: 12, byteOffset: 0 }] }] }),
     ).toThrow(/tensor 'w': shape \[3\] × float32 \(as bf16\) is 6 bytes but nbytes is 12/);
+  });
+
+  it('a NaN or infinity in a float record (scales, norms, biases) fails its read, naming the shard, tensor and element', () => {
+    const m = parseTensorCache({
+      records: [{ dataPath: 'params_shard_3.bin', format: 'raw-shard', nbytes: 24, records: [
+        { name: 'x.q_scale', shape: [2, 2], dtype: 'float16', nbytes: 8, byteOffset: 0 },
+        { name: 'x.bias', shape: [2], dtype: 'float32', nbytes: 8, byteOffset: 8 },
+        { name: 'x.norm', shape: [2], dtype: 'float32', format: 'f32-to-bf16', nbytes: 4, byteOffset: 16 },
+        { name: 'x.q_weight', shape: [1], dtype: 'uint32', nbytes: 4, byteOffset: 20 },
+      ] }],
+    });
+    const shard = new Uint8Array(24);
+    const dv = new DataView(shard.buffer);
+    [0x3c00, 0x3c00, 0x3c00, 0x7e00].forEach((b, i) => dv.setUint16(2 * i, b, true)); // f16 NaN at [1, 1]
+    dv.setFloat32(8, 1, true);
+    dv.setFloat32(12, Infinity, true);
+    dv.setUint16(16, 0xff80, true); // bf16 -Infinity
+    dv.setUint32(20, 0xffffffff, true); // every bit pattern is a valid q_weight
+    const read = (name: string) => () => readMlcRecord(shard, m.records.get(name)!);
+    expect(read('x.q_scale')).toThrow(NonFiniteError);
+    expect(read('x.q_scale')).toThrow(/params_shard_3\.bin: tensor 'x\.q_scale' has NaN at \[1, 1\]/);
+    expect(read('x.bias')).toThrow(/params_shard_3\.bin: tensor 'x\.bias' has Infinity at index 1/);
+    expect(read('x.norm')).toThrow(/tensor 'x\.norm' has -Infinity at index 0/);
+    expect(read('x.q_weight')).not.toThrow();
   });
 
   it('finds the older ndarray-cache.json name and rejects a shard of the wrong size', async () => {

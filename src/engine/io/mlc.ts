@@ -15,6 +15,7 @@
 // (q - 7) * scale. Embeddings are quantized the same way along the hidden axis.
 import { f16BitsToF32, bf16BitsToF32 } from '../../util/half.ts';
 import { parseQwen2Config, type Qwen2Config } from './config.ts';
+import { firstNonFiniteBf16, firstNonFiniteF32, firstNonFiniteHalf, nonFiniteError } from './finite.ts';
 import { readOptionalJson, type FileSource, type ProgressCallback } from './sources.ts';
 
 export const MLC_MANIFEST_FILES = ['tensor-cache.json', 'ndarray-cache.json'] as const;
@@ -195,29 +196,43 @@ export function checkMlcQwen2(manifest: MlcManifest, config: Qwen2Config, quanti
 
 export type MlcArray = Uint32Array | Uint16Array | Float32Array | Int32Array | Uint8Array | Int8Array;
 
-/** A record's data from its shard's bytes: uint32 as Uint32Array, float16 as f16 bits, float32 as Float32Array. */
+/**
+ * A record's data from its shard's bytes: uint32 as Uint32Array, float16 as f16 bits, float32 as
+ * Float32Array. A float record (scales, norms, biases) holding a NaN or infinity throws NonFiniteError.
+ */
 export function readMlcRecord(shard: Uint8Array, rec: MlcRecord): MlcArray {
   if (rec.byteOffset + rec.nbytes > shard.byteLength) {
     throw new MlcFormatError(`${rec.dataPath}: tensor '${rec.name}' needs bytes up to ${rec.byteOffset + rec.nbytes} but the shard has ${shard.byteLength} (truncated)`);
   }
   const bytes = shard.slice(rec.byteOffset, rec.byteOffset + rec.nbytes); // copy: aligned and detached from the shard
   const n = prod(rec.shape);
+  const finite = <T extends Uint16Array | Float32Array>(a: T, bad: number, value: (i: number) => number): T => {
+    if (bad >= 0) throw nonFiniteError(rec.dataPath, rec.name, rec.shape, bad, value(bad));
+    return a;
+  };
   if (rec.dtype === 'float32' && rec.format === 'f32-to-bf16') {
     const src = new Uint16Array(bytes.buffer, 0, n);
     const out = new Float32Array(n);
     for (let i = 0; i < n; i++) out[i] = bf16BitsToF32(src[i]);
-    return out;
+    return finite(out, firstNonFiniteF32(out), (i) => out[i]);
   }
   switch (rec.dtype) {
     case 'uint32':
       return new Uint32Array(bytes.buffer, 0, n);
     case 'int32':
       return new Int32Array(bytes.buffer, 0, n);
-    case 'float16':
-    case 'bfloat16':
-      return new Uint16Array(bytes.buffer, 0, n);
-    case 'float32':
-      return new Float32Array(bytes.buffer, 0, n);
+    case 'float16': {
+      const h = new Uint16Array(bytes.buffer, 0, n);
+      return finite(h, firstNonFiniteHalf(h), (i) => f16BitsToF32(h[i]));
+    }
+    case 'bfloat16': {
+      const b = new Uint16Array(bytes.buffer, 0, n);
+      return finite(b, firstNonFiniteBf16(b), (i) => bf16BitsToF32(b[i]));
+    }
+    case 'float32': {
+      const f = new Float32Array(bytes.buffer, 0, n);
+      return finite(f, firstNonFiniteF32(f), (i) => f[i]);
+    }
     case 'uint8':
       return new Uint8Array(bytes.buffer, 0, n);
     case 'int8':
