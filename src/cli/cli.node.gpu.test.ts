@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { readExpected, TINY } from '../../tests/support/qwen2-fixture';
 import { maxAbsDiff } from '../../tests/support/compare';
 import { runCli } from './cli-spawn';
-import { copyFixture, setMlcElement, setSafetensorsElement, TINY_MLC } from '../../tests/support/damaged-models';
+import { copyFixture, flipByte, setMlcElement, setSafetensorsElement, TINY_MLC } from '../../tests/support/damaged-models';
 
 const expected = readExpected();
 
@@ -74,5 +74,18 @@ describe('planner CLI on weights holding a NaN or infinity', () => {
     expect(r.code, r.stderr).toBe(1);
     expect(r.stdout).toBe('');
     expect(r.stderr).toMatch(/params_shard_0\.bin: tensor 'model\.layers\.1\.self_attn\.c_attn\.q_scale' has NaN at \[2, 1\]/);
+  }, 120_000);
+});
+
+describe('planner CLI on a web-llm build whose shard does not match its md5sum', () => {
+  it('score exits 1 naming the shard and saying to download it again', async () => {
+    const seqs = join(mkdtempSync(join(tmpdir(), 'agentflow-cli-')), 'seqs.json');
+    writeFileSync(seqs, JSON.stringify({ sequences: [[1, 2, 3, 4]] }));
+    const dir = copyFixture(TINY_MLC);
+    flipByte(join(dir, 'params_shard_0.bin'), 20_000);
+    const r = await runCli(['score', '--model', dir, '--input', seqs]);
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/params_shard_0\.bin in .* is corrupt: it has MD5 [0-9a-f]{32} but tensor-cache\.json lists 9615f8bb91a9dcd686e74a7a4dcbdcab\. Replace it with a fresh download/);
   }, 120_000);
 });

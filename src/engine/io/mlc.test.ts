@@ -234,6 +234,6 @@ describe('MLC records', () => {
     expect(ck.manifest.file).toBe('ndarray-cache.json');
     expect(ck.dequantized('model.layers.0.mlp.down_proj').length).toBe(64 * 192);
     writeFileSync(join(dir, 'params_shard_0.bin'), readFileSync(join(TINY_MLC, 'params_shard_0.bin')).subarray(0, 1000));
-    await expect(loadMlcCheckpoint(directorySource(dir))).rejects.toThrow(/params_shard_0\.bin is 1000 bytes but ndarray-cache\.json says 67968/);
+    await expect(loadMlcCheckpoint(directorySource(dir))).rejects.toThrow(/params_shard_0\.bin in .* is corrupt: it is 1000 bytes but ndarray-cache\.json says 67968/);
   });
 });

@@ -15,6 +15,7 @@
 // (q - 7) * scale. Embeddings are quantized the same way along the hidden axis.
 import { f16BitsToF32, bf16BitsToF32 } from '../../util/half.ts';
 import { parseQwen2Config, type Qwen2Config } from './config.ts';
+import { md5Hex } from '../../util/md5.ts';
 import { firstNonFiniteBf16, firstNonFiniteF32, firstNonFiniteHalf, nonFiniteError } from './finite.ts';
 import { readOptionalJson, type FileSource, type ProgressCallback } from './sources.ts';
 
@@ -54,6 +55,19 @@ export class MlcFormatError extends Error {
   }
 }
 
+/** A shard whose bytes are not what tensor-cache.json says (size or md5sum): a damaged download or cache. */
+export class CorruptShardError extends MlcFormatError {
+  constructor(
+    message: string,
+    readonly file: string,
+    /** True when the source's stored copy was deleted, so the next load downloads the shard again. */
+    readonly forgotten: boolean,
+  ) {
+    super(message);
+    this.name = 'CorruptShardError';
+  }
+}
+
 const prod = (s: number[]) => s.reduce((a, b) => a * b, 1);
 
 /** Parses and validates tensor-cache.json: sizes match shapes, records lie inside their shard, no overlaps. */
@@ -71,7 +85,11 @@ export function parseTensorCache(json: unknown, file = 'tensor-cache.json'): Mlc
     const nbytes = s.nbytes;
     if (!Number.isSafeInteger(nbytes) || (nbytes as number) < 0) throw new MlcFormatError(`${file}: shard ${dataPath} has invalid nbytes`);
     if (!Array.isArray(s.records)) throw new MlcFormatError(`${file}: shard ${dataPath} has no 'records'`);
-    shards.push({ dataPath, nbytes: nbytes as number, md5sum: typeof s.md5sum === 'string' ? s.md5sum : undefined });
+    const md5sum = s.md5sum;
+    if (md5sum !== undefined && (typeof md5sum !== 'string' || !/^[0-9a-fA-F]{32}$/.test(md5sum))) {
+      throw new MlcFormatError(`${file}: shard ${dataPath} has md5sum ${JSON.stringify(md5sum)}, not 32 hex digits`);
+    }
+    shards.push({ dataPath, nbytes: nbytes as number, md5sum: md5sum?.toLowerCase() });
     const inShard: MlcRecord[] = [];
     for (const r of s.records as Array<Record<string, unknown>>) {
       const name = r.name;
@@ -296,6 +314,17 @@ export interface MlcCheckpoint {
   release(): void;
 }
 
+/** Throws CorruptShardError for `file`, first deleting the source's stored copy of it when it keeps one. */
+async function corrupt(source: FileSource, file: string, what: string): Promise<never> {
+  const forgotten = (await source.forget?.(file).catch(() => false)) ?? false;
+  const remedy = forgotten
+    ? 'The stored copy was deleted: load the model again to download it afresh.'
+    : source.forget
+      ? 'Load the model again to download it afresh.'
+      : 'Replace it with a fresh download of the build.';
+  throw new CorruptShardError(`${file} in ${source.label} is corrupt: it ${what}. ${remedy}`, file, forgotten);
+}
+
 /** Reads an MLC q4f16_1 / q4f32_1 Qwen2 folder (manifest, chat config and every shard) from any FileSource. */
 export async function loadMlcCheckpoint(source: FileSource, opts: { onProgress?: ProgressCallback } = {}): Promise<MlcCheckpoint> {
   let manifestJson: unknown = null;
@@ -316,7 +345,12 @@ export async function loadMlcCheckpoint(source: FileSource, opts: { onProgress?:
   const shards = new Map<string, Uint8Array | null>();
   for (const s of manifest.shards) {
     const bytes = await source.readBytes(s.dataPath, opts.onProgress);
-    if (bytes.byteLength !== s.nbytes) throw new MlcFormatError(`${s.dataPath} is ${bytes.byteLength} bytes but ${manifestFile} says ${s.nbytes}`);
+    if (bytes.byteLength !== s.nbytes) await corrupt(source, s.dataPath, `is ${bytes.byteLength} bytes but ${manifestFile} says ${s.nbytes}`);
+    // The bytes are hashed where they lie (no second copy); the planner loads in its worker, off the page's thread.
+    if (s.md5sum) {
+      const md5 = md5Hex(bytes);
+      if (md5 !== s.md5sum) await corrupt(source, s.dataPath, `has MD5 ${md5} but ${manifestFile} lists ${s.md5sum}`);
+    }
     shards.set(s.dataPath, bytes);
   }
   const rec = (name: string) => {

@@ -12,6 +12,12 @@ export interface FileSource {
   list?(): Promise<string[]>;
   readJson(name: string): Promise<unknown>;
   readBytes(name: string, onProgress?: ProgressCallback): Promise<Uint8Array>;
+  /**
+   * Drops the copy of `name` this source keeps (a cache entry) so that the next read downloads it again;
+   * true when there was one. Loaders call it on a file they found corrupt. Sources that keep no copy of
+   * their own (a folder, picked files) have none.
+   */
+  forget?(name: string): Promise<boolean>;
 }
 
 /** A file the source does not have; loaders catch it for optional files (tokenizer.json, shard index). */
@@ -226,6 +232,9 @@ export function urlSource(base: string, opts: UrlSourceOptions = {}): FileSource
     label: root,
     readBytes,
     readJson: async (name) => parseJson(await readBytes(name), name, root),
+    async forget(name) {
+      return (await (await openCache())?.delete(new URL(name, root).href)) ?? false;
+    },
   };
 }
 

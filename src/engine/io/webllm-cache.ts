@@ -98,6 +98,13 @@ export function sharedUrlSource(model: string, opts: SharedUrlSourceOptions = {}
         throw new SourceError(`${name} in ${root} is not valid JSON (${(e as Error).message})`);
       }
     },
+    async forget(name) {
+      const scope = webllmCacheFor(name);
+      // Both engines read web-llm's copy: deleting it makes both download the file again.
+      const shared = scope && store ? await store.delete(scope, new URL(name, root).href) : false;
+      const ownCopy = (await own.forget?.(name)) ?? false;
+      return shared || ownCopy;
+    },
     async knownFormat() {
       return (await store?.has(WEBLLM_CONFIG_CACHE, new URL('mlc-chat-config.json', root).href)) ? 'mlc' : null;
     },
