@@ -72,6 +72,15 @@ describe('checkWeights', () => {
 
   it('names missing tensors (untied config needs lm_head; a third layer is absent)', () => {
     expect(() => checkWeights(parseQwen2Config({ ...tinyJson, tie_word_embeddings: false }), descs)).toThrow(/missing .*lm_head\.weight/);
-    expect(() => checkWeights(parseQwen2Config({ ...tinyJson, num_hidden_layers: 3 }), descs)).toThrow(/missing .*model\.layers\.2\.input_layernorm\.weight/);
+    const noNorm = descs.filter((d) => d.name !== 'model.layers.1.input_layernorm.weight');
+    expect(() => checkWeights(parseQwen2Config(tinyJson), noNorm)).toThrow(/missing .*model\.layers\.1\.input_layernorm\.weight/);
+  });
+
+  it('a config with more layers than the weights hold fails naming both counts, before listing what it implies', () => {
+    expect(() => checkWeights(parseQwen2Config({ ...tinyJson, num_hidden_layers: 3 }), descs)).toThrow(
+      /config\.json says num_hidden_layers is 3 but the weights hold layers for 2 \(model\.layers\.0 to model\.layers\.1\): config and weights disagree/,
+    );
+    // Fifty million layers: the names it implies would be a 600-million-entry list (gigabytes, then a RangeError).
+    expect(() => checkWeights(parseQwen2Config({ ...tinyJson, num_hidden_layers: 50_000_000 }), descs)).toThrow(/num_hidden_layers is 50000000 but the weights hold layers for 2/);
   });
 });

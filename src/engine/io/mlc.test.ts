@@ -43,7 +43,11 @@ describe('MLC manifest at full scale (Qwen2.5-0.5B-Instruct q4f16_1)', () => {
 
   it('names the tensor when the manifest disagrees with the config or is inconsistent', () => {
     const c25 = parseMlcChatConfig({ ...readJson(join(MLC_MANIFEST_05B, 'mlc-chat-config.json')), model_config: { ...chat.raw.model_config as object, num_hidden_layers: 25 } });
-    expect(() => checkMlcQwen2(m, c25.config)).toThrow(/missing tensor 'model\.layers\.24\.input_layernorm\.weight'/);
+    expect(() => checkMlcQwen2(m, c25.config)).toThrow(/mlc-chat-config\.json says num_hidden_layers is 25 but the weights hold layers for 24 \(model\.layers\.0 to model\.layers\.23\)/);
+    const huge = parseMlcChatConfig({ ...readJson(join(MLC_MANIFEST_05B, 'mlc-chat-config.json')), model_config: { ...chat.raw.model_config as object, num_hidden_layers: 50_000_000 } });
+    expect(() => checkMlcQwen2(m, huge.config)).toThrow(/num_hidden_layers is 50000000 but the weights hold layers for 24/);
+    const noNorm = parseTensorCache({ ...json, records: json.records.map((s: { records: Array<{ name: string }> }) => ({ ...s, records: s.records.filter((r) => r.name !== 'model.layers.7.input_layernorm.weight') })) });
+    expect(() => checkMlcQwen2(noNorm, chat.config)).toThrow(/missing tensor 'model\.layers\.7\.input_layernorm\.weight'/);
     const bad = structuredClone(json);
     bad.records[1].records[0].nbytes += 2;
     expect(() => parseTensorCache(bad)).toThrow(new RegExp(`tensor '${bad.records[1].records[0].name.replace(/\./g, '\\.')}': shape .* bytes but nbytes is`));

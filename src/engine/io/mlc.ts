@@ -14,7 +14,7 @@
 // 4j..4j+3; q_scale float16 [out, in/32]; max_int_value = 2^(4-1) - 1 = 7 and _dequantize computes
 // (q - 7) * scale. Embeddings are quantized the same way along the hidden axis.
 import { f16BitsToF32, bf16BitsToF32 } from '../../util/half.ts';
-import { parseQwen2Config, type Qwen2Config } from './config.ts';
+import { checkLayerCount, parseQwen2Config, type Qwen2Config } from './config.ts';
 import { md5Hex } from '../../util/md5.ts';
 import { firstNonFiniteBf16, firstNonFiniteF32, firstNonFiniteHalf, nonFiniteError } from './finite.ts';
 import { readOptionalJson, type FileSource, type ProgressCallback } from './sources.ts';
@@ -203,6 +203,7 @@ export function expectedMlcQwen2Tensors(c: Qwen2Config, quantization: MlcQ4Quant
 
 /** Throws, naming the tensor, unless the manifest holds every q4 Qwen2 tensor the config implies. */
 export function checkMlcQwen2(manifest: MlcManifest, config: Qwen2Config, quantization: MlcQ4Quantization = 'q4f16_1'): void {
+  checkLayerCount(config, manifest.records.keys(), 'mlc-chat-config.json');
   for (const [name, want] of expectedMlcQwen2Tensors(config, quantization)) {
     const r = manifest.records.get(name);
     if (!r) throw new MlcFormatError(`${manifest.file}: missing tensor '${name}' that the config implies`);
