@@ -52,6 +52,11 @@ describe('urlSource', () => {
     await expect(reset.readBytes('model.safetensors')).rejects.toThrow(/model\.safetensors was interrupted after 10 bytes: connection reset/);
   });
 
+  it('a file larger than one buffer can hold fails naming it (not a bare typed-array RangeError)', async () => {
+    const huge = urlSource(BASE, { cacheName: null, fetch: async () => new Response(streamOf([new Uint8Array(10)]), { headers: { 'content-length': String(2 ** 53 - 1) } }) });
+    await expect(huge.readBytes('model.safetensors')).rejects.toThrow(/^model\.safetensors in https:\/\/hub\.example\/.*model\.safetensors is 9007199254740991 bytes, more than one buffer can hold here/);
+  });
+
   it('parses JSON and names a file that is not JSON', async () => {
     const src = urlSource(BASE, { cacheName: null, fetch: async (u) => new Response(String(u).endsWith('a.json') ? '{"x":1}' : '<html>') });
     expect(await src.readJson('a.json')).toEqual({ x: 1 });
@@ -72,5 +77,9 @@ describe('pickedFilesSource', () => {
     expect(await src.readBytes('model.safetensors', (p) => events.push(p))).toEqual(new Uint8Array([1, 2, 3]));
     expect(events.at(-1)).toEqual({ file: 'model.safetensors', bytesDone: 3, bytesTotal: 3, fromCache: false });
     await expect(src.readBytes('tokenizer.json')).rejects.toBeInstanceOf(MissingFileError);
+    // Ranges, for big safetensors files read in slices.
+    expect(await src.size!('model.safetensors')).toBe(3);
+    expect(await src.readRange!('model.safetensors', 1, 3)).toEqual(new Uint8Array([2, 3]));
+    await expect(src.readRange!('model.safetensors', 2, 4)).rejects.toThrow(/model\.safetensors in the picked files: bytes \[2, 4\) lie outside its 3 bytes/);
   });
 });
