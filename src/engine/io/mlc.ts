@@ -16,6 +16,7 @@
 import { f16BitsToF32, bf16BitsToF32 } from '../../util/half.ts';
 import { checkLayerCount, parseQwen2Config, type Qwen2Config } from './config.ts';
 import { md5Hex } from '../../util/md5.ts';
+import { isModelFileName, MODEL_FILE_NAME_RULE } from './file-names.ts';
 import { firstNonFiniteBf16, firstNonFiniteF32, firstNonFiniteHalf, nonFiniteError } from './finite.ts';
 import { readOptionalJson, type FileSource, type ProgressCallback } from './sources.ts';
 
@@ -78,8 +79,8 @@ export function parseTensorCache(json: unknown, file = 'tensor-cache.json'): Mlc
   const shards: MlcShard[] = [];
   for (const [si, s] of (root.records as Array<Record<string, unknown>>).entries()) {
     const dataPath = s.dataPath;
-    if (typeof dataPath !== 'string' || !dataPath || dataPath.includes('..') || dataPath.startsWith('/')) {
-      throw new MlcFormatError(`${file}: shard ${si} has no valid 'dataPath'`);
+    if (!isModelFileName(dataPath)) {
+      throw new MlcFormatError(`${file}: shard ${si} has dataPath ${JSON.stringify(dataPath)}, not ${MODEL_FILE_NAME_RULE}; refused`);
     }
     if (s.format !== 'raw-shard') throw new MlcFormatError(`${file}: shard ${dataPath} has format ${JSON.stringify(s.format)}, expected 'raw-shard'`);
     const nbytes = s.nbytes;

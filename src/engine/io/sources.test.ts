@@ -57,6 +57,17 @@ describe('urlSource', () => {
     await expect(huge.readBytes('model.safetensors')).rejects.toThrow(/^model\.safetensors in https:\/\/hub\.example\/.*model\.safetensors is 9007199254740991 bytes, more than one buffer can hold here/);
   });
 
+  it('refuses a file name that resolves outside its base (another site, or out of the folder), fetching nothing', async () => {
+    const urls: string[] = [];
+    const src = urlSource(BASE, { cacheName: null, fetch: async (u) => (urls.push(String(u)), new Response('x')) });
+    for (const name of ['https://evil.example/model.safetensors', '//evil.example/x.bin', '\\\\evil.example\\x.bin', '../../other/model.safetensors', '%2e%2e/%2e%2e/x.bin']) {
+      await expect(src.readBytes(name), name).rejects.toThrow(/outside https:\/\/hub\.example\/Qwen\/Tiny\/resolve\/main\/; refused/);
+    }
+    expect(urls).toEqual([]);
+    expect(await src.readBytes('sub/model-00001-of-00002.safetensors')).toEqual(new TextEncoder().encode('x'));
+    expect(urls).toEqual([`${BASE}sub/model-00001-of-00002.safetensors`]);
+  });
+
   it('parses JSON and names a file that is not JSON', async () => {
     const src = urlSource(BASE, { cacheName: null, fetch: async (u) => new Response(String(u).endsWith('a.json') ? '{"x":1}' : '<html>') });
     expect(await src.readJson('a.json')).toEqual({ x: 1 });

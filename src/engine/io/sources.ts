@@ -227,6 +227,23 @@ export async function openCacheOrNull(name: string | null): Promise<Cache | null
 }
 
 /**
+ * The URL of file `name` under `root` (a URL ending in '/'). A name that resolves elsewhere (an absolute
+ * URL, '//host/…', '..' in any spelling) is refused: manifests name files, and a model folder on one site
+ * must not make the page fetch from another.
+ */
+export function fileUrl(root: string, name: string): string {
+  const base = new URL(root).href;
+  let url: string;
+  try {
+    url = new URL(name, base).href;
+  } catch {
+    throw new SourceError(`'${name}' is not a file name under ${root}; refused`);
+  }
+  if (!url.startsWith(base) || url.length === base.length) throw new SourceError(`'${name}' resolves to ${url}, outside ${root}; refused`);
+  return url;
+}
+
+/**
  * Files under a URL base ('.../resolve/main/'). Each file is streamed with progress and, once complete and
  * of the advertised length, stored in Cache Storage; a failed or interrupted download stores nothing.
  */
@@ -237,7 +254,7 @@ export function urlSource(base: string, opts: UrlSourceOptions = {}): FileSource
   const openCache = () => openCacheOrNull(cacheName);
 
   const readBytes = async (name: string, onProgress?: ProgressCallback): Promise<Uint8Array> => {
-    const url = new URL(name, root).href;
+    const url = fileUrl(root, name);
     const cache = await openCache();
     const cached = cache ? await cache.match(url) : undefined;
     if (cached?.status === 404) throw new MissingFileError(name, root);
@@ -276,7 +293,7 @@ export function urlSource(base: string, opts: UrlSourceOptions = {}): FileSource
     readBytes,
     readJson: async (name) => parseJson(await readBytes(name), name, root),
     async forget(name) {
-      return (await (await openCache())?.delete(new URL(name, root).href)) ?? false;
+      return (await (await openCache())?.delete(fileUrl(root, name))) ?? false;
     },
   };
 }
