@@ -48,6 +48,10 @@ describe('parseQwen2Config', () => {
     expect(() => parseQwen2Config({ ...tinyJson, hidden_size: '64' })).toThrow(/config\.json: 'hidden_size' must be a positive integer/);
     expect(() => parseQwen2Config({ ...tinyJson, model_type: 'llama' })).toThrow(/'model_type' is "llama"/);
     expect(() => parseQwen2Config({ ...tinyJson, eos_token_id: 999 })).toThrow(/'eos_token_id' 999 is not a token id below vocab_size 320/);
+    // 1e999 in a JSON file parses to Infinity, which JSON.stringify would print as null.
+    const inf = (key: string) => JSON.parse(JSON.stringify({ ...tinyJson, [key]: 'X' }).replace('"X"', '1e999'));
+    expect(() => parseQwen2Config(inf('rope_theta'))).toThrow(/'rope_theta' must be a finite positive number, got Infinity/);
+    expect(() => parseQwen2Config(inf('num_hidden_layers'))).toThrow(/'num_hidden_layers' must be a positive integer, got Infinity/);
     const { vocab_size: _v, ...noVocab } = tinyJson;
     expect(() => parseQwen2Config(noVocab, 'my/config.json')).toThrow(/my\/config\.json: 'vocab_size'/);
   });

@@ -1,6 +1,7 @@
 // Hugging Face Qwen2 config.json -> typed, validated Qwen2Config, and the check that a checkpoint's tensors
 // are exactly the ones (and shapes) that config implies.
 import type { TensorDescriptor } from './safetensors.ts';
+import { valueText } from '../../util/value-text.ts';
 
 export interface Qwen2Config {
   hiddenSize: number;
@@ -31,7 +32,7 @@ type Json = Record<string, unknown>;
 function posInt(cfg: Json, key: string, file: string): number {
   const v = cfg[key];
   if (typeof v !== 'number' || !Number.isInteger(v) || v <= 0) {
-    throw new ConfigError(`${file}: '${key}' must be a positive integer, got ${JSON.stringify(v)}`);
+    throw new ConfigError(`${file}: '${key}' must be a positive integer, got ${valueText(v)}`);
   }
   return v;
 }
@@ -39,7 +40,7 @@ function posInt(cfg: Json, key: string, file: string): number {
 function posNum(cfg: Json, key: string, file: string, fallback?: number): number {
   const v = cfg[key] ?? fallback;
   if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) {
-    throw new ConfigError(`${file}: '${key}' must be a positive number, got ${JSON.stringify(v)}`);
+    throw new ConfigError(`${file}: '${key}' must be a finite positive number, got ${valueText(v)}`);
   }
   return v;
 }
@@ -79,7 +80,7 @@ export function parseQwen2Config(json: unknown, file = 'config.json'): Qwen2Conf
   }
   const tokenId = (v: unknown, key: string): number => {
     if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v >= vocabSize) {
-      throw new ConfigError(`${file}: '${key}' ${JSON.stringify(v)} is not a token id below vocab_size ${vocabSize}`);
+      throw new ConfigError(`${file}: '${key}' ${valueText(v)} is not a token id below vocab_size ${vocabSize}`);
     }
     return v;
   };
