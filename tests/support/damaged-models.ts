@@ -5,9 +5,9 @@ import { createHash } from 'node:crypto';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FIXTURES, TINY } from './qwen2-fixture';
+import { TINY, TINY_MLC } from './qwen2-fixture';
 
-export const TINY_MLC = join(FIXTURES, 'qwen2-tiny-q4f16_1-MLC');
+export { TINY_MLC };
 
 function copyDir(src: string, dst: string): void {
   mkdirSync(dst, { recursive: true });
