@@ -100,7 +100,7 @@ export function directorySource(dir: string): FileSource {
       throw new SourceError(`cannot open ${path}: ${(e as Error).message}`);
     }
   };
-  /** Bytes [start, end) of an open file, read in CHUNK pieces (Node reads at most 2 GiB per call). */
+  /** Bytes [start, end) of an open file, read in CHUNK pieces with progress. */
   const readSpan = async (handle: FileHandle, name: string, start: number, end: number, onProgress?: ProgressCallback, size = end) => {
     const out = allocateBytes(end - start, name, where);
     let done = 0;
