@@ -1,12 +1,14 @@
 // The CLI end to end on the qwen2-tiny fixture (spawned as a separate process on Dawn), against the
 // float64 PyTorch outputs in expected.json.
 import { describe, expect, it } from 'vitest';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { readExpected, TINY } from '../../tests/support/qwen2-fixture';
+import { readExpected, readFixtureAdapter, readFixtureWeights, TINY } from '../../tests/support/qwen2-fixture';
+import { qwen2RefForward } from '../../tests/support/qwen2-ref';
 import { maxAbsDiff } from '../../tests/support/compare';
 import { runCli } from './cli-spawn';
+import { copyFixture, flipByte, setMlcElement, setSafetensorsElement, TINY_MLC } from '../../tests/support/damaged-models';
 
 const expected = readExpected();
 
@@ -41,5 +43,72 @@ describe('planner CLI on the qwen2-tiny fixture', () => {
     expect(r.code).not.toBe(0);
     expect(r.stdout).toBe('');
     expect(r.stderr).toMatch(/id 999.*\[0, 320\)/);
+  }, 120_000);
+});
+
+describe('planner CLI on weights holding a NaN or infinity', () => {
+  const seqs = join(mkdtempSync(join(tmpdir(), 'agentflow-cli-')), 'seqs.json');
+  writeFileSync(seqs, JSON.stringify({ sequences: [[1, 2, 3, 4]] }));
+
+  it('a NaN in a BF16 weight: score exits 1 naming the tensor and element instead of printing null logprobs', async () => {
+    const dir = copyFixture();
+    setSafetensorsElement(join(dir, 'model.safetensors'), 'model.layers.1.mlp.down_proj.weight', 70, 0x7fc0);
+    const r = await runCli(['score', '--model', dir, '--input', seqs]);
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/model\.safetensors: tensor 'model\.layers\.1\.mlp\.down_proj\.weight' has NaN at \[0, 70\]/);
+  }, 120_000);
+
+  it('an infinity in the adapter: generate exits 1 naming the adapter tensor', async () => {
+    const dir = copyFixture();
+    setSafetensorsElement(join(dir, 'adapter', 'adapter_model.safetensors'), 'base_model.model.model.layers.0.self_attn.v_proj.lora_B.weight', 3, 0x7f800000);
+    const r = await runCli(['generate', '--model', TINY, '--adapter', join(dir, 'adapter'), '--prompt-ids', '1,2', '--max-new-tokens', '2']);
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/adapter_model\.safetensors: tensor 'base_model\.model\.model\.layers\.0\.self_attn\.v_proj\.lora_B\.weight' has Infinity at \[0, 3\]/);
+  }, 120_000);
+
+  it('a NaN q4 scale in a web-llm build (md5sum consistent): score exits 1 naming the shard and record', async () => {
+    const dir = copyFixture(TINY_MLC);
+    setMlcElement(dir, 'model.layers.1.self_attn.c_attn.q_scale', 5, 0x7e00);
+    const r = await runCli(['score', '--model', dir, '--input', seqs]);
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/params_shard_0\.bin: tensor 'model\.layers\.1\.self_attn\.c_attn\.q_scale' has NaN at \[2, 1\]/);
+  }, 120_000);
+});
+
+describe('planner CLI on a web-llm build whose shard does not match its md5sum', () => {
+  it('score exits 1 naming the shard and saying to download it again', async () => {
+    const seqs = join(mkdtempSync(join(tmpdir(), 'agentflow-cli-')), 'seqs.json');
+    writeFileSync(seqs, JSON.stringify({ sequences: [[1, 2, 3, 4]] }));
+    const dir = copyFixture(TINY_MLC);
+    flipByte(join(dir, 'params_shard_0.bin'), 20_000);
+    const r = await runCli(['score', '--model', dir, '--input', seqs]);
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/params_shard_0\.bin in .* is corrupt: it has MD5 [0-9a-f]{32} but tensor-cache\.json lists 9615f8bb91a9dcd686e74a7a4dcbdcab\. Replace it with a fresh download/);
+  }, 120_000);
+});
+
+describe("planner CLI honours the adapter's target_modules", () => {
+  it('an adapter whose config selects q_proj and v_proj scores as those two alone (float64 reference), not as all seven', async () => {
+    const dir = copyFixture();
+    const cfgFile = join(dir, 'adapter', 'adapter_config.json');
+    writeFileSync(cfgFile, JSON.stringify({ ...JSON.parse(readFileSync(cfgFile, 'utf8')), target_modules: ['q_proj', 'v_proj'] }));
+    const tokens = expected.forward[0].tokens;
+    const seqs = join(dir, 'seqs.json');
+    writeFileSync(seqs, JSON.stringify({ sequences: [tokens] }));
+    const r = await runCli(['score', '--model', TINY, '--adapter', join(dir, 'adapter'), '--input', seqs]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/adapter: 10 module\(s\) with LoRA weights that target_modules does not select are left out/);
+    const { config, weights } = readFixtureWeights();
+    const full = readFixtureAdapter();
+    const qv = { ...full, layers: full.layers.map((l) => ({ q: l.q, v: l.v })) };
+    const got = (JSON.parse(r.stdout) as { logprobs: number[][] }).logprobs[0];
+    const want = qwen2RefForward(config, weights, tokens, qv).logprobs;
+    expect(maxAbsDiff(got, Array.from(want))).toBeLessThan(2e-3);
+    // The check can tell the two apart: all seven modules give other logprobs.
+    expect(maxAbsDiff(got, expected.forward[0].logprobs_adapter)).toBeGreaterThan(1e-2);
   }, 120_000);
 });

@@ -40,6 +40,7 @@ async function openRuntime(modelDir: string, adapterDir: string | undefined, max
   const rt = await Qwen2Runtime.create(ctx, ckpt.config, ckpt.tensors, { maxContext: Math.min(maxContext, ckpt.config.maxPositionEmbeddings) });
   ckpt.release();
   if (lora) {
+    if (lora.ignored) log(`adapter: ${lora.ignored.length} module(s) with LoRA weights that target_modules does not select are left out (e.g. ${lora.ignored[0]})`);
     await rt.addAdapter('cli', lora);
     rt.setActiveAdapter('cli');
     log(`adapter: ${adapterDir}`);

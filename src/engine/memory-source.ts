@@ -15,6 +15,12 @@ export function memorySource(files: Record<string, Uint8Array>, label = 'in-memo
       onProgress?.({ file: name, bytesDone: b.byteLength, bytesTotal: b.byteLength, fromCache: true });
       return b;
     },
+    size: async (name: string) => get(name).byteLength,
+    async readRange(name: string, start: number, end: number) {
+      const f = get(name);
+      if (start < 0 || end < start || end > f.byteLength) throw new SourceError(`${name} in ${label}: bytes [${start}, ${end}) lie outside its ${f.byteLength} bytes`);
+      return f.subarray(start, end);
+    },
     async readJson(name: string) {
       try {
         return JSON.parse(new TextDecoder().decode(get(name)));

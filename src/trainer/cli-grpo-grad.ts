@@ -8,12 +8,14 @@ import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { requestGpu } from '../gpu/device';
 import { loadAdapter, loadCheckpoint } from '../engine/io/checkpoint';
 import { writeSafetensors } from '../engine/io/safetensors';
+import { coordinates, firstNonFiniteF32 } from '../engine/io/finite';
 import { directorySource } from '../engine/io/sources';
 import { Qwen2Runtime } from '../engine/runtime';
 import { GpuPolicyBackend } from './gpu-backend';
 import { grpoLossAndGrads } from './grpo-grad';
 import { adapterTensors } from './lora';
 import { fromFixtureSamples, type FixtureSample } from './samples';
+import { valueText } from '../util/value-text';
 
 export const GRPO_GRAD_USAGE = 'usage: cli grpo-grad --model DIR --adapter DIR --batch FILE --out GRADS.safetensors [--micro-batch-tokens N]';
 const FLAGS = ['model', 'adapter', 'batch', 'out', 'micro-batch-tokens'];
@@ -58,7 +60,7 @@ export function parseGrpoBatch(text: string, file: string): GrpoBatchFile {
   }
   for (const k of ['eps_low', 'eps_high', 'beta'] as const) {
     const v = o[k];
-    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) throw new GrpoGradUsageError(`${file}: '${k}' must be a number >= 0, got ${JSON.stringify(v)}`);
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) throw new GrpoGradUsageError(`${file}: '${k}' must be a finite number >= 0, got ${valueText(v)}`);
   }
   return o as GrpoBatchFile;
 }
@@ -66,6 +68,20 @@ export function parseGrpoBatch(text: string, file: string): GrpoBatchFile {
 function dir(path: string, flag: string): string {
   if (!existsSync(path) || !statSync(path).isDirectory()) throw new GrpoGradUsageError(`--${flag} '${path}' is not a directory`);
   return path;
+}
+
+/**
+ * Throws, naming the loss or the first gradient tensor and element, unless everything is finite: float32
+ * overflows (an advantage near ±3.4e38, or one that large once multiplied) would otherwise be written as
+ * "loss": null and a gradients file of NaNs.
+ */
+function checkFinite(loss: number, grads: Array<{ name: string; shape: number[]; data: Float32Array }>): void {
+  const cause = 'a value of the batch overflows float32 (the GPU computes in it); no gradients were written';
+  if (!Number.isFinite(loss)) throw new Error(`the loss is ${loss}: ${cause}`);
+  for (const g of grads) {
+    const i = firstNonFiniteF32(g.data);
+    if (i >= 0) throw new Error(`the gradient of '${g.name}' has ${g.data[i]} at [${coordinates(i, g.shape).join(', ')}]: ${cause}`);
+  }
 }
 
 export async function runGrpoGrad(args: string[]): Promise<number> {
@@ -99,6 +115,7 @@ export async function runGrpoGrad(args: string[]): Promise<number> {
     const r = await grpoLossAndGrads(backend, samples, { epsLow: batch.eps_low, epsHigh: batch.eps_high, beta: batch.beta }, budget);
     const grads = await backend.readGradients();
     const tensors = adapterTensors(adapter).map((t) => ({ name: t.name, shape: t.shape, data: grads.get(t.name)! }));
+    checkFinite(r.loss, tensors);
     writeFileSync(flags.get('out')!, writeSafetensors(tensors));
     log(`${r.tokens} response tokens, kl ${r.kl.toExponential(3)}, clip fraction ${r.clipFraction.toFixed(3)}; gradients of ${tensors.length} tensors -> ${flags.get('out')}`);
     process.stdout.write(`${JSON.stringify({ loss: r.loss })}\n`);

@@ -89,4 +89,30 @@ describe('GPU Flow-GRPO backend', () => {
     b.backend.destroy();
     b.rt.destroy();
   });
+
+  it('a NaN or infinity before AdamW skips the update on the GPU: the adapter, moments and version are unchanged', async () => {
+    const cfg = resolveGrpoConfig({ learningRate: 0.01, groupSize: 4, queriesPerStep: 2, microBatchTokens: 256 });
+    const { rt, backend } = await gpuBackend(3);
+    const { samples } = await playToyRollouts(task, gpuTokenPolicy(backend), [0, 1], 4, 1, new Rng(4), 'nan');
+    // A recorded old logprob of -Infinity: rho is infinite, so every token of that turn has a non-finite loss.
+    const poisoned = samples.map((s, i) => (i === 0 ? { ...s, oldLogprobs: s.oldLogprobs?.map(() => -Infinity) ?? s.responseTokens.map(() => -Infinity) } : s));
+    const before = await backend.exportState();
+    const version = rt.adapters.active?.version;
+    const st = await grpoStep(backend, poisoned, cfg, { step: 1, optimizerSteps: 0, random: Math.random });
+    expect(st.skipped).toBe('non-finite loss');
+    // The NaN gradients read back as a NaN norm, not as 0 (the reduce kernel's max(total, 0) may drop a NaN).
+    expect(Number.isFinite(st.gradNorm)).toBe(false);
+    expect(st.optimizerSteps).toBe(0);
+    expect(rt.adapters.active?.version).toBe(version);
+    const after = await backend.exportState();
+    expect(adapterTensors(after.adapter)).toEqual(adapterTensors(before.adapter));
+    expect([...after.moments.values()]).toEqual([...before.moments.values()]);
+    // The backend trains on: the next clean step updates.
+    const clean = await grpoStep(backend, samples, cfg, { step: 2, optimizerSteps: 0, random: Math.random });
+    expect(clean.skipped).toBeUndefined();
+    expect(clean.optimizerSteps).toBe(1);
+    backend.destroy();
+    rt.destroy();
+  });
 });
+

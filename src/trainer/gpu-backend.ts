@@ -143,7 +143,9 @@ export class GpuPolicyBackend implements PolicyBackend {
   async gradNorm(): Promise<number> {
     submitDispatches(this.ctx, this.normSteps, 'grad-norm');
     const out = new Float32Array(await readBuffer(this.ctx, this.normOut, 12));
-    return out[1];
+    // out[1] is sqrt(max(total, 0)), and WGSL's max may return 0 for a NaN total: NaN gradients would read
+    // as a zero norm and reach AdamW. The sum of squares itself keeps the NaN (or overflows to infinity).
+    return Number.isFinite(out[0]) ? out[1] : out[0];
   }
 
   async adamw(p: AdamWParams): Promise<void> {

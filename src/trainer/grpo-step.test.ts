@@ -93,4 +93,65 @@ describe('grpoStep', () => {
     expect(st.optimizerSteps).toBe(16);
     await expect(grpoStep(backend, [], cfg, { step: 1, optimizerSteps: 0, random: Math.random })).rejects.toThrow(/no samples/);
   });
+
+  describe('a NaN or infinity before AdamW', () => {
+    const fresh = () => {
+      const adapter = initLoraAdapter(model.config, { r: 2, alpha: 4 }, new Rng(1));
+      for (const p of adapter.pairs.values()) p.B.forEach((_, i) => (p.B[i] = 0.05 * Math.cos(i + p.layer)));
+      return new CpuPolicyBackend(model.config, model.weights, adapter);
+    };
+    const state = async (b: CpuPolicyBackend) => {
+      const { adapter, moments } = await b.exportState();
+      return { params: adapterTensors(adapter).map((t) => [...t.data]), moments: [...moments.values()].map((mv) => [...mv.m, ...mv.v]) };
+    };
+    /** The batch with rollout b's first recorded old logprob -Infinity: its negative advantage makes rho·A = -Infinity. */
+    const poisoned = () => batch().map((s) => (s.rolloutId === 'b' && s.turn === 0 ? { ...s, oldLogprobs: [-Infinity] } : s));
+
+    it('a non-finite loss skips the update: adapter, moments and optimizer steps unchanged, and the stats say why', async () => {
+      const backend = fresh();
+      // Earlier updates' moments must survive the skip too.
+      await grpoStep(backend, batch(), resolveGrpoConfig({ learningRate: 1e-3, groupSize: 2, queriesPerStep: 2 }), { step: 1, optimizerSteps: 0, random: () => 0.5 });
+      const before = await state(backend);
+      const cfg = resolveGrpoConfig({ learningRate: 1e-3, groupSize: 2, queriesPerStep: 2 });
+      const st = await grpoStep(backend, poisoned(), cfg, { step: 2, optimizerSteps: 1, random: () => 0.5 });
+      expect(st.skipped).toBe('non-finite loss');
+      expect(st.skippedUpdates).toBe(1);
+      expect(st.step).toBe(2);
+      expect(st.optimizerSteps).toBe(1);
+      expect(Number.isFinite(st.loss)).toBe(false);
+      expect(await state(backend)).toEqual(before);
+    });
+
+    it('a non-finite gradient norm with a finite loss skips the update the same way', async () => {
+      const backend = fresh();
+      const before = await state(backend);
+      let adamwCalls = 0;
+      const nanNorm = Object.assign(Object.create(backend) as CpuPolicyBackend, {
+        gradNorm: async () => NaN,
+        adamw: async () => void adamwCalls++,
+      });
+      const st = await grpoStep(nanNorm, batch(), resolveGrpoConfig({ groupSize: 2, queriesPerStep: 2 }), { step: 1, optimizerSteps: 0, random: () => 0.5 });
+      expect(st.skipped).toBe('non-finite gradient norm');
+      expect(Number.isFinite(st.loss)).toBe(true);
+      expect(st.gradNorm).toBeNaN();
+      expect(adamwCalls).toBe(0);
+      expect(st.optimizerSteps).toBe(0);
+      expect(await state(backend)).toEqual(before);
+    });
+
+    it('skips only the bad mini-batch: the other one updates, and a clean step reports no skip', async () => {
+      const backend = fresh();
+      const cfg = resolveGrpoConfig({ learningRate: 1e-3, miniBatches: 2, groupSize: 2, queriesPerStep: 2 });
+      const before = await state(backend);
+      const st = await grpoStep(backend, poisoned(), cfg, { step: 1, optimizerSteps: 0, random: () => 0.5 });
+      expect(st.skippedUpdates).toBe(1);
+      expect(st.optimizerSteps).toBe(1);
+      expect((await state(backend)).params).not.toEqual(before.params);
+      const clean = await grpoStep(backend, batch(), cfg, { step: 2, optimizerSteps: 1, random: () => 0.5 });
+      expect(clean.skipped).toBeUndefined();
+      expect(clean.skippedUpdates).toBeUndefined();
+      expect(clean.optimizerSteps).toBe(3);
+    });
+  });
 });
+

@@ -11,11 +11,15 @@ import { microBatches, miniBatches, packBatch, type TurnSample } from './samples
 export interface StepStats {
   /** 1-based index of this training step. */
   step: number;
-  /** Optimizer updates done so far (epochs × mini-batches per step). */
+  /**
+   * AdamW updates applied so far (epochs × mini-batches per step, less skipped ones: like a skipped step of
+   * torch's GradScaler, a skipped update does not advance AdamW's bias correction). `step` counts every
+   * step, skipped updates or not: its batch was used and the trainer's RNG moved on.
+   */
   optimizerSteps: number;
   /** Mean final reward over the batch's rollouts. */
   rewardMean: number;
-  /** Mean over the last update's tokens (the loss the update descended). */
+  /** Mean over the last update's tokens (the loss the update descended; NaN/±Infinity when it was skipped). */
   loss: number;
   /** Mean k3 KL estimate to the reference policy over response tokens. */
   kl: number;
@@ -24,6 +28,14 @@ export interface StepStats {
   ratioMean: number;
   /** Global gradient norm before clipping, of the last update. */
   gradNorm: number;
+  /**
+   * Why an update of this step was skipped; absent when every update ran. 'non-finite loss' or
+   * 'non-finite gradient norm': a NaN or infinity was found before AdamW, so that update left the adapter
+   * and the AdamW moments as they were (the step's other mini-batches and epochs still run).
+   */
+  skipped?: 'non-finite loss' | 'non-finite gradient norm';
+  /** How many of the step's updates were skipped; absent when none was. */
+  skippedUpdates?: number;
   /** Samples (turns), response tokens and all tokens in the batch. */
   samples: number;
   responseTokens: number;
@@ -95,6 +107,8 @@ export async function grpoStep(backend: PolicyBackend, input: readonly TurnSampl
   let last = emptySums();
   let gradNorm = 0;
   let processed = 0;
+  let skipped: StepStats['skipped'];
+  let skippedUpdates = 0;
   for (let epoch = 0; epoch < cfg.epochs; epoch++) {
     const parts = cfg.miniBatches === 1 ? [all] : miniBatches(samples, cfg.miniBatches, ctx.random);
     for (const part of parts) {
@@ -107,8 +121,13 @@ export async function grpoStep(backend: PolicyBackend, input: readonly TurnSampl
         processed += b.rows;
       }
       gradNorm = await backend.gradNorm();
-      if (!Number.isFinite(gradNorm)) {
-        throw new Error(`grpoStep: the gradient norm is ${gradNorm} at step ${ctx.step}; the update was skipped and the adapter is unchanged (lower learningRate?)`);
+      last = sums;
+      // One NaN or infinity in the gradients would reach every parameter through AdamW's moments.
+      const bad = !Number.isFinite(sums.policy) || !Number.isFinite(sums.kl) ? 'non-finite loss' : !Number.isFinite(gradNorm) ? 'non-finite gradient norm' : null;
+      if (bad) {
+        skipped ??= bad;
+        skippedUpdates++;
+        continue;
       }
       optimizerSteps++;
       await backend.adamw({
@@ -120,7 +139,6 @@ export async function grpoStep(backend: PolicyBackend, input: readonly TurnSampl
         step: optimizerSteps,
         gradScale: clipFactor(gradNorm, cfg.maxGradNorm),
       });
-      last = sums;
     }
   }
   const t3 = now();
@@ -144,5 +162,6 @@ export async function grpoStep(backend: PolicyBackend, input: readonly TurnSampl
     groupStats: adv.groups,
     tokensPerSecond: processed / Math.max(1e-9, (t3 - t2) / 1000),
     ms: { oldLogprobs: t1 - t0, refLogprobs: t2 - t1, update: t3 - t2, total: t3 - t0 },
+    ...(skipped ? { skipped, skippedUpdates } : {}),
   };
 }

@@ -2,6 +2,7 @@
 // packed back to back without padding; row i of a sequence predicts token i+1, so a turn whose response is
 // tokens[p .. len-1] (p = prompt length) has its loss on rows p-1 .. len-2. Everything per token (loss mask,
 // advantage, old and reference logprobs) is laid out per row so that kernels index it by row.
+import { valueText } from '../util/value-text';
 
 /** One planner turn: the exact prompt ids fed to the model and the sampled response ids. */
 export interface TurnSample {
@@ -171,16 +172,24 @@ export interface FixtureSample {
   ref_logprobs?: number[];
 }
 
+const F32_MAX = 3.4028234663852886e38;
+
 export function fromFixtureSamples(samples: readonly FixtureSample[], where = 'batch'): TurnSample[] {
   return samples.map((s, i) => {
     if (!Array.isArray(s.tokens) || !Number.isInteger(s.prompt_len) || s.prompt_len < 1 || s.prompt_len >= s.tokens.length) {
       throw new Error(`${where}: samples[${i}] needs 'tokens' (array) and 'prompt_len' (integer in 1..tokens.length-1)`);
     }
-    if (typeof s.advantage !== 'number' || !Number.isFinite(s.advantage)) throw new Error(`${where}: samples[${i}].advantage must be a finite number`);
+    // The GPU computes in float32: a value beyond its range would turn into an infinity there.
+    if (typeof s.advantage !== 'number' || !(Math.abs(s.advantage) <= F32_MAX)) {
+      throw new Error(`${where}: samples[${i}].advantage must be a finite number within float32's ±3.4e38, got ${valueText(s.advantage)}`);
+    }
     const nResp = s.tokens.length - s.prompt_len;
     if (!Array.isArray(s.old_logprobs) || s.old_logprobs.length !== nResp) {
       throw new Error(`${where}: samples[${i}].old_logprobs must have ${nResp} entries (one per response token)`);
     }
+    s.old_logprobs.forEach((lp, j) => {
+      if (typeof lp !== 'number' || !(Math.abs(lp) <= F32_MAX)) throw new Error(`${where}: samples[${i}].old_logprobs[${j}] must be a finite number, got ${valueText(lp)}`);
+    });
     return {
       groupId: 'batch',
       rolloutId: `sample-${i}`,

@@ -29,7 +29,7 @@ function expectFixtureScores(r: LoadResult): void {
 }
 
 beforeAll(async () => {
-  hub = await serveHub({ 'mlc-ai/tiny-q4f16_1-MLC': TINY_MLC, 'mlc-ai/idb-q4f16_1-MLC': TINY_MLC });
+  hub = await serveHub({ 'mlc-ai/tiny-q4f16_1-MLC': TINY_MLC, 'mlc-ai/idb-q4f16_1-MLC': TINY_MLC, 'mlc-ai/corrupt-q4f16_1-MLC': TINY_MLC });
   vite = await startDevServer();
   browser = await launchChromium();
   page = await browser.newPage();
@@ -98,4 +98,18 @@ describe('planner and web-llm share the MLC download', () => {
     expectFixtureScores(await load(base, 'indexeddb'));
     expect(hub.requests).toEqual([]);
   }, 120_000);
+
+  it("a shard in web-llm's cache that does not match its md5sum fails the load naming it, and is downloaded again next time", async () => {
+    const repo = `${hub.url}/mlc-ai/corrupt-q4f16_1-MLC`;
+    const base = `${repo}/resolve/main/`;
+    expectFixtureScores(await load(repo));
+    await page.evaluate((b) => (window as any).mlc.corruptShard(b), base);
+    hub.requests.length = 0;
+    await expect(load(repo)).rejects.toThrow(/params_shard_0\.bin in .* is corrupt: it has MD5 [0-9a-f]{32} but tensor-cache\.json lists [0-9a-f]{32}\. The stored copy was deleted: load the model again to download it afresh/);
+    expect(hub.requests).toEqual([]);
+    expect(await keys('webllm/model')).not.toContain(`${base}params_shard_0.bin`);
+    expectFixtureScores(await load(repo));
+    expect(hub.requests).toEqual(['/mlc-ai/corrupt-q4f16_1-MLC/resolve/main/params_shard_0.bin']);
+  }, 120_000);
 });
+

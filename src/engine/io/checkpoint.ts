@@ -1,8 +1,9 @@
 // The runtime's single entry point for weights: config + every tensor (converted on demand to f16 bits or
 // f32) + the tokenizer files, from any FileSource; and loadAdapter for PEFT adapters.
-import { checkWeights, parseQwen2Config, type Qwen2Config } from './config.ts';
+import { checkLayerCount, checkWeights, parseQwen2Config, type Qwen2Config } from './config.ts';
 import { parseAdapter, type LoraAdapter } from './peft.ts';
-import { parseSafetensorsHeader, tensorToF16, tensorToF32, type SafetensorsDtype } from './safetensors.ts';
+import { tensorToF16, tensorToF32, type SafetensorsDtype } from './safetensors.ts';
+import { openSafetensors, type SafetensorsData } from './safetensors-file.ts';
 import { parseShardIndex, SHARD_INDEX_FILE, SINGLE_FILE } from './shards.ts';
 import { MissingFileError, readOptionalJson, type FileSource, type ProgressCallback } from './sources.ts';
 import { loadMlcCheckpoint, splitRows, type MlcCheckpoint } from './mlc.ts';
@@ -61,6 +62,8 @@ export interface LoadOptions {
    * whose `knownFormat()` says 'mlc' implies this: a model web-llm has cached loads with no request).
    */
   format?: 'auto' | 'mlc';
+  /** Largest slice a big safetensors file is read in (io/safetensors-file's SLICE_BYTES); for tests. */
+  maxSliceBytes?: number;
 }
 
 /** Sources that can tell their format without a download (io/webllm-cache's sharedUrlSource). */
@@ -82,47 +85,56 @@ export async function loadCheckpoint(source: FileSource, opts: LoadOptions = {})
   const index = await readOptionalJson(source, SHARD_INDEX_FILE);
   const shard = index ? parseShardIndex(index, `${source.label} ${SHARD_INDEX_FILE}`) : null;
   const files = shard ? shard.files : [SINGLE_FILE];
+  if (shard) checkLayerCount(config, shard.weightMap.keys());
   const tokenizer = await readTokenizerFiles(source);
-  const buffers = new Map<string, Uint8Array | null>();
+  // Headers first (a file read in slices has only its header in memory yet), so that tensors that do not
+  // fit the config fail before gigabytes of data are read.
+  const opened: SafetensorsData[] = [];
   const tensors = new Map<string, TensorHandle>();
-  for (const file of files) {
-    const bytes = await source.readBytes(file, opts.onProgress);
-    buffers.set(file, bytes);
-    const header = parseSafetensorsHeader(bytes, file);
-    for (const d of header.tensors.values()) {
-      if (shard && shard.weightMap.get(d.name) !== file) {
-        // A tensor in a shard the index does not point at would be silently shadowed; treat as corrupt.
-        throw new Error(`${SHARD_INDEX_FILE} maps '${d.name}' to ${shard.weightMap.get(d.name) ?? 'no shard'} but it is in ${file}`);
+  try {
+    for (const file of files) {
+      const data = await openSafetensors(source, file, { onProgress: opts.onProgress, maxSliceBytes: opts.maxSliceBytes });
+      opened.push(data);
+      for (const d of data.header.tensors.values()) {
+        if (shard && shard.weightMap.get(d.name) !== file) {
+          // A tensor in a shard the index does not point at would be silently shadowed; treat as corrupt.
+          throw new Error(`${SHARD_INDEX_FILE} maps '${d.name}' to ${shard.weightMap.get(d.name) ?? 'no shard'} but it is in ${file}`);
+        }
+        if (tensors.has(d.name)) throw new Error(`tensor '${d.name}' appears in both ${tensors.get(d.name)!.file} and ${file}`);
+        tensors.set(d.name, {
+          name: d.name,
+          dtype: d.dtype,
+          shape: d.shape,
+          file,
+          f16: () => {
+            const { bytes, tensor } = data.locate(d);
+            return tensorToF16(bytes, tensor);
+          },
+          f32: () => {
+            const { bytes, tensor } = data.locate(d);
+            return tensorToF32(bytes, tensor);
+          },
+        });
       }
-      if (tensors.has(d.name)) throw new Error(`tensor '${d.name}' appears in both ${tensors.get(d.name)!.file} and ${file}`);
-      const bytesOf = () => {
-        const b = buffers.get(file);
-        if (!b) throw new Error(`tensor '${d.name}': checkpoint was released`);
-        return b;
-      };
-      tensors.set(d.name, {
-        name: d.name,
-        dtype: d.dtype,
-        shape: d.shape,
-        file,
-        f16: () => tensorToF16(bytesOf(), d),
-        f32: () => tensorToF32(bytesOf(), d),
-      });
     }
-  }
-  if (shard) {
-    for (const [name, file] of shard.weightMap) {
-      if (!tensors.has(name)) throw new Error(`${SHARD_INDEX_FILE} maps '${name}' to ${file}, which does not contain it`);
+    if (shard) {
+      for (const [name, file] of shard.weightMap) {
+        if (!tensors.has(name)) throw new Error(`${SHARD_INDEX_FILE} maps '${name}' to ${file}, which does not contain it`);
+      }
     }
+    checkWeights(config, tensors.values());
+    for (const data of opened) await data.load();
+  } catch (e) {
+    for (const data of opened) data.release();
+    throw e;
   }
-  checkWeights(config, tensors.values());
   return {
     format: 'safetensors',
     config,
     tensors,
     tokenizer,
     release: () => {
-      for (const k of buffers.keys()) buffers.set(k, null);
+      for (const data of opened) data.release();
     },
   };
 }

@@ -48,6 +48,10 @@ describe('parseQwen2Config', () => {
     expect(() => parseQwen2Config({ ...tinyJson, hidden_size: '64' })).toThrow(/config\.json: 'hidden_size' must be a positive integer/);
     expect(() => parseQwen2Config({ ...tinyJson, model_type: 'llama' })).toThrow(/'model_type' is "llama"/);
     expect(() => parseQwen2Config({ ...tinyJson, eos_token_id: 999 })).toThrow(/'eos_token_id' 999 is not a token id below vocab_size 320/);
+    // 1e999 in a JSON file parses to Infinity, which JSON.stringify would print as null.
+    const inf = (key: string) => JSON.parse(JSON.stringify({ ...tinyJson, [key]: 'X' }).replace('"X"', '1e999'));
+    expect(() => parseQwen2Config(inf('rope_theta'))).toThrow(/'rope_theta' must be a finite positive number, got Infinity/);
+    expect(() => parseQwen2Config(inf('num_hidden_layers'))).toThrow(/'num_hidden_layers' must be a positive integer, got Infinity/);
     const { vocab_size: _v, ...noVocab } = tinyJson;
     expect(() => parseQwen2Config(noVocab, 'my/config.json')).toThrow(/my\/config\.json: 'vocab_size'/);
   });
@@ -72,6 +76,15 @@ describe('checkWeights', () => {
 
   it('names missing tensors (untied config needs lm_head; a third layer is absent)', () => {
     expect(() => checkWeights(parseQwen2Config({ ...tinyJson, tie_word_embeddings: false }), descs)).toThrow(/missing .*lm_head\.weight/);
-    expect(() => checkWeights(parseQwen2Config({ ...tinyJson, num_hidden_layers: 3 }), descs)).toThrow(/missing .*model\.layers\.2\.input_layernorm\.weight/);
+    const noNorm = descs.filter((d) => d.name !== 'model.layers.1.input_layernorm.weight');
+    expect(() => checkWeights(parseQwen2Config(tinyJson), noNorm)).toThrow(/missing .*model\.layers\.1\.input_layernorm\.weight/);
+  });
+
+  it('a config with more layers than the weights hold fails naming both counts, before listing what it implies', () => {
+    expect(() => checkWeights(parseQwen2Config({ ...tinyJson, num_hidden_layers: 3 }), descs)).toThrow(
+      /config\.json says num_hidden_layers is 3 but the weights hold layers for 2 \(model\.layers\.0 to model\.layers\.1\): config and weights disagree/,
+    );
+    // Fifty million layers: the names it implies would be a 600-million-entry list (gigabytes, then a RangeError).
+    expect(() => checkWeights(parseQwen2Config({ ...tinyJson, num_hidden_layers: 50_000_000 }), descs)).toThrow(/num_hidden_layers is 50000000 but the weights hold layers for 2/);
   });
 });

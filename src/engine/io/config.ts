@@ -1,6 +1,7 @@
 // Hugging Face Qwen2 config.json -> typed, validated Qwen2Config, and the check that a checkpoint's tensors
 // are exactly the ones (and shapes) that config implies.
 import type { TensorDescriptor } from './safetensors.ts';
+import { valueText } from '../../util/value-text.ts';
 
 export interface Qwen2Config {
   hiddenSize: number;
@@ -31,7 +32,7 @@ type Json = Record<string, unknown>;
 function posInt(cfg: Json, key: string, file: string): number {
   const v = cfg[key];
   if (typeof v !== 'number' || !Number.isInteger(v) || v <= 0) {
-    throw new ConfigError(`${file}: '${key}' must be a positive integer, got ${JSON.stringify(v)}`);
+    throw new ConfigError(`${file}: '${key}' must be a positive integer, got ${valueText(v)}`);
   }
   return v;
 }
@@ -39,7 +40,7 @@ function posInt(cfg: Json, key: string, file: string): number {
 function posNum(cfg: Json, key: string, file: string, fallback?: number): number {
   const v = cfg[key] ?? fallback;
   if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) {
-    throw new ConfigError(`${file}: '${key}' must be a positive number, got ${JSON.stringify(v)}`);
+    throw new ConfigError(`${file}: '${key}' must be a finite positive number, got ${valueText(v)}`);
   }
   return v;
 }
@@ -79,7 +80,7 @@ export function parseQwen2Config(json: unknown, file = 'config.json'): Qwen2Conf
   }
   const tokenId = (v: unknown, key: string): number => {
     if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v >= vocabSize) {
-      throw new ConfigError(`${file}: '${key}' ${JSON.stringify(v)} is not a token id below vocab_size ${vocabSize}`);
+      throw new ConfigError(`${file}: '${key}' ${valueText(v)} is not a token id below vocab_size ${vocabSize}`);
     }
     return v;
   };
@@ -134,6 +135,28 @@ export function expectedQwen2Tensors(c: Qwen2Config): Map<string, number[]> {
 
 const fmt = (s: number[]) => `[${s.join(', ')}]`;
 
+/** How many decoder layers `names` hold tensors for: 1 + the highest N of `model.layers.N.`, or 0. */
+export function heldLayers(names: Iterable<string>): number {
+  let n = 0;
+  for (const name of names) {
+    const m = /^model\.layers\.(\d+)\./.exec(name);
+    if (m) n = Math.max(n, Number(m[1]) + 1);
+  }
+  return n;
+}
+
+/**
+ * Throws when the config asks for more layers than `names` hold. Run before anything is made per layer:
+ * a config.json claiming millions of layers would otherwise build the name list (gigabytes) before failing.
+ */
+export function checkLayerCount(config: Qwen2Config, names: Iterable<string>, file = 'config.json'): void {
+  const held = heldLayers(names);
+  if (config.numLayers > held) {
+    const which = held ? `${held} (model.layers.0 to model.layers.${held - 1})` : 'none';
+    throw new ConfigError(`${file} says num_hidden_layers is ${config.numLayers} but the weights hold layers for ${which}: config and weights disagree`);
+  }
+}
+
 /**
  * Throws unless every tensor the config implies is present with the right shape. A tied checkpoint that
  * also carries lm_head.weight is accepted (some exporters write it); other unknown tensors are ignored.
@@ -141,6 +164,7 @@ const fmt = (s: number[]) => `[${s.join(', ')}]`;
 export function checkWeights(config: Qwen2Config, tensors: Iterable<Pick<TensorDescriptor, 'name' | 'shape'>>): void {
   const have = new Map<string, number[]>();
   for (const t of tensors) have.set(t.name, t.shape);
+  checkLayerCount(config, have.keys());
   const missing: string[] = [];
   for (const [name, shape] of expectedQwen2Tensors(config)) {
     const got = have.get(name);

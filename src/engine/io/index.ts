@@ -31,6 +31,7 @@ export {
   type TensorDescriptor,
   type WritableTensor,
 } from './safetensors.ts';
+export { NonFiniteError } from './finite.ts';
 export { parseShardIndex, SHARD_INDEX_FILE, type ShardIndex } from './shards.ts';
 export {
   directorySource,
@@ -46,6 +47,7 @@ export {
 } from './sources.ts';
 export {
   loadMlcCheckpoint,
+  CorruptShardError,
   parseTensorCache,
   parseMlcChatConfig,
   checkMlcQwen2,

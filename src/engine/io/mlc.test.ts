@@ -7,6 +7,7 @@ import { checkMlcQwen2, dequantizeQ4f16_1, loadMlcCheckpoint, parseMlcChatConfig
 import { loadAdapter } from './checkpoint.ts';
 import { LORA_MODULES, loraKey } from './peft.ts';
 import { directorySource } from './sources.ts';
+import { NonFiniteError } from './finite.ts';
 import { MLC_MANIFEST_05B, TINY_MLC } from './test-fixtures.ts';
 
 const readJson = (p: string) => JSON.parse(readFileSync(p, 'utf8'));
@@ -42,7 +43,11 @@ describe('MLC manifest at full scale (Qwen2.5-0.5B-Instruct q4f16_1)', () => {
 
   it('names the tensor when the manifest disagrees with the config or is inconsistent', () => {
     const c25 = parseMlcChatConfig({ ...readJson(join(MLC_MANIFEST_05B, 'mlc-chat-config.json')), model_config: { ...chat.raw.model_config as object, num_hidden_layers: 25 } });
-    expect(() => checkMlcQwen2(m, c25.config)).toThrow(/missing tensor 'model\.layers\.24\.input_layernorm\.weight'/);
+    expect(() => checkMlcQwen2(m, c25.config)).toThrow(/mlc-chat-config\.json says num_hidden_layers is 25 but the weights hold layers for 24 \(model\.layers\.0 to model\.layers\.23\)/);
+    const huge = parseMlcChatConfig({ ...readJson(join(MLC_MANIFEST_05B, 'mlc-chat-config.json')), model_config: { ...chat.raw.model_config as object, num_hidden_layers: 50_000_000 } });
+    expect(() => checkMlcQwen2(m, huge.config)).toThrow(/num_hidden_layers is 50000000 but the weights hold layers for 24/);
+    const noNorm = parseTensorCache({ ...json, records: json.records.map((s: { records: Array<{ name: string }> }) => ({ ...s, records: s.records.filter((r) => r.name !== 'model.layers.7.input_layernorm.weight') })) });
+    expect(() => checkMlcQwen2(noNorm, chat.config)).toThrow(/missing tensor 'model\.layers\.7\.input_layernorm\.weight'/);
     const bad = structuredClone(json);
     bad.records[1].records[0].nbytes += 2;
     expect(() => parseTensorCache(bad)).toThrow(new RegExp(`tensor '${bad.records[1].records[0].name.replace(/\./g, '\\.')}': shape .* bytes but nbytes is`));
@@ -200,6 +205,30 @@ describe('MLC records', () => {
     ).toThrow(/tensor 'w': shape \[3\] × float32 \(as bf16\) is 6 bytes but nbytes is 12/);
   });
 
+  it('a NaN or infinity in a float record (scales, norms, biases) fails its read, naming the shard, tensor and element', () => {
+    const m = parseTensorCache({
+      records: [{ dataPath: 'params_shard_3.bin', format: 'raw-shard', nbytes: 24, records: [
+        { name: 'x.q_scale', shape: [2, 2], dtype: 'float16', nbytes: 8, byteOffset: 0 },
+        { name: 'x.bias', shape: [2], dtype: 'float32', nbytes: 8, byteOffset: 8 },
+        { name: 'x.norm', shape: [2], dtype: 'float32', format: 'f32-to-bf16', nbytes: 4, byteOffset: 16 },
+        { name: 'x.q_weight', shape: [1], dtype: 'uint32', nbytes: 4, byteOffset: 20 },
+      ] }],
+    });
+    const shard = new Uint8Array(24);
+    const dv = new DataView(shard.buffer);
+    [0x3c00, 0x3c00, 0x3c00, 0x7e00].forEach((b, i) => dv.setUint16(2 * i, b, true)); // f16 NaN at [1, 1]
+    dv.setFloat32(8, 1, true);
+    dv.setFloat32(12, Infinity, true);
+    dv.setUint16(16, 0xff80, true); // bf16 -Infinity
+    dv.setUint32(20, 0xffffffff, true); // every bit pattern is a valid q_weight
+    const read = (name: string) => () => readMlcRecord(shard, m.records.get(name)!);
+    expect(read('x.q_scale')).toThrow(NonFiniteError);
+    expect(read('x.q_scale')).toThrow(/params_shard_3\.bin: tensor 'x\.q_scale' has NaN at \[1, 1\]/);
+    expect(read('x.bias')).toThrow(/params_shard_3\.bin: tensor 'x\.bias' has Infinity at index 1/);
+    expect(read('x.norm')).toThrow(/tensor 'x\.norm' has -Infinity at index 0/);
+    expect(read('x.q_weight')).not.toThrow();
+  });
+
   it('finds the older ndarray-cache.json name and rejects a shard of the wrong size', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'agentflow-mlc-'));
     copyFileSync(join(TINY_MLC, 'tensor-cache.json'), join(dir, 'ndarray-cache.json'));
@@ -209,6 +238,6 @@ describe('MLC records', () => {
     expect(ck.manifest.file).toBe('ndarray-cache.json');
     expect(ck.dequantized('model.layers.0.mlp.down_proj').length).toBe(64 * 192);
     writeFileSync(join(dir, 'params_shard_0.bin'), readFileSync(join(TINY_MLC, 'params_shard_0.bin')).subarray(0, 1000));
-    await expect(loadMlcCheckpoint(directorySource(dir))).rejects.toThrow(/params_shard_0\.bin is 1000 bytes but ndarray-cache\.json says 67968/);
+    await expect(loadMlcCheckpoint(directorySource(dir))).rejects.toThrow(/params_shard_0\.bin in .* is corrupt: it is 1000 bytes but ndarray-cache\.json says 67968/);
   });
 });

@@ -14,7 +14,10 @@
 // 4j..4j+3; q_scale float16 [out, in/32]; max_int_value = 2^(4-1) - 1 = 7 and _dequantize computes
 // (q - 7) * scale. Embeddings are quantized the same way along the hidden axis.
 import { f16BitsToF32, bf16BitsToF32 } from '../../util/half.ts';
-import { parseQwen2Config, type Qwen2Config } from './config.ts';
+import { checkLayerCount, parseQwen2Config, type Qwen2Config } from './config.ts';
+import { md5Hex } from '../../util/md5.ts';
+import { isModelFileName, MODEL_FILE_NAME_RULE } from './file-names.ts';
+import { firstNonFiniteBf16, firstNonFiniteF32, firstNonFiniteHalf, nonFiniteError } from './finite.ts';
 import { readOptionalJson, type FileSource, type ProgressCallback } from './sources.ts';
 
 export const MLC_MANIFEST_FILES = ['tensor-cache.json', 'ndarray-cache.json'] as const;
@@ -53,6 +56,19 @@ export class MlcFormatError extends Error {
   }
 }
 
+/** A shard whose bytes are not what tensor-cache.json says (size or md5sum): a damaged download or cache. */
+export class CorruptShardError extends MlcFormatError {
+  constructor(
+    message: string,
+    readonly file: string,
+    /** True when the source's stored copy was deleted, so the next load downloads the shard again. */
+    readonly forgotten: boolean,
+  ) {
+    super(message);
+    this.name = 'CorruptShardError';
+  }
+}
+
 const prod = (s: number[]) => s.reduce((a, b) => a * b, 1);
 
 /** Parses and validates tensor-cache.json: sizes match shapes, records lie inside their shard, no overlaps. */
@@ -63,14 +79,18 @@ export function parseTensorCache(json: unknown, file = 'tensor-cache.json'): Mlc
   const shards: MlcShard[] = [];
   for (const [si, s] of (root.records as Array<Record<string, unknown>>).entries()) {
     const dataPath = s.dataPath;
-    if (typeof dataPath !== 'string' || !dataPath || dataPath.includes('..') || dataPath.startsWith('/')) {
-      throw new MlcFormatError(`${file}: shard ${si} has no valid 'dataPath'`);
+    if (!isModelFileName(dataPath)) {
+      throw new MlcFormatError(`${file}: shard ${si} has dataPath ${JSON.stringify(dataPath)}, not ${MODEL_FILE_NAME_RULE}; refused`);
     }
     if (s.format !== 'raw-shard') throw new MlcFormatError(`${file}: shard ${dataPath} has format ${JSON.stringify(s.format)}, expected 'raw-shard'`);
     const nbytes = s.nbytes;
     if (!Number.isSafeInteger(nbytes) || (nbytes as number) < 0) throw new MlcFormatError(`${file}: shard ${dataPath} has invalid nbytes`);
     if (!Array.isArray(s.records)) throw new MlcFormatError(`${file}: shard ${dataPath} has no 'records'`);
-    shards.push({ dataPath, nbytes: nbytes as number, md5sum: typeof s.md5sum === 'string' ? s.md5sum : undefined });
+    const md5sum = s.md5sum;
+    if (md5sum !== undefined && (typeof md5sum !== 'string' || !/^[0-9a-fA-F]{32}$/.test(md5sum))) {
+      throw new MlcFormatError(`${file}: shard ${dataPath} has md5sum ${JSON.stringify(md5sum)}, not 32 hex digits`);
+    }
+    shards.push({ dataPath, nbytes: nbytes as number, md5sum: md5sum?.toLowerCase() });
     const inShard: MlcRecord[] = [];
     for (const r of s.records as Array<Record<string, unknown>>) {
       const name = r.name;
@@ -184,6 +204,7 @@ export function expectedMlcQwen2Tensors(c: Qwen2Config, quantization: MlcQ4Quant
 
 /** Throws, naming the tensor, unless the manifest holds every q4 Qwen2 tensor the config implies. */
 export function checkMlcQwen2(manifest: MlcManifest, config: Qwen2Config, quantization: MlcQ4Quantization = 'q4f16_1'): void {
+  checkLayerCount(config, manifest.records.keys(), 'mlc-chat-config.json');
   for (const [name, want] of expectedMlcQwen2Tensors(config, quantization)) {
     const r = manifest.records.get(name);
     if (!r) throw new MlcFormatError(`${manifest.file}: missing tensor '${name}' that the config implies`);
@@ -195,29 +216,43 @@ export function checkMlcQwen2(manifest: MlcManifest, config: Qwen2Config, quanti
 
 export type MlcArray = Uint32Array | Uint16Array | Float32Array | Int32Array | Uint8Array | Int8Array;
 
-/** A record's data from its shard's bytes: uint32 as Uint32Array, float16 as f16 bits, float32 as Float32Array. */
+/**
+ * A record's data from its shard's bytes: uint32 as Uint32Array, float16 as f16 bits, float32 as
+ * Float32Array. A float record (scales, norms, biases) holding a NaN or infinity throws NonFiniteError.
+ */
 export function readMlcRecord(shard: Uint8Array, rec: MlcRecord): MlcArray {
   if (rec.byteOffset + rec.nbytes > shard.byteLength) {
     throw new MlcFormatError(`${rec.dataPath}: tensor '${rec.name}' needs bytes up to ${rec.byteOffset + rec.nbytes} but the shard has ${shard.byteLength} (truncated)`);
   }
   const bytes = shard.slice(rec.byteOffset, rec.byteOffset + rec.nbytes); // copy: aligned and detached from the shard
   const n = prod(rec.shape);
+  const finite = <T extends Uint16Array | Float32Array>(a: T, bad: number, value: (i: number) => number): T => {
+    if (bad >= 0) throw nonFiniteError(rec.dataPath, rec.name, rec.shape, bad, value(bad));
+    return a;
+  };
   if (rec.dtype === 'float32' && rec.format === 'f32-to-bf16') {
     const src = new Uint16Array(bytes.buffer, 0, n);
     const out = new Float32Array(n);
     for (let i = 0; i < n; i++) out[i] = bf16BitsToF32(src[i]);
-    return out;
+    return finite(out, firstNonFiniteF32(out), (i) => out[i]);
   }
   switch (rec.dtype) {
     case 'uint32':
       return new Uint32Array(bytes.buffer, 0, n);
     case 'int32':
       return new Int32Array(bytes.buffer, 0, n);
-    case 'float16':
-    case 'bfloat16':
-      return new Uint16Array(bytes.buffer, 0, n);
-    case 'float32':
-      return new Float32Array(bytes.buffer, 0, n);
+    case 'float16': {
+      const h = new Uint16Array(bytes.buffer, 0, n);
+      return finite(h, firstNonFiniteHalf(h), (i) => f16BitsToF32(h[i]));
+    }
+    case 'bfloat16': {
+      const b = new Uint16Array(bytes.buffer, 0, n);
+      return finite(b, firstNonFiniteBf16(b), (i) => bf16BitsToF32(b[i]));
+    }
+    case 'float32': {
+      const f = new Float32Array(bytes.buffer, 0, n);
+      return finite(f, firstNonFiniteF32(f), (i) => f[i]);
+    }
     case 'uint8':
       return new Uint8Array(bytes.buffer, 0, n);
     case 'int8':
@@ -281,6 +316,17 @@ export interface MlcCheckpoint {
   release(): void;
 }
 
+/** Throws CorruptShardError for `file`, first deleting the source's stored copy of it when it keeps one. */
+async function corrupt(source: FileSource, file: string, what: string): Promise<never> {
+  const forgotten = (await source.forget?.(file).catch(() => false)) ?? false;
+  const remedy = forgotten
+    ? 'The stored copy was deleted: load the model again to download it afresh.'
+    : source.forget
+      ? 'Load the model again to download it afresh.'
+      : 'Replace it with a fresh download of the build.';
+  throw new CorruptShardError(`${file} in ${source.label} is corrupt: it ${what}. ${remedy}`, file, forgotten);
+}
+
 /** Reads an MLC q4f16_1 / q4f32_1 Qwen2 folder (manifest, chat config and every shard) from any FileSource. */
 export async function loadMlcCheckpoint(source: FileSource, opts: { onProgress?: ProgressCallback } = {}): Promise<MlcCheckpoint> {
   let manifestJson: unknown = null;
@@ -301,7 +347,12 @@ export async function loadMlcCheckpoint(source: FileSource, opts: { onProgress?:
   const shards = new Map<string, Uint8Array | null>();
   for (const s of manifest.shards) {
     const bytes = await source.readBytes(s.dataPath, opts.onProgress);
-    if (bytes.byteLength !== s.nbytes) throw new MlcFormatError(`${s.dataPath} is ${bytes.byteLength} bytes but ${manifestFile} says ${s.nbytes}`);
+    if (bytes.byteLength !== s.nbytes) await corrupt(source, s.dataPath, `is ${bytes.byteLength} bytes but ${manifestFile} says ${s.nbytes}`);
+    // The bytes are hashed where they lie (no second copy); the planner loads in its worker, off the page's thread.
+    if (s.md5sum) {
+      const md5 = md5Hex(bytes);
+      if (md5 !== s.md5sum) await corrupt(source, s.dataPath, `has MD5 ${md5} but ${manifestFile} lists ${s.md5sum}`);
+    }
     shards.set(s.dataPath, bytes);
   }
   const rec = (name: string) => {

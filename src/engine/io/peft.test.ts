@@ -79,6 +79,39 @@ describe('PEFT adapter', () => {
     expect(() => parseAdapter(cfgJson, foreign)).toThrow(/tensor 'base_model\.model\.lm_head\.lora_A\.weight' is not a LoRA A\/B weight/);
   });
 
+  it("honours target_modules: weights for modules it does not select are left out (as PEFT does) and listed", () => {
+    const ad = parseAdapter({ ...cfgJson, target_modules: ['q_proj', 'v_proj'] }, weights, { base });
+    expect([...ad.pairs.keys()].sort()).toEqual(['0.q', '0.v', '1.q', '1.v']);
+    expect(ad.ignored).toHaveLength(10);
+    expect(ad.ignored).toContain('model.layers.1.mlp.down_proj');
+    const one = parseAdapter({ ...cfgJson, target_modules: 'model\\.layers\\.1\\.mlp\\.(gate|up)_proj' }, weights);
+    expect([...one.pairs.keys()].sort()).toEqual(['1.gate', '1.up']);
+    // PEFT's 'all-linear' is all seven projections; the fixture's own list selects everything.
+    expect(parseAdapter({ ...cfgJson, target_modules: 'all-linear' }, weights, { base }).pairs.size).toBe(14);
+    const all = parseAdapter(cfgJson, weights, { base });
+    expect(all.pairs.size).toBe(14);
+    expect(all.ignored).toBeUndefined();
+  });
+
+  it('refuses a target_modules name or regex that selects nothing, and weights none of which it selects', () => {
+    expect(() => parseAdapter({ ...cfgJson, target_modules: ['q_proj', 'c_attn'] }, weights, { base })).toThrow(
+      /adapter_config\.json: 'target_modules' entry "c_attn" names no module the runtime can adapt \(q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj of each of 2 layers\)/,
+    );
+    expect(() => parseAdapter({ ...cfgJson, target_modules: ['lm_head'] }, weights, { base })).toThrow(/entry "lm_head" names no module/);
+    expect(() => parseAdapter({ ...cfgJson, target_modules: '.*\\.layers\\.7\\..*' }, weights, { base })).toThrow(/'target_modules' ".*" selects none of the q_proj, .* projections of the model's 2 layers/);
+    const st = readSafetensors(weights, 'a');
+    const qOnly = writeSafetensors(st.names().filter((n) => n.includes('.q_proj.')).map((n) => ({ name: n, shape: st.descriptor(n).shape, data: st.f32(n) })));
+    expect(() => parseAdapter({ ...cfgJson, target_modules: ['v_proj'] }, qOnly, { base })).toThrow(/adapter_model\.safetensors: none of its LoRA weights is for a module that adapter_config\.json's target_modules \["v_proj"\] selects/);
+    expect(() => parseAdapterConfig({ ...cfgJson, layers_to_transform: [0] })).toThrow(/'layers_to_transform' is set/);
+    expect(() => parseAdapterConfig({ ...cfgJson, exclude_modules: ['q_proj'] })).toThrow(/'exclude_modules' is set/);
+  });
+
+  it("says a lora_alpha of 1e999 is not finite (JSON.parse makes it Infinity), rather than 'got null'", () => {
+    const text = JSON.stringify({ ...cfgJson, lora_alpha: 'X' }).replace('"X"', '1e999');
+    expect(() => parseAdapterConfig(JSON.parse(text))).toThrow(/^adapter_config\.json: 'lora_alpha' is Infinity, not a finite number$/);
+    expect(() => parseAdapterConfig({ ...cfgJson, lora_alpha: '8' })).toThrow(/'lora_alpha' must be a number, got "8"/);
+  });
+
   it('exports to PEFT files that reproduce the fixture adapter byte for byte', () => {
     const ad = parseAdapter(cfgJson, weights, { base });
     const out = exportAdapter(ad);

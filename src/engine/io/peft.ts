@@ -3,6 +3,7 @@
 // use_rslora is set (peft/tuners/lora/layer.py, update_layer).
 import type { Qwen2Config } from './config.ts';
 import { readSafetensors, writeSafetensors, type WritableTensor } from './safetensors.ts';
+import { valueText } from '../../util/value-text.ts';
 
 export const LORA_MODULES = ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] as const;
 export type LoraModule = (typeof LORA_MODULES)[number];
@@ -45,6 +46,11 @@ export interface LoraAdapter {
   config: LoraAdapterConfig;
   /** Keyed by `${layer}.${module}`; use loraKey(). */
   pairs: Map<string, LoraPair>;
+  /**
+   * Modules the weights file has LoRA tensors for but target_modules does not select (their paths, e.g.
+   * 'model.layers.0.mlp.down_proj'): left out, as PEFT leaves them out. Absent when there were none.
+   */
+  ignored?: string[];
 }
 
 export class AdapterError extends Error {
@@ -67,9 +73,10 @@ export function parseAdapterConfig(json: unknown, file = 'adapter_config.json'):
     throw new AdapterError(`${file}: 'peft_type' is ${JSON.stringify(c.peft_type)}; only LORA adapters are supported`);
   }
   const r = c.r;
-  if (typeof r !== 'number' || !Number.isInteger(r) || r <= 0) throw new AdapterError(`${file}: 'r' must be a positive integer, got ${JSON.stringify(r)}`);
+  if (typeof r !== 'number' || !Number.isInteger(r) || r <= 0) throw new AdapterError(`${file}: 'r' must be a positive integer, got ${valueText(r)}`);
   const alpha = c.lora_alpha ?? 8;
-  if (typeof alpha !== 'number' || !Number.isFinite(alpha)) throw new AdapterError(`${file}: 'lora_alpha' must be a number, got ${JSON.stringify(alpha)}`);
+  if (typeof alpha !== 'number') throw new AdapterError(`${file}: 'lora_alpha' must be a number, got ${valueText(alpha)}`);
+  if (!Number.isFinite(alpha)) throw new AdapterError(`${file}: 'lora_alpha' is ${alpha}, not a finite number`);
   const tm = c.target_modules;
   let targetModules: string[] | string;
   if (typeof tm === 'string') {
@@ -85,6 +92,11 @@ export function parseAdapterConfig(json: unknown, file = 'adapter_config.json'):
     throw new AdapterError(`${file}: 'target_modules' must be a list of names or a regex string, got ${JSON.stringify(tm)}`);
   }
   if (c.fan_in_fan_out === true) throw new AdapterError(`${file}: 'fan_in_fan_out' adapters (Conv1D layouts) are not supported`);
+  // Narrowing what target_modules selects by layer or by exclusion: not implemented, so refused rather
+  // than applied to modules the adapter's author left out.
+  if (c.layers_to_transform != null) throw new AdapterError(`${file}: 'layers_to_transform' is set; adapters on some layers only are not supported`);
+  const exclude = c.exclude_modules;
+  if (exclude != null && !(Array.isArray(exclude) && exclude.length === 0)) throw new AdapterError(`${file}: 'exclude_modules' is set; excluding modules is not supported`);
   if (c.use_dora === true) throw new AdapterError(`${file}: DoRA adapters ('use_dora') are not supported`);
   // Per-module ranks or alphas would make the scale differ between modules; one scale per adapter is assumed.
   for (const key of ['rank_pattern', 'alpha_pattern'] as const) {
@@ -97,11 +109,42 @@ export function parseAdapterConfig(json: unknown, file = 'adapter_config.json'):
   return { r, loraAlpha: alpha, targetModules, useRslora: rslora, baseModelNameOrPath: typeof base === 'string' ? base : null };
 }
 
-/** True when PEFT's target_modules selects the module at `path` (e.g. 'model.layers.3.self_attn.q_proj'). */
+/**
+ * True when PEFT's target_modules selects the module at `path` (e.g. 'model.layers.3.self_attn.q_proj'):
+ * PEFT's 'all-linear' (every linear layer but the LM head: all seven projections here), a regex
+ * full-matched against the path, or a list of names.
+ */
 export function targetsModule(targetModules: string[] | string, path: string): boolean {
+  if (targetModules === ALL_LINEAR) return PATH_TO_MODULE.has(path.replace(/^model\.layers\.\d+\./, ''));
   if (typeof targetModules === 'string') return new RegExp(`^(?:${targetModules})$`).test(path);
   // PEFT list semantics: exact match, or the path ends with '.' + entry.
   return targetModules.some((t) => path === t || path.endsWith(`.${t}`));
+}
+
+const ALL_LINEAR = 'all-linear';
+
+/** Paths of every projection the runtime can adapt in `layers` layers ('model.layers.0.self_attn.q_proj', …). */
+function adaptablePaths(layers: number): string[] {
+  const out: string[] = [];
+  for (let l = 0; l < layers; l++) for (const m of LORA_MODULES) out.push(`model.layers.${l}.${MODULE_PATH[m]}`);
+  return out;
+}
+
+/** Throws, naming it, when a target_modules name (or the regex) selects none of the model's projections. */
+function checkTargets(targetModules: string[] | string, layers: number, file: string): void {
+  const paths = adaptablePaths(layers);
+  const modules = LORA_MODULES.map((m) => MODULE_PATH[m].split('.')[1]).join(', ');
+  if (typeof targetModules === 'string') {
+    if (!paths.some((p) => targetsModule(targetModules, p))) {
+      throw new AdapterError(`${file}: 'target_modules' ${JSON.stringify(targetModules)} selects none of the ${modules} projections of the model's ${layers} layers`);
+    }
+    return;
+  }
+  for (const t of targetModules) {
+    if (!paths.some((p) => targetsModule([t], p))) {
+      throw new AdapterError(`${file}: 'target_modules' entry ${JSON.stringify(t)} names no module the runtime can adapt (${modules} of each of ${layers} layers)`);
+    }
+  }
 }
 
 const NAME_RE = /^base_model\.model\.model\.layers\.(\d+)\.((?:self_attn|mlp)\.[a-z_]+)\.lora_([AB])(?:\.default)?\.weight$/;
@@ -154,8 +197,16 @@ export function parseAdapter(configJson: unknown, weights: Uint8Array | ArrayBuf
     halves.set(key, entry);
   }
   const scale = loraScale(config);
+  const layers = opts.base?.numLayers ?? Math.max(0, ...[...halves.values()].map((h) => h.layer + 1));
+  if (layers > 0) checkTargets(config.targetModules, layers, configFile);
   const pairs = new Map<string, LoraPair>();
+  const ignored: string[] = [];
   for (const [key, { layer, module, A, B }] of halves) {
+    const path = `model.layers.${layer}.${MODULE_PATH[module]}`;
+    if (!targetsModule(config.targetModules, path)) {
+      ignored.push(path);
+      continue;
+    }
     if (!A || !B) {
       throw new AdapterError(`${file}: layer ${layer} ${MODULE_PATH[module]} has lora_${A ? 'A' : 'B'} but no lora_${A ? 'B' : 'A'}`);
     }
@@ -181,7 +232,10 @@ export function parseAdapter(configJson: unknown, weights: Uint8Array | ArrayBuf
     }
     pairs.set(key, { layer, module, A: st.f32(A), B: st.f32(B), r, inFeatures, outFeatures, scale });
   }
-  return { config, pairs };
+  if (halves.size > 0 && pairs.size === 0) {
+    throw new AdapterError(`${file}: none of its LoRA weights is for a module that ${configFile}'s target_modules ${JSON.stringify(config.targetModules)} selects`);
+  }
+  return ignored.length ? { config, pairs, ignored } : { config, pairs };
 }
 
 /** Pairs in PEFT's save order: by layer, then q, k, v, o, gate, up, down. */

@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseSafetensorsHeader, readSafetensors, writeSafetensors, tensorToF16 } from './safetensors.ts';
+import { NonFiniteError } from './finite.ts';
+import { f32ToBf16Bits } from '../../util/half.ts';
 import { TINY } from './test-fixtures.ts';
 
 // Independent float64 reference for IEEE half rounding (nearest, ties to even), written from the format
@@ -82,8 +84,8 @@ describe('safetensors reader', () => {
     expect(checked).toBeGreaterThan(50_000);
   });
 
-  it('converts F32 to f16 bits with round-to-nearest-even, including ties, subnormals and overflow', () => {
-    const vals: number[] = [0, -0, 1, -1, 65504, 65519.99, 65520, 1e6, 2 ** -24, 2 ** -25, 3 * 2 ** -26, 2 ** -14, 1 + 2 ** -11, 1 + 3 * 2 ** -11, 0.1, -3.14159];
+  it('converts F32 to f16 bits with round-to-nearest-even, including ties, subnormals and the top of the range', () => {
+    const vals: number[] = [0, -0, 1, -1, 65504, 65519.99, -65519.99, 2 ** -24, 2 ** -25, 3 * 2 ** -26, 2 ** -14, 1 + 2 ** -11, 1 + 3 * 2 ** -11, 0.1, -3.14159];
     let s = 12345;
     for (let i = 0; i < 4000; i++) {
       s = (s * 1103515245 + 12345) >>> 0;
@@ -134,6 +136,47 @@ describe('safetensors reader', () => {
     expect(() => readSafetensors(cut, 'model.safetensors')).toThrow(/model\.safetensors: tensor '[^']+': data_offsets .* run past/);
     const { n } = rawHeader(raw);
     expect(() => parseSafetensorsHeader(raw.subarray(0, n), 'model.safetensors')).toThrow(/header length \d+ runs past the end/);
+  });
+});
+
+describe('non-finite weights', () => {
+  const one = (dtype: 'F32' | 'F16' | 'BF16', values: number[], shape = [values.length]) => {
+    const bytes =
+      dtype === 'F32'
+        ? writeSafetensors([{ name: 'w', shape, data: new Float32Array(values) }])
+        : writeSafetensors([{ name: 'w', shape, data: Uint16Array.from(values, (v) => (dtype === 'F16' ? refF16Bits(v) : f32ToBf16Bits(v))), dtype }]);
+    return readSafetensors(bytes, 'bad.safetensors');
+  };
+
+  for (const dtype of ['F32', 'F16', 'BF16'] as const) {
+    it(`${dtype}: a NaN or infinity fails f16() and f32(), naming the file, tensor, coordinates and value`, () => {
+      const nan = one(dtype, [0.5, 1, -2, 3, 4, NaN, 6, 7], [2, 4]);
+      expect(() => nan.f16('w')).toThrow(NonFiniteError);
+      expect(() => nan.f16('w')).toThrow(/bad\.safetensors: tensor 'w' has NaN at \[1, 1\] \(element 5 of 8\)/);
+      expect(() => nan.f32('w')).toThrow(/bad\.safetensors: tensor 'w' has NaN at \[1, 1\]/);
+      const inf = one(dtype, [1, 2, -Infinity]);
+      expect(() => inf.f16('w')).toThrow(/tensor 'w' has -Infinity at index 2/);
+      expect(() => inf.f32('w')).toThrow(/tensor 'w' has -Infinity at index 2/);
+      // Finite values still read.
+      expect([...one(dtype, [1, -2, 0.5]).f32('w')]).toEqual([1, -2, 0.5]);
+    });
+  }
+
+  it('F16 scan: a NaN in the last, odd element of an unaligned tensor is found too', () => {
+    const bits = new Uint16Array([0x3c00, 0x3c00, 0x7e00]);
+    const bytes = writeSafetensors([{ name: 'h', shape: [3], data: bits, dtype: 'F16' }]);
+    const shifted = new Uint8Array(bytes.length + 2);
+    shifted.set(bytes, 2);
+    expect(() => readSafetensors(shifted.subarray(2), 'h.safetensors').f16('h')).toThrow(/tensor 'h' has NaN at index 2/);
+    expect(() => readSafetensors(bytes, 'h.safetensors').f16('h')).toThrow(/tensor 'h' has NaN at index 2/);
+  });
+
+  it('a finite F32 or BF16 value beyond f16\'s range fails f16() (it would be infinite on the GPU), not f32()', () => {
+    for (const dtype of ['F32', 'BF16'] as const) {
+      const st = one(dtype, [1, 2, 3, 1e6]);
+      expect(() => st.f16('w')).toThrow(/tensor 'w' has \d+ at index 3 \(element 3 of 4\); beyond f16's ±65504/);
+      expect(st.f32('w')[3]).toBeCloseTo(1e6, -4);
+    }
   });
 });
 

@@ -2,6 +2,7 @@
 // 8-byte little-endian header length N, N bytes of UTF-8 JSON {name: {dtype, shape, data_offsets:[begin,end]},
 // "__metadata__"?: {string: string}}, then the data section; data_offsets are relative to the data section.
 import { bf16BitsToF32, f16BitsToF32, f32ToF16Bits } from '../../util/half.ts';
+import { firstNonFiniteF32, firstNonFiniteHalf, nonFiniteError } from './finite.ts';
 
 export type SafetensorsDtype = 'BF16' | 'F16' | 'F32';
 
@@ -141,35 +142,59 @@ function tensorBytes(bytes: Uint8Array, t: TensorDescriptor): { buffer: ArrayBuf
 const conv32 = new Float32Array(1);
 const conv32u = new Uint32Array(conv32.buffer);
 
-/** The tensor as IEEE half bits; BF16 and F32 are rounded to nearest even. */
+/**
+ * The tensor as IEEE half bits; BF16 and F32 are rounded to nearest even. Throws NonFiniteError, naming
+ * the tensor and element, on a NaN or infinity, or on a value beyond f16's range (it would be one on the
+ * GPU): checked in the conversion loop, or by one scan of the copy for F16.
+ */
 export function tensorToF16(bytes: Uint8Array, t: TensorDescriptor): Uint16Array {
   const { buffer, offset } = tensorBytes(bytes, t);
   const n = t.byteLength / ITEM_SIZE[t.dtype];
-  if (t.dtype === 'F16') return new Uint16Array(buffer, offset, n).slice();
+  if (t.dtype === 'F16') {
+    const out = new Uint16Array(buffer, offset, n).slice();
+    const bad = firstNonFiniteHalf(out);
+    if (bad >= 0) throw nonFiniteError(t.file, t.name, t.shape, bad, f16BitsToF32(out[bad]));
+    return out;
+  }
   const out = new Uint16Array(n);
   if (t.dtype === 'F32') {
     const src = new Float32Array(buffer, offset, n);
-    for (let i = 0; i < n; i++) out[i] = f32ToF16Bits(src[i]);
+    for (let i = 0; i < n; i++) {
+      const h = f32ToF16Bits(src[i]);
+      if ((h & 0x7c00) === 0x7c00) throw nonFiniteError(t.file, t.name, t.shape, i, src[i], Number.isFinite(src[i]));
+      out[i] = h;
+    }
     return out;
   }
   const src = new Uint16Array(buffer, offset, n);
   for (let i = 0; i < n; i++) {
     // bf16 widens to f32 exactly (its bits are the top half of an f32).
     conv32u[0] = src[i] << 16;
-    out[i] = f32ToF16Bits(conv32[0]);
+    const h = f32ToF16Bits(conv32[0]);
+    if ((h & 0x7c00) === 0x7c00) throw nonFiniteError(t.file, t.name, t.shape, i, conv32[0], Number.isFinite(conv32[0]));
+    out[i] = h;
   }
   return out;
 }
 
-/** The tensor as float32 (exact for all three dtypes). */
+/** The tensor as float32 (exact for all three dtypes). Throws NonFiniteError on a NaN or infinity. */
 export function tensorToF32(bytes: Uint8Array, t: TensorDescriptor): Float32Array {
   const { buffer, offset } = tensorBytes(bytes, t);
   const n = t.byteLength / ITEM_SIZE[t.dtype];
-  if (t.dtype === 'F32') return new Float32Array(buffer, offset, n).slice();
+  if (t.dtype === 'F32') {
+    const out = new Float32Array(buffer, offset, n).slice();
+    const bad = firstNonFiniteF32(out);
+    if (bad >= 0) throw nonFiniteError(t.file, t.name, t.shape, bad, out[bad]);
+    return out;
+  }
   const src = new Uint16Array(buffer, offset, n);
   const out = new Float32Array(n);
-  if (t.dtype === 'F16') for (let i = 0; i < n; i++) out[i] = f16BitsToF32(src[i]);
-  else for (let i = 0; i < n; i++) out[i] = bf16BitsToF32(src[i]);
+  const badBits = t.dtype === 'F16' ? 0x7c00 : 0x7f80;
+  const widen = t.dtype === 'F16' ? f16BitsToF32 : bf16BitsToF32;
+  for (let i = 0; i < n; i++) {
+    out[i] = widen(src[i]);
+    if ((src[i] & badBits) === badBits) throw nonFiniteError(t.file, t.name, t.shape, i, out[i]);
+  }
   return out;
 }
 

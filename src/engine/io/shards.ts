@@ -1,5 +1,6 @@
 // Sharded Hugging Face checkpoints: model.safetensors.index.json's weight_map says which shard file holds
 // each tensor (transformers' modeling_utils writes {"metadata": {...}, "weight_map": {tensor: file}}).
+import { isModelFileName, MODEL_FILE_NAME_RULE } from './file-names.ts';
 
 export const SHARD_INDEX_FILE = 'model.safetensors.index.json';
 export const SINGLE_FILE = 'model.safetensors';
@@ -17,8 +18,8 @@ export function parseShardIndex(json: unknown, file = SHARD_INDEX_FILE): ShardIn
   const weightMap = new Map<string, string>();
   const files: string[] = [];
   for (const [tensor, shard] of Object.entries(wm)) {
-    if (typeof shard !== 'string' || !shard || shard.includes('..') || shard.startsWith('/')) {
-      throw new Error(`${file}: weight_map entry for '${tensor}' is not a shard file name: ${JSON.stringify(shard)}`);
+    if (!isModelFileName(shard)) {
+      throw new Error(`${file}: weight_map entry for '${tensor}' is ${JSON.stringify(shard)}, not ${MODEL_FILE_NAME_RULE}; refused`);
     }
     weightMap.set(tensor, shard);
     if (!files.includes(shard)) files.push(shard);

@@ -73,6 +73,22 @@ describe('urlSource', () => {
     await expect(reset.readBytes('model.safetensors')).rejects.toThrow(/model\.safetensors was interrupted after 10 bytes: connection reset/);
   });
 
+  it('a file larger than one buffer can hold fails naming it (not a bare typed-array RangeError)', async () => {
+    const huge = urlSource(BASE, { cacheName: null, fetch: async () => new Response(streamOf([new Uint8Array(10)]), { headers: { 'content-length': String(2 ** 53 - 1) } }) });
+    await expect(huge.readBytes('model.safetensors')).rejects.toThrow(/^model\.safetensors in https:\/\/hub\.example\/.*model\.safetensors is 9007199254740991 bytes, more than one buffer can hold here/);
+  });
+
+  it('refuses a file name that resolves outside its base (another site, or out of the folder), fetching nothing', async () => {
+    const urls: string[] = [];
+    const src = urlSource(BASE, { cacheName: null, fetch: async (u) => (urls.push(String(u)), new Response('x')) });
+    for (const name of ['https://evil.example/model.safetensors', '//evil.example/x.bin', '\\\\evil.example\\x.bin', '../../other/model.safetensors', '%2e%2e/%2e%2e/x.bin']) {
+      await expect(src.readBytes(name), name).rejects.toThrow(/outside https:\/\/hub\.example\/Qwen\/Tiny\/resolve\/main\/; refused/);
+    }
+    expect(urls).toEqual([]);
+    expect(await src.readBytes('sub/model-00001-of-00002.safetensors')).toEqual(new TextEncoder().encode('x'));
+    expect(urls).toEqual([`${BASE}sub/model-00001-of-00002.safetensors`]);
+  });
+
   it('parses JSON and names a file that is not JSON', async () => {
     const src = urlSource(BASE, { cacheName: null, fetch: async (u) => new Response(String(u).endsWith('a.json') ? '{"x":1}' : 'x = 1') });
     expect(await src.readJson('a.json')).toEqual({ x: 1 });
@@ -93,6 +109,10 @@ describe('pickedFilesSource', () => {
     expect(await src.readBytes('model.safetensors', (p) => events.push(p))).toEqual(new Uint8Array([1, 2, 3]));
     expect(events.at(-1)).toEqual({ file: 'model.safetensors', bytesDone: 3, bytesTotal: 3, fromCache: false });
     await expect(src.readBytes('tokenizer.json')).rejects.toBeInstanceOf(MissingFileError);
+    // Ranges, for big safetensors files read in slices.
+    expect(await src.size!('model.safetensors')).toBe(3);
+    expect(await src.readRange!('model.safetensors', 1, 3)).toEqual(new Uint8Array([2, 3]));
+    await expect(src.readRange!('model.safetensors', 2, 4)).rejects.toThrow(/model\.safetensors in the picked files: bytes \[2, 4\) lie outside its 3 bytes/);
   });
 });
 

@@ -12,6 +12,19 @@ export interface FileSource {
   list?(): Promise<string[]>;
   readJson(name: string): Promise<unknown>;
   readBytes(name: string, onProgress?: ProgressCallback): Promise<Uint8Array>;
+  /**
+   * Drops the copy of `name` this source keeps (a cache entry) so that the next read downloads it again;
+   * true when there was one. Loaders call it on a file they found corrupt. Sources that keep no copy of
+   * their own (a folder, picked files) have none.
+   */
+  forget?(name: string): Promise<boolean>;
+  /** Size of `name` in bytes; with readRange, on sources that can read part of a file. */
+  size?(name: string): Promise<number>;
+  /**
+   * Bytes [start, end) of `name` without reading the rest: a safetensors file is read header first, then
+   * in slices, so a file larger than one buffer can hold (a 6 GB f32 export) still loads.
+   */
+  readRange?(name: string, start: number, end: number): Promise<Uint8Array>;
 }
 
 /** A file the source does not have; loaders catch it for optional files (tokenizer.json, shard index). */
@@ -47,10 +60,20 @@ export async function readOptionalJson(source: FileSource, name: string): Promis
   }
 }
 
+/** `size` bytes for `name`, or a SourceError naming it where the engine refuses one buffer that large. */
+export function allocateBytes(size: number, name: string, where: string): Uint8Array {
+  try {
+    return new Uint8Array(size);
+  } catch (e) {
+    throw new SourceError(`${name} in ${where} is ${size} bytes, more than one buffer can hold here (${(e as Error).message})`);
+  }
+}
+
 // Progress events for multi-gigabyte reads: often enough for a smooth bar, rare enough to cost nothing.
 const CHUNK = 16 * 2 ** 20;
 
 type NodeFs = typeof import('node:fs/promises');
+type FileHandle = import('node:fs/promises').FileHandle;
 
 async function nodeFs(): Promise<{ fs: NodeFs; join: (...p: string[]) => string }> {
   const isNode = typeof process !== 'undefined' && !!process.versions?.node;
@@ -77,20 +100,32 @@ export function directorySource(dir: string): FileSource {
       throw new SourceError(`cannot open ${path}: ${(e as Error).message}`);
     }
   };
+  /** Bytes [start, end) of an open file, read in CHUNK pieces with progress. */
+  const readSpan = async (handle: FileHandle, name: string, start: number, end: number, onProgress?: ProgressCallback, size = end) => {
+    const out = allocateBytes(end - start, name, where);
+    let done = 0;
+    while (done < out.byteLength) {
+      const { bytesRead } = await handle.read(out, done, Math.min(CHUNK, out.byteLength - done), start + done);
+      if (bytesRead === 0) throw new SourceError(`${name} in ${where} ended after ${start + done} of ${size} bytes`);
+      done += bytesRead;
+      onProgress?.({ file: name, bytesDone: done, bytesTotal: size, fromCache: false });
+    }
+    return out;
+  };
   const readBytes = async (name: string, onProgress?: ProgressCallback) => {
     const { handle } = await open(name);
     try {
       const { size } = await handle.stat();
-      const out = new Uint8Array(size);
-      let done = 0;
       onProgress?.({ file: name, bytesDone: 0, bytesTotal: size, fromCache: false });
-      while (done < size) {
-        const { bytesRead } = await handle.read(out, done, Math.min(CHUNK, size - done), done);
-        if (bytesRead === 0) throw new SourceError(`${name} in ${where} ended after ${done} of ${size} bytes`);
-        done += bytesRead;
-        onProgress?.({ file: name, bytesDone: done, bytesTotal: size, fromCache: false });
-      }
-      return out;
+      return await readSpan(handle, name, 0, size, onProgress);
+    } finally {
+      await handle.close();
+    }
+  };
+  const withFile = async <T>(name: string, use: (handle: FileHandle, size: number) => Promise<T>): Promise<T> => {
+    const { handle } = await open(name);
+    try {
+      return await use(handle, (await handle.stat()).size);
     } finally {
       await handle.close();
     }
@@ -111,6 +146,12 @@ export function directorySource(dir: string): FileSource {
     },
     readBytes,
     readJson: async (name) => parseJson(await readBytes(name), name, where),
+    size: (name) => withFile(name, async (_, size) => size),
+    readRange: (name, start, end) =>
+      withFile(name, (handle, size) => {
+        if (start < 0 || end < start || end > size) throw new SourceError(`${name} in ${where}: bytes [${start}, ${end}) lie outside its ${size} bytes`);
+        return readSpan(handle, name, start, end, undefined, size);
+      }),
   };
 }
 
@@ -134,7 +175,7 @@ export function pickedFilesSource(files: Iterable<File> | ArrayLike<File>): File
   };
   const readBytes = async (name: string, onProgress?: ProgressCallback) => {
     const f = get(name);
-    const out = new Uint8Array(f.size);
+    const out = allocateBytes(f.size, name, where);
     let done = 0;
     onProgress?.({ file: name, bytesDone: 0, bytesTotal: f.size, fromCache: false });
     const reader = f.stream().getReader();
@@ -154,6 +195,14 @@ export function pickedFilesSource(files: Iterable<File> | ArrayLike<File>): File
     list: async () => [...byName.keys()].sort(),
     readBytes,
     readJson: async (name) => parseJson(await readBytes(name), name, where),
+    size: async (name) => get(name).size,
+    async readRange(name, start, end) {
+      const f = get(name);
+      if (start < 0 || end < start || end > f.size) throw new SourceError(`${name} in ${where}: bytes [${start}, ${end}) lie outside its ${f.size} bytes`);
+      const bytes = new Uint8Array(await f.slice(start, end).arrayBuffer());
+      if (bytes.byteLength !== end - start) throw new SourceError(`${name} changed while being read`);
+      return bytes;
+    },
   };
 }
 
@@ -211,6 +260,23 @@ export async function openCacheOrNull(name: string | null): Promise<Cache | null
 }
 
 /**
+ * The URL of file `name` under `root` (a URL ending in '/'). A name that resolves elsewhere (an absolute
+ * URL, '//host/…', '..' in any spelling) is refused: manifests name files, and a model folder on one site
+ * must not make the page fetch from another.
+ */
+export function fileUrl(root: string, name: string): string {
+  const base = new URL(root).href;
+  let url: string;
+  try {
+    url = new URL(name, base).href;
+  } catch {
+    throw new SourceError(`'${name}' is not a file name under ${root}; refused`);
+  }
+  if (!url.startsWith(base) || url.length === base.length) throw new SourceError(`'${name}' resolves to ${url}, outside ${root}; refused`);
+  return url;
+}
+
+/**
  * Files under a URL base ('.../resolve/main/'). Each file is streamed with progress and, once complete and
  * of the advertised length, stored in Cache Storage; a failed or interrupted download stores nothing.
  */
@@ -221,7 +287,7 @@ export function urlSource(base: string, opts: UrlSourceOptions = {}): FileSource
   const openCache = () => openCacheOrNull(cacheName);
 
   const readBytes = async (name: string, onProgress?: ProgressCallback, check?: (bytes: Uint8Array) => void): Promise<Uint8Array> => {
-    const url = new URL(name, root).href;
+    const url = fileUrl(root, name);
     const cache = await openCache();
     const cached = cache ? await cache.match(url) : undefined;
     if (cached?.status === 404) throw new MissingFileError(name, root);
@@ -266,6 +332,9 @@ export function urlSource(base: string, opts: UrlSourceOptions = {}): FileSource
     readBytes: (name, onProgress) => readBytes(name, onProgress),
     // A download that does not parse is refused before it is stored.
     readJson: async (name) => parseJson(await readBytes(name, undefined, (b) => void parseJson(b, name, root)), name, root),
+    async forget(name) {
+      return (await (await openCache())?.delete(fileUrl(root, name))) ?? false;
+    },
   };
 }
 
@@ -280,7 +349,7 @@ async function readBody(res: Response, url: string, name: string, fromCache: boo
   const encoded = (res.headers.get('content-encoding') ?? 'identity') !== 'identity';
   const declared = !encoded && lenHeader !== null && /^\d+$/.test(lenHeader) ? Number(lenHeader) : null;
   const chunks: Uint8Array[] = [];
-  const pre = declared !== null ? new Uint8Array(declared) : null;
+  const pre = declared !== null ? allocateBytes(declared, name, url) : null;
   let done = 0;
   onProgress?.({ file: name, bytesDone: 0, bytesTotal: declared ?? 0, fromCache });
   if (!res.body) throw new SourceError(`${url} has no body`);
@@ -301,7 +370,7 @@ async function readBody(res: Response, url: string, name: string, fromCache: boo
     throw new SourceError(`download of ${url} was interrupted after ${done} bytes: ${(e as Error).message}`);
   }
   if (pre) return done === pre.byteLength ? pre : null;
-  const out = new Uint8Array(done);
+  const out = allocateBytes(done, name, url);
   let pos = 0;
   for (const c of chunks) {
     out.set(c, pos);

@@ -13,7 +13,7 @@
 // web-llm treats any entry it finds as the file (it never stores error responses), so files the planner
 // finds missing are remembered in the planner's own cache (sources.ts's 404 markers), never in web-llm's.
 import { cacheStorageStore, indexedDbStore, type WebllmCacheBackend, type WebllmStore } from './webllm-stores.ts';
-import { MissingFileError, MODEL_CACHE_NAME, openCacheOrNull, SourceError, urlSource, type FileSource, type ProgressCallback, type UrlSourceOptions } from './sources.ts';
+import { fileUrl, MissingFileError, MODEL_CACHE_NAME, openCacheOrNull, SourceError, urlSource, type FileSource, type ProgressCallback, type UrlSourceOptions } from './sources.ts';
 
 export const WEBLLM_MODEL_CACHE = 'webllm/model';
 export const WEBLLM_CONFIG_CACHE = 'webllm/config';
@@ -67,7 +67,7 @@ export function sharedUrlSource(model: string, opts: SharedUrlSourceOptions = {}
   const readBytes = async (name: string, onProgress?: ProgressCallback): Promise<Uint8Array> => {
     const scope = webllmCacheFor(name);
     if (!scope || !store) return own.readBytes(name, onProgress);
-    const url = new URL(name, root).href;
+    const url = fileUrl(root, name);
     const hit = await store.read(scope, url, name, onProgress);
     if (hit) return hit;
     const ownCache = await openOwn();
@@ -97,6 +97,13 @@ export function sharedUrlSource(model: string, opts: SharedUrlSourceOptions = {}
       } catch (e) {
         throw new SourceError(`${name} in ${root} is not valid JSON (${(e as Error).message})`);
       }
+    },
+    async forget(name) {
+      const scope = webllmCacheFor(name);
+      // Both engines read web-llm's copy: deleting it makes both download the file again.
+      const shared = scope && store ? await store.delete(scope, fileUrl(root, name)) : false;
+      const ownCopy = (await own.forget?.(name)) ?? false;
+      return shared || ownCopy;
     },
     async knownFormat() {
       return (await store?.has(WEBLLM_CONFIG_CACHE, new URL('mlc-chat-config.json', root).href)) ? 'mlc' : null;

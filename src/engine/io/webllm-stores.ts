@@ -20,6 +20,8 @@ export interface WebllmStore {
   /** Stores the file the way web-llm would have; throws on quota errors (the caller decides). */
   write(scope: string, url: string, file: string, bytes: Uint8Array): Promise<void>;
   has(scope: string, url: string): Promise<boolean>;
+  /** Deletes the entry (a file found corrupt); true when there was one. */
+  delete(scope: string, url: string): Promise<boolean>;
 }
 
 /** Files web-llm fetches with storetype "json" (stored parsed in IndexedDB). */
@@ -43,6 +45,9 @@ export function cacheStorageStore(): WebllmStore {
     },
     async has(scope, url) {
       return !!(await (await openCacheOrNull(scope))?.match(url))?.ok;
+    },
+    async delete(scope, url) {
+      return (await (await openCacheOrNull(scope))?.delete(url)) ?? false;
     },
   };
 }
@@ -95,6 +100,12 @@ export function indexedDbStore(factory: IDBFactory | undefined): WebllmStore {
       const db = await open(scope);
       const rec = (await db?.get('urls', url)) as UrlRecord | undefined;
       return rec !== undefined && recordBytes(rec.data) !== null;
+    },
+    async delete(scope, url) {
+      const db = await open(scope);
+      if (!db || (await db.getKey('urls', url)) === undefined) return false;
+      await db.delete('urls', url);
+      return true;
     },
   };
 }
