@@ -1,0 +1,133 @@
+// The run's pieces without a model: the schedule (which queries a step plays, with which seeds and ids),
+// the run's bookkeeping around an optimizer that skips a non-finite update, a step with nothing to train on,
+// a spec refused before anything starts, and the best-step tracker.
+import { describe, expect, it } from 'vitest';
+import { resolveGrpoConfig } from '../config';
+import type { StepStats } from '../grpo-step';
+import type { PolicyTrainer } from '../training-host';
+import type { RolloutCollector } from './collector';
+import { BestTracker } from './metrics';
+import { MemoryRunStore } from './run-store-memory';
+import type { RunSpec } from './run-store';
+import { mixSeed, planStep, stepItems } from './schedule';
+import type { CollectedGroup } from './trajectory';
+import { checkSpec, TrainingRun } from './training-run';
+
+describe('schedule', () => {
+  it('walks a seeded permutation of the items, every item once per epoch, distinct within a step', () => {
+    const steps = Array.from({ length: 6 }, (_, i) => stepItems(7, i + 1, 3, 5));
+    for (const s of steps) expect(new Set(s).size).toBe(3);
+    // 5 items, 3 per step: epoch 0 is the first 5 draws, the step straddling the epochs takes what it lacks.
+    const flat = steps.flat();
+    expect(new Set(flat.slice(0, 5))).toEqual(new Set([0, 1, 2, 3, 4]));
+    // Deterministic from (seed, step) alone, whatever ran before.
+    expect(stepItems(7, 4, 3, 5)).toEqual(steps[3]);
+    expect(stepItems(8, 1, 3, 5)).not.toEqual(steps[0]);
+    expect(() => stepItems(7, 1, 6, 5)).toThrow('queries per step must be 1 to 5 (the items), got 6');
+    expect(() => stepItems(7, 0, 1, 5)).toThrow('step must be a positive integer, got 0');
+  });
+
+  it('names groups and rollouts by run, step and item, with a seed per rollout', () => {
+    const [g] = planStep({ runId: 'r', seed: 3, step: 2, queriesPerStep: 1, groupSize: 3, items: 1 });
+    expect(g.groupId).toBe('r:step2:item0');
+    expect(g.rollouts.map((x) => x.id)).toEqual(['r:step2:item0:r0', 'r:step2:item0:r1', 'r:step2:item0:r2']);
+    expect(new Set(g.rollouts.map((x) => x.seed)).size).toBe(3);
+    expect(g.rollouts[1].seed).toBe(mixSeed(3, 2, 0, 1));
+  });
+});
+
+/** One group per step whose 2 rollouts have one planner turn each, rewards 1 and 0. */
+const collector: RolloutCollector = {
+  items: 1,
+  async collect(plans) {
+    return plans.map((p): CollectedGroup => ({
+      groupId: p.groupId,
+      item: p.item,
+      trajectories: p.rollouts.map((r, g) => ({
+        rolloutId: r.id,
+        rollout: g,
+        reward: g === 0 ? 1 : 0,
+        status: 'done',
+        answer: null,
+        skipped: [],
+        turns: [{ turn: 1, promptTokens: [1, 2], responseTokens: [3], logprobs: [-0.5], adapterId: 'a', prompt: 'p', completion: 'c' }],
+      })),
+    }));
+  },
+};
+
+function trainer(skipAt: number): PolicyTrainer {
+  let step = 0;
+  return {
+    async trainStart(o) {
+      return { runId: o.runId, adapterId: 'a', step: 0, optimizerSteps: 0, resumed: false, config: resolveGrpoConfig(o.config ?? {}), skippedCheckpoints: [] };
+    },
+    async trainStep(samples) {
+      step++;
+      const skipped = step === skipAt;
+      const stats: StepStats = { step, optimizerSteps: step, rewardMean: 0.5, loss: skipped ? NaN : 0.1, kl: 0, clipFraction: 0, ratioMean: 1, gradNorm: skipped ? Infinity : 1, samples: samples.length, responseTokens: samples.length, tokens: 3 * samples.length, groups: 1, noGradientGroups: 0, groupStats: [], tokensPerSecond: 1, ms: { oldLogprobs: 0, refLogprobs: 0, update: 0, total: 0 }, ...(skipped ? { skipped: 'non-finite gradient norm' as const, skippedUpdates: 1 } : {}) };
+      return stats;
+    },
+    async trainCheckpoint() {
+      return { step, adapterId: `ckpt-${step}` };
+    },
+    trainStop: () => undefined,
+  };
+}
+
+const spec = (o: Partial<RunSpec> = {}): RunSpec => ({ task: 'agent', label: 'test', dataset: 'd', steps: 3, grpo: { groupSize: 2, queriesPerStep: 1 }, adapter: { kind: 'fresh', rank: 2, alpha: 4, targets: ['q'] }, keepCheckpoints: 2, bestWindow: 2, collector: {}, ...o });
+
+describe('TrainingRun', () => {
+  it('records a skipped (non-finite) update and goes on', async () => {
+    const store = new MemoryRunStore();
+    const run = await TrainingRun.start('r', spec(), { collector, policy: trainer(2), store });
+    const s = await run.run();
+    expect(s).toMatchObject({ status: 'done', steps: 3 });
+    expect(run.history.map((m) => m.skippedUpdate ?? null)).toEqual([null, 'non-finite gradient norm', null]);
+    expect(run.history.map((m) => m.reward)).toEqual([0.5, 0.5, 0.5]);
+    expect(store.rolloutRecords.map((r) => [r.step, r.reward])).toEqual([
+      [1, 1],
+      [1, 0],
+      [2, 1],
+      [2, 0],
+      [3, 1],
+      [3, 0],
+    ]);
+  });
+
+  it('fails a step with no trainable planner turn, saying why, and stores the error', async () => {
+    const store = new MemoryRunStore();
+    const untrainable: RolloutCollector = {
+      items: 1,
+      async collect(plans) {
+        const groups = await collector.collect(plans, {});
+        for (const g of groups) for (const t of g.trajectories) t.turns = t.turns.map((x) => ({ ...x, promptTokens: [], responseTokens: [], logprobs: [] }));
+        return groups;
+      },
+    };
+    const run = await TrainingRun.start('u', spec(), { collector: untrainable, policy: trainer(0), store });
+    await expect(run.run()).rejects.toThrow(/step 1: no rollout recorded a planner turn that can be trained on \(2 skipped, e\.g\. u:step1:item0:r0 turn 1: no token ids/);
+    expect(run.state).toBe('error');
+    expect((await store.load('u'))!).toMatchObject({ status: 'error', error: expect.stringContaining('no rollout recorded') });
+  });
+
+  it('refuses a bad spec before the optimizer starts', async () => {
+    expect(() => checkSpec(spec({ steps: 0 }))).toThrow('training: steps must be a positive integer, got 0');
+    expect(() => checkSpec(spec({ adapter: { kind: 'fresh', rank: 2, alpha: 4, targets: [] } }))).toThrow('choose at least one target module');
+    expect(() => checkSpec(spec({ keepCheckpoints: 0 }))).toThrow('checkpoints to keep must be a positive integer, got 0');
+    await expect(TrainingRun.start('q', spec({ grpo: { queriesPerStep: 2 } }), { collector, policy: trainer(0), store: new MemoryRunStore() })).rejects.toThrow('queries per step (2) exceeds the 1 items');
+  });
+});
+
+describe('BestTracker', () => {
+  it('judges by the rolling mean once the window is full, and only a strictly higher one is a new best', () => {
+    const t = new BestTracker(3, 100);
+    const seen = [0, 1, 1, 0, 1, 1, 1, 1].map((r, i) => t.push(i + 1, r));
+    expect(seen.map((x) => x.best)).toEqual([false, false, true, false, false, false, true, false]);
+    expect(seen.map((x) => +x.rollingReward.toFixed(3))).toEqual([0, 0.5, 0.667, 0.667, 0.667, 0.667, 1, 1]);
+    expect(t.best).toEqual({ step: 7, rollingReward: 1 });
+    // A run shorter than the window is judged over all of it: its last step is the first that can be best.
+    const short = new BestTracker(20, 2);
+    expect([short.push(1, 1).best, short.push(2, 0).best]).toEqual([false, true]);
+  });
+});
