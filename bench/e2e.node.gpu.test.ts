@@ -37,6 +37,10 @@ describe('e2e benchmark (qwen2-tiny)', () => {
     // Both rollouts' planner calls met in the batcher: each decode step served more than one sequence.
     expect(s.decode.planner.steps).toBeGreaterThan(0);
     expect(s.decode.planner.sequencesPerStep).toBeGreaterThan(1);
+    // Decode rows needed: every token after a call's first (the frozen modules sample greedily, so none is redrawn).
+    expect(s.decode.planner.tokens).toBe(4 * (lengths.planner - 1));
+    expect(s.decode.frozen.tokens).toBe(MODULES.filter((m) => m !== 'planner').reduce((a, m) => a + s.modules[m].calls * (lengths[m] - 1), 0));
+    expect(s.decode.frozen.sequences).toBe(s.decode.frozen.tokens);
     for (const v of [s.stepSeconds, s.rolloutSeconds, s.updateSeconds, s.engineSeconds, s.loss, s.updateTokensPerSec]) expect(Number.isFinite(v)).toBe(true);
     expect(s.modules.planner.engineSeconds).toBeGreaterThan(0);
     expect(r.gpuPeakBytes).toBeGreaterThan(r.runtimeMemory.weights);

@@ -57,9 +57,9 @@ describe('e2e step accounting', () => {
 
   it('decodeStats gives sequences per decode step over runtime calls', () => {
     const s = decodeStats([
-      { adapter: 'a', tags: ['planner', 'planner'], ms: 100, decodeSteps: 10, decodeRows: 20 },
-      { adapter: 'a', tags: ['planner'], ms: 50, decodeSteps: 5, decodeRows: 5 },
+      { adapter: 'a', tags: ['planner', 'planner'], ms: 100, decodeSteps: 10, decodeRows: 20, decodeTokens: 18 },
+      { adapter: 'a', tags: ['planner'], ms: 50, decodeSteps: 5, decodeRows: 5, decodeTokens: 5 },
     ]);
-    expect(s).toEqual({ runtimeCalls: 2, steps: 15, sequences: 25, sequencesPerStep: 25 / 15, seconds: 0.15 });
+    expect(s).toEqual({ runtimeCalls: 2, steps: 15, sequences: 25, sequencesPerStep: 25 / 15, tokens: 23, seconds: 0.15 });
   });
 });

@@ -71,6 +71,12 @@ export interface DecodeStats {
   /** Sequences' rows the steps computed; sequencesPerStep = sequences / steps. */
   sequences: number;
   sequencesPerStep: number;
+  /**
+   * Rows the decode needed (new tokens after each call's first); sequences - tokens rows were computed again
+   * after undecided GPU draws, which random weights' flat rows cause at temperature > 0 (a trained model's
+   * peaked rows rarely do): tokens / steps is what the batching gives without them.
+   */
+  tokens: number;
   /** Wall time of those runtime calls (prefill included). */
   seconds: number;
 }
@@ -166,7 +172,8 @@ export function moduleStats(calls: readonly ModuleCall[], runtimeCalls: readonly
 export function decodeStats(calls: readonly RuntimeCall[]): DecodeStats {
   const steps = calls.reduce((a, c) => a + c.decodeSteps, 0);
   const sequences = calls.reduce((a, c) => a + c.decodeRows, 0);
-  return { runtimeCalls: calls.length, steps, sequences, sequencesPerStep: steps ? sequences / steps : 0, seconds: calls.reduce((a, c) => a + c.ms, 0) / 1000 };
+  const tokens = calls.reduce((a, c) => a + c.decodeTokens, 0);
+  return { runtimeCalls: calls.length, steps, sequences, sequencesPerStep: steps ? sequences / steps : 0, tokens, seconds: calls.reduce((a, c) => a + c.ms, 0) / 1000 };
 }
 
 export async function benchE2e(ctx: GpuContext, model: string, config: Qwen2Config, tensors: WeightSource | Q4WeightSource, o: E2eOptions, log: (s: string) => void): Promise<E2eResult> {
@@ -235,7 +242,7 @@ export async function benchE2e(ctx: GpuContext, model: string, config: Qwen2Conf
         const p = s.decode.planner;
         log(
           `${model}: e2e step ${m.step}: ${stepSeconds.toFixed(2)} s (rollouts ${s.rolloutSeconds.toFixed(2)} s, update ${s.updateSeconds.toFixed(2)} s); ` +
-            `planner ${p.steps} decode steps, ${p.sequencesPerStep.toFixed(2)} sequences a step; ` +
+            `planner ${p.steps} decode steps, ${p.sequencesPerStep.toFixed(2)} sequences a step (${p.sequences - p.tokens} of ${p.sequences} rows recomputed after undecided draws); ` +
             MODULES.map((k) => `${k} ${s.modules[k].calls} x ${s.modules[k].engineSeconds.toFixed(2)} s`).join(', '),
         );
       },

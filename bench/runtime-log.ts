@@ -15,6 +15,12 @@ export interface RuntimeCall {
   decodeSteps: number;
   /** Sequences' rows the decode steps computed (rows / steps: sequences a step served). */
   decodeRows: number;
+  /**
+   * New tokens after each sequence's first (which its prefill gives): the rows the decode needed. decodeRows
+   * exceeds it by the rows recomputed after GPU draws that could not decide (batch-decode.ts), which the
+   * flat rows of random weights sampled at temperature > 0 make common.
+   */
+  decodeTokens: number;
 }
 
 const now = () => performance.now();
@@ -47,8 +53,9 @@ export class LoggedRuntime implements BatchingRuntime {
     this.tagOf.set(prompt, tag);
   }
 
-  generate(prompt: number[], o?: GenerateTokensOptions): Promise<TokenGeneration> {
-    return this.logged([prompt], () => this.runtime.generate(prompt, o));
+  async generate(prompt: number[], o?: GenerateTokensOptions): Promise<TokenGeneration> {
+    const [g] = await this.logged([prompt], async () => [await this.runtime.generate(prompt, o)]);
+    return g;
   }
 
   generateBatch(requests: GenerateRequest[]): Promise<TokenGeneration[]> {
@@ -63,15 +70,24 @@ export class LoggedRuntime implements BatchingRuntime {
     return this.calls.splice(0);
   }
 
-  private async logged<T>(prompts: number[][], f: () => Promise<T>): Promise<T> {
+  private async logged(prompts: number[][], f: () => Promise<TokenGeneration[]>): Promise<TokenGeneration[]> {
     const adapter = this.runtime.activeAdapterId;
     const c0 = { ...this.runtime.decodeCounters };
     const t0 = now();
+    let out: TokenGeneration[] | null = null;
     try {
-      return await f();
+      out = await f();
+      return out;
     } finally {
       const c = this.runtime.decodeCounters;
-      const call: RuntimeCall = { adapter, tags: prompts.map((p) => this.tagOf.get(p) ?? '?'), ms: now() - t0, decodeSteps: c.steps - c0.steps, decodeRows: c.rows - c0.rows };
+      const call: RuntimeCall = {
+        adapter,
+        tags: prompts.map((p) => this.tagOf.get(p) ?? '?'),
+        ms: now() - t0,
+        decodeSteps: c.steps - c0.steps,
+        decodeRows: c.rows - c0.rows,
+        decodeTokens: (out ?? []).reduce((a, g) => a + Math.max(0, g.tokens.length - 1), 0),
+      };
       this.calls.push(call);
       const t = this.totals[adapter === null ? 'base' : 'adapter'];
       t.steps += call.decodeSteps;
