@@ -88,7 +88,7 @@ export class FixedLengthEngine implements ChatEngine {
     this.made.set(module, index + 1);
     const prompt = this.tokenizer.encodeChat(messages);
     this.log.tag(prompt, module);
-    const adapter = options.adapter === undefined ? this.runtime.activeAdapterId : options.adapter;
+    const adapter = options.adapter === undefined ? this.batcher.activeAdapterId : options.adapter;
     const start = now();
     const out = await this.batcher.submit(
       prompt,
