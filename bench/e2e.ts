@@ -37,7 +37,7 @@ export interface E2eOptions {
   steps: number;
   lengths: ModuleLengths;
   rank: number;
-  /** The planner's sampling temperature (the run's). */
+  /** The planner's sampling temperature (the run's; bench/run.ts says why its default is 0.01). */
   temperature: number;
   microBatchTokens: number;
   /** The runtime's context; a batch may grow the KV cache to twice it, as the planner's does. */

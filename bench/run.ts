@@ -19,10 +19,16 @@
 //   --e2e-turns planner turns each (3), every module call generating exactly its --e2e-<module> new tokens
 //   (analysis 64, planner 96, executor 48, verifier 24, generator 64; end-of-sequence ignored) with a scripted
 //   text the loop accepts and a scripted tool, so the time is the engine's; a fresh rank --e2e-rank (16) LoRA
-//   adapter on all 7 targets, the planner sampling at --e2e-temperature (1). After --e2e-warmup untimed steps
-//   (1), --e2e-steps timed ones (1): step, rollout and update seconds, per-module call and runtime time, the
-//   planner's decode steps and sequences per step, trained tokens, GPU memory peak. Same defaults everywhere:
-//   the fixtures finish on lavapipe, the 0.5B shapes need a GPU.
+//   adapter on all 7 targets, the planner sampling at --e2e-temperature (0.01, see below). After --e2e-warmup
+//   untimed steps (1), --e2e-steps timed ones (1): step, rollout and update seconds, per-module call and
+//   runtime time, the planner's decode steps and sequences per step, trained tokens, GPU memory peak. The
+//   prompts' token ids come from bench/chunk-tokenizer.ts (random weights have no tokenizer). Same defaults
+//   everywhere: the fixtures finish on lavapipe, the 0.5B shapes need a GPU. Temperature: a run samples at 1,
+//   but random weights give flat logits rows (the shaped models' tiled values even tie), so at 1 most GPU draws
+//   cannot decide and are redone on the CPU with a sort of the whole row, which a trained model's peaked rows
+//   rarely need (shaped 0.5B q4 on lavapipe, 8 new tokens: decode 21.8 s at 1, 16.4 s at 0.1, both with
+//   redraws; 6.1 s at 0.01, none). At 0.01 the draws run the same kernels and decide on the GPU; the update
+//   does not depend on it. Each module's redrawn tokens are reported; --e2e-temperature 1 measures the worst case.
 // On software adapters (lavapipe) the speed and training defaults are a few tokens only. The -q4 models are
 // web-llm q4f16_1 builds kept 4-bit on the GPU (the same download web-llm uses).
 import { dirname, resolve } from 'node:path';
@@ -235,7 +241,7 @@ function e2eOptions(): E2eOptions {
       generator: int('e2e-generator', '64'),
     },
     rank: int('e2e-rank', '16'),
-    temperature: num('e2e-temperature', '1', Number.MIN_VALUE),
+    temperature: num('e2e-temperature', '0.01', Number.MIN_VALUE),
     microBatchTokens: int('e2e-micro-batch', '2048', 2),
     maxContext: int('e2e-context', '4096', 64),
   };
