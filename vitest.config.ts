@@ -25,7 +25,7 @@ export default mergeConfig(
             name: 'gpu',
             sequence: { groupOrder: 1 },
             environment: 'node',
-            include: ['src/**/*.gpu.test.ts', 'tests/gpu/**/*.test.ts'],
+            include: ['src/**/*.gpu.test.ts', 'bench/**/*.node.gpu.test.ts', 'tests/gpu/**/*.test.ts'],
             testTimeout: 600_000,
             hookTimeout: 600_000,
             // Software GPUs use every core; two Dawn devices at once only slow each other down.

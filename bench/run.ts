@@ -1,6 +1,9 @@
-// npm run bench [-- --models fixture,fixture-q4,qwen2.5-0.5b,qwen2.5-0.5b-q4 --parts speed,memory,train --prompt N
+// npm run bench [-- --models fixture,fixture-q4,qwen2.5-0.5b,qwen2.5-0.5b-q4 --parts speed,memory,train,e2e --prompt N
 //   --decode N --context N --batch-rows N --lora-rank R --bandwidth GB/s --train-seqs N --train-tokens N
-//   --train-response N --train-rank R --micro-batch N --train-warmup N]
+//   --train-response N --train-rank R --micro-batch N --train-warmup N
+//   --e2e-group G --e2e-turns T --e2e-concurrency C --e2e-warmup N --e2e-steps N --e2e-analysis N --e2e-planner N
+//   --e2e-executor N --e2e-verifier N --e2e-generator N --e2e-rank R --e2e-temperature X --e2e-micro-batch N
+//   --e2e-context N]
 // The planner runtime's speed and memory, printed as JSON on stdout (progress on stderr):
 // - speed: scoring, prefill and decode tokens/s. Decode bytes/s is weight bytes x decode tokens/s: every
 //   decode step reads every weight once, so it shows how close decode runs to the memory bandwidth; with
@@ -11,6 +14,21 @@
 //   decode plan), cross-checked against the storage buffers the device really holds.
 // - train: one real Flow-GRPO step (the planner worker's trainer classes) on a group of --train-seqs turns
 //   of --train-tokens tokens: step time, training tokens/s and peak GPU memory; q4/f16 step-time ratios.
+// - e2e (not in the default parts): whole Flow-GRPO steps of a training run as `cli train` wires one (bench/e2e.ts):
+//   one query a step, a group of --e2e-group rollouts (8) of the AgentFlow loop, --e2e-concurrency (8) at once,
+//   --e2e-turns planner turns each (3), every module call generating exactly its --e2e-<module> new tokens
+//   (analysis 64, planner 96, executor 48, verifier 24, generator 64; end-of-sequence ignored) with a scripted
+//   text the loop accepts and a scripted tool, so the time is the engine's; a fresh rank --e2e-rank (16) LoRA
+//   adapter on all 7 targets, the planner sampling at --e2e-temperature (0.01, see below). After --e2e-warmup
+//   untimed steps (1), --e2e-steps timed ones (1): step, rollout and update seconds, per-module call and
+//   runtime time, the planner's decode steps and sequences per step, trained tokens, GPU memory peak. The
+//   prompts' token ids come from bench/chunk-tokenizer.ts (random weights have no tokenizer). Same defaults
+//   everywhere: the fixtures finish on lavapipe, the 0.5B shapes need a GPU. Temperature: a run samples at 1,
+//   but random weights give flat logits rows (the shaped models' tiled values even tie), so at 1 most GPU draws
+//   cannot decide and are redone on the CPU with a sort of the whole row, which a trained model's peaked rows
+//   rarely need (shaped 0.5B q4 on lavapipe, 8 new tokens: decode 21.8 s at 1, 16.4 s at 0.1, both with
+//   redraws; 6.1 s at 0.01, none). At 0.01 the draws run the same kernels and decide on the GPU; the update
+//   does not depend on it. Each module's redrawn tokens are reported; --e2e-temperature 1 measures the worst case.
 // On software adapters (lavapipe) the speed and training defaults are a few tokens only. The -q4 models are
 // web-llm q4f16_1 builds kept 4-bit on the GPU (the same download web-llm uses).
 import { dirname, resolve } from 'node:path';
@@ -30,6 +48,7 @@ import { batchLayout } from '../src/engine/batch-layout';
 import { canFuseDecode } from '../src/engine/decode-forward';
 import { QWEN25_05B, shapedQ4Weights, shapedWeights } from './shaped-model';
 import { benchTraining, type TrainBenchOptions, type TrainResult } from './train';
+import { benchE2e, type E2eOptions, type E2eResult } from './e2e';
 import { flag, log } from './flags';
 
 /** A numeric flag, checked: a typo must not silently become NaN in the results. */
@@ -96,6 +115,7 @@ interface ModelResult {
   speed?: SpeedResult;
   memoryAtContext?: ContextMemory;
   training?: TrainResult;
+  e2e?: E2eResult;
 }
 
 interface Model {
@@ -196,6 +216,37 @@ async function batchDecode(rt: Qwen2Runtime, prompt: (j: number) => number[], de
   };
 }
 
+/** The e2e part's settings from its flags, checked before any model loads. */
+function e2eOptions(): E2eOptions {
+  const int = (name: string, fallback: string, min = 1): number => {
+    const v = num(name, fallback, min);
+    if (!Number.isInteger(v)) throw new Error(`--${name} must be an integer, got ${v}`);
+    return v;
+  };
+  const group = int('e2e-group', '8', 2);
+  // At most 8 rollouts at once, as a training run allows (MAX_ROLLOUT_CONCURRENCY).
+  const concurrency = int('e2e-concurrency', String(Math.min(group, 8)));
+  if (concurrency > 8) throw new Error(`--e2e-concurrency must be at most 8, got ${concurrency}`);
+  return {
+    group,
+    turns: int('e2e-turns', '3'),
+    concurrency,
+    warmupSteps: int('e2e-warmup', '1', 0),
+    steps: int('e2e-steps', '1'),
+    lengths: {
+      analysis: int('e2e-analysis', '64'),
+      planner: int('e2e-planner', '96'),
+      executor: int('e2e-executor', '48'),
+      verifier: int('e2e-verifier', '24'),
+      generator: int('e2e-generator', '64'),
+    },
+    rank: int('e2e-rank', '16'),
+    temperature: num('e2e-temperature', '0.01', Number.MIN_VALUE),
+    microBatchTokens: int('e2e-micro-batch', '2048', 2),
+    maxContext: int('e2e-context', '4096', 64),
+  };
+}
+
 async function main(): Promise<void> {
   const ctx: GpuContext = await requestGpu();
   const soft = ctx.caps.isSoftware;
@@ -203,7 +254,8 @@ async function main(): Promise<void> {
   const tracker = BufferTracker.install(ctx.device);
   const keys = flag('models', MODELS.join(',')).split(',');
   const parts = new Set(flag('parts', 'speed,memory,train').split(','));
-  for (const p of parts) if (!['speed', 'memory', 'train'].includes(p)) throw new Error(`--parts: unknown part '${p}' (speed, memory, train)`);
+  for (const p of parts) if (!['speed', 'memory', 'train', 'e2e'].includes(p)) throw new Error(`--parts: unknown part '${p}' (speed, memory, train, e2e)`);
+  const e2e = parts.has('e2e') ? e2eOptions() : null;
   const context = num('context', '4096');
   const batchRows = num('batch-rows', '512');
   const loraRank = num('lora-rank', '16', 0);
@@ -249,6 +301,10 @@ async function main(): Promise<void> {
       };
       r.training = await benchTraining(ctx, m.name, m.config, await m.tensors(), o, log);
       r.weightBytes ||= r.training.runtimeMemory.weights;
+    }
+    if (e2e) {
+      r.e2e = await benchE2e(ctx, m.name, m.config, await m.tensors(), e2e, log);
+      r.weightBytes ||= r.e2e.runtimeMemory.weights;
     }
     results.push(r);
   }

@@ -8,6 +8,7 @@
 #   bash scripts/gpu-kit.sh                 # build .gpu-kit/ (git-ignored)
 #   device run, carry [".gpu-kit"], command:
 #     bash .gpu-kit/run.sh bench --models qwen2.5-0.5b,qwen2.5-0.5b-q4 --bandwidth 3350 > $OUT/bench.json
+#     bash .gpu-kit/run.sh bench --models qwen2.5-0.5b,qwen2.5-0.5b-q4 --parts e2e > $OUT/e2e.json
 #     bash .gpu-kit/run.sh q4 > $OUT/q4.json
 #
 # Locally, `bash .gpu-kit/run.sh bench ...` from a copy of the kit alone (no node_modules) checks that it is

@@ -210,6 +210,36 @@ describe('GenerateBatcher', () => {
     expect(rt.activeAdapterId).toBeNull();
   });
 
+  it('a call made while a run is switched to another adapter gets the adapter chosen, not the run\'s', async () => {
+    // One engine serving every module: the frozen modules' calls run on the base weights while the planner's
+    // rollouts keep calling under the trained adapter, which stays the runtime's choice.
+    const rt = new FakeRuntime();
+    const b = new GenerateBatcher(rt);
+    rt.setActiveAdapter('a');
+    const frozen = b.submit(prompts[0], { seed: 0 }, null);
+    await settle();
+    expect(rt.activeAdapterId).toBeNull();
+    expect(b.activeAdapterId).toBe('a');
+    const planner = b.submit(prompts[1], { seed: 1 });
+    await runAll(rt);
+    expect(rt.calls.map((c) => [c.adapter, c.requests.map((r) => r.prompt)])).toEqual([
+      [null, [prompts[0]]],
+      ['a', [prompts[1]]],
+    ]);
+    expect(await planner).toMatchObject(expected(prompts[1], { seed: 1 }, 'a'));
+    expect(await frozen).toMatchObject(expected(prompts[0], { seed: 0 }, null));
+    expect(rt.activeAdapterId).toBe('a');
+    expect(b.activeAdapterId).toBe('a');
+    // A choice made during a switched run is the choice.
+    const again = b.submit(prompts[2], { seed: 2 }, null);
+    await settle();
+    rt.setActiveAdapter('b');
+    expect(b.activeAdapterId).toBe('b');
+    await runAll(rt);
+    await again;
+    expect(rt.activeAdapterId).toBe('b');
+  });
+
   it('fails the calls of an adapter removed before they ran, naming it, and runs the rest', async () => {
     const rt = new FakeRuntime();
     const b = new GenerateBatcher(rt);

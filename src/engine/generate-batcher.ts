@@ -50,6 +50,8 @@ export class GenerateBatcher {
   private expected = 1;
   /** Ends the current wait for expected calls (null while not waiting). */
   private wake: (() => void) | null = null;
+  /** While a run has switched the runtime to another adapter than the one chosen: both (see activeAdapterId). */
+  private switched: { run: string | null; chosen: string | null } | null = null;
 
   constructor(readonly runtime: BatchingRuntime, readonly maxWaitMs = DEFAULT_BATCH_WAIT_MS) {}
 
@@ -65,11 +67,22 @@ export class GenerateBatcher {
   }
 
   /**
-   * generate(prompt, options) as runtime.generate gives it, run alone or merged with the calls it overlaps.
-   * Tokens come from `adapter` (an id, or null for the base model), by default the adapter active now, even
-   * if another is activated before the call runs.
+   * The adapter chosen for calls that name none: the runtime's active one, except while a run of this batcher
+   * has switched the runtime to another adapter for its calls (a base-model call of one engine serving every
+   * module, amid a rollout's planner calls under the trained adapter): then the one it switches back to.
+   * Reading the runtime's instead would give a call made meanwhile the run's adapter.
    */
-  submit(prompt: number[], options: GenerateTokensOptions = {}, adapter: string | null = this.runtime.activeAdapterId): Promise<TokenGeneration> {
+  get activeAdapterId(): string | null {
+    const s = this.switched;
+    return s && this.runtime.activeAdapterId === s.run ? s.chosen : this.runtime.activeAdapterId;
+  }
+
+  /**
+   * generate(prompt, options) as runtime.generate gives it, run alone or merged with the calls it overlaps.
+   * Tokens come from `adapter` (an id, or null for the base model), by default the adapter chosen now
+   * (activeAdapterId), even if another is activated before the call runs.
+   */
+  submit(prompt: number[], options: GenerateTokensOptions = {}, adapter: string | null = this.activeAdapterId): Promise<TokenGeneration> {
     return new Promise<TokenGeneration>((resolve, reject) => {
       this.waiting.push({ prompt, options, adapter, resolve, reject });
       // An abort must not sit out the wait for other calls.
@@ -212,7 +225,9 @@ export class GenerateBatcher {
     } catch (e) {
       throw new Error(`generation requested under adapter '${adapter}', which is no longer loaded: ${e instanceof Error ? e.message : String(e)}`);
     }
+    this.switched = { run: adapter, chosen: prev };
     return () => {
+      this.switched = null;
       if (rt.activeAdapterId !== adapter) return;
       try {
         rt.setActiveAdapter(prev);

@@ -109,8 +109,9 @@ export class PlannerEngine implements ChatEngine {
     this.runtime.setActiveAdapter(id);
   }
 
+  /** The adapter chosen for calls that name none (not the one a base-model call running now switched to). */
   get activeAdapterId(): string | null {
-    return this.runtime.activeAdapterId;
+    return this.batcher.activeAdapterId;
   }
 
   /** The exact prompt ids `chat` feeds the model for these messages. */
@@ -137,7 +138,7 @@ export class PlannerEngine implements ChatEngine {
   async generate(promptTokens: number[], options: GenerateOptions = {}): Promise<GenerationResult> {
     // The batcher runs this call under the adapter asked for, else the one active now (it switches back if
     // another was activated while the call waited), so this is the adapter the tokens come from.
-    const adapterId = options.adapter === undefined ? this.runtime.activeAdapterId : options.adapter;
+    const adapterId = options.adapter === undefined ? this.batcher.activeAdapterId : options.adapter;
     const decoder = new StreamingDecoder(this.tokenizer, { skipSpecialTokens: true });
     const stops = (options.stop ?? []).filter((s) => s.length > 0);
     let stoppedBy: string | null = null;
