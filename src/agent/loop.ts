@@ -128,6 +128,11 @@ export interface RunAgentOptions {
    * so the planner stops holding its calls for a rollout that is only answering (runPlannerRollouts).
    */
   onPlannerDone?: () => void;
+  /**
+   * Called with true while the run waits for another rollout's call through `sharedAnalysis` (and with false
+   * when that returns): a group's rollouts use it so the planner does not hold that call for them.
+   */
+  onPlannerWait?: (waiting: boolean) => void;
 }
 
 export type StopReason = 'verifier' | 'turn-budget' | 'time-budget' | 'aborted' | 'error';
@@ -314,7 +319,10 @@ export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
     }
     let result: GenerationResult;
     try {
-      result = await untilAborted(p, signal);
+      if (!own) opts.onPlannerWait?.(true);
+      result = await untilAborted(p, signal).finally(() => {
+        if (!own) opts.onPlannerWait?.(false);
+      });
     } catch (e) {
       if (own || signal.aborted) throw e;
       return call(module, turn, messages, signal);

@@ -119,7 +119,7 @@ describe('runPlannerRollouts', () => {
     const t = manualTasks();
     const done = new Map<number, () => void>();
     const planner = announcedPlanner();
-    const all = runPlannerRollouts(5, 3, planner, (i, plannerDone) => (done.set(i, plannerDone), t.run(i)));
+    const all = runPlannerRollouts(5, 3, planner, (i, presence) => (done.set(i, presence.done), t.run(i)));
     await t.tick();
     expect(t.started).toEqual([0, 1, 2]);
     expect(planner.announced).toEqual([3]);
@@ -167,13 +167,42 @@ describe('runPlannerRollouts', () => {
     // Running them one at a time tells it nothing: there is nothing to wait for.
     const one = announcedPlanner();
     const s = manualTasks();
-    const seq = runPlannerRollouts(2, 1, one, (i, plannerDone) => (plannerDone(), s.run(i)));
+    const seq = runPlannerRollouts(2, 1, one, (i, presence) => (presence.done(), presence.waiting(true), s.run(i)));
     await s.tick();
     s.settle.get(0)!.ok('a');
     await s.tick();
     s.settle.get(1)!.ok('b');
     await seq;
     expect(one.announced).toEqual([]);
+  });
+});
+
+describe('runPlannerRollouts: rollouts waiting for another one’s call', () => {
+  it('does not count them while they wait, so the call they wait for is not held for them', async () => {
+    const t = manualTasks();
+    const presence = new Map<number, import('./rollout-pool').PlannerPresence>();
+    const planner = announcedPlanner();
+    const all = runPlannerRollouts(3, 3, planner, (i, p) => (presence.set(i, p), t.run(i)));
+    await t.tick();
+    expect(planner.announced).toEqual([3]);
+    // Rollouts 1 and 2 wait for rollout 0's shared analysis: only rollout 0 may call now.
+    presence.get(1)!.waiting(true);
+    presence.get(2)!.waiting(true);
+    presence.get(2)!.waiting(true);
+    expect(planner.announced).toEqual([3, 2, 1]);
+    // The shared call returns: all three plan again.
+    presence.get(1)!.waiting(false);
+    presence.get(2)!.waiting(false);
+    expect(planner.announced).toEqual([3, 2, 1, 2, 3]);
+    // A rollout done while waiting counts once, as done.
+    presence.get(2)!.waiting(true);
+    presence.get(2)!.done();
+    expect(planner.announced).toEqual([3, 2, 1, 2, 3, 2]);
+    t.settle.get(0)!.ok('a');
+    t.settle.get(1)!.ok('b');
+    t.settle.get(2)!.ok('c');
+    await all;
+    expect(planner.announced.at(-1)).toBe(1);
   });
 });
 

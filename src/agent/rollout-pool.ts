@@ -57,28 +57,42 @@ export async function runRollouts<T>(
   return outcomes;
 }
 
+/** What a rollout tells the pool about its planner calls (see runPlannerRollouts). */
+export interface PlannerPresence {
+  /** It will not call the planner again (RunAgentOptions.onPlannerDone). */
+  done: () => void;
+  /**
+   * It is waiting for another rollout's call (the group's shared query analysis) and will not call the
+   * planner until that one returns (RunAgentOptions.onPlannerWait).
+   */
+  waiting: (waiting: boolean) => void;
+}
+
 /**
  * runRollouts for agent rollouts whose planner calls go to `planner`: with more than one at a time, the
- * planner is told how many running rollouts may still call it (ChatEngine.expectConcurrentCalls; at least
+ * planner is told how many running rollouts may call it now (ChatEngine.expectConcurrentCalls; at least
  * 1, and 1 again at the end), so it holds each call until theirs meet it and decodes them together. A
- * rollout calls its `plannerDone` once it will not call the planner again (RunAgentOptions.onPlannerDone):
- * a rollout that is only answering would otherwise make the planner hold every call for one that never
- * comes, up to the batcher's wait limit each time. A rollout taking a freed lane counts again.
+ * rollout says when it will not call the planner again (`done`): one that is only answering would otherwise
+ * make the planner hold every call for one that never comes, up to the batcher's wait limit each time; and
+ * while it waits for another rollout's call (`waiting`), so that call is not held for it: the group's shared
+ * analysis, on a planner that serves every module, would otherwise wait the whole limit for rollouts that are
+ * waiting for it. A rollout taking a freed lane counts again.
  */
 export function runPlannerRollouts<T>(
   count: number,
   concurrency: number,
   planner: ChatEngine,
-  run: (rollout: number, plannerDone: () => void) => Promise<T>,
+  run: (rollout: number, presence: PlannerPresence) => Promise<T>,
   signal?: AbortSignal,
 ): Promise<RolloutOutcome<T>[]> {
-  if (concurrency <= 1) return runRollouts(count, concurrency, (i) => run(i, () => undefined), signal);
+  if (concurrency <= 1) return runRollouts(count, concurrency, (i) => run(i, { done: () => undefined, waiting: () => undefined }), signal);
   let running = 0;
-  // Running rollouts that will not call the planner again.
+  // Running rollouts that will not call the planner again, or not until another rollout's call returns.
   let finished = 0;
+  let idle = 0;
   let told = 0;
   const tell = () => {
-    const n = Math.max(1, running - finished);
+    const n = Math.max(1, running - finished - idle);
     if (n === told) return;
     told = n;
     planner.expectConcurrentCalls?.(n);
@@ -89,16 +103,30 @@ export function runPlannerRollouts<T>(
     async (i) => {
       tell();
       let done = false;
+      let waiting = false;
       try {
-        return await run(i, () => {
-          if (done) return;
-          done = true;
-          finished++;
-          tell();
+        return await run(i, {
+          done: () => {
+            if (done) return;
+            done = true;
+            finished++;
+            if (waiting) {
+              waiting = false;
+              idle--;
+            }
+            tell();
+          },
+          waiting: (w) => {
+            if (done || w === waiting) return;
+            waiting = w;
+            idle += w ? 1 : -1;
+            tell();
+          },
         });
       } finally {
         // Its lane is either taken by the next rollout (which tells) or reported free by runRollouts.
         if (done) finished--;
+        if (waiting) idle--;
       }
     },
     signal,

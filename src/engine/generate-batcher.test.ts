@@ -408,3 +408,29 @@ describe('GenerateBatcher', () => {
     });
   });
 });
+
+describe('GenerateBatcher listeners', () => {
+  it('removes its abort listener from the caller’s signal when a call settles', async () => {
+    const added: number[] = [];
+    const removed: number[] = [];
+    const ctl = new AbortController();
+    const signal = ctl.signal;
+    const add = signal.addEventListener.bind(signal);
+    const remove = signal.removeEventListener.bind(signal);
+    signal.addEventListener = ((type: string, l: EventListenerOrEventListenerObject, o?: AddEventListenerOptions) => (added.push(1), add(type, l, o))) as typeof signal.addEventListener;
+    signal.removeEventListener = ((type: string, l: EventListenerOrEventListenerObject, o?: EventListenerOptions) => (removed.push(1), remove(type, l, o))) as typeof signal.removeEventListener;
+    const rt = {
+      maxDecodeRows: 4,
+      activeAdapterId: null as string | null,
+      setActiveAdapter(id: string | null) {
+        this.activeAdapterId = id;
+      },
+      generate: async () => ({ tokens: [1], logprobs: [0], finishReason: 'length' as const, prefillMs: 0, decodeMs: 0, reusedPrefixTokens: 0, redrawnTokens: 0 }),
+      generateBatch: async () => [],
+    };
+    const b = new GenerateBatcher(rt as never);
+    for (let i = 0; i < 20; i++) await b.submit([1, 2], { maxNewTokens: 1, signal });
+    expect(added.length).toBe(20);
+    expect(removed.length).toBe(20);
+  });
+});

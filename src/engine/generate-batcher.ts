@@ -84,9 +84,19 @@ export class GenerateBatcher {
    */
   submit(prompt: number[], options: GenerateTokensOptions = {}, adapter: string | null = this.activeAdapterId): Promise<TokenGeneration> {
     return new Promise<TokenGeneration>((resolve, reject) => {
-      this.waiting.push({ prompt, options, adapter, resolve, reject });
-      // An abort must not sit out the wait for other calls.
-      options.signal?.addEventListener('abort', () => this.wake?.(), { once: true });
+      // An abort must not sit out the wait for other calls. The listener goes with the call, so a signal
+      // that outlives many calls (a conversation's) does not collect one per call.
+      const signal = options.signal;
+      const onAbort = () => this.wake?.();
+      const settled = () => signal?.removeEventListener('abort', onAbort);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.waiting.push({
+        prompt,
+        options,
+        adapter,
+        resolve: (g) => (settled(), resolve(g)),
+        reject: (e) => (settled(), reject(e)),
+      });
       this.checkWake();
       if (!this.draining) {
         this.draining = true;

@@ -4,7 +4,7 @@
 // answer with a verifiable 0/1 reward. A run that ends without an answer counts as wrong (0).
 import { runAgent, type AgentConfigInput, type AgentEngines, type AgentRunResult, type PlannerCall, type StepSink } from '../../agent/loop';
 import { judgeAnswer, scoreAnswer, type RewardKind } from '../../agent/rewards';
-import { checkConcurrency, concurrentRolloutConfig, runPlannerRollouts } from '../../agent/rollout-pool';
+import { checkConcurrency, concurrentRolloutConfig, runPlannerRollouts, type PlannerPresence } from '../../agent/rollout-pool';
 import type { ChatEngine, GenerationResult } from '../../engine/types';
 import type { Tool } from '../../tools/types';
 import type { CollectContext, RolloutCollector } from './collector';
@@ -83,8 +83,8 @@ export class AgentCollector implements RolloutCollector {
       size,
       this.o.concurrency,
       this.o.engines.planner,
-      async (g, plannerDone) => {
-        const t = await this.rollout(plan, g, item, { sharedAnalysis, plannerDone, signal: ctx.signal });
+      async (g, presence) => {
+        const t = await this.rollout(plan, g, item, { sharedAnalysis, presence, signal: ctx.signal });
         done++;
         report();
         return t;
@@ -103,7 +103,7 @@ export class AgentCollector implements RolloutCollector {
     plan: GroupPlan,
     g: number,
     item: TrainingItem,
-    o: { sharedAnalysis: Map<string, Promise<GenerationResult>>; plannerDone: () => void; signal?: AbortSignal },
+    o: { sharedAnalysis: Map<string, Promise<GenerationResult>>; presence: PlannerPresence; signal?: AbortSignal },
   ): Promise<Trajectory> {
     const { id, seed } = plan.rollouts[g];
     const config = concurrentRolloutConfig(this.o.agent(seed), plan.rollouts.length, this.o.concurrency) ?? {};
@@ -121,7 +121,8 @@ export class AgentCollector implements RolloutCollector {
         ...(sink ? { sink } : {}),
         onPlannerCall: (c) => void calls.push(c),
         sharedAnalysis: o.sharedAnalysis,
-        onPlannerDone: o.plannerDone,
+        onPlannerDone: o.presence.done,
+        onPlannerWait: o.presence.waiting,
       });
     } catch (e) {
       // The stored conversation says it failed rather than staying 'running'.
