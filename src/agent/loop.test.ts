@@ -703,3 +703,39 @@ describe('anySignal fallback', () => {
     }
   });
 });
+
+/** An engine whose calls never settle and ignore their signal: a dead worker's client, as seen from the loop. */
+function deadEngine(id: string) {
+  const calls: string[] = [];
+  return {
+    calls,
+    engine: {
+      id,
+      chat: (messages: import('../engine/types').ChatMessage[]) => {
+        calls.push(messages[0].content.slice(0, 20));
+        return new Promise<import('../engine/types').GenerationResult>(() => undefined);
+      },
+    },
+  };
+}
+
+describe('runAgent with an engine that never answers', () => {
+  it('ends at Stop, interrupted, however the engine behaves', async () => {
+    const dead = deadEngine('dead');
+    const ctl = new AbortController();
+    const running = runAgent({ conversationId: 'd1', query: 'q', tools: TOOLS, engines: { planner: dead.engine, shared: dead.engine }, signal: ctl.signal });
+    await vi.waitFor(() => expect(dead.calls.length).toBe(1));
+    ctl.abort(new DOMException('Stopped by the user', 'AbortError'));
+    const r = await running;
+    expect([r.status, r.stopReason]).toEqual(['interrupted', 'aborted']);
+  });
+
+  it('ends when the time budget runs out, and the generator’s own limit ends the answer', async () => {
+    const dead = deadEngine('dead');
+    const r = await runAgent({ conversationId: 'd2', query: 'q', tools: TOOLS, engines: { planner: dead.engine, shared: dead.engine }, config: { timeBudgetMs: 150, generatorTimeoutMs: 150 } });
+    expect([r.status, r.stopReason]).toEqual(['error', 'error']);
+    expect(r.error).toBe('generator failed: the generator did not answer within 150 ms (is its engine still running?)');
+    // The analysis call hung until the budget, then the generator's call until its limit.
+    expect(dead.calls.length).toBe(2);
+  });
+});

@@ -32,6 +32,12 @@ export interface AgentConfig {
   maxTurns: number;
   /** Wall-clock budget for the turns; when it runs out the generator still answers from the memory. */
   timeBudgetMs: number;
+  /**
+   * How long the generator may take to answer once the turns are over (the time budget no longer applies to
+   * it: a run cut short by the budget still answers). An engine that never answers ends the run with an error
+   * after this, instead of holding it until Stop.
+   */
+  generatorTimeoutMs: number;
   toolTimeoutMs: number;
   /** Per-tool timeouts by tool name, overriding toolTimeoutMs (e.g. Python needs longer on first load). */
   toolTimeouts: Record<string, number>;
@@ -46,6 +52,7 @@ export interface AgentConfig {
 export const CHAT_DEFAULTS: AgentConfig = {
   maxTurns: 10,
   timeBudgetMs: 10 * 60_000,
+  generatorTimeoutMs: 5 * 60_000,
   toolTimeoutMs: 60_000,
   toolTimeouts: {},
   answerTags: false,
@@ -79,6 +86,7 @@ export function resolveConfig(c: AgentConfigInput = {}): AgentConfig {
   if (!Number.isInteger(cfg.maxTurns) || cfg.maxTurns < 1) throw new Error(`agent config: maxTurns must be a positive integer, got ${cfg.maxTurns}`);
   if (!(cfg.timeBudgetMs > 0)) throw new Error(`agent config: timeBudgetMs must be positive, got ${cfg.timeBudgetMs}`);
   if (!(cfg.toolTimeoutMs > 0)) throw new Error(`agent config: toolTimeoutMs must be positive, got ${cfg.toolTimeoutMs}`);
+  if (!(cfg.generatorTimeoutMs > 0)) throw new Error(`agent config: generatorTimeoutMs must be positive, got ${cfg.generatorTimeoutMs}`);
   for (const [name, ms] of Object.entries(cfg.toolTimeouts)) {
     if (!(ms > 0)) throw new Error(`agent config: toolTimeouts['${name}'] must be positive, got ${ms}`);
   }
@@ -298,7 +306,9 @@ export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
   const call = async (module: ModuleName, turn: number, messages: ChatMessage[], signal: AbortSignal) => {
     const engine = opts.engines[cfg.engineFor[module]];
     const onToken = opts.onToken ? (p: string) => opts.onToken!(module, turn, p) : undefined;
-    const result = await engine.chat(messages, { ...cfg.generation[module], signal, onToken });
+    // Raced against the signal: an engine that never answers (its worker died) must not hold the run past
+    // Stop or its time budget.
+    const result = await untilAborted(engine.chat(messages, { ...cfg.generation[module], signal, onToken }), signal);
     signal.throwIfAborted();
     return { engine, result, usage: usage(engine, result) };
   };
@@ -388,8 +398,12 @@ export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
     // A failed plan moves state.turn past the turn it failed in; after the last turn that is maxTurns + 1,
     // a turn that never ran, so the answer belongs to the last turn.
     const answerTurn = Math.min(state.turn, cfg.maxTurns);
+    const deadline = new AbortController();
+    const genTimer = timerCanHold(cfg.generatorTimeoutMs)
+      ? setTimeout(() => deadline.abort(new Error(`the generator did not answer within ${cfg.generatorTimeoutMs} ms (is its engine still running?)`)), cfg.generatorTimeoutMs)
+      : undefined;
     try {
-      const { result, usage: u } = await call('generator', answerTurn, generatorMessages(opts.query, state.memory, { answerTags: cfg.answerTags, limits: cfg.limits }), userSignal);
+      const { result, usage: u } = await call('generator', answerTurn, generatorMessages(opts.query, state.memory, { answerTags: cfg.answerTags, limits: cfg.limits }), anySignal([userSignal, deadline.signal]));
       state.answer = result.text;
       const tagged = cfg.answerTags ? extractAnswerTag(result.text) : null;
       await record('generator', answerTurn, startedAt, { text: result.text, finalAnswer: tagged ?? result.text.trim(), stopReason, ...u });
@@ -402,6 +416,8 @@ export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
         // Best effort: the store may be what failed.
         await record('error', answerTurn, startedAt, { module: 'generator', message: fatal, errorKind: 'engine-error' }).catch(() => undefined);
       }
+    } finally {
+      clearTimeout(genTimer);
     }
   }
 
