@@ -8,6 +8,7 @@ import type { TurnSample } from '../trainer/samples';
 import type { SavedCheckpoint, TrainSessionInfo } from '../trainer/training-host';
 import type { TokenGeneration } from './runtime';
 import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult, LoadProgress } from './types';
+import { guardCalls, watchWorker, type WorkerGoneError, type WorkerWatch } from '../util/worker-watch';
 
 export type { DecodeStats, ModelSpec, LoadOptions, PlannerInfo, TrainStartOptions, TrainAdapterSpec } from '../../workers/planner.worker';
 export type { TrainSessionInfo } from '../trainer/training-host';
@@ -20,22 +21,28 @@ export interface TokenStreamOptions extends RemoteTokenOptions {
 let nextGeneration = 1;
 
 export class PlannerClient {
+  /** The worker's API; every call rejects with a WorkerGoneError once the worker is gone. */
   readonly api: Comlink.Remote<PlannerWorkerApi>;
-  private readonly worker: Worker;
+  private readonly raw: Comlink.Remote<PlannerWorkerApi>;
+  private readonly watch: WorkerWatch;
 
   /**
-   * Rejects when the worker reports an error it did not handle, e.g. its script could not be loaded (offline):
-   * a call made then would wait forever, so callers race their first call against it.
+   * Rejects with a WorkerGoneError when the worker is gone: it reported an error it did not handle (e.g. its
+   * script could not be loaded, offline), sent an unreadable message, or was terminated.
    */
   readonly failed: Promise<never>;
 
-  constructor() {
-    this.worker = new Worker(new URL('../../workers/planner.worker.ts', import.meta.url), { type: 'module', name: 'planner' });
-    this.api = Comlink.wrap<PlannerWorkerApi>(this.worker);
-    this.failed = new Promise<never>((_, reject) => {
-      this.worker.addEventListener('error', (e) => reject(new Error(`the planner worker failed: ${e.message || 'its script could not be loaded'}`)), { once: true });
-    });
-    this.failed.catch(() => undefined);
+  constructor(createWorker: () => Worker = () => new Worker(new URL('../../workers/planner.worker.ts', import.meta.url), { type: 'module', name: 'planner' })) {
+    const worker = createWorker();
+    this.watch = watchWorker(worker, 'planner');
+    this.raw = Comlink.wrap<PlannerWorkerApi>(worker);
+    this.api = guardCalls(this.raw, this.watch);
+    this.failed = this.watch.gone;
+  }
+
+  /** Why the worker is gone (a WorkerGoneError), or null while it runs. */
+  get goneReason(): WorkerGoneError | null {
+    return this.watch.goneReason;
   }
 
   load(spec: ModelSpec, opts: LoadOptions = {}, onProgress?: (p: LoadProgress) => void): Promise<PlannerInfo> {
@@ -112,14 +119,15 @@ export class PlannerClient {
     return this.api.trainStop();
   }
 
+  /** Ends the worker; pending and later calls reject with a WorkerGoneError ('terminated'). */
   terminate(): void {
-    this.api[Comlink.releaseProxy]();
-    this.worker.terminate();
+    this.raw[Comlink.releaseProxy]();
+    this.watch.terminate();
   }
 
   private async withAbort<T>(signal: AbortSignal | undefined, run: (generationId: number) => Promise<T>): Promise<T> {
     const id = nextGeneration++;
-    const onAbort = () => void this.api.abort(id);
+    const onAbort = () => void this.api.abort(id).catch(() => undefined);
     if (signal?.aborted) onAbort();
     signal?.addEventListener('abort', onAbort);
     try {

@@ -1,6 +1,7 @@
 // The ChatEngine side of the web-llm engine, over a scripted stand-in for web-llm's worker client that
 // behaves as web-llm documents: a stream of OpenAI chunks, finish_reason 'abort' after interruptGenerate.
 import { prebuiltAppConfig, type ChatCompletionChunk, type ChatCompletionRequestStreaming, type ModelRecord, type WebWorkerMLCEngine } from '@mlc-ai/web-llm';
+import { watchWorker, WorkerGoneError } from '../../util/worker-watch';
 import { describe, expect, it } from 'vitest';
 import { classifyLoadError, toRequest, WebLlmChatEngine, WebLlmEngineError, withModelUrls } from './webllm-engine';
 
@@ -40,12 +41,23 @@ class ScriptedMlc {
 
 function engine(mlc: ScriptedMlc) {
   let terminated = 0;
-  const worker = { terminate: () => terminated++ } as unknown as Worker;
-  const e = new WebLlmChatEngine(mlc as unknown as WebWorkerMLCEngine, worker, { modelId: 'Qwen2.5-1.5B-Instruct-q4f32_1-MLC' });
-  return { e, terminated: () => terminated };
+  const worker = Object.assign(new EventTarget(), { terminate: () => terminated++ }) as unknown as Worker;
+  const e = new WebLlmChatEngine(mlc as unknown as WebWorkerMLCEngine, watchWorker(worker, 'web-llm'), { modelId: 'Qwen2.5-1.5B-Instruct-q4f32_1-MLC' });
+  return { e, worker, terminated: () => terminated };
 }
 
 describe('WebLlmChatEngine', () => {
+  it('fails a call at once when its worker dies mid-answer, and every later call, naming the worker', async () => {
+    // A stream that never ends: web-llm's answer from a worker that died.
+    const mlc = { chatCompletion: async () => ({ async *[Symbol.asyncIterator]() { await new Promise(() => undefined); } }), interruptGenerate: () => undefined, unload: async () => undefined };
+    const { e, worker, terminated } = engine(mlc as unknown as ScriptedMlc);
+    const pending = e.chat([{ role: 'user', content: 'hi' }]);
+    worker.dispatchEvent(Object.assign(new Event('error'), { message: 'Out of memory' }));
+    await expect(pending).rejects.toThrow(new WorkerGoneError('web-llm', 'an error: Out of memory'));
+    await expect(e.chat([{ role: 'user', content: 'again' }])).rejects.toBeInstanceOf(WorkerGoneError);
+    expect(terminated()).toBe(1);
+  });
+
   it('streams pieces to onToken and returns their concatenation', async () => {
     const mlc = new ScriptedMlc(['Hel', 'lo', ' world']);
     const { e } = engine(mlc);

@@ -2,6 +2,7 @@
 // MLC engine runs in workers/webllm.worker.ts; this side picks the model build from the GPU's
 // capabilities, maps load progress, streams tokens, interrupts on abort, serialises requests (one engine,
 // one generation at a time) and turns web-llm's failures into a typed WebLlmEngineError.
+import { watchWorker, type WorkerWatch } from '../../util/worker-watch';
 import { CreateWebWorkerMLCEngine, prebuiltAppConfig, type AppConfig, type ChatCompletionChunk, type ChatCompletionRequestStreaming, type InitProgressReport, type ModelRecord, type WebWorkerMLCEngine } from '@mlc-ai/web-llm';
 import type { ChatEngine, ChatMessage, FinishReason, GenerateOptions, GenerationResult, LoadProgress } from '../types';
 import { DEFAULT_WEBLLM_MODEL, selectWebLlmModel, type ModelChoice } from './model-select';
@@ -118,10 +119,10 @@ export async function createWebLlmEngine(options: WebLlmEngineOptions = {}): Pro
   const record = appConfig.model_list.find((r) => r.model_id === choice.modelId) as ModelRecord;
 
   const worker = (options.createWorker ?? defaultWorker)();
-  const workerFailed = new Promise<never>((_, reject) => {
-    const fail = (what: string) => reject(new WebLlmEngineError('worker', `web-llm worker ${what}`, choice.modelId));
-    worker.addEventListener('error', (ev) => fail(`failed: ${ev.message || 'the script did not load'}`), { once: true });
-    worker.addEventListener('messageerror', () => fail('sent a message that could not be read'), { once: true });
+  // Watched for the engine's whole life: a worker that dies mid-load or mid-answer fails the call at once.
+  const watch = watchWorker(worker, 'web-llm');
+  const workerFailed = watch.gone.catch((e: Error) => {
+    throw new WebLlmEngineError('worker', `web-llm worker failed: ${e.message}`, choice.modelId, undefined, { cause: e });
   });
   const initProgressCallback = (r: InitProgressReport) => {
     options.onReport?.(r);
@@ -135,9 +136,9 @@ export async function createWebLlmEngine(options: WebLlmEngineOptions = {}): Pro
   });
   try {
     const mlc = await Promise.race([CreateWebWorkerMLCEngine(worker, choice.modelId, { appConfig, initProgressCallback }), workerFailed, aborted]);
-    return new WebLlmChatEngine(mlc, worker, choice, record.overrides?.context_window_size);
+    return new WebLlmChatEngine(mlc, watch, choice, record.overrides?.context_window_size);
   } catch (e) {
-    worker.terminate();
+    watch.terminate('the load failed');
     if (signal?.aborted) throw e;
     throw classifyLoadError(e, record);
   }
@@ -168,7 +169,7 @@ export class WebLlmChatEngine implements ChatEngine {
 
   constructor(
     private readonly mlc: WebWorkerMLCEngine,
-    private readonly worker: Worker,
+    private readonly watch: WorkerWatch,
     choice: ModelChoice,
     /** The record's context_window_size override (prompt and reply together), when it has one. */
     readonly contextTokens?: number,
@@ -179,7 +180,9 @@ export class WebLlmChatEngine implements ChatEngine {
   }
 
   chat(messages: ChatMessage[], options: GenerateOptions = {}): Promise<GenerationResult> {
-    const run = this.queue.then(() => this.generate(messages, options));
+    // A worker that dies mid-answer leaves web-llm's stream waiting forever: the call fails with its
+    // WorkerGoneError instead (so does every later one).
+    const run = this.queue.then(() => (this.disposed ? this.generate(messages, options) : this.watch.race(this.generate(messages, options))));
     this.queue = run.catch(() => undefined);
     return run;
   }
@@ -194,9 +197,9 @@ export class WebLlmChatEngine implements ChatEngine {
     if (this.disposed) return;
     this.disposed = true;
     try {
-      await this.mlc.unload();
+      await this.watch.race(this.mlc.unload());
     } finally {
-      this.worker.terminate();
+      this.watch.terminate('unloaded');
     }
   }
 
