@@ -31,6 +31,17 @@ export interface WorkerWatch {
  * then terminated, since its state is unknown), a 'messageerror', or terminate() make it gone.
  */
 export function watchWorker(worker: Worker, name: string): WorkerWatch {
+  return watchEnd(name, () => worker.terminate(), (end) => {
+    worker.addEventListener('error', (e) => end(`an error: ${(e as ErrorEvent).message || 'its script could not be loaded'}`));
+    worker.addEventListener('messageerror', () => end('it sent a message that could not be read'));
+  });
+}
+
+/**
+ * The watch for any kind of worker: `listen` hooks the worker's own ways of dying to `end`; `terminate`
+ * stops it (called once, when it is gone for any reason).
+ */
+export function watchEnd(name: string, terminate: () => void, listen: (end: (why: string) => void) => void): WorkerWatch {
   let reason: WorkerGoneError | null = null;
   let fail!: (e: WorkerGoneError) => void;
   const gone = new Promise<never>((_, reject) => (fail = reject));
@@ -39,11 +50,10 @@ export function watchWorker(worker: Worker, name: string): WorkerWatch {
   const end = (why: string) => {
     if (reason) return;
     reason = new WorkerGoneError(name, why);
-    worker.terminate();
+    terminate();
     fail(reason);
   };
-  worker.addEventListener('error', (e) => end(`an error: ${(e as ErrorEvent).message || 'its script could not be loaded'}`));
-  worker.addEventListener('messageerror', () => end('it sent a message that could not be read'));
+  listen(end);
   return {
     gone,
     get goneReason() {

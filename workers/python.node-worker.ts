@@ -1,0 +1,26 @@
+// The Node side's Python worker thread (`cli train --tools python`): the same sandbox as the browser's
+// module worker (src/tools/python-sandbox.ts), with Pyodide from the npm package (no download) and Node's
+// own ways out taken away after it has loaded: fetch and friends, and `process` (binding, dlopen, env).
+import * as Comlink from 'comlink';
+import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
+import { parentPort } from 'node:worker_threads';
+import { PythonSandbox, type LoadPyodide, type PythonInitResult } from '../src/tools/python-sandbox';
+
+const BLOCKED_GLOBALS = ['fetch', 'WebSocket', 'EventSource', 'XMLHttpRequest', 'BroadcastChannel', 'navigator', 'WebSocketStream', 'process', 'require', 'module'];
+
+const sandbox = new PythonSandbox(async (options) => {
+  const { loadPyodide } = (await import('pyodide')) as unknown as { loadPyodide: LoadPyodide };
+  return loadPyodide(options);
+}, BLOCKED_GLOBALS);
+
+const api = {
+  async init(_url: string, options: { snapshot?: Uint8Array; makeSnapshot?: boolean } = {}): Promise<PythonInitResult> {
+    // Pyodide finds its files beside its own module in node_modules.
+    const r = await sandbox.init(options);
+    return r.snapshot && r.snapshot.byteLength === r.snapshot.buffer.byteLength ? Comlink.transfer(r, [r.snapshot.buffer as ArrayBuffer]) : r;
+  },
+  run: (code: string) => sandbox.run(code),
+};
+
+if (!parentPort) throw new Error('python.node-worker: must run in a worker thread');
+Comlink.expose(api, nodeEndpoint(parentPort));
