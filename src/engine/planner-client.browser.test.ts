@@ -8,6 +8,7 @@ import { randomAdapter, randomQwen2, toHfFiles, toLoraAdapter } from '../../test
 import { BYTE_SPECIALS, byteTokenizerConfig, byteTokenizerJson } from '../../tests/support/byte-tokenizer';
 import { exportAdapter } from './io/peft';
 import { PlannerClient, RemotePlannerEngine } from './planner-client';
+import { WorkerGoneError } from '../util/worker-watch';
 import type { TokenGeneration } from './runtime';
 
 const json = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
@@ -90,6 +91,31 @@ describe('planner worker over comlink', () => {
       expect(bare).toMatchObject({ hasTokenizer: false, chatTemplateSource: null });
       expect(bare.noChat).toMatch(/^bare has no chat template: tokenizer_config\.json has no chat_template \(or is not there\) and there is no chat_template\.jinja/);
       expect((await client.score([[1, 200, 3]]))[0]).toHaveLength(2);
+    } finally {
+      client.terminate();
+    }
+  });
+
+  it('rejects a pending call at once, and every later one, when its worker dies mid-generation', async () => {
+    const { config, weights } = randomQwen2(7, { numHeads: 2, numKvHeads: 1, headDim: 8, vocabSize: 300, intermediateSize: 32 });
+    const files = toHfFiles(config, weights, [BYTE_SPECIALS.im_end]);
+    let worker: Worker | undefined;
+    const client = new PlannerClient(() => (worker = new Worker(new URL('../../workers/planner.worker.ts', import.meta.url), { type: 'module', name: 'planner' })));
+    try {
+      await client.load({ kind: 'bytes', files, label: 'dying' }, { maxContext: 512 });
+      // Long enough that it is still running when the worker dies (the random model rarely stops early).
+      const pending = client.generateIds([1, 2, 3], { maxNewTokens: 400, temperature: 1, seed: 3 });
+      const outcome = pending.then(
+        () => 'finished',
+        (e: Error) => e,
+      );
+      // What the browser fires when a worker's code throws and nobody catches it.
+      worker!.dispatchEvent(new ErrorEvent('error', { message: 'RangeError: out of memory' }));
+      const e = await outcome;
+      expect(e).toBeInstanceOf(WorkerGoneError);
+      expect(String(e)).toMatch(/the planner worker stopped \(an error: RangeError: out of memory\)/);
+      expect(client.goneReason).toBe(e);
+      await expect(client.score([[1, 2]])).rejects.toBeInstanceOf(WorkerGoneError);
     } finally {
       client.terminate();
     }

@@ -9,6 +9,7 @@ import type { RunResult, StartAdapterSpec } from '../trainer/run/run-store';
 import { IdbRunStore } from '../trainer/run/run-store-idb';
 import { TOY_BASE_MODEL, toyRunSetup, toyRunSpec } from '../trainer/run/toy-run';
 import { newRunId, TrainingRun, type RunEvents } from '../trainer/run/training-run';
+import { guardCalls, watchWorker, type WorkerWatch } from '../util/worker-watch';
 
 export { TOY_BASE_MODEL };
 
@@ -150,7 +151,7 @@ export class WorkerToyTrainingDriver implements TrainingDriver {
     readonly runId: string,
     readonly label: string,
     readonly steps: number,
-    private readonly worker: Worker,
+    private readonly watch: WorkerWatch,
     private readonly api: import('comlink').Remote<import('./toy-training.worker').ToyTrainingWorkerApi>,
   ) {}
 
@@ -168,19 +169,19 @@ export class WorkerToyTrainingDriver implements TrainingDriver {
   ): Promise<WorkerToyTrainingDriver> {
     const Comlink = await import('comlink');
     const worker = new Worker(new URL('./toy-training.worker.ts', import.meta.url), { type: 'module', name: 'toy-training' });
-    const api = Comlink.wrap<import('./toy-training.worker').ToyTrainingWorkerApi>(worker);
-    const failed = new Promise<never>((_, reject) =>
-      worker.addEventListener('error', (e) => reject(new Error(`toy training worker failed to start: ${e.message || 'script error'}`)), { once: true }),
-    );
+    // A worker that dies mid-run (out of memory, a lost device taking it down) fails the run at once,
+    // with a WorkerGoneError naming it, instead of leaving the panel at "running" forever.
+    const watch = watchWorker(worker, 'toy training');
+    const api = guardCalls(Comlink.wrap<import('./toy-training.worker').ToyTrainingWorkerApi>(worker), watch);
     try {
-      const { runId, label, steps, history, notes } = await Promise.race([open(api), failed]);
-      const d = new WorkerToyTrainingDriver(runId, `${label}, in a worker`, steps, worker, api);
+      const { runId, label, steps, history, notes } = await open(api);
+      const d = new WorkerToyTrainingDriver(runId, `${label}, in a worker`, steps, watch, api);
       d.history.push(...history);
       d.notes = notes;
       if (history.length) d.state = 'paused';
       return d;
     } catch (e) {
-      worker.terminate();
+      watch.terminate('it failed to start');
       throw e;
     }
   }
@@ -203,15 +204,15 @@ export class WorkerToyTrainingDriver implements TrainingDriver {
       this.state = 'error';
       throw e;
     }
-    if (this.state === 'done') this.worker.terminate();
+    if (this.state === 'done') this.watch.terminate('the run finished');
   }
 
   pause(): void {
-    void this.api.pause();
+    this.api.pause().catch(() => undefined);
   }
 
   dispose(): void {
-    this.worker.terminate();
+    this.watch.terminate('the panel closed it');
     if (this.state === 'running' || this.state === 'idle') this.state = 'paused';
   }
 }
