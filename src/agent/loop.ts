@@ -8,6 +8,7 @@ import type { StepRecord } from '../store/records';
 import type { Tool, ToolResult } from '../tools/types';
 import { QUEUE_LIMIT_PER_TIME_LIMIT, startToolClock } from '../tools/tool-clock';
 import { timerCanHold } from '../util/timers';
+import { WorkerGoneError } from '../util/worker-watch';
 import type { MemoryEntry } from './memory';
 import { extractAnswerTag, matchToolName, parsePlannerOutput, parseToolArgs, parseVerdict, type PlannerAction, type PlannerParse } from './parse';
 import {
@@ -356,7 +357,7 @@ export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
           state.analysis = result.text.trim();
           await record('analysis', 0, startedAt, { text: state.analysis, ...u });
         } catch (e) {
-          if (turnSignal.aborted) throw e;
+          if (turnSignal.aborted || e instanceof WorkerGoneError) throw e;
           state.analysis = '';
           await record('error', 0, startedAt, { module: 'analysis', message: errorMessage(e), errorKind: 'engine-error' });
         }
@@ -443,7 +444,9 @@ export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
     try {
       res = await call('planner', turn, messages, turnSignal);
     } catch (e) {
-      if (turnSignal.aborted) throw e;
+      // One failed call is recorded and the run goes on; a dead worker would fail every later call the same
+      // way, so it ends the run (as in every module's catch here).
+      if (turnSignal.aborted || e instanceof WorkerGoneError) throw e;
       await planFailed(turn, startedAt, { message: `planner engine failed: ${errorMessage(e)}`, errorKind: 'engine-error' });
       return;
     }
@@ -494,7 +497,7 @@ export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
     try {
       res = await call('executor', turn, executorMessages(opts.query, action, tool.card), turnSignal);
     } catch (e) {
-      if (turnSignal.aborted) throw e;
+      if (turnSignal.aborted || e instanceof WorkerGoneError) throw e;
       const message = `executor engine failed: ${errorMessage(e)}`;
       await record('error', turn, startedAt, { module: 'executor', message, errorKind: 'engine-error' });
       state.memory.push(memoryOfError(turn, action, message));
@@ -527,7 +530,7 @@ export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
         return;
       }
     } catch (e) {
-      if (turnSignal.aborted) throw e;
+      if (turnSignal.aborted || e instanceof WorkerGoneError) throw e;
       await record('error', turn, startedAt, { module: 'verifier', message: `verifier engine failed: ${errorMessage(e)}`, errorKind: 'engine-error' });
     }
     state.turn = turn + 1;

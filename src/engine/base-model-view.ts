@@ -12,6 +12,10 @@ export class BaseModelView implements ChatEngine {
     this.id = `${engine.id} (base)`;
   }
 
+  get gone(): Error | null {
+    return this.engine.gone ?? null;
+  }
+
   chat(messages: ChatMessage[], options: GenerateOptions = {}): Promise<GenerationResult> {
     return this.engine.chat(messages, { ...options, adapter: null });
   }

@@ -147,6 +147,10 @@ export class RemotePlannerEngine implements ChatEngine {
     readonly contextTokens?: number,
   ) {}
 
+  get gone(): Error | null {
+    return this.client.goneReason;
+  }
+
   countPromptTokens(messages: ChatMessage[]): Promise<number> {
     return this.client.promptTokens(messages);
   }

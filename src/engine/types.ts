@@ -53,6 +53,11 @@ export interface ChatEngine {
    * write must be labelled as scripted wherever it is shown.
    */
   readonly scripted?: boolean;
+  /**
+   * Why the engine can no longer answer (its worker died: a WorkerGoneError), or null/absent while it can.
+   * The chat then offers to reload the models instead of failing every question the same way.
+   */
+  readonly gone?: Error | null;
   /** The most tokens a prompt and its reply may take together, when the engine knows it. */
   readonly contextTokens?: number;
   /** The prompt tokens `messages` make with this engine's chat template, when it can count them. */

@@ -96,6 +96,7 @@ export class AgentFlowChat extends LitElement {
     modelsLoading: { attribute: false },
     loadModelAction: { attribute: false },
     confirmResume: { state: true },
+    enginesLost: { state: true },
   };
 
   /** Planner model: a URL of a folder with config.json, model.safetensors and tokenizer.json, or a repo id. */
@@ -125,6 +126,8 @@ export class AgentFlowChat extends LitElement {
   declare loadModelAction: (() => void) | undefined;
   /** A resume that would switch engines, waiting for the user to say yes or no. */
   declare confirmResume: { id: string; message: string } | null;
+  /** A worker behind the engines died: the chat offers to reload the models. */
+  declare enginesLost: boolean;
 
   declare conversations: ConversationRecord[];
   declare thread: string[];
@@ -159,6 +162,7 @@ export class AgentFlowChat extends LitElement {
     this.toolStatus = [];
     this.modelsLoading = null;
     this.confirmResume = null;
+    this.enginesLost = false;
   }
 
   static override styles = css`
@@ -300,6 +304,37 @@ export class AgentFlowChat extends LitElement {
     this.thread = [id];
   }
 
+  /**
+   * When a worker behind `engines` has died, says so with a way back and returns true: engines this element
+   * loaded are dropped (the next load starts fresh workers); the host is told with `agentflow-engines-lost`
+   * so it can drop its own. Every later question would fail the same way, so none is started on them.
+   */
+  private noteLostEngine(engines: AgentEngines): boolean {
+    const lost = engines.planner.gone ?? engines.shared.gone ?? null;
+    if (!lost) return false;
+    this.error = `${lost.message}.`;
+    this.enginesLost = true;
+    if (engines === this.loadedEngines) {
+      this.loadedEngines.dispose();
+      this.loadedEngines = null;
+    }
+    this.dispatchEvent(new CustomEvent('agentflow-engines-lost', { detail: { engines, error: lost }, bubbles: true, composed: true }));
+    return true;
+  }
+
+  /** The "Reload the models" action after a worker died: this element's own models, or the host's. */
+  async reloadModels(): Promise<void> {
+    this.enginesLost = false;
+    this.error = null;
+    if (!this.engines && (this.plannerModel || this.plannerFromShared)) {
+      try {
+        await this.currentEngines();
+      } catch (e) {
+        this.error = message(e);
+      }
+    } else this.loadModelAction?.();
+  }
+
   /** True when no engines are set nor can be loaded from attributes: the chat says so and offers the demo. */
   get noModel(): boolean {
     return !this.engines && !this.loadedEngines && !this.plannerModel && !this.plannerFromShared;
@@ -328,6 +363,7 @@ export class AgentFlowChat extends LitElement {
     let engines: AgentEngines;
     try {
       engines = await this.currentEngines();
+      if (this.noteLostEngine(engines)) return null;
       await checkQueryFits(q, engines, this.toolRegistry.cards(), { maxTurns: this.maxTurns });
     } catch (e) {
       this.error = message(e);
@@ -402,6 +438,7 @@ export class AgentFlowChat extends LitElement {
       });
       await listed;
       if (result.status === 'error' && result.error) this.error = result.error;
+      this.noteLostEngine(engines);
       this.dispatchEvent(
         new CustomEvent<AgentflowAnswerDetail>('agentflow-answer', {
           detail: { conversationId: id, query, answer: result.answer, finalAnswer: result.finalAnswer, status: result.status, stopReason: result.stopReason },
@@ -411,7 +448,7 @@ export class AgentFlowChat extends LitElement {
       );
     } catch (e) {
       if (e instanceof EngineMismatchError) this.confirmResume = { id, message: e.message };
-      else this.error = message(e);
+      else if (!this.noteLostEngine(engines)) this.error = message(e);
     } finally {
       this.live = null;
       this.pending.delete(id);
@@ -582,6 +619,9 @@ ${live.module === 'generator' ? '' : live.text.slice(-400)}</div>`
             </div>`
           : nothing}
         ${this.error ? html`<p class="error" role="alert" part="error">${this.error}</p>` : nothing}
+        ${this.enginesLost && (this.loadModelAction || this.plannerModel || this.plannerFromShared)
+          ? html`<button type="button" class="primary" part="button" data-testid="reload-models" @click=${() => void this.reloadModels()}>Reload the models</button>`
+          : nothing}
         <form part="form" @submit=${this.onSubmit}>
           <textarea part="input" aria-label="Your question" placeholder="Ask the agent…" @keydown=${this.onKey}></textarea>
           ${this.live

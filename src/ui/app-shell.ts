@@ -111,6 +111,16 @@ export class AgentFlowApp extends LitElement {
     void this.syncAdapter();
   };
 
+  /** A worker behind the loaded models died: drop them, so every tab says no model is loaded and offers Load. */
+  private onEnginesLost = (e: CustomEvent<{ engines: AgentEngines; error: Error }>) => {
+    if (this.engines !== e.detail.engines) return;
+    this.loaded?.dispose?.();
+    this.loaded = null;
+    this.engines = undefined;
+    this.enginesLabel = 'none';
+    this.notice = `The models stopped (${e.detail.error.message}). Load them again in Models & GPU.`;
+  };
+
   private plannerClient(): PlannerClient | undefined {
     return (this.engines?.planner as { client?: PlannerClient } | undefined)?.client;
   }
@@ -227,7 +237,7 @@ export class AgentFlowApp extends LitElement {
         )}
       </div>
       <section role="tabpanel" id="panel-chat" aria-labelledby="tab-chat" ?hidden=${this.tab !== 'chat'}>
-        <agentflow-chat .engines=${this.engines} .registry=${this.registry} .modelsLoading=${loadingText} .loadModelAction=${this.gotoModels}></agentflow-chat>
+        <agentflow-chat .engines=${this.engines} .registry=${this.registry} .modelsLoading=${loadingText} .loadModelAction=${this.gotoModels} @agentflow-engines-lost=${this.onEnginesLost}></agentflow-chat>
       </section>
       <section role="tabpanel" id="panel-experiments" aria-labelledby="tab-experiments" ?hidden=${this.tab !== 'experiments'}>
         <agentflow-experiments-panel .engines=${this.engines} .registry=${this.registry}></agentflow-experiments-panel>

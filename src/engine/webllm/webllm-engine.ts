@@ -179,6 +179,10 @@ export class WebLlmChatEngine implements ChatEngine {
     this.id = `web-llm:${choice.modelId}`;
   }
 
+  get gone(): Error | null {
+    return this.disposed ? null : this.watch.goneReason;
+  }
+
   chat(messages: ChatMessage[], options: GenerateOptions = {}): Promise<GenerationResult> {
     // A worker that dies mid-answer leaves web-llm's stream waiting forever: the call fails with its
     // WorkerGoneError instead (so does every later one).
