@@ -5,8 +5,9 @@
 // output becomes an error step and the loop goes on.
 import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../engine/types';
 import type { StepRecord } from '../store/records';
-import type { Tool, ToolResult } from '../tools/types';
-import { QUEUE_LIMIT_PER_TIME_LIMIT, startToolClock } from '../tools/tool-clock';
+import type { Tool } from '../tools/types';
+import { runTool } from '../tools/run-tool';
+import { anySignal, untilAborted } from '../util/abort';
 import { timerCanHold } from '../util/timers';
 import { WorkerGoneError } from '../util/worker-watch';
 import type { MemoryEntry } from './memory';
@@ -247,33 +248,6 @@ class BudgetExhausted extends Error {
     super('time budget exhausted');
     this.name = 'BudgetExhausted';
   }
-}
-
-class ToolTimeout extends Error {}
-
-/** `p`, or the signal's reason once it aborts first. */
-export function untilAborted<T>(p: Promise<T>, signal?: AbortSignal): Promise<T> {
-  if (!signal) return p;
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
-}
-
-/** AbortSignal.any, which Chrome 113-115 (within the supported range) lack. */
-export function anySignal(signals: AbortSignal[]): AbortSignal {
-  if (typeof AbortSignal.any === 'function') return AbortSignal.any(signals);
-  const ctl = new AbortController();
-  for (const s of signals) {
-    if (s.aborted) {
-      ctl.abort(s.reason);
-      break;
-    }
-    s.addEventListener('abort', () => ctl.abort(s.reason), { once: true });
-  }
-  return ctl.signal;
 }
 
 function errorMessage(e: unknown): string {
@@ -548,49 +522,3 @@ function usage(engine: ChatEngine, r: GenerationResult): Record<string, unknown>
   };
 }
 
-/**
- * Runs a tool under its timeout and the loop's signal. A tool that ignores its signal is abandoned at the
- * deadline (its eventual result is dropped); the loop's own abort propagates as an AbortError, also while
- * the call is still queued. The timeout counts from the tool's started() notice when it gives one
- * (ToolContext.queued/started), so rollouts sharing one tool do not time out waiting for each other; the
- * wait itself times out only at the clock's much longer queue limit (startToolClock).
- */
-export async function runTool(
-  tool: Tool,
-  args: Record<string, unknown>,
-  timeoutMs: number,
-  signal: AbortSignal,
-): Promise<{ result: ToolResult; timedOut: boolean }> {
-  signal.throwIfAborted();
-  const ctl = new AbortController();
-  const onAbort = () => ctl.abort(signal.reason);
-  signal.addEventListener('abort', onAbort, { once: true });
-  const clock = startToolClock(timeoutMs, (kind, limitMs) =>
-    ctl.abort(
-      new ToolTimeout(
-        kind === 'queue'
-          ? `${tool.card.name} timed out waiting for its turn behind other calls: queue limit of ${limitMs} ms (${QUEUE_LIMIT_PER_TIME_LIMIT} x its ${timeoutMs} ms time limit)`
-          : `${tool.card.name} timed out after ${timeoutMs} ms`,
-      ),
-    ),
-  );
-  const aborted = new Promise<never>((_, reject) => {
-    if (ctl.signal.aborted) reject(ctl.signal.reason);
-    ctl.signal.addEventListener('abort', () => reject(ctl.signal.reason), { once: true });
-  });
-  try {
-    const result = await Promise.race([tool.run(args, { signal: ctl.signal, timeoutMs, queued: clock.queued, started: clock.started }), aborted]);
-    // A wrapped tool (e.g. the registry's) may answer 'cancelled' instead of throwing: an abort is an abort.
-    signal.throwIfAborted();
-    if (!result || typeof result.ok !== 'boolean') return { result: { ok: false, output: '', error: `${tool.card.name} returned no result` }, timedOut: false };
-    return { result: { ...result, output: typeof result.output === 'string' ? result.output : String(result.output ?? '') }, timedOut: false };
-  } catch (e) {
-    if (signal.aborted) throw signal.reason ?? e;
-    if (e instanceof ToolTimeout) return { result: { ok: false, output: '', error: e.message }, timedOut: true };
-    return { result: { ok: false, output: '', error: `${tool.card.name} threw: ${errorMessage(e)}` }, timedOut: false };
-  } finally {
-    clock.stop();
-    signal.removeEventListener('abort', onAbort);
-    aborted.catch(() => undefined);
-  }
-}

@@ -4,7 +4,7 @@
 // It counts the calls in flight, so a test can prove that calls overlapped, and can hold calls back.
 import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../engine/types';
 import { detectModule, type ModuleName } from './prompts';
-import { untilAborted } from './loop';
+import { untilAborted } from '../util/abort';
 import { scriptedResult, sleep } from './scripted-engine';
 
 export interface ProbeReply {

@@ -4,7 +4,7 @@
 import { baseModelView } from '../engine/base-model-view';
 import type { AgentEngines } from '../agent/loop';
 import type { ChatEngine, LoadProgress } from '../engine/types';
-import { untilAborted } from '../agent/loop';
+import { untilAborted } from '../util/abort';
 import { openAgentDb } from '../store/db';
 
 const HUB_REPO = /^[A-Za-z0-9][\w.-]*\/[A-Za-z0-9][\w.-]*$/;
