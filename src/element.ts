@@ -4,6 +4,7 @@ export { AgentFlowChat, type AgentflowAnswerDetail, type AgentflowTurnDetail } f
 export { AgentflowToolSwitches } from './ui/tool-switches';
 export { isScripted, scriptedDemoEngines } from './ui/demo-engines';
 export { renderMarkdown } from './ui/markdown';
+export { onStorageNotice, storageNotice, type StorageNotice } from './store/db';
 export { ScriptedEngine, type Script, type ScriptedReply } from './agent/scripted-engine';
 export { demoScript, demoEngines } from './agent/demo';
 export { ToolRegistry } from './tools/registry';

@@ -24,13 +24,15 @@ import {
   listConversations,
   markStaleRunsInterrupted,
 } from '../store/conversations';
+import { StorageError, onStorageNotice, storageNotice, type StorageNotice } from '../store/db';
 import type { ConversationRecord, StepRecord } from '../store/records';
+import { DB_NAME } from '../store/schema';
 import { ToolRegistry } from '../tools/registry';
 import { registerBuiltinTools } from '../tools/builtin';
 import type { Tool } from '../tools/types';
 import { scriptedDemoEngines } from './demo-engines';
 import { downloadText } from './download';
-import { renderMarkdown } from './markdown';
+import { markdownOrText } from './markdown';
 import { restoreToolSwitches } from './tool-switches';
 import { ProgressTracker, formatBytes } from './progress-tracker';
 import { renderTrajectory, trajectoryFromSteps } from './trajectory';
@@ -97,6 +99,9 @@ export class AgentFlowChat extends LitElement {
     loadModelAction: { attribute: false },
     confirmResume: { state: true },
     enginesLost: { state: true },
+    failed: { state: true },
+    storageNotice: { state: true },
+    hideStorageNotices: { attribute: false },
   };
 
   /** Planner model: a URL of a folder with config.json, model.safetensors and tokenizer.json, or a repo id. */
@@ -128,6 +133,12 @@ export class AgentFlowChat extends LitElement {
   declare confirmResume: { id: string; message: string } | null;
   /** A worker behind the engines died: the chat offers to reload the models. */
   declare enginesLost: boolean;
+  /** A host that shows storage notices itself (the app's banner) sets this; otherwise the chat shows them. */
+  declare hideStorageNotices: boolean;
+  /** Runs that threw (storage would not open, a step could not be saved): their question and the error. */
+  declare failed: Record<string, { query: string; error: string }>;
+  /** What another tab or the browser did to this chat's database (storageNotice in store/db.ts). */
+  declare storageNotice: StorageNotice | null;
 
   declare conversations: ConversationRecord[];
   declare thread: string[];
@@ -140,6 +151,7 @@ export class AgentFlowChat extends LitElement {
 
   private ownRegistry: ToolRegistry | null = null;
   private unsubscribe: (() => void) | null = null;
+  private unsubscribeStorage: (() => void) | null = null;
   private loadedEngines: (AgentEngines & { dispose(): void }) | null = null;
   private builtinsFor: ToolRegistry | null = null;
   /** Queries of runs whose conversation record is not listed yet. */
@@ -163,6 +175,9 @@ export class AgentFlowChat extends LitElement {
     this.modelsLoading = null;
     this.confirmResume = null;
     this.enginesLost = false;
+    this.hideStorageNotices = false;
+    this.failed = {};
+    this.storageNotice = null;
   }
 
   static override styles = css`
@@ -215,6 +230,10 @@ export class AgentFlowChat extends LitElement {
 
   override connectedCallback(): void {
     super.connectedCallback();
+    this.unsubscribeStorage = onStorageNotice((n) => {
+      if (n.dbName === (this.dbName ?? DB_NAME)) this.storageNotice = n.kind === 'resolved' ? null : n;
+    });
+    this.storageNotice = storageNotice(this.dbName ?? DB_NAME);
     void this.init();
   }
 
@@ -222,6 +241,8 @@ export class AgentFlowChat extends LitElement {
     super.disconnectedCallback();
     this.unsubscribe?.();
     this.unsubscribe = null;
+    this.unsubscribeStorage?.();
+    this.unsubscribeStorage = null;
     this.live?.controller.abort();
   }
 
@@ -231,7 +252,7 @@ export class AgentFlowChat extends LitElement {
       await this.refreshList();
       await this.setUpTools();
     } catch (e) {
-      this.error = `Could not open this browser's storage: ${message(e)}`;
+      this.error = e instanceof StorageError ? e.message : `Could not open this browser's storage: ${message(e)}`;
     }
   }
 
@@ -408,10 +429,15 @@ export class AgentFlowChat extends LitElement {
     this.pending.set(id, query);
     this.live = { id, module: null, turn: 0, text: '', answer: '', controller };
     if (!this.thread.includes(id)) this.thread = [...this.thread, id];
+    if (this.failed[id]) {
+      const { [id]: _retried, ...rest } = this.failed;
+      this.failed = rest;
+    }
     this.stepsById = { ...this.stepsById, [id]: this.stepsById[id] ?? [] };
     let result: SessionResult | null = null;
     try {
       const listed = this.refreshList();
+      listed.catch(() => undefined); // awaited below; a run that throws first must not leave it unhandled
       result = await go({
         tools: toolsFromRegistry(this.toolRegistry),
         engines,
@@ -448,7 +474,9 @@ export class AgentFlowChat extends LitElement {
       );
     } catch (e) {
       if (e instanceof EngineMismatchError) this.confirmResume = { id, message: e.message };
-      else if (!this.noteLostEngine(engines)) this.error = message(e);
+      // Storage that would not open (or closed), a step that could not be saved: the question stays in the
+      // thread with the reason where its answer would be.
+      else if (!this.noteLostEngine(engines)) this.failed = { ...this.failed, [id]: { query, error: message(e) } };
     } finally {
       this.live = null;
       this.pending.delete(id);
@@ -536,7 +564,11 @@ export class AgentFlowChat extends LitElement {
   }
 
   private renderText(text: string) {
-    return this.renderAs === 'text' ? html`<div class="text plain">${text}</div>` : html`<div class="text md">${unsafeHTML(renderMarkdown(text))}</div>`;
+    if (this.renderAs === 'text') return html`<div class="text plain">${text}</div>`;
+    // Text the Markdown parser must not see (too deeply nested, too long) or fails on is shown as it is.
+    const r = markdownOrText(text);
+    if ('html' in r) return html`<div class="text md">${unsafeHTML(r.html)}</div>`;
+    return html`<div class="text plain">${r.text}</div><p class="status" data-testid="plain-why">${r.why}</p>`;
   }
 
   private renderConversation(id: string) {
@@ -545,18 +577,20 @@ export class AgentFlowChat extends LitElement {
     const live = this.live?.id === id ? this.live : null;
     const traj = trajectoryFromSteps(steps);
     const answer = live ? live.answer : (traj.answer ?? conv?.answer);
+    const failed = live ? undefined : this.failed[id];
     const open = this.expanded.has(id);
     const scripted = live ? isScripted(this.engines ?? this.loadedEngines) : !!storedEngines(conv?.settings)?.scripted;
     const confirm = this.confirmResume?.id === id ? this.confirmResume : null;
     return html`
-      <div class="message user" part="message user" data-testid="query">${conv?.query ?? this.pendingQuery(id)}</div>
+      <div class="message user" part="message user" data-testid="query">${conv?.query ?? failed?.query ?? this.pendingQuery(id)}</div>
       <div class="message answer" part="message answer" data-testid="answer" data-conversation=${id} aria-live=${live ? 'polite' : 'off'}>
         ${scripted ? html`<p class="scripted" part="scripted" data-testid="scripted-label">Scripted demo: no model wrote this answer.</p>` : nothing}
         ${live
           ? html`<div class="live" data-testid="live">${live.module ? `${moduleLabel(live.module)}${live.turn ? ` (turn ${live.turn})` : ''}…` : 'Starting…'}
 ${live.module === 'generator' ? '' : live.text.slice(-400)}</div>`
           : nothing}
-        ${answer ? (live ? html`<div class="text plain">${answer}</div>` : this.renderText(answer)) : !live ? html`<p class="status">${conv?.status === 'interrupted' ? 'Interrupted before an answer.' : conv?.status === 'error' ? 'The run failed.' : ''}</p>` : nothing}
+        ${answer ? (live ? html`<div class="text plain">${answer}</div>` : this.renderText(answer)) : !live && !failed ? html`<p class="status">${conv?.status === 'interrupted' ? 'Interrupted before an answer.' : conv?.status === 'error' ? 'The run failed.' : ''}</p>` : nothing}
+        ${failed ? html`<p class="error" role="alert" part="error" data-testid="answer-error">${answer ? '' : 'Not answered: '}${failed.error}</p>` : nothing}
         <div class="actions">
           <button type="button" part="button trajectory-toggle" aria-expanded=${open ? 'true' : 'false'} aria-controls=${`traj-${id}`} @click=${() => this.toggle(id)}>
             ${open ? 'Hide' : 'Show'} trajectory (${traj.turns.length} turn${traj.turns.length === 1 ? '' : 's'})
@@ -618,6 +652,7 @@ ${live.module === 'generator' ? '' : live.text.slice(-400)}</div>`
               </label>
             </div>`
           : nothing}
+        ${this.storageNotice && !this.hideStorageNotices ? html`<p class="error" role="alert" part="error storage" data-testid="storage-notice">${this.storageNotice.message}</p>` : nothing}
         ${this.error ? html`<p class="error" role="alert" part="error">${this.error}</p>` : nothing}
         ${this.enginesLost && (this.loadModelAction || this.plannerModel || this.plannerFromShared)
           ? html`<button type="button" class="primary" part="button" data-testid="reload-models" @click=${() => void this.reloadModels()}>Reload the models</button>`

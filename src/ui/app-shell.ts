@@ -6,7 +6,9 @@ import { LitElement, css, html } from 'lit';
 import { isScripted } from '../agent/engines-used';
 import type { AgentEngines } from '../agent/loop';
 import type { PlannerClient } from '../engine/planner-client';
+import { onStorageNotice, storageNotice, type StorageNotice } from '../store/db';
 import { getSetting, putSetting } from '../store/settings';
+import { DB_NAME } from '../store/schema';
 import { ToolRegistry } from '../tools/registry';
 import { registerBuiltinTools } from '../tools/builtin';
 import './agentflow-chat';
@@ -39,6 +41,7 @@ export class AgentFlowApp extends LitElement {
     enginesLabel: { state: true },
     notice: { state: true },
     loading: { state: true },
+    storage: { state: true },
   };
   declare tab: TabId;
   /** undefined until models are loaded or the user chooses the scripted demo. */
@@ -47,8 +50,11 @@ export class AgentFlowApp extends LitElement {
   declare notice: string | null;
   /** Models & GPU is loading models (at start: the last ones, from the cache). */
   declare loading: ModelsLoadingDetail | null;
+  /** Another tab or the browser took the database away (or holds it up): shown above every tab. */
+  declare storage: StorageNotice | null;
   readonly registry = new ToolRegistry();
   private loaded: { dispose?: () => void } | null = null;
+  private unsubscribeStorage: (() => void) | null = null;
 
   constructor() {
     super();
@@ -57,6 +63,7 @@ export class AgentFlowApp extends LitElement {
     this.enginesLabel = 'none';
     this.notice = null;
     this.loading = null;
+    this.storage = null;
     registerBuiltinTools(this.registry, {
       engine: () => {
         if (!this.engines) throw new Error('no model is loaded (load one in Models & GPU, or try the scripted demo)');
@@ -82,6 +89,10 @@ export class AgentFlowApp extends LitElement {
 
   override connectedCallback(): void {
     super.connectedCallback();
+    this.storage = storageNotice();
+    this.unsubscribeStorage = onStorageNotice((n) => {
+      if (n.dbName === DB_NAME) this.storage = n.kind === 'resolved' ? null : n;
+    });
     window.addEventListener('hashchange', this.onHash);
     this.addEventListener('agentflow-engines', this.onEngines as EventListener);
     this.addEventListener('agentflow-adapter', this.onAdapter as EventListener);
@@ -90,6 +101,8 @@ export class AgentFlowApp extends LitElement {
 
   override disconnectedCallback(): void {
     super.disconnectedCallback();
+    this.unsubscribeStorage?.();
+    this.unsubscribeStorage = null;
     window.removeEventListener('hashchange', this.onHash);
     this.removeEventListener('agentflow-engines', this.onEngines as EventListener);
     this.removeEventListener('agentflow-adapter', this.onAdapter as EventListener);
@@ -230,6 +243,10 @@ export class AgentFlowApp extends LitElement {
         <p class="privacy">Everything runs on this device: models on your GPU, memory in this browser's storage. Nothing is sent anywhere unless you turn on a tool that uses the network.</p>
       </header>
       ${this.renderEngines()}
+      ${this.storage
+        ? html`<p role="alert" class="notice" data-testid="storage-banner">${this.storage.message}
+            ${this.storage.kind === 'blocked' ? '' : html`<button type="button" @click=${() => location.reload()}>Reload</button>`}</p>`
+        : ''}
       ${this.notice ? html`<p role="alert" class="notice" data-testid="app-notice">${this.notice}</p>` : ''}
       <div role="tablist" aria-label="Sections" @keydown=${this.onTabKey}>
         ${TABS.map(
@@ -237,7 +254,7 @@ export class AgentFlowApp extends LitElement {
         )}
       </div>
       <section role="tabpanel" id="panel-chat" aria-labelledby="tab-chat" ?hidden=${this.tab !== 'chat'}>
-        <agentflow-chat .engines=${this.engines} .registry=${this.registry} .modelsLoading=${loadingText} .loadModelAction=${this.gotoModels} @agentflow-engines-lost=${this.onEnginesLost}></agentflow-chat>
+        <agentflow-chat .hideStorageNotices=${true} .engines=${this.engines} .registry=${this.registry} .modelsLoading=${loadingText} .loadModelAction=${this.gotoModels} @agentflow-engines-lost=${this.onEnginesLost}></agentflow-chat>
       </section>
       <section role="tabpanel" id="panel-experiments" aria-labelledby="tab-experiments" ?hidden=${this.tab !== 'experiments'}>
         <agentflow-experiments-panel .engines=${this.engines} .registry=${this.registry}></agentflow-experiments-panel>

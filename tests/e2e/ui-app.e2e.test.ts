@@ -125,6 +125,17 @@ describe('the app', () => {
     // Deleting removes it from the list and from storage.
     await page.getByRole('button', { name: /Delete conversation “What is the capital of France\?”/ }).click();
     await page.locator('agentflow-chat [data-testid="conversation-list"] li').waitFor({ state: 'detached' });
+    // A newer AgentFlow in another tab upgrades the database: this tab lets go of it and says to reload,
+    // once, in the app's banner (not again inside the chat).
+    const newer = await context.newPage();
+    await newer.goto(`${server.url}${SUB}icon.svg`);
+    expect(await newer.evaluate(() => new Promise<number>((res, rej) => {
+      const r = indexedDB.open('agentflow', 1000);
+      r.onsuccess = () => (res(r.result.version), r.result.close());
+      r.onerror = () => rej(r.error);
+    }))).toBe(1000);
+    await poll(textOf(page.locator('agentflow-app [data-testid="storage-banner"]'))).toContain('AgentFlow was updated in another tab: reload this tab.');
+    expect(await page.locator('agentflow-chat [data-testid="storage-notice"]').count()).toBe(0);
     expect(errors).toEqual([]);
     await context.close();
   });

@@ -132,7 +132,8 @@ describe("a user's first hour", () => {
     await input.press('Enter');
     const second = page.locator('agentflow-chat [data-testid="answer"]').nth(1).locator('.text');
     await expect.poll(() => text(second), { timeout: 30_000 }).toContain('<img src=x onerror="alert(1)">');
-    expect(await second.locator('strong').count()).toBe(1);
+    // While the run is live its answer shows as plain text: wait for the finished, rendered one.
+    await expect.poll(() => second.locator('strong').count(), { timeout: 30_000 }).toBe(1);
     expect(await second.locator('img').count()).toBe(0);
 
     // Each tool has one state that says whether it will run, here as in Models & GPU.
