@@ -1,7 +1,7 @@
 // What a decode loop keeps per sequence (generate(), and each row of generateBatch), and the rules both
 // apply to each token: how it is taken and when the sequence ends.
 import type { Rng } from '../util/rng';
-import type { GenerateTokensOptions, TokenGeneration } from './runtime';
+import type { GenerateTokensOptions, TokenGeneration } from './generation';
 
 /** Decode steps submitted ahead of the last token read back (GPU-drawn tokens only). */
 export const DECODE_AHEAD = 3;

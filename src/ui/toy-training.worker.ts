@@ -4,13 +4,13 @@
 import * as Comlink from 'comlink';
 import type { RunResult } from '../trainer/run/run-store';
 import type { RolloutProgress } from '../trainer/run/collector';
-import { createToyDriver, resumeToyDriver, type RunDriver, type TrainingSettings, type TrainingStepPoint } from './training-driver';
+import { createToyDriver, resumeToyDriver, type RunDriver, type ToyRunDescription, type ToyTrainingWorkerApi, type TrainingSettings, type TrainingStepPoint } from './training-driver';
 
 let driver: RunDriver | null = null;
 
-const describe = (d: RunDriver) => ({ runId: d.runId, label: d.label, steps: d.steps, history: d.history, notes: [...d.notes] });
+const describe = (d: RunDriver): ToyRunDescription => ({ runId: d.runId, label: d.label, steps: d.steps, history: d.history, notes: [...d.notes] });
 
-const api = {
+const api: ToyTrainingWorkerApi = {
   async create(settings: TrainingSettings, dbName?: string) {
     driver?.dispose();
     driver = await createToyDriver(settings, dbName);
@@ -31,5 +31,4 @@ const api = {
   },
 };
 
-export type ToyTrainingWorkerApi = typeof api;
 Comlink.expose(api);

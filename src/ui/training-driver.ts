@@ -5,6 +5,7 @@
 import type { LoraModule } from '../engine/io/peft';
 import { idbTrainStorage } from '../trainer/checkpoint-idb';
 import type { StepMetrics } from '../trainer/run/metrics';
+import type { RolloutProgress } from '../trainer/run/collector';
 import type { RunResult, StartAdapterSpec } from '../trainer/run/run-store';
 import { IdbRunStore } from '../trainer/run/run-store-idb';
 import { TOY_BASE_MODEL, toyRunSetup, toyRunSpec } from '../trainer/run/toy-run';
@@ -140,6 +141,22 @@ export async function resumeToyDriver(runId: string, dbName?: string): Promise<R
   return new RunDriver(await TrainingRun.resume(runId, setup.deps), () => setup.destroy());
 }
 
+/** What workers/toy-training.worker.ts serves (it implements this; the driver below calls it). */
+export interface ToyTrainingWorkerApi {
+  create(settings: TrainingSettings, dbName?: string): Promise<ToyRunDescription>;
+  resume(runId: string, dbName?: string): Promise<ToyRunDescription>;
+  run(onStep: (p: TrainingStepPoint) => void, onProgress?: (p: RolloutProgress) => void): Promise<{ state: RunDriver['state']; result: RunResult | null }>;
+  pause(): void;
+}
+
+export interface ToyRunDescription {
+  runId: string;
+  label: string;
+  steps: number;
+  history: TrainingStepPoint[];
+  notes: string[];
+}
+
 /** The toy driver running in a module worker (the panel's default in a browser). */
 export class WorkerToyTrainingDriver implements TrainingDriver {
   readonly history: TrainingStepPoint[] = [];
@@ -152,7 +169,7 @@ export class WorkerToyTrainingDriver implements TrainingDriver {
     readonly label: string,
     readonly steps: number,
     private readonly watch: WorkerWatch,
-    private readonly api: import('comlink').Remote<import('./toy-training.worker').ToyTrainingWorkerApi>,
+    private readonly api: import('comlink').Remote<ToyTrainingWorkerApi>,
   ) {}
 
   static create(settings: TrainingSettings, dbName?: string): Promise<WorkerToyTrainingDriver> {
@@ -165,14 +182,14 @@ export class WorkerToyTrainingDriver implements TrainingDriver {
   }
 
   private static async start(
-    open: (api: import('comlink').Remote<import('./toy-training.worker').ToyTrainingWorkerApi>) => Promise<{ runId: string; label: string; steps: number; history: TrainingStepPoint[]; notes: string[] }>,
+    open: (api: import('comlink').Remote<ToyTrainingWorkerApi>) => Promise<{ runId: string; label: string; steps: number; history: TrainingStepPoint[]; notes: string[] }>,
   ): Promise<WorkerToyTrainingDriver> {
     const Comlink = await import('comlink');
     const worker = new Worker(new URL('./toy-training.worker.ts', import.meta.url), { type: 'module', name: 'toy-training' });
     // A worker that dies mid-run (out of memory, a lost device taking it down) fails the run at once,
     // with a WorkerGoneError naming it, instead of leaving the panel at "running" forever.
     const watch = watchWorker(worker, 'toy training');
-    const api = guardCalls(Comlink.wrap<import('./toy-training.worker').ToyTrainingWorkerApi>(worker), watch);
+    const api = guardCalls(Comlink.wrap<ToyTrainingWorkerApi>(worker), watch);
     try {
       const { runId, label, steps, history, notes } = await open(api);
       const d = new WorkerToyTrainingDriver(runId, `${label}, in a worker`, steps, watch, api);

@@ -1,0 +1,46 @@
+// What a generate call takes and gives back: the contract between the runtime's decode loop, the batcher,
+// the planner worker and its clients.
+import type { SamplingOptions } from '../kernels/sampling/draw';
+
+export interface GenerateTokensOptions extends SamplingOptions {
+  maxNewTokens?: number;
+  seed?: number;
+  signal?: AbortSignal;
+  /** Extra ids that end generation (the config's eos ids always do). */
+  stopIds?: number[];
+  /** Called after each sampled token; return true to stop after it (e.g. a stop string was seen). */
+  onToken?: (id: number, logprob: number) => boolean | void;
+  /**
+   * Reuse the KV cache for the prompt's longest common prefix with the previous generate's tokens (same
+   * adapter, same weights). Default true. The reused rows were computed in other batches, so logits may
+   * differ from a full prefill in the last bits of f32 (different kernels' summation order), no more.
+   */
+  reusePrefix?: boolean;
+  /** Sees the logits each token is sampled from (tests, diagnostics); do not keep the array. */
+  onLogits?: (logits: Float32Array) => void;
+}
+
+export interface TokenGeneration {
+  tokens: number[];
+  /**
+   * log p(token) under the model itself (full softmax at temperature 1), whatever temperature / top-k /
+   * top-p chose it: the number the trainer gets back when it scores the same sequence.
+   */
+  logprobs: number[];
+  finishReason: 'stop' | 'length' | 'abort';
+  prefillMs: number;
+  decodeMs: number;
+  /** Prompt tokens whose K/V came from the previous generate (not prefilled again). */
+  reusedPrefixTokens: number;
+  /**
+   * Tokens drawn on the GPU that had to be drawn again on the CPU (the candidates could not decide, or u
+   * lay within rounding of a boundary): each costs a round trip. 0 when the CPU drew every token.
+   */
+  redrawnTokens: number;
+}
+
+/** One sequence of a generateBatch call. */
+export interface GenerateRequest {
+  prompt: number[];
+  options?: GenerateTokensOptions;
+}
