@@ -11,3 +11,5 @@ export { ToolRegistry } from './tools/registry';
 export type { Tool, ToolCard, ToolContext, ToolResult } from './tools/types';
 export type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult, LoadProgress } from './engine/types';
 export type { AgentEngines } from './agent/loop';
+export { AgentFlowError, errorCategory, type ErrorCategory } from './errors';
+export { WorkerGoneError } from './util/worker-watch';

@@ -1,5 +1,6 @@
 // Which engines a stored run used, so a resumed run can tell when the engines changed under it and the UI
 // can label answers no model wrote.
+import { AgentFlowError, type ErrorCategory } from '../errors';
 import type { AgentEngines } from './loop';
 
 /** Stored in a conversation's settings.engines when its run starts. */
@@ -33,7 +34,8 @@ export function storedEngines(settings: Record<string, unknown> | undefined): En
 }
 
 /** Resuming would continue a run on other engines than it started with; the caller must ask the user. */
-export class EngineMismatchError extends Error {
+export class EngineMismatchError extends AgentFlowError {
+  override readonly category: ErrorCategory = 'engine-mismatch';
   constructor(
     readonly conversationId: string,
     readonly started: EnginesUsed,

@@ -2,12 +2,14 @@
 // (the query analysis, the planner's first turn), counted with the engine's own chat template, plus the
 // reply it may write, must fit the engine's context. Otherwise every module fails, turn after turn, on the
 // context limit, after the question was stored as a run.
+import { AgentFlowError, type ErrorCategory } from '../errors';
 import type { ChatEngine, ChatMessage } from '../engine/types';
 import type { ToolCard } from '../tools/types';
 import { resolveConfig, type AgentConfigInput, type AgentEngines } from './loop';
 import { analysisMessages, plannerMessages, type ModuleName } from './prompts';
 
-export class QueryTooLongError extends Error {
+export class QueryTooLongError extends AgentFlowError {
+  override readonly category: ErrorCategory = 'context-exceeded';
   constructor(
     /** Tokens of the question itself. */
     readonly queryTokens: number,

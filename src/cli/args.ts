@@ -1,11 +1,13 @@
 // Command-line parsing for the planner CLI: `<command> --flag value ...`, every flag named in errors.
+import { AgentFlowError, type ErrorCategory } from '../errors';
 
 export interface CliArgs {
   command: string;
   flags: Map<string, string>;
 }
 
-export class UsageError extends Error {
+export class UsageError extends AgentFlowError {
+  override readonly category: ErrorCategory = 'usage';
   constructor(message: string) {
     super(message);
     this.name = 'UsageError';

@@ -1,6 +1,7 @@
 // Buffer creation, upload and read-back. Every GPU buffer in the project is made here so that labels
 // (which Dawn and Chrome put in validation errors) and out-of-memory reporting are uniform.
 
+import { AgentFlowError, type ErrorCategory } from '../errors';
 import { GpuDeviceLostError, type GpuContext } from './device';
 
 export const STORAGE = 0x80; // GPUBufferUsage.STORAGE without relying on the global in Node
@@ -9,7 +10,8 @@ export const COPY_DST = 0x08;
 export const MAP_READ = 0x01;
 export const UNIFORM = 0x40;
 
-export class GpuOutOfMemoryError extends Error {
+export class GpuOutOfMemoryError extends AgentFlowError {
+  override readonly category: ErrorCategory = 'gpu-out-of-memory';
   constructor(public readonly label: string, public readonly bytes: number, detail: string) {
     super(`Out of GPU memory allocating '${label}' (${(bytes / 2 ** 20).toFixed(1)} MiB): ${detail}`);
     this.name = 'GpuOutOfMemoryError';

@@ -1,5 +1,6 @@
 // The one place that creates a GPUDevice. Engines, kernels and tests take a GpuContext from here and
 // never call requestAdapter/requestDevice themselves, so features and limits are negotiated once.
+import { AgentFlowError, type ErrorCategory } from '../errors';
 
 export interface GpuCapabilities {
   /** 'browser' (navigator.gpu) or 'node' (the `webgpu` package, Dawn). */
@@ -41,14 +42,16 @@ export interface GpuRequestOptions {
   powerPreference?: GPUPowerPreference;
 }
 
-export class WebGpuUnavailableError extends Error {
+export class WebGpuUnavailableError extends AgentFlowError {
+  override readonly category: ErrorCategory = 'webgpu-unavailable';
   constructor(message: string) {
     super(message);
     this.name = 'WebGpuUnavailableError';
   }
 }
 
-export class GpuDeviceLostError extends Error {
+export class GpuDeviceLostError extends AgentFlowError {
+  override readonly category: ErrorCategory = 'device-lost';
   constructor(public readonly reason: string, message: string) {
     super(message);
     this.name = 'GpuDeviceLostError';

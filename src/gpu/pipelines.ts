@@ -1,11 +1,13 @@
 // Compiles WGSL once per (device, source, entry point). Shader compilation errors are raised with the
 // kernel's name and the compiler's messages, instead of surfacing later as an invalid pipeline.
 
+import { AgentFlowError, type ErrorCategory } from '../errors';
 import type { GpuContext } from './device';
 
 const caches = new WeakMap<GPUDevice, Map<string, GPUComputePipeline>>();
 
-export class ShaderCompileError extends Error {
+export class ShaderCompileError extends AgentFlowError {
+  override readonly category: ErrorCategory = 'shader-compile';
   constructor(kernel: string, messages: string) {
     super(`WGSL kernel '${kernel}' failed to compile:\n${messages}`);
     this.name = 'ShaderCompileError';

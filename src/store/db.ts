@@ -1,7 +1,9 @@
+import { AgentFlowError, type ErrorCategory } from '../errors';
 import { openDB, type IDBPDatabase } from 'idb';
 import { DB_NAME, DB_VERSION, MIGRATIONS, type AgentFlowDB } from './schema';
 
-export class StorageError extends Error {
+export class StorageError extends AgentFlowError {
+  override readonly category: ErrorCategory = 'storage';
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'StorageError';

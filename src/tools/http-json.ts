@@ -1,7 +1,9 @@
 // Fetches a URL and parses JSON, turning every way that can fail into one error with a message a model
 // and a user can act on: unreachable, HTTP status, not JSON, cancelled.
+import { AgentFlowError, type ErrorCategory } from '../errors';
 
-export class ToolHttpError extends Error {
+export class ToolHttpError extends AgentFlowError {
+  override readonly category: ErrorCategory = 'tool';
   constructor(
     message: string,
     /** 'network' | 'http' | 'json' | 'abort' */

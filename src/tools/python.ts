@@ -5,6 +5,7 @@
 // always loading while the agent thinks, and after the first load workers start from a memory snapshot of a
 // freshly started interpreter (about 0.5 s instead of 3 s in Node). A run that goes past its time limit is
 // stopped by terminating its worker (the only way to stop a busy wasm thread without cross-origin isolation).
+import { AgentFlowError, type ErrorCategory } from '../errors';
 import * as Comlink from 'comlink';
 import type { PythonRunResult, PythonWorkerApi } from '../../workers/python.worker';
 import { watchWorker, type WorkerWatch } from '../util/worker-watch';
@@ -37,7 +38,8 @@ export interface PythonToolOptions {
   snapshots?: boolean;
 }
 
-export class PythonToolError extends Error {
+export class PythonToolError extends AgentFlowError {
+  override readonly category: ErrorCategory = 'tool';
   constructor(message: string) {
     super(message);
     this.name = 'PythonToolError';

@@ -3,6 +3,7 @@
 // off the device. The executor calls tools only through `run`, which checks that the tool is available,
 // validates the arguments against the card, enforces the time limit and turns any throw into a ToolResult.
 
+import { AgentFlowError, type ErrorCategory } from '../errors';
 import type { Tool, ToolCard, ToolContext, ToolResult } from './types';
 import { startToolClock, type ToolClock } from './tool-clock';
 import { checkCard, validateArgs, type ValidationResult } from './validate';
@@ -32,7 +33,8 @@ export interface RegisterOptions {
   replace?: boolean;
 }
 
-export class ToolRegistryError extends Error {
+export class ToolRegistryError extends AgentFlowError {
+  override readonly category: ErrorCategory = 'tool';
   constructor(message: string) {
     super(message);
     this.name = 'ToolRegistryError';

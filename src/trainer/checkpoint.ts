@@ -1,6 +1,7 @@
 // What a training checkpoint holds and the interface its stores implement (IndexedDB in the browser,
 // a directory of PEFT files on disk in Node). Resuming from one reproduces the next step exactly: the
 // adapter, AdamW moments, the optimizer step (bias correction) and the RNG state are all restored.
+import { AgentFlowError, type ErrorCategory } from '../errors';
 import type { LoraAdapter } from '../engine/io/peft';
 import type { Moments } from './backend';
 import type { GrpoConfig } from './config';
@@ -55,7 +56,8 @@ export function noIntactCheckpoint(runId: string, problems: string[]): Checkpoin
   return new CheckpointError(`run '${runId}' has ${problems.length} checkpoint(s) and none can be read: ${problems.join('; ')}`);
 }
 
-export class CheckpointError extends Error {
+export class CheckpointError extends AgentFlowError {
+  override readonly category: ErrorCategory = 'bad-checkpoint';
   constructor(message: string) {
     super(message);
     this.name = 'CheckpointError';

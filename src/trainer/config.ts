@@ -1,5 +1,6 @@
 // Flow-GRPO training settings: the defaults, why each is what it is, and validation that names the
 // setting at fault. Everything the step and the loop read comes from a validated GrpoConfig.
+import { AgentFlowError, type ErrorCategory } from '../errors';
 
 export interface GrpoConfig {
   /** Rollouts per query (G). */
@@ -84,7 +85,8 @@ export const DEFAULT_GRPO_CONFIG: Readonly<GrpoConfig> = Object.freeze({
   seed: 1,
 });
 
-export class GrpoConfigError extends Error {
+export class GrpoConfigError extends AgentFlowError {
+  override readonly category: ErrorCategory = 'bad-setting';
   constructor(public readonly setting: string, message: string) {
     super(`Flow-GRPO setting '${setting}' ${message}`);
     this.name = 'GrpoConfigError';

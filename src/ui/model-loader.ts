@@ -1,6 +1,7 @@
 // Loads the two real engines: the planner (our WebGPU runtime, in its worker) from a URL or a Hugging
 // Face repo id, with an optional stored LoRA adapter made active; and the shared web-llm engine. Heavy
 // modules are imported on demand so a page that only uses injected engines never downloads them.
+import { AgentFlowError, type ErrorCategory } from '../errors';
 import { baseModelView } from '../engine/base-model-view';
 import type { AgentEngines } from '../agent/loop';
 import type { ChatEngine, LoadProgress } from '../engine/types';
@@ -69,7 +70,8 @@ export interface LoadEnginesOptions {
 }
 
 /** The models are not (all) in this browser's cache, and the load was told not to download (cacheOnly). */
-export class ModelNotCachedError extends Error {
+export class ModelNotCachedError extends AgentFlowError {
+  override readonly category: ErrorCategory = 'model-not-cached';
   constructor(what: string) {
     super(`${what} is not (all) in this browser's cache any more`);
     this.name = 'ModelNotCachedError';

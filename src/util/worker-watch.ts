@@ -2,8 +2,10 @@
 // for an answer that will not come. Every worker client watches its worker with this and races each call
 // against `gone`, so a crash, an unreadable message or a terminate() rejects the pending calls at once, and
 // every later call, with a WorkerGoneError that says which worker and why, until the client is restarted.
+import { AgentFlowError, type ErrorCategory } from '../errors';
 
-export class WorkerGoneError extends Error {
+export class WorkerGoneError extends AgentFlowError {
+  override readonly category: ErrorCategory = 'worker-gone';
   constructor(
     /** Which worker: 'planner', 'web-llm', 'python', ... */
     readonly worker: string,

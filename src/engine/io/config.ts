@@ -1,5 +1,6 @@
 // Hugging Face Qwen2 config.json -> typed, validated Qwen2Config, and the check that a checkpoint's tensors
 // are exactly the ones (and shapes) that config implies.
+import { AgentFlowError, type ErrorCategory } from '../../errors';
 import type { TensorDescriptor } from './safetensors.ts';
 import { valueText } from '../../util/value-text.ts';
 
@@ -20,7 +21,8 @@ export interface Qwen2Config {
   torchDtype: string;
 }
 
-export class ConfigError extends Error {
+export class ConfigError extends AgentFlowError {
+  override readonly category: ErrorCategory = 'bad-config';
   constructor(message: string) {
     super(message);
     this.name = 'ConfigError';

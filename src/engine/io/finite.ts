@@ -2,9 +2,11 @@
 // does not fail any kernel: it spreads through every later activation and comes out as null logprobs or a
 // generate of token 0s. The loaders look for one while they already touch the values (converting or
 // copying them) and name the first they find.
+import { AgentFlowError, type ErrorCategory } from '../../errors';
 
 /** A weight value that is NaN or infinite (or, converted to f16, beyond f16's range). */
-export class NonFiniteError extends Error {
+export class NonFiniteError extends AgentFlowError {
+  override readonly category: ErrorCategory = 'non-finite';
   constructor(
     message: string,
     readonly file: string,

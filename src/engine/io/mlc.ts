@@ -13,6 +13,7 @@
 // group_size 32, linear_weight_layout "NK"): q_weight uint32 [out, in/8], element j of a word in bits
 // 4j..4j+3; q_scale float16 [out, in/32]; max_int_value = 2^(4-1) - 1 = 7 and _dequantize computes
 // (q - 7) * scale. Embeddings are quantized the same way along the hidden axis.
+import { AgentFlowError, type ErrorCategory } from '../../errors';
 import { f16BitsToF32, bf16BitsToF32 } from '../../util/half.ts';
 import { checkLayerCount, parseQwen2Config, type Qwen2Config } from './config.ts';
 import { md5Hex } from '../../util/md5.ts';
@@ -49,7 +50,8 @@ export interface MlcManifest {
   metadata: Record<string, unknown>;
 }
 
-export class MlcFormatError extends Error {
+export class MlcFormatError extends AgentFlowError {
+  override readonly category: ErrorCategory = 'bad-model-file';
   constructor(message: string) {
     super(message);
     this.name = 'MlcFormatError';
@@ -58,6 +60,7 @@ export class MlcFormatError extends Error {
 
 /** A shard whose bytes are not what tensor-cache.json says (size or md5sum): a damaged download or cache. */
 export class CorruptShardError extends MlcFormatError {
+  override readonly category: ErrorCategory = 'corrupt-file';
   constructor(
     message: string,
     readonly file: string,

@@ -1,6 +1,7 @@
 // PEFT LoRA adapters (adapter_config.json + adapter_model.safetensors) <-> per-layer, per-module A/B pairs.
 // PEFT computes y = W x + scale · B (A x) with scale = lora_alpha / r, or lora_alpha / sqrt(r) when
 // use_rslora is set (peft/tuners/lora/layer.py, update_layer).
+import { AgentFlowError, type ErrorCategory } from '../../errors';
 import type { Qwen2Config } from './config.ts';
 import { readSafetensors, writeSafetensors, type WritableTensor } from './safetensors.ts';
 import { valueText } from '../../util/value-text.ts';
@@ -53,7 +54,8 @@ export interface LoraAdapter {
   ignored?: string[];
 }
 
-export class AdapterError extends Error {
+export class AdapterError extends AgentFlowError {
+  override readonly category: ErrorCategory = 'bad-adapter';
   constructor(message: string) {
     super(message);
     this.name = 'AdapterError';

@@ -1,6 +1,7 @@
 // Reader and writer for the safetensors format (https://github.com/huggingface/safetensors, "Format"):
 // 8-byte little-endian header length N, N bytes of UTF-8 JSON {name: {dtype, shape, data_offsets:[begin,end]},
 // "__metadata__"?: {string: string}}, then the data section; data_offsets are relative to the data section.
+import { AgentFlowError, type ErrorCategory } from '../../errors';
 import { bf16BitsToF32, f16BitsToF32, f32ToF16Bits } from '../../util/half.ts';
 import { firstNonFiniteF32, firstNonFiniteHalf, nonFiniteError } from './finite.ts';
 
@@ -28,7 +29,8 @@ export interface SafetensorsHeader {
   dataOffset: number;
 }
 
-export class SafetensorsError extends Error {
+export class SafetensorsError extends AgentFlowError {
+  override readonly category: ErrorCategory = 'bad-model-file';
   constructor(message: string) {
     super(message);
     this.name = 'SafetensorsError';

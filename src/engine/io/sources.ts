@@ -1,6 +1,7 @@
 // Where model files come from: a directory on disk (Node), files the user picked in the browser, or a URL
 // base such as https://huggingface.co/Qwen/Qwen2.5-0.5B-Instruct/resolve/main/ (streamed, kept in Cache
 // Storage so the second load downloads nothing). Loaders only see the FileSource interface.
+import { AgentFlowError, type ErrorCategory } from '../../errors';
 import type { LoadProgress } from '../types.ts';
 
 export type ProgressCallback = (p: LoadProgress) => void;
@@ -28,14 +29,16 @@ export interface FileSource {
 }
 
 /** A file the source does not have; loaders catch it for optional files (tokenizer.json, shard index). */
-export class MissingFileError extends Error {
+export class MissingFileError extends AgentFlowError {
+  override readonly category: ErrorCategory = 'missing-file';
   constructor(public readonly file: string, where: string) {
     super(`${file} not found in ${where}`);
     this.name = 'MissingFileError';
   }
 }
 
-export class SourceError extends Error {
+export class SourceError extends AgentFlowError {
+  override readonly category: ErrorCategory = 'source';
   constructor(message: string) {
     super(message);
     this.name = 'SourceError';

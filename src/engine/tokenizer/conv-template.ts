@@ -19,6 +19,7 @@
 // Text from the config becomes Jinja string literals with every brace, quote and control character
 // escaped; message content is only ever inserted by expression, so it comes out verbatim (web-llm's
 // String.replace would expand '$&' in content and strip '{function_string}' from it; that is not copied).
+import { AgentFlowError, type ErrorCategory } from '../../errors';
 
 export const MLC_CHAT_CONFIG = 'mlc-chat-config.json';
 
@@ -32,7 +33,8 @@ const PLACEHOLDER: Record<ConvRole | 'system', string> = {
 };
 const FUNCTION_PLACEHOLDER = '{function_string}';
 
-export class ConvTemplateError extends Error {
+export class ConvTemplateError extends AgentFlowError {
+  override readonly category: ErrorCategory = 'no-chat-template';
   constructor(message: string) {
     super(message);
     this.name = 'ConvTemplateError';

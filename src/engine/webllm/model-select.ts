@@ -1,6 +1,7 @@
 // Which web-llm build to load. MLC publishes each model in a q4f16 build (needs WGSL `shader-f16`) and a
 // q4f32 build (runs everywhere, more memory and slower). We pick from the GPU's real capabilities rather
 // than letting web-llm fail with ShaderF16SupportError after the download has started.
+import { AgentFlowError, type ErrorCategory } from '../../errors';
 import type { AppConfig, ModelRecord } from '@mlc-ai/web-llm';
 import { MLC_Q4_QUANTIZATIONS } from '../io/mlc';
 
@@ -22,7 +23,8 @@ export interface ModelChoice {
   fallbackReason?: string;
 }
 
-export class ModelSelectionError extends Error {
+export class ModelSelectionError extends AgentFlowError {
+  override readonly category: ErrorCategory = 'model-selection';
   constructor(message: string) {
     super(message);
     this.name = 'ModelSelectionError';

@@ -2,6 +2,7 @@
 // MLC engine runs in workers/webllm.worker.ts; this side picks the model build from the GPU's
 // capabilities, maps load progress, streams tokens, interrupts on abort, serialises requests (one engine,
 // one generation at a time) and turns web-llm's failures into a typed WebLlmEngineError.
+import { AgentFlowError, type ErrorCategory } from '../../errors';
 import { watchWorker, type WorkerWatch } from '../../util/worker-watch';
 import { CreateWebWorkerMLCEngine, prebuiltAppConfig, type AppConfig, type ChatCompletionChunk, type ChatCompletionRequestStreaming, type InitProgressReport, type ModelRecord, type WebWorkerMLCEngine } from '@mlc-ai/web-llm';
 import type { ChatEngine, ChatMessage, FinishReason, GenerateOptions, GenerationResult, LoadProgress } from '../types';
@@ -10,7 +11,8 @@ import { toLoadProgress } from './progress';
 
 export type WebLlmErrorCode = 'model-download' | 'model-selection' | 'webgpu-unavailable' | 'worker' | 'load' | 'generate';
 
-export class WebLlmEngineError extends Error {
+export class WebLlmEngineError extends AgentFlowError {
+  override readonly category: ErrorCategory = 'web-llm';
   constructor(
     readonly code: WebLlmErrorCode,
     message: string,
