@@ -6,7 +6,7 @@
 // freshly started interpreter (about 0.5 s instead of 3 s in Node). A run that goes past its time limit is
 // stopped by terminating its worker (the only way to stop a busy wasm thread without cross-origin isolation).
 import * as Comlink from 'comlink';
-import type { PythonRunResult, PythonWorkerApi } from '../../workers/python.worker';
+import type { PythonRunResult, PythonWorkerApi } from './python-sandbox';
 import { watchWorker, type WorkerWatch } from '../util/worker-watch';
 import { PYTHON_CARD } from './cards';
 import type { Tool, ToolContext, ToolResult } from './types';

@@ -5,7 +5,7 @@
 import { LitElement, css, html } from 'lit';
 import { isScripted } from '../agent/engines-used';
 import type { AgentEngines } from '../agent/loop';
-import type { PlannerClient } from '../engine/planner-client';
+import type { PlannerTrainer } from '../engine/planner-client';
 import { getSetting, putSetting } from '../store/settings';
 import { ToolRegistry } from '../tools/registry';
 import { registerBuiltinTools } from '../tools/builtin';
@@ -36,6 +36,7 @@ export class AgentFlowApp extends LitElement {
   static override properties = {
     tab: { state: true },
     engines: { state: true },
+    trainer: { state: true },
     enginesLabel: { state: true },
     notice: { state: true },
     loading: { state: true },
@@ -43,6 +44,8 @@ export class AgentFlowApp extends LitElement {
   declare tab: TabId;
   /** undefined until models are loaded or the user chooses the scripted demo. */
   declare engines: AgentEngines | undefined;
+  /** The loaded planner's worker (training, adapters); undefined for the scripted demo and without models. */
+  declare trainer: PlannerTrainer | undefined;
   declare enginesLabel: string;
   declare notice: string | null;
   /** Models & GPU is loading models (at start: the last ones, from the cache). */
@@ -54,6 +57,7 @@ export class AgentFlowApp extends LitElement {
     super();
     this.tab = tabFromHash();
     this.engines = undefined;
+    this.trainer = undefined;
     this.enginesLabel = 'none';
     this.notice = null;
     this.loading = null;
@@ -106,6 +110,7 @@ export class AgentFlowApp extends LitElement {
     if (this.loaded !== (e.detail.engines as unknown)) this.loaded?.dispose?.();
     this.loaded = e.detail.engines as { dispose?: () => void };
     this.engines = e.detail.engines;
+    this.trainer = e.detail.trainer;
     this.enginesLabel = e.detail.label;
     this.notice = null;
     void this.syncAdapter();
@@ -117,13 +122,10 @@ export class AgentFlowApp extends LitElement {
     this.loaded?.dispose?.();
     this.loaded = null;
     this.engines = undefined;
+    this.trainer = undefined;
     this.enginesLabel = 'none';
     this.notice = `The models stopped (${e.detail.error.message}). Load them again in Models & GPU.`;
   };
-
-  private plannerClient(): PlannerClient | undefined {
-    return (this.engines?.planner as { client?: PlannerClient } | undefined)?.client;
-  }
 
   private get modelsPanel(): AgentflowModelsPanel | null {
     return this.renderRoot.querySelector('agentflow-models-panel');
@@ -144,7 +146,7 @@ export class AgentFlowApp extends LitElement {
    * another base model) is no longer marked active.
    */
   private async syncAdapter(): Promise<void> {
-    const client = this.plannerClient();
+    const client = this.trainer;
     if (!client) return;
     try {
       const [info, stored] = await Promise.all([client.info(), getSetting<string | null>(ACTIVE_ADAPTER_KEY)]);
@@ -162,7 +164,7 @@ export class AgentFlowApp extends LitElement {
   }
 
   /** Activates a stored adapter; on failure the planner's real state goes back into settings, and the user is told. */
-  private async activate(client: PlannerClient, id: string | null): Promise<void> {
+  private async activate(client: PlannerTrainer, id: string | null): Promise<void> {
     const { activateStoredAdapter } = await import('./model-loader');
     try {
       await activateStoredAdapter(client, id);
@@ -174,7 +176,7 @@ export class AgentFlowApp extends LitElement {
 
   /** The Training tab activated an adapter: apply it to the loaded planner (the scripted demo has none). */
   private onAdapter = (e: CustomEvent<{ adapterId: string | null }>) => {
-    const client = this.plannerClient();
+    const client = this.trainer;
     if (!client) return;
     this.notice = null;
     void this.activate(client, e.detail.adapterId)
@@ -243,7 +245,7 @@ export class AgentFlowApp extends LitElement {
         <agentflow-experiments-panel .engines=${this.engines} .registry=${this.registry}></agentflow-experiments-panel>
       </section>
       <section role="tabpanel" id="panel-training" aria-labelledby="tab-training" ?hidden=${this.tab !== 'training'}>
-        <agentflow-training-panel .engines=${this.engines} .registry=${this.registry}></agentflow-training-panel>
+        <agentflow-training-panel .engines=${this.engines} .trainer=${this.trainer} .registry=${this.registry}></agentflow-training-panel>
       </section>
       <section role="tabpanel" id="panel-models" aria-labelledby="tab-models" ?hidden=${this.tab !== 'models'}>
         <agentflow-models-panel restore .registry=${this.registry} current=${this.enginesLabel}></agentflow-models-panel>
