@@ -6,12 +6,12 @@ import type { GpuCapabilities } from '../src/gpu/device';
 import { createStorage, readF32, uploadStorage } from '../src/gpu/buffers';
 import { submitDispatches } from '../src/gpu/pipelines';
 import { matvec } from '../src/kernels/matvec/matvec';
+import type { GpuProbeApi } from '../src/gpu/probe-protocol';
 
-const api = {
+const api: GpuProbeApi = {
   async capabilities(): Promise<GpuCapabilities> {
     return (await getGpu()).caps;
   },
-  /** Runs the matvec kernel in the worker; W is f16 bits [rows, cols]. */
   async matvec(Wbits: Uint16Array, x: Float32Array, rows: number, cols: number): Promise<Float32Array> {
     const ctx = await getGpu();
     const W = uploadStorage(ctx, 'probe.W', Wbits);
@@ -26,5 +26,4 @@ const api = {
   },
 };
 
-export type GpuProbeApi = typeof api;
 Comlink.expose(api);

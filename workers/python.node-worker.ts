@@ -4,7 +4,7 @@
 import * as Comlink from 'comlink';
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
 import { parentPort } from 'node:worker_threads';
-import { PythonSandbox, type LoadPyodide, type PythonInitResult } from '../src/tools/python-sandbox';
+import { PythonSandbox, type LoadPyodide, type PythonInitResult, type PythonWorkerApi } from '../src/tools/python-sandbox';
 
 const BLOCKED_GLOBALS = ['fetch', 'WebSocket', 'EventSource', 'XMLHttpRequest', 'BroadcastChannel', 'navigator', 'WebSocketStream', 'process', 'require', 'module'];
 
@@ -13,7 +13,7 @@ const sandbox = new PythonSandbox(async (options) => {
   return loadPyodide(options);
 }, BLOCKED_GLOBALS);
 
-const api = {
+const api: PythonWorkerApi = {
   async init(_url: string, options: { snapshot?: Uint8Array; makeSnapshot?: boolean } = {}): Promise<PythonInitResult> {
     // Pyodide finds its files beside its own module in node_modules.
     const r = await sandbox.init(options);

@@ -4,9 +4,7 @@
 // this worker (Python cannot be interrupted without SharedArrayBuffer, which needs cross-origin isolation the
 // app does not require).
 import * as Comlink from 'comlink';
-import { PythonSandbox, type LoadPyodide, type PythonInitResult } from '../src/tools/python-sandbox';
-
-export type { PythonRunResult } from '../src/tools/python-sandbox';
+import { PythonSandbox, type LoadPyodide, type PythonInitResult, type PythonWorkerApi } from '../src/tools/python-sandbox';
 
 // Entry points to the network, storage and other threads that Python must not reach.
 const BLOCKED_GLOBALS = [
@@ -34,11 +32,7 @@ const sandbox = new PythonSandbox(async (options) => {
   return mod.loadPyodide(options);
 }, BLOCKED_GLOBALS);
 
-const api = {
-  /**
-   * Loads Pyodide from `url` (a folder URL ending in '/'), from `snapshot` when given; with makeSnapshot the
-   * result carries a start-up image for the next workers (transferred, not copied).
-   */
+const api: PythonWorkerApi = {
   async init(url: string, options: { snapshot?: Uint8Array; makeSnapshot?: boolean } = {}): Promise<PythonInitResult> {
     indexURL = url;
     const r = await sandbox.init({ indexURL: url, ...options });
@@ -47,5 +41,4 @@ const api = {
   run: (code: string) => sandbox.run(code),
 };
 
-export type PythonWorkerApi = typeof api;
 Comlink.expose(api);

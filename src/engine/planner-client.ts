@@ -1,17 +1,30 @@
-// Main-thread handle on the planner worker: starts it, forwards calls over comlink, turns callbacks into
-// Comlink proxies and AbortSignals into abort(generationId). `RemotePlannerEngine` is the ChatEngine the
-// agent uses when the planner runs in the worker.
+// Main-thread handle on the planner worker (its protocol: planner-protocol.ts): starts it, forwards calls
+// over comlink, turns callbacks into Comlink proxies and AbortSignals into abort(generationId).
+// `RemotePlannerEngine` is the ChatEngine the agent uses when the planner runs in the worker; the client
+// itself is the PlannerTrainer the app hands to its Training tab.
 import * as Comlink from 'comlink';
-import type { DecodeStats, ModelSpec, LoadOptions, PlannerInfo, PlannerWorkerApi, RemoteTokenOptions, TrainStartOptions } from '../../workers/planner.worker';
 import type { StepStats } from '../trainer/grpo-step';
 import type { TurnSample } from '../trainer/samples';
-import type { SavedCheckpoint, TrainSessionInfo } from '../trainer/training-host';
+import type { PolicyTrainer, SavedCheckpoint, TrainSessionInfo } from '../trainer/training-host';
+import type { DecodeStats, ModelSpec, LoadOptions, PlannerInfo, PlannerWorkerApi, RemoteTokenOptions, TrainStartOptions } from './planner-protocol';
 import type { TokenGeneration } from './runtime';
 import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult, LoadProgress } from './types';
 import { guardCalls, watchWorker, type WorkerGoneError, type WorkerWatch } from '../util/worker-watch';
 
-export type { DecodeStats, ModelSpec, LoadOptions, PlannerInfo, TrainStartOptions, TrainAdapterSpec } from '../../workers/planner.worker';
+export type { DecodeStats, ModelSpec, LoadOptions, PlannerInfo, TrainStartOptions, TrainAdapterSpec } from './planner-protocol';
 export type { TrainSessionInfo } from '../trainer/training-host';
+
+/**
+ * The planner worker as the app hands it to its panels: the optimizer next to the policy (PolicyTrainer,
+ * what a training run drives) and the adapters the planner samples with (what the app activates).
+ * PlannerClient implements it; the page gets it from loadEngines beside the engines, never from them.
+ */
+export interface PlannerTrainer extends PolicyTrainer {
+  decodeStats(): Promise<DecodeStats>;
+  info(): Promise<PlannerInfo>;
+  setActiveAdapter(id: string | null): Promise<void>;
+  addAdapterBytes(id: string, adapterConfig: unknown, weights: Uint8Array): Promise<PlannerInfo>;
+}
 
 export interface TokenStreamOptions extends RemoteTokenOptions {
   signal?: AbortSignal;
@@ -20,7 +33,7 @@ export interface TokenStreamOptions extends RemoteTokenOptions {
 
 let nextGeneration = 1;
 
-export class PlannerClient {
+export class PlannerClient implements PlannerTrainer {
   /** The worker's API; every call rejects with a WorkerGoneError once the worker is gone. */
   readonly api: Comlink.Remote<PlannerWorkerApi>;
   private readonly raw: Comlink.Remote<PlannerWorkerApi>;
@@ -141,7 +154,7 @@ export class PlannerClient {
 /** The planner as a ChatEngine, running in the worker. */
 export class RemotePlannerEngine implements ChatEngine {
   constructor(
-    readonly client: PlannerClient,
+    private readonly client: PlannerClient,
     readonly id: string,
     /** PlannerInfo.maxContext: prompt and reply together. */
     readonly contextTokens?: number,

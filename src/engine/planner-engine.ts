@@ -18,6 +18,22 @@ export interface PlannerLoadOptions extends Omit<RuntimeOptions, 'onProgress'> {
   /** Shown in `id` ('planner:<name>'); default: the source's label. */
   name?: string;
   onProgress?: ProgressCallback;
+  /**
+   * Called once the checkpoint is read, before the runtime takes its GPU memory: a caller replacing a model
+   * frees the old one here, so the two never sit on the GPU together and a checkpoint that fails to read
+   * leaves the old one loaded.
+   */
+  beforeRuntime?: () => void;
+}
+
+/** A loaded planner model: its runtime, and its chat engine unless the checkpoint cannot chat. */
+export interface LoadedPlanner {
+  runtime: Qwen2Runtime;
+  /** The model's name (PlannerLoadOptions.name, else the source's folder). */
+  name: string;
+  /** Null without a tokenizer or chat template (`noChat` says why): the runtime still scores and generates ids. */
+  engine: PlannerEngine | null;
+  noChat: string | null;
 }
 
 // Qwen chat models end a turn with <|im_end|>; base models with <|endoftext|>. Either stops generation.
@@ -59,7 +75,7 @@ export class PlannerEngine implements ChatEngine {
 
   /**
    * @param batcher Where generations go: overlapping calls are decoded together. Pass the one other callers
-   *   of the same runtime use (the planner worker's generateIds), so their calls merge with these.
+   *   of the same runtime use (PlannerHost's generateIds), so their calls merge with these.
    * @param chatTemplateSource Which file the tokenizer's chat template came from (see plannerTokenizer), for
    *   the UI; null when the caller did not say.
    */
@@ -84,17 +100,35 @@ export class PlannerEngine implements ChatEngine {
   /**
    * Loads config, weights and tokenizer from a Hugging Face folder or a web-llm (MLC q4f16_1 / q4f32_1)
    * folder (directory, picked files or URL; io/webllm-cache's sharedUrlSource shares web-llm's download).
-   * An MLC build stays 4-bit on the GPU.
+   * An MLC build stays 4-bit on the GPU. Throws, before the runtime is built, when the checkpoint cannot chat.
    */
   static async load(ctx: GpuContext, source: FileSource, o: PlannerLoadOptions = {}): Promise<PlannerEngine> {
+    return (await PlannerEngine.loadModel(ctx, source, o, { requireChat: true })).engine!;
+  }
+
+  /**
+   * As load(), but a checkpoint without a tokenizer or chat template still loads (LoadedPlanner.engine is
+   * null then). `ctx` may be a getter, asked once the checkpoint is read.
+   */
+  static async loadModel(ctx: GpuContext | (() => Promise<GpuContext>), source: FileSource, o: PlannerLoadOptions = {}, { requireChat = false } = {}): Promise<LoadedPlanner> {
     const ckpt = await loadCheckpoint(source, { onProgress: o.onProgress });
-    const { tokenizer, extraEos, chatTemplateSource } = plannerTokenizer(ckpt, source.label);
-    // As in the planner worker: a batch of a group's long turns may grow the KV cache to twice the context.
+    let chat: PlannerTokenizer | null = null;
+    let noChat: string | null = null;
+    try {
+      chat = plannerTokenizer(ckpt, source.label);
+    } catch (e) {
+      if (requireChat) throw e;
+      noChat = e instanceof Error ? e.message : String(e);
+    }
+    const gpu = typeof ctx === 'function' ? await ctx() : ctx;
+    o.beforeRuntime?.();
+    // A batch of a group's long turns may grow the KV cache to twice the context.
     const maxContext = o.maxContext ?? defaultMaxContext(ckpt.config);
-    const runtime = await Qwen2Runtime.create(ctx, ckpt.config, ckpt.tensors, { maxContext, maxBatchRows: o.maxBatchRows, logitsRows: o.logitsRows, dequantize: o.dequantize, batchContext: o.batchContext ?? 2 * maxContext });
+    const runtime = await Qwen2Runtime.create(gpu, ckpt.config, ckpt.tensors, { maxContext, maxBatchRows: o.maxBatchRows, logitsRows: o.logitsRows, dequantize: o.dequantize, batchContext: o.batchContext ?? 2 * maxContext });
     ckpt.release();
     const name = o.name ?? source.label.replace(/\/+$/, '').split('/').pop() ?? 'qwen2';
-    return new PlannerEngine(runtime, tokenizer, name, extraEos, undefined, chatTemplateSource);
+    const engine = chat ? new PlannerEngine(runtime, chat.tokenizer, name, chat.extraEos, undefined, chat.chatTemplateSource) : null;
+    return { runtime, name, engine, noChat };
   }
 
   async loadAdapter(id: string, source: FileSource, onProgress?: ProgressCallback): Promise<void> {

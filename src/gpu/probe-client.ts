@@ -1,5 +1,5 @@
 import * as Comlink from 'comlink';
-import type { GpuProbeApi } from '../../workers/gpu-probe.worker';
+import type { GpuProbeApi } from './probe-protocol';
 import { guardCalls, watchWorker } from '../util/worker-watch';
 
 /**

@@ -5,7 +5,7 @@
 import * as Comlink from 'comlink';
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
 import { Worker } from 'node:worker_threads';
-import type { PythonWorkerApi } from '../../workers/python.worker';
+import type { PythonWorkerApi } from './python-sandbox';
 import { watchEnd } from '../util/worker-watch';
 import { PythonTool, type PythonToolOptions, type PythonWorkerHandle } from './python';
 

@@ -26,6 +26,21 @@ export interface PythonInitResult {
   snapshot?: Uint8Array;
 }
 
+/**
+ * What a Python worker answers over comlink: the browser's module worker and the Node worker thread both
+ * serve it around a PythonSandbox; the tool (src/tools/python.ts) calls it.
+ */
+export interface PythonWorkerApi {
+  /**
+   * Loads Pyodide from `url` (a folder URL ending in '/'; the Node worker finds it beside its npm module),
+   * from `snapshot` when given; with makeSnapshot the result carries a start-up image for the next workers
+   * (transferred, not copied).
+   */
+  init(url: string, options?: { snapshot?: Uint8Array; makeSnapshot?: boolean }): Promise<PythonInitResult>;
+  /** Runs one program; the worker is thrown away afterwards. */
+  run(code: string): PythonRunResult;
+}
+
 export type LoadPyodide = (options: Record<string, unknown>) => Promise<PyodideAPI>;
 
 // Formats exceptions with only the user's frames, so a small model sees its own mistake rather than

@@ -2,7 +2,7 @@
 // Comlink, as the real worker does. Pyodide itself is tested in Chromium (tests/browser/tools-python).
 import * as Comlink from 'comlink';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { PythonRunResult } from '../../workers/python.worker';
+import type { PythonRunResult } from './python-sandbox';
 import { PythonTool } from './python';
 import type { ToolContext } from './types';
 

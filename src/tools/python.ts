@@ -7,7 +7,7 @@
 // stopped by terminating its worker (the only way to stop a busy wasm thread without cross-origin isolation).
 import { AgentFlowError, type ErrorCategory } from '../errors';
 import * as Comlink from 'comlink';
-import type { PythonRunResult, PythonWorkerApi } from '../../workers/python.worker';
+import type { PythonRunResult, PythonWorkerApi } from './python-sandbox';
 import { watchWorker, type WorkerWatch } from '../util/worker-watch';
 import { PYTHON_CARD } from './cards';
 import type { Tool, ToolContext, ToolResult } from './types';

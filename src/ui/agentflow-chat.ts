@@ -36,7 +36,9 @@ import { markdownOrText } from './markdown';
 import { restoreToolSwitches } from './tool-switches';
 import { ProgressTracker, formatBytes } from './progress-tracker';
 import { renderTrajectory, trajectoryFromSteps } from './trajectory';
-import { driveTraining, resumeElementTraining, startElementTraining, type ElementTrainOptions } from './element-training';
+import { driveTraining, resumeElementTraining, startElementTraining, type ElementTrainOptions, type TrainableEngines } from './element-training';
+import type { LoadedEngines } from './model-loader';
+import type { PolicyTrainer } from '../trainer/training-host';
 import type { StepMetrics } from '../trainer/run/metrics';
 import type { RunSummary, TrainingRun } from '../trainer/run/training-run';
 
@@ -85,6 +87,7 @@ export class AgentFlowChat extends LitElement {
     dbName: { type: String, attribute: 'db-name' },
     renderAs: { type: String, attribute: 'render' },
     engines: { attribute: false },
+    trainer: { attribute: false },
     extraTools: { attribute: false },
     registry: { attribute: false },
     conversations: { state: true },
@@ -121,6 +124,8 @@ export class AgentFlowChat extends LitElement {
   declare renderAs: 'markdown' | 'text';
   /** Injected engines (tests, demos, or engines the host page loaded itself). */
   declare engines: AgentEngines | undefined;
+  /** The optimizer next to injected engines' planner, for train(); engines the element loads bring their own. */
+  declare trainer: PolicyTrainer | undefined;
   /** Tools supplied by the embedding page, registered before the built-in ones. */
   declare extraTools: Tool[];
   /** A registry shared with the host (the app shell's settings); the element makes its own if unset. */
@@ -152,7 +157,7 @@ export class AgentFlowChat extends LitElement {
   private ownRegistry: ToolRegistry | null = null;
   private unsubscribe: (() => void) | null = null;
   private unsubscribeStorage: (() => void) | null = null;
-  private loadedEngines: (AgentEngines & { dispose(): void }) | null = null;
+  private loadedEngines: LoadedEngines | null = null;
   private builtinsFor: ToolRegistry | null = null;
   /** Queries of runs whose conversation record is not listed yet. */
   private readonly pending = new Map<string, string>();
@@ -365,6 +370,8 @@ export class AgentFlowChat extends LitElement {
   useDemo(): void {
     const engines = scriptedDemoEngines();
     this.engines = engines;
+    // Scripted engines give no token ids to train on.
+    this.trainer = undefined;
     this.error = null;
     this.dispatchEvent(new CustomEvent('agentflow-engines', { detail: { engines, label: 'scripted demo (no model)' }, bubbles: true, composed: true }));
   }
@@ -497,15 +504,18 @@ export class AgentFlowChat extends LitElement {
    */
   async train(o: ElementTrainOptions): Promise<RunSummary> {
     if (this.training) throw new Error(`training run '${this.training.id}' is already running; pauseTraining() first`);
-    const engines = await this.currentEngines();
-    return this.drive(await startElementTraining(o, engines, toolsFromRegistry(this.toolRegistry), this.dbName));
+    return this.drive(await startElementTraining(o, await this.trainableEngines(), toolsFromRegistry(this.toolRegistry), this.dbName));
   }
 
   /** Continues a stored training run (paused, or cut off by a reload) from its newest intact checkpoint. */
   async resumeTraining(runId: string): Promise<RunSummary> {
     if (this.training) throw new Error(`training run '${this.training.id}' is already running; pauseTraining() first`);
+    return this.drive(await resumeElementTraining(runId, await this.trainableEngines(), toolsFromRegistry(this.toolRegistry), this.dbName));
+  }
+
+  private async trainableEngines(): Promise<TrainableEngines> {
     const engines = await this.currentEngines();
-    return this.drive(await resumeElementTraining(runId, engines, toolsFromRegistry(this.toolRegistry), this.dbName));
+    return { engines, trainer: (engines === this.loadedEngines ? this.loadedEngines.trainer : this.trainer) ?? null };
   }
 
   /** Stops the training run after a checkpoint; resumeTraining(runId) continues it. */

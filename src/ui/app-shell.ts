@@ -5,7 +5,7 @@
 import { LitElement, css, html } from 'lit';
 import { isScripted } from '../agent/engines-used';
 import type { AgentEngines } from '../agent/loop';
-import type { PlannerClient } from '../engine/planner-client';
+import type { PlannerTrainer } from '../engine/planner-client';
 import { onStorageNotice, storageNotice, type StorageNotice } from '../store/db';
 import { getSetting, putSetting } from '../store/settings';
 import { DB_NAME } from '../store/schema';
@@ -38,6 +38,7 @@ export class AgentFlowApp extends LitElement {
   static override properties = {
     tab: { state: true },
     engines: { state: true },
+    trainer: { state: true },
     enginesLabel: { state: true },
     notice: { state: true },
     loading: { state: true },
@@ -46,6 +47,8 @@ export class AgentFlowApp extends LitElement {
   declare tab: TabId;
   /** undefined until models are loaded or the user chooses the scripted demo. */
   declare engines: AgentEngines | undefined;
+  /** The loaded planner's worker (training, adapters); undefined for the scripted demo and without models. */
+  declare trainer: PlannerTrainer | undefined;
   declare enginesLabel: string;
   declare notice: string | null;
   /** Models & GPU is loading models (at start: the last ones, from the cache). */
@@ -60,6 +63,7 @@ export class AgentFlowApp extends LitElement {
     super();
     this.tab = tabFromHash();
     this.engines = undefined;
+    this.trainer = undefined;
     this.enginesLabel = 'none';
     this.notice = null;
     this.loading = null;
@@ -119,6 +123,7 @@ export class AgentFlowApp extends LitElement {
     if (this.loaded !== (e.detail.engines as unknown)) this.loaded?.dispose?.();
     this.loaded = e.detail.engines as { dispose?: () => void };
     this.engines = e.detail.engines;
+    this.trainer = e.detail.trainer;
     this.enginesLabel = e.detail.label;
     this.notice = null;
     void this.syncAdapter();
@@ -130,13 +135,10 @@ export class AgentFlowApp extends LitElement {
     this.loaded?.dispose?.();
     this.loaded = null;
     this.engines = undefined;
+    this.trainer = undefined;
     this.enginesLabel = 'none';
     this.notice = `The models stopped (${e.detail.error.message}). Load them again in Models & GPU.`;
   };
-
-  private plannerClient(): PlannerClient | undefined {
-    return (this.engines?.planner as { client?: PlannerClient } | undefined)?.client;
-  }
 
   private get modelsPanel(): AgentflowModelsPanel | null {
     return this.renderRoot.querySelector('agentflow-models-panel');
@@ -157,7 +159,7 @@ export class AgentFlowApp extends LitElement {
    * another base model) is no longer marked active.
    */
   private async syncAdapter(): Promise<void> {
-    const client = this.plannerClient();
+    const client = this.trainer;
     if (!client) return;
     try {
       const [info, stored] = await Promise.all([client.info(), getSetting<string | null>(ACTIVE_ADAPTER_KEY)]);
@@ -175,7 +177,7 @@ export class AgentFlowApp extends LitElement {
   }
 
   /** Activates a stored adapter; on failure the planner's real state goes back into settings, and the user is told. */
-  private async activate(client: PlannerClient, id: string | null): Promise<void> {
+  private async activate(client: PlannerTrainer, id: string | null): Promise<void> {
     const { activateStoredAdapter } = await import('./model-loader');
     try {
       await activateStoredAdapter(client, id);
@@ -187,7 +189,7 @@ export class AgentFlowApp extends LitElement {
 
   /** The Training tab activated an adapter: apply it to the loaded planner (the scripted demo has none). */
   private onAdapter = (e: CustomEvent<{ adapterId: string | null }>) => {
-    const client = this.plannerClient();
+    const client = this.trainer;
     if (!client) return;
     this.notice = null;
     void this.activate(client, e.detail.adapterId)
@@ -260,7 +262,7 @@ export class AgentFlowApp extends LitElement {
         <agentflow-experiments-panel .engines=${this.engines} .registry=${this.registry}></agentflow-experiments-panel>
       </section>
       <section role="tabpanel" id="panel-training" aria-labelledby="tab-training" ?hidden=${this.tab !== 'training'}>
-        <agentflow-training-panel .engines=${this.engines} .registry=${this.registry}></agentflow-training-panel>
+        <agentflow-training-panel .engines=${this.engines} .trainer=${this.trainer} .registry=${this.registry}></agentflow-training-panel>
       </section>
       <section role="tabpanel" id="panel-models" aria-labelledby="tab-models" ?hidden=${this.tab !== 'models'}>
         <agentflow-models-panel restore .registry=${this.registry} current=${this.enginesLabel}></agentflow-models-panel>

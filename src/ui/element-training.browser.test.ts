@@ -43,10 +43,11 @@ function steppingTrainer(): PolicyTrainer & { batches: TurnSample[][] } {
   };
 }
 
-async function mount(engines: { planner: import('../engine/types').ChatEngine; shared: import('../engine/types').ChatEngine }): Promise<AgentFlowChat> {
+async function mount(engines: { planner: import('../engine/types').ChatEngine; shared: import('../engine/types').ChatEngine }, trainer?: PolicyTrainer): Promise<AgentFlowChat> {
   const el = document.createElement('agentflow-chat') as AgentFlowChat;
   el.dbName = `element-train-${Math.random()}`;
   el.engines = engines;
+  el.trainer = trainer;
   el.extraTools = [
     {
       card: { name: 'reverse', description: 'Reverses text.', input: { type: 'object', properties: { text: { type: 'string', description: 'text' } }, required: ['text'] }, output: 'reversed', limitations: [], examples: [], usesNetwork: false },
@@ -65,8 +66,7 @@ async function mount(engines: { planner: import('../engine/types').ChatEngine; s
 describe('<agentflow-chat> train()', () => {
   it('trains through the library run, firing a step event per step, and resumes a paused run', async () => {
     const trainer = steppingTrainer();
-    const planner = Object.assign(new ProbeEngine(byCall, 'planner:probe'), { client: trainer });
-    const el = await mount({ planner, shared: new ProbeEngine(byCall, 'shared') });
+    const el = await mount({ planner: new ProbeEngine(byCall, 'planner:probe'), shared: new ProbeEngine(byCall, 'shared') }, trainer);
     const steps: AgentflowTrainStepDetail[] = [];
     const done: AgentflowTrainDoneDetail[] = [];
     el.addEventListener('agentflow-train-step', (e) => {

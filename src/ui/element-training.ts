@@ -36,20 +36,19 @@ export interface ElementTrainingEvents {
   onProgress(runId: string, p: RolloutProgress): void;
 }
 
-/** The optimizer next to the engines' planner (the planner worker's client), or null when there is none. */
-export function plannerTrainerOf(engines: AgentEngines): PolicyTrainer | null {
-  const client = (engines.planner as { client?: Partial<PolicyTrainer> }).client;
-  return client && typeof client.trainStart === 'function' && typeof client.trainStep === 'function' ? (client as PolicyTrainer) : null;
+/** The engines to train on and the optimizer next to their planner (the planner worker's), if any. */
+export interface TrainableEngines {
+  engines: AgentEngines;
+  trainer: PolicyTrainer | null;
 }
 
-function needTrainer(engines: AgentEngines): PolicyTrainer {
-  const t = plannerTrainerOf(engines);
-  if (!t) throw new Error('training needs the planner on this page’s WebGPU runtime (a planner-model attribute, or engines whose planner has a training client); web-llm and scripted engines give no token ids to train on');
-  return t;
+function needTrainer(trainer: PolicyTrainer | null): PolicyTrainer {
+  if (!trainer) throw new Error('training needs the planner on this page’s WebGPU runtime (a planner-model attribute, or your own engines with a `trainer`); web-llm and scripted engines give no token ids to train on');
+  return trainer;
 }
 
-function deps(runId: string, spec: ReturnType<typeof agentRunSpec>, engines: AgentEngines, tools: Tool[], dbName?: string) {
-  const policy = needTrainer(engines);
+function deps(runId: string, spec: ReturnType<typeof agentRunSpec>, { engines, trainer }: TrainableEngines, tools: Tool[], dbName?: string) {
+  const policy = needTrainer(trainer);
   return agentRunDeps(runId, spec, {
     engines,
     tools,
@@ -61,7 +60,7 @@ function deps(runId: string, spec: ReturnType<typeof agentRunSpec>, engines: Age
 }
 
 /** Starts a new run on the element's engines and tools (checked before anything is stored). */
-export async function startElementTraining(o: ElementTrainOptions, engines: AgentEngines, tools: Tool[], dbName?: string): Promise<TrainingRun> {
+export async function startElementTraining(o: ElementTrainOptions, on: TrainableEngines, tools: Tool[], dbName?: string): Promise<TrainingRun> {
   const items: TrainingItem[] = o.items.map((it, i) => {
     const query = 'query' in it ? it.query : it.question;
     if (typeof query !== 'string' || !query.trim()) throw new Error(`train(): items[${i}] has no 'query' (or 'question') text`);
@@ -71,7 +70,7 @@ export async function startElementTraining(o: ElementTrainOptions, engines: Agen
   const rank = o.rank ?? 16;
   const spec = agentRunSpec({
     benchmark: { name: o.name ?? 'embedded', kind, items },
-    planner: engines.planner.id,
+    planner: on.engines.planner.id,
     steps: o.steps,
     groupSize: o.groupSize ?? 8,
     ...(o.learningRate !== undefined ? { learningRate: o.learningRate } : {}),
@@ -81,14 +80,14 @@ export async function startElementTraining(o: ElementTrainOptions, engines: Agen
     judge: o.reward === 'judge',
   });
   const id = newRunId('embed');
-  return TrainingRun.start(id, spec, deps(id, spec, engines, tools, dbName));
+  return TrainingRun.start(id, spec, deps(id, spec, on, tools, dbName));
 }
 
 /** Continues a stored run of the element's database. */
-export async function resumeElementTraining(runId: string, engines: AgentEngines, tools: Tool[], dbName?: string): Promise<TrainingRun> {
+export async function resumeElementTraining(runId: string, on: TrainableEngines, tools: Tool[], dbName?: string): Promise<TrainingRun> {
   const stored = await new IdbRunStore(dbName).load(runId);
   if (!stored) throw new Error(`training run '${runId}' is not in this element's storage`);
-  return TrainingRun.resume(runId, deps(runId, stored.spec, engines, tools, dbName));
+  return TrainingRun.resume(runId, deps(runId, stored.spec, on, tools, dbName));
 }
 
 /** Runs `run` to its end or until paused, reporting through `events`. */

@@ -4,6 +4,7 @@
 import { AgentFlowError, type ErrorCategory } from '../errors';
 import { baseModelView } from '../engine/base-model-view';
 import type { AgentEngines } from '../agent/loop';
+import type { PlannerTrainer } from '../engine/planner-client';
 import type { ChatEngine, LoadProgress } from '../engine/types';
 import { untilAborted } from '../util/abort';
 import { openAgentDb } from '../store/db';
@@ -79,6 +80,8 @@ export class ModelNotCachedError extends AgentFlowError {
 }
 
 export interface LoadedEngines extends AgentEngines {
+  /** The planner worker's optimizer and adapters: what the Training tab and train() drive. */
+  trainer: PlannerTrainer;
   dispose(): void;
   /** What the user should know about how the models were loaded (a fallback build, a rebuilt chat template). */
   notes: string[];
@@ -99,7 +102,7 @@ async function plannerSpec(o: LoadEnginesOptions): Promise<{ spec: { kind: 'url'
 }
 
 /** Makes the stored adapter `id` (IndexedDB 'adapters') active in the planner worker. */
-export async function activateStoredAdapter(client: import('../engine/planner-client').PlannerClient, id: string | null, dbName?: string): Promise<void> {
+export async function activateStoredAdapter(client: PlannerTrainer, id: string | null, dbName?: string): Promise<void> {
   if (id === null) return client.setActiveAdapter(null);
   const info = await client.info();
   if (!info.adapters.includes(id)) {
@@ -168,6 +171,7 @@ export async function loadEngines(o: LoadEnginesOptions): Promise<LoadedEngines>
     return {
       planner,
       shared: sharedEngine,
+      trainer: client,
       notes,
       dispose() {
         client.terminate();

@@ -6,6 +6,7 @@ import { servesAllModules } from '../engine/base-model-view';
 import { LitElement, css, html, nothing } from 'lit';
 import type { AgentEngines } from '../agent/loop';
 import type { GpuCapabilities } from '../gpu/device';
+import type { PlannerTrainer } from '../engine/planner-client';
 import type { LoadProgress } from '../engine/types';
 import type { ToolRegistry } from '../tools/registry';
 import { scriptedDemoEngines } from './demo-engines';
@@ -22,8 +23,8 @@ export const SHARED_MODEL_CHOICES = ['Qwen2.5-0.5B-Instruct-q4f16_1-MLC', 'Qwen2
 export interface EnginesChosenDetail {
   engines: AgentEngines;
   label: string;
-  /** The planner worker's client when real models were loaded (to activate adapters). */
-  plannerClient?: unknown;
+  /** The planner worker's trainer when real models were loaded (training, activating adapters). */
+  trainer?: PlannerTrainer;
 }
 
 /** `agentflow-models-loading`: a load started or moved on (detail set), or ended (null). */
@@ -286,7 +287,7 @@ export class AgentflowModelsPanel extends LitElement {
       this.progress = Object.fromEntries(Object.entries(this.progress).map(([k, s]) => [k, { ...s, secondsLeft: null, status: 'loaded' }]));
       const label = servesAllModules(engines) ? `${engines.planner.id} (all modules)` : `${engines.planner.id} + ${engines.shared.id}`;
       await saveModelChoice(c, this.dbName).catch(() => undefined);
-      this.choose({ engines, label: engines.notes.length ? `${label}; ${engines.notes.join('; ')}` : label });
+      this.choose({ engines, trainer: engines.trainer, label: engines.notes.length ? `${label}; ${engines.notes.join('; ')}` : label });
     } catch (e) {
       this.progress = {};
       const err = e as Error;

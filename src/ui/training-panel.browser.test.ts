@@ -10,8 +10,8 @@ import { AgentflowTrainingPanel, DEFAULT_LEARNING_RATE } from './training-panel'
 
 type StartCall = Parameters<PlannerTrainer['trainStart']>[0];
 
-/** A planner engine whose worker records trainStart and refuses it, so no rollout runs. */
-function plannerWithRecorder(): { engines: { planner: ScriptedEngine & { client: PlannerTrainer }; shared: ScriptedEngine }; starts: StartCall[] } {
+/** Engines and a planner trainer that records trainStart and refuses it, so no rollout runs. */
+function plannerWithRecorder(): { engines: { planner: ScriptedEngine; shared: ScriptedEngine }; trainer: PlannerTrainer; starts: StartCall[] } {
   const starts: StartCall[] = [];
   const client: PlannerTrainer = {
     async trainStart(o) {
@@ -22,8 +22,7 @@ function plannerWithRecorder(): { engines: { planner: ScriptedEngine & { client:
     trainCheckpoint: () => Promise.reject(new Error('unused')),
     trainStop: () => undefined,
   };
-  const planner = Object.assign(new ScriptedEngine({}, 'planner:test'), { client });
-  return { engines: { planner, shared: new ScriptedEngine({}, 'shared:test') }, starts };
+  return { engines: { planner: new ScriptedEngine({}, 'planner:test'), shared: new ScriptedEngine({}, 'shared:test') }, trainer: client, starts };
 }
 
 const BENCH = JSON.stringify([{ pid: 'a', query: 'What is 1+1?', answer: '2' }]);
@@ -62,8 +61,9 @@ describe('Training panel learning rate', () => {
   it('offers the toy rate for the toy task and a LoRA-sized rate for the real planner, and keeps each mode’s edit to that mode', async () => {
     const p = await mount(`panel-lr-${Math.random()}`);
     expect(Number(lr(p))).toBe(0.02);
-    const { engines, starts } = plannerWithRecorder();
+    const { engines, trainer, starts } = plannerWithRecorder();
     p.engines = engines;
+    p.trainer = trainer;
     await p.updateComplete;
     expect(Number(lr(p))).toBe(0.02); // no benchmark yet: still toy
     p.importBenchmarkText(BENCH, 'tiny.json');
@@ -126,8 +126,9 @@ describe('Training panel start adapter', () => {
     expect(runs[0].config).toMatchObject({ spec: { adapter: { kind: 'stored', id: toyAdapter.id, name: toyAdapter.name } } });
 
     // Real-planner mode lists the planner adapter, not the toy ones, and hands its id to the worker.
-    const { engines, starts } = plannerWithRecorder();
+    const { engines, trainer, starts } = plannerWithRecorder();
     p.engines = engines;
+    p.trainer = trainer;
     p.importBenchmarkText(BENCH, 'tiny.json');
     await p.updateComplete;
     expect(options()[0]).toBe('');
@@ -148,10 +149,9 @@ describe('Training panel start adapter', () => {
 describe('Training panel start', () => {
   it('starts one run however often Start is pressed while the first is being set up, and says it is starting', async () => {
     const p = await mount(`panel-once-${Math.random()}`);
-    const { engines, starts } = plannerWithRecorder();
+    const { engines, trainer: client, starts } = plannerWithRecorder();
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
-    const client = engines.planner.client;
     const trainStart = client.trainStart.bind(client);
     // The worker answers only when released, as a real one does after loading the adapter.
     client.trainStart = async (o: StartCall) => {
@@ -159,6 +159,7 @@ describe('Training panel start', () => {
       return trainStart(o);
     };
     p.engines = engines;
+    p.trainer = client;
     p.importBenchmarkText(BENCH, 'tiny.json');
     await p.updateComplete;
     const first = p.start();
@@ -202,13 +203,14 @@ describe('Training panel rollouts at once', () => {
   it('shows min(group size, 8) as the default, refuses a bad value with the driver’s message, and stores the chosen value in the run', async () => {
     const dbName = `panel-concurrency-${Math.random()}`;
     const p = await mount(dbName);
-    const { engines, starts } = plannerWithRecorder();
+    const { engines, trainer, starts } = plannerWithRecorder();
     // This worker accepts the session; the rollouts then fail on the unscripted engines, after the run is stored.
-    engines.planner.client.trainStart = async (o: StartCall) => {
+    trainer.trainStart = async (o: StartCall) => {
       starts.push(structuredClone(o));
       return { runId: o.runId, adapterId: `training:${o.runId}`, step: 0, optimizerSteps: 0, resumed: false, config: {} as never, skippedCheckpoints: [] };
     };
     p.engines = engines;
+    p.trainer = trainer;
     p.importBenchmarkText(BENCH, 'tiny.json');
     await p.updateComplete;
     const field = q<HTMLInputElement>(p, '#rollout-concurrency');

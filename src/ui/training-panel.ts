@@ -59,6 +59,7 @@ export class AgentflowTrainingPanel extends LitElement {
     active: { state: true },
     label: { state: true },
     engines: { attribute: false },
+    trainer: { attribute: false },
     registry: { attribute: false },
     benchmark: { state: true },
     datasetChoice: { state: true },
@@ -84,6 +85,8 @@ export class AgentflowTrainingPanel extends LitElement {
   declare label: string;
   /** The page's engines and tools (agent-rollout training); a new value re-renders the panel. */
   declare engines: AgentEngines | undefined;
+  /** The optimizer next to the engines' planner (the planner worker's); none for the scripted demo and web-llm. */
+  declare trainer: PolicyTrainer | undefined;
   declare registry: ToolRegistry | undefined;
   /** The benchmark imported for agent-rollout training. */
   declare benchmark: ImportedBenchmark | null;
@@ -172,10 +175,9 @@ export class AgentflowTrainingPanel extends LitElement {
     return { engines: this.engines, registry: this.registry };
   }
 
-  /** The planner worker when the planner runs on this page's runtime (the scripted demo and web-llm have none). */
+  /** The trainer the page handed over with its engines, when there are both. */
   private plannerTrainer(): PolicyTrainer | null {
-    const client = (this.pageContext().engines?.planner as { client?: Partial<PolicyTrainer> } | undefined)?.client;
-    return client && typeof client.trainStart === 'function' ? (client as PolicyTrainer) : null;
+    return this.engines && this.trainer ? this.trainer : null;
   }
 
   /** Imports a benchmark for agent-rollout training (the file input calls this with the file's contents). */
