@@ -310,7 +310,7 @@ describe('runAgent', () => {
     expect(kinds(r.steps)).toEqual([
       'error:analysis@0', 'error:planner@1', 'planner@2', 'executor@2', 'error:verifier@2', 'planner@3', 'executor@3', 'verifier@3', 'generator@3',
     ]);
-    expect(r.steps[1].data.message).toBe('planner engine failed: GPU device lost');
+    expect((r.steps[1].data as { message?: string }).message).toBe('planner engine failed: GPU device lost');
     expect(r.answer).toBe('10');
   });
 
@@ -442,7 +442,7 @@ describe('runAgent', () => {
   it('resumes a run cut after its planner step by executing that plan', async () => {
     const steps: StepRecord[] = [
       { conversationId: 'c12', seq: 0, kind: 'analysis', turn: 0, startedAt: 0, endedAt: 1, data: { text: 'a' } },
-      { conversationId: 'c12', seq: 1, kind: 'planner', turn: 1, startedAt: 1, endedAt: 2, data: { action: { justification: '', context: '', subGoal: 'add', toolName: 'Adder_Tool' }, resolvedTool: 'Adder_Tool' } },
+      { conversationId: 'c12', seq: 1, kind: 'planner', turn: 1, startedAt: 1, endedAt: 2, data: { raw: '', parseMethod: 'json', action: { justification: '', context: '', subGoal: 'add', toolName: 'Adder_Tool' }, resolvedTool: 'Adder_Tool' } },
     ];
     const e = engines({ executor: ['{"a": 3, "b": 4}'], verifier: ['STOP'], generator: ['7'] });
     const r = await runAgent({ conversationId: 'c12', query: 'q', tools: TOOLS, engines: e, resumeFrom: steps });

@@ -4,13 +4,14 @@
 // flight, and a run can be resumed from its stored steps. Model nonsense never ends a run: an unusable
 // output becomes an error step and the loop goes on.
 import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../engine/types';
-import type { StepRecord } from '../store/records';
+import type { CallUsage, ErrorStepData, ExecutorStepData, StepDataOf, StepKind, StepOf, StepRecord } from '../store/records';
 import type { Tool } from '../tools/types';
 import { runTool } from '../tools/run-tool';
 import { anySignal, untilAborted } from '../util/abort';
 import { timerCanHold } from '../util/timers';
 import { WorkerGoneError } from '../util/worker-watch';
 import type { MemoryEntry } from './memory';
+import { memoryOfError, stateFromSteps, type LoopState } from './phases';
 import { extractAnswerTag, matchToolName, parsePlannerOutput, parseToolArgs, parseVerdict, type PlannerAction, type PlannerParse } from './parse';
 import {
   analysisMessages,
@@ -164,84 +165,7 @@ export interface AgentRunResult {
   error?: string;
 }
 
-type Phase = 'analysis' | 'plan' | 'execute' | 'verify' | 'generate' | 'done';
-
-/** Where a conversation stands, rebuilt from its stored steps. */
-export interface LoopState {
-  phase: Phase;
-  turn: number;
-  analysis: string;
-  memory: MemoryEntry[];
-  action: PlannerAction | null;
-  /** The registered tool the planner's tool name resolved to, null when none did. */
-  resolvedTool: string | null;
-  answer: string | null;
-  nextSeq: number;
-  turnsUsed: number;
-}
-
-/** Rebuilds memory and the next phase from stored steps (sorted by seq). */
-export function stateFromSteps(steps: StepRecord[]): LoopState {
-  const s: LoopState = { phase: 'analysis', turn: 1, analysis: '', memory: [], action: null, resolvedTool: null, answer: null, nextSeq: 0, turnsUsed: 0 };
-  for (const st of [...steps].sort((a, b) => a.seq - b.seq)) {
-    s.nextSeq = Math.max(s.nextSeq, st.seq + 1);
-    const d = st.data;
-    const module = st.kind === 'error' ? (d.module as ModuleName) : st.kind;
-    switch (module) {
-      case 'analysis':
-        s.analysis = st.kind === 'analysis' ? String(d.text ?? '') : '';
-        s.phase = 'plan';
-        break;
-      case 'planner':
-        s.turn = st.turn;
-        s.turnsUsed = Math.max(s.turnsUsed, st.turn);
-        if (st.kind === 'planner') {
-          s.action = d.action as PlannerAction;
-          s.resolvedTool = (d.resolvedTool as string | null) ?? null;
-          s.phase = 'execute';
-        } else {
-          s.memory.push(memoryOfError(st.turn, null, `planner: ${String(d.message)}`));
-          s.turn = st.turn + 1;
-          s.phase = 'plan';
-        }
-        break;
-      case 'executor':
-        s.memory.push(
-          st.kind === 'executor'
-            ? {
-                turn: st.turn,
-                subGoal: String(d.subGoal ?? ''),
-                toolName: String(d.toolName ?? ''),
-                args: (d.args as Record<string, unknown> | null) ?? null,
-                result: String(d.result ?? ''),
-                ok: d.ok === true,
-                ...(d.error ? { error: String(d.error) } : {}),
-              }
-            : memoryOfError(st.turn, s.action, String(d.message)),
-        );
-        s.phase = 'verify';
-        break;
-      case 'verifier':
-        if (st.kind === 'verifier' && d.verdict === 'STOP') s.phase = 'generate';
-        else {
-          s.turn = st.turn + 1;
-          s.phase = 'plan';
-        }
-        break;
-      case 'generator':
-        if (st.kind === 'generator') {
-          s.answer = String(d.text ?? '');
-          s.phase = 'done';
-        }
-        break;
-    }
-  }
-  return s;
-}
-
-function memoryOfError(turn: number, action: PlannerAction | null, message: string): MemoryEntry {
-  return { turn, subGoal: action?.subGoal ?? '', toolName: action?.toolName ?? '', args: null, result: '', ok: false, error: message };
-}
+export { stateFromSteps, type LoopState } from './phases';
 
 class BudgetExhausted extends Error {
   constructor() {
@@ -271,8 +195,8 @@ export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
   const timer = timerCanHold(cfg.timeBudgetMs) ? setTimeout(() => budget.abort(new BudgetExhausted()), cfg.timeBudgetMs) : undefined;
   const turnSignal = anySignal([userSignal, budget.signal]);
 
-  const record = async (kind: StepRecord['kind'], turn: number, startedAt: number, data: Record<string, unknown>) => {
-    const step: StepRecord = { conversationId: opts.conversationId, seq: state.nextSeq++, kind, turn, startedAt, endedAt: now(), data };
+  const record = async <K extends StepKind>(kind: K, turn: number, startedAt: number, data: StepDataOf[K]) => {
+    const step = { conversationId: opts.conversationId, seq: state.nextSeq++, kind, turn, startedAt, endedAt: now(), data } as StepOf<K> as StepRecord;
     await opts.sink?.write(step);
     steps.push(step);
     return step;
@@ -445,7 +369,7 @@ export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
     state.phase = 'execute';
   }
 
-  async function planFailed(turn: number, startedAt: number, data: Record<string, unknown>): Promise<void> {
+  async function planFailed(turn: number, startedAt: number, data: Omit<ErrorStepData, 'module'>): Promise<void> {
     await record('error', turn, startedAt, { module: 'planner', ...data });
     state.memory.push(memoryOfError(turn, null, `planner: ${String(data.message)}`));
     state.action = null;
@@ -458,7 +382,7 @@ export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
     const action = state.action!;
     const base = { subGoal: action.subGoal, toolName: state.resolvedTool ?? action.toolName };
     const tool = state.resolvedTool ? tools.get(state.resolvedTool) : undefined;
-    const finish = async (data: Record<string, unknown>, entry: Omit<MemoryEntry, 'turn' | 'subGoal' | 'toolName'>) => {
+    const finish = async (data: Omit<ExecutorStepData, 'subGoal' | 'toolName' | 'args' | 'ok' | 'result' | 'error'>, entry: Omit<MemoryEntry, 'turn' | 'subGoal' | 'toolName'>) => {
       await record('executor', turn, startedAt, { ...base, ...data, args: entry.args, ok: entry.ok, result: entry.result, error: entry.error ?? null });
       state.memory.push({ turn, ...base, ...entry });
     };
@@ -512,7 +436,7 @@ export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
   }
 }
 
-function usage(engine: ChatEngine, r: GenerationResult): Record<string, unknown> {
+function usage(engine: ChatEngine, r: GenerationResult): CallUsage {
   return {
     engineId: engine.id,
     promptTokenCount: r.promptTokens.length || null,

@@ -28,7 +28,7 @@ const step = (conversationId: string, seq: number, kind: StepRecord['kind'] = 'p
   startedAt: 1000 + seq,
   endedAt: 1001 + seq,
   data,
-});
+}) as unknown as StepRecord;
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -60,7 +60,7 @@ describe('conversation store', () => {
     for (const seq of [10, 2, 0, 1]) await appendStep(step('c', seq, 'executor', { result: 'x'.repeat(seq) }), db);
     await appendStep(step('c-other', 5), db);
     expect((await getSteps('c', db)).map((s) => s.seq)).toEqual([0, 1, 2, 10]);
-    expect((await getSteps('c', db))[3].data.result).toBe('x'.repeat(10));
+    expect(((await getSteps('c', db))[3].data as { result?: string }).result).toBe('x'.repeat(10));
     expect((await getConversation('c', db))!.updatedAt).toBeGreaterThanOrEqual(c.updatedAt);
   });
 

@@ -15,16 +15,99 @@ export interface ConversationRecord {
   settings?: Record<string, unknown>;
 }
 
-/** One completed step of a conversation's run (agent loop). `seq` orders steps within the conversation. */
-export interface StepRecord {
+/** The modules of the loop, as stored steps name them. */
+export type StepModule = 'analysis' | 'planner' | 'executor' | 'verifier' | 'generator';
+
+/**
+ * What every model call's step carries about the call. Optional: records written before a field existed
+ * still load, so readers treat each as possibly absent.
+ */
+export interface CallUsage {
+  engineId?: string;
+  promptTokenCount?: number | null;
+  completionTokenCount?: number | null;
+  finishReason?: string;
+  timings?: { prefillMs: number; decodeMs: number; cachedPromptTokens?: number };
+  /** The call was the group's shared analysis, made once for all rollouts. */
+  sharedWithGroup?: boolean;
+  /** The adapter the planner sampled with (planner calls). */
+  adapterId?: string | null;
+}
+
+export interface AnalysisStepData extends CallUsage {
+  text: string;
+}
+
+export interface PlannerStepData extends CallUsage {
+  raw: string;
+  action: { justification: string; context: string; subGoal: string; toolName: string };
+  parseMethod: string;
+  /** The tool the name matched (exactly or fuzzily), or null when none did. */
+  resolvedTool: string | null;
+  toolMatch?: 'exact' | 'fuzzy' | 'none';
+}
+
+export interface ExecutorStepData extends CallUsage {
+  subGoal: string;
+  toolName: string;
+  /** The tool's arguments, or null when none could be made. */
+  args: Record<string, unknown> | null;
+  ok: boolean;
+  result: string;
+  error: string | null;
+  errorKind?: string | null;
+  raw?: string;
+  parseMethod?: string;
+  toolMs?: number;
+  droppedArgs?: string[];
+}
+
+export interface VerifierStepData extends CallUsage {
+  raw: string;
+  verdict: 'STOP' | 'CONTINUE';
+  explanation: string;
+  parseMethod: string;
+}
+
+export interface GeneratorStepData extends CallUsage {
+  text: string;
+  /** The text inside <answer> tags when asked for, else the whole text trimmed. */
+  finalAnswer: string;
+  stopReason: string | null;
+}
+
+/** A module call that failed (engine error, unusable output); the loop went on or ended as the rules say. */
+export interface ErrorStepData extends CallUsage {
+  module: StepModule;
+  message: string;
+  errorKind: string;
+  raw?: string;
+}
+
+export interface StepDataOf {
+  analysis: AnalysisStepData;
+  planner: PlannerStepData;
+  executor: ExecutorStepData;
+  verifier: VerifierStepData;
+  generator: GeneratorStepData;
+  error: ErrorStepData;
+}
+
+export type StepKind = keyof StepDataOf;
+
+interface StepBase {
   conversationId: string;
   seq: number;
-  kind: 'analysis' | 'planner' | 'executor' | 'verifier' | 'generator' | 'error';
   turn: number;
   startedAt: number;
   endedAt: number;
-  data: Record<string, unknown>;
 }
+
+/** One completed step of a conversation's run (agent loop), by kind. `seq` orders steps within the conversation. */
+export type StepRecord = { [K in StepKind]: StepBase & { kind: K; data: StepDataOf[K] } }[StepKind];
+
+/** The step of one kind. */
+export type StepOf<K extends StepKind> = Extract<StepRecord, { kind: K }>;
 
 /** A planner call recorded for training (agent loop writes, trainer reads). */
 export interface RolloutRecord {

@@ -10,6 +10,7 @@
 import { LitElement, css, html, nothing, type PropertyValues } from 'lit';
 import { unsafeHTML } from 'lit/directives/unsafe-html.js';
 import { EngineMismatchError, isScripted, storedEngines } from '../agent/engines-used';
+import { nextModule } from '../agent/phases';
 import type { AgentEngines } from '../agent/loop';
 import type { ModuleName } from '../agent/prompts';
 import { checkQueryFits } from '../agent/query-fit';
@@ -695,21 +696,6 @@ ${live.module === 'generator' ? '' : live.text.slice(-400)}</div>`
       <p class="status">Tools marked “network” send data off this device; they wait for your permission before they run.</p>
       <agentflow-tool-switches .registry=${this.toolRegistry} db-name=${this.dbName ?? nothing}></agentflow-tool-switches>
     </details>`;
-  }
-}
-
-function nextModule(step: StepRecord): ModuleName | null {
-  switch (step.kind) {
-    case 'analysis':
-      return 'planner';
-    case 'planner':
-      return 'executor';
-    case 'executor':
-      return 'verifier';
-    case 'verifier':
-      return step.data.verdict === 'STOP' ? 'generator' : 'planner';
-    default:
-      return null;
   }
 }
 

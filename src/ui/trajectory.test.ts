@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { StepRecord } from '../store/records';
 import { toolUsage, trajectoryFromSteps } from './trajectory';
 
-const step = (seq: number, kind: StepRecord['kind'], turn: number, ms: number, data: Record<string, unknown>): StepRecord => ({ conversationId: 'c', seq, kind, turn, startedAt: 1000 * seq, endedAt: 1000 * seq + ms, data });
+const step = (seq: number, kind: StepRecord['kind'], turn: number, ms: number, data: Record<string, unknown>): StepRecord => ({ conversationId: 'c', seq, kind, turn, startedAt: 1000 * seq, endedAt: 1000 * seq + ms, data }) as unknown as StepRecord;
 
 // A stored run: analysis; turn 1 python (fails); turn 2 planner output unusable; turn 3 wikipedia then STOP.
 const steps: StepRecord[] = [

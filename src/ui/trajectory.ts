@@ -40,29 +40,29 @@ export function trajectoryFromSteps(steps: StepRecord[]): Trajectory {
     }
     return v;
   };
+  // Records are typed by kind, but ones stored by older versions may lack fields: every read allows that.
   for (const s of [...steps].sort((a, b) => a.seq - b.seq)) {
     const ms = Math.max(0, s.endedAt - s.startedAt);
     t.totalMs += ms;
-    const d = s.data;
     if (s.kind === 'analysis') {
-      t.analysis = str(d.text);
+      t.analysis = str(s.data.text);
       continue;
     }
     if (s.kind === 'generator') {
-      t.answer = str(d.finalAnswer) ?? str(d.text);
+      t.answer = str(s.data.finalAnswer) ?? str(s.data.text);
       continue;
     }
     if (s.kind === 'error' && s.turn === 0) {
-      (t.turns.length ? t.turns[0] : turnOf(0)).errors.push(`${str(d.module) ?? 'module'}: ${str(d.message) ?? 'failed'}`);
+      (t.turns.length ? t.turns[0] : turnOf(0)).errors.push(`${str(s.data.module) ?? 'module'}: ${str(s.data.message) ?? 'failed'}`);
       continue;
     }
     const v = turnOf(s.turn);
     v.ms += ms;
     if (s.kind === 'planner') {
-      const a = (d.action ?? {}) as Record<string, unknown>;
-      v.subGoal = str(a.subGoal);
-      v.tool = str(d.resolvedTool) ?? str(a.toolName);
+      v.subGoal = str(s.data.action?.subGoal);
+      v.tool = str(s.data.resolvedTool) ?? str(s.data.action?.toolName);
     } else if (s.kind === 'executor') {
+      const d = s.data;
       v.subGoal ??= str(d.subGoal);
       v.tool = str(d.toolName) ?? v.tool;
       v.args = d.args;
@@ -70,10 +70,10 @@ export function trajectoryFromSteps(steps: StepRecord[]): Trajectory {
       v.ok = d.ok === true;
       if (d.error) v.errors.push(String(d.error));
     } else if (s.kind === 'verifier') {
-      v.verdict = str(d.verdict);
-      v.explanation = str(d.explanation);
+      v.verdict = str(s.data.verdict);
+      v.explanation = str(s.data.explanation);
     } else if (s.kind === 'error') {
-      v.errors.push(`${str(d.module) ?? 'module'}: ${str(d.message) ?? 'failed'}`);
+      v.errors.push(`${str(s.data.module) ?? 'module'}: ${str(s.data.message) ?? 'failed'}`);
     }
   }
   t.turns = [...byTurn.values()].sort((a, b) => a.turn - b.turn);
@@ -85,8 +85,10 @@ export function toolUsage(steps: StepRecord[]): { toolCalls: Record<string, numb
   const toolCalls: Record<string, number> = {};
   const errors: string[] = [];
   for (const s of steps) {
-    if (s.kind === 'executor' && typeof s.data.toolName === 'string' && s.data.args) toolCalls[s.data.toolName] = (toolCalls[s.data.toolName] ?? 0) + 1;
-    if (s.kind === 'executor' && s.data.error) errors.push(`turn ${s.turn}: ${String(s.data.error)}`);
+    if (s.kind === 'executor') {
+      if (typeof s.data.toolName === 'string' && s.data.args) toolCalls[s.data.toolName] = (toolCalls[s.data.toolName] ?? 0) + 1;
+      if (s.data.error) errors.push(`turn ${s.turn}: ${String(s.data.error)}`);
+    }
     if (s.kind === 'error') errors.push(`turn ${s.turn} ${String(s.data.module ?? '')}: ${String(s.data.message ?? '')}`);
   }
   return { toolCalls, errors };
