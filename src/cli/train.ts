@@ -24,6 +24,7 @@ import type { RunSpec, StartAdapterSpec } from '../trainer/run/run-store';
 import { LORA_MODULES } from '../engine/io/peft';
 import { DirRunStore, RUN_FILE } from '../trainer/run/run-store-dir';
 import { toyRunSetup, toyRunSpec } from '../trainer/run/toy-run';
+import { TOY_TRAINING } from '../trainer/toy-task';
 import { newRunId, TrainingRun, type RunDeps, type RunSummary } from '../trainer/run/training-run';
 import { runtimePolicyHost } from '../trainer/runtime-policy-host';
 import { TrainingHost } from '../trainer/training-host';
@@ -137,7 +138,7 @@ async function prepare(argv: string[]): Promise<Prepared> {
   const task = args.flags.get('task') ?? 'agent';
   if (task !== 'agent' && task !== 'toy') throw new UsageError(`--task must be agent or toy, got '${task}'`);
   const steps = positiveInt(args, 'steps', 10);
-  const groupSize = positiveInt(args, 'group', 8);
+  const groupSize = positiveInt(args, 'group', task === 'toy' ? TOY_TRAINING.groupSize : 8);
   if (groupSize < 2) throw new UsageError(`--group must be at least 2 (advantages compare the rollouts of a group), got ${groupSize}`);
   const seed = numberFlag(args, 'seed', 1, true)!;
   if (seed < 0) throw new UsageError(`--seed must be >= 0, got ${seed}`);
@@ -156,7 +157,7 @@ async function prepare(argv: string[]): Promise<Prepared> {
     }
     const backend = args.flags.get('backend') ?? 'cpu';
     if (backend !== 'cpu' && backend !== 'gpu') throw new UsageError(`--backend must be cpu or gpu, got '${backend}'`);
-    spec = toyRunSpec({ steps, groupSize, learningRate: lrFlag ?? 0.01, seed, adapter, keepCheckpoints, label: `Toy task (tiny planner, ${backend.toUpperCase()})`, grpo: { checkpointEvery: 1 } });
+    spec = toyRunSpec({ steps, groupSize, learningRate: lrFlag ?? TOY_TRAINING.learningRate, seed, adapter, keepCheckpoints, label: `Toy task (tiny planner, ${backend.toUpperCase()})`, grpo: { checkpointEvery: 1 } });
     spec.collector = { ...spec.collector, backend };
   } else {
     if (args.flags.has('backend')) throw new UsageError('--backend applies to --task toy only');

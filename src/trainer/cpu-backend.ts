@@ -36,32 +36,41 @@ export class CpuPolicyBackend implements PolicyBackend {
 
   async logprobs(batch: PackedBatch, adapterOn: boolean): Promise<Float32Array> {
     const out = new Float32Array(batch.rows);
-    for (const s of batch.seqs) {
-      const f = cpuForward(this.modelConfig, this.weights, Array.from(batch.ids.subarray(s.start, s.start + s.length)), adapterOn ? this.adapter : null);
-      out.set(f.logprobs, s.start);
+    // A group's rollouts often repeat a turn exactly (same prompt, same token): one forward serves them all.
+    for (const seqs of sameTokens(batch)) {
+      const s0 = seqs[0];
+      const f = cpuForward(this.modelConfig, this.weights, Array.from(batch.ids.subarray(s0.start, s0.start + s0.length)), adapterOn ? this.adapter : null);
+      for (const s of seqs) out.set(f.logprobs, s.start);
     }
     return out;
   }
 
   async accumulate(batch: PackedBatch, loss: GrpoLossParams, normalizer: number): Promise<GrpoLossSums> {
     let sums = emptySums();
-    for (const s of batch.seqs) {
-      const tokens = Array.from(batch.ids.subarray(s.start, s.start + s.length));
+    for (const seqs of sameTokens(batch)) {
+      const s0 = seqs[0];
+      const tokens = Array.from(batch.ids.subarray(s0.start, s0.start + s0.length));
       const f = cpuForward(this.modelConfig, this.weights, tokens, this.adapter);
-      const rows = s.length - 1;
-      const r = grpoLoss(
-        {
-          logp: f.logprobs,
-          old: batch.oldLogprobs.subarray(s.start, s.start + rows),
-          ref: batch.refLogprobs.subarray(s.start, s.start + rows),
-          adv: batch.advantages.subarray(s.start, s.start + rows),
-          mask: batch.lossMask.subarray(s.start, s.start + rows),
-        },
-        loss,
-        normalizer,
-      );
-      cpuBackward(this.modelConfig, this.weights, f, r.dlogp, this.adapter, this.grads);
-      sums = addSums(sums, r.sums);
+      const rows = s0.length - 1;
+      // The backward is linear in dlogp: identical sequences share one forward and one backward of their
+      // summed token gradients (each keeps its own old logprobs and advantage in the loss).
+      const dlogp = new Float64Array(rows);
+      for (const s of seqs) {
+        const r = grpoLoss(
+          {
+            logp: f.logprobs,
+            old: batch.oldLogprobs.subarray(s.start, s.start + rows),
+            ref: batch.refLogprobs.subarray(s.start, s.start + rows),
+            adv: batch.advantages.subarray(s.start, s.start + rows),
+            mask: batch.lossMask.subarray(s.start, s.start + rows),
+          },
+          loss,
+          normalizer,
+        );
+        for (let i = 0; i < rows; i++) dlogp[i] += r.dlogp[i];
+        sums = addSums(sums, r.sums);
+      }
+      cpuBackward(this.modelConfig, this.weights, f, dlogp, this.adapter, this.grads);
     }
     return sums;
   }
@@ -114,10 +123,30 @@ export function cpuTokenPolicy(backend: CpuPolicyBackend): TokenPolicy {
   return {
     async sampleNext(contexts, temperature, rng) {
       const V = backend.modelConfig.vocabSize;
+      // A group's G rollouts share their first prompt: each distinct context is run once.
+      const logits = new Map<string, Float64Array>();
       return contexts.map((ctx) => {
-        const f = cpuForward(backend.modelConfig, backend.weights, ctx, backend.currentAdapter);
-        return sampleFromLogits(f.logits.subarray((ctx.length - 1) * V, ctx.length * V), temperature, rng);
+        const key = ctx.join(',');
+        let last = logits.get(key);
+        if (!last) {
+          const f = cpuForward(backend.modelConfig, backend.weights, ctx, backend.currentAdapter);
+          last = f.logits.subarray((ctx.length - 1) * V, ctx.length * V);
+          logits.set(key, last);
+        }
+        return sampleFromLogits(last, temperature, rng);
       });
     },
   };
+}
+
+/** The batch's sequences grouped by identical token ids and prompt length (first-seen order). */
+function sameTokens(batch: PackedBatch): Array<PackedBatch['seqs']> {
+  const groups = new Map<string, PackedBatch['seqs']>();
+  for (const s of batch.seqs) {
+    const key = `${s.promptLen}:${batch.ids.subarray(s.start, s.start + s.length).join(',')}`;
+    const g = groups.get(key);
+    if (g) g.push(s);
+    else groups.set(key, [s]);
+  }
+  return [...groups.values()];
 }
