@@ -97,7 +97,7 @@ export function barChart(title: string, bars: Bar[], max?: number, format: (v: n
     <svg viewBox="0 0 ${W} ${h}" style="width:100%;height:auto" role="img" aria-label=${`${title}: ${bars.map((b) => `${b.label} ${format(b.value)}`).join(', ') || 'no data'}`}>
       ${bars.map((b, i) => {
         const w = Math.max(0, Math.min(1, b.value / top)) * (W - labelW - 50);
-        return svg`<text x="0" y=${i * rowH + 13} font-size="10" fill="currentColor">${b.label.length > 18 ? b.label.slice(0, 17) + '…' : b.label}</text>
+        return svg`<text x="0" y=${i * rowH + 13} font-size="10" fill="currentColor"><title>${b.label}</title>${b.label.length > 18 ? b.label.slice(0, 17) + '…' : b.label}</text>
           <rect x=${labelW} y=${i * rowH + 3} width=${w.toFixed(1)} height=${rowH - 6} fill=${b.color ?? PALETTE[i % PALETTE.length]}></rect>
           <text x=${labelW + w + 4} y=${i * rowH + 13} font-size="10" fill="currentColor">${format(b.value)}</text>`;
       })}
