@@ -36,15 +36,18 @@ export interface SessionResult extends AgentRunResult {
   reward?: number;
 }
 
-/** Starts a new stored conversation for `query` and runs it to the end (or until interrupted). */
-export async function startConversation(query: string, opts: SessionOptions & { id?: string; title?: string }): Promise<SessionResult> {
+/**
+ * Starts a new stored conversation for `query` and runs it to the end (or until interrupted). `settings` adds
+ * to what is recorded (the Experiments tab records its run there, so the chat lists the item apart).
+ */
+export async function startConversation(query: string, opts: SessionOptions & { id?: string; title?: string; settings?: Record<string, unknown> }): Promise<SessionResult> {
   const conv = await createConversation(
     {
       query,
       ...(opts.id ? { id: opts.id } : {}),
       ...(opts.title ? { title: opts.title } : {}),
       ...(opts.reward ? { reference: JSON.stringify(opts.reward.reference) } : {}),
-      settings: { config: opts.config ?? {}, rollouts: opts.rollouts ?? null, rewardKind: opts.reward?.kind ?? null, engines: enginesUsed(opts.engines) },
+      settings: { ...opts.settings, config: opts.config ?? {}, rollouts: opts.rollouts ?? null, rewardKind: opts.reward?.kind ?? null, engines: enginesUsed(opts.engines) },
     },
     opts.dbName,
   );

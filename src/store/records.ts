@@ -181,7 +181,10 @@ export interface ExperimentRecord {
 
 export interface ExperimentItemRecord {
   experimentId: string;
+  /** Position in the run. */
   index: number;
+  /** 1-based position in the benchmark file, as the subset box numbers items (absent in runs stored before). */
+  number?: number;
   pid: string;
   query: string;
   reference: string;

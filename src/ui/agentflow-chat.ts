@@ -10,7 +10,6 @@
 import { LitElement, css, html, nothing, type PropertyValues } from 'lit';
 import { unsafeHTML } from 'lit/directives/unsafe-html.js';
 import { EngineMismatchError, isScripted, storedEngines } from '../agent/engines-used';
-import { nextModule } from '../agent/phases';
 import type { AgentEngines } from '../agent/loop';
 import type { ModuleName } from '../agent/prompts';
 import { checkQueryFits } from '../agent/query-fit';
@@ -37,6 +36,7 @@ import { markdownOrText } from './markdown';
 import { restoreToolSwitches } from './tool-switches';
 import { ProgressTracker, formatBytes } from './progress-tracker';
 import { renderTrajectory, trajectoryFromSteps } from './trajectory';
+import { callStat, conversationGroup, formatCall, formatLiveCall, moduleLabel, nextCall, startCall, tokenArrived, type CallClock, type CallStat, type ConversationGroup } from './chat-view';
 import { driveTraining, resumeElementTraining, startElementTraining, type ElementTrainOptions, type TrainableEngines } from './element-training';
 import type { LoadedEngines } from './model-loader';
 import type { PolicyTrainer } from '../trainer/training-host';
@@ -75,6 +75,10 @@ interface Live {
   text: string;
   answer: string;
   controller: AbortController;
+  /** The module call in progress, timed here (performance.now() ms): a wait shows what it is waiting for. */
+  call: CallClock;
+  /** The run's finished module calls, newest last. */
+  calls: CallStat[];
 }
 
 export class AgentFlowChat extends LitElement {
@@ -106,6 +110,7 @@ export class AgentFlowChat extends LitElement {
     failed: { state: true },
     storageNotice: { state: true },
     hideStorageNotices: { attribute: false },
+    openGroups: { state: true },
   };
 
   /** Planner model: a URL of a folder with config.json, model.safetensors and tokenizer.json, or a repo id. */
@@ -145,6 +150,8 @@ export class AgentFlowChat extends LitElement {
   declare failed: Record<string, { query: string; error: string }>;
   /** What another tab or the browser did to this chat's database (storageNotice in store/db.ts). */
   declare storageNotice: StorageNotice | null;
+  /** Sidebar groups (experiment items, training rollouts) the user has unfolded. */
+  declare openGroups: Set<ConversationGroup>;
 
   declare conversations: ConversationRecord[];
   declare thread: string[];
@@ -184,6 +191,7 @@ export class AgentFlowChat extends LitElement {
     this.hideStorageNotices = false;
     this.failed = {};
     this.storageNotice = null;
+    this.openGroups = new Set();
   }
 
   static override styles = css`
@@ -196,8 +204,8 @@ export class AgentFlowChat extends LitElement {
       --_radius: var(--agentflow-radius, 8px);
       --_muted: var(--agentflow-muted, color-mix(in srgb, currentColor 60%, transparent));
     }
-    .layout { display: grid; grid-template-columns: minmax(11rem, 15rem) 1fr; gap: 1rem; }
-    @media (max-width: 40rem) { .layout { grid-template-columns: 1fr; } }
+    .layout { display: grid; grid-template-columns: minmax(11rem, 15rem) minmax(0, 1fr); gap: 1rem; }
+    @media (max-width: 40rem) { .layout { grid-template-columns: minmax(0, 1fr); } }
     aside { border-right: 1px solid color-mix(in srgb, currentColor 15%, transparent); padding-right: 0.75rem; }
     aside ul { list-style: none; margin: 0; padding: 0; }
     /* The question gets the sidebar's whole width, up to two lines (all of it on hover); status and actions below. */
@@ -215,8 +223,16 @@ export class AgentFlowChat extends LitElement {
     .answer { align-self: stretch; background: color-mix(in srgb, currentColor 6%, transparent); }
     .answer .text.plain { white-space: pre-wrap; }
     .answer pre, .trajectory pre { white-space: pre-wrap; overflow-wrap: anywhere; margin: 0; font-size: 0.85em; }
+    /* A wide table or image in an answer scrolls or shrinks inside the answer, never past the element's border. */
+    .answer table { display: block; max-width: 100%; overflow-x: auto; }
+    .answer img { max-width: 100%; }
+    .calls { margin: 0 0 0.25rem; padding-left: 1.2rem; font-size: 0.8rem; color: var(--_muted); }
+    .live-stats { font-variant-numeric: tabular-nums; }
+    details.group { margin-top: 0.5rem; font-size: 0.85rem; }
+    details.group summary { cursor: pointer; color: var(--_muted); }
+    .hint { margin: 0.5rem 0 0; }
     .live { font-size: 0.85rem; color: var(--_muted); white-space: pre-wrap; }
-    .trajectory dl { display: grid; grid-template-columns: max-content 1fr; gap: 0.15rem 0.75rem; margin: 0.25rem 0; }
+    .trajectory dl { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: 0.15rem 0.75rem; margin: 0.25rem 0; }
     .trajectory dt { font-weight: 600; }
     .trajectory dd { margin: 0; }
     .trajectory .bad { color: var(--agentflow-error-color, #b00020); }
@@ -435,8 +451,12 @@ export class AgentFlowChat extends LitElement {
   ): Promise<SessionResult | null> {
     const controller = new AbortController();
     this.pending.set(id, query);
-    this.live = { id, module: null, turn: 0, text: '', answer: '', controller };
-    if (!this.thread.includes(id)) this.thread = [...this.thread, id];
+    this.live = { id, module: null, turn: 0, text: '', answer: '', controller, call: startCall(performance.now()), calls: [] };
+    // Each question is its own conversation (the agent sees none of the earlier ones), so it gets a view of
+    // its own; the earlier ones stay in the sidebar.
+    this.thread = [id];
+    // The elapsed time of a call that streams nothing (a long prefill, a tool) still moves.
+    const tick = setInterval(() => this.requestUpdate(), 250);
     if (this.failed[id]) {
       const { [id]: _retried, ...rest } = this.failed;
       this.failed = rest;
@@ -456,15 +476,20 @@ export class AgentFlowChat extends LitElement {
           const l = this.live;
           if (!l || l.id !== id) return;
           const fresh = l.module !== module || l.turn !== turn;
-          this.live = { ...l, module, turn, text: fresh ? piece : l.text + piece, answer: module === 'generator' ? (fresh ? piece : l.answer + piece) : l.answer };
+          const t = performance.now();
+          // Every call ends with a step, and onStep restarts the clock: these tokens are the current call's.
+          const call = tokenArrived(l.call, t);
+          this.live = { ...l, module, turn, call, text: fresh ? piece : l.text + piece, answer: module === 'generator' ? (fresh ? piece : l.answer + piece) : l.answer };
         },
         onStep: (step) => {
           this.stepsById = { ...this.stepsById, [id]: [...(this.stepsById[id] ?? []), step] };
           // Say what runs next before its first token arrives (a slow prefill would otherwise show the last module).
           const l = this.live;
           if (l && l.id === id) {
-            const next = nextModule(step);
-            if (next) this.live = { ...l, module: next, turn: next === 'planner' && step.kind !== 'analysis' ? step.turn + 1 : step.turn, text: '' };
+            const t = performance.now();
+            const calls = step.kind === 'error' ? l.calls : [...l.calls, callStat(step.kind, step.turn, l.call, t, step)];
+            const next = nextCall(step);
+            this.live = next ? { ...l, calls, call: startCall(t), module: next.module, turn: next.turn, text: '' } : { ...l, calls, call: startCall(t) };
           }
           if (step.kind === 'analysis') void this.refreshList();
           this.dispatchEvent(new CustomEvent<AgentflowTurnDetail>('agentflow-turn', { detail: { conversationId: id, turn: step.turn, kind: step.kind, step }, bubbles: true, composed: true }));
@@ -486,6 +511,7 @@ export class AgentFlowChat extends LitElement {
       // thread with the reason where its answer would be.
       else if (!this.noteLostEngine(engines)) this.failed = { ...this.failed, [id]: { query, error: message(e) } };
     } finally {
+      clearInterval(tick);
       this.live = null;
       this.pending.delete(id);
       await this.loadSteps(id).catch(() => undefined);
@@ -597,7 +623,11 @@ export class AgentFlowChat extends LitElement {
       <div class="message answer" part="message answer" data-testid="answer" data-conversation=${id} aria-live=${live ? 'polite' : 'off'}>
         ${scripted ? html`<p class="scripted" part="scripted" data-testid="scripted-label">Scripted demo: no model wrote this answer.</p>` : nothing}
         ${live
-          ? html`<div class="live" data-testid="live">${live.module ? `${moduleLabel(live.module)}${live.turn ? ` (turn ${live.turn})` : ''}…` : 'Starting…'}
+          ? html`${live.calls.length
+                ? html`<ol class="calls" data-testid="live-calls" aria-label="Module calls so far">${live.calls.map((c) => html`<li>${formatCall(c)}</li>`)}</ol>`
+                : nothing}
+              <div class="live" data-testid="live">${live.module ? `${moduleLabel(live.module)}${live.turn ? ` (turn ${live.turn})` : ''}…` : 'Starting…'}
+<span class="live-stats" data-testid="live-stats">${formatLiveCall(live.call, performance.now())}</span>
 ${live.module === 'generator' ? '' : live.text.slice(-400)}</div>`
           : nothing}
         ${answer ? (live ? html`<div class="text plain">${answer}</div>` : this.renderText(answer)) : !live && !failed ? html`<p class="status">${conv?.status === 'interrupted' ? 'Interrupted before an answer.' : conv?.status === 'error' ? 'The run failed.' : ''}</p>` : nothing}
@@ -626,27 +656,51 @@ ${live.module === 'generator' ? '' : live.text.slice(-400)}</div>`
     return this.pending.get(id) ?? '';
   }
 
+  private renderListItem(c: ConversationRecord) {
+    return html`<li>
+      <button type="button" class="open" part="button conversation" title=${c.query || c.title} aria-current=${this.thread.includes(c.id) ? 'true' : 'false'} @click=${() => this.open(c.id)}>
+        ${c.title}
+      </button>
+      <span class="status">${c.status === 'done' ? '' : c.status}</span>
+      <button type="button" part="button" aria-label=${`Export conversation “${c.title}” as JSON`} title="Export as JSON" @click=${() => this.exportOne(c.id)}>⤓</button>
+      <button type="button" part="button" aria-label=${`Delete conversation “${c.title}”`} title="Delete" ?disabled=${this.live?.id === c.id} @click=${() => this.deleteConversation(c.id)}>✕</button>
+    </li>`;
+  }
+
+  /** Runs the Experiments and Training tabs made: kept apart from the user's questions, folded until opened. */
+  private renderGroup(group: ConversationGroup, label: string, list: ConversationRecord[]) {
+    if (!list.length) return nothing;
+    const open = this.openGroups.has(group);
+    return html`<details class="group" data-group=${group} ?open=${open} @toggle=${(e: Event) => this.toggleGroup(group, (e.target as HTMLDetailsElement).open)}>
+      <summary>${label} (${list.length})</summary>
+      ${open ? html`<ul data-testid=${`${group}-list`} aria-label=${label}>${list.map((c) => this.renderListItem(c))}</ul>` : nothing}
+    </details>`;
+  }
+
+  private toggleGroup(group: ConversationGroup, open: boolean): void {
+    if (open === this.openGroups.has(group)) return;
+    const next = new Set(this.openGroups);
+    if (open) next.add(group);
+    else next.delete(group);
+    this.openGroups = next;
+  }
+
   override render() {
     const loading = this.loading?.tracker.summary();
+    const groups: Record<ConversationGroup, ConversationRecord[]> = { chat: [], experiment: [], training: [] };
+    for (const c of this.conversations) groups[conversationGroup(c)].push(c);
     return html`<div class="layout">
       <aside part="sidebar" aria-label="Conversations">
         <div style="display:flex;justify-content:space-between;align-items:center;gap:0.25rem">
           <strong id="conv-h">Conversations</strong>
           <button type="button" part="button" @click=${() => (this.thread = [])} ?disabled=${!!this.live}>New</button>
         </div>
-        ${this.conversations.length === 0 ? html`<p class="empty">None yet.</p>` : nothing}
+        ${groups.chat.length === 0 ? html`<p class="empty">None yet.</p>` : nothing}
         <ul aria-labelledby="conv-h" data-testid="conversation-list">
-          ${this.conversations.map(
-            (c) => html`<li>
-              <button type="button" class="open" part="button conversation" title=${c.query || c.title} aria-current=${this.thread.includes(c.id) ? 'true' : 'false'} @click=${() => this.open(c.id)}>
-                ${c.title}
-              </button>
-              <span class="status">${c.status === 'done' ? '' : c.status}</span>
-              <button type="button" part="button" aria-label=${`Export conversation “${c.title}” as JSON`} title="Export as JSON" @click=${() => this.exportOne(c.id)}>⤓</button>
-              <button type="button" part="button" aria-label=${`Delete conversation “${c.title}”`} title="Delete" ?disabled=${this.live?.id === c.id} @click=${() => this.deleteConversation(c.id)}>✕</button>
-            </li>`,
-          )}
+          ${groups.chat.map((c) => this.renderListItem(c))}
         </ul>
+        ${this.renderGroup('experiment', 'Experiment items', groups.experiment)}
+        ${this.renderGroup('training', 'Training rollouts', groups.training)}
         ${this.conversations.length ? html`<button type="button" part="button" @click=${() => this.exportAll()}>Export all</button>` : nothing}
         ${this.renderToolSwitches()}
       </aside>
@@ -668,6 +722,7 @@ ${live.module === 'generator' ? '' : live.text.slice(-400)}</div>`
         ${this.enginesLost && (this.loadModelAction || this.plannerModel || this.plannerFromShared)
           ? html`<button type="button" class="primary" part="button" data-testid="reload-models" @click=${() => void this.reloadModels()}>Reload the models</button>`
           : nothing}
+        <p class="status hint" data-testid="independent-hint">Each question starts a new conversation: the agent does not see earlier questions, which stay in the list.</p>
         <form part="form" @submit=${this.onSubmit}>
           <textarea part="input" aria-label="Your question" placeholder="Ask the agent…" @keydown=${this.onKey}></textarea>
           ${this.live
@@ -697,10 +752,6 @@ ${live.module === 'generator' ? '' : live.text.slice(-400)}</div>`
       <agentflow-tool-switches .registry=${this.toolRegistry} db-name=${this.dbName ?? nothing}></agentflow-tool-switches>
     </details>`;
   }
-}
-
-function moduleLabel(m: ModuleName): string {
-  return { analysis: 'Analysing the query', planner: 'Planning', executor: 'Calling a tool', verifier: 'Checking', generator: 'Answering' }[m];
 }
 
 function message(e: unknown): string {

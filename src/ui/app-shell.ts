@@ -210,6 +210,8 @@ export class AgentFlowApp extends LitElement {
 
   select(tab: TabId, focus = false): void {
     this.tab = tab;
+    // Experiments and Training store conversations too: the chat's list is re-read when it comes into view.
+    if (tab === 'chat') void (this.renderRoot.querySelector('agentflow-chat') as { refreshList?: () => Promise<void> } | null)?.refreshList?.().catch(() => undefined);
     if (globalThis.location && location.hash !== `#${tab}`) history.replaceState(null, '', `#${tab}`);
     if (focus) void this.updateComplete.then(() => (this.renderRoot.querySelector(`#tab-${tab}`) as HTMLElement | null)?.focus());
   }

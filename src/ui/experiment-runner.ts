@@ -1,13 +1,26 @@
 // Runs a benchmark subset through the agent: each item is a stored conversation with answer tags and its
-// reward scored against the item's reference; results go to IndexedDB as they complete.
+// reward scored against the item's reference; results go to IndexedDB as they complete. A run is named by
+// the model, adapter, benchmark and date it ran with, so runs told apart in the list are told apart later.
 import type { BenchmarkItem, ImportedBenchmark } from '../agent/benchmark-import';
 import { isScripted } from '../agent/engines-used';
 import type { AgentEngines } from '../agent/loop';
+import type { ModuleName } from '../agent/prompts';
 import { startConversation } from '../agent/session';
 import type { ExperimentItemRecord, ExperimentRecord } from '../store/records';
 import type { Tool } from '../tools/types';
 import { putExperiment, putExperimentItem, summarize } from './experiment-store';
 import { toolUsage } from './trajectory';
+import { nextCall } from './chat-view';
+
+/** Where a run is: item `item` of `total` (1-based, `number` as the subset box counts), and its module and turn. */
+export interface ExperimentProgress {
+  item: number;
+  total: number;
+  number: number;
+  pid: string;
+  module: ModuleName;
+  turn: number;
+}
 
 export interface ExperimentRunOptions {
   benchmark: ImportedBenchmark;
@@ -16,22 +29,52 @@ export interface ExperimentRunOptions {
   maxTurns: number;
   engines: AgentEngines;
   tools: Tool[];
+  /** Default: experimentName() of the engines, adapter, benchmark and date. */
   name?: string;
+  /** The planner's active LoRA adapter, when it has one: named in the run's name and recorded. */
+  adapter?: { id: string; name: string } | null;
   signal?: AbortSignal;
   dbName?: string;
   onItem?: (item: ExperimentItemRecord, done: number, total: number) => void;
+  /** Each item as it starts, and each module call within it. */
+  onProgress?: (p: ExperimentProgress) => void;
+}
+
+/** The model part of an engine id ('planner:Qwen2.5-0.5B-Instruct' -> 'Qwen2.5-0.5B-Instruct'). */
+function modelName(id: string): string {
+  return id.replace(/^(planner|web-llm|shared):/, '');
+}
+
+/** "Qwen2.5-0.5B-Instruct + adapter “toy run” · bamboogle × 2 · 2025-06-01 14:05" (local time). */
+export function experimentName(o: { engines: AgentEngines; adapter?: { name: string } | null; benchmark: string; items: number; at: Date }): string {
+  const model = isScripted(o.engines) ? 'scripted demo' : modelName(o.engines.planner.id);
+  const p = (n: number) => String(n).padStart(2, '0');
+  const d = o.at;
+  const date = `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}`;
+  return `${model}${o.adapter ? ` + adapter “${o.adapter.name}”` : ''} · ${o.benchmark} × ${o.items} · ${date}`;
 }
 
 export async function runExperiment(o: ExperimentRunOptions): Promise<{ experiment: ExperimentRecord; items: ExperimentItemRecord[] }> {
   if (!o.indices.length) throw new Error('experiment: choose at least one item to run');
   if (!Number.isInteger(o.maxTurns) || o.maxTurns < 1) throw new Error(`experiment: turn budget must be a positive integer, got ${o.maxTurns}`);
   const id = globalThis.crypto?.randomUUID?.() ?? `x-${Date.now().toString(36)}`;
+  const createdAt = Date.now();
+  const name = o.name ?? experimentName({ engines: o.engines, adapter: o.adapter, benchmark: o.benchmark.name, items: o.indices.length, at: new Date(createdAt) });
   const experiment: ExperimentRecord = {
     id,
-    createdAt: Date.now(),
-    name: o.name ?? `${o.benchmark.name} × ${o.indices.length} (${o.maxTurns} turns)`,
+    createdAt,
+    name,
     status: 'running',
-    config: { benchmark: o.benchmark.name, rewardKind: o.benchmark.kind, indices: o.indices, maxTurns: o.maxTurns, engines: [o.engines.planner.id, o.engines.shared.id], scripted: isScripted(o.engines), tools: o.tools.map((t) => t.card.name) },
+    config: {
+      benchmark: o.benchmark.name,
+      rewardKind: o.benchmark.kind,
+      indices: o.indices,
+      maxTurns: o.maxTurns,
+      engines: [o.engines.planner.id, o.engines.shared.id],
+      adapter: o.adapter ?? null,
+      scripted: isScripted(o.engines),
+      tools: o.tools.map((t) => t.card.name),
+    },
     total: o.indices.length,
   };
   await putExperiment(experiment, o.dbName);
@@ -41,13 +84,20 @@ export async function runExperiment(o: ExperimentRunOptions): Promise<{ experime
       if (o.signal?.aborted) break;
       const item: BenchmarkItem = o.benchmark.items[index];
       if (!item) throw new Error(`experiment: item ${index} is not in '${o.benchmark.name}' (it has ${o.benchmark.items.length})`);
-      const rec: ExperimentItemRecord = { experimentId: id, index: k, pid: item.pid, query: item.query, reference: typeof item.answer === 'string' ? item.answer : JSON.stringify(item.answer ?? null) };
+      const rec: ExperimentItemRecord = { experimentId: id, index: k, number: index + 1, pid: item.pid, query: item.query, reference: typeof item.answer === 'string' ? item.answer : JSON.stringify(item.answer ?? null) };
+      const at = { item: k + 1, total: o.indices.length, number: index + 1, pid: item.pid };
+      o.onProgress?.({ ...at, module: 'analysis', turn: 0 });
       try {
         const r = await startConversation(item.query, {
           tools: o.tools,
           engines: o.engines,
           config: { maxTurns: o.maxTurns, answerTags: true },
-          title: `${o.benchmark.name} #${item.pid}`,
+          title: `${o.benchmark.name} #${index + 1}${item.pid !== String(index + 1) ? ` (${item.pid})` : ''}`,
+          settings: { experiment: { id, name } },
+          onStep: (step) => {
+            const next = nextCall(step);
+            if (next) o.onProgress?.({ ...at, ...next });
+          },
           ...(item.answer !== undefined ? { reward: { kind: o.benchmark.kind, reference: item.answer, numbers: item.numbers, options: item.options } } : {}),
           signal: o.signal,
           dbName: o.dbName,

@@ -1,6 +1,8 @@
-// Experiments: import a benchmark file, choose a subset and turn budget, run it with a progress bar, read
-// per-item results (each linked to its trajectory), accuracy and tool-use charts, compare two runs side
-// by side, export a run. Runs are kept in IndexedDB.
+// Experiments: import a benchmark file, choose a subset and turn budget, run it with a progress bar that
+// says which item, turn and module is running, read per-item results (question, expected and given answer
+// side by side, numbered as the subset box numbers them, each linked to its trajectory), accuracy and
+// tool-use charts, compare two runs side by side, export a run. Runs are kept in IndexedDB, named by the
+// model, adapter, benchmark and date they ran with.
 import { LitElement, css, html, nothing } from 'lit';
 import { importBenchmark, type ImportedBenchmark } from '../agent/benchmark-import';
 import type { AgentEngines } from '../agent/loop';
@@ -10,7 +12,10 @@ import type { ExperimentItemRecord, ExperimentRecord, StepRecord } from '../stor
 import type { ToolRegistry } from '../tools/registry';
 import { barChart } from './charts';
 import { downloadText } from './download';
-import { runExperiment } from './experiment-runner';
+import { runExperiment, type ExperimentProgress } from './experiment-runner';
+import { moduleLabel } from './chat-view';
+import { openAgentDb } from '../store/db';
+import type { PlannerClient } from '../engine/planner-client';
 import { parseSubset } from './experiment-subset';
 import { deleteExperiment, exportExperiment, getExperimentItems, listExperiments, markStaleExperiments, summarize } from './experiment-store';
 import { renderTrajectory, trajectoryFromSteps } from './trajectory';
@@ -39,7 +44,7 @@ export class AgentflowExperimentsPanel extends LitElement {
   declare items: ExperimentItemRecord[];
   declare compareId: string | null;
   declare compareItems: ExperimentItemRecord[];
-  declare progress: { done: number; total: number } | null;
+  declare progress: { done: number; total: number; at: ExperimentProgress | null } | null;
   declare error: string | null;
   declare openTrajectory: { conversationId: string; steps: StepRecord[] } | null;
   private controller: AbortController | null = null;
@@ -74,7 +79,7 @@ export class AgentflowExperimentsPanel extends LitElement {
     .charts figure { margin: 0; width: min(22rem, 100%); }
     figcaption { font-size: 0.8rem; text-align: center; }
     .compare { display: grid; grid-template-columns: 1fr 1fr; gap: 1rem; }
-    progress { width: min(32rem, 100%); }
+    progress { width: min(32rem, 100%); display: block; }
     .yes { color: #15803d; }
     .scripted { color: #92400e; font-size: 0.85em; }
     .no { color: #b91c1c; }
@@ -129,19 +134,23 @@ export class AgentflowExperimentsPanel extends LitElement {
       return;
     }
     this.controller = new AbortController();
-    this.progress = { done: 0, total: indices.length };
+    this.progress = { done: 0, total: indices.length, at: null };
     try {
       const { experiment } = await runExperiment({
         benchmark: b,
         indices,
         maxTurns,
         engines: this.engines,
+        adapter: await activeAdapter(this.engines, this.dbName),
         tools: toolsFromRegistry(this.registry),
         signal: this.controller.signal,
         dbName: this.dbName,
         onItem: (_item, done, total) => {
-          this.progress = { done, total };
+          this.progress = { done, total, at: this.progress?.at ?? null };
           void this.refresh();
+        },
+        onProgress: (at) => {
+          this.progress = { done: at.item - 1, total: at.total, at };
         },
       });
       this.selected = experiment.id;
@@ -197,13 +206,21 @@ export class AgentflowExperimentsPanel extends LitElement {
                 ? html`<button type="button" @click=${() => this.controller?.abort()}>Stop</button>`
                 : html`<button type="button" ?disabled=${!b.items.length} @click=${() => this.run()}>Run</button>`}
             </div>
-            ${this.progress
-              ? html`<label>Progress: ${this.progress.done} of ${this.progress.total}
-                  <progress max=${this.progress.total} .value=${this.progress.done}></progress></label>`
-              : nothing}`
+            ${this.progress ? this.renderProgress(this.progress) : nothing}`
         : nothing}
       ${this.error ? html`<p class="problems" role="alert">${this.error}</p>` : nothing}
     </section>`;
+  }
+
+  private renderProgress(p: NonNullable<AgentflowExperimentsPanel['progress']>) {
+    const at = p.at;
+    const where = at
+      ? `Item ${at.item} of ${at.total} (#${at.number}${at.pid !== String(at.number) ? `, ${at.pid}` : ''}), ${at.turn ? `turn ${at.turn}: ` : ''}${moduleLabel(at.module)}…`
+      : `Starting: 0 of ${p.total} items done`;
+    return html`<div role="status" data-testid="experiment-progress">
+      <span class="where">${where}</span>
+      <progress max=${p.total} .value=${p.done} aria-label="Items done" aria-valuetext=${`${p.done} of ${p.total} items done`}></progress>
+    </div>`;
   }
 
   private renderRuns() {
@@ -244,11 +261,13 @@ export class AgentflowExperimentsPanel extends LitElement {
       <p>Accuracy ${s.correct}/${s.items} (${Math.round(100 * s.accuracy)}%), ${s.toolCalls} tool calls, ${s.errors} errors.</p>
       <div class="charts">${barChart('Tool calls', tools)}</div>
       <table data-testid="items">
-        <thead><tr><th scope="col">#</th><th scope="col">Answer</th><th scope="col">Correct</th><th scope="col">Tools</th><th scope="col">Errors</th><th scope="col">Trajectory</th></tr></thead>
+        <thead><tr><th scope="col">#</th><th scope="col">Question</th><th scope="col">Expected</th><th scope="col">Given</th><th scope="col">Correct</th><th scope="col">Tools</th><th scope="col">Errors</th><th scope="col">Trajectory</th></tr></thead>
         <tbody>
           ${items.map(
             (it) => html`<tr>
-              <td title=${it.query}>${it.pid}</td>
+              <td title=${`id ${it.pid}`}>${it.number ?? it.pid}</td>
+              <td class="ans">${it.query}</td>
+              <td class="ans">${expected(it.reference)}</td>
               <td class="ans">${it.answer ?? '—'}</td>
               <td>${it.correct === undefined ? '—' : it.correct ? html`<span class="yes">yes</span>` : html`<span class="no">no</span>`}</td>
               <td>${Object.entries(it.toolCalls ?? {}).map(([k, v]) => `${k}×${v}`).join(', ') || '—'}</td>
@@ -284,4 +303,29 @@ export class AgentflowExperimentsPanel extends LitElement {
     `;
   }
 }
+/** A reference stored as JSON (a number, a list) shows as its value; a plain string as itself. */
+function expected(reference: string): string {
+  try {
+    const v: unknown = JSON.parse(reference);
+    return typeof v === 'string' ? v : v === null ? '—' : reference;
+  } catch {
+    return reference;
+  }
+}
+
+/** The planner's active LoRA adapter and its stored name, when the planner is this page's runtime. */
+async function activeAdapter(engines: AgentEngines, dbName?: string): Promise<{ id: string; name: string } | null> {
+  const client = (engines.planner as { client?: PlannerClient }).client;
+  if (!client) return null;
+  try {
+    const id = (await client.info()).activeAdapter;
+    if (!id) return null;
+    const rec = await (await openAgentDb(dbName)).get('adapters', id);
+    return { id, name: rec?.name ?? id };
+  } catch {
+    // The planner went away: the run fails on its first call and says so.
+    return null;
+  }
+}
+
 if (!customElements.get('agentflow-experiments-panel')) customElements.define('agentflow-experiments-panel', AgentflowExperimentsPanel);

@@ -25,6 +25,16 @@ describe('ProgressTracker', () => {
     expect(s2.status).toBe('m: Finish loading on WebGPU');
   });
 
+  it('names the waits after the download: shader compilation (web-llm reports it) and the GPU setup after the last file', () => {
+    const tr = new ProgressTracker(() => 0);
+    tr.update({ file: 'model.safetensors', bytesDone: 50, bytesTotal: 100, fromCache: false });
+    expect(tr.summary().status).toBe('downloading model.safetensors');
+    tr.update({ file: 'model.safetensors', bytesDone: 100, bytesTotal: 100, fromCache: false });
+    expect(tr.summary().status).toBe('all files read; setting the model up on the GPU (weight upload)');
+    tr.update({ file: 'Qwen2.5-1.5B: Loading GPU shader modules[12/50]: 24% completed, 3 secs elapsed.', bytesDone: 0.24, bytesTotal: 1, fromCache: false });
+    expect(tr.summary().status).toBe('Qwen2.5-1.5B: compiling GPU shaders (12 of 50), which downloads nothing; the browser may keep them for later loads');
+  });
+
   it('gives no estimate while everything comes from the cache', () => {
     const tr = new ProgressTracker(() => 0);
     tr.update({ file: 'a', bytesDone: 5, bytesTotal: 10, fromCache: true });

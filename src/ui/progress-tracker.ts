@@ -1,7 +1,8 @@
 // Turns a stream of LoadProgress reports into what a progress bar shows: bytes done and total, percent and
 // an estimate of the time left. web-llm reports one model as numbered shards with cumulative byte counts
 // ("… params (shard 3/27)"), so shards of one model are folded into one row; its reports without bytes
-// (bytesTotal 1: compiling, "finish loading") are status lines, not files.
+// (bytesTotal 1: compiling, "finish loading") are status lines, not files. The wait after the last byte is
+// named too: web-llm's shader compilation by its count, and after any loader's files, the GPU setup.
 import type { LoadProgress } from '../engine/types';
 
 export interface ProgressRow {
@@ -23,10 +24,13 @@ export interface ProgressSummary {
 }
 
 const SHARD = / \(shard \d+\/\d+\)$/;
+const SHADERS = /^(.*?): Loading GPU shader modules\[(\d+)\/(\d+)\]/;
 
 export class ProgressTracker {
   private readonly rows = new Map<string, ProgressRow>();
   private status = '';
+  /** The status is the loader's own words (a phase), not the file being read. */
+  private statusLine = false;
   private startedAt: number | null = null;
   private networkBytesAtStart = 0;
 
@@ -34,9 +38,12 @@ export class ProgressTracker {
 
   update(p: LoadProgress): void {
     if (p.bytesTotal === 1 && p.bytesDone <= 1) {
-      this.status = p.file;
+      const m = SHADERS.exec(p.file);
+      this.status = m ? `${m[1]}: compiling GPU shaders (${m[2]} of ${m[3]}), which downloads nothing; the browser may keep them for later loads` : p.file;
+      this.statusLine = true;
       return;
     }
+    this.statusLine = false;
     const key = p.file.replace(SHARD, '');
     const row = this.rows.get(key) ?? { key, bytesDone: 0, bytesTotal: 0, fromCache: p.fromCache };
     row.bytesDone = Math.max(row.bytesDone, p.bytesDone);
@@ -67,7 +74,9 @@ export class ProgressTracker {
       const got = this.networkDone() - this.networkBytesAtStart;
       if (elapsed > 0 && got > 0) secondsLeft = Math.max(0, (bytesTotal - bytesDone) / (got / elapsed));
     }
-    return { rows, bytesDone, bytesTotal, percent, secondsLeft, status: this.status };
+    // Every file read and the loader quiet: it is uploading weights and building the model on the GPU.
+    const filesDone = rows.length > 0 && bytesDone >= bytesTotal && !this.statusLine;
+    return { rows, bytesDone, bytesTotal, percent, secondsLeft, status: filesDone ? 'all files read; setting the model up on the GPU (weight upload)' : this.status };
   }
 }
 

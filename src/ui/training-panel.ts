@@ -537,13 +537,22 @@ export class AgentflowTrainingPanel extends LitElement {
         : nothing}
       ${this.error ? html`<p class="error" role="alert">${this.error}</p>` : nothing}
       <div class="charts" data-testid="training-charts">
-        ${lineChart('Reward (mean)', [
-          { label: 'reward', values: series('reward') },
-          { label: 'rolling', values: series('rollingReward') },
-        ])}
-        ${lineChart('Loss', [{ label: 'loss', values: series('loss') }])}
-        ${lineChart('KL to the base policy', [{ label: 'KL', values: series('kl') }])}
-        ${lineChart('Clip fraction', [{ label: 'clip fraction', values: series('clipFraction') }])}
+        ${lineChart(
+          'Reward (mean)',
+          [
+            { label: 'reward', values: series('reward') },
+            { label: 'rolling', values: series('rollingReward') },
+          ],
+          { flat: (v) => (v === 0 ? 'no rollout was rewarded, so there is nothing to learn from yet' : v === 1 ? 'every rollout was rewarded, so groups give no learning signal' : null) },
+        )}
+        ${lineChart('Loss', [{ label: 'loss', values: series('loss') }], {
+          // The clipped objective's value at the sampling policy is -mean(advantage), and advantages are
+          // normalised within each group: ≈ 0 is its usual value, not a sign that nothing is learned.
+          zeroBelow: 1e-6,
+          flat: (v) => (v === 0 ? 'usual for Flow-GRPO, whose advantages average 0 within a group; the reward shows the learning' : null),
+        })}
+        ${lineChart('KL to the base policy', [{ label: 'KL', values: series('kl') }], { zeroBelow: 1e-9, flat: (v) => (v === 0 ? 'the adapter has not moved the planner from its base model' : null) })}
+        ${lineChart('Clip fraction', [{ label: 'clip fraction', values: series('clipFraction') }], { flat: (v) => (v === 0 ? 'no ratio was clipped (every update stayed within the clip range)' : null) })}
         ${lineChart('Tokens per second', [{ label: 'tokens/s', values: series('tokensPerSecond') }])}
         ${p.some((x) => x.rolloutSeconds !== undefined) ? lineChart('Rollout time per step (s)', [{ label: 'rollouts s', values: series('rolloutSeconds') }]) : nothing}
         ${p.some((x) => x.plannerSequencesPerStep !== undefined)

@@ -164,10 +164,11 @@ describe('the app', () => {
     );
     await poll(countOf(rows)).toBe(2);
     const cells = await rows.first().locator('td').allTextContents();
-    expect(cells[0]).toBe('a1');
-    expect(cells[1]).toContain('You asked: What is 2+2?');
-    expect(cells[2]).toBe('no');
-    expect(cells[3]).toBe('base_generator×1');
+    // Numbered as the subset box numbers items; question, expected and given answer side by side.
+    expect(cells.slice(0, 3)).toEqual(['1', 'What is 2+2?', '4']);
+    expect(cells[3]).toContain('You asked: What is 2+2?');
+    expect(cells[4]).toBe('no');
+    expect(cells[5]).toBe('base_generator×1');
     await poll(textOf(page.locator('agentflow-experiments-panel [data-testid="runs"] tbody tr').first())).toContain('0/2 (0%)');
     // A second run of item 2 only, compared side by side with the first.
     await page.getByRole('textbox', { name: /Items/ }).fill('2');
@@ -177,13 +178,13 @@ describe('the app', () => {
       const panel = document.querySelector('agentflow-app')?.shadowRoot?.querySelector('agentflow-experiments-panel');
       return panel?.shadowRoot?.querySelectorAll('[data-testid="runs"] tbody tr').length === 2 && !panel.shadowRoot.querySelector('progress');
     }, undefined, { timeout: 60_000 });
-    await poll(textOf(runs.first())).toContain('mini-bench × 1');
+    await poll(textOf(runs.first().locator('td').first())).toMatch(/^\s*scripted demo · mini-bench × 1 · \d{4}-\d\d-\d\d \d\d:\d\d/);
     await runs.nth(1).getByRole('button', { name: 'Compare' }).click();
     const cmp = page.locator('agentflow-experiments-panel [data-testid="comparison"] [data-testid="items"]');
     // The comparison's tables appear before their rows have loaded: wait for the rows themselves.
     await poll(countOf(cmp.nth(0).locator('tbody tr'))).toBe(1);
     await poll(countOf(cmp.nth(1).locator('tbody tr'))).toBe(2);
-    await poll(textOf(cmp.nth(0).locator('tbody tr td').first())).toBe('a3');
+    await poll(textOf(cmp.nth(0).locator('tbody tr td').first())).toBe('2');
     await page.screenshot({ path: join(shots, 'experiments-compare.png'), fullPage: true });
     await runs.nth(1).getByRole('button', { name: 'Results' }).click();
     await runs.nth(1).getByRole('button', { name: 'Compare' }).waitFor();

@@ -35,6 +35,35 @@ async function openEmbed(page: Page): Promise<void> {
   await page.waitForFunction(() => (window as unknown as { embedReady?: boolean }).embedReady === true);
 }
 
+const LONG = 'Supercalifragilistic'.repeat(4);
+
+/** Elements of the page and the chat (inside its shadow root) that reach past the chat's border or the screen. */
+function overflowing(page: Page): Promise<string[]> {
+  return page.evaluate(() => {
+    const host = document.querySelector('agentflow-chat')!;
+    const right = Math.min(host.getBoundingClientRect().right, window.innerWidth);
+    const out: string[] = [];
+    if (document.documentElement.scrollWidth > window.innerWidth) out.push(`page scrolls: ${document.documentElement.scrollWidth} > ${window.innerWidth}`);
+    // Inside an element that scrolls or clips its overflow (a wide table), contents stay within the border.
+    const clipped = (el: Element): boolean => {
+      for (let a = el.parentElement; a; a = a.parentElement) if (getComputedStyle(a).overflowX !== 'visible') return a.getBoundingClientRect().right <= right + 0.5;
+      return false;
+    };
+    const walk = (root: ParentNode) => {
+      for (const el of root.querySelectorAll('*')) {
+        const r = el.getBoundingClientRect();
+        const name = `${el.tagName.toLowerCase()}${el.id ? `#${el.id}` : ''}.${el.className}`;
+        if (r.width && r.right > right + 0.5 && !clipped(el)) out.push(`${name} right ${Math.round(r.right)} > ${Math.round(right)}`);
+        // Text wider than its box (a long word that does not wrap) spills out without widening the box.
+        else if (el.scrollWidth > el.clientWidth + 1 && el.clientWidth > 0 && getComputedStyle(el).overflowX === 'visible') out.push(`${name} content ${el.scrollWidth} > ${el.clientWidth}`);
+        if (el.shadowRoot) walk(el.shadowRoot);
+      }
+    };
+    walk(document.body);
+    return out.slice(0, 10);
+  });
+}
+
 async function ask(page: Page, text: string): Promise<void> {
   const input = page.getByRole('textbox', { name: 'Your question' });
   await input.fill(text);
@@ -103,8 +132,9 @@ describe('<agentflow-chat> embedded in a plain page', () => {
     await context.close();
   });
 
-  it('renders HTML in model output inertly: no script runs, no element or handler is inserted', async () => {
-    const context = await browser.newContext();
+  it('renders HTML in model output inertly: no script runs, no element or handler is inserted; at 390 px nothing overflows', async () => {
+    // A phone's width: the answer's long word, code and table must wrap or scroll inside the element's border.
+    const context = await browser.newContext({ viewport: { width: 390, height: 800 } });
     const page = await context.newPage();
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(String(e)));
@@ -112,7 +142,8 @@ describe('<agentflow-chat> embedded in a plain page', () => {
     // A string, so the test runner does not rewrite the page's dynamic import.
     await page.evaluate(`(async () => {
       const lib = await import('${SUB}agentflow-chat.js');
-      const hostile = '**Bold** <img src=x onerror="window.__pwned=1"> <script>window.__pwned=2</scr' + 'ipt> [link](javascript:window.__pwned=3) <a href="https://example.org" onclick="window.__pwned=4">bad</a> <a href="https://example.org">ok</a>';
+      const hostile = '**Bold** <img src=x onerror="window.__pwned=1"> <script>window.__pwned=2</scr' + 'ipt> [link](javascript:window.__pwned=3) <a href="https://example.org" onclick="window.__pwned=4">bad</a> <a href="https://example.org">ok</a>' +
+        ' ${LONG} \`${LONG}\`\\n\\n\`\`\`\\n${LONG} ${LONG}\\n\`\`\`\\n\\n| a | b |\\n| - | - |\\n| ${LONG} | ${LONG} |\\n';
       const script = lib.demoScript();
       document.querySelector('agentflow-chat').engines = {
         planner: new lib.ScriptedEngine({ planner: script.planner }, 'planner:hostile'),
@@ -137,8 +168,12 @@ describe('<agentflow-chat> embedded in a plain page', () => {
     await text.getByText('link', { exact: true }).click();
     await page.waitForTimeout(300);
     expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+    await page.getByRole('button', { name: /Show trajectory/ }).click();
+    await poll(textOf(page.locator('agentflow-chat .trajectory'))).toContain('Say something dangerous');
+    await text.locator('table').waitFor();
+    expect(await overflowing(page)).toEqual([]);
     expect(errors).toEqual([]);
-    await page.screenshot({ path: join(shots, 'embed-hostile.png'), fullPage: true });
+    await page.screenshot({ path: join(shots, 'embed-hostile-390.png'), fullPage: true });
     await context.close();
   });
 

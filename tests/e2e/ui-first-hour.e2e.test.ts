@@ -17,6 +17,7 @@ import { randomQwen2, toHfFiles } from '../support/random-qwen2';
 import { serveStatic, type StaticServer } from '../support/static-server';
 import { TINY_MLC } from '../../src/engine/io/test-fixtures';
 import { formatBytes } from '../../src/ui/progress-tracker';
+import { poll } from '../support/poll';
 
 let server: StaticServer;
 /** The same build on a host that answers every unknown path with index.html (single-page-app hosting). */
@@ -130,11 +131,14 @@ describe("a user's first hour", () => {
     // Markup with an inline handler in an answer shows as text, and the page's CSP logs nothing.
     await input.fill('Say <img src=x onerror="alert(1)"> and **bold**');
     await input.press('Enter');
-    const second = page.locator('agentflow-chat [data-testid="answer"]').nth(1).locator('.text');
+    // Each question is its own conversation, shown on its own: the first answer left the view (not the list).
+    const second = page.locator('agentflow-chat [data-testid="answer"]').first().locator('.text');
     await expect.poll(() => text(second), { timeout: 30_000 }).toContain('<img src=x onerror="alert(1)">');
     // While the run is live its answer shows as plain text: wait for the finished, rendered one.
     await expect.poll(() => second.locator('strong').count(), { timeout: 30_000 }).toBe(1);
     expect(await second.locator('img').count()).toBe(0);
+    expect(await page.locator('agentflow-chat [data-testid="answer"]').count()).toBe(1);
+    expect(await page.locator('agentflow-chat [data-testid="conversation-list"] li').count()).toBe(2);
 
     // Each tool has one state that says whether it will run, here as in Models & GPU.
     await page.locator('agentflow-chat details.tools summary').click();
@@ -158,6 +162,12 @@ describe("a user's first hour", () => {
     const run = page.locator('agentflow-experiments-panel [data-testid="runs"] tbody tr').first();
     await expect.poll(() => text(run), { timeout: 60_000 }).toMatch(/\(scripted demo\)done/);
     expect(await text(page.locator('agentflow-experiments-panel [data-testid="results"] [data-testid="scripted-label"]'))).toBe('Scripted demo: no model wrote these answers.');
+    expect(await text(run.locator('td').first())).toMatch(/^scripted demo · colours × 1 · \d{4}-\d\d-\d\d \d\d:\d\d \(scripted demo\)$/);
+    // The run's conversation is not one of the user's questions: the chat lists it apart, folded.
+    await page.getByRole('tab', { name: 'Chat' }).click();
+    await poll(() => text(page.locator('agentflow-chat details[data-group="experiment"] summary'))).toBe('Experiment items (1)');
+    expect(await page.locator('agentflow-chat [data-testid="conversation-list"] li').count()).toBe(2);
+    await page.getByRole('tab', { name: 'Experiments' }).click();
     await page.screenshot({ path: join(shots, 'experiments-demo.png'), fullPage: true });
     expect(errors).toEqual([]);
     await context.close();

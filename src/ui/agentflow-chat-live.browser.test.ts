@@ -1,0 +1,97 @@
+// <agentflow-chat> while a run waits (#20.3, #20.7), in Chromium: the call in progress shows its elapsed
+// time and "waiting for the first token" until one streams, then the time to it and tokens/s; each finished
+// module call is listed with its own; a second question gets its own view (the agent sees no earlier one);
+// conversations the Experiments and Training tabs made are kept out of the list, under folded headings.
+import { describe, expect, it } from 'vitest';
+import { detectModule } from '../agent/prompts';
+import { scriptedResult, sleep } from '../agent/scripted-engine';
+import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../engine/types';
+import { createConversation } from '../store/conversations';
+import type { Tool } from '../tools/types';
+import './agentflow-chat';
+import type { AgentFlowChat } from './agentflow-chat';
+
+/** Streams its reply a piece every 25 ms after a 300 ms "prefill"; the first generator call then hangs until Stop. */
+class StreamingEngine implements ChatEngine {
+  readonly id = 'planner:streaming';
+  private generatorCalls = 0;
+  async chat(messages: ChatMessage[], o: GenerateOptions = {}): Promise<GenerationResult> {
+    const module = detectModule(messages);
+    const text =
+      module === 'planner' ? JSON.stringify({ justification: 'j', context: '', sub_goal: 'Echo it', tool_name: 'echo' })
+      : module === 'executor' ? '{"text": "x"}'
+      : module === 'verifier' ? '{"verdict": "STOP"}'
+      : module === 'generator' ? 'The answer is x.'
+      : 'Echo it.';
+    const hang = module === 'generator' && this.generatorCalls++ === 0;
+    await sleep(300, o.signal);
+    const pieces = text.match(/.{1,4}/g) ?? [];
+    for (const p of pieces) {
+      o.onToken?.(p);
+      await sleep(25, o.signal);
+    }
+    if (hang) await sleep(60_000, o.signal);
+    return scriptedResult(messages, text, null);
+  }
+}
+
+const echo: Tool = {
+  card: { name: 'echo', description: 'Echoes text.', input: { type: 'object', properties: { text: { type: 'string', description: 'text' } }, required: ['text'] }, output: 'the text', limitations: [], examples: [], usesNetwork: false },
+  async run(args) {
+    return { ok: true, output: String(args.text) };
+  },
+};
+
+const text = (el: AgentFlowChat, selector: string) => (el.renderRoot.querySelector(selector)?.textContent ?? '').replace(/\s+/g, ' ').trim();
+
+describe('<agentflow-chat> while a module runs', () => {
+  it('shows elapsed time, time to first token and tokens/s per call; each question gets its own view; experiment runs are grouped apart', async () => {
+    const dbName = `chat-live-${Math.random()}`;
+    const el = document.createElement('agentflow-chat');
+    el.dbName = dbName;
+    el.maxTurns = 1;
+    const engine = new StreamingEngine();
+    el.engines = { planner: engine, shared: engine };
+    el.extraTools = [echo];
+    el.tools = 'echo';
+    document.body.append(el);
+    await el.updateComplete;
+    try {
+      const first = el.ask('First question');
+      // The analysis has not streamed yet: the wait says so, with a clock that moves.
+      await expect.poll(() => text(el, '[data-testid="live-stats"]'), { timeout: 5000, interval: 20 }).toMatch(/^0\.\d s · waiting for the first token$/);
+      // Then its first token: the time to it, and the pieces so far with their rate.
+      await expect.poll(() => text(el, '[data-testid="live-stats"]'), { timeout: 5000, interval: 20 }).toMatch(/^\d+\.\d s · first token after 0\.[3-9] s · [1-9]\d* tokens?/);
+      // Finished calls keep their numbers: the engine counted the tokens (scripted: one per character).
+      await expect.poll(() => text(el, '[data-testid="live-calls"]'), { timeout: 10_000 }).toMatch(/Analysing the query: \d+\.\d s, first token after 0\.[3-9] s, 8 tokens/);
+      // The generator streams 4 pieces, then hangs: its line shows the rate while it waits.
+      await expect.poll(() => text(el, '[data-testid="live"]'), { timeout: 10_000 }).toMatch(/^Answering \(turn 1\)… \d+\.\d s · first token after 0\.[3-9] s · 4 tokens, \d+(\.\d)? tokens\/s$/);
+      const calls = text(el, '[data-testid="live-calls"]');
+      expect(calls).toMatch(/Planning \(turn 1\): \d+\.\d s, first token after 0\.[3-9] s, \d+ tokens at \d+(\.\d)? tokens\/s/);
+      expect(calls).toContain('Calling a tool (turn 1)');
+      el.stop();
+      expect((await first)?.status).toBe('interrupted');
+      expect(el.renderRoot.querySelector('[data-testid="live-stats"]')).toBeNull();
+
+      // A second question: its own view, and the UI says the agent does not see the first.
+      await el.ask('Second question');
+      await expect.poll(() => [...el.renderRoot.querySelectorAll('[data-testid="query"]')].map((q) => q.textContent)).toEqual(['Second question']);
+      expect(text(el, '[data-testid="independent-hint"]')).toBe('Each question starts a new conversation: the agent does not see earlier questions, which stay in the list.');
+      await expect.poll(() => el.renderRoot.querySelectorAll('[data-testid="conversation-list"] li').length).toBe(2);
+
+      // Conversations an experiment made: not in the list of questions, but under their own folded heading.
+      await createConversation({ query: 'Benchmark item', title: 'bench #1', reference: '"4"', settings: { experiment: { id: 'x', name: 'x' } } }, dbName);
+      await createConversation({ query: 'Old benchmark item', title: 'bench #2', reference: '"5"' }, dbName);
+      await createConversation({ query: 'Rollout', title: 'g #1', reference: '"5"', settings: { training: true, rollouts: { runId: 'r', groupId: 'g' } } }, dbName);
+      await el.refreshList();
+      await el.updateComplete;
+      expect(el.renderRoot.querySelectorAll('[data-testid="conversation-list"] li').length).toBe(2);
+      expect(text(el, 'details[data-group="experiment"] summary')).toBe('Experiment items (2)');
+      expect(text(el, 'details[data-group="training"] summary')).toBe('Training rollouts (1)');
+      (el.renderRoot.querySelector('details[data-group="experiment"] summary') as HTMLElement).click();
+      await expect.poll(() => [...el.renderRoot.querySelectorAll('[data-testid="experiment-list"] button.open')].map((b) => b.textContent?.trim())).toEqual(['bench #2', 'bench #1']);
+    } finally {
+      el.remove();
+    }
+  });
+});

@@ -1,0 +1,32 @@
+import { describe, expect, it } from 'vitest';
+import type { StepRecord } from '../store/records';
+import { callStat, conversationGroup, formatCall, formatLiveCall, nextCall, startCall, tokenArrived } from './chat-view';
+
+const step = (kind: StepRecord['kind'], turn: number, data: Record<string, unknown> = {}): StepRecord => ({ conversationId: 'c', seq: 0, kind, turn, startedAt: 0, endedAt: 0, data }) as unknown as StepRecord;
+
+describe('chat-view', () => {
+  it('times a call: waiting, first token, rate from the streamed pieces (≈) or the engine’s own count', () => {
+    let c = startCall(1000);
+    expect(formatLiveCall(c, 3400)).toBe('2.4 s · waiting for the first token');
+    c = tokenArrived(c, 2000);
+    for (let t = 2100; t <= 2500; t += 100) c = tokenArrived(c, t);
+    expect(formatLiveCall(c, 2600)).toBe('1.6 s · first token after 1.0 s · 6 tokens, 10 tokens/s');
+    // web-llm reports no token ids: the pieces stand in, marked ≈.
+    expect(formatCall(callStat('generator', 2, c, 2600))).toBe('Answering (turn 2): 1.6 s, first token after 1.0 s, ≈6 tokens at 10 tokens/s');
+    // The planner counts its tokens and times its decode.
+    const planned = callStat('planner', 1, c, 2600, step('planner', 1, { completionTokenCount: 50, timings: { prefillMs: 900, decodeMs: 2000 } }));
+    expect(formatCall(planned)).toBe('Planning (turn 1): 1.6 s, first token after 1.0 s, 50 tokens at 25 tokens/s');
+    expect(formatCall(callStat('executor', 1, startCall(0), 300))).toBe('Calling a tool (turn 1): 0.3 s, no tokens streamed');
+  });
+
+  it('says which call comes next and where a conversation belongs', () => {
+    expect(nextCall(step('analysis', 0))).toEqual({ module: 'planner', turn: 1 });
+    expect(nextCall(step('verifier', 2, { verdict: 'CONTINUE' }))).toEqual({ module: 'planner', turn: 3 });
+    expect(nextCall(step('verifier', 2, { verdict: 'STOP' }))).toEqual({ module: 'generator', turn: 2 });
+    const conv = { id: 'x', title: 't', createdAt: 0, updatedAt: 0, status: 'done' as const, query: 'q' };
+    expect(conversationGroup({ ...conv, settings: { rollouts: null } })).toBe('chat');
+    expect(conversationGroup({ ...conv, reference: '"4"' })).toBe('experiment');
+    expect(conversationGroup({ ...conv, settings: { experiment: { id: 'e' } } })).toBe('experiment');
+    expect(conversationGroup({ ...conv, reference: '"4"', settings: { training: true } })).toBe('training');
+  });
+});

@@ -1,0 +1,106 @@
+// What the chat shows about a run while it waits: each module call timed as the user sees it (time to the
+// first token, tokens per second, elapsed), and which stored conversations are the user's own questions
+// rather than an experiment's items or a training run's rollouts. Pure functions; the element renders them.
+import type { ModuleName } from '../agent/prompts';
+import { nextModule } from '../agent/phases';
+import type { CallUsage, ConversationRecord, StepRecord } from '../store/records';
+
+/** One module call in progress, in performance.now() milliseconds. */
+export interface CallClock {
+  startedAt: number;
+  firstTokenAt: number | null;
+  lastTokenAt: number | null;
+  /** Streamed pieces so far (web-llm and the planner stream about one token a piece). */
+  pieces: number;
+}
+
+export interface CallStat {
+  module: ModuleName;
+  turn: number;
+  ms: number;
+  firstTokenMs: number | null;
+  tokens: number;
+  /** True when the engine counted the tokens; false when they are the streamed pieces (about one a token). */
+  exact: boolean;
+  tokensPerSecond: number | null;
+}
+
+export function startCall(now: number): CallClock {
+  return { startedAt: now, firstTokenAt: null, lastTokenAt: null, pieces: 0 };
+}
+
+export function tokenArrived(c: CallClock, now: number): CallClock {
+  return { ...c, firstTokenAt: c.firstTokenAt ?? now, lastTokenAt: now, pieces: c.pieces + 1 };
+}
+
+function streamedRate(c: CallClock): number | null {
+  if (c.firstTokenAt === null || c.lastTokenAt === null || c.pieces < 2 || c.lastTokenAt <= c.firstTokenAt) return null;
+  return (c.pieces - 1) / ((c.lastTokenAt - c.firstTokenAt) / 1000);
+}
+
+/**
+ * A finished call: its stored step's token count and decode time when the engine reported them (the
+ * planner does), else what streamed. The executor's time includes running its tool.
+ */
+export function callStat(module: ModuleName, turn: number, c: CallClock, now: number, step?: StepRecord): CallStat {
+  const d: CallUsage = step?.data ?? {};
+  const counted = typeof d.completionTokenCount === 'number' && d.completionTokenCount > 0 ? d.completionTokenCount : null;
+  const decodeMs = d.timings?.decodeMs;
+  const rate = counted !== null && typeof decodeMs === 'number' && decodeMs > 0 ? counted / (decodeMs / 1000) : streamedRate(c);
+  return {
+    module,
+    turn,
+    ms: Math.max(0, now - c.startedAt),
+    firstTokenMs: c.firstTokenAt === null ? null : c.firstTokenAt - c.startedAt,
+    tokens: counted ?? c.pieces,
+    exact: counted !== null,
+    tokensPerSecond: rate,
+  };
+}
+
+/** The module call that follows `step`, and its turn (null after the answer): said before its first token. */
+export function nextCall(step: StepRecord): { module: ModuleName; turn: number } | null {
+  const module = nextModule(step);
+  if (!module) return null;
+  // The analysis opens turn 1; a verifier's CONTINUE opens the next turn.
+  const turn = step.kind === 'analysis' ? 1 : step.kind === 'verifier' && module === 'planner' ? step.turn + 1 : step.turn;
+  return { module, turn };
+}
+
+export function moduleLabel(m: ModuleName): string {
+  return { analysis: 'Analysing the query', planner: 'Planning', executor: 'Calling a tool', verifier: 'Checking', generator: 'Answering' }[m];
+}
+
+const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+const rate = (r: number) => `${r < 10 ? r.toFixed(1) : Math.round(r)} tokens/s`;
+
+/** The call in progress: "2.4 s · waiting for the first token", or its first-token time and rate so far. */
+export function formatLiveCall(c: CallClock, now: number): string {
+  const elapsed = secs(Math.max(0, now - c.startedAt));
+  if (c.firstTokenAt === null) return `${elapsed} · waiting for the first token`;
+  const r = streamedRate(c);
+  return `${elapsed} · first token after ${secs(c.firstTokenAt - c.startedAt)} · ${c.pieces} token${c.pieces === 1 ? '' : 's'}${r === null ? '' : `, ${rate(r)}`}`;
+}
+
+/** A finished call, one line: "Planning (turn 1): 3.1 s, first token after 1.2 s, 42 tokens at 21 tokens/s". */
+export function formatCall(s: CallStat): string {
+  const head = `${moduleLabel(s.module)}${s.turn ? ` (turn ${s.turn})` : ''}: ${secs(s.ms)}`;
+  if (s.firstTokenMs === null && !s.exact) return `${head}, no tokens streamed`;
+  const first = s.firstTokenMs === null ? '' : `, first token after ${secs(s.firstTokenMs)}`;
+  const n = `${s.exact ? '' : '≈'}${s.tokens} token${s.tokens === 1 ? '' : 's'}`;
+  return `${head}${first}, ${n}${s.tokensPerSecond === null ? '' : ` at ${rate(s.tokensPerSecond)}`}`;
+}
+
+export type ConversationGroup = 'chat' | 'experiment' | 'training';
+
+/**
+ * Where a stored conversation came from: a training rollout (settings.training / rollouts), an experiment's
+ * item (settings.experiment, or, stored before that was recorded, a reference answer: chat questions have
+ * none), or the user's own question.
+ */
+export function conversationGroup(c: ConversationRecord): ConversationGroup {
+  const s = c.settings ?? {};
+  if (s.training === true || (s.rollouts !== null && s.rollouts !== undefined)) return 'training';
+  if (s.experiment !== undefined || c.reference !== undefined) return 'experiment';
+  return 'chat';
+}

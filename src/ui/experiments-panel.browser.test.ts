@@ -1,0 +1,79 @@
+// The Experiments tab running a subset (#20.3, #20.5), in Chromium: while it runs it says which item (as the
+// subset box numbers it), turn and module is running; the run is named by model and date, the name is
+// stored, and each result row shows the question, the expected and the given answer side by side.
+import { describe, expect, it } from 'vitest';
+import { ProbeEngine, type ProbeReplyFn } from '../agent/probe-engine';
+import { ToolRegistry } from '../tools/registry';
+import type { Tool } from '../tools/types';
+import { listConversations } from '../store/conversations';
+import { listExperiments } from './experiment-store';
+import './experiments-panel';
+import type { AgentflowExperimentsPanel } from './experiments-panel';
+
+const reply: ProbeReplyFn = (module, messages) => {
+  const q = messages.map((m) => m.content).join('\n');
+  const text =
+    module === 'planner' ? JSON.stringify({ justification: 'j', context: '', sub_goal: 'Echo it', tool_name: 'echo' })
+    : module === 'executor' ? '{"text": "x"}'
+    : module === 'generator' ? (q.includes('colour') ? '<answer>red</answer>' : '<answer>5</answer>')
+    : 'Echo it.';
+  // Slow enough that each module's turn shows, fast enough for a short test.
+  return { text, delayMs: 120 };
+};
+
+const echo: Tool = {
+  card: { name: 'echo', description: 'Echoes text.', input: { type: 'object', properties: { text: { type: 'string', description: 'text' } }, required: ['text'] }, output: 'the text', limitations: [], examples: [], usesNetwork: false },
+  async run(args) {
+    return { ok: true, output: String(args.text) };
+  },
+};
+
+const text = (el: AgentflowExperimentsPanel, selector: string) => (el.renderRoot.querySelector(selector)?.textContent ?? '').replace(/\s+/g, ' ').trim();
+
+describe('<agentflow-experiments-panel> running a subset', () => {
+  it('shows item, turn and module while it runs; names the run by model and date; shows question, expected and given answers', async () => {
+    const dbName = `experiments-${Math.random()}`;
+    const registry = new ToolRegistry();
+    registry.register(echo);
+    const el = document.createElement('agentflow-experiments-panel') as AgentflowExperimentsPanel;
+    el.dbName = dbName;
+    el.registry = registry;
+    const engine = new ProbeEngine(reply, 'planner:probe-model');
+    el.engines = { planner: engine, shared: engine };
+    document.body.append(el);
+    try {
+      el.importText(['{"pid": "a1", "query": "What is 2+2?", "answer": "4"}', '{"pid": "a2", "query": "Name a primary colour.", "answer": "red"}', '{"pid": "a3", "query": "What is 2+3?", "answer": 5}'].join('\n'), 'mini.jsonl');
+      await el.updateComplete;
+      (el.renderRoot.querySelector('#subset') as HTMLInputElement).value = '2-3';
+      (el.renderRoot.querySelector('#turns') as HTMLInputElement).value = '1';
+      const before = Date.now();
+      [...el.renderRoot.querySelectorAll('button')].find((b) => b.textContent === 'Run')!.click();
+      // Numbered as typed in the subset box (#2, #3), with the benchmark's own id when it differs.
+      await expect.poll(() => text(el, '[data-testid="experiment-progress"]'), { timeout: 10_000, interval: 20 }).toBe('Item 1 of 2 (#2, a2), turn 1: Planning…');
+      await expect.poll(() => text(el, '[data-testid="experiment-progress"]'), { timeout: 10_000, interval: 20 }).toBe('Item 2 of 2 (#3, a3), Analysing the query…');
+      await expect.poll(() => el.renderRoot.querySelector('[data-testid="experiment-progress"]'), { timeout: 10_000 }).toBeNull();
+
+      const [run] = await listExperiments(dbName);
+      expect(run.createdAt).toBeGreaterThanOrEqual(before);
+      const d = new Date(run.createdAt);
+      const p = (n: number) => String(n).padStart(2, '0');
+      expect(run.name).toBe(`probe-model · mini × 2 · ${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}`);
+      expect(run.config.adapter).toBeNull();
+      await expect.poll(() => text(el, '[data-testid="runs"] tbody tr td')).toBe(run.name);
+
+      await expect.poll(() => el.renderRoot.querySelectorAll('[data-testid="items"] tbody tr').length).toBe(2);
+      expect([...el.renderRoot.querySelectorAll('[data-testid="items"] thead th')].map((th) => th.textContent)).toEqual(['#', 'Question', 'Expected', 'Given', 'Correct', 'Tools', 'Errors', 'Trajectory']);
+      const rows = [...el.renderRoot.querySelectorAll('[data-testid="items"] tbody tr')].map((tr) => [...tr.querySelectorAll('td')].slice(0, 5).map((td) => td.textContent?.trim()));
+      expect(rows).toEqual([
+        ['2', 'Name a primary colour.', 'red', 'red', 'yes'],
+        ['3', 'What is 2+3?', '5', '5', 'yes'],
+      ]);
+      // Its conversations say which run made them (the chat lists them apart from the user's questions).
+      const convs = await listConversations(dbName);
+      expect(convs.map((c) => c.title).sort()).toEqual(['mini #2 (a2)', 'mini #3 (a3)']);
+      expect(convs.every((c) => (c.settings?.experiment as { id?: string } | undefined)?.id === run.id)).toBe(true);
+    } finally {
+      el.remove();
+    }
+  });
+});
