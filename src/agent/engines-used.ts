@@ -1,5 +1,6 @@
 // Which engines a stored run used, so a resumed run can tell when the engines changed under it and the UI
 // can label answers no model wrote.
+import { servesAllModules } from '../engine/base-model-view';
 import { AgentFlowError, type ErrorCategory } from '../errors';
 import type { AgentEngines } from './loop';
 
@@ -12,7 +13,8 @@ export interface EnginesUsed {
 }
 
 export function enginesUsed(e: AgentEngines): EnginesUsed {
-  return { planner: e.planner.id, shared: e.shared.id, scripted: isScripted(e) };
+  // One planner serving every module (its frozen modules through a base-model view) is one engine.
+  return { planner: e.planner.id, shared: servesAllModules(e) ? e.planner.id : e.shared.id, scripted: isScripted(e) };
 }
 
 /** True when any of the engines replays scripted replies (ChatEngine.scripted): the scripted demo. */
