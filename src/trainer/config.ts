@@ -7,8 +7,15 @@ export interface GrpoConfig {
   groupSize: number;
   /** Queries per training step. */
   queriesPerStep: number;
-  /** AdamW learning rate. */
+  /** AdamW learning rate (the peak: see lrDecaySteps). */
   learningRate: number;
+  /**
+   * Cosine decay of the learning rate from `learningRate` at step 1 to `learningRate × lrFinalRatio` at this
+   * step, constant after it; 0 = a constant rate.
+   */
+  lrDecaySteps: number;
+  /** The decayed rate's fraction of learningRate (see lrDecaySteps). */
+  lrFinalRatio: number;
   /** Lower clip of the ratio: rho is clipped to [1 - epsLow, 1 + epsHigh]. */
   epsLow: number;
   /** Upper clip of the ratio ("clip-higher", DAPO): larger than epsLow so low-probability tokens can still rise. */
@@ -51,6 +58,8 @@ export interface GrpoConfig {
  *   weight by about the learning rate per step whatever the gradient's size, and small groups give noisy
  *   advantages, so the default sits low in the 1e-5 to 5e-5 range of LoRA GRPO recipes for 0.5B-7B models
  *   (the Training panel shows the same value; the toy task uses its own large rate on a tiny model).
+ * - lrDecaySteps 0 (constant rate): AgentFlow's recipe keeps a constant rate. The toy run decays it over the run
+ *   (TOY_GRPO, reasons in README "Toy training"); lrFinalRatio 0.1 is the usual cosine floor.
  * - weightDecay 0.01, adam betas 0.9/0.999, eps 1e-8, maxGradNorm 1.0: the usual AdamW settings of
  *   verl / TRL, which AgentFlow builds on.
  * - epochs 1, miniBatches 1: one on-policy update per batch, so old logprobs equal the current ones at the
@@ -66,6 +75,8 @@ export const DEFAULT_GRPO_CONFIG: Readonly<GrpoConfig> = Object.freeze({
   groupSize: 8,
   queriesPerStep: 4,
   learningRate: 2e-5,
+  lrDecaySteps: 0,
+  lrFinalRatio: 0.1,
   epsLow: 0.2,
   epsHigh: 0.3,
   beta: 0.001,
@@ -99,6 +110,8 @@ const RULES: Record<keyof GrpoConfig, Rule> = {
   groupSize: { int: true, min: 2 },
   queriesPerStep: { int: true, min: 1 },
   learningRate: { min: 0, minExclusive: true, max: 1 },
+  lrDecaySteps: { int: true, min: 0 },
+  lrFinalRatio: { min: 0, max: 1 },
   epsLow: { min: 0, max: 1, maxExclusive: true },
   epsHigh: { min: 0 },
   beta: { min: 0 },

@@ -7,7 +7,7 @@ import { adamwUpdate, clipFactor } from './adamw';
 import { resolveGrpoConfig } from './config';
 import { CpuPolicyBackend } from './cpu-backend';
 import { cpuBackward, cpuForward, zeroLoraGrads } from './cpu-model';
-import { grpoStep, rolloutRewardMean } from './grpo-step';
+import { grpoStep, learningRateAt, rolloutRewardMean } from './grpo-step';
 import { adapterTensors, cloneAdapter, initLoraAdapter } from './lora';
 import { grpoLoss } from './loss';
 import { ToyTask, toyModel } from './toy-task';
@@ -153,5 +153,38 @@ describe('grpoStep', () => {
       expect(clean.optimizerSteps).toBe(3);
     });
   });
-});
 
+  it('takes no optimizer step when every group is all-equal: adapter and AdamW moments stay, even with momentum', async () => {
+    const adapter = initLoraAdapter(model.config, { r: 2, alpha: 4 }, new Rng(1));
+    const backend = new CpuPolicyBackend(model.config, model.weights, adapter);
+    const cfg = resolveGrpoConfig({ learningRate: 1e-2, beta: 0.1, groupSize: 2, queriesPerStep: 2 });
+    // A step with signal first, so AdamW has momentum that would keep moving the weights.
+    const first = await grpoStep(backend, batch(), cfg, { step: 1, optimizerSteps: 0, random: () => 0.5 });
+    expect(first.optimizerSteps).toBe(1);
+    expect(first.noSignal).toBeUndefined();
+    const before = await backend.exportState();
+    const solved = batch().map((s) => ({ ...s, reward: s.groupId === 'g1' ? 1 : 0 }));
+    const st = await grpoStep(backend, solved, cfg, { step: 2, optimizerSteps: 1, random: () => 0.5 });
+    expect(st.noSignal).toBe(true);
+    expect(st.noGradientGroups).toBe(2);
+    expect(st.optimizerSteps).toBe(1);
+    expect(st.gradNorm).toBe(0);
+    expect(st.kl).toBeGreaterThan(0); // measured at the sampling policy, which the first step moved off the base
+    const after = await backend.exportState();
+    for (const [name, mv] of before.moments) {
+      expect(after.moments.get(name)!.m).toEqual(mv.m);
+      expect(after.moments.get(name)!.v).toEqual(mv.v);
+    }
+    const w0 = adapterTensors(before.adapter).map((t) => Array.from(t.data));
+    expect(adapterTensors(after.adapter).map((t) => Array.from(t.data))).toEqual(w0);
+  });
+
+  it('decays the learning rate on a cosine from learningRate to learningRate × lrFinalRatio at lrDecaySteps', () => {
+    const cfg = resolveGrpoConfig({ learningRate: 0.01, lrDecaySteps: 101, lrFinalRatio: 0.1 });
+    expect(learningRateAt(cfg, 1)).toBeCloseTo(0.01, 12);
+    expect(learningRateAt(cfg, 51)).toBeCloseTo(0.0055, 12);
+    expect(learningRateAt(cfg, 101)).toBeCloseTo(0.001, 12);
+    expect(learningRateAt(cfg, 500)).toBeCloseTo(0.001, 12);
+    expect(learningRateAt(resolveGrpoConfig({ learningRate: 0.01 }), 500)).toBe(0.01);
+  });
+});

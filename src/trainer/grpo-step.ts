@@ -5,7 +5,7 @@ import { clipFactor } from './adamw';
 import { groupAdvantages, type GroupStats } from './advantages';
 import type { PolicyBackend } from './backend';
 import type { GrpoConfig } from './config';
-import { addSums, emptySums } from './loss';
+import { addSums, emptySums, type GrpoLossSums } from './loss';
 import { microBatches, miniBatches, packBatch, type TurnSample } from './samples';
 
 export interface StepStats {
@@ -43,6 +43,11 @@ export interface StepStats {
   groups: number;
   /** Groups whose rewards were all equal: they give no policy gradient this step. */
   noGradientGroups: number;
+  /**
+   * Every group's rewards were equal: no update ran (adapter, AdamW moments and optimizerSteps unchanged);
+   * loss, clip and gradient statistics are 0 and kl is measured at the sampling policy. Absent otherwise.
+   */
+  noSignal?: true;
   groupStats: GroupStats[];
   /** Forward+backward tokens per second over the update phase. */
   tokensPerSecond: number;
@@ -63,6 +68,13 @@ export interface StepContext {
   zeroAdvantages?: boolean;
 }
 
+/** The learning rate of training step `step` (1-based): cosine from learningRate down to learningRate × lrFinalRatio at lrDecaySteps. */
+export function learningRateAt(cfg: Pick<GrpoConfig, 'learningRate' | 'lrDecaySteps' | 'lrFinalRatio'>, step: number): number {
+  if (!(cfg.lrDecaySteps > 1)) return cfg.learningRate;
+  const t = Math.min(1, Math.max(0, (step - 1) / (cfg.lrDecaySteps - 1)));
+  return cfg.learningRate * (cfg.lrFinalRatio + (1 - cfg.lrFinalRatio) * 0.5 * (1 + Math.cos(Math.PI * t)));
+}
+
 const now = () => (typeof performance !== 'undefined' ? performance.now() : Date.now());
 
 /** Fills per-row logprobs of `samples[i].key` for the given indices through the backend, micro-batched. */
@@ -75,6 +87,20 @@ async function scoreInto(backend: PolicyBackend, samples: TurnSample[], idx: num
       samples[s.sample][key] = Array.from(lp.subarray(s.start + p - 1, s.start + s.length - 1));
     }
   }
+}
+
+/** Σ k3 over the batch's response tokens at the sampling policy (logp = old), for a step that ran no update. */
+function onPolicyKlSums(samples: readonly TurnSample[], klClamp: number): GrpoLossSums {
+  const sums = emptySums();
+  for (const s of samples) {
+    s.responseTokens.forEach((_, k) => {
+      const d = s.refLogprobs![k] - s.oldLogprobs![k];
+      sums.tokens++;
+      sums.kl += Math.min(Math.max(Math.exp(d) - d - 1, -klClamp), klClamp);
+      sums.ratio += 1;
+    });
+  }
+  return sums;
 }
 
 /** Mean final reward over rollouts (each rollout counted once, however many turns it has). */
@@ -91,6 +117,12 @@ export async function grpoStep(backend: PolicyBackend, input: readonly TurnSampl
   if (input.length === 0) throw new Error('grpoStep: the batch has no samples (no planner turns were recorded)');
   const adv = groupAdvantages(input, cfg.advantageEps);
   const samples: TurnSample[] = input.map((s, i) => ({ ...s, advantage: ctx.zeroAdvantages ? 0 : adv.advantages[i] }));
+  // No optimizer step without a reward signal (as DAPO's dynamic sampling drops all-equal groups): with every
+  // group's rewards equal the policy gradient is zero, yet AdamW would still move every weight on its momentum,
+  // about the learning rate per step for several steps. Once a run has solved most queries, most steps are
+  // like this, and that drift is what flipped solved queries onto wrong answers (README, "Toy training").
+  // The control run's forced-zero advantages are not "no signal": it must still take its KL-only steps.
+  const noSignal = adv.noGradientGroups === adv.groups.length;
   const all = samples.map((_, i) => i);
 
   const missingOld = all.filter((i) => !samples[i].oldLogprobs);
@@ -109,7 +141,7 @@ export async function grpoStep(backend: PolicyBackend, input: readonly TurnSampl
   let processed = 0;
   let skipped: StepStats['skipped'];
   let skippedUpdates = 0;
-  for (let epoch = 0; epoch < cfg.epochs; epoch++) {
+  for (let epoch = 0; epoch < (noSignal ? 0 : cfg.epochs); epoch++) {
     const parts = cfg.miniBatches === 1 ? [all] : miniBatches(samples, cfg.miniBatches, ctx.random);
     for (const part of parts) {
       const micro = microBatches(samples, part, cfg.microBatchTokens).map((mb) => packBatch(samples, mb, backend.modelConfig.vocabSize));
@@ -131,7 +163,7 @@ export async function grpoStep(backend: PolicyBackend, input: readonly TurnSampl
       }
       optimizerSteps++;
       await backend.adamw({
-        lr: cfg.learningRate,
+        lr: learningRateAt(cfg, ctx.step),
         beta1: cfg.adamBeta1,
         beta2: cfg.adamBeta2,
         eps: cfg.adamEps,
@@ -144,6 +176,7 @@ export async function grpoStep(backend: PolicyBackend, input: readonly TurnSampl
   const t3 = now();
   const tokens = samples.reduce((n, s) => n + s.promptTokens.length + s.responseTokens.length, 0);
   const responseTokens = samples.reduce((n, s) => n + s.responseTokens.length, 0);
+  if (noSignal) last = onPolicyKlSums(samples, cfg.klClamp);
   const T = Math.max(1, last.tokens);
   return {
     step: ctx.step,
@@ -163,5 +196,6 @@ export async function grpoStep(backend: PolicyBackend, input: readonly TurnSampl
     tokensPerSecond: processed / Math.max(1e-9, (t3 - t2) / 1000),
     ms: { oldLogprobs: t1 - t0, refLogprobs: t2 - t1, update: t3 - t2, total: t3 - t0 },
     ...(skipped ? { skipped, skippedUpdates } : {}),
+    ...(noSignal ? { noSignal: true as const } : {}),
   };
 }

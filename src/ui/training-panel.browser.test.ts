@@ -60,12 +60,12 @@ const startButton = (p: AgentflowTrainingPanel) => [...p.shadowRoot!.querySelect
 describe('Training panel learning rate', () => {
   it('offers the toy rate for the toy task and a LoRA-sized rate for the real planner, and keeps each mode’s edit to that mode', async () => {
     const p = await mount(`panel-lr-${Math.random()}`);
-    expect(Number(lr(p))).toBe(0.02);
+    expect(Number(lr(p))).toBe(DEFAULT_LEARNING_RATE.toy);
     const { engines, trainer, starts } = plannerWithRecorder();
     p.engines = engines;
     p.trainer = trainer;
     await p.updateComplete;
-    expect(Number(lr(p))).toBe(0.02); // no benchmark yet: still toy
+    expect(Number(lr(p))).toBe(DEFAULT_LEARNING_RATE.toy); // no benchmark yet: still toy
     p.importBenchmarkText(BENCH, 'tiny.json');
     await p.updateComplete;
     expect(q<HTMLSelectElement>(p, '#dataset').value).toBe('agent');
@@ -78,7 +78,7 @@ describe('Training panel learning rate', () => {
     expect(starts[0].config?.learningRate).toBe(2e-5);
 
     await choose(p, '#dataset', 'toy');
-    expect(Number(lr(p))).toBe(0.02);
+    expect(Number(lr(p))).toBe(DEFAULT_LEARNING_RATE.toy);
     await type(p, '#lr', '0.05');
     // A re-render for another reason leaves the typed value alone.
     p.points = [{ step: 1, reward: 0, rewardStd: 0, rollingReward: 0, loss: 0, kl: 0, gradNorm: 0, clipFraction: 0, tokensPerSecond: 0, plannerTokens: 0, samples: 0, noGradientGroups: 0, rolloutSeconds: 0, updateSeconds: 0 }];

@@ -32,6 +32,7 @@ import { getSetting, putSetting } from '../store/settings';
 import { adapterFiles, adapterShape, deleteAdapter, importAdapterFiles, importedAdapterName, listAdapters } from './adapter-store';
 import { lineChart } from './charts';
 import { DEFAULT_GRPO_CONFIG } from '../trainer/config';
+import { TOY_TRAINING } from '../trainer/toy-task';
 import { downloadBlob, downloadText } from './download';
 import { TOY_BASE_MODEL, createToyDriver, resumeToyDriver, WorkerToyTrainingDriver, type TrainingDriver, type TrainingSettings, type TrainingStepPoint } from './training-driver';
 
@@ -41,12 +42,12 @@ export type TrainingMode = 'toy' | 'agent';
 
 /**
  * The learning rate the form shows for each mode until the user types one for that mode.
- * - toy 0.02: the toy task's tiny planner and zero-initialised adapter need large steps to show the reward
- *   rising within a 40-step demo.
+ * - toy: TOY_TRAINING.learningRate (0.01), the rate the toy's stability runs were measured at (README, "Toy
+ *   training"); its tiny planner and zero-initialised adapter need large steps to learn within a short demo.
  * - agent: the trainer's default (DEFAULT_GRPO_CONFIG.learningRate, reasons in trainer/config.ts). The toy
  *   rate would rewrite a real planner's adapter within a few steps and wreck its language.
  */
-export const DEFAULT_LEARNING_RATE: Readonly<Record<TrainingMode, number>> = Object.freeze({ toy: 0.02, agent: DEFAULT_GRPO_CONFIG.learningRate });
+export const DEFAULT_LEARNING_RATE: Readonly<Record<TrainingMode, number>> = Object.freeze({ toy: TOY_TRAINING.learningRate, agent: DEFAULT_GRPO_CONFIG.learningRate });
 
 export class AgentflowTrainingPanel extends LitElement {
   static override properties = {

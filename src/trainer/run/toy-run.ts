@@ -46,7 +46,9 @@ export async function gpuToyHost(ctx: GpuContext, model: ToyModel, maxRows = 512
 
 /**
  * Flow-GRPO settings of a toy run: every query each step (the task has 6), no weight decay and no KL
- * penalty, so a control run with zero advantages keeps the adapter exactly where it started.
+ * penalty, so a control run with zero advantages keeps the adapter exactly where it started. The learning
+ * rate decays (cosine, to a tenth) over the run's steps: once the task is solved, the rare failing rollout's
+ * full-size Adam steps flip solved queries (README, "Toy training").
  */
 export const TOY_GRPO = { weightDecay: 0, beta: 0 } as const;
 
@@ -65,6 +67,7 @@ export function toyRunSpec(s: { steps: number; groupSize: number; learningRate: 
       groupSize: s.groupSize,
       queriesPerStep: task.numQueries,
       seed: s.seed ?? 3,
+      lrDecaySteps: s.grpo?.lrDecaySteps ?? s.steps,
       checkpointEvery: s.grpo?.checkpointEvery ?? Math.max(1, Math.min(10, s.steps)),
     },
     adapter: s.adapter,
