@@ -20,9 +20,11 @@ import { TrainingRun } from './run/training-run';
 import type { TrainStorage } from './training-host';
 import { GrpoTrainer } from './trainer';
 
+// Seed 12: every step of these runs has a group with signal, so each takes its optimizer steps (a step without
+// signal takes none since grpoStep skips it) and resume has moments to restore.
 const TASK = { numQueries: 4, hiddenSize: 16, intermediateSize: 24, numLayers: 1 };
 const spec = (steps: number, extra: Partial<RunSpec> = {}): RunSpec => ({
-  ...toyRunSpec({ steps, groupSize: 4, learningRate: 0.01, seed: 11, adapter: { kind: 'fresh', rank: 2, alpha: 4, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] }, task: TASK, grpo: { miniBatches: 2, epochs: 2, checkpointEvery: 2 } }),
+  ...toyRunSpec({ steps, groupSize: 4, learningRate: 0.01, seed: 12, adapter: { kind: 'fresh', rank: 2, alpha: 4, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] }, task: TASK, grpo: { miniBatches: 2, epochs: 2, checkpointEvery: 2 } }),
   ...extra,
 });
 

@@ -471,7 +471,7 @@ export class AgentflowTrainingPanel extends LitElement {
             <option value="agent" ?disabled=${!agentReady} .selected=${agent}>Imported benchmark (agent rollouts)</option>
           </select></label>
           <label>Reward<select id="reward">${agent ? html`<option value="benchmark">Reference answers (${b!.kind})</option>` : html`<option value="toy">Toy: both turns right</option>`}</select></label>
-          <label>Group size<input id="group" type="number" min="2" max="64" value="8"
+          <label>Group size<input id="group" type="number" min="2" max="64" value=${agent ? 8 : TOY_TRAINING.groupSize}
             @input=${(e: Event) => (this.groupSizeShown = Number((e.target as HTMLInputElement).value))} /></label>
           <label>Steps<input id="steps" type="number" min="1" max="10000" value="40" /></label>
           <label>Learning rate<input id="lr" type="number" min="0" step="any" .value=${lr}
