@@ -37,9 +37,11 @@ export function lineChart(title: string, series: Series[], o: LineChartOptions =
   let lo = finite.length ? Math.min(...finite) : 0;
   let hi = finite.length ? Math.max(...finite) : 1;
   const nearZero = o.zeroBelow !== undefined && finite.length > 0 && Math.max(Math.abs(lo), Math.abs(hi)) < o.zeroBelow;
-  const flat = finite.length > 0 && (hi === lo || nearZero);
+  // One level for the whole axis; said in words only once there are two steps (one point is not a line).
+  const constant = finite.length > 0 && (hi === lo || nearZero);
+  const flat = constant && n >= 2;
   const level = nearZero ? 0 : lo;
-  if (flat) {
+  if (constant) {
     lo = level - 1;
     hi = level + 1;
   }
@@ -53,7 +55,7 @@ export function lineChart(title: string, series: Series[], o: LineChartOptions =
         pen = false;
         return;
       }
-      d += `${pen ? 'L' : 'M'}${x(i).toFixed(1)},${y(flat ? level : v).toFixed(1)}`;
+      d += `${pen ? 'L' : 'M'}${x(i).toFixed(1)},${y(constant ? level : v).toFixed(1)}`;
       pen = true;
     });
     return svg`<path d=${d || 'M0,0'} fill="none" stroke=${s.color ?? PALETTE[k % PALETTE.length]} stroke-width="1.5"></path>`;
@@ -68,7 +70,7 @@ export function lineChart(title: string, series: Series[], o: LineChartOptions =
     <svg viewBox="0 0 ${W} ${H}" style="width:100%;height:auto" role="img" aria-label=${`${title}: ${note ?? series.map((s, k) => `${s.label} ${last[k] === undefined ? 'no data' : fmt(last[k]!)}`).join(', ')}`}>
       <line x1=${PAD} y1=${H - 16} x2=${W - 4} y2=${H - 16} stroke="currentColor" stroke-opacity="0.3"></line>
       <line x1=${PAD} y1="8" x2=${PAD} y2=${H - 16} stroke="currentColor" stroke-opacity="0.3"></line>
-      ${flat
+      ${constant
         ? svg`<text class="tick" x="2" y=${y(level) + 3} font-size="9" fill="currentColor">${levelText}</text>`
         : svg`<text class="tick" x="2" y="14" font-size="9" fill="currentColor">${fmt(hi)}</text>
             <text class="tick" x="2" y=${H - 16} font-size="9" fill="currentColor">${fmt(lo)}</text>`}
