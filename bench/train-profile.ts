@@ -167,6 +167,9 @@ async function main(): Promise<void> {
 
   const all = segments.flatMap((s) => s.items);
   const count = (k: Item['kind']) => all.filter((it) => it.kind === k).length;
+  // The counts before the timings, which take many minutes on a software adapter.
+  const phaseCounts = Object.fromEntries([...new Set(segments.map((s) => s.phase))].map((ph) => [ph, segments.filter((s) => s.phase === ph).flatMap((s) => s.items).filter((it) => it.kind === 'dispatch').length]));
+  log(`train-profile: dispatches ${count('dispatch')}, copies ${count('copy')}, clears ${count('clear')}; dispatches per phase ${JSON.stringify(phaseCounts)}`);
 
   // CPU: encode only.
   let encodeMs = Infinity;
