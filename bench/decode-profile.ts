@@ -30,8 +30,10 @@ import { flag } from './flags';
 import { QWEN25_05B, shapedQ4Weights, shapedWeights } from './shaped-model';
 
 interface RuntimeInternals {
-  plan(kind: 'decode', rows: number): Promise<ActivationPlan>;
-  kvCache(): Promise<KvCache>;
+  res: {
+    plan(kind: 'decode', rows: number): Promise<ActivationPlan>;
+    kvCache(): Promise<KvCache>;
+  };
 }
 
 async function main(): Promise<void> {
@@ -60,13 +62,16 @@ async function main(): Promise<void> {
   const sampledT1 = await sampledRun({ temperature: 1 });
   const sampledTopK40 = await sampledRun({ temperature: 1, topK: 40 });
 
-  const internals = rt as unknown as RuntimeInternals;
+  const internals = (rt as unknown as RuntimeInternals).res;
   const plan = await internals.plan('decode', 1);
   const kv = await internals.kvCache();
   let row = prompt.length;
+  // What the step lists read when encoded: the cache row a lone sequence writes, and (the n-row steps below)
+  // each row's, 4 apart.
+  const inputs = () => ({ cacheRow: row, cacheRows: Array.from({ length: 8 }, (_, r) => row + 4 * r) });
   // The step list generate() runs at this context: the fused 4-bit decode where the weights allow it.
   const fused = canFuseDecode(rt.weights);
-  const spec = { plan, weights: rt.weights, adapter: rt.adapters.active, n: 1, cache: { kv, cacheRow: () => row, maxKeys: ATTN_DECODE_SINGLE_MAX_KEYS } };
+  const spec = { plan, weights: rt.weights, adapter: rt.adapters.active, n: 1, cache: { kv, maxKeys: ATTN_DECODE_SINGLE_MAX_KEYS } };
   const forward = fused ? await recordDecodeForward(ctx, spec) : await recordForward(ctx, spec);
   const logits = await recordLogits(ctx, plan, rt.weights, 0, 1);
   const steps: Step[][] = [forward, logits];
@@ -76,7 +81,7 @@ async function main(): Promise<void> {
   const e0 = performance.now();
   for (let i = 0; i < tokens; i++) {
     const enc = ctx.device.createCommandEncoder();
-    for (const s of steps) encodeSteps(ctx, enc, s);
+    for (const s of steps) encodeSteps(ctx, enc, s, inputs());
     enc.finish();
   }
   const encodeMs = (performance.now() - e0) / tokens;
@@ -88,7 +93,7 @@ async function main(): Promise<void> {
     const enc = ctx.device.createCommandEncoder();
     for (let i = 0; i < tokens; i++) {
       row = prompt.length + i;
-      for (const s of lists) encodeSteps(ctx, enc, s);
+      for (const s of lists) encodeSteps(ctx, enc, s, inputs());
     }
     const cb = enc.finish();
     const g0 = performance.now();
@@ -147,7 +152,7 @@ async function main(): Promise<void> {
   const gpuMsPerStep = async (n: number) => {
     const plan = await internals.plan('decode', n);
     const rowsBuf = uploadStorage(ctx, `profile.cacheRows${n}`, Uint32Array.from({ length: n }, (_, r) => prompt.length + 4 * r));
-    const spec = { plan, weights: rt.weights, adapter: rt.adapters.active, n, cache: { kv, cacheRow: () => row, maxKeys: ATTN_DECODE_SINGLE_MAX_KEYS, rows: { buffer: rowsBuf, at: (r: number) => row + 4 * r } } };
+    const spec = { plan, weights: rt.weights, adapter: rt.adapters.active, n, cache: { kv, maxKeys: ATTN_DECODE_SINGLE_MAX_KEYS, rows: { buffer: rowsBuf } } };
     const ms = await gpuMsPerToken([fused ? await recordDecodeForward(ctx, spec) : await recordForward(ctx, spec), await recordLogits(ctx, plan, rt.weights, 0, n)]);
     rowsBuf.destroy();
     return ms;

@@ -34,7 +34,6 @@ import { QWEN25_05B, shapedQ4Weights, shapedWeights } from './shaped-model';
 interface PassInternals {
   plan: ActivationPlan;
   s: { dnF: GPUBuffer };
-  row0: number;
   stepsFor: LoraBackwardPass['stepsFor'];
   chunkForward(rows: number): Promise<Step[]>;
   chunkBackward(rows: number): Promise<Step[]>;
@@ -53,8 +52,8 @@ interface BackendInternals {
 type Item = Step | { kind: 'clear'; buffer: GPUBuffer };
 
 /**
- * Items encoded as the trainer encodes them: `row0` is set on the pass first (chunk copies read it at encode
- * time); `ownPasses` mirrors submitDispatches (one compute pass and a fresh bind group per dispatch), which
+ * Items encoded as the trainer encodes them: `row0` is the encode input the chunk copies read (graph.ts);
+ * `ownPasses` mirrors submitDispatches (one compute pass and a fresh bind group per dispatch), which
  * the gradient norm and AdamW use, against encodeSteps' shared pass for the step lists.
  */
 interface Segment {
@@ -70,12 +69,12 @@ const num = (name: string, fallback: string, min = 1): number => {
   return v;
 };
 
-function encodeSegments(ctx: GpuContext, pass: PassInternals, enc: GPUCommandEncoder, segments: Segment[]): void {
+function encodeSegments(ctx: GpuContext, enc: GPUCommandEncoder, segments: Segment[]): void {
   for (const seg of segments) {
-    if (seg.row0 !== null) pass.row0 = seg.row0;
+    const inputs = seg.row0 === null ? {} : { row0: seg.row0 };
     let run: Step[] = [];
     const flush = () => {
-      if (run.length) encodeSteps(ctx, enc, run);
+      if (run.length) encodeSteps(ctx, enc, run, inputs);
       run = [];
     };
     for (const it of seg.items) {
@@ -168,13 +167,16 @@ async function main(): Promise<void> {
 
   const all = segments.flatMap((s) => s.items);
   const count = (k: Item['kind']) => all.filter((it) => it.kind === k).length;
+  // The counts before the timings, which take many minutes on a software adapter.
+  const phaseCounts = Object.fromEntries([...new Set(segments.map((s) => s.phase))].map((ph) => [ph, segments.filter((s) => s.phase === ph).flatMap((s) => s.items).filter((it) => it.kind === 'dispatch').length]));
+  log(`train-profile: dispatches ${count('dispatch')}, copies ${count('copy')}, clears ${count('clear')}; dispatches per phase ${JSON.stringify(phaseCounts)}`);
 
   // CPU: encode only.
   let encodeMs = Infinity;
   for (let i = 0; i < Math.max(reps, 3); i++) {
     const e0 = performance.now();
     const enc = ctx.device.createCommandEncoder();
-    encodeSegments(ctx, pass, enc, segments);
+    encodeSegments(ctx, enc, segments);
     enc.finish();
     encodeMs = Math.min(encodeMs, performance.now() - e0);
   }
@@ -184,7 +186,7 @@ async function main(): Promise<void> {
     let best = Infinity;
     for (let i = 0; i < reps; i++) {
       const enc = ctx.device.createCommandEncoder({ label: 'train-profile' });
-      encodeSegments(ctx, pass, enc, segs);
+      encodeSegments(ctx, enc, segs);
       const cb = enc.finish();
       const g0 = performance.now();
       ctx.device.queue.submit([cb]);

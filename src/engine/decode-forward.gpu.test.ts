@@ -12,7 +12,7 @@ import { ActivationPlan } from './activations';
 import { AdapterSet } from './adapters';
 import { canFuseDecode, recordDecodeForward, releaseDecodeParams } from './decode-forward';
 import { recordForward, recordLogits } from './forward';
-import { encodeSteps, type Step } from './graph';
+import { encodeSteps, type EncodeInputs, type Step } from './graph';
 import { KvCache } from './kv-cache';
 import { Qwen2Weights } from './weights';
 import type { GpuContext } from '../gpu/device';
@@ -20,9 +20,9 @@ import type { GpuContext } from '../gpu/device';
 // Both paths compute the same f32 values summed in a different order; relative to the largest value.
 const TOL = 2e-5;
 
-function run(ctx: GpuContext, ...lists: Step[][]): void {
+function run(ctx: GpuContext, inputs: EncodeInputs, ...lists: Step[][]): void {
   const enc = ctx.device.createCommandEncoder({ label: 'decode-forward.test' });
-  for (const s of lists) encodeSteps(ctx, enc, s);
+  for (const s of lists) encodeSteps(ctx, enc, s, inputs);
   ctx.device.queue.submit([enc.finish()]);
 }
 
@@ -58,8 +58,8 @@ describe('recordDecodeForward (fused 4-bit decode) vs recordForward', async () =
             writeBuffer(ctx, prefill.pos, Uint32Array.from(prompt, (_, i) => i));
             writeBuffer(ctx, prefill.ranges, Uint32Array.from(prompt.flatMap((_, i) => [0, i + 1])));
             let row = 0;
-            const cache = { kv, cacheRow: () => row };
-            run(ctx, await recordForward(ctx, { plan: prefill, weights, adapter: ad, n: P, cache }));
+            const cache = { kv };
+            run(ctx, { cacheRow: row }, await recordForward(ctx, { plan: prefill, weights, adapter: ad, n: P, cache }));
             const spec = { plan, weights, adapter: ad, n, cache };
             const ref = await recordForward(ctx, spec);
             const fused = await recordDecodeForward(ctx, spec);
@@ -92,9 +92,9 @@ describe('recordDecodeForward (fused 4-bit decode) vs recordForward', async () =
               };
               // The reference writes this step's cache rows, then the fused path rewrites them (equal up
               // to rounding) and attends over the same earlier rows.
-              run(ctx, ref, logits);
+              run(ctx, { cacheRow: row }, ref, logits);
               const want = await read();
-              run(ctx, fused, logits);
+              run(ctx, { cacheRow: row }, fused, logits);
               const got = await read();
               expect(relMaxErr(got.x, want.x), `step ${step} hidden`).toBeLessThan(TOL);
               expect(relMaxErr(got.logits, want.logits), `step ${step} logits`).toBeLessThan(TOL);
@@ -106,7 +106,7 @@ describe('recordDecodeForward (fused 4-bit decode) vs recordForward', async () =
             }
             if (ad) {
               // The adapter must matter, or a dropped LoRA would pass unnoticed.
-              run(ctx, await recordDecodeForward(ctx, { ...spec, adapter: null }), logits);
+              run(ctx, { cacheRow: row }, await recordDecodeForward(ctx, { ...spec, adapter: null }), logits);
               expect(relMaxErr(await readF32(ctx, plan.logits, n * V), lastLogits[2])).toBeGreaterThan(100 * TOL);
             }
           }
@@ -127,7 +127,7 @@ describe('recordDecodeForward (fused 4-bit decode) vs recordForward', async () =
     const weights = await Qwen2Weights.upload(ctx, config, quantizeModel(rc, rw, 'f16').source);
     const plan = await ActivationPlan.create(ctx, config, { rows: 8 });
     const kv = await KvCache.create(ctx, config, 16);
-    const cache = { kv, cacheRow: () => 0 };
+    const cache = { kv };
     await expect(recordDecodeForward(ctx, { plan, weights, adapter: null, n: 1 })).rejects.toThrow(/needs spec\.cache/);
     await expect(recordDecodeForward(ctx, { plan, weights, adapter: null, n: 9, cache })).rejects.toThrow(/n must be 1\.\.8 rows, got 9/);
     const W = weights.layers[0];

@@ -9,7 +9,7 @@ import type { ActivationPlan, LayerActivations } from './activations';
 import type { GpuAdapter } from './adapters';
 import type { KvCache } from './kv-cache';
 import type { Qwen2Weights } from './weights';
-import { copyStep, dispatchStep, type Offset, type Step } from './graph';
+import { cacheRowInput, copyStep, dispatchStep, encodeInput, type EncodeInputs, type Offset, type Step } from './graph';
 import * as ops from './ops';
 import { attentionSplit, splitAttentionPays } from '../kernels/attention/attention.split';
 import type { LoraModule } from './io/peft';
@@ -21,19 +21,19 @@ export interface ForwardSpec {
   /** Rows actually used (<= plan.rows). */
   n: number;
   /**
-   * Generation: K/V go to this cache at row `cacheRow()` and attention reads the cache. `maxKeys`: the
-   * longest key range these steps will see (default the whole cache), for decode attention's split choice.
+   * Generation: K/V go to this cache from the row given as the encode input cacheRow (graph.ts) and
+   * attention reads the cache. `maxKeys`: the longest key range these steps will see (default the whole
+   * cache), for decode attention's split choice.
    */
   cache?: {
     kv: KvCache;
-    cacheRow: () => number;
     maxKeys?: number;
     /**
      * Batched decode: each row is a different sequence with its own region of the cache, so row r's K/V go
-     * to cache row at(r) (read when the steps are encoded, by the general forward's copies) or buffer[r]
-     * (read on the GPU, by the fused decode's KV write), not to cacheRow() + r.
+     * to cache row cacheRows[r] (the encode input, read by the general forward's copies) or buffer[r] (read
+     * on the GPU, by the fused decode's KV write), not to cacheRow + r.
      */
-    rows?: { buffer: GPUBuffer; at: (r: number) => number };
+    rows?: { buffer: GPUBuffer };
     /**
      * Fused decode of a batch: u32 [n, 2] per row, the key range of a prompt prefix its sequence shares,
      * attended before its own range (batch-layout.ts). The general forward does not read it.
@@ -75,15 +75,15 @@ export async function recordForward(ctx: GpuContext, s: ForwardSpec): Promise<St
     let K = L.k;
     let V = L.v;
     if (s.cache) {
-      const { kv, cacheRow, rows } = s.cache;
+      const { kv, rows } = s.cache;
       if (rows) {
         for (let r = 0; r < n; r++) {
-          const off = () => rows.at(r) * kv.rowBytes;
+          const off = (i: EncodeInputs) => cacheRowInput(i, r) * kv.rowBytes;
           steps.push(copyStep(L.k, kv.k[l], kv.rowBytes, off, r * kv.rowBytes));
           steps.push(copyStep(L.v, kv.v[l], kv.rowBytes, off, r * kv.rowBytes));
         }
       } else {
-        const off = () => cacheRow() * kv.rowBytes;
+        const off = (i: EncodeInputs) => encodeInput(i, 'cacheRow') * kv.rowBytes;
         steps.push(copyStep(L.k, kv.k[l], n * kv.rowBytes, off));
         steps.push(copyStep(L.v, kv.v[l], n * kv.rowBytes, off));
       }
@@ -125,9 +125,12 @@ export async function sharedLoraSteps(
   return (await ops.loraShared(ctx, members)).map(dispatchStep);
 }
 
+/** The first row of a chunk given when the steps are encoded (the encode input row0), not when recorded. */
+export const ROW0_INPUT: Offset = (i) => encodeInput(i, 'row0');
+
 /**
  * Logits of rows [row0, row0 + rows) of the final hidden state into plan.logits ([rows, V]), one
- * dispatch per LM-head chunk. rows <= plan.logitsRows; row0 may be read at encode time.
+ * dispatch per LM-head chunk. rows <= plan.logitsRows; row0 is a fixed row or ROW0_INPUT.
  */
 export async function recordLogits(ctx: GpuContext, plan: ActivationPlan, w: Qwen2Weights, row0: Offset, rows: number): Promise<Step[]> {
   const c = w.config;
@@ -138,7 +141,7 @@ export async function recordLogits(ctx: GpuContext, plan: ActivationPlan, w: Qwe
   // Rows from 0 are read in place (the LM head reads only its first `rows`): a decode step of fewer
   // sequences than its plan's rows copies nothing.
   if (row0 !== 0) {
-    const src = typeof row0 === 'number' ? row0 * H * 4 : () => row0() * H * 4;
+    const src: Offset = typeof row0 === 'number' ? row0 * H * 4 : (i) => row0(i) * H * 4;
     steps.push(copyStep(plan.xFinal, plan.logitsIn, rows * H * 4, 0, src));
     x = plan.logitsIn;
   }
@@ -154,7 +157,7 @@ export async function recordLogits(ctx: GpuContext, plan: ActivationPlan, w: Qwe
  */
 export async function recordTargetLogprobs(ctx: GpuContext, plan: ActivationPlan, w: Qwen2Weights, row0: Offset, rows: number): Promise<Step[]> {
   const V = w.config.vocabSize;
-  const bytes = (o: Offset) => (typeof o === 'number' ? o * 4 : () => o() * 4);
+  const bytes = (o: Offset): Offset => (typeof o === 'number' ? o * 4 : (i) => o(i) * 4);
   const steps = await recordLogits(ctx, plan, w, row0, rows);
   steps.push(copyStep(plan.targets, plan.chunkTargets, rows * 4, 0, bytes(row0)));
   steps.push(dispatchStep(await ops.lseChunk(ctx, { logits: plan.logits, stats: plan.chunkStats, targets: plan.chunkTargets, rows, cols: V, ld: V, first: true })));

@@ -36,8 +36,8 @@ import { createStorageChecked, readBuffer, writeBuffer } from '../gpu/buffers';
 import type { Dispatch } from '../gpu/pipelines';
 import { ActivationPlan } from '../engine/activations';
 import type { GpuAdapter, GpuLoraPair } from '../engine/adapters';
-import { recordForward, recordLogits, recordTargetLogprobs } from '../engine/forward';
-import { copyStep, dispatchStep, encodeSteps, type Step } from '../engine/graph';
+import { recordForward, recordLogits, recordTargetLogprobs, ROW0_INPUT } from '../engine/forward';
+import { copyStep, dispatchStep, encodeInput, encodeSteps, type Offset, type Step } from '../engine/graph';
 import type { Qwen2Config } from '../engine/io/config';
 import { LORA_MODULES, type LoraModule } from '../engine/io/peft';
 import type { Qwen2Weights } from '../engine/weights';
@@ -100,7 +100,6 @@ export class LoraBackwardPass {
   private grpoRecords = new Map<string, Step[]>();
   private chunkFwd = new Map<number, Step[]>();
   private chunkBwd = new Map<number, Step[]>();
-  private row0 = 0;
   private readonly owned: GPUBuffer[] = [];
 
   private constructor(
@@ -278,11 +277,11 @@ export class LoraBackwardPass {
     return { n, forward: r.forward, grpo: loss ? await this.grpoFor(n, loss) : [], backward: loss ? r.backward : [] };
   }
 
-  /** Logits -> logprob and lse of rows [row0, row0 + rows) (row0 read at encode time). */
+  /** Logits -> logprob and lse of rows [row0, row0 + rows) (row0: the encode input, graph.ts). */
   private async chunkForward(rows: number): Promise<Step[]> {
     let st = this.chunkFwd.get(rows);
     if (!st) {
-      st = await recordTargetLogprobs(this.ctx, this.plan, this.weights, () => this.row0, rows);
+      st = await recordTargetLogprobs(this.ctx, this.plan, this.weights, ROW0_INPUT, rows);
       this.chunkFwd.set(rows, st);
     }
     return st;
@@ -298,8 +297,8 @@ export class LoraBackwardPass {
     const H = c.hiddenSize;
     const V = c.vocabSize;
     const s = this.s;
-    const at = (bytesPerRow: number) => () => this.row0 * bytesPerRow;
-    st = await recordLogits(ctx, this.plan, w, () => this.row0, rows);
+    const at = (bytesPerRow: number): Offset => (i) => encodeInput(i, 'row0') * bytesPerRow;
+    st = await recordLogits(ctx, this.plan, w, ROW0_INPUT, rows);
     st.push(copyStep(this.plan.targets, s.chunkTargets, rows * 4, 0, at(4)));
     st.push(copyStep(this.plan.lse, s.chunkLse, rows * 4, 0, at(4)));
     st.push(copyStep(this.inputs.dlogp, s.chunkDlogp, rows * 4, 0, at(4)));
@@ -370,17 +369,11 @@ export class LoraBackwardPass {
     // sees finite values everywhere.
     enc.clearBuffer(this.plan.logprobs);
     encodeSteps(this.ctx, enc, st.forward);
-    chunks.forEach(([r0], i) => {
-      this.row0 = r0;
-      encodeSteps(this.ctx, enc, fwd[i]);
-    });
+    chunks.forEach(([r0], i) => encodeSteps(this.ctx, enc, fwd[i], { row0: r0 }));
     if (loss) {
       encodeSteps(this.ctx, enc, st.grpo);
       enc.clearBuffer(this.s.dnF);
-      chunks.forEach(([r0], i) => {
-        this.row0 = r0;
-        encodeSteps(this.ctx, enc, bwd[i]);
-      });
+      chunks.forEach(([r0], i) => encodeSteps(this.ctx, enc, bwd[i], { row0: r0 }));
       encodeSteps(this.ctx, enc, st.backward);
     }
     this.ctx.device.queue.submit([enc.finish()]);
@@ -411,7 +404,7 @@ export class LoraBackwardPass {
     }
     const b = { rows: total, ids: Uint32Array.from(tokens), pos: Uint32Array.from(pos), ranges: Uint32Array.from(ranges), targets: new Uint32Array(total) } as PackedBatch;
     this.writeInputs(b, null);
-    if (!this.lastLogitsSteps) this.lastLogitsSteps = await recordLogits(this.ctx, this.plan, this.weights, () => this.row0, 1);
+    if (!this.lastLogitsSteps) this.lastLogitsSteps = await recordLogits(this.ctx, this.plan, this.weights, ROW0_INPUT, 1);
     if (!this.logitsOut || this.logitsOut.size < contexts.length * V * 4) {
       this.logitsOut?.destroy();
       this.logitsOut = await createStorageChecked(this.ctx, 'train.lastLogits', contexts.length * V * 4);
@@ -420,8 +413,7 @@ export class LoraBackwardPass {
     const enc = this.ctx.device.createCommandEncoder({ label: 'last-logits' });
     encodeSteps(this.ctx, enc, forward);
     last.forEach((row, i) => {
-      this.row0 = row;
-      encodeSteps(this.ctx, enc, this.lastLogitsSteps!);
+      encodeSteps(this.ctx, enc, this.lastLogitsSteps!, { row0: row });
       enc.copyBufferToBuffer(this.plan.logits, 0, this.logitsOut!, i * V * 4, V * 4);
     });
     this.ctx.device.queue.submit([enc.finish()]);

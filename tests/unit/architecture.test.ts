@@ -70,8 +70,8 @@ describe('source layout', () => {
   const graph = new Map(files.map((f) => [relative(ROOT, f), importsOf(f)]));
 
   it('finds the imports it checks', () => {
-    // Guards the checker itself: the runtime imports the KV cache, and the loop its parser.
-    expect(graph.get('src/engine/runtime.ts')).toContain('src/engine/kv-cache.ts');
+    // Guards the checker itself: the runtime's resources import the KV cache, and the loop its parser.
+    expect(graph.get('src/engine/runtime-resources.ts')).toContain('src/engine/kv-cache.ts');
     expect(graph.get('src/agent/loop.ts')).toContain('src/agent/parse.ts');
   });
 

@@ -27,7 +27,7 @@ describe('split-K attention in the decode forward', () => {
     const caches = [await KvCache.create(ctx, cfg, LONG), await KvCache.create(ctx, cfg, ATTN_SPLIT_MIN_KEYS)];
     try {
       const labels = async (plan: ActivationPlan, kv: KvCache) =>
-        (await recordForward(ctx, { plan, weights: w, adapter: null, n: plan.rows, cache: { kv, cacheRow: () => 0 } })).flatMap((s) => (s.kind === 'dispatch' ? [s.d.label ?? ''] : []));
+        (await recordForward(ctx, { plan, weights: w, adapter: null, n: plan.rows, cache: { kv } })).flatMap((s) => (s.kind === 'dispatch' ? [s.d.label ?? ''] : []));
       const count = (ls: string[], l: string) => ls.filter((x) => x === l).length;
       const decodeLong = await labels(plans[0], caches[0]);
       expect(count(decodeLong, 'attention_split_partials')).toBe(config.numLayers);

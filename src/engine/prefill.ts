@@ -1,0 +1,65 @@
+// Prefill: a prompt run through the model in the scoring / prefill plan, its K/V written to the KV cache (or
+// to a generateBatch sequence's region of it), leaving the last position's logits in row 0 of the plan's
+// logits.
+import type { ActivationPlan } from './activations';
+import { packSequences, writeBatch } from './batch';
+import { recordForward, recordLogits, ROW0_INPUT } from './forward';
+import type { Step } from './graph';
+import { submitSteps } from './gpu-calls';
+import type { KvCache } from './kv-cache';
+import { bucket } from './runtime-options';
+import type { RuntimeResources } from './runtime-resources';
+
+/**
+ * Runs the prompt through the model and leaves the last position's logits in row 0 of the returned
+ * plan's logits. With `cache`, K/V go to the KV cache (from cache row base + from: a sequence of
+ * generateBatch has its own region from row `base`) for tokens from..; a prompt longer than maxBatchRows
+ * is run in chunks of at most maxBatchRows rows, each attending to the cache filled by the ones before.
+ */
+export async function prefill(res: RuntimeResources, tokens: number[], cache: boolean, from = 0, base = 0): Promise<ActivationPlan> {
+  if (!cache) return prefillChunk(res, tokens, 0, null);
+  const kv = await res.kvCache();
+  if (base + tokens.length > kv.maxCtx) throw new Error(`prompt of ${tokens.length} tokens at cache row ${base} does not fit the cache's ${kv.maxCtx} rows`);
+  if (!(from >= 0 && from < tokens.length)) throw new Error(`prefill: start ${from} outside the prompt of ${tokens.length} tokens`);
+  const C = res.limits.maxBatchRows;
+  let plan: ActivationPlan | null = null;
+  for (let c0 = from; c0 < tokens.length; c0 += C) plan = await prefillChunk(res, tokens.slice(c0, c0 + C), c0, kv, base);
+  return plan!;
+}
+
+/** Rows of the plan a prefill chunk of P tokens at cache row `start` runs in (P rounded up to a bucket). */
+export function prefillRows(res: RuntimeResources, P: number, start: number, kv: KvCache | null): number {
+  // Padding rows of a cached prefill write cache rows past the prompt (each decode step overwrites its
+  // row before any query reads it), so the padded chunk must still fit the cache.
+  return Math.max(P, Math.min(bucket(P, res.limits.maxBatchRows), kv ? kv.maxCtx - start : Infinity));
+}
+
+/**
+ * Prompt rows at positions start.. (in the cache when `kv` is given, from cache row base + start), and
+ * logits of the last row.
+ */
+async function prefillChunk(res: RuntimeResources, tokens: number[], start: number, kv: KvCache | null, base = 0): Promise<ActivationPlan> {
+  const { ctx, weights } = res;
+  const P = tokens.length;
+  const n = prefillRows(res, P, base + start, kv);
+  const plan = await res.plan('batch', n);
+  const batch = packSequences([tokens], n);
+  if (start > 0 || base > 0) {
+    // Positions continue the prompt; every row sees its region of the cache up to itself.
+    for (let r = 0; r < n; r++) {
+      batch.pos[r] = start + r;
+      batch.ranges[2 * r] = base;
+      batch.ranges[2 * r + 1] = base + start + r + 1;
+    }
+  }
+  writeBatch(ctx, plan, batch);
+  let forward: Step[];
+  if (kv) {
+    forward = await res.records.get(`prefill:${plan.rows}:${n}`, (adapter) => recordForward(ctx, { plan, weights, adapter, n, cache: { kv } }));
+  } else {
+    forward = await res.records.get(`score:${plan.rows}:${n}`, (adapter) => recordForward(ctx, { plan, weights, adapter, n }));
+  }
+  const logitSteps = await res.records.get(`lastLogits:${plan.rows}`, () => recordLogits(ctx, plan, weights, ROW0_INPUT, 1));
+  submitSteps(ctx, [forward, logitSteps], 'prefill', { cacheRow: base + start, row0: P - 1 });
+  return plan;
+}

@@ -1,0 +1,89 @@
+// Scoring and the training forward: given sequences packed into batches of whole sequences, one forward
+// each plus log p(next token) of every row, read back per sequence.
+import { assertDeviceAlive } from '../gpu/device';
+import { validateTokenIds } from '../kernels/embedding/embedding';
+import { ActivationPlan } from './activations';
+import { packSequences, unpackLogprobs, writeBatch, type PackedBatch } from './batch';
+import { recordForward, recordTargetLogprobs, ROW0_INPUT } from './forward';
+import { encodeSteps } from './graph';
+import { readF32 } from './gpu-calls';
+import { bucket } from './runtime-options';
+import type { RuntimeResources } from './runtime-resources';
+
+/**
+ * Entry t of row i is log p(seq[i][t+1] | seq[i][0..t]) under the active adapter (length len-1).
+ * Sequences are packed into batches of whole sequences.
+ */
+export async function scoreSequences(res: RuntimeResources, sequences: number[][]): Promise<number[][]> {
+  const { maxContext, maxBatchRows } = res.limits;
+  sequences.forEach((s, i) => {
+    if (!Array.isArray(s)) throw new Error(`score: sequence ${i} is not an array of token ids`);
+    validateTokenIds(s, res.config.vocabSize, `score: sequence ${i}`);
+    if (s.length > maxContext) throw new Error(`score: sequence ${i} has ${s.length} tokens, more than the context limit ${maxContext}`);
+  });
+  const out: number[][] = sequences.map(() => []);
+  const order = sequences.map((_, i) => i).filter((i) => sequences[i].length >= 2);
+  let b = 0;
+  while (b < order.length) {
+    const batch: number[] = [];
+    let rows = 0;
+    while (b < order.length && (batch.length === 0 || rows + sequences[order[b]].length <= maxBatchRows)) {
+      rows += sequences[order[b]].length;
+      batch.push(order[b++]);
+    }
+    await scoreBatch(res, batch.map((i) => sequences[i]), batch.map((i) => out[i]));
+  }
+  return out;
+}
+
+async function scoreBatch(res: RuntimeResources, seqs: number[][], outs: number[][]): Promise<void> {
+  const total = seqs.reduce((a, s) => a + s.length, 0);
+  const n = bucket(total, res.limits.maxBatchRows);
+  const plan = await res.plan('batch', n);
+  const batch = packSequences(seqs, n);
+  const lp = await runPacked(res, plan, batch, 'scoring');
+  unpackLogprobs(batch, lp).forEach((row, i) => outs[i].push(...row));
+}
+
+/**
+ * For the trainer: the forward of `sequences` (one packed batch, active adapter) into a new plan that keeps
+ * every layer's activations, plus target logprobs and the final log-sum-exp per row (see
+ * Qwen2Runtime.forwardForBackward).
+ */
+export async function forwardKeeping(res: RuntimeResources, sequences: number[][], logitsRows: number): Promise<{ plan: ActivationPlan; batch: PackedBatch; logprobs: number[][] }> {
+  sequences.forEach((s, i) => validateTokenIds(s, res.config.vocabSize, `forwardForBackward: sequence ${i}`));
+  const total = sequences.reduce((a, s) => a + s.length, 0);
+  if (total === 0) throw new Error('forwardForBackward: no tokens');
+  const plan = await ActivationPlan.create(res.ctx, res.config, { rows: total, keep: true, loraRank: res.adapters.maxRank(), logitsRows });
+  try {
+    const batch = packSequences(sequences, total);
+    const lp = await runPacked(res, plan, batch, 'the training forward');
+    return { plan, batch, logprobs: unpackLogprobs(batch, lp) };
+  } catch (e) {
+    plan.destroy();
+    throw e;
+  }
+}
+
+/**
+ * Forward over a packed batch plus log p(target) of every real row (written to plan.logprobs and the
+ * final log-sum-exp to plan.lse), in one submission; returns the per-row logprobs.
+ */
+async function runPacked(res: RuntimeResources, plan: ActivationPlan, batch: PackedBatch, doing: string): Promise<Float32Array> {
+  const { ctx, weights } = res;
+  const n = batch.rows;
+  writeBatch(ctx, plan, batch);
+  const kind = plan.keep ? 'keep' : 'score';
+  const forward = await res.records.get(`${kind}:${plan.rows}:${n}`, (adapter) => recordForward(ctx, { plan, weights, adapter, n }), plan);
+  const C = plan.logitsRows;
+  assertDeviceAlive(ctx, doing);
+  const enc = ctx.device.createCommandEncoder({ label: doing });
+  encodeSteps(ctx, enc, forward);
+  for (let r0 = 0; r0 < batch.tokens; r0 += C) {
+    const rows = Math.min(C, batch.tokens - r0);
+    const chunk = await res.records.get(`${kind}Chunk:${plan.rows}:${rows}`, () => recordTargetLogprobs(ctx, plan, weights, ROW0_INPUT, rows), plan);
+    encodeSteps(ctx, enc, chunk, { row0: r0 });
+  }
+  ctx.device.queue.submit([enc.finish()]);
+  return readF32(ctx, plan.logprobs, batch.tokens, 0, doing);
+}
