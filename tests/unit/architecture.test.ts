@@ -80,4 +80,12 @@ describe('source layout', () => {
     // And the checker sees a circle when there is one.
     expect(circles(new Map([['a', ['b']], ['b', ['c']], ['c', ['a']], ['d', ['a']]]))).toEqual([['a', 'b', 'c']]);
   });
+
+  it('keeps every engine module under 450 lines, so each has one job a reader can hold', () => {
+    const long = files
+      .filter((f) => relative(ROOT, f).startsWith('src/engine/'))
+      .map((f) => [relative(ROOT, f), readFileSync(f, 'utf8').split('\n').length] as const)
+      .filter(([, n]) => n > 450);
+    expect(long).toEqual([]);
+  });
 });
