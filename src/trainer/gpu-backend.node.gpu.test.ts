@@ -93,7 +93,11 @@ describe('GPU Flow-GRPO backend', () => {
   it('a NaN or infinity before AdamW skips the update on the GPU: the adapter, moments and version are unchanged', async () => {
     const cfg = resolveGrpoConfig({ learningRate: 0.01, groupSize: 4, queriesPerStep: 2, microBatchTokens: 256 });
     const { rt, backend } = await gpuBackend(3);
-    const { samples } = await playToyRollouts(task, gpuTokenPolicy(backend), [0, 1], 4, 1, new Rng(4), 'nan');
+    const played = await playToyRollouts(task, gpuTokenPolicy(backend), [0, 1], 4, 1, new Rng(4), 'nan');
+    // Rewards that differ within each group, whatever the rollouts scored: a step without signal takes no
+    // optimizer step at all, and this test is about a step that would.
+    const rolloutIds = [...new Set(played.samples.map((x) => x.rolloutId))];
+    const samples = played.samples.map((x) => ({ ...x, reward: rolloutIds.indexOf(x.rolloutId) % 2 }));
     // A recorded old logprob of -Infinity: rho is infinite, so every token of that turn has a non-finite loss.
     const poisoned = samples.map((s, i) => (i === 0 ? { ...s, oldLogprobs: s.oldLogprobs?.map(() => -Infinity) ?? s.responseTokens.map(() => -Infinity) } : s));
     const before = await backend.exportState();
