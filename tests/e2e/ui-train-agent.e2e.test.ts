@@ -211,7 +211,15 @@ describe('agent-rollout training across a reload', () => {
     const runId = /run (agent-\S+)/.exec(await inPanel(page, '[data-testid="training-label"]'))![1];
 
     await page.reload();
-    await loadPlanner(page);
+    // The app brings the last model back from the cache by itself (loading it a second time here would
+    // replace the engines the resumed run is using, which ends that run).
+    await page.getByRole('tab', { name: 'Models & GPU' }).click();
+    await page.waitForFunction(
+      () => /^planner:/.test(document.querySelector('agentflow-app')?.shadowRoot?.querySelector('agentflow-models-panel')?.shadowRoot?.querySelector('[data-testid="engines-in-use"]')?.textContent ?? ''),
+      undefined,
+      { timeout: 120_000 },
+    );
+    await page.getByRole('tab', { name: 'Training' }).click();
     const runs = page.locator('agentflow-training-panel [data-testid="agent-runs"] li');
     await expect.poll(async () => (await runs.first().textContent()) ?? '', { timeout: 30_000 }).toMatch(new RegExp(`${runId}: step 1 of 2 \\((paused|running)\\)`));
     await runs.first().getByRole('button', { name: `Resume run ${runId}`, exact: true }).click();
