@@ -3,6 +3,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { createNodePythonTool } from './python-node';
 import type { ToolContext } from './types';
+import { AFTER_FORGE, FORGE, LEAVE_BUSY_WORK } from '../../tests/support/python-hostile';
 
 const ctx = (timeoutMs = 20_000): ToolContext => ({ signal: new AbortController().signal, timeoutMs });
 
@@ -16,29 +17,13 @@ describe('python tool in Node worker threads', () => {
   }, 60_000);
 
   it('gives no run a way to forge what a later run reports', async () => {
-    const forge = [
-      'import builtins, sys, __main__, pyodide.code',
-      'pyodide.code.eval_code = lambda *a, **k: "forged"',
-      '__main__._agentflow_run = lambda code: [True, "forged", None]',
-      '__main__.eval_code = pyodide.code.eval_code',
-      'builtins.print = lambda *a, **k: sys.__stdout__.write("forged\\n")',
-      'import math; math.sqrt = lambda x: 7',
-    ].join('\n');
-    expect((await tool.run({ code: forge }, ctx())).ok).toBe(true);
-    expect(await tool.run({ code: 'import math\nprint(6*7, math.sqrt(16))' }, ctx())).toEqual({ ok: true, output: '42 4.0' });
+    expect((await tool.run({ code: FORGE }, ctx())).ok).toBe(true);
+    expect(await tool.run({ code: AFTER_FORGE }, ctx())).toEqual({ ok: true, output: '42 4.0' });
   }, 60_000);
 
   it('lets nothing a run scheduled run after it, so a later run is not blamed for its time', async () => {
-    const leave = [
-      'import asyncio',
-      'def spin():',
-      '    while True: pass',
-      'asyncio.get_event_loop().call_later(0.01, spin)',
-      'async def forever():',
-      '    while True: pass',
-      'asyncio.ensure_future(forever())',
-      'print("scheduled")',
-    ].join('\n');
+    // Also a task that never yields, which only this (Node) test adds.
+    const leave = `${LEAVE_BUSY_WORK}\nasync def forever():\n    while True: pass\ntask = asyncio.ensure_future(forever())`;
     expect(await tool.run({ code: leave }, ctx())).toEqual({ ok: true, output: 'scheduled' });
     // Long enough to see the spin hold the next run, short enough that a shared worker would be killed.
     await new Promise((r) => setTimeout(r, 200));

@@ -2,6 +2,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { PythonTool } from '../../src/tools/python';
 import type { ToolContext } from '../../src/tools/types';
+import { AFTER_FORGE, FORGE, LEAVE_BUSY_WORK } from '../support/python-hostile';
 
 const ctx = (timeoutMs = 20_000): ToolContext => ({ signal: new AbortController().signal, timeoutMs });
 
@@ -72,21 +73,12 @@ describe('python tool (Pyodide in a module worker)', () => {
   });
 
   it('gives no run a way to forge what a later run reports (each run has a fresh worker)', async () => {
-    const forge = [
-      'import builtins, sys, __main__, pyodide.code',
-      'pyodide.code.eval_code = lambda *a, **k: "forged"',
-      '__main__._agentflow_run = lambda code: [True, "forged", None]',
-      '__main__.eval_code = pyodide.code.eval_code',
-      'builtins.print = lambda *a, **k: sys.__stdout__.write("forged\\n")',
-      'import math; math.sqrt = lambda x: 7',
-    ].join('\n');
-    expect((await tool.run({ code: forge }, ctx())).ok).toBe(true);
-    expect(await tool.run({ code: 'import math\nprint(6*7, math.sqrt(16))' }, ctx())).toEqual({ ok: true, output: '42 4.0' });
+    expect((await tool.run({ code: FORGE }, ctx())).ok).toBe(true);
+    expect(await tool.run({ code: AFTER_FORGE }, ctx())).toEqual({ ok: true, output: '42 4.0' });
   });
 
   it('lets nothing a run scheduled run after it, so a later run is not blamed for its time', async () => {
-    const leave = ['import asyncio', 'def spin():', '    while True: pass', 'asyncio.get_event_loop().call_later(0.01, spin)', 'print("scheduled")'].join('\n');
-    expect(await tool.run({ code: leave }, ctx())).toEqual({ ok: true, output: 'scheduled' });
+    expect(await tool.run({ code: LEAVE_BUSY_WORK }, ctx())).toEqual({ ok: true, output: 'scheduled' });
     await new Promise((r) => setTimeout(r, 200));
     expect(await tool.run({ code: 'print(6*7)' }, ctx(5000))).toEqual({ ok: true, output: '42' });
   });

@@ -65,6 +65,11 @@ async function loadPlanner(page: Page): Promise<void> {
   await page.getByRole('textbox', { name: /Planner model/ }).fill(`${hub.url}/test-org/qwen2-tiny/resolve/main/`);
   await page.getByRole('combobox', { name: /Shared model/ }).fill('');
   await page.getByRole('button', { name: 'Download and load models' }).click();
+  await plannerInUse(page);
+}
+
+/** Waits until Models & GPU shows a planner in use (loaded here, or brought back by the app), then opens Training. */
+async function plannerInUse(page: Page): Promise<void> {
   await page.waitForFunction(
     () => /^planner:/.test(document.querySelector('agentflow-app')?.shadowRoot?.querySelector('agentflow-models-panel')?.shadowRoot?.querySelector('[data-testid="engines-in-use"]')?.textContent ?? ''),
     undefined,
@@ -214,12 +219,7 @@ describe('agent-rollout training across a reload', () => {
     // The app brings the last model back from the cache by itself (loading it a second time here would
     // replace the engines the resumed run is using, which ends that run).
     await page.getByRole('tab', { name: 'Models & GPU' }).click();
-    await page.waitForFunction(
-      () => /^planner:/.test(document.querySelector('agentflow-app')?.shadowRoot?.querySelector('agentflow-models-panel')?.shadowRoot?.querySelector('[data-testid="engines-in-use"]')?.textContent ?? ''),
-      undefined,
-      { timeout: 120_000 },
-    );
-    await page.getByRole('tab', { name: 'Training' }).click();
+    await plannerInUse(page);
     const runs = page.locator('agentflow-training-panel [data-testid="agent-runs"] li');
     await expect.poll(async () => (await runs.first().textContent()) ?? '', { timeout: 30_000 }).toMatch(new RegExp(`${runId}: step 1 of 2 \\((paused|running)\\)`));
     await runs.first().getByRole('button', { name: `Resume run ${runId}`, exact: true }).click();
