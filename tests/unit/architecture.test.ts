@@ -1,18 +1,20 @@
 // The layout rules of #19 that a reader relies on, checked on the source: no import circles in src/ (type
-// imports included: a circle of types is still a circle to read), and (once the protocols moved) nothing in
-// src/ reaching up into workers/.
+// imports included: a circle of types is still a circle to read), nothing in src/ (tests included) importing
+// from workers/ (workers are thin hosts; their protocols live in src/; a worker's URL,
+// new URL('…/workers/x.ts', import.meta.url), is how src/ starts one, not an import), engine modules short.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const ROOT = resolve(__dirname, '../..');
 
-function sources(dir: string): string[] {
+/** Files under `dir` whose names pass `keep` (default: modules, not tests or declarations). */
+function sources(dir: string, keep = (name: string) => name.endsWith('.ts') && !name.endsWith('.test.ts') && !name.endsWith('.d.ts')): string[] {
   const out: string[] = [];
   for (const e of readdirSync(dir, { withFileTypes: true })) {
     const p = join(dir, e.name);
-    if (e.isDirectory()) out.push(...sources(p));
-    else if (e.name.endsWith('.ts') && !e.name.endsWith('.test.ts') && !e.name.endsWith('.d.ts')) out.push(p);
+    if (e.isDirectory()) out.push(...sources(p, keep));
+    else if (keep(e.name)) out.push(p);
   }
   return out;
 }
@@ -87,5 +89,11 @@ describe('source layout', () => {
       .map((f) => [relative(ROOT, f), readFileSync(f, 'utf8').split('\n').length] as const)
       .filter(([, n]) => n > 450);
     expect(long).toEqual([]);
+  });
+
+  it('has no file under src/ importing from workers/', () => {
+    const all = sources(join(ROOT, 'src'), (name) => /\.(ts|mts|js|mjs)$/.test(name));
+    const offenders = all.filter((f) => /\b(?:from|import)\s*\(?\s*['"][./]*\/workers\//.test(readFileSync(f, 'utf8')));
+    expect(offenders.map((f) => relative(ROOT, f))).toEqual([]);
   });
 });
