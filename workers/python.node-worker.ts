@@ -4,7 +4,7 @@
 import * as Comlink from 'comlink';
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
 import { parentPort } from 'node:worker_threads';
-import { PythonSandbox, type LoadPyodide, type PythonInitResult, type PythonWorkerApi } from '../src/tools/python-sandbox';
+import { initTransferables, PythonSandbox, type LoadPyodide, type PythonInitResult, type PythonWorkerApi } from '../src/tools/python-sandbox';
 
 const BLOCKED_GLOBALS = ['fetch', 'WebSocket', 'EventSource', 'XMLHttpRequest', 'BroadcastChannel', 'navigator', 'WebSocketStream', 'process', 'require', 'module'];
 
@@ -17,7 +17,7 @@ const api: PythonWorkerApi = {
   async init(_url: string, options: { snapshot?: Uint8Array; makeSnapshot?: boolean } = {}): Promise<PythonInitResult> {
     // Pyodide finds its files beside its own module in node_modules.
     const r = await sandbox.init(options);
-    return r.snapshot && r.snapshot.byteLength === r.snapshot.buffer.byteLength ? Comlink.transfer(r, [r.snapshot.buffer as ArrayBuffer]) : r;
+    return Comlink.transfer(r, initTransferables(r));
   },
   run: (code: string) => sandbox.run(code),
 };

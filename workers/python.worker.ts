@@ -4,7 +4,7 @@
 // this worker (Python cannot be interrupted without SharedArrayBuffer, which needs cross-origin isolation the
 // app does not require).
 import * as Comlink from 'comlink';
-import { PythonSandbox, type LoadPyodide, type PythonInitResult, type PythonWorkerApi } from '../src/tools/python-sandbox';
+import { initTransferables, PythonSandbox, type LoadPyodide, type PythonInitResult, type PythonWorkerApi } from '../src/tools/python-sandbox';
 
 // Entry points to the network, storage and other threads that Python must not reach.
 const BLOCKED_GLOBALS = [
@@ -36,7 +36,7 @@ const api: PythonWorkerApi = {
   async init(url: string, options: { snapshot?: Uint8Array; makeSnapshot?: boolean } = {}): Promise<PythonInitResult> {
     indexURL = url;
     const r = await sandbox.init({ indexURL: url, ...options });
-    return r.snapshot && r.snapshot.byteLength === r.snapshot.buffer.byteLength ? Comlink.transfer(r, [r.snapshot.buffer as ArrayBuffer]) : r;
+    return Comlink.transfer(r, initTransferables(r));
   },
   run: (code: string) => sandbox.run(code),
 };

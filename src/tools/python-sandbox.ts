@@ -176,3 +176,8 @@ export function lockDown(blocked: readonly string[]): void {
     });
   }
 }
+
+/** What an init result can hand over without a copy: the snapshot's buffer, when the snapshot owns all of it. */
+export function initTransferables(r: PythonInitResult): ArrayBuffer[] {
+  return r.snapshot && r.snapshot.byteLength === r.snapshot.buffer.byteLength ? [r.snapshot.buffer as ArrayBuffer] : [];
+}
