@@ -7,31 +7,64 @@ import { createStorageChecked } from '../gpu/buffers';
 import type { Qwen2Config } from './io/config';
 import { LORA_MODULES, type LoraModule } from './io/peft';
 
+/**
+ * One layer's activations for a packed batch of N rows (llm.c's ActivationTensors, per layer). Every
+ * field is row-major f32 with N rows; its width per row is in layerActivationWidths() below, the one
+ * place the layout is written in numbers (allocation and the trainer's memory plan both read it).
+ * The forward (engine/forward.ts) writes them top to bottom; the backward (trainer/backward.ts) reads
+ * them bottom to top.
+ */
 export interface LayerActivations {
-  /** [N, H] layer input (residual stream before attention). */
+  /** (N, H) layer input (residual stream before attention). */
   x: GPUBuffer;
-  /** [N, H] residual after attention, `x + o(attn)`. */
+  /** (N, H) residual after attention, `x + o(attn)`. */
   h: GPUBuffer;
-  /** [N] rstd of input_layernorm and post_attention_layernorm. */
+  /** (N, 1) rstd of input_layernorm and of post_attention_layernorm. */
   rstd1: GPUBuffer;
   rstd2: GPUBuffer;
-  /** [N, H] normalised inputs of q/k/v (rms1(x)) and of gate/up (rms2(h)): the LoRA backward's x. */
+  /** (N, H) normalised inputs of q/k/v (rms1(x)) and of gate/up (rms2(h)): the LoRA backward's x. */
   xn1: GPUBuffer;
   xn2: GPUBuffer;
-  /** [N, nH*hd] and [N, nKV*hd], after RoPE (v has no RoPE). */
+  /** (N, nH*hd), (N, nKV*hd), (N, nKV*hd): q and k after RoPE, v (no RoPE). */
   q: GPUBuffer;
   k: GPUBuffer;
   v: GPUBuffer;
-  /** [N, nH*hd] attention output (input of o_proj), [N, nH] its log-sum-exp. */
+  /** (N, nH*hd) attention output (input of o_proj); (N, nH) its log-sum-exp per head. */
   attn: GPUBuffer;
   lse: GPUBuffer;
-  /** [N, I] */
+  /** (N, I) gate and up projections. */
   gate: GPUBuffer;
   up: GPUBuffer;
-  /** [N, I] silu(gate) * up, the input of down_proj. */
+  /** (N, I) silu(gate) * up, the input of down_proj. */
   act: GPUBuffer;
-  /** [N, maxRank] LoRA `x A^T` per module. */
+  /** (N, r) per LoRA module: `x A^T`, r = the plan's largest rank. */
   t: Record<LoraModule, GPUBuffer>;
+}
+
+/** The per-layer buffers other than the LoRA t's. */
+export type LayerField = Exclude<keyof LayerActivations, 't'>;
+
+/** f32 words per row of each LayerActivations field (t: per module), for a config and LoRA rank. */
+export function layerActivationWidths(c: Qwen2Config, rank: number): Record<LayerField, number> & { t: number } {
+  const H = c.hiddenSize;
+  const qd = c.numHeads * c.headDim;
+  const kvd = c.numKvHeads * c.headDim;
+  const I = c.intermediateSize;
+  return { x: H, h: H, rstd1: 1, rstd2: 1, xn1: H, xn2: H, q: qd, k: kvd, v: kvd, attn: qd, lse: c.numHeads, gate: I, up: I, act: I, t: rank };
+}
+
+/** 32-bit words per row one layer keeps for the backward (every field, t once per LoRA module). */
+export function keptWordsPerLayer(c: Qwen2Config, rank: number): number {
+  const { t, ...rest } = layerActivationWidths(c, rank);
+  return Object.values(rest).reduce((a, b) => a + b, 0) + LORA_MODULES.length * t;
+}
+
+/**
+ * 32-bit words per row of the plan's buffers outside the layers: ids, pos, ranges (2), targets (u32); the
+ * residual after the last layer, the final norm's output (H each) and rstd; log p(target) and lse.
+ */
+export function planRowWords(c: Qwen2Config): number {
+  return 1 + 1 + 2 + 1 + 2 * c.hiddenSize + 1 + 1 + 1;
 }
 
 export interface ActivationPlanOptions {
@@ -105,35 +138,34 @@ export class ActivationPlan {
     const c = this.config;
     const N = this.rows;
     const H = c.hiddenSize;
-    const qd = c.numHeads * c.headDim;
-    const kvd = c.numKvHeads * c.headDim;
-    const I = c.intermediateSize;
     const f = 4;
     this.ids = await this.buf(ctx, 'ids', N * 4);
     this.pos = await this.buf(ctx, 'pos', N * 4);
     this.ranges = await this.buf(ctx, 'ranges', N * 8);
     this.targets = await this.buf(ctx, 'targets', N * 4);
-    const r = Math.max(1, this.loraRank);
+    const width = layerActivationWidths(c, Math.max(1, this.loraRank));
     const makeLayer = async (tag: string, x: GPUBuffer): Promise<LayerActivations> => {
+      const field = (name: LayerField) => this.buf(ctx, `${tag}.${name}`, N * width[name] * f);
+      const xn1 = await field('xn1');
       const t = {} as Record<LoraModule, GPUBuffer>;
-      const xn1 = await this.buf(ctx, `${tag}.xn1`, N * H * f);
       // Without LoRA the t buffers are never bound; point them at a real buffer to keep the type simple.
-      for (const m of LORA_MODULES) t[m] = this.loraRank ? await this.buf(ctx, `${tag}.t.${m}`, N * r * f) : xn1;
+      for (const m of LORA_MODULES) t[m] = this.loraRank ? await this.buf(ctx, `${tag}.t.${m}`, N * width.t * f) : xn1;
       return {
         x,
-        h: await this.buf(ctx, `${tag}.h`, N * H * f),
+        h: await field('h'),
         xn1,
-        xn2: this.keep ? await this.buf(ctx, `${tag}.xn2`, N * H * f) : xn1,
-        rstd1: await this.buf(ctx, `${tag}.rstd1`, N * f),
-        rstd2: await this.buf(ctx, `${tag}.rstd2`, N * f),
-        q: await this.buf(ctx, `${tag}.q`, N * qd * f),
-        k: await this.buf(ctx, `${tag}.k`, N * kvd * f),
-        v: await this.buf(ctx, `${tag}.v`, N * kvd * f),
-        attn: await this.buf(ctx, `${tag}.attn`, N * qd * f),
-        lse: await this.buf(ctx, `${tag}.lse`, N * c.numHeads * f),
-        gate: await this.buf(ctx, `${tag}.gate`, N * I * f),
-        up: await this.buf(ctx, `${tag}.up`, N * I * f),
-        act: await this.buf(ctx, `${tag}.act`, N * I * f),
+        // Inference is done with rms1(x) once q/k/v are made, so rms2(h) reuses its buffer.
+        xn2: this.keep ? await field('xn2') : xn1,
+        rstd1: await field('rstd1'),
+        rstd2: await field('rstd2'),
+        q: await field('q'),
+        k: await field('k'),
+        v: await field('v'),
+        attn: await field('attn'),
+        lse: await field('lse'),
+        gate: await field('gate'),
+        up: await field('up'),
+        act: await field('act'),
         t,
       };
     };

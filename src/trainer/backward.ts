@@ -10,27 +10,7 @@
 // Only LoRA A/B get gradients (accumulated across micro-batches); base weights are frozen, so no weight
 // gradient of W is ever formed.
 //
-// Memory plan. Kept from the forward (the engine's `keep` plan, per layer, f32 per row): x, h, rms1(x),
-// rms2(h) [4H], q, attention out [2·nH·hd], k, v [2·nKV·hd], lse [nH], gate, up, act [3I], rstd ×2, LoRA t
-// [7r]. Nothing is recomputed except the logits, which are never stored for the whole batch: they are
-// made chunk by chunk (only for response rows) in the forward and again in the backward.
-// Trainer scratch, shared by all layers: dX, dnF, dn [3H], dq, datt [2·nH·hd], dk, dv [2·nKV·hd], dact,
-// dgate, dup [3I], attention stats [2nH], dt [r], plus per-row dlogp/old/ref/adv/weight/stats and a logits
-// chunk [logitsRows, V]. trainingBytesPerRow() below is this plan in numbers; memory-plan.node.gpu.test.ts
-// checks it against what the GPU actually allocates.
-// Qwen2.5-0.5B (H 896, I 4864, nH 14, nKV 2, hd 64, 24 layers, V 151936), r = 16, "8 turns × 600 tokens":
-//   kept activations: (4·896 + 2·896 + 2·128 + 14 + 3·4864 + 2 + 7·16) = 20,352 floats = 81.4 KB per row
-//   per layer, × 24 layers = 1.95 MB per row; scratch and per-row plan buffers 21,180 floats = 85 KB per row.
-//   Fixed: f16 weights 988 MB (tied embedding; a q4f16_1 base is 9/16 byte per weight, ~280 MB, which
-//   lowers every total below by ~0.7 GB), LoRA 8.8M params × (A/B, grad, m, v) = 176 MB, one 32-row
-//   logits chunk 19 MB.
-//   All 4,800 rows in one pass would need 9.8 GB, so passes are capped by microBatchTokens (default 768):
-//   768 × 2.04 MB = 1.57 GB + 1.18 GB fixed ≈ 2.74 GB. The 4,800 rows then run as 7 micro-batches with
-//   gradient accumulation, which gives the same gradient as one pass (the loss is normalised by the
-//   mini-batch's total response tokens before accumulating). The engine's scoring plan and KV cache
-//   (inference, no `keep`) come on top and are small next to this.
-//   Recomputing each layer's forward in the backward (keeping only x per layer, 3.6 KB/row/layer) would
-//   allow all 4,800 rows in ~2 GB; that needs a per-layer forward recording from the engine (not there yet).
+// Memory: training-memory.ts (what is kept per layer, the scratch below, bytes per row).
 import type { GpuContext } from '../gpu/device';
 import { createStorageChecked, readBuffer, writeBuffer } from '../gpu/buffers';
 import type { Dispatch } from '../gpu/pipelines';
@@ -51,6 +31,7 @@ import { ropeBackward } from '../kernels/rope/rope.backward';
 import { swigluBackward } from '../kernels/swiglu/swiglu.backward';
 import type { GrpoLossParams } from './loss';
 import type { PackedBatch } from './samples';
+import { ROW_INPUT_WIDTHS, scratchWidths, type RowInputField, type ScratchField } from './training-memory';
 
 /** Gradient accumulators of one LoRA pair, same shapes as its A and B. */
 export interface GpuLoraGrad {
@@ -58,31 +39,11 @@ export interface GpuLoraGrad {
   dB: GPUBuffer;
 }
 
-/** Bytes the kept activations and the trainer scratch need per row (the memory plan above, for a config). */
-export function trainingBytesPerRow(c: Qwen2Config, rank: number): { kept: number; scratch: number } {
-  const H = c.hiddenSize;
-  const qd = c.numHeads * c.headDim;
-  const kvd = c.numKvHeads * c.headDim;
-  const I = c.intermediateSize;
-  const keptPerLayer = 4 * H + 2 * qd + 2 * kvd + c.numHeads + 3 * I + 2 + 7 * rank;
-  // Trainer scratch, plus the plan's own per-row buffers outside the layers (ids, pos, ranges, targets,
-  // final residual and norm output, rstd, logprob, lse).
-  const scratch = 3 * H + 2 * qd + 2 * kvd + 3 * I + 2 * c.numHeads + rank + 8 + (2 * H + 8);
-  return { kept: 4 * keptPerLayer * c.numLayers, scratch: 4 * scratch };
-}
-
 /** Computed rows of a micro-batch are its real rows rounded up to a multiple of this. */
 const ROW_STEP = 64;
 
 /** Per-micro-batch inputs of the backward, all per row of the packed batch. */
-interface RowInputs {
-  old: GPUBuffer;
-  ref: GPUBuffer;
-  adv: GPUBuffer;
-  weight: GPUBuffer;
-  dlogp: GPUBuffer;
-  stats: GPUBuffer;
-}
+type RowInputs = Record<RowInputField, GPUBuffer>;
 
 /**
  * Owns a `keep` activation plan for `rows` rows and the backward's scratch, and records the forward and
@@ -93,7 +54,8 @@ interface RowInputs {
 export class LoraBackwardPass {
   private plan!: ActivationPlan;
   private inputs!: RowInputs;
-  private s!: Record<'dX' | 'dnF' | 'dn' | 'dq' | 'datt' | 'dk' | 'dv' | 'dact' | 'dgate' | 'dup' | 'attStats' | 'dt' | 'dxChunk' | 'chunkTargets' | 'chunkLse' | 'chunkDlogp', GPUBuffer>;
+  /** Scratch per row (training-memory.ts) and per logits chunk (dxChunk, chunkTargets, chunkLse, chunkDlogp). */
+  private s!: Record<ScratchField | 'dxChunk' | 'chunkTargets' | 'chunkLse' | 'chunkDlogp', GPUBuffer>;
   /** Forward and backward step lists per computed row count (see computedRows). */
   private records = new Map<number, { forward: Step[]; backward: Step[] }>();
   /** The grpo loss step per computed row count and loss settings. */
@@ -138,34 +100,17 @@ export class LoraBackwardPass {
     const c = this.weights.config;
     const N = this.rows;
     const H = c.hiddenSize;
-    const qd = c.numHeads * c.headDim;
-    const kvd = c.numKvHeads * c.headDim;
-    const I = c.intermediateSize;
-    const r = Math.max(1, this.adapter.maxRank);
     this.plan = await ActivationPlan.create(this.ctx, c, { rows: N, keep: true, loraRank: this.adapter.maxRank, logitsRows: this.logitsRows });
     const C = this.plan.logitsRows;
     const f = 4;
-    this.inputs = {
-      old: await this.buf('old', N * f),
-      ref: await this.buf('ref', N * f),
-      adv: await this.buf('adv', N * f),
-      weight: await this.buf('weight', N * f),
-      dlogp: await this.buf('dlogp', N * f),
-      stats: await this.buf('stats', 3 * N * f),
+    const perRow = async <K extends string>(widths: Record<K, number>) => {
+      const out = {} as Record<K, GPUBuffer>;
+      for (const [name, w] of Object.entries(widths) as Array<[K, number]>) out[name] = await this.buf(name, N * w * f);
+      return out;
     };
+    this.inputs = await perRow(ROW_INPUT_WIDTHS);
     this.s = {
-      dX: await this.buf('dX', N * H * f),
-      dnF: await this.buf('dnF', N * H * f),
-      dn: await this.buf('dn', N * H * f),
-      dq: await this.buf('dq', N * qd * f),
-      datt: await this.buf('datt', N * qd * f),
-      dk: await this.buf('dk', N * kvd * f),
-      dv: await this.buf('dv', N * kvd * f),
-      dact: await this.buf('dact', N * I * f),
-      dgate: await this.buf('dgate', N * I * f),
-      dup: await this.buf('dup', N * I * f),
-      attStats: await this.buf('attStats', N * c.numHeads * 2 * f),
-      dt: await this.buf('dt', N * r * f),
+      ...(await perRow(scratchWidths(c, Math.max(1, this.adapter.maxRank)))),
       dxChunk: await this.buf('dxChunk', C * H * f),
       chunkTargets: await this.buf('chunkTargets', C * 4),
       chunkLse: await this.buf('chunkLse', C * f),
@@ -209,6 +154,19 @@ export class LoraBackwardPass {
     };
     // Final norm: dnF (filled chunk by chunk) -> dX.
     add(await rmsnormBackward(ctx, { dy: s.dnF, x: this.plan.xOut, w: w.finalNorm, rstd: this.plan.rstdFinal, dx: s.dX, n, hidden: H }));
+    // One layer's forward (engine/forward.ts, run top down) beside its backward below (run bottom up).
+    // The backward reads the kept activations L.* (LayerActivations) and writes the scratch s.*:
+    //   forward                              backward                                       reads
+    //   xn1, rstd1 = rms1(x)                 dX  += rms1'(dn)                               x, rstd1
+    //   q, k, v = W xn1 + b (+ LoRA)         dn   = Wq^T dq + Wk^T dk + Wv^T dv (+ LoRA)     xn1, t
+    //   q, k = rope(q, k)                    dq, dk = rope^T(dq, dk)                        pos
+    //   attn, lse = attention(q, k, v)       dq, dk, dv = attention'(datt)                  q, k, v, attn, lse
+    //   h = x + Wo attn (+ LoRA)             datt = Wo^T dX (+ LoRA o)                      attn, t
+    //   xn2, rstd2 = rms2(h)                 dX  += rms2'(dn)                               h, rstd2
+    //   gate, up = W xn2 (+ LoRA)            dn   = Wg^T dgate + Wu^T dup (+ LoRA)          xn2, t
+    //   act = silu(gate) * up                dgate, dup = swiglu'(dact)                     gate, up
+    //   x' = h + Wd act (+ LoRA)             dact = Wd^T dX (+ LoRA down)                   act, t
+    // dX carries d(residual) through both residual adds; LoRA steps also accumulate dA, dB.
     for (let l = c.numLayers - 1; l >= 0; l--) {
       const L = this.plan.layers[l];
       const W = w.layers[l];

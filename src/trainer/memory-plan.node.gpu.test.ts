@@ -1,4 +1,4 @@
-// The memory plan in backward.ts is what the GPU actually allocates: per-row growth of a training pass
+// The memory plan in training-memory.ts is what the GPU actually allocates: per-row growth of a training pass
 // (engine `keep` activations + trainer scratch) matches trainingBytesPerRow, and the documented
 // Qwen2.5-0.5B figures follow from it.
 import { describe, expect, it } from 'vitest';
@@ -6,9 +6,10 @@ import { gpuFor } from '../../tests/support/gpu';
 import type { Qwen2Config } from '../engine/io/config';
 import { Qwen2Runtime } from '../engine/runtime';
 import { Rng } from '../util/rng';
-import { LoraBackwardPass, createLoraGrads, trainingBytesPerRow } from './backward';
+import { LoraBackwardPass, createLoraGrads } from './backward';
 import { initLoraAdapter } from './lora';
 import { ToyTask, toyModel } from './toy-task';
+import { trainingBytesPerRow } from './training-memory';
 
 describe('training memory plan', () => {
   it('per-row bytes of a training pass match trainingBytesPerRow (toy model on the GPU)', async () => {
