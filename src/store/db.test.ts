@@ -13,7 +13,7 @@ vi.mock('./schema', async (importOriginal) => {
   return { ...real, MIGRATIONS: [...real.MIGRATIONS, () => undefined], DB_VERSION: real.MIGRATIONS.length + 1 };
 });
 
-const { STORAGE_MESSAGES, StorageError, onStorageNotice, openAgentDb, storageNotice } = await import('./db');
+const { STORAGE_MESSAGES, StorageError, onStorageNotice, openAgentDb, storageNotice, storageOpenError } = await import('./db');
 import type { StorageNotice } from './db';
 
 let n = 0;
@@ -84,5 +84,16 @@ describe('openAgentDb and other tabs', () => {
     } finally {
       open.mockRestore();
     }
+  });
+});
+
+describe('storageOpenError', () => {
+  it('shows a StorageError as it is (it already says the storage would not open) and prefixes any other error once', async () => {
+    const name = freshDb();
+    (await openDB(name, 5)).close();
+    const e = await openAgentDb(name).catch((x: unknown) => x);
+    expect(storageOpenError(e)).toBe((e as Error).message);
+    expect(storageOpenError(e).match(/Could not open this browser's storage/g)).toHaveLength(1);
+    expect(storageOpenError(new Error('disk on fire'))).toBe("Could not open this browser's storage: disk on fire");
   });
 });

@@ -107,6 +107,16 @@ export function openAgentDb(name = DB_NAME): Promise<IDBPDatabase<AgentFlowDB>> 
   return p;
 }
 
+/**
+ * The text to show when a view could not read its storage. A StorageError from openAgentDb already begins with
+ * "Could not open this browser's storage (IndexedDB database …)": it is shown as it is, not prefixed again.
+ */
+export function storageOpenError(e: unknown): string {
+  if (e instanceof StorageError) return e.message;
+  const why = e instanceof Error ? e.message : String(e);
+  return `Could not open this browser's storage: ${why}`;
+}
+
 function openError(name: string, e: unknown): StorageError {
   if (e instanceof StorageError) return e;
   const why = (e as Error)?.message || (e as { name?: string })?.name || String(e);

@@ -24,7 +24,8 @@ import {
   listConversations,
   markStaleRunsInterrupted,
 } from '../store/conversations';
-import { StorageError, onStorageNotice, storageNotice, type StorageNotice } from '../store/db';
+import { onStorageNotice, storageNotice, storageOpenError, type StorageNotice } from '../store/db';
+import type { EngineUse, EngineUser } from './engine-use';
 import type { ConversationRecord, StepRecord } from '../store/records';
 import { DB_NAME } from '../store/schema';
 import { ToolRegistry } from '../tools/registry';
@@ -81,7 +82,7 @@ interface Live {
   calls: CallStat[];
 }
 
-export class AgentFlowChat extends LitElement {
+export class AgentFlowChat extends LitElement implements EngineUser {
   static override properties = {
     plannerModel: { type: String, attribute: 'planner-model' },
     sharedModel: { type: String, attribute: 'shared-model' },
@@ -171,6 +172,8 @@ export class AgentFlowChat extends LitElement {
   private readonly pending = new Map<string, string>();
   /** The training run in progress (train() / resumeTraining()), if any. */
   private training: TrainingRun | null = null;
+  /** The engines the answer in progress runs on, and its end, so the page can stop it before replacing them. */
+  private liveOn: { engines: AgentEngines; ended: Promise<void> } | null = null;
 
   constructor() {
     super();
@@ -274,7 +277,7 @@ export class AgentFlowChat extends LitElement {
       await this.refreshList();
       await this.setUpTools();
     } catch (e) {
-      this.error = e instanceof StorageError ? e.message : `Could not open this browser's storage: ${message(e)}`;
+      this.error = storageOpenError(e);
     }
   }
 
@@ -450,6 +453,8 @@ export class AgentFlowChat extends LitElement {
     go: (opts: Parameters<typeof startConversation>[1]) => Promise<SessionResult>,
   ): Promise<SessionResult | null> {
     const controller = new AbortController();
+    let ended!: () => void;
+    this.liveOn = { engines, ended: new Promise<void>((r) => (ended = r)) };
     this.pending.set(id, query);
     this.live = { id, module: null, turn: 0, text: '', answer: '', controller, call: startCall(performance.now()), calls: [] };
     // Each question is its own conversation (the agent sees none of the earlier ones), so it gets a view of
@@ -513,6 +518,8 @@ export class AgentFlowChat extends LitElement {
     } finally {
       clearInterval(tick);
       this.live = null;
+      this.liveOn = null;
+      ended();
       this.pending.delete(id);
       await this.loadSteps(id).catch(() => undefined);
       await this.refreshList().catch(() => undefined);
@@ -522,6 +529,23 @@ export class AgentFlowChat extends LitElement {
 
   stop(): void {
     this.live?.controller.abort(new DOMException('Stopped by the user', 'AbortError'));
+  }
+
+  /**
+   * The answer in progress on the page's engines (`engines`), for the page to stop before it replaces them.
+   * Stopping is the Stop button: the run is stored as interrupted and can be resumed.
+   */
+  engineUse(): EngineUse | null {
+    const on = this.liveOn;
+    if (!on || !this.engines || on.engines !== this.engines) return null;
+    return {
+      what: 'a chat answer',
+      kept: 'it is interrupted with its steps kept; resume it in Chat',
+      stop: async () => {
+        this.stop();
+        await on.ended;
+      },
+    };
   }
 
   /**

@@ -1,8 +1,10 @@
 // The app: four tabs (Chat, Experiments, Training, Models & GPU) sharing one tool registry and one pair
 // of engines. The models last loaded come back from the browser's cache when the page starts (Models & GPU
 // does it, cancellable); until then, or without any, no engine is loaded and the page says so, offering
-// the scripted demo, whose answers are labelled as scripted wherever they show.
-import { LitElement, css, html } from 'lit';
+// the scripted demo, whose answers are labelled as scripted wherever they show. Loading other models never
+// cuts what runs on the loaded ones: Models & GPU asks first, and the swap stops it cleanly (a training run
+// is paused with its checkpoints, an experiment or a chat answer is interrupted) before the old engines go.
+import { LitElement, css, html, nothing } from 'lit';
 import { isScripted } from '../agent/engines-used';
 import type { AgentEngines } from '../agent/loop';
 import type { PlannerTrainer } from '../engine/planner-client';
@@ -11,12 +13,15 @@ import { getSetting, putSetting } from '../store/settings';
 import { DB_NAME } from '../store/schema';
 import { ToolRegistry } from '../tools/registry';
 import { registerBuiltinTools } from '../tools/builtin';
+import type { AgentFlowChat } from './agentflow-chat';
 import './agentflow-chat';
+import { describeUses, type EngineUse } from './engine-use';
+import type { AgentflowExperimentsPanel } from './experiments-panel';
 import './experiments-panel';
 import type { AgentflowModelsPanel, EnginesChosenDetail, ModelsLoadingDetail } from './models-panel';
 import './models-panel';
 import { restoreToolSwitches } from './tool-switches';
-import { ACTIVE_ADAPTER_KEY } from './training-panel';
+import { ACTIVE_ADAPTER_KEY, type AgentflowTrainingPanel } from './training-panel';
 import './training-panel';
 
 export const TABS = [
@@ -43,7 +48,10 @@ export class AgentFlowApp extends LitElement {
     notice: { state: true },
     loading: { state: true },
     storage: { state: true },
+    dbName: { type: String, attribute: 'db-name' },
   };
+  /** The IndexedDB database of every tab (default: the app's own); tests give each their own. */
+  declare dbName: string | undefined;
   declare tab: TabId;
   /** undefined until models are loaded or the user chooses the scripted demo. */
   declare engines: AgentEngines | undefined;
@@ -57,6 +65,8 @@ export class AgentFlowApp extends LitElement {
   declare storage: StorageNotice | null;
   readonly registry = new ToolRegistry();
   private loaded: { dispose?: () => void } | null = null;
+  /** Engine swaps run one after another: each may first wait for what runs on the old engines to stop. */
+  private swaps: Promise<void> = Promise.resolve();
   private unsubscribeStorage: (() => void) | null = null;
 
   constructor() {
@@ -95,7 +105,7 @@ export class AgentFlowApp extends LitElement {
     super.connectedCallback();
     this.storage = storageNotice();
     this.unsubscribeStorage = onStorageNotice((n) => {
-      if (n.dbName === DB_NAME) this.storage = n.kind === 'resolved' ? null : n;
+      if (n.dbName === (this.dbName ?? DB_NAME)) this.storage = n.kind === 'resolved' ? null : n;
     });
     window.addEventListener('hashchange', this.onHash);
     this.addEventListener('agentflow-engines', this.onEngines as EventListener);
@@ -120,14 +130,44 @@ export class AgentFlowApp extends LitElement {
   };
 
   private onEngines = (e: CustomEvent<EnginesChosenDetail>) => {
-    if (this.loaded !== (e.detail.engines as unknown)) this.loaded?.dispose?.();
-    this.loaded = e.detail.engines as { dispose?: () => void };
-    this.engines = e.detail.engines;
-    this.trainer = e.detail.trainer;
-    this.enginesLabel = e.detail.label;
-    this.notice = null;
-    void this.syncAdapter();
+    const detail = e.detail;
+    this.swaps = this.swaps.then(() => this.swapEngines(detail)).catch((err: unknown) => void (this.notice = `Could not switch the models: ${(err as Error)?.message ?? String(err)}`));
   };
+
+  /** What runs on the loaded engines now (a training run, an experiment, a chat answer), tab by tab. */
+  readonly enginesInUse = (): EngineUse[] => {
+    const r = this.renderRoot;
+    const users = [
+      r.querySelector<AgentflowTrainingPanel>('agentflow-training-panel'),
+      r.querySelector<AgentflowExperimentsPanel>('agentflow-experiments-panel'),
+      r.querySelector<AgentFlowChat>('agentflow-chat'),
+    ];
+    return users.flatMap((u) => u?.engineUse() ?? []);
+  };
+
+  /**
+   * Puts the chosen engines in place of the loaded ones. Whatever runs on the old ones is stopped first, the
+   * way its own Stop or Pause does, and the old ones are disposed only then: disposing them under a run cut it
+   * mid-call ("planner worker stopped (terminated)") and lost its step.
+   */
+  private async swapEngines(d: EnginesChosenDetail): Promise<void> {
+    let stopped: EngineUse[] = [];
+    if (this.loaded !== (d.engines as unknown)) {
+      // Something started while the last ones stopped is stopped too (a few rounds at most in practice).
+      for (let round = 0, uses = this.enginesInUse(); uses.length && round < 5; round++, uses = this.enginesInUse()) {
+        this.notice = `Stopping ${describeUses(uses)} to switch to the new models…`;
+        await Promise.all(uses.map((u) => u.stop().catch(() => undefined)));
+        stopped = [...stopped, ...uses];
+      }
+      this.loaded?.dispose?.();
+    }
+    this.loaded = d.engines as { dispose?: () => void };
+    this.engines = d.engines;
+    this.trainer = d.trainer;
+    this.enginesLabel = d.label;
+    this.notice = stopped.length ? `Switched to ${d.label}. Stopped first: ${stopped.map((u) => `${u.what} (${u.kept})`).join('; ')}.` : null;
+    void this.syncAdapter();
+  }
 
   /** A worker behind the loaded models died: drop them, so every tab says no model is loaded and offers Load. */
   private onEnginesLost = (e: CustomEvent<{ engines: AgentEngines; error: Error }>) => {
@@ -162,9 +202,9 @@ export class AgentFlowApp extends LitElement {
     const client = this.trainer;
     if (!client) return;
     try {
-      const [info, stored] = await Promise.all([client.info(), getSetting<string | null>(ACTIVE_ADAPTER_KEY)]);
+      const [info, stored] = await Promise.all([client.info(), getSetting<string | null>(ACTIVE_ADAPTER_KEY, this.dbName)]);
       if (info.activeAdapter) {
-        if (stored !== info.activeAdapter) await putSetting(ACTIVE_ADAPTER_KEY, info.activeAdapter);
+        if (stored !== info.activeAdapter) await putSetting(ACTIVE_ADAPTER_KEY, info.activeAdapter, this.dbName);
       } else if (stored) {
         await this.activate(client, stored);
       }
@@ -180,10 +220,10 @@ export class AgentFlowApp extends LitElement {
   private async activate(client: PlannerTrainer, id: string | null): Promise<void> {
     const { activateStoredAdapter } = await import('./model-loader');
     try {
-      await activateStoredAdapter(client, id);
+      await activateStoredAdapter(client, id, this.dbName);
     } catch (err) {
       this.notice = `Could not activate the adapter ${id}: ${(err as Error).message}`;
-      await putSetting(ACTIVE_ADAPTER_KEY, (await client.info()).activeAdapter).catch(() => undefined);
+      await putSetting(ACTIVE_ADAPTER_KEY, (await client.info()).activeAdapter, this.dbName).catch(() => undefined);
     }
   }
 
@@ -258,16 +298,16 @@ export class AgentFlowApp extends LitElement {
         )}
       </div>
       <section role="tabpanel" id="panel-chat" aria-labelledby="tab-chat" ?hidden=${this.tab !== 'chat'}>
-        <agentflow-chat .hideStorageNotices=${true} .engines=${this.engines} .registry=${this.registry} .modelsLoading=${loadingText} .loadModelAction=${this.gotoModels} @agentflow-engines-lost=${this.onEnginesLost}></agentflow-chat>
+        <agentflow-chat db-name=${this.dbName ?? nothing} .hideStorageNotices=${true} .engines=${this.engines} .registry=${this.registry} .modelsLoading=${loadingText} .loadModelAction=${this.gotoModels} @agentflow-engines-lost=${this.onEnginesLost}></agentflow-chat>
       </section>
       <section role="tabpanel" id="panel-experiments" aria-labelledby="tab-experiments" ?hidden=${this.tab !== 'experiments'}>
-        <agentflow-experiments-panel .engines=${this.engines} .registry=${this.registry}></agentflow-experiments-panel>
+        <agentflow-experiments-panel db-name=${this.dbName ?? nothing} .engines=${this.engines} .registry=${this.registry}></agentflow-experiments-panel>
       </section>
       <section role="tabpanel" id="panel-training" aria-labelledby="tab-training" ?hidden=${this.tab !== 'training'}>
-        <agentflow-training-panel .engines=${this.engines} .trainer=${this.trainer} .registry=${this.registry}></agentflow-training-panel>
+        <agentflow-training-panel db-name=${this.dbName ?? nothing} .engines=${this.engines} .trainer=${this.trainer} .registry=${this.registry}></agentflow-training-panel>
       </section>
       <section role="tabpanel" id="panel-models" aria-labelledby="tab-models" ?hidden=${this.tab !== 'models'}>
-        <agentflow-models-panel restore .registry=${this.registry} current=${this.enginesLabel}></agentflow-models-panel>
+        <agentflow-models-panel restore db-name=${this.dbName ?? nothing} .registry=${this.registry} .enginesInUse=${this.enginesInUse} current=${this.enginesLabel}></agentflow-models-panel>
       </section>
     `;
   }

@@ -77,3 +77,22 @@ describe('<agentflow-experiments-panel> running a subset', () => {
     }
   });
 });
+
+describe('<agentflow-experiments-panel> and failing storage', () => {
+  it('says once that the storage would not open, with the database and the browser’s reason', async () => {
+    const real = IDBFactory.prototype.open;
+    IDBFactory.prototype.open = function () {
+      throw new DOMException('The user denied permission to access the database.', 'SecurityError');
+    };
+    const el = document.createElement('agentflow-experiments-panel') as AgentflowExperimentsPanel;
+    el.dbName = `experiments-nodb-${Math.random()}`;
+    try {
+      document.body.append(el);
+      await expect.poll(() => el.error).toMatch(/^Could not open this browser's storage \(IndexedDB database 'experiments-nodb-.*'\): The user denied permission/);
+      expect(el.error!.match(/Could not open this browser's storage/g)).toHaveLength(1);
+    } finally {
+      IDBFactory.prototype.open = real;
+      el.remove();
+    }
+  });
+});

@@ -14,13 +14,14 @@ import { barChart } from './charts';
 import { downloadText } from './download';
 import { runExperiment, type ExperimentProgress } from './experiment-runner';
 import { moduleLabel } from './chat-view';
-import { openAgentDb } from '../store/db';
+import { openAgentDb, storageOpenError } from '../store/db';
+import type { EngineUse, EngineUser } from './engine-use';
 import type { PlannerClient } from '../engine/planner-client';
 import { parseSubset } from './experiment-subset';
 import { deleteExperiment, exportExperiment, getExperimentItems, listExperiments, markStaleExperiments, summarize } from './experiment-store';
 import { renderTrajectory, trajectoryFromSteps } from './trajectory';
 
-export class AgentflowExperimentsPanel extends LitElement {
+export class AgentflowExperimentsPanel extends LitElement implements EngineUser {
   static override properties = {
     engines: { attribute: false },
     registry: { attribute: false },
@@ -48,6 +49,8 @@ export class AgentflowExperimentsPanel extends LitElement {
   declare error: string | null;
   declare openTrajectory: { conversationId: string; steps: StepRecord[] } | null;
   private controller: AbortController | null = null;
+  /** The run in progress, so a stop can wait for its end. */
+  private running: Promise<void> | null = null;
 
   constructor() {
     super();
@@ -91,7 +94,26 @@ export class AgentflowExperimentsPanel extends LitElement {
     super.connectedCallback();
     void markStaleExperiments(new Set(), this.dbName)
       .then(() => this.refresh())
-      .catch((e) => (this.error = `Could not open this browser's storage: ${(e as Error).message}`));
+      .catch((e) => (this.error = storageOpenError(e)));
+  }
+
+  /**
+   * The run in progress on the page's engines, for the app to stop before it replaces them. Stopping is the
+   * Stop button: the items finished so far stay stored and the run is marked interrupted.
+   */
+  engineUse(): EngineUse | null {
+    const c = this.controller;
+    const running = this.running;
+    if (!c || !running) return null;
+    const p = this.progress;
+    return {
+      what: `an experiment run${p ? ` (item ${Math.min(p.done + 1, p.total)} of ${p.total})` : ''}`,
+      kept: 'its finished items are kept and it is marked interrupted',
+      stop: async () => {
+        c.abort();
+        await running;
+      },
+    };
   }
 
   async refresh(): Promise<void> {
@@ -112,7 +134,16 @@ export class AgentflowExperimentsPanel extends LitElement {
     this.importText(await f.text(), f.name);
   }
 
-  private async run(): Promise<void> {
+  private run(): Promise<void> {
+    if (this.running) return this.running;
+    const r = this.runSubset().finally(() => {
+      if (this.running === r) this.running = null;
+    });
+    this.running = r;
+    return r;
+  }
+
+  private async runSubset(): Promise<void> {
     const b = this.benchmark;
     if (!b) return;
     this.error = null;

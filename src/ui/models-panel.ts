@@ -1,6 +1,7 @@
 // Models & GPU: the WebGPU report, the choice of models, download progress (bytes, percent, time left),
 // the models cached in this browser with their sizes and a delete button, and plain warnings when WebGPU
-// is missing or memory looks too small. Also the privacy switches for network tools.
+// is missing or memory looks too small. Also the privacy switches for network tools. While something runs on
+// the loaded models (the app says what: `enginesInUse`), loading others or the demo asks first.
 import './training-storage-panel';
 import { servesAllModules } from '../engine/base-model-view';
 import { LitElement, css, html, nothing } from 'lit';
@@ -10,6 +11,7 @@ import type { PlannerTrainer } from '../engine/planner-client';
 import type { LoadProgress } from '../engine/types';
 import type { ToolRegistry } from '../tools/registry';
 import { scriptedDemoEngines } from './demo-engines';
+import { describeUses, type EngineUse } from './engine-use';
 import { deleteCachedModel, listCachedModels, type CachedModel } from './model-cache';
 import { loadModelChoice, saveModelChoice, type ModelChoice } from './model-choice';
 import type { SizeReport } from './model-files';
@@ -66,6 +68,8 @@ export class AgentflowModelsPanel extends LitElement {
     plannerFieldError: { state: true },
     sizes: { state: true },
     notice: { state: true },
+    enginesInUse: { attribute: false },
+    confirmSwap: { state: true },
   };
   declare registry: ToolRegistry | undefined;
   declare dbName: string | undefined;
@@ -90,6 +94,10 @@ export class AgentflowModelsPanel extends LitElement {
   declare sizes: Sizes | null;
   /** A note that is not an error (a cancelled load, last models no longer cached). */
   declare notice: string | null;
+  /** What runs on the engines in use (set by the app, which owns them); a swap stops it. */
+  declare enginesInUse: () => readonly EngineUse[];
+  /** A load or the demo waits for the user to accept stopping what runs on the engines in use. */
+  declare confirmSwap: { uses: readonly EngineUse[]; action: string; when: string; go: () => void } | null;
   private controller: AbortController | null = null;
   private sizeRun = 0;
 
@@ -109,6 +117,8 @@ export class AgentflowModelsPanel extends LitElement {
     this.plannerFieldError = null;
     this.sizes = null;
     this.notice = null;
+    this.enginesInUse = () => [];
+    this.confirmSwap = null;
   }
 
   static override styles = css`
@@ -251,12 +261,13 @@ export class AgentflowModelsPanel extends LitElement {
    * Loads the form's models. `restoring`: the page is starting and reloads the last models from the cache
    * only; what is not cached any more is left for the user to download.
    */
-  async load(o: { restoring?: boolean } = {}): Promise<void> {
+  async load(o: { restoring?: boolean; confirmed?: boolean } = {}): Promise<void> {
     if (this.busy) return;
     if (this.plannerFieldError && !this.plannerFromShared) {
       this.error = this.plannerFieldError;
       return;
     }
+    if (!o.restoring && !o.confirmed && this.askFirst('Loading other models', ' once they are ready (until then nothing changes)', () => void this.load({ ...o, confirmed: true }))) return;
     const c = this.choice(true);
     const what = this.describeChoice(c);
     const controller = new AbortController();
@@ -308,7 +319,18 @@ export class AgentflowModelsPanel extends LitElement {
     }
   }
 
-  private useDemo(): void {
+  /**
+   * Whether `action` (which replaces the engines in use) must wait for the user: when something runs on the
+   * engines in use, the panel asks, and `go` runs once they accept stopping it.
+   */
+  private askFirst(action: string, when: string, go: () => void): boolean {
+    const uses = this.enginesInUse();
+    this.confirmSwap = uses.length ? { uses, action, when, go } : null;
+    return uses.length > 0;
+  }
+
+  private useDemo(confirmed = false): void {
+    if (!confirmed && this.askFirst('Switching to the scripted demo', '', () => this.useDemo(true))) return;
     // The ids stay in the form; the next start no longer loads them on its own.
     void saveModelChoice(this.choice(false), this.dbName).catch(() => undefined);
     this.choose({ engines: scriptedDemoEngines(), label: 'scripted demo (no model)' });
@@ -322,6 +344,22 @@ export class AgentflowModelsPanel extends LitElement {
         <br /><progress max="100" .value=${pct ?? 0}></progress>
       </label>
       <div><small>${s.status}</small></div>
+    </div>`;
+  }
+
+  private renderConfirmSwap() {
+    const c = this.confirmSwap;
+    if (!c) return nothing;
+    const what = describeUses(c.uses);
+    return html`<div role="alertdialog" aria-labelledby="swap-question" data-testid="swap-confirm">
+      <p id="swap-question">${what[0].toUpperCase()}${what.slice(1)} ${c.uses.length === 1 ? 'is' : 'are'} using the loaded models. ${c.action} stops ${c.uses.length === 1 ? 'it' : 'them'}${c.when}: ${c.uses.map((u) => u.kept).join('; ')}.</p>
+      <div class="row">
+        <button type="button" @click=${() => {
+          this.confirmSwap = null;
+          c.go();
+        }}>Stop ${c.uses.length === 1 ? 'it' : 'them'} and continue</button>
+        <button type="button" @click=${() => (this.confirmSwap = null)}>Keep ${c.uses.length === 1 ? 'it' : 'them'} running</button>
+      </div>
     </div>`;
   }
 
@@ -385,6 +423,7 @@ export class AgentflowModelsPanel extends LitElement {
           ${this.busy ? html`<button type="button" @click=${() => this.cancelLoad()}>Cancel loading</button>` : nothing}
           <button type="button" ?disabled=${this.busy} @click=${() => this.useDemo()}>Use the scripted demo</button>
         </div>
+        ${this.renderConfirmSwap()}
         ${this.notice ? html`<p role="status" data-testid="models-notice">${this.notice}</p>` : nothing}
         ${Object.entries(this.progress).map(([k, s]) => this.renderProgress(k, s))}
         ${this.error ? html`<p class="warn" role="alert">${this.error}</p>` : nothing}

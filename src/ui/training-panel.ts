@@ -34,6 +34,7 @@ import { lineChart } from './charts';
 import { DEFAULT_GRPO_CONFIG } from '../trainer/config';
 import { TOY_TRAINING } from '../trainer/toy-task';
 import { downloadBlob, downloadText } from './download';
+import type { EngineUse, EngineUser } from './engine-use';
 import { TOY_BASE_MODEL, createToyDriver, resumeToyDriver, WorkerToyTrainingDriver, type TrainingDriver, type TrainingSettings, type TrainingStepPoint } from './training-driver';
 
 export const ACTIVE_ADAPTER_KEY = 'activeAdapter';
@@ -49,7 +50,7 @@ export type TrainingMode = 'toy' | 'agent';
  */
 export const DEFAULT_LEARNING_RATE: Readonly<Record<TrainingMode, number>> = Object.freeze({ toy: TOY_TRAINING.learningRate, agent: DEFAULT_GRPO_CONFIG.learningRate });
 
-export class AgentflowTrainingPanel extends LitElement {
+export class AgentflowTrainingPanel extends LitElement implements EngineUser {
   static override properties = {
     dbName: { type: String, attribute: 'db-name' },
     createDriver: { attribute: false },
@@ -111,6 +112,12 @@ export class AgentflowTrainingPanel extends LitElement {
   /** The adapter whose "keep as" name field is open. */
   declare keeping: string | null;
   private driver: TrainingDriver | null = null;
+  /** Drivers of real-planner runs and the page's engines each runs on (toy runs use none of them). */
+  private readonly driverEngines = new WeakMap<TrainingDriver, AgentEngines>();
+  /** A real-planner run is being set up (its optimizer starting in the planner worker). */
+  private startingOnEngines = false;
+  /** The start, resume or run in progress (one at a time: `busy`), so a stop can wait for its end. */
+  private current: Promise<void> | null = null;
   // Learning rates the user typed, per mode, saved when the mode changes: an edit sticks to its mode and
   // never carries over (a toy-sized rate must not reach the real planner). Not reactive state, so the
   // field is only rewritten on a mode change, never while the user types.
@@ -146,6 +153,41 @@ export class AgentflowTrainingPanel extends LitElement {
 
   private get busy(): boolean {
     return this.starting || this.state === 'running';
+  }
+
+  /**
+   * The real-planner run using the page's engines, if one is starting or running, for the app to stop before
+   * it replaces them. Stopping pauses it: the step in progress is dropped, its checkpoints stay and the run
+   * is stored as paused, so Resume continues it (on the engines loaded then).
+   */
+  engineUse(): EngineUse | null {
+    const d = this.driver;
+    const running = this.state === 'running' && d !== null && this.driverEngines.get(d) === this.engines;
+    if (!(this.starting && this.startingOnEngines) && !running) return null;
+    return {
+      what: `a training run${this.label ? ` (${this.label})` : ''}`,
+      kept: 'it is paused with its checkpoints kept; resume it in Training',
+      stop: () => this.stopOnEngines(),
+    };
+  }
+
+  private async stopOnEngines(): Promise<void> {
+    // A run still starting is paused once it has started (go() checks pauseWanted before its first step).
+    this.pauseWanted = true;
+    if (this.state === 'running') this.driver?.pause();
+    while (this.current) await this.current.catch(() => undefined);
+  }
+
+  /** Set by stopOnEngines while a run starts; the run then stops before its first step. */
+  private pauseWanted = false;
+
+  /** Runs a start, resume or run as `current`, so stopOnEngines can wait for it. */
+  private track(p: Promise<void>): Promise<void> {
+    const t = p.finally(() => {
+      if (this.current === t) this.current = null;
+    });
+    this.current = t;
+    return t;
   }
 
   override willUpdate(): void {
@@ -234,9 +276,13 @@ export class AgentflowTrainingPanel extends LitElement {
   }
 
   /** Continues a stored toy run (paused, or cut off by a reload) in a worker where the browser has them. */
-  async resumeToy(runId: string): Promise<void> {
-    if (this.busy) return;
+  resumeToy(runId: string): Promise<void> {
+    return this.busy ? Promise.resolve() : this.track(this.resumeToyRun(runId));
+  }
+
+  private async resumeToyRun(runId: string): Promise<void> {
     this.error = null;
+    this.pauseWanted = false;
     this.starting = true;
     try {
       const d = typeof Worker === 'function' ? await WorkerToyTrainingDriver.resume(runId, this.dbName) : await resumeToyDriver(runId, this.dbName);
@@ -279,12 +325,19 @@ export class AgentflowTrainingPanel extends LitElement {
   }
 
   /** Continues a stored agent-rollout run from its latest checkpoint. */
-  async resumeStored(runId: string): Promise<void> {
-    if (this.busy) return;
+  resumeStored(runId: string): Promise<void> {
+    return this.busy ? Promise.resolve() : this.track(this.resumeStoredRun(runId));
+  }
+
+  private async resumeStoredRun(runId: string): Promise<void> {
     this.error = null;
+    this.pauseWanted = false;
     this.starting = true;
+    this.startingOnEngines = true;
     try {
-      const d = await resumeAgentDriver(runId, this.agentDeps());
+      const deps = this.agentDeps();
+      const d = await resumeAgentDriver(runId, deps);
+      this.driverEngines.set(d, deps.engines);
       this.replaceDriver(d);
       this.points = [...d.history];
       this.label = `${d.label}, run ${d.runId}`;
@@ -294,6 +347,7 @@ export class AgentflowTrainingPanel extends LitElement {
       return;
     } finally {
       this.starting = false;
+      this.startingOnEngines = false;
     }
     await this.go();
   }
@@ -324,21 +378,30 @@ export class AgentflowTrainingPanel extends LitElement {
   }
 
   /** Starts a new run with the form's settings (the Toy mode button). */
-  async start(): Promise<void> {
-    if (this.busy) return;
+  start(): Promise<void> {
+    return this.busy ? Promise.resolve() : this.track(this.startRun());
+  }
+
+  private async startRun(): Promise<void> {
     this.error = null;
+    this.pauseWanted = false;
     this.starting = true;
     try {
       const s = this.settings();
       if (s.dataset === 'agent') {
         if (!this.benchmark?.items.length) throw new Error('Import a benchmark file with at least one item first.');
-        this.replaceDriver(await createAgentDriver(s, this.benchmark, this.agentDeps(), this.budget(s.groupSize)));
+        this.startingOnEngines = true;
+        const deps = this.agentDeps();
+        const d = await createAgentDriver(s, this.benchmark, deps, this.budget(s.groupSize));
+        this.driverEngines.set(d, deps.engines);
+        this.replaceDriver(d);
       } else this.replaceDriver(await this.createDriver(s, this.dbName));
     } catch (e) {
       this.error = (e as Error).message;
       return;
     } finally {
       this.starting = false;
+      this.startingOnEngines = false;
     }
     this.points = [];
     this.result = null;
@@ -357,12 +420,29 @@ export class AgentflowTrainingPanel extends LitElement {
     this.driver = d;
   }
 
+  /**
+   * Continues the paused run. A real-planner run paused on engines the page has since replaced continues from
+   * its stored checkpoint on the engines loaded now (its old driver's engines are gone).
+   */
   async resume(): Promise<void> {
-    if (!this.starting && this.driver?.state === 'paused') await this.go();
+    const d = this.driver;
+    // A run stopped while it was being set up never ran: its driver is still idle.
+    if (this.busy || this.state !== 'paused' || !d || (d.state !== 'paused' && d.state !== 'idle')) return;
+    const on = this.driverEngines.get(d);
+    if (on && on !== this.engines) return this.resumeStored(d.runId);
+    this.pauseWanted = false;
+    await this.track(this.go());
   }
 
   private async go(): Promise<void> {
     const d = this.driver!;
+    if (this.pauseWanted) {
+      // The page stopped the run while it was being set up: it is stored, at its start, and can be resumed.
+      this.pauseWanted = false;
+      this.state = 'paused';
+      await this.refreshAgentRuns();
+      return;
+    }
     this.state = 'running';
     const at = this.points.at(-1)?.step ?? 0;
     this.progress = { steps: d.steps ?? 0, started: Date.now(), stepsAtStart: at, rollouts: null };

@@ -1,0 +1,24 @@
+// What the app shell asks of each tab before it replaces the loaded engines: is anything running on them
+// (a training run, an experiment, a chat answer), and stop it cleanly. The shell owns the engines and
+// disposes the old ones on a swap, which would otherwise cut whatever runs on them mid-call.
+
+/** Something running on the page's loaded engines right now. */
+export interface EngineUse {
+  /** What runs, for people: 'a training run (Imported benchmark …, run agent-…)'. */
+  what: string;
+  /** What stopping it keeps, for people: 'its checkpoints are kept; resume it in Training'. */
+  kept: string;
+  /** Stops it the way its own Stop or Pause button does; resolves once it no longer uses the engines. */
+  stop(): Promise<void>;
+}
+
+/** A tab that may run things on the page's engines. */
+export interface EngineUser {
+  engineUse(): EngineUse | null;
+}
+
+/** "a training run (…) and an experiment run" */
+export function describeUses(uses: readonly EngineUse[]): string {
+  const w = uses.map((u) => u.what);
+  return w.length <= 1 ? (w[0] ?? '') : `${w.slice(0, -1).join(', ')} and ${w[w.length - 1]}`;
+}
