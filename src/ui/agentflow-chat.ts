@@ -24,7 +24,8 @@ import {
   listConversations,
   markStaleRunsInterrupted,
 } from '../store/conversations';
-import { onStorageNotice, storageNotice, storageOpenError, type StorageNotice } from '../store/db';
+import { onStorageNotice, openAgentDb, storageNotice, storageOpenError, type StorageNotice } from '../store/db';
+import { untilAborted } from '../util/abort';
 import type { EngineUse, EngineUser } from './engine-use';
 import type { ConversationRecord, StepRecord } from '../store/records';
 import { DB_NAME } from '../store/schema';
@@ -80,6 +81,8 @@ interface Live {
   call: CallClock;
   /** The run's finished module calls, newest last. */
   calls: CallStat[];
+  /** Not started yet: the database is still opening (another tab may hold it at an older version). */
+  waitingForStorage: boolean;
 }
 
 export class AgentFlowChat extends LitElement implements EngineUser {
@@ -456,7 +459,7 @@ export class AgentFlowChat extends LitElement implements EngineUser {
     let ended!: () => void;
     this.liveOn = { engines, ended: new Promise<void>((r) => (ended = r)) };
     this.pending.set(id, query);
-    this.live = { id, module: null, turn: 0, text: '', answer: '', controller, call: startCall(performance.now()), calls: [] };
+    this.live = { id, module: null, turn: 0, text: '', answer: '', controller, call: startCall(performance.now()), calls: [], waitingForStorage: true };
     // Each question is its own conversation (the agent sees none of the earlier ones), so it gets a view of
     // its own; the earlier ones stay in the sidebar.
     this.thread = [id];
@@ -468,7 +471,11 @@ export class AgentFlowChat extends LitElement implements EngineUser {
     }
     this.stepsById = { ...this.stepsById, [id]: this.stepsById[id] ?? [] };
     let result: SessionResult | null = null;
+    // Stopped before storage opened: there is nothing stored to read back (and reading would wait on it too).
+    let opened = false;
     try {
+      opened = await this.storageOpened(id, query, controller.signal);
+      if (!opened) return null;
       const listed = this.refreshList();
       listed.catch(() => undefined); // awaited below; a run that throws first must not leave it unhandled
       result = await go({
@@ -521,10 +528,36 @@ export class AgentFlowChat extends LitElement implements EngineUser {
       this.liveOn = null;
       ended();
       this.pending.delete(id);
-      await this.loadSteps(id).catch(() => undefined);
-      await this.refreshList().catch(() => undefined);
+      if (opened) {
+        await this.loadSteps(id).catch(() => undefined);
+        await this.refreshList().catch(() => undefined);
+      }
     }
     return result;
+  }
+
+  /**
+   * Waits for the database before a run starts: while another tab holds it at an older version (a `blocked`
+   * open, which can last until that tab is closed) the live line says so, and the run starts by itself once it
+   * opens. False when Stop ended the wait: nothing was stored, so the question goes back to the input and is
+   * shown as not answered. An open that fails for good rejects, as the run itself would.
+   */
+  private async storageOpened(id: string, query: string, signal: AbortSignal): Promise<boolean> {
+    try {
+      await untilAborted(openAgentDb(this.dbName), signal);
+    } catch (e) {
+      if (!signal.aborted) throw e;
+      const blocked = this.storageNotice?.kind === 'blocked';
+      const why = blocked ? ' (another AgentFlow tab holds it open at an older version)' : '';
+      this.failed = { ...this.failed, [id]: { query, error: `stopped while waiting for this browser’s storage${why}; nothing was saved.` } };
+      const ta = this.renderRoot.querySelector('textarea');
+      if (ta && !ta.value.trim() && !this.conversations.some((c) => c.id === id)) ta.value = query;
+      return false;
+    }
+    const l = this.live;
+    // The clock times module calls: it starts now, not while storage was opening.
+    if (l?.id === id) this.live = { ...l, waitingForStorage: false, call: startCall(performance.now()) };
+    return true;
   }
 
   stop(): void {
@@ -650,9 +683,11 @@ export class AgentFlowChat extends LitElement implements EngineUser {
           ? html`${live.calls.length
                 ? html`<ol class="calls" data-testid="live-calls" aria-label="Module calls so far">${live.calls.map((c) => html`<li>${formatCall(c)}</li>`)}</ol>`
                 : nothing}
-              <div class="live" data-testid="live">${live.module ? `${moduleLabel(live.module)}${live.turn ? ` (turn ${live.turn})` : ''}…` : 'Starting…'}
+              ${live.waitingForStorage && this.storageNotice?.kind === 'blocked'
+                ? html`<div class="live" data-testid="live">${WAITING_FOR_BLOCKED_STORAGE}</div>`
+                : html`<div class="live" data-testid="live">${live.module ? `${moduleLabel(live.module)}${live.turn ? ` (turn ${live.turn})` : ''}…` : 'Starting…'}
 <span class="live-stats" data-testid="live-stats">${formatLiveCall(live.call, performance.now())}</span>
-${live.module === 'generator' ? '' : live.text.slice(-400)}</div>`
+${live.module === 'generator' ? '' : live.text.slice(-400)}</div>`}`
           : nothing}
         ${answer ? (live ? html`<div class="text plain">${answer}</div>` : this.renderText(answer)) : !live && !failed ? html`<p class="status">${conv?.status === 'interrupted' ? 'Interrupted before an answer.' : conv?.status === 'error' ? 'The run failed.' : ''}</p>` : nothing}
         ${failed ? html`<p class="error" role="alert" part="error" data-testid="answer-error">${answer ? '' : 'Not answered: '}${failed.error}</p>` : nothing}
@@ -777,6 +812,9 @@ ${live.module === 'generator' ? '' : live.text.slice(-400)}</div>`
     </details>`;
   }
 }
+
+/** The live line of a question waiting for a database another tab holds open (a `blocked` upgrade). */
+const WAITING_FOR_BLOCKED_STORAGE = 'Waiting for this browser’s storage: another AgentFlow tab holds it open at an older version. Close or reload that tab; the question then starts by itself. Stop cancels it.';
 
 function message(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
