@@ -26,7 +26,7 @@ import {
 } from '../store/conversations';
 import { onStorageNotice, openAgentDb, storageNotice, storageOpenError, type StorageNotice } from '../store/db';
 import { untilAborted } from '../util/abort';
-import type { EngineUse, EngineUser } from './engine-use';
+import { describeUses, type EngineUse, type EngineUser } from './engine-use';
 import type { ConversationRecord, StepRecord } from '../store/records';
 import { DB_NAME } from '../store/schema';
 import { ToolRegistry } from '../tools/registry';
@@ -59,6 +59,25 @@ export interface AgentflowTrainStepDetail {
 
 export interface AgentflowTrainDoneDetail {
   summary: RunSummary;
+}
+
+/** A training run the element stopped by itself: the page replaced the engines it ran on. */
+export interface AgentflowTrainStoppedDetail {
+  runId: string;
+  reason: 'engines-replaced';
+  message: string;
+}
+
+/** The element's training run (train() / resumeTraining()), from its start until it no longer uses its engines. */
+interface TrainingOn {
+  /** Null while the element still loads its own engines. */
+  engines: AgentEngines | null;
+  /** Null while it is being set up (stored, checked). */
+  run: TrainingRun | null;
+  /** A pause was asked for (pauseTraining, the app's engine swap, or the engines replaced under it). */
+  pauseWanted: boolean;
+  enginesReplaced: boolean;
+  ended: Promise<void>;
 }
 
 export interface AgentflowAnswerDetail {
@@ -95,7 +114,8 @@ export class AgentFlowChat extends LitElement implements EngineUser {
     maxTurns: { type: Number, attribute: 'max-turns' },
     dbName: { type: String, attribute: 'db-name' },
     renderAs: { type: String, attribute: 'render' },
-    engines: { attribute: false },
+    // Its own accessor (noAccessor): replacing the engines pauses a training run on the old ones at once.
+    engines: { attribute: false, noAccessor: true },
     trainer: { attribute: false },
     extraTools: { attribute: false },
     registry: { attribute: false },
@@ -112,6 +132,7 @@ export class AgentFlowChat extends LitElement implements EngineUser {
     confirmResume: { state: true },
     enginesLost: { state: true },
     failed: { state: true },
+    trainingNotice: { state: true },
     storageNotice: { state: true },
     hideStorageNotices: { attribute: false },
     openGroups: { state: true },
@@ -132,8 +153,29 @@ export class AgentFlowChat extends LitElement implements EngineUser {
   declare dbName: string | undefined;
   /** 'markdown' (default; sanitized) or 'text'. */
   declare renderAs: 'markdown' | 'text';
-  /** Injected engines (tests, demos, or engines the host page loaded itself). */
-  declare engines: AgentEngines | undefined;
+  /**
+   * Injected engines (tests, demos, or engines the host page loaded itself). Replacing them while the
+   * element's training run uses them pauses that run at once (see `set engines`).
+   */
+  get engines(): AgentEngines | undefined {
+    return this.pageEngines;
+  }
+
+  set engines(next: AgentEngines | undefined) {
+    const old = this.pageEngines;
+    if (next === old) return;
+    this.pageEngines = next;
+    this.requestUpdate('engines', old);
+    // Synchronously: a page that disposes the old engines right after this line must find the run's calls
+    // already aborted, or the step dies mid-call ("planner worker stopped") instead of being dropped cleanly.
+    const t = this.trainingOn;
+    if (t && old && t.engines === old) {
+      t.enginesReplaced = true;
+      this.pauseRun(t);
+    }
+  }
+
+  private pageEngines: AgentEngines | undefined;
   /** The optimizer next to injected engines' planner, for train(); engines the element loads bring their own. */
   declare trainer: PolicyTrainer | undefined;
   /** Tools supplied by the embedding page, registered before the built-in ones. */
@@ -152,6 +194,8 @@ export class AgentFlowChat extends LitElement implements EngineUser {
   declare hideStorageNotices: boolean;
   /** Runs that threw (storage would not open, a step could not be saved): their question and the error. */
   declare failed: Record<string, { query: string; error: string }>;
+  /** Said when the element paused its training run by itself (the page replaced its engines). */
+  declare trainingNotice: string | null;
   /** What another tab or the browser did to this chat's database (storageNotice in store/db.ts). */
   declare storageNotice: StorageNotice | null;
   /** Sidebar groups (experiment items, training rollouts) the user has unfolded. */
@@ -174,7 +218,7 @@ export class AgentFlowChat extends LitElement implements EngineUser {
   /** Queries of runs whose conversation record is not listed yet. */
   private readonly pending = new Map<string, string>();
   /** The training run in progress (train() / resumeTraining()), if any. */
-  private training: TrainingRun | null = null;
+  private trainingOn: TrainingOn | null = null;
   /** The engines the answer in progress runs on, and its end, so the page can stop it before replacing them. */
   private liveOn: { engines: AgentEngines; ended: Promise<void> } | null = null;
 
@@ -196,6 +240,7 @@ export class AgentFlowChat extends LitElement implements EngineUser {
     this.enginesLost = false;
     this.hideStorageNotices = false;
     this.failed = {};
+    this.trainingNotice = null;
     this.storageNotice = null;
     this.openGroups = new Set();
   }
@@ -565,10 +610,23 @@ export class AgentFlowChat extends LitElement implements EngineUser {
   }
 
   /**
-   * The answer in progress on the page's engines (`engines`), for the page to stop before it replaces them.
-   * Stopping is the Stop button: the run is stored as interrupted and can be resumed.
+   * What runs on the page's engines (`engines`), for the page to stop before it replaces them: the answer in
+   * progress (stopped as Stop does: stored as interrupted, resumable) and the training run (paused as
+   * pauseTraining() does: checkpoints kept). Both at once are one use that stops both.
    */
   engineUse(): EngineUse | null {
+    const uses = [this.answerUse(), this.trainingUse()].filter((u): u is EngineUse => u !== null);
+    if (uses.length <= 1) return uses[0] ?? null;
+    return {
+      what: describeUses(uses),
+      kept: uses.map((u) => u.kept).join('; '),
+      stop: async () => {
+        await Promise.all(uses.map((u) => u.stop()));
+      },
+    };
+  }
+
+  private answerUse(): EngineUse | null {
     const on = this.liveOn;
     if (!on || !this.engines || on.engines !== this.engines) return null;
     return {
@@ -581,20 +639,33 @@ export class AgentFlowChat extends LitElement implements EngineUser {
     };
   }
 
+  /** The training run started through train() / resumeTraining() on the page's engines: stopping pauses it. */
+  private trainingUse(): EngineUse | null {
+    const t = this.trainingOn;
+    if (!t || !this.engines || t.engines !== this.engines) return null;
+    return {
+      what: `a training run${t.run ? ` (${t.run.id})` : ''} started through the chat element`,
+      kept: 'it is paused with its checkpoints kept; resumeTraining() or the Training tab continues it',
+      stop: async () => {
+        this.pauseRun(t);
+        await t.ended;
+      },
+    };
+  }
+
   /**
    * Fine-tunes the planner's LoRA adapter with Flow-GRPO on `o.items` (questions with reference answers), with
    * this element's engines, tools and database; resolves when the run ends or is paused. Each step fires
-   * `agentflow-train-step`, the end `agentflow-train-done`. The planner must run on this page's runtime.
+   * `agentflow-train-step`, the end `agentflow-train-done`. The planner must run on this page's runtime. The
+   * run is one of engineUse()'s uses; setting other `engines` while it runs on the page's pauses it.
    */
   async train(o: ElementTrainOptions): Promise<RunSummary> {
-    if (this.training) throw new Error(`training run '${this.training.id}' is already running; pauseTraining() first`);
-    return this.drive(await startElementTraining(o, await this.trainableEngines(), toolsFromRegistry(this.toolRegistry), this.dbName));
+    return this.drive((on) => startElementTraining(o, on, toolsFromRegistry(this.toolRegistry), this.dbName));
   }
 
   /** Continues a stored training run (paused, or cut off by a reload) from its newest intact checkpoint. */
   async resumeTraining(runId: string): Promise<RunSummary> {
-    if (this.training) throw new Error(`training run '${this.training.id}' is already running; pauseTraining() first`);
-    return this.drive(await resumeElementTraining(runId, await this.trainableEngines(), toolsFromRegistry(this.toolRegistry), this.dbName));
+    return this.drive((on) => resumeElementTraining(runId, on, toolsFromRegistry(this.toolRegistry), this.dbName));
   }
 
   private async trainableEngines(): Promise<TrainableEngines> {
@@ -604,21 +675,49 @@ export class AgentFlowChat extends LitElement implements EngineUser {
 
   /** Stops the training run after a checkpoint; resumeTraining(runId) continues it. */
   pauseTraining(): void {
-    this.training?.pause();
+    if (this.trainingOn) this.pauseRun(this.trainingOn);
   }
 
-  private async drive(run: TrainingRun): Promise<RunSummary> {
-    this.training = run;
+  /** Pauses `t`: the step in progress is dropped, its checkpoints stay; one still being set up stops before its first step. */
+  private pauseRun(t: TrainingOn): void {
+    t.pauseWanted = true;
+    t.run?.pause();
+  }
+
+  /** Sets up a run with `start` on the element's engines and runs it, as `trainingOn` from start to end. */
+  private async drive(start: (on: TrainableEngines) => Promise<TrainingRun>): Promise<RunSummary> {
+    if (this.trainingOn) throw new Error(`training run${this.trainingOn.run ? ` '${this.trainingOn.run.id}'` : ''} is already running; pauseTraining() first`);
+    let ended!: () => void;
+    const t: TrainingOn = { engines: this.engines ?? null, run: null, pauseWanted: false, enginesReplaced: false, ended: new Promise<void>((r) => (ended = r)) };
+    this.trainingOn = t;
+    this.trainingNotice = null;
     try {
-      const summary = await driveTraining(run, {
+      const on = await this.trainableEngines();
+      t.engines = on.engines;
+      const run = await start(on);
+      t.run = run;
+      const going = driveTraining(run, {
         onStep: (runId, metrics) => this.dispatchEvent(new CustomEvent<AgentflowTrainStepDetail>('agentflow-train-step', { detail: { runId, metrics }, bubbles: true, composed: true })),
         onProgress: () => undefined,
       });
+      // run() marks itself running before its first await, so this pauses a run asked to stop while it was set
+      // up before its first step (its record is stored, at its start, and resumes like any paused run).
+      if (t.pauseWanted) run.pause();
+      const summary = await going;
+      if (t.enginesReplaced) this.saySwapPaused(summary);
       this.dispatchEvent(new CustomEvent<AgentflowTrainDoneDetail>('agentflow-train-done', { detail: { summary }, bubbles: true, composed: true }));
       return summary;
     } finally {
-      this.training = null;
+      this.trainingOn = null;
+      ended();
     }
+  }
+
+  private saySwapPaused(summary: RunSummary): void {
+    const id = summary.runId;
+    const message = `Training run '${id}' was paused after ${summary.steps} step${summary.steps === 1 ? '' : 's'}: the page replaced the engines it ran on. Its checkpoints are kept; resumeTraining('${id}') continues it on the new engines.`;
+    this.trainingNotice = message;
+    this.dispatchEvent(new CustomEvent<AgentflowTrainStoppedDetail>('agentflow-train-stopped', { detail: { runId: id, reason: 'engines-replaced', message }, bubbles: true, composed: true }));
   }
 
   async deleteConversation(id: string): Promise<void> {
@@ -778,6 +877,7 @@ ${live.module === 'generator' ? '' : live.text.slice(-400)}</div>`}`
           : nothing}
         ${this.storageNotice && !this.hideStorageNotices ? html`<p class="error" role="alert" part="error storage" data-testid="storage-notice">${this.storageNotice.message}</p>` : nothing}
         ${this.error ? html`<p class="error" role="alert" part="error">${this.error}</p>` : nothing}
+        ${this.trainingNotice ? html`<p class="status" role="status" part="training-notice" data-testid="training-notice">${this.trainingNotice}</p>` : nothing}
         ${this.enginesLost && (this.loadModelAction || this.plannerModel || this.plannerFromShared)
           ? html`<button type="button" class="primary" part="button" data-testid="reload-models" @click=${() => void this.reloadModels()}>Reload the models</button>`
           : nothing}
@@ -829,5 +929,6 @@ declare global {
   interface HTMLElementEventMap {
     'agentflow-turn': CustomEvent<AgentflowTurnDetail>;
     'agentflow-answer': CustomEvent<AgentflowAnswerDetail>;
+    'agentflow-train-stopped': CustomEvent<AgentflowTrainStoppedDetail>;
   }
 }

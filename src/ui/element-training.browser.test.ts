@@ -1,7 +1,8 @@
 // <agentflow-chat>'s training API in Chromium with real IndexedDB: train() runs the library's TrainingRun on
 // the element's engines and tools (the planner's optimizer stood in for by one that records each batch),
 // fires a step event per step and a done event, stores the run where resumeTraining() continues it after a
-// pause, and refuses engines that cannot be trained.
+// pause, and refuses engines that cannot be trained. A run is one of the element's engineUse() uses, and it
+// pauses (as pauseTraining() does) when the page replaces the engines under it.
 import { describe, expect, it } from 'vitest';
 import { ProbeEngine, type ProbeReplyFn } from '../agent/probe-engine';
 import { ScriptedEngine } from '../agent/scripted-engine';
@@ -11,7 +12,9 @@ import type { TurnSample } from '../trainer/samples';
 import type { PolicyTrainer } from '../trainer/training-host';
 import { IdbRunStore } from '../trainer/run/run-store-idb';
 import './agentflow-chat';
-import type { AgentFlowChat, AgentflowTrainDoneDetail, AgentflowTrainStepDetail } from './agentflow-chat';
+import type { RunSummary } from '../trainer/run/training-run';
+import { WorkerGoneError } from '../util/worker-watch';
+import type { AgentFlowChat, AgentflowTrainDoneDetail, AgentflowTrainStepDetail, AgentflowTrainStoppedDetail } from './agentflow-chat';
 
 // Odd planner seeds reverse the right text, even ones another: a group's rewards follow its seeds.
 const plan = (seed: number) => JSON.stringify({ justification: 'j', context: '', sub_goal: `Reverse ${seed % 2 ? 'ba' : 'xy'}`, tool_name: 'reverse' });
@@ -23,6 +26,20 @@ const byCall: ProbeReplyFn = (module, messages, options) => {
   if (module === 'generator') return `<answer>${/Result: (\w+)/.exec(user)?.[1] ?? 'none'}</answer>`;
   return 'Reverse it.';
 };
+
+/** A planner whose "worker" the page can dispose: later calls, and those waiting, fail as a dead worker's do. */
+class DisposableProbe extends ProbeEngine {
+  private killed: WorkerGoneError | null = null;
+  private waiting: Array<(e: Error) => void> = [];
+  override async chat(...args: Parameters<ProbeEngine['chat']>): ReturnType<ProbeEngine['chat']> {
+    if (this.killed) throw this.killed;
+    return Promise.race([super.chat(...args), new Promise<never>((_, reject) => this.waiting.push(reject))]);
+  }
+  dispose(): void {
+    this.killed = new WorkerGoneError('planner', 'terminated');
+    for (const w of this.waiting.splice(0)) w(this.killed);
+  }
+}
 
 function steppingTrainer(): PolicyTrainer & { batches: TurnSample[][] } {
   const batches: TurnSample[][] = [];
@@ -88,6 +105,53 @@ describe('<agentflow-chat> train()', () => {
     expect(second).toMatchObject({ runId: first.runId, status: 'done', steps: 2 });
     expect(steps.map((s) => s.metrics.step)).toEqual([1, 2]);
     expect(done.map((d) => d.summary.status)).toEqual(['paused', 'done']);
+    el.remove();
+  });
+
+  it('is among the uses engineUse() reports for the page to stop, and stops the way pauseTraining() does', async () => {
+    const trainer = steppingTrainer();
+    const el = await mount({ planner: new ProbeEngine(byCall, 'planner:probe'), shared: new ProbeEngine(byCall, 'shared') }, trainer);
+    expect(el.engineUse()).toBeNull();
+    const uses: Array<{ what: string; kept: string }> = [];
+    el.addEventListener('agentflow-train-step', () => {
+      const use = el.engineUse();
+      if (!use || uses.length) return;
+      uses.push({ what: use.what, kept: use.kept });
+      void use.stop();
+    });
+    const summary = await el.train({ items: [{ question: 'Reverse ba', answer: 'ab' }], steps: 3, groupSize: 4, budget: { maxTurns: 1 } });
+    expect(uses).toEqual([{ what: expect.stringMatching(/^a training run \(embed-.*\) started through the chat element$/), kept: 'it is paused with its checkpoints kept; resumeTraining() or the Training tab continues it' }]);
+    expect(summary).toMatchObject({ status: 'paused', steps: 1 });
+    expect(await new IdbRunStore(el.dbName).load(summary.runId)).toMatchObject({ status: 'paused' });
+    expect(el.engineUse()).toBeNull();
+    el.remove();
+  });
+
+  it('pauses when the page replaces its engines mid-step, before they are disposed, and says so', async () => {
+    const trainer = steppingTrainer();
+    const planner = new DisposableProbe(byCall, 'planner:old');
+    const el = await mount({ planner, shared: new ProbeEngine(byCall, 'shared') }, trainer);
+    const fresh = new ProbeEngine(byCall, 'planner:new');
+    const stopped: AgentflowTrainStoppedDetail[] = [];
+    el.addEventListener('agentflow-train-stopped', (e) => stopped.push((e as CustomEvent<AgentflowTrainStoppedDetail>).detail));
+    // Step 2's planner calls wait, so the swap lands while its rollouts are in flight.
+    el.addEventListener('agentflow-train-step', () => planner.hold());
+    let ended: unknown = null;
+    const training = el.train({ items: [{ question: 'Reverse ba', answer: 'ab' }], steps: 3, groupSize: 4, budget: { maxTurns: 1 } }).then(
+      (s) => (ended = s),
+      (e: unknown) => (ended = e),
+    );
+    await expect.poll(() => trainer.batches.length === 1 && planner.inFlight > 0).toBe(true);
+    // What an embedding page does: new engines in, old ones disposed at once.
+    el.engines = { planner: fresh, shared: new ProbeEngine(byCall, 'shared') };
+    planner.dispose();
+    await training;
+    expect(ended).toMatchObject({ status: 'paused', steps: 1 });
+    expect(trainer.batches).toHaveLength(1);
+    expect(fresh.calls).toHaveLength(0);
+    const runId = (ended as RunSummary).runId;
+    expect(stopped).toEqual([{ runId, reason: 'engines-replaced', message: expect.stringContaining(`Training run '${runId}' was paused after 1 step`) }]);
+    await expect.poll(() => el.renderRoot.querySelector('[data-testid="training-notice"]')?.textContent ?? '').toBe(stopped[0].message);
     el.remove();
   });
 
