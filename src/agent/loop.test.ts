@@ -2,22 +2,11 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { StepRecord } from '../store/records';
 import { ToolRegistry } from '../tools/registry';
-import type { Tool, ToolCard, ToolContext, ToolResult } from '../tools/types';
+import type { Tool, ToolContext, ToolResult } from '../tools/types';
 import { runAgent, stateFromSteps, type AgentConfigInput, type PlannerCall } from './loop';
 import { toolsFromRegistry } from './registry-tools';
 import { ScriptedEngine, scriptedLogprob, scriptedTokenIds, type Script } from './scripted-engine';
-
-function card(name: string, props: ToolCard['input']['properties'], required: string[]): ToolCard {
-  return { name, description: `${name} test tool.`, input: { type: 'object', properties: props, required }, output: 'text', limitations: [], examples: [], usesNetwork: false };
-}
-
-/** Adds two numbers: a real computation the test can check. */
-const adder: Tool = {
-  card: card('Adder_Tool', { a: { type: 'number', description: 'first' }, b: { type: 'number', description: 'second' } }, ['a', 'b']),
-  async run(args) {
-    return { ok: true, output: String((args.a as number) + (args.b as number)) };
-  },
-};
+import { adderTool as adder, testCard as card } from '../../tests/support/test-tools';
 
 const capitals: Record<string, string> = { France: 'Paris', Peru: 'Lima' };
 const lookup: Tool = {

@@ -4,33 +4,14 @@ import 'fake-indexeddb/auto';
 import { describe, expect, it } from 'vitest';
 import { getConversation, getSteps, listConversations, markStaleRunsInterrupted } from '../store/conversations';
 import { getRolloutsByRun } from '../store/rollouts';
-import type { Tool } from '../tools/types';
 import { ProbeEngine, type ProbeReplyFn } from './probe-engine';
 import { ScriptedEngine, type Script } from './scripted-engine';
 import { EngineMismatchError } from './engines-used';
 import { resumeConversation, startConversation } from './session';
+import { answerFromMemory, multiplyPlan as plan, multiplyTool } from '../../tests/support/test-tools';
 
 let n = 0;
 const freshDb = () => `session-test-${++n}-${Math.random()}`;
-
-/** Multiplies two numbers: the scripted agent must get its answer from here. */
-const multiply: Tool = {
-  card: {
-    name: 'Multiply_Tool',
-    description: 'Multiplies a by b.',
-    input: { type: 'object', properties: { a: { type: 'number', description: 'a' }, b: { type: 'number', description: 'b' } }, required: ['a', 'b'] },
-    output: 'the product',
-    limitations: [],
-    examples: [{ goal: 'multiply 2 by 3', args: { a: 2, b: 3 } }],
-    usesNetwork: false,
-  },
-  async run(args) {
-    return { ok: true, output: String((args.a as number) * (args.b as number)) };
-  },
-};
-
-const plan = (g: string) => JSON.stringify({ justification: 'j', context: 'c', sub_goal: g, tool_name: 'Multiply_Tool' });
-const answerFromMemory = (m: { content: string }[]) => `<answer>${/Result: (\d+)/.exec(m[1].content)?.[1] ?? 'unknown'}</answer>`;
 
 function engines(script: Script) {
   return { planner: new ScriptedEngine({ planner: script.planner }, 'planner:test', 'lora-a'), shared: new ScriptedEngine({ ...script, planner: undefined }, 'shared:test') };
@@ -48,7 +29,7 @@ describe('stored agent sessions', () => {
     });
     const r = await startConversation('How far does Alicia ride in 1.5 hours at 18 mph?', {
       id: 'alicia',
-      tools: [multiply],
+      tools: [multiplyTool],
       engines: e,
       config: { answerTags: true, maxTurns: 3 },
       rollouts: { runId: 'run-1', groupId: 'alicia-q' },
@@ -69,10 +50,10 @@ describe('stored agent sessions', () => {
   it('scores a wrong answer 0, and asks the judge for exact-match misses', async () => {
     const db = freshDb();
     const script: Script = { analysis: ['x'], planner: [plan('m')], executor: ['{"a": 2, "b": 2}'], verifier: ['STOP'], generator: ['<answer>Jim Madison</answer>'] };
-    const wrong = await startConversation('Who?', { tools: [multiply], engines: engines(script), config: { answerTags: true }, reward: { kind: 'exact', reference: ['james madison'] }, dbName: db });
+    const wrong = await startConversation('Who?', { tools: [multiplyTool], engines: engines(script), config: { answerTags: true }, reward: { kind: 'exact', reference: ['james madison'] }, dbName: db });
     expect(wrong.reward).toBe(0);
     const judge = new ScriptedEngine({ other: ['yes'] }, 'judge');
-    const judged = await startConversation('Who?', { tools: [multiply], engines: engines(script), config: { answerTags: true }, reward: { kind: 'exact', reference: ['james madison'], judge }, dbName: db });
+    const judged = await startConversation('Who?', { tools: [multiplyTool], engines: engines(script), config: { answerTags: true }, reward: { kind: 'exact', reference: ['james madison'], judge }, dbName: db });
     expect(judged.reward).toBe(1);
     expect(judge.calls[0].messages[1].content).toContain('Response: Jim Madison');
   });
@@ -88,7 +69,7 @@ describe('stored agent sessions', () => {
     };
     const ctl = new AbortController();
     const first = engines({ ...script, executor: ['{"a": 6, "b": 7}', { text: '{"a": 42, "b": 10}', delayMs: 60_000 }] });
-    const running = startConversation('6*7*10?', { id: 'cut', tools: [multiply], engines: first, signal: ctl.signal, config: { answerTags: true }, rollouts: { runId: 'run-2', groupId: 'g' }, dbName: db });
+    const running = startConversation('6*7*10?', { id: 'cut', tools: [multiplyTool], engines: first, signal: ctl.signal, config: { answerTags: true }, rollouts: { runId: 'run-2', groupId: 'g' }, dbName: db });
     while (first.shared.count('executor') < 2) await new Promise((res) => setTimeout(res, 5));
     ctl.abort();
     expect((await running).status).toBe('interrupted');
@@ -97,7 +78,7 @@ describe('stored agent sessions', () => {
     expect(await markStaleRunsInterrupted(new Set(), db)).toEqual([]); // already marked by the abort
 
     const second = engines({ ...script, executor: ['{"a": 42, "b": 10}'], verifier: ['STOP'] });
-    const r = await resumeConversation('cut', { tools: [multiply], engines: second, config: { answerTags: true }, rollouts: { runId: 'run-2', groupId: 'g' }, reward: { kind: 'numeric', reference: 420 }, dbName: db });
+    const r = await resumeConversation('cut', { tools: [multiplyTool], engines: second, config: { answerTags: true }, rollouts: { runId: 'run-2', groupId: 'g' }, reward: { kind: 'numeric', reference: 420 }, dbName: db });
     expect(r.status).toBe('done');
     expect(r.finalAnswer).toBe('42,420');
     expect(second.planner.calls).toHaveLength(0);
@@ -110,7 +91,7 @@ describe('stored agent sessions', () => {
     const script: Script = { analysis: ['x'], planner: [plan('Multiply 6 by 7')], executor: ['{"a": 6, "b": 7}'], verifier: ['STOP'], generator: ['<answer>42</answer>'] };
     const ctl = new AbortController();
     const demo = engines({ ...script, executor: [{ text: '{"a": 6, "b": 7}', delayMs: 60_000 }] });
-    const running = startConversation('6*7?', { id: 'mixed', tools: [multiply], engines: demo, signal: ctl.signal, dbName: db });
+    const running = startConversation('6*7?', { id: 'mixed', tools: [multiplyTool], engines: demo, signal: ctl.signal, dbName: db });
     while (demo.shared.count('executor') < 1) await new Promise((res) => setTimeout(res, 5));
     ctl.abort();
     expect((await running).status).toBe('interrupted');
@@ -118,14 +99,14 @@ describe('stored agent sessions', () => {
 
     const replies: Record<string, string> = { executor: '{"a": 6, "b": 7}', verifier: 'STOP', generator: '<answer>42</answer>' };
     const real = { planner: new ProbeEngine(() => plan('Multiply 6 by 7'), 'planner:real'), shared: new ProbeEngine((m) => replies[m] ?? '', 'shared:real') };
-    const refused = resumeConversation('mixed', { tools: [multiply], engines: real, dbName: db });
+    const refused = resumeConversation('mixed', { tools: [multiplyTool], engines: real, dbName: db });
     await expect(refused).rejects.toBeInstanceOf(EngineMismatchError);
     await expect(refused).rejects.toThrow(/This run started on the scripted demo \(planner:test \+ shared:test\); the engines now are planner:real \+ shared:real\./);
     // Refusing touched nothing: still interrupted, same steps.
     expect((await getConversation('mixed', db))!.status).toBe('interrupted');
     expect((await getSteps('mixed', db)).map((s) => s.kind)).toEqual(['analysis', 'planner']);
 
-    const r = await resumeConversation('mixed', { tools: [multiply], engines: real, dbName: db, allowEngineChange: true });
+    const r = await resumeConversation('mixed', { tools: [multiplyTool], engines: real, dbName: db, allowEngineChange: true });
     expect(r.status).toBe('done');
     const conv = (await getConversation('mixed', db))!;
     expect(conv.settings?.engines).toEqual({ planner: 'planner:test', shared: 'shared:test', scripted: true });

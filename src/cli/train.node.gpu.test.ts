@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { tinyChatModelDir } from '../../tests/support/tiny-agent';
+import { tinyChatModelDir } from '../../tests/support/tiny-chat-model';
 import { runCli, spawnCli } from './cli-spawn';
 
 const tmp = (p: string) => mkdtempSync(join(tmpdir(), `agentflow-train-${p}-`));

@@ -4,18 +4,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { toolsFromRegistry } from '../agent/registry-tools';
 import { ToolRegistry } from './registry';
 import { runTool } from './run-tool';
-import type { Tool, ToolCard, ToolContext, ToolResult } from './types';
-
-function card(name: string, props: ToolCard['input']['properties'], required: string[]): ToolCard {
-  return { name, description: `${name} test tool.`, input: { type: 'object', properties: props, required }, output: 'text', limitations: [], examples: [], usesNetwork: false };
-}
-
-const adder: Tool = {
-  card: card('Adder_Tool', { a: { type: 'number', description: 'first' }, b: { type: 'number', description: 'second' } }, ['a', 'b']),
-  async run(args) {
-    return { ok: true, output: String((args.a as number) + (args.b as number)) };
-  },
-};
+import type { Tool, ToolContext, ToolResult } from './types';
+import { adderTool as adder, testCard as card } from '../../tests/support/test-tools';
 
 describe('runTool', () => {
   it('passes the timeout to the tool and returns its result', async () => {

@@ -16,6 +16,7 @@ import type { TensorSource, WeightSource } from '../engine/weights';
 import { Rng } from '../util/rng';
 import { f16BitsToF32, f32ToF16Bits, toF16Array } from '../util/half';
 import type { HostQwen2Weights } from './cpu-model';
+import { randomLayers } from './random-layers';
 import type { TurnSample } from './samples';
 
 export interface ToyTaskOptions {
@@ -197,7 +198,7 @@ export function toyModel(task: ToyTask, o: ToyTaskOptions = {}): ToyModel {
   const half = (a: Float32Array) => a.map((v) => f16BitsToF32(f32ToF16Bits(v)));
   const mat = (out: number, inp: number) => half(rng.fill(out * inp, 1 / Math.sqrt(inp)));
   const vec = (n: number, mean: number, scale: number) => rng.fill(n, scale).map((v) => v + mean);
-  const { intermediateSize: I, numKvHeads: nKV, vocabSize: V } = config;
+  const V = config.vocabSize;
   const embed = half(rng.fill(V * H, 1));
   // Dimension 0 carries a constant that dominates the residual stream's first coordinate.
   for (let t = 0; t < V; t++) embed[t * H] = 4;
@@ -205,20 +206,7 @@ export function toyModel(task: ToyTask, o: ToyTaskOptions = {}): ToyModel {
   // about 1/K² for every query rather than near 0 for some.
   const lmHead = half(rng.fill(V * H, headNoise / Math.sqrt(H)));
   for (let t = 0; t < V; t++) lmHead[t * H] = f16BitsToF32(f32ToF16Bits(task.isAction(t) ? prior / 4 : -prior / 4));
-  const layers: HostQwen2Weights['layers'] = [];
-  for (let l = 0; l < config.numLayers; l++) {
-    layers.push({
-      inputNorm: vec(H, 1, 0.1),
-      q: { W: mat(numHeads * headDim, H), b: vec(numHeads * headDim, 0, 0.1) },
-      k: { W: mat(nKV * headDim, H), b: vec(nKV * headDim, 0, 0.1) },
-      v: { W: mat(nKV * headDim, H), b: vec(nKV * headDim, 0, 0.1) },
-      o: { W: mat(H, numHeads * headDim) },
-      postNorm: vec(H, 1, 0.1),
-      gate: { W: mat(I, H) },
-      up: { W: mat(I, H) },
-      down: { W: mat(H, I) },
-    });
-  }
+  const layers = randomLayers(config, mat, vec);
   const finalNorm = vec(H, 1, 0.1);
   finalNorm[0] = 1;
   const weights: HostQwen2Weights = { embed, layers, finalNorm, lmHead };

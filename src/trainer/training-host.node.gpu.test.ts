@@ -6,7 +6,8 @@
 import 'fake-indexeddb/auto';
 import { describe, expect, it } from 'vitest';
 import { gpuFor } from '../../tests/support/gpu';
-import { multiplyTool, tinyPlanner } from '../../tests/support/tiny-agent';
+import { multiplyTool } from '../../tests/support/test-tools';
+import { tinyPlanner } from '../../tests/support/tiny-agent';
 import { maxAbsDiff, relL2 } from '../../tests/support/compare';
 import { readFixtureWeights } from '../../tests/support/qwen2-fixture';
 import { ScriptedEngine } from '../agent/scripted-engine';

@@ -5,7 +5,8 @@
 import 'fake-indexeddb/auto';
 import { describe, expect, it } from 'vitest';
 import { gpuFor } from '../../tests/support/gpu';
-import { multiplyTool, tinyPlanner } from '../../tests/support/tiny-agent';
+import { multiplyTool } from '../../tests/support/test-tools';
+import { tinyPlanner } from '../../tests/support/tiny-agent';
 import { maxAbsDiff } from '../../tests/support/compare';
 import { ScriptedEngine } from '../agent/scripted-engine';
 import { readSafetensors } from '../engine/io/safetensors';

@@ -280,23 +280,42 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
     return this.busy ? Promise.resolve() : this.track(this.resumeToyRun(runId));
   }
 
-  private async resumeToyRun(runId: string): Promise<void> {
+  private resumeToyRun(runId: string): Promise<void> {
+    return this.openRun(() => (typeof Worker === 'function' ? WorkerToyTrainingDriver.resume(runId, this.dbName) : resumeToyDriver(runId, this.dbName)), true);
+  }
+
+  /**
+   * Sets a run's driver up and runs it. A set-up that fails shows its error and starts nothing. A resumed
+   * run shows its stored history; a new one starts with none and clears the last run's result.
+   */
+  private async openRun(setUp: () => Promise<TrainingDriver>, resumed: boolean): Promise<void> {
     this.error = null;
     this.pauseWanted = false;
     this.starting = true;
     try {
-      const d = typeof Worker === 'function' ? await WorkerToyTrainingDriver.resume(runId, this.dbName) : await resumeToyDriver(runId, this.dbName);
-      this.replaceDriver(d);
-      this.points = [...d.history];
-      this.label = `${d.label}, run ${d.runId}`;
-      this.notes = d.notes ?? [];
+      this.replaceDriver(await setUp());
     } catch (e) {
       this.error = (e as Error).message;
       return;
     } finally {
       this.starting = false;
+      this.startingOnEngines = false;
     }
+    const d = this.driver!;
+    this.points = resumed ? [...d.history] : [];
+    if (!resumed) this.result = null;
+    this.notes = d.notes ?? [];
+    this.label = `${d.label}, run ${d.runId}`;
     await this.go();
+  }
+
+  /** Sets up a real-planner run on the page's engines, which the app must stop before it replaces them. */
+  private async onEngines(setUp: (deps: ReturnType<AgentflowTrainingPanel['agentDeps']>) => Promise<TrainingDriver>): Promise<TrainingDriver> {
+    this.startingOnEngines = true;
+    const deps = this.agentDeps();
+    const d = await setUp(deps);
+    this.driverEngines.set(d, deps.engines);
+    return d;
   }
 
   private agentDeps() {
@@ -329,27 +348,8 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
     return this.busy ? Promise.resolve() : this.track(this.resumeStoredRun(runId));
   }
 
-  private async resumeStoredRun(runId: string): Promise<void> {
-    this.error = null;
-    this.pauseWanted = false;
-    this.starting = true;
-    this.startingOnEngines = true;
-    try {
-      const deps = this.agentDeps();
-      const d = await resumeAgentDriver(runId, deps);
-      this.driverEngines.set(d, deps.engines);
-      this.replaceDriver(d);
-      this.points = [...d.history];
-      this.label = `${d.label}, run ${d.runId}`;
-      this.notes = d.notes ?? [];
-    } catch (e) {
-      this.error = (e as Error).message;
-      return;
-    } finally {
-      this.starting = false;
-      this.startingOnEngines = false;
-    }
-    await this.go();
+  private resumeStoredRun(runId: string): Promise<void> {
+    return this.openRun(() => this.onEngines((deps) => resumeAgentDriver(runId, deps)), true);
   }
 
   async refreshAdapters(): Promise<void> {
@@ -382,32 +382,14 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
     return this.busy ? Promise.resolve() : this.track(this.startRun());
   }
 
-  private async startRun(): Promise<void> {
-    this.error = null;
-    this.pauseWanted = false;
-    this.starting = true;
-    try {
+  private startRun(): Promise<void> {
+    return this.openRun(async () => {
       const s = this.settings();
-      if (s.dataset === 'agent') {
-        if (!this.benchmark?.items.length) throw new Error('Import a benchmark file with at least one item first.');
-        this.startingOnEngines = true;
-        const deps = this.agentDeps();
-        const d = await createAgentDriver(s, this.benchmark, deps, this.budget(s.groupSize));
-        this.driverEngines.set(d, deps.engines);
-        this.replaceDriver(d);
-      } else this.replaceDriver(await this.createDriver(s, this.dbName));
-    } catch (e) {
-      this.error = (e as Error).message;
-      return;
-    } finally {
-      this.starting = false;
-      this.startingOnEngines = false;
-    }
-    this.points = [];
-    this.result = null;
-    this.notes = this.driver!.notes ?? [];
-    this.label = `${this.driver!.label}, run ${this.driver!.runId}`;
-    await this.go();
+      if (s.dataset !== 'agent') return this.createDriver(s, this.dbName);
+      if (!this.benchmark?.items.length) throw new Error('Import a benchmark file with at least one item first.');
+      const benchmark = this.benchmark;
+      return this.onEngines((deps) => createAgentDriver(s, benchmark, deps, this.budget(s.groupSize)));
+    }, false);
   }
 
   pause(): void {

@@ -1,24 +1,10 @@
 // A page reload in the middle of an agent run loses at most the step in flight: after the reload the run
 // shows as interrupted with its stored steps, and resuming it finishes from the stored memory.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
-import { launchChromium } from '../support/chromium';
-import { startDevServer, type DevServer } from '../support/vite-server';
+import { describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { devServerAndChromium } from '../support/dev-browser';
 
-let vite: DevServer;
-let browser: Browser;
-let base: string;
-
-beforeAll(async () => {
-  vite = await startDevServer();
-  base = vite.base;
-  browser = await launchChromium();
-});
-
-afterAll(async () => {
-  await browser?.close();
-  await vite?.close();
-});
+const dev = devServerAndChromium();
 
 interface StoredStep {
   seq: number;
@@ -35,10 +21,10 @@ const steps = (page: Page, id: string) => page.evaluate((cid) => (window as any)
 
 describe('agent run across a page reload', () => {
   it('keeps the completed steps, shows the run as interrupted, and resumes it to the right answer', async () => {
-    const page = await browser.newPage();
+    const page = await dev.browser.newPage();
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
-    await page.goto(`${base}/tests/e2e/pages/agent.html`);
+    await page.goto(`${dev.base}/tests/e2e/pages/agent.html`);
     await ready(page);
     const id = `run-${Date.now()}`;
     await page.evaluate((cid) => (window as any).agent.start(cid), id);

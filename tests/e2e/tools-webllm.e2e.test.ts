@@ -3,13 +3,8 @@
 // fail fast with a typed error that says the model could not be downloaded and names the model and URL.
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser } from 'playwright-core';
-import { launchChromium } from '../support/chromium';
-import { startDevServer, type DevServer } from '../support/vite-server';
+import { devServerAndChromium } from '../support/dev-browser';
 
-let vite: DevServer;
-let browser: Browser;
-let base: string;
 let modelHost: Server;
 let missing: string;
 const requested: string[] = [];
@@ -23,17 +18,13 @@ beforeAll(async () => {
   });
   await new Promise<void>((ok) => modelHost.listen(0, '127.0.0.1', ok));
   missing = `http://127.0.0.1:${(modelHost.address() as { port: number }).port}/models/`;
-
-  vite = await startDevServer();
-  base = vite.base;
-  browser = await launchChromium();
 });
 
 afterAll(async () => {
-  await browser?.close();
-  await vite?.close();
   await new Promise<void>((ok) => (modelHost ? modelHost.close(() => ok()) : ok()));
 });
+
+const dev = devServerAndChromium();
 
 interface Outcome {
   name: string;
@@ -46,8 +37,8 @@ interface Outcome {
 
 describe('web-llm engine with no model host', () => {
   it('rejects with a model-download error naming the model id and URL, after asking the host for the f32 build', async () => {
-    const page = await browser.newPage();
-    await page.goto(`${base}/tests/e2e/pages/tools.html`);
+    const page = await dev.browser.newPage();
+    await page.goto(`${dev.base}/tests/e2e/pages/tools.html`);
     await page.waitForFunction(() => (window as unknown as { pageReady?: boolean }).pageReady === true);
     const out = await page.evaluate(async (missingUrl: string): Promise<Outcome> => {
       const { webllm, gpu } = (window as any).agentflow;

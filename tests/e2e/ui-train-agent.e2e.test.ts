@@ -4,33 +4,24 @@
 // planner worker. The charts gain a point per step and the checkpoint's adapter is stored.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { build } from 'vite';
-import { mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { byteTokenizerConfig, byteTokenizerJson } from '../support/byte-tokenizer';
 import { launchChromium } from '../support/chromium';
 import { serveHub, type HubServer } from '../support/hub-server';
-import { TINY } from '../support/qwen2-fixture';
 import { serveStatic, type StaticServer } from '../support/static-server';
+import { tinyChatModelDir } from '../support/tiny-chat-model';
 
 let server: StaticServer;
 let hub: HubServer;
 let browser: Browser;
 const outDir = mkdtempSync(join(tmpdir(), 'agentflow-app-train-'));
-const modelDir = mkdtempSync(join(tmpdir(), 'agentflow-tiny-train-'));
 const shots = mkdtempSync(join(tmpdir(), 'agentflow-train-shots-'));
 const SUB = '/models/train/';
 
 beforeAll(async () => {
-  // The fixture's weights as they are; its config says 512 positions, but the agent's prompts (tool cards
-  // included) are ~2k bytes with a byte tokenizer. RoPE has no table, so a longer context only costs KV cache.
-  const config = JSON.parse(readFileSync(join(TINY, 'config.json'), 'utf8')) as Record<string, unknown>;
-  writeFileSync(join(modelDir, 'config.json'), JSON.stringify({ ...config, max_position_embeddings: 4096 }));
-  symlinkSync(join(TINY, 'model.safetensors'), join(modelDir, 'model.safetensors'));
-  writeFileSync(join(modelDir, 'tokenizer.json'), JSON.stringify(byteTokenizerJson()));
-  writeFileSync(join(modelDir, 'tokenizer_config.json'), JSON.stringify(byteTokenizerConfig()));
-  hub = await serveHub({ 'test-org/qwen2-tiny': modelDir });
+  hub = await serveHub({ 'test-org/qwen2-tiny': tinyChatModelDir() });
   await build({ configFile: 'vite.config.ts', logLevel: 'error', build: { outDir, emptyOutDir: true, sourcemap: false } });
   server = await serveStatic({ [SUB]: outDir });
   browser = await launchChromium();
@@ -53,7 +44,10 @@ const waitStatus = (page: Page, re: RegExp, timeout: number) =>
     { timeout, polling: 200 },
   );
 
-/** Loads the fixture as the planner for every module, with one tool switched on (short prompts). */
+/**
+ * Loads the fixture as the planner for every module, with one tool switched on (short prompts, and so short
+ * prefills and backward passes on SwiftShader), then opens Training.
+ */
 async function loadPlanner(page: Page): Promise<void> {
   await page.getByRole('tab', { name: 'Models & GPU' }).click();
   await page.locator('gpu-capabilities [data-testid="gpu-report"]').waitFor({ timeout: 60_000 });
@@ -112,45 +106,16 @@ describe('Training tab on the real planner', () => {
     expect(await agentOption.evaluate((o) => (o as HTMLOptionElement).disabled)).toBe(true);
     expect(await inPanel(page, '[data-testid="agent-availability"]')).toMatch(/needs a planner model loaded in Models & GPU/);
 
-    await page.getByRole('tab', { name: 'Models & GPU' }).click();
-    await page.locator('gpu-capabilities [data-testid="gpu-report"]').waitFor({ timeout: 60_000 });
-    await page.getByRole('textbox', { name: /Planner model/ }).fill(`${hub.url}/test-org/qwen2-tiny/resolve/main/`);
-    await page.getByRole('combobox', { name: /Shared model/ }).fill('');
-    // One tool keeps the prompts (and so SwiftShader's prefill and backward) short.
-    const switches = page.locator('agentflow-tool-switches li[data-tool] > label input[type="checkbox"]');
-    await switches.first().waitFor({ state: 'attached' });
-    // The switches sit in a collapsed section; a click on the element toggles it and fires 'change'.
-    const n = await switches.count();
-    for (let i = 0; i < n; i++) await switches.nth(i).evaluate((el, keep) => void ((el as HTMLInputElement).checked !== keep && (el as HTMLInputElement).click()), i === 0);
-    await page.getByRole('button', { name: 'Download and load models' }).click();
-    await page.waitForFunction(
-      () => /^planner:/.test(document.querySelector('agentflow-app')?.shadowRoot?.querySelector('agentflow-models-panel')?.shadowRoot?.querySelector('[data-testid="engines-in-use"]')?.textContent ?? ''),
-      undefined,
-      { timeout: 120_000 },
-    );
-
-    await page.getByRole('tab', { name: 'Training' }).click();
+    await loadPlanner(page);
     const chartLabels = () => page.locator('agentflow-training-panel [data-testid="training-charts"] svg').evaluateAll((ss) => ss.map((s) => s.getAttribute('aria-label') ?? ''));
     expect((await chartLabels()).every((l) => l.endsWith('no data'))).toBe(true);
     expect(await inPanel(page, '[data-testid="agent-availability"]')).toMatch(/Import a benchmark/);
-    const bench = [
-      { pid: 'a', query: 'What is 1+1?', answer: '2' },
-      { pid: 'b', query: 'What is 2+2?', answer: '4' },
-    ];
-    await page.locator('agentflow-training-panel [data-testid="training-benchmark-file"]').setInputFiles({ name: 'tiny.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(bench)) });
-    await page.locator('agentflow-training-panel [data-testid="training-benchmark-summary"]').waitFor();
+    await importBench(page);
     expect(await inPanel(page, '[data-testid="training-benchmark-summary"]')).toMatch(/Imported 2 items from “tiny”/);
     expect(await agentOption.evaluate((o) => (o as HTMLOptionElement).disabled)).toBe(false);
     expect(await page.locator('agentflow-training-panel #dataset').inputValue()).toBe('agent');
 
-    await page.getByRole('spinbutton', { name: 'Group size' }).fill('2');
-    await page.getByRole('spinbutton', { name: 'Steps' }).fill('1');
-    await page.getByRole('spinbutton', { name: 'LoRA rank' }).fill('2');
-    await page.getByRole('spinbutton', { name: 'Max turns' }).fill('1');
-    await page.getByRole('spinbutton', { name: 'Planner tokens' }).fill('3');
-    await page.getByRole('spinbutton', { name: "Other modules' tokens" }).fill('2');
-    await page.getByRole('spinbutton', { name: 'Queries per step' }).fill('1');
-    await page.getByRole('spinbutton', { name: 'Micro-batch tokens' }).fill('1536');
+    await tinyBudgets(page, 1);
     await page.getByRole('button', { name: 'Start training the planner' }).click();
     await waitStatus(page, /^(done|error): step 1|Training stopped/, 480_000).catch(() => undefined);
     const alert = await inPanel(page, '[role="alert"]');

@@ -3,6 +3,7 @@
 // a loader bug with the engine it checks. Node only.
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { MODULE_PATH } from '../../src/engine/io/peft';
 import { bf16BitsToF32, f16BitsToF32 } from '../../src/util/half';
 import type { LoraModule, Qwen2RefAdapter, Qwen2RefConfig, Qwen2RefLayer, Qwen2RefWeights } from './qwen2-ref';
 
@@ -95,16 +96,6 @@ export function readFixtureWeights(dir = TINY): { config: Qwen2RefConfig; weight
   };
 }
 
-const PEFT_MODULES: Record<LoraModule, string> = {
-  q: 'self_attn.q_proj',
-  k: 'self_attn.k_proj',
-  v: 'self_attn.v_proj',
-  o: 'self_attn.o_proj',
-  gate: 'mlp.gate_proj',
-  up: 'mlp.up_proj',
-  down: 'mlp.down_proj',
-};
-
 export function readFixtureAdapter(dir = join(TINY, 'adapter'), numLayers = 2): Qwen2RefAdapter {
   const cfg = JSON.parse(readFileSync(join(dir, 'adapter_config.json'), 'utf8'));
   const t = readSafetensorsF32(join(dir, 'adapter_model.safetensors'));
@@ -113,7 +104,7 @@ export function readFixtureAdapter(dir = join(TINY, 'adapter'), numLayers = 2): 
   const layers: Qwen2RefAdapter['layers'] = [];
   for (let l = 0; l < numLayers; l++) {
     const entry: Qwen2RefAdapter['layers'][number] = {};
-    for (const [m, path] of Object.entries(PEFT_MODULES) as Array<[LoraModule, string]>) {
+    for (const [m, path] of Object.entries(MODULE_PATH) as Array<[LoraModule, string]>) {
       const A = t.get(`base_model.model.model.layers.${l}.${path}.lora_A.weight`);
       const B = t.get(`base_model.model.model.layers.${l}.${path}.lora_B.weight`);
       if (A && B) entry[m] = { A: A.data, B: B.data, rank: r };

@@ -7,7 +7,8 @@ import type { Qwen2Config } from '../../src/engine/io/config';
 import { loraKey, moduleShape, type LoraAdapter, type LoraModule, type LoraPair } from '../../src/engine/io/peft';
 import type { TensorSource, WeightSource } from '../../src/engine/weights';
 import { writeSafetensors } from '../../src/engine/io/safetensors';
-import { LORA_MODULES, type Qwen2RefAdapter, type Qwen2RefConfig, type Qwen2RefLayer, type Qwen2RefWeights, type RefLoraPair } from './qwen2-ref';
+import { randomLayers } from '../../src/trainer/random-layers';
+import { LORA_MODULES, type Qwen2RefAdapter, type Qwen2RefConfig, type Qwen2RefWeights, type RefLoraPair } from './qwen2-ref';
 
 export interface RandomQwen2Options {
   hiddenSize?: number;
@@ -41,24 +42,11 @@ export function randomQwen2(seed: number, o: RandomQwen2Options = {}): { config:
     rmsNormEps: 1e-6,
     tieWordEmbeddings: o.tie ?? true,
   };
-  const { hiddenSize: H, intermediateSize: I, numKvHeads: nKV, vocabSize: V } = config;
+  const { hiddenSize: H, vocabSize: V } = config;
   // Scaled so activations stay O(1) through the layers and the softmax is neither flat nor one-hot.
   const mat = (out: number, inp: number) => f32(roundToF16(rng.fill(out * inp, 1 / Math.sqrt(inp))));
   const vec = (n: number, mean: number, scale: number) => f32(Array.from(rng.fill(n, scale), (v) => v + mean));
-  const layers: Qwen2RefLayer[] = [];
-  for (let l = 0; l < config.numLayers; l++) {
-    layers.push({
-      inputNorm: vec(H, 1, 0.1),
-      q: { W: mat(numHeads * headDim, H), b: vec(numHeads * headDim, 0, 0.1) },
-      k: { W: mat(nKV * headDim, H), b: vec(nKV * headDim, 0, 0.1) },
-      v: { W: mat(nKV * headDim, H), b: vec(nKV * headDim, 0, 0.1) },
-      o: { W: mat(H, numHeads * headDim) },
-      postNorm: vec(H, 1, 0.1),
-      gate: { W: mat(I, H) },
-      up: { W: mat(I, H) },
-      down: { W: mat(H, I) },
-    });
-  }
+  const layers = randomLayers(config, mat, vec);
   const weights: Qwen2RefWeights = {
     embed: f32(roundToF16(rng.fill(V * H, 1))),
     layers,

@@ -1,8 +1,5 @@
 // The set-ups the Node tests share: the qwen2-tiny fixture as the planner (our runtime, byte tokenizer), for
-// the agent and training tests and the planner engine's own, and a multiplication tool the scripted executor
-// calls.
-import { mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+// the agent and training tests and the planner engine's own.
 import { join } from 'node:path';
 import type { GpuContext } from '../../src/gpu/device';
 import { loadAdapter, loadCheckpoint } from '../../src/engine/io/checkpoint';
@@ -10,25 +7,9 @@ import { directorySource } from '../../src/engine/io/sources';
 import { PlannerEngine } from '../../src/engine/planner-engine';
 import { Qwen2Runtime } from '../../src/engine/runtime';
 import { Tokenizer } from '../../src/engine/tokenizer/tokenizer';
-import type { Tool } from '../../src/tools/types';
 import { byteTokenizerConfig, byteTokenizerJson } from './byte-tokenizer';
 import { gpuFor } from './gpu';
 import { TINY } from './qwen2-fixture';
-
-export const multiplyTool: Tool = {
-  card: {
-    name: 'Multiply_Tool',
-    description: 'Multiplies a by b.',
-    input: { type: 'object', properties: { a: { type: 'number', description: 'a' }, b: { type: 'number', description: 'b' } }, required: ['a', 'b'] },
-    output: 'the product',
-    limitations: [],
-    examples: [],
-    usesNetwork: false,
-  },
-  async run(args) {
-    return { ok: true, output: String((args.a as number) * (args.b as number)) };
-  },
-};
 
 /** The qwen2-tiny runtime and a PlannerEngine over it (destroy the runtime when done). */
 export async function tinyPlanner(ctx: GpuContext): Promise<{ rt: Qwen2Runtime; planner: PlannerEngine }> {
@@ -52,19 +33,4 @@ export async function fixturePlannerEngine(): Promise<PlannerEngine> {
   await rt.addAdapter('fixture', await loadAdapter(directorySource(join(TINY, 'adapter')), ckpt.config));
   const tok = new Tokenizer({ tokenizerJson: byteTokenizerJson(), tokenizerConfig: byteTokenizerConfig() });
   return new PlannerEngine(rt, tok, 'qwen2-tiny');
-}
-
-/**
- * A folder holding the qwen2-tiny fixture as a chat model: its weights (linked), its config with a longer
- * context (the agent's prompts, tool cards included, are ~2k bytes with a byte tokenizer; RoPE has no table,
- * so a longer context only costs KV cache) and the byte-level tokenizer with Qwen's chat template.
- */
-export function tinyChatModelDir(positions = 4096): string {
-  const dir = mkdtempSync(join(tmpdir(), 'agentflow-tiny-chat-'));
-  const config = JSON.parse(readFileSync(join(TINY, 'config.json'), 'utf8')) as Record<string, unknown>;
-  writeFileSync(join(dir, 'config.json'), JSON.stringify({ ...config, max_position_embeddings: positions }));
-  symlinkSync(join(TINY, 'model.safetensors'), join(dir, 'model.safetensors'));
-  writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify(byteTokenizerJson()));
-  writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify(byteTokenizerConfig()));
-  return dir;
 }

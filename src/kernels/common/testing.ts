@@ -19,6 +19,17 @@ export function f32Buffer(ctx: GpuContext, label: string, values: ArrayLike<numb
   return uploadStorage(ctx, label, Float32Array.from(values));
 }
 
+/**
+ * A matmul test's inputs after its weights: x [n, inDim], a bias [outDim] and a y [n, outDim] to accumulate
+ * onto, drawn in this order (the tests' seeds pin the data), with x and the bias on the GPU.
+ */
+export function matmulInputs(ctx: GpuContext, rng: Rng, n: number, inDim: number, outDim: number) {
+  const x = rng.fill(n * inDim);
+  const b = rng.fill(outDim);
+  const y0 = rng.fill(n * outDim);
+  return { x, b, y0, xb: f32Buffer(ctx, 'x', x), bb: f32Buffer(ctx, 'b', b) };
+}
+
 export function emptyF32(ctx: GpuContext, label: string, n: number): GPUBuffer {
   return createStorage(ctx, label, n * 4);
 }

@@ -6,7 +6,7 @@ import { gpuFor } from '../../../tests/support/gpu';
 import { f32Buffer, relMaxErr } from '../common/testing';
 import { centralDiff } from '../finite-diff.ref';
 import { grpoLoss } from './grpo';
-import { grpoRef, type GrpoHyper } from './grpo.ref';
+import { grpoRef, randomGrpoTokens, type GrpoHyper } from './grpo.ref';
 
 const H: GrpoHyper = { epsLow: 0.2, epsHigh: 0.28, beta: 0.04 };
 
@@ -15,19 +15,7 @@ describe('grpo loss kernel', () => {
     it(`T=${T}: loss terms, d loss/d logp and stats match float64 (and finite differences)`, async () => {
       const ctx = await gpuFor('packed');
       const rng = new Rng(T);
-      const logp = new Float32Array(T), old = new Float32Array(T), ref = new Float32Array(T), adv = new Float32Array(T), w = new Float32Array(T);
-      for (let i = 0; i < T; i++) {
-        for (;;) {
-          logp[i] = -3 * rng.next();
-          old[i] = logp[i] + 0.8 * rng.normal();
-          ref[i] = logp[i] + 1.5 * rng.normal();
-          adv[i] = rng.normal();
-          const rho = Math.exp(logp[i] - old[i]);
-          const d = ref[i] - logp[i];
-          if (Math.abs(rho - 0.8) > 1e-3 && Math.abs(rho - 1.28) > 1e-3 && Math.abs(Math.exp(d) - d - 11) > 1e-3) break;
-        }
-        w[i] = i % 4 === 0 && T > 1 ? 0 : 1 / T;
-      }
+      const { logp, old, ref, adv, w } = randomGrpoTokens(rng, T, (i) => (i % 4 === 0 && T > 1 ? 0 : 1 / T), Float32Array);
       const bufs = [logp, old, ref, adv, w].map((a, k) => f32Buffer(ctx, `grpo.in${k}`, a));
       const dlogp = createStorage(ctx, 'dlogp', T * 4);
       const stats = createStorage(ctx, 'stats', 3 * T * 4);

@@ -10,6 +10,8 @@
 //     -A*rho > -A*clip(rho), otherwise the clipped branch wins and the gradient is 0 ("clipped" token).
 //   * k3 part: d/dlogp [e^d - d - 1] with d = ref - logp is 1 - e^d, and 0 where the clamp is active.
 
+import type { Rng } from '../../util/rng';
+
 export interface GrpoHyper {
   epsLow: number;
   epsHigh: number;
@@ -119,4 +121,32 @@ export function flattenSamples(samples: FlowGrpoSample[]): {
     }
   }
   return out;
+}
+
+/**
+ * T random tokens for testing the loss and its gradient, with rho and k3 kept away from the kinks (the
+ * clip edges at epsLow 0.2 / epsHigh 0.28, and the k3 clamp at 10) so a finite difference is well defined.
+ * `weight(i)` is token i's weight; `Arr` is the arrays' type (Float32Array for what a GPU reads).
+ */
+export function randomGrpoTokens<A extends Float32Array | Float64Array>(
+  rng: Rng,
+  T: number,
+  weight: (i: number) => number,
+  Arr: new (n: number) => A,
+): { logp: A; old: A; ref: A; adv: A; w: A } {
+  const logp = new Arr(T), old = new Arr(T), ref = new Arr(T), adv = new Arr(T), w = new Arr(T);
+  for (let i = 0; i < T; i++) {
+    for (;;) {
+      logp[i] = -3 * rng.next();
+      old[i] = logp[i] + 0.8 * rng.normal();
+      ref[i] = logp[i] + 1.5 * rng.normal();
+      adv[i] = rng.normal();
+      const rho = Math.exp(logp[i] - old[i]);
+      const d = ref[i] - logp[i];
+      const kraw = Math.exp(d) - d - 1;
+      if (Math.abs(rho - 0.8) > 1e-3 && Math.abs(rho - 1.28) > 1e-3 && Math.abs(kraw - 10) > 1e-3) break;
+    }
+    w[i] = weight(i);
+  }
+  return { logp, old, ref, adv, w };
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../../util/rng';
 import { centralDiff } from '../finite-diff.ref';
-import { flattenSamples, grpoRef, grpoTokenRef, type GrpoHyper } from './grpo.ref';
+import { flattenSamples, grpoRef, grpoTokenRef, randomGrpoTokens, type GrpoHyper } from './grpo.ref';
 import { loadFlowGrpoFixture } from './grpo.fixture';
 
 const H: GrpoHyper = { epsLow: 0.2, epsHigh: 0.28, beta: 0.04 };
@@ -17,21 +17,7 @@ describe('Flow-GRPO float64 reference', () => {
   it('d loss / d logp matches central finite differences on every branch', () => {
     const rng = new Rng(7);
     const T = 400;
-    const logp = new Float64Array(T), old = new Float64Array(T), ref = new Float64Array(T), adv = new Float64Array(T), w = new Float64Array(T);
-    for (let i = 0; i < T; i++) {
-      // Keep rho and k3 away from the kinks so the finite difference is well defined.
-      for (;;) {
-        logp[i] = -3 * rng.next();
-        old[i] = logp[i] + 0.8 * rng.normal();
-        ref[i] = logp[i] + 1.5 * rng.normal();
-        adv[i] = rng.normal();
-        const rho = Math.exp(logp[i] - old[i]);
-        const d = ref[i] - logp[i];
-        const kraw = Math.exp(d) - d - 1;
-        if (Math.abs(rho - 0.8) > 1e-3 && Math.abs(rho - 1.28) > 1e-3 && Math.abs(kraw - 10) > 1e-3) break;
-      }
-      w[i] = i % 5 === 0 ? 0 : 1 / T;
-    }
+    const { logp, old, ref, adv, w } = randomGrpoTokens(rng, T, (i) => (i % 5 === 0 ? 0 : 1 / T), Float64Array);
     const r = grpoRef(logp, old, ref, adv, w, H);
     const fd = centralDiff((x) => grpoRef(x, old, ref, adv, w, H).loss, logp, 1e-6);
     let maxErr = 0;

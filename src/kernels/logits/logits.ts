@@ -26,16 +26,12 @@ export interface LmHeadArgs {
  * Buffers: x f32 [rows, H], E f16 [rowCount, H], logits f32 [rows, ld].
  */
 export async function lmHead(ctx: GpuContext, a: LmHeadArgs): Promise<Dispatch> {
-  return matmul(ctx, {
-    x: a.x,
-    W: a.E,
-    y: a.logits,
-    n: a.rows,
-    inDim: a.hidden,
-    outDim: a.rowCount,
-    yStride: a.ld,
-    yOffset: a.colOffset ?? a.rowOffset,
-  });
+  return matmul(ctx, lmHeadMatmulArgs(a));
+}
+
+/** An LM head chunk as a matmul's arguments, whatever form its vocabulary rows `E` take (f16 or 4-bit). */
+export function lmHeadMatmulArgs<E>(a: Omit<LmHeadArgs, 'E'> & { E: E }) {
+  return { x: a.x, W: a.E, y: a.logits, n: a.rows, inDim: a.hidden, outDim: a.rowCount, yStride: a.ld, yOffset: a.colOffset ?? a.rowOffset };
 }
 
 export interface LseChunkArgs {

@@ -3,7 +3,7 @@ import { readF32 } from '../../gpu/buffers';
 import { submitDispatches } from '../../gpu/pipelines';
 import { Rng } from '../../util/rng';
 import { gpuFor, weightPaths } from '../../../tests/support/gpu';
-import { bitDiffCount, f32Buffer, relMaxErr, randomHalf } from '../common/testing';
+import { bitDiffCount, f32Buffer, matmulInputs, relMaxErr, randomHalf } from '../common/testing';
 import { TILE_ROW_CHOICES } from '../common/tile.wgsl';
 import { uploadStorage } from '../../gpu/buffers';
 import { matmul } from './matmul';
@@ -30,12 +30,8 @@ describe('matmul kernel (f16 W, f32 accumulate)', async () => {
         const ctx = await gpuFor(path);
         const rng = new Rng(N * 1000 + IN * 10 + OUT);
         const W = randomHalf(rng, OUT * IN);
-        const x = rng.fill(N * IN);
-        const b = rng.fill(OUT);
-        const y0 = rng.fill(N * OUT);
+        const { x, b, y0, xb, bb } = matmulInputs(ctx, rng, N, IN, OUT);
         const Wb = uploadStorage(ctx, 'W', W.bits);
-        const xb = f32Buffer(ctx, 'x', x);
-        const bb = f32Buffer(ctx, 'b', b);
         const y = f32Buffer(ctx, 'y', y0);
         submitDispatches(ctx, [
           await matmul(ctx, { x: xb, W: Wb, y, bias: bias ? bb : undefined, n: N, inDim: IN, outDim: OUT, accumulate: acc, kernel }),
@@ -73,12 +69,8 @@ describe('matmul kernel (f16 W, f32 accumulate)', async () => {
         const ctx = await gpuFor(path);
         const rng = new Rng(N * 31 + OUT);
         const W = randomHalf(rng, OUT * IN);
-        const x = rng.fill(N * IN);
-        const b = rng.fill(OUT);
-        const y0 = rng.fill(N * OUT);
+        const { x, b, y0, xb, bb } = matmulInputs(ctx, rng, N, IN, OUT);
         const Wb = uploadStorage(ctx, 'W', W.bits);
-        const xb = f32Buffer(ctx, 'x', x);
-        const bb = f32Buffer(ctx, 'b', b);
         const outs = new Map<number, Float32Array>();
         for (const tileRows of TILE_ROW_CHOICES) {
           const y = f32Buffer(ctx, 'y', y0);

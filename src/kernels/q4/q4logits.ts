@@ -1,6 +1,6 @@
 import type { GpuContext } from '../../gpu/device';
 import type { Dispatch } from '../../gpu/pipelines';
-import type { LmHeadArgs } from '../logits/logits';
+import { lmHeadMatmulArgs, type LmHeadArgs } from '../logits/logits';
 import { q4Matmul } from './q4matmul';
 import type { Q4Weight } from './q4weight';
 
@@ -20,15 +20,5 @@ export interface Q4LmHeadArgs extends Omit<LmHeadArgs, 'E'> {
  * Buffers: x f32 [rows, H], E 4-bit, logits f32 [rows, ld]. rows <= Q4_SMALL_N (decode) reads each word once.
  */
 export function q4LmHead(ctx: GpuContext, a: Q4LmHeadArgs): Promise<Dispatch> {
-  return q4Matmul(ctx, {
-    x: a.x,
-    W: a.E,
-    y: a.logits,
-    n: a.rows,
-    inDim: a.hidden,
-    outDim: a.rowCount,
-    yStride: a.ld,
-    yOffset: a.colOffset ?? a.rowOffset,
-    subgroups: a.subgroups,
-  });
+  return q4Matmul(ctx, { ...lmHeadMatmulArgs(a), subgroups: a.subgroups });
 }

@@ -3,7 +3,7 @@ import { createStorage, readF32 } from '../../gpu/buffers';
 import { submitDispatches } from '../../gpu/pipelines';
 import { Rng } from '../../util/rng';
 import { gpuFor, weightPaths } from '../../../tests/support/gpu';
-import { bitDiffCount, f32Buffer, relMaxErr } from '../common/testing';
+import { bitDiffCount, f32Buffer, matmulInputs, relMaxErr } from '../common/testing';
 import { TILE_ROW_CHOICES } from '../common/tile.wgsl';
 import { matmulRef } from '../matmul/matmul.ref';
 import { dequantizeQ4, quantizeQ4, type Q4ScaleDtype } from './q4.ref';
@@ -40,12 +40,8 @@ describe('q4 matmul (4-bit W dequantized in registers, f32 accumulate)', async (
           const rng = new Rng(N * 1000 + IN * 10 + OUT);
           const q = quantizeQ4(rng.fill(OUT * IN, 0.5), OUT, IN, scale);
           const Wd = dequantizeQ4(q);
-          const x = rng.fill(N * IN);
-          const b = rng.fill(OUT);
-          const y0 = rng.fill(N * OUT);
+          const { x, b, y0, xb, bb } = matmulInputs(ctx, rng, N, IN, OUT);
           const W = uploadQ4(ctx, 'W', q);
-          const xb = f32Buffer(ctx, 'x', x);
-          const bb = f32Buffer(ctx, 'b', b);
           const y = f32Buffer(ctx, 'y', y0);
           const d = await q4Matmul(ctx, { x: xb, W, y, bias: bias ? bb : undefined, n: N, inDim: IN, outDim: OUT, accumulate: acc, kernel, subgroups });
           expect(d.label?.includes('_sg')).toBe(kernel === 'rows' && subgroups);
@@ -87,12 +83,8 @@ describe('q4 matmul (4-bit W dequantized in registers, f32 accumulate)', async (
         const ctx = await ctxP;
         const rng = new Rng(N * 31 + OUT);
         const q = quantizeQ4(rng.fill(OUT * IN, 0.5), OUT, IN, scale);
-        const x = rng.fill(N * IN);
-        const b = rng.fill(OUT);
-        const y0 = rng.fill(N * OUT);
+        const { x, b, y0, xb, bb } = matmulInputs(ctx, rng, N, IN, OUT);
         const W = uploadQ4(ctx, 'W', q);
-        const xb = f32Buffer(ctx, 'x', x);
-        const bb = f32Buffer(ctx, 'b', b);
         const outs = new Map<number, Float32Array>();
         for (const tileRows of TILE_ROW_CHOICES) {
           const y = f32Buffer(ctx, 'y', y0);

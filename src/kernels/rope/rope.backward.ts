@@ -1,19 +1,13 @@
 import type { GpuContext } from '../../gpu/device';
 import type { Dispatch } from '../../gpu/pipelines';
-import { ropeDispatch } from './rope';
+import { ropeDispatch, type RopeArgs } from './rope';
 
-export interface RopeBackwardArgs {
-  /** f32 [n, nH*hd]: gradient of the rotated q, rotated back in place */
+/** RopeArgs with the gradients of the rotated q and k in their places, rotated back in place. */
+export interface RopeBackwardArgs extends Omit<RopeArgs, 'q' | 'k'> {
+  /** f32 [n, nH*hd] */
   dq: GPUBuffer;
-  /** f32 [n, nKV*hd]: gradient of the rotated k, rotated back in place */
+  /** f32 [n, nKV*hd] */
   dk: GPUBuffer;
-  /** u32 [n] positions the forward used */
-  pos: GPUBuffer;
-  n: number;
-  nHeads: number;
-  nKvHeads: number;
-  headDim: number;
-  theta: number;
 }
 
 /** Inverse rotation in place on dq and dk (the same arguments as the forward `rope`). */

@@ -6,32 +6,14 @@ import 'fake-indexeddb/auto';
 import { describe, expect, it } from 'vitest';
 import { ProbeEngine, type ProbeReplyFn } from '../../agent/probe-engine';
 import { getConversation, getSteps, listConversations } from '../../store/conversations';
-import type { Tool } from '../../tools/types';
 import { AgentCollector, type AgentCollectorOptions } from './agent-collector';
 import { idbRolloutStorage } from './run-store-idb';
 import type { GroupPlan } from './schedule';
 import { stepBatch } from './trajectory';
+import { answerFromMemory, multiplyPlan as plan, multiplyTool } from '../../../tests/support/test-tools';
 
 let n = 0;
 const freshDb = () => `collector-test-${++n}-${Math.random()}`;
-
-const multiply: Tool = {
-  card: {
-    name: 'Multiply_Tool',
-    description: 'Multiplies a by b.',
-    input: { type: 'object', properties: { a: { type: 'number', description: 'a' }, b: { type: 'number', description: 'b' } }, required: ['a', 'b'] },
-    output: 'the product',
-    limitations: [],
-    examples: [{ goal: 'multiply 2 by 3', args: { a: 2, b: 3 } }],
-    usesNetwork: false,
-  },
-  async run(args) {
-    return { ok: true, output: String((args.a as number) * (args.b as number)) };
-  },
-};
-
-const plan = (g: string) => JSON.stringify({ justification: 'j', context: 'c', sub_goal: g, tool_name: 'Multiply_Tool' });
-const answerFromMemory = (m: { content: string }[]) => `<answer>${/Result: (\d+)/.exec(m[1].content)?.[1] ?? 'unknown'}</answer>`;
 
 // Replies that depend only on the call: the planner multiplies 7 by its seed; the verifier stops once the
 // product is odd or two turns have run. Earlier rollouts (smaller seeds) reply more slowly, so concurrent runs
@@ -63,7 +45,7 @@ function collector(o: Partial<AgentCollectorOptions> & Pick<AgentCollectorOption
   return new AgentCollector({
     runId: 'run',
     items: [{ query: '6*7?', answer: 42 }],
-    tools: [multiply],
+    tools: [multiplyTool],
     agent: (seed) => ({ answerTags: true, maxTurns: 3, generation: { planner: { seed } } }),
     reward: { kind: 'numeric' },
     concurrency: 1,

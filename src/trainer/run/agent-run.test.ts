@@ -4,7 +4,7 @@
 // and the planner's batching figure from its decode counters.
 import 'fake-indexeddb/auto';
 import { describe, expect, it } from 'vitest';
-import { multiplyTool } from '../../../tests/support/tiny-agent';
+import { multiplyTool } from '../../../tests/support/test-tools';
 import { ProbeEngine, type ProbeReplyFn } from '../../agent/probe-engine';
 import { ScriptedEngine } from '../../agent/scripted-engine';
 import { openAgentDb } from '../../store/db';

@@ -1,0 +1,28 @@
+// The Vite dev server and a headless Chromium for an e2e file that loads pages from the source tree:
+// started before the file's tests and closed after them.
+import { afterAll, beforeAll } from 'vitest';
+import type { Browser } from 'playwright-core';
+import { launchChromium } from './chromium';
+import { startDevServer, type DevServer } from './vite-server';
+
+export interface DevBrowser {
+  /** The dev server's origin, e.g. http://127.0.0.1:41234. */
+  readonly base: string;
+  readonly browser: Browser;
+}
+
+/** Call at the top of a test file; `base` and `browser` are set once its beforeAll hooks have run. */
+export function devServerAndChromium(): DevBrowser {
+  let vite: DevServer | undefined;
+  const dev = {} as { base: string; browser: Browser | undefined };
+  beforeAll(async () => {
+    vite = await startDevServer();
+    dev.base = vite.base;
+    dev.browser = await launchChromium();
+  });
+  afterAll(async () => {
+    await dev.browser?.close();
+    await vite?.close();
+  });
+  return dev as DevBrowser;
+}
