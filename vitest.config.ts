@@ -15,6 +15,9 @@ export default mergeConfig(
             // Projects run one after another: on 2 cores, software GPUs and Chromium only slow each other down.
             sequence: { groupOrder: 0 },
             environment: 'node',
+            // Vitest's 5 s default turns CPU-bound tests into timed tests on a loaded 2-core machine (a 63k-value
+            // sweep took 5.4 s there); a hang still fails, after a minute.
+            testTimeout: 60_000,
             include: ['src/**/*.test.ts', 'bench/**/*.test.ts', 'tests/unit/**/*.test.ts'],
             exclude: ['**/*.gpu.test.ts', '**/*.browser.test.ts', '**/*.e2e.test.ts', 'node_modules/**'],
           },
