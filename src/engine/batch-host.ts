@@ -56,6 +56,8 @@ interface BatchRun {
   drawRows: BatchRow[] | null;
   /** A batch of one: the one-row decode at cache row = position, labelled as generate()'s. */
   lone: boolean;
+  /** What its submissions are labelled, and a lost device's error says was interrupted. */
+  doing: string;
   /** GPU draw log and its entries per step (BatchHost.stride). */
   drawLog: GPUBuffer;
   stride: number;
@@ -83,10 +85,11 @@ export class BatchDecoder {
 
   /**
    * 1..maxDecodeRows checked requests, each with a token to generate, decoded in lockstep; leaves in
-   * res.kvHolds what the cache's first rows then hold. Sequence b owns a region of the cache (its prompt + maxNew rows, or only those past a shared prompt head: batch-layout.ts), and each step runs
-   * the last token of every unfinished sequence as one row of the decode plan, its K/V written to its own
-   * region, its keys read from the shared head and then its region. A finished sequence leaves the batch,
-   * so later steps run fewer rows. Each step is one submission (forward, logits of all rows, their GPU
+   * res.kvHolds what the cache's first rows then hold. Sequence b owns a region of the cache (its prompt +
+   * maxNew rows, or only those past a shared prompt head: batch-layout.ts), and each step runs the last
+   * token of every unfinished sequence as one row of the decode plan, its K/V written to its own region,
+   * its keys read from the shared head and then its region. A finished sequence leaves the batch, so later
+   * steps run fewer rows. Each step is one submission (forward, logits of all rows, their GPU
    * draws) with a read-back of all the rows' tokens, up to DECODE_AHEAD steps behind.
    */
   async decode(reqs: CheckedRequest[]): Promise<TokenGeneration[]> {
@@ -141,13 +144,13 @@ export class BatchDecoder {
       rowAt.push(slots[b]);
     }
     const batch: BatchRow[] = reqs.map((_, b) => ({ b, l: loops[b], slot: slots[b], at: rowAt[b], base: bases[b], offset: offsets[b], us: [], done: false }));
-    const run: BatchRun = { decode, kv, padRow, drawRows: null, lone, drawLog: res.drawLogBuffer(reqs.length), stride: reqs.length };
+    const run: BatchRun = { decode, kv, padRow, drawRows: null, lone, doing: lone ? 'decoding' : 'decoding a batch', drawLog: res.drawLogBuffer(reqs.length), stride: reqs.length };
     const host: BatchHost = {
       ctx,
       vocab: V,
       drawLog: run.drawLog,
       stride: run.stride,
-      doing: lone ? 'decoding' : 'decoding a batch',
+      doing: run.doing,
       firstOnGpu: lone,
       step: (rows, i, ids, us) => (i === 0 ? this.firstDraw(run, rows, us!) : this.step(run, rows, i, ids, us)),
       unlessLost: (p, doing) => unlessLost(ctx, p, doing),
@@ -249,9 +252,8 @@ export class BatchDecoder {
     const logitSteps = await res.records.get(`decodeLogits:${m}`, () => recordLogits(ctx, decode, res.weights, 0, m));
     const sampler = await res.sampler(decode);
     const draws = us ? await this.draws(run, sampler, rows, i, us) : [];
-    const doing = lone ? 'decoding' : 'decoding a batch';
-    assertDeviceAlive(ctx, doing);
-    const enc = ctx.device.createCommandEncoder({ label: doing });
+    assertDeviceAlive(ctx, run.doing);
+    const enc = ctx.device.createCommandEncoder({ label: run.doing });
     // The previous step's draws wrote row j's token to ids[j]; rows that left since shift the others up,
     // whose tokens are then taken from the draw log.
     const prev = run.drawRows;
