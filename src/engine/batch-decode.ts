@@ -1,11 +1,12 @@
-// The decode loops of generateBatch, over rows that are sequences decoded in lockstep (one forward of all
-// the rows still going per step; the runtime's BatchHost.step runs it). Two ways to take each row's token,
-// as generate() has for one sequence:
+// The one decode loop, for generate() (a batch of one) and generateBatch (rows that are sequences decoded
+// in lockstep: one forward of all the rows still going per step; the runtime's BatchHost.step runs it).
+// Two ways to take each row's token:
 // - in step: the CPU draws every row's token from its GPU candidates, one round trip per step for all rows;
 // - ahead: every row's token is drawn on the GPU (gpu-draw.wgsl.ts) by one set of sampler dispatches over
 //   all the step's logits rows (one per distinct sampling options), written straight into the next step's
 //   ids, so steps are submitted up to DECODE_AHEAD ahead of the tokens read back. A draw the GPU leaves
-//   undecided is redone on the CPU from the same uniform after recomputing that step for the rows concerned.
+//   undecided is redone on the CPU from the same uniform after recomputing that step for the rows
+//   concerned; once half the latest REDRAW_WINDOW steps needed that, decoding goes on in step.
 // Each row draws its uniforms from its own Rng in token order on both paths, and rows never see each
 // other's values, so every row gets the tokens generate() gives its sequence alone.
 import type { GpuContext } from '../gpu/device';
@@ -13,9 +14,9 @@ import { readBuffer } from '../gpu/buffers';
 import { DRAW_LOG_WORDS, parseDrawLog, type GpuSampler } from '../kernels/sampling/sampling';
 import { acceptToken, DECODE_AHEAD, REDRAW_WINDOW, type DecodeLoop } from './decode-loop';
 
-/** A row's own buffers for draws on the CPU, kept by the runtime across batches. */
+/** Logits for a draw on the CPU: a sampler reads the first row of its buffer. */
 export interface BatchSlot {
-  /** f32 [V]: the logits its sampler reads (a sampler reads the first row of its buffer). */
+  /** f32 [>= V]: the logits its sampler reads. */
   logits: GPUBuffer;
   sampler: GpuSampler;
 }
@@ -24,7 +25,14 @@ export interface BatchRow {
   /** The request's index in the batch: its entry in each step of the draw log. */
   b: number;
   l: DecodeLoop;
-  slot: BatchSlot;
+  /** Its own logits buffer for draws on the CPU (a batch's rows; a batch of one needs none). */
+  slot?: BatchSlot;
+  /**
+   * Where its next token's logits are for a draw on the CPU: first the prefill's (a batch of one) or its
+   * own slot they were copied to; after a step on the CPU, row 0 of the decode plan for the step's first
+   * row, else its own slot (BatchHost.step).
+   */
+  at: BatchSlot;
   /**
    * Where its positions are in the KV cache (batch-layout.ts): positions below `offset` are the prompt head
    * it shares, at rows [0, offset); position p >= offset is at row base + p - offset.
@@ -39,14 +47,22 @@ export interface BatchRow {
 export interface BatchHost {
   ctx: GpuContext;
   vocab: number;
-  /** Draw log, DRAW_LOG_WORDS u32 per entry; row b's draw of token i is entry i * maxRows + b. */
+  /** Draw log, DRAW_LOG_WORDS u32 per entry; row b's draw of token i is entry i * stride + b. */
   drawLog: GPUBuffer;
-  maxRows: number;
+  /** Draw-log entries per step: the batch's rows. */
+  stride: number;
+  /** What a lost device interrupted, for its error ('decoding', 'decoding a batch'). */
+  doing: string;
+  /**
+   * Whether token 0 is drawn on the GPU where the prefill left its logits (a batch of one: a batch's
+   * earlier prefills are overwritten by the later ones, so their logits wait in the rows' slots).
+   */
+  firstOnGpu: boolean;
   /**
    * One submission: the logits of token i of every row (its token i - 1 run at its position; the ids from
    * the rows' l.tokens, or from the previous step's GPU draws). With `us`, row j's token i is then drawn
-   * on the GPU with uniform us[j] (log entry i * maxRows + b); without, the logits go to the rows' slots
-   * for the CPU.
+   * on the GPU with uniform us[j] (log entry i * stride + b); without, each row's `at` is set to where its
+   * logits are for the CPU. Step 0 (firstOnGpu only) runs no forward: it draws from the prefill's logits.
    */
   step(rows: BatchRow[], i: number, ids: 'cpu' | 'gpu', us?: number[]): Promise<void>;
   unlessLost<T>(p: Promise<T>, doing: string): Promise<T>;
@@ -54,12 +70,16 @@ export interface BatchHost {
 
 const uniform = (r: BatchRow, i: number) => (r.us[i] ??= (r.l.o.temperature ?? 0) === 0 ? 0 : r.l.rng.next());
 
-/** Decodes the rows (their first logits already in their slots) until each one stops. */
+/** Decodes the rows (their first logits where their `at` says) until each one stops. */
 export async function decodeRows(h: BatchHost, rows: BatchRow[], ahead: boolean): Promise<void> {
-  // The first token of each comes from its prefill's logits, drawn on the CPU.
-  await drawInStep(h, rows);
-  let live = rows.filter((r) => !r.done);
-  if (ahead && live.length) live = await decodeAhead(h, live);
+  let live = rows;
+  const firstOnGpu = ahead && h.firstOnGpu;
+  // Otherwise the first token of each comes from its prefill's logits, drawn on the CPU.
+  if (!firstOnGpu) {
+    await drawInStep(h, live);
+    live = live.filter((r) => !r.done);
+  }
+  if (ahead && live.length) live = await decodeAhead(h, live, firstOnGpu ? 0 : 1);
   while (live.length) {
     await h.step(live, live[0].l.tokens.length, 'cpu');
     await drawInStep(h, live);
@@ -67,12 +87,12 @@ export async function decodeRows(h: BatchHost, rows: BatchRow[], ahead: boolean)
   }
 }
 
-/** Every row's token from the logits in its slot, drawn on the CPU (their read-backs overlap). */
+/** Every row's token from the logits its `at` holds, drawn on the CPU (their read-backs overlap). */
 async function drawInStep(h: BatchHost, rows: BatchRow[]): Promise<void> {
   const drawn = await Promise.all(
     rows.map(async (r) => {
-      if (r.l.o.onLogits) r.l.o.onLogits(new Float32Array(await h.unlessLost(readBuffer(h.ctx, r.slot.logits, h.vocab * 4), 'reading logits')));
-      return h.unlessLost(r.slot.sampler.sampleWithU(r.l.o, uniform(r, r.l.tokens.length)), 'sampling');
+      if (r.l.o.onLogits) r.l.o.onLogits(new Float32Array(await h.unlessLost(readBuffer(h.ctx, r.at.logits, h.vocab * 4), 'reading logits')));
+      return h.unlessLost(r.at.sampler.sampleWithU(r.l.o, uniform(r, r.l.tokens.length)), 'sampling');
     }),
   );
   rows.forEach((r, j) => {
@@ -81,18 +101,21 @@ async function drawInStep(h: BatchHost, rows: BatchRow[]): Promise<void> {
 }
 
 /**
- * The GPU-draw loop from token 1 on (every row has taken token 0, all rows in lockstep). Returns the rows
- * still going if too many draws needed the CPU (flat rows: in step is then cheaper), else none.
+ * The GPU-draw loop from token `start` on (every row has taken the tokens before it, all rows in
+ * lockstep). Returns the rows still going if too many draws needed the CPU (flat rows: in step is then
+ * cheaper), else none.
  */
-async function decodeAhead(h: BatchHost, rows: BatchRow[]): Promise<BatchRow[]> {
-  const stepBytes = h.maxRows * DRAW_LOG_WORDS * 4;
+async function decodeAhead(h: BatchHost, rows: BatchRow[], start: 0 | 1): Promise<BatchRow[]> {
+  const stepBytes = h.stride * DRAW_LOG_WORDS * 4;
   const limit = Math.max(...rows.map((r) => r.l.maxNew));
   const reads: Array<Promise<ArrayBuffer>> = [];
   const ran: BatchRow[][] = [];
   const redrawnAt: number[] = [];
-  // Token 0 was drawn on the CPU, so the first step takes its ids from there.
+  // Token 0 drawn on the CPU: the first step takes its ids from there. Step 0 draws from the prefill's
+  // logits and runs no forward, so it reads no ids.
   let ids: 'cpu' | 'gpu' = 'cpu';
-  // Step i: the forward of token i - 1 of every row that may still need token i, then their draws.
+  // Step i: the forward of token i - 1 of every row that may still need token i (none for i = 0), then
+  // their draws.
   const submit = async (i: number) => {
     const rs = rows.filter((r) => !r.done && i < r.l.maxNew);
     ran[i] = rs;
@@ -103,13 +126,13 @@ async function decodeAhead(h: BatchHost, rows: BatchRow[]): Promise<BatchRow[]> 
     read.catch(() => undefined);
     reads[i] = read;
   };
-  let next = 1;
-  for (let i = 1; i < limit; i++) {
+  let next = start;
+  for (let i = start; i < limit; i++) {
     if (rows.every((r) => r.done)) break;
     while (next < limit && next <= i + DECODE_AHEAD && rows.some((r) => !r.done && next < r.l.maxNew)) await submit(next++);
     const rs = (ran[i] ?? []).filter((r) => !r.done);
     if (!rs.length) continue;
-    const words = await h.unlessLost(reads[i], 'decoding a batch');
+    const words = await h.unlessLost(reads[i], h.doing);
     const undecided: BatchRow[] = [];
     for (const r of rs) {
       const e = parseDrawLog(words, r.b);
@@ -118,18 +141,22 @@ async function decodeAhead(h: BatchHost, rows: BatchRow[]): Promise<BatchRow[]> 
     }
     if (!undecided.length) continue;
     // Steps after i ran on provisional tokens for these rows: let them finish, recompute step i for these
-    // rows (the cache rows it reads are unchanged; its own K/V row is rewritten with the same values),
-    // draw on the CPU with the same uniforms, and submit again from step i + 1 with ids from the CPU. The
-    // other rows' later steps are redone with the same uniforms and inputs, so they give the same tokens.
+    // rows (the cache rows it reads are unchanged; its own K/V row is rewritten with the same values;
+    // token 0's logits are still the prefill's), draw on the CPU with the same uniforms, and submit again
+    // from step i + 1 with ids from the CPU. The other rows' later steps are redone with the same uniforms
+    // and inputs, so they give the same tokens.
     await Promise.allSettled(reads.slice(i + 1, next));
-    await h.step(undecided, i, 'cpu');
-    const drawn = await Promise.all(undecided.map((r) => h.unlessLost(r.slot.sampler.sampleWithU(r.l.o, r.us[i]), 'sampling')));
+    if (i > 0) await h.step(undecided, i, 'cpu');
+    const drawn = await Promise.all(undecided.map((r) => h.unlessLost(r.at.sampler.sampleWithU(r.l.o, r.us[i]), 'sampling')));
     undecided.forEach((r, j) => {
       r.l.redrawn++;
       if (!acceptToken(r.l, drawn[j].token, drawn[j].logprob)) r.done = true;
     });
     next = i + 1;
     ids = 'cpu';
+    // Rows this flat (random weights, a very high temperature) make most draws undecided, and each costs
+    // a drained pipeline plus a recomputed step on top of the whole-row draw the in-step path pays too:
+    // when half the recent steps needed one, go on one token per round trip instead.
     redrawnAt.push(i);
     if (redrawnAt.filter((j) => j > i - REDRAW_WINDOW).length >= REDRAW_WINDOW / 2) return rows.filter((r) => !r.done);
   }

@@ -1,7 +1,9 @@
-// The runtime side of generateBatch's lockstep decode (batch-decode.ts runs the loops): each request's
-// region of the KV cache (batch-layout.ts) and its prefill there, the buffers a batch keeps across calls
-// (per-sequence logits slots, cache rows, shared-prefix ranges, the batch draw log), and one decode step of
-// the rows still going as one submission (BatchHost.step).
+// The runtime side of decoding (batch-decode.ts runs the loop) for generate(), a batch of one, and
+// generateBatch's lockstep decode: each request's region of the KV cache (batch-layout.ts) and its prefill
+// there, the buffers a batch keeps across calls (per-sequence logits slots, cache rows, shared-prefix
+// ranges), and one decode step of the rows still going as one submission (BatchHost.step). A batch of one
+// runs the one-row decode at its positions (its region is the cache from row 0) and draws its first token
+// from the prefill's logits, so it needs none of a batch's buffers.
 import { createStorage, writeBuffer } from '../gpu/buffers';
 import { assertDeviceAlive } from '../gpu/device';
 import type { Dispatch } from '../gpu/pipelines';
@@ -15,7 +17,7 @@ import { recordLogits } from './forward';
 import { layoutRequest, loopFor, type CheckedRequest } from './generate-request';
 import type { TokenGeneration } from './generation';
 import { dispatchStep, encodeSteps, type Step } from './graph';
-import { unlessLost } from './gpu-calls';
+import { submitSteps, unlessLost } from './gpu-calls';
 import type { KvCache } from './kv-cache';
 import { prefill } from './prefill';
 import { decodeRowBucket } from './runtime-options';
@@ -52,6 +54,13 @@ interface BatchRun {
   padRow: number;
   /** The rows of the last step with GPU draws: their tokens are where the next step reads ids. */
   drawRows: BatchRow[] | null;
+  /** A batch of one: the one-row decode at cache row = position, labelled as generate()'s. */
+  lone: boolean;
+  /** What its submissions are labelled, and a lost device's error says was interrupted. */
+  doing: string;
+  /** GPU draw log and its entries per step (BatchHost.stride). */
+  drawLog: GPUBuffer;
+  stride: number;
 }
 
 export class BatchDecoder {
@@ -64,8 +73,6 @@ export class BatchDecoder {
   private rowsBuffer: GPUBuffer | null = null;
   /** Fused decode: each decode row's shared-prefix key range, u32 [maxDecodeRows, 2] (batch-layout.ts). */
   private prefixes: GPUBuffer | null = null;
-  /** GPU draw log: entry i * maxDecodeRows + b is row b's draw of token i. */
-  private drawLog: GPUBuffer | null = null;
   /** Where a shared prompt prefix's K/V rows are copied through (made on the first share). */
   private scratch: GPUBuffer | null = null;
 
@@ -73,15 +80,16 @@ export class BatchDecoder {
 
   /** Bytes of the buffers kept across batches (part of the runtime's activations). */
   get bytes(): number {
-    return this.slots.reduce((a, s) => a + s.logits.size, 0) + (this.rowsBuffer?.size ?? 0) + (this.prefixes?.size ?? 0) + (this.scratch?.size ?? 0) + (this.drawLog?.size ?? 0);
+    return this.slots.reduce((a, s) => a + s.logits.size, 0) + (this.rowsBuffer?.size ?? 0) + (this.prefixes?.size ?? 0) + (this.scratch?.size ?? 0);
   }
 
   /**
-   * 2..maxDecodeRows checked requests decoded in lockstep. Sequence b owns a region of the cache (its
-   * prompt + maxNew rows, or only those past a shared prompt head: batch-layout.ts), and each step runs
-   * the last token of every unfinished sequence as one row of the decode plan, its K/V written to its own
-   * region, its keys read from the shared head and then its region. A finished sequence leaves the batch,
-   * so later steps run fewer rows. Each step is one submission (forward, logits of all rows, their GPU
+   * 1..maxDecodeRows checked requests, each with a token to generate, decoded in lockstep; leaves in
+   * res.kvHolds what the cache's first rows then hold. Sequence b owns a region of the cache (its prompt +
+   * maxNew rows, or only those past a shared prompt head: batch-layout.ts), and each step runs the last
+   * token of every unfinished sequence as one row of the decode plan, its K/V written to its own region,
+   * its keys read from the shared head and then its region. A finished sequence leaves the batch, so later
+   * steps run fewer rows. Each step is one submission (forward, logits of all rows, their GPU
    * draws) with a read-back of all the rows' tokens, up to DECODE_AHEAD steps behind.
    */
   async decode(reqs: CheckedRequest[]): Promise<TokenGeneration[]> {
@@ -99,8 +107,10 @@ export class BatchDecoder {
     const held = reqs[0].o.reusePrefix === false ? 0 : res.reusablePrefix(reqs[0].prompt);
     // Until the batch ends well, the rows are a mix of old and new: claim nothing.
     res.kvHolds = null;
-    const decode = await res.plan('decode', res.maxDecodeRows);
-    const slots = await this.batchSlots(reqs.length);
+    const lone = reqs.length === 1;
+    const decode = await res.plan('decode', lone ? 1 : res.maxDecodeRows);
+    const slots = lone ? [] : await this.batchSlots(reqs.length);
+    const rowAt: BatchSlot[] = [];
     const loops = reqs.map(loopFor);
     const reused: number[] = [];
     for (const [b, r] of reqs.entries()) {
@@ -123,18 +133,26 @@ export class BatchDecoder {
         plan = await prefill(res, r.prompt, true, from, bases[b]);
         reused.push(from);
       }
+      if (lone) {
+        // Its logits stay where the prefill left them until its first token is drawn.
+        rowAt.push({ logits: plan.logits, sampler: await res.sampler(plan) });
+        continue;
+      }
       const logitsEnc = ctx.device.createCommandEncoder({ label: 'batch prefill logits' });
       logitsEnc.copyBufferToBuffer(plan.logits, 0, slots[b].logits, 0, V * 4);
       ctx.device.queue.submit([logitsEnc.finish()]);
+      rowAt.push(slots[b]);
     }
-    const batch: BatchRow[] = reqs.map((_, b) => ({ b, l: loops[b], slot: slots[b], base: bases[b], offset: offsets[b], us: [], done: false }));
-    const run: BatchRun = { decode, kv, padRow, drawRows: null };
+    const batch: BatchRow[] = reqs.map((_, b) => ({ b, l: loops[b], slot: slots[b], at: rowAt[b], base: bases[b], offset: offsets[b], us: [], done: false }));
+    const run: BatchRun = { decode, kv, padRow, drawRows: null, lone, doing: lone ? 'decoding' : 'decoding a batch', drawLog: res.drawLogBuffer(reqs.length), stride: reqs.length };
     const host: BatchHost = {
       ctx,
       vocab: V,
-      drawLog: this.drawLog!,
-      maxRows: res.maxDecodeRows,
-      step: (rows, i, ids, us) => this.step(run, rows, i, ids, us),
+      drawLog: run.drawLog,
+      stride: run.stride,
+      doing: run.doing,
+      firstOnGpu: lone,
+      step: (rows, i, ids, us) => (i === 0 ? this.firstDraw(run, rows, us!) : this.step(run, rows, i, ids, us)),
       unlessLost: (p, doing) => unlessLost(ctx, p, doing),
     };
     // The logits callback needs every row read back, and top-k above the GPU's candidates needs the CPU.
@@ -150,8 +168,8 @@ export class BatchDecoder {
       s.logits.destroy();
     }
     this.slots = [];
-    for (const b of [this.drawLog, this.rowsBuffer, this.prefixes, this.scratch]) b?.destroy();
-    this.drawLog = this.rowsBuffer = this.prefixes = this.scratch = null;
+    for (const b of [this.rowsBuffer, this.prefixes, this.scratch]) b?.destroy();
+    this.rowsBuffer = this.prefixes = this.scratch = null;
   }
 
   /** A buffer of at least `bytes` for copying prompt rows between regions of the cache (kept for later batches). */
@@ -181,7 +199,7 @@ export class BatchDecoder {
 
   /** The slots of the batch's first `count` sequences (made once, kept for later batches), and the step buffers. */
   private async batchSlots(count: number): Promise<BatchSlot[]> {
-    const { ctx, config, limits, maxDecodeRows } = this.res;
+    const { ctx, config, maxDecodeRows } = this.res;
     const V = config.vocabSize;
     while (this.slots.length < count) {
       const k = this.slots.length;
@@ -190,20 +208,31 @@ export class BatchDecoder {
     }
     this.rowsBuffer ??= createStorage(ctx, 'runtime.batchCacheRows', maxDecodeRows * 4);
     if (this.res.fusedDecode) this.prefixes ??= createStorage(ctx, 'runtime.batchPrefixes', maxDecodeRows * 8);
-    this.drawLog ??= createStorage(ctx, 'runtime.batchDrawLog', limits.maxContext * maxDecodeRows * DRAW_LOG_WORDS * 4);
     return this.slots.slice(0, count);
   }
 
   /**
-   * One decode step of a batch (BatchHost.step): rows[j] runs its token i - 1 at position prompt + i - 1,
-   * with its K/V written to its region and its keys read from there; then either every row's GPU draw
-   * (one set of sampler dispatches over the step's logits rows per distinct sampling options, each row's
-   * token written to ids[j] for the next step) or row j's logits copied to its slot. One submission.
+   * Step 0 of a batch of one (BatchHost.step, firstOnGpu): its first token drawn on the GPU from the
+   * prefill's logits, into the decode plan's ids for step 1. One submission, no forward.
+   */
+  private async firstDraw(run: BatchRun, rows: BatchRow[], us: number[]): Promise<void> {
+    if (!run.lone) throw new Error('BatchDecoder: a first token is drawn on the GPU only for a batch of one');
+    const draws = await this.draws(run, rows[0].at.sampler, rows, 0, us);
+    submitSteps(this.res.ctx, [draws], 'sampling');
+    run.drawRows = rows;
+  }
+
+  /**
+   * One decode step (BatchHost.step): rows[j] runs its token i - 1 at position prompt + i - 1, with its
+   * K/V written to its region and its keys read from there; then either every row's GPU draw (one set of
+   * sampler dispatches over the step's logits rows per distinct sampling options, each row's token
+   * written to ids[j] for the next step) or, for the CPU, row 0's logits left in the decode plan and row
+   * j's copied to its slot. One submission.
    */
   private async step(run: BatchRun, rows: BatchRow[], i: number, ids: 'cpu' | 'gpu', us?: number[]): Promise<void> {
     const res = this.res;
     const { ctx, maxDecodeRows } = res;
-    const { decode, kv, padRow: pad } = run;
+    const { decode, kv, padRow: pad, lone } = run;
     const V = res.config.vocabSize;
     const n = rows.length;
     // Padding rows up to the step's row count (decodeRowBucket): position 0, K/V written to and read from
@@ -214,44 +243,56 @@ export class BatchDecoder {
     const cacheRows = padded(rows.map((r, j) => r.base + pos[j] - r.offset), pad);
     writeBuffer(ctx, decode.pos, Uint32Array.from(padded(pos, 0)));
     writeBuffer(ctx, decode.ranges, Uint32Array.from(padded(rows.map((r, j): [number, number] => [r.base, cacheRows[j] + 1]), [pad, pad + 1]).flat()));
-    writeBuffer(ctx, this.rowsBuffer!, Uint32Array.from(cacheRows));
+    if (!lone) writeBuffer(ctx, this.rowsBuffer!, Uint32Array.from(cacheRows));
     // The fused decode reads each row's shared prefix first (the general decode has whole regions).
-    if (this.prefixes) writeBuffer(ctx, this.prefixes, Uint32Array.from(padded(rows.map((r): [number, number] => [0, r.offset]), [0, 0]).flat()));
+    if (!lone && this.prefixes) writeBuffer(ctx, this.prefixes, Uint32Array.from(padded(rows.map((r): [number, number] => [0, r.offset]), [0, 0]).flat()));
     if (ids === 'cpu') writeBuffer(ctx, decode.ids, Uint32Array.from(rows.map((r) => r.l.tokens[i - 1])));
-    const forward = await recordedDecode(res, decode, kv, Math.max(...pos), { n: m, rows: this.rowsBuffer!, prefixes: this.prefixes ?? undefined });
+    // A batch of one is at cache row = position from row 0: the one-row decode, its K/V row an encode input.
+    const forward = lone ? await recordedDecode(res, decode, kv, pos[0]) : await recordedDecode(res, decode, kv, Math.max(...pos), { n: m, rows: this.rowsBuffer!, prefixes: this.prefixes ?? undefined });
     const logitSteps = await res.records.get(`decodeLogits:${m}`, () => recordLogits(ctx, decode, res.weights, 0, m));
-    const draws = us ? await this.draws(decode, rows, i, us) : [];
-    assertDeviceAlive(ctx, 'decoding a batch');
-    const enc = ctx.device.createCommandEncoder({ label: 'decoding a batch' });
+    const sampler = await res.sampler(decode);
+    const draws = us ? await this.draws(run, sampler, rows, i, us) : [];
+    assertDeviceAlive(ctx, run.doing);
+    const enc = ctx.device.createCommandEncoder({ label: run.doing });
     // The previous step's draws wrote row j's token to ids[j]; rows that left since shift the others up,
     // whose tokens are then taken from the draw log.
     const prev = run.drawRows;
     if (ids === 'gpu' && !(prev && prev.length >= n && rows.every((r, j) => prev[j] === r))) {
-      rows.forEach((r, j) => enc.copyBufferToBuffer(this.drawLog!, ((i - 1) * maxDecodeRows + r.b) * DRAW_LOG_WORDS * 4, decode.ids, j * 4, 4));
+      rows.forEach((r, j) => enc.copyBufferToBuffer(run.drawLog, ((i - 1) * run.stride + r.b) * DRAW_LOG_WORDS * 4, decode.ids, j * 4, 4));
     }
-    encodeSteps(ctx, enc, forward, { cacheRows });
+    encodeSteps(ctx, enc, forward, lone ? { cacheRow: cacheRows[0] } : { cacheRows });
     encodeSteps(ctx, enc, logitSteps);
     if (us) encodeSteps(ctx, enc, draws);
-    else rows.forEach((r, j) => enc.copyBufferToBuffer(decode.logits, j * V * 4, r.slot.logits, 0, V * 4));
+    else {
+      // Row 0's logits are read where they are (a sampler reads the first row of its buffer).
+      rows.forEach((r, j) => {
+        if (j === 0) r.at = { logits: decode.logits, sampler };
+        else {
+          if (!r.slot) throw new Error(`BatchDecoder: row ${r.b} has no logits slot`);
+          enc.copyBufferToBuffer(decode.logits, j * V * 4, r.slot.logits, 0, V * 4);
+          r.at = r.slot;
+        }
+      });
+    }
     ctx.device.queue.submit([enc.finish()]);
     run.drawRows = us ? rows : null;
     res.countDecode(n, m - n);
   }
 
   /**
-   * The GPU draws of a batch step's rows from the decode plan's logits rows 0..n-1: one plan per distinct
-   * sampling options (usually one: a group's rollouts share them), each drawing only its rows.
+   * The GPU draws of a step's rows by `sampler` (rows 0..n-1 of its logits): one plan per distinct
+   * sampling options (usually one: a group's rollouts share them), each drawing only its rows, each row's
+   * token to the decode plan's ids and log entry i * stride + b.
    */
-  private async draws(decode: ActivationPlan, rows: BatchRow[], i: number, us: number[]): Promise<Step[]> {
-    const sampler = await this.res.sampler(decode);
-    const target = { ids: decode.ids, log: this.drawLog! };
+  private async draws(run: BatchRun, sampler: GpuSampler, rows: BatchRow[], i: number, us: number[]): Promise<Step[]> {
+    const target = { ids: run.decode.ids, log: run.drawLog };
     // The sampler keeps a plan per set of options (cached): rows whose options give the same plan share it.
     const plans = new Map<number, Dispatch[]>();
     const entries = [];
     for (const [j, r] of rows.entries()) {
       const { plan, dispatches } = await sampler.drawPlan(r.l.o, target, rows.length);
       plans.set(plan, dispatches);
-      entries.push({ u: us[j], index: i * this.res.maxDecodeRows + r.b, plan });
+      entries.push({ u: us[j], index: i * run.stride + r.b, plan });
     }
     sampler.setDraws(entries);
     return [...plans.values()].flatMap((ds) => ds.map(dispatchStep));

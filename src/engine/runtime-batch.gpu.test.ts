@@ -234,20 +234,24 @@ describe('generateBatch: each sequence = generate() alone', async () => {
       });
     }
 
-    it(`${path}, 4-bit weights: a step's draws are one set of sampler dispatches for all its rows (one more per other options), and no copies`, async () => {
+    it(`${path}, 4-bit weights: a step's draws are one set of sampler dispatches for all its rows (one more per other options), and no copies; generate() is a batch of one`, async () => {
       const ctx = await gpuFor(path);
       const rt = await Qwen2Runtime.create(ctx, toQwen2Config(config), quantizeModel(config, weights, 'f16').source, { maxContext: 64, maxBatchRows: 16, batchContext: 256 });
       await rt.addAdapter('a', toLoraAdapter(config, adapter));
       rt.setActiveAdapter('a');
-      // Counts what each batch step's submission encodes (the runtime labels it 'decoding a batch').
+      // Counts what each batch step's submission encodes (the runtime labels it 'decoding a batch'), and
+      // generate()'s steps ('decoding') and first draw ('sampling').
       const device = ctx.device;
       const real = device.createCommandEncoder.bind(device);
       let steps: Array<{ dispatches: number; copies: number }> = [];
+      let lone: Array<{ label: string; dispatches: number; copies: number }> = [];
       device.createCommandEncoder = (d?: GPUCommandEncoderDescriptor) => {
         const enc = real(d);
-        if (d?.label !== 'decoding a batch') return enc;
-        const step = { dispatches: 0, copies: 0 };
-        steps.push(step);
+        const label = d?.label ?? '';
+        if (!['decoding a batch', 'decoding', 'sampling'].includes(label)) return enc;
+        const step = { label, dispatches: 0, copies: 0 };
+        if (label === 'decoding a batch') steps.push(step);
+        else lone.push(step);
         return {
           beginComputePass: (pd?: GPUComputePassDescriptor) => {
             const pass = enc.beginComputePass(pd);
@@ -295,6 +299,17 @@ describe('generateBatch: each sequence = generate() alone', async () => {
         // Row 0 leaves after 3 tokens: the step after it takes the 7 others' tokens from the draw log.
         const leaving = await run(8, (b) => ({ temperature: 1, maxNewTokens: b === 0 ? 3 : 5 }));
         expect(leaving.map((s) => s.copies)).toEqual([0, 0, 7, 0]);
+        // In step (a logits callback), row 0's logits are drawn from where the step left them: only the
+        // other row's go to its slot.
+        const inStep = await run(2, (b) => ({ temperature: 1, onLogits: b === 1 ? () => undefined : undefined }));
+        expect(inStep.map((s) => [s.dispatches, s.copies])).toEqual(two.map((s) => [s.dispatches - 3, 1]));
+        // generate() is a batch of one with none of a batch's copies: its first token drawn from the
+        // prefill's logits (a temperature-1 log-sum-exp, one top-k pass, the draw), each step after it
+        // its forward, logits and draw.
+        lone = [];
+        await rt.generate(prompts[0], { temperature: 0, maxNewTokens: 5 });
+        expect(lone.map((s) => [s.label, s.copies])).toEqual([['sampling', 0], ...Array(4).fill(['decoding', 0])]);
+        expect(lone[0].dispatches).toBe(3);
       } finally {
         device.createCommandEncoder = real;
         rt.destroy();

@@ -1,6 +1,6 @@
 // What the runtime's calls share on the GPU and when each is made, grown or dropped: the two activation
 // plans (scoring / prefill rows, decode rows), a sampler over each, the KV cache and what it holds, the
-// single-sequence draw log, and the step lists recorded over them. Calls are serialised by the runtime, so
+// draw log, and the step lists recorded over them. Calls are serialised by the runtime, so
 // one set serves them all.
 import { createStorage } from '../gpu/buffers';
 import type { GpuContext } from '../gpu/device';
@@ -25,7 +25,7 @@ export class RuntimeResources {
    */
   kvHolds: { tokens: number[]; adapter: GpuAdapter | null; version: number } | null = null;
   private samplers = new Map<ActivationPlan, GpuSampler>();
-  /** Where GPU draws log each generated token (DRAW_LOG_WORDS u32 per token), one entry per possible position. */
+  /** Where GPU draws log each generated token (DRAW_LOG_WORDS u32 per token): see drawLogBuffer. */
   private drawLog: GPUBuffer | null = null;
   /** See fusedDecode. */
   private fusedDecodeMemo: boolean | null = null;
@@ -110,9 +110,17 @@ export class RuntimeResources {
     return this.kv;
   }
 
-  /** The draw log, sized for every position of the context (created once). */
-  drawLogBuffer(): GPUBuffer {
-    this.drawLog ??= createStorage(this.ctx, 'runtime.drawLog', this.limits.maxContext * DRAW_LOG_WORDS * 4);
+  /**
+   * The draw log, sized for `rows` entries at every position of the context (grown for a batch, kept
+   * across calls).
+   */
+  drawLogBuffer(rows: number): GPUBuffer {
+    const bytes = this.limits.maxContext * rows * DRAW_LOG_WORDS * 4;
+    if (this.drawLog && this.drawLog.size < bytes) {
+      this.drawLog.destroy();
+      this.drawLog = null;
+    }
+    this.drawLog ??= createStorage(this.ctx, 'runtime.drawLog', bytes);
     return this.drawLog;
   }
 

@@ -4,7 +4,7 @@
 // activation buffers and the KV cache are shared. The work is done by:
 //   runtime-resources.ts  plans, samplers, KV cache and what it holds, recorded step lists (step-records.ts)
 //   prefill.ts            prompts into the cache          scoring.ts       score() and the training forward
-//   single-decode.ts      generate() of one sequence      batch-host.ts    generateBatch's lockstep decode
+//   batch-host.ts         decoding: generate() is a batch of one, generateBatch decodes in lockstep
 import { assertDeviceAlive, type GpuContext } from '../gpu/device';
 import { validateTokenIds } from '../kernels/embedding/embedding';
 import type { ActivationPlan } from './activations';
@@ -14,7 +14,7 @@ import { BatchDecoder } from './batch-host';
 import { batchLayout } from './batch-layout';
 import { emptyGeneration } from './decode-loop';
 import { decodeParamsBytes, prepareDecodeParams, releaseDecodeParams } from './decode-forward';
-import { checkGenerate, layoutRequest } from './generate-request';
+import { checkGenerate, layoutRequest, type CheckedRequest } from './generate-request';
 import type { GenerateRequest, GenerateTokensOptions, TokenGeneration } from './generation';
 import { readF32 } from './gpu-calls';
 import type { Qwen2Config } from './io/config';
@@ -23,13 +23,17 @@ import { prefill, prefillRows } from './prefill';
 import { runtimeLimits, type GpuMemoryReport, type RuntimeOptions } from './runtime-options';
 import { RuntimeResources } from './runtime-resources';
 import { forwardKeeping, scoreSequences } from './scoring';
-import { generateOne } from './single-decode';
 import { Qwen2Weights, type Q4WeightSource, type WeightSource } from './weights';
 
 // The generation contract lives in generation.ts (decode-loop and batch-decode use it without importing
 // the runtime); re-exported here for the runtime's callers, as are its options and row limits.
 export type { GenerateRequest, GenerateTokensOptions, TokenGeneration } from './generation';
 export { decodeRowBucket, defaultMaxContext, GENERAL_DECODE_ROWS, MAX_DECODE_ROWS, type GpuMemoryReport, type RuntimeOptions } from './runtime-options';
+
+/** The result of a request that asks for no tokens (aborted already, or maxNewTokens 0), else null. */
+function nothingToGenerate(c: CheckedRequest): TokenGeneration | null {
+  return c.o.signal?.aborted || c.maxNew === 0 ? emptyGeneration(c.o.signal?.aborted ? 'abort' : 'length') : null;
+}
 
 export class Qwen2Runtime {
   readonly adapters: AdapterSet;
@@ -121,7 +125,7 @@ export class Qwen2Runtime {
       for (let c0 = 0; c0 < P; c0 += this.maxBatchRows) rows = Math.max(rows, prefillRows(this.res, Math.min(this.maxBatchRows, P - c0), c0, kv));
       await this.res.sampler(await this.res.plan('batch', rows));
       await this.res.sampler(await this.res.plan('decode', 1));
-      this.res.drawLogBuffer();
+      this.res.drawLogBuffer(1);
       if (this.res.fusedDecode) await prepareDecodeParams(this.ctx, this.weights);
       return this.memory();
     });
@@ -147,7 +151,10 @@ export class Qwen2Runtime {
 
   /** Samples up to maxNewTokens after `prompt`, streaming each token; EOS, abort or onToken stop it. */
   generate(prompt: number[], o: GenerateTokensOptions = {}): Promise<TokenGeneration> {
-    return this.serial(() => generateOne(this.res, checkGenerate(this.config, this.maxContext, prompt, o, 'generate')));
+    return this.serial(async () => {
+      const c = checkGenerate(this.config, this.maxContext, prompt, o, 'generate');
+      return nothingToGenerate(c) ?? (await this.batches.decode([c]))[0];
+    });
   }
 
   /**
@@ -176,7 +183,8 @@ export class Qwen2Runtime {
       const out: TokenGeneration[] = [];
       const live: number[] = [];
       checked.forEach((c, i) => {
-        if (c.o.signal?.aborted || c.maxNew === 0) out[i] = emptyGeneration(c.o.signal?.aborted ? 'abort' : 'length');
+        const empty = nothingToGenerate(c);
+        if (empty) out[i] = empty;
         else live.push(i);
       });
       // Requests in order, as many at a time as fit the decode rows and the cache (batch-layout.ts).
@@ -184,7 +192,7 @@ export class Qwen2Runtime {
       for (let k = 0; k < live.length; ) {
         const group = [live[k++]];
         while (k < live.length && group.length < this.maxDecodeRows && fits([...group, live[k]])) group.push(live[k++]);
-        const results = group.length === 1 ? [await generateOne(this.res, checked[group[0]])] : await this.batches.decode(group.map((i) => checked[i]));
+        const results = await this.batches.decode(group.map((i) => checked[i]));
         group.forEach((i, j) => (out[i] = results[j]));
       }
       return out;
