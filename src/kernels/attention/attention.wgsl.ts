@@ -85,14 +85,15 @@ export function attentionKeyLoopWgsl(): string {
     let corr = exp(m - mNew);
     l = l * corr + reduceSum(lid, p);
     acc *= corr;
+    // Each output dim adds the block's keys in order. Dims outer, keys inner: a thread past hd (most of
+    // them for a small head) skips the block at once instead of walking every key 4 times doing nothing,
+    // which dominated prefill and scoring on a software GPU.
     let cnt = min(${ATTN_WG}u, end - b);
-    for (var jj = 0u; jj < cnt; jj++) {
-      let vb = (b + jj) * kvStride + kvBase;
-      let pj = ps[jj];
-      for (var c = 0u; c < 4u; c++) {
-        let d = lid + c * ${ATTN_WG}u;
-        if (d < hd) { acc[c] += pj * v[vb + d]; }
-      }
+    for (var c = 0u; c < 4u; c++) {
+      let d = lid + c * ${ATTN_WG}u;
+      if (d >= hd) { break; }
+      let vb = b * kvStride + kvBase + d;
+      for (var jj = 0u; jj < cnt; jj++) { acc[c] += ps[jj] * v[vb + jj * kvStride]; }
     }
     m = mNew;
     // ps is rewritten by the next block only after every thread has read it.
