@@ -289,3 +289,24 @@ describe('Training panel progress, stored runs and results', () => {
     again.remove();
   });
 });
+
+describe('Training panel engine use', () => {
+  it('does not report a toy run as using the page’s engines when no engines are loaded (loading models must not pause it)', async () => {
+    const p = await mount(`panel-use-${Math.random()}`);
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    p.createDriver = async (s, db) => {
+      const d = await createToyDriver({ ...s, steps: 1, groupSize: 2 }, db);
+      const run = d.run.bind(d);
+      d.run = (onStep, events) => run(onStep, { ...events, onCheckpoint: () => gate });
+      return d;
+    };
+    expect(p.engines).toBeUndefined();
+    const started = p.start();
+    await expect.poll(() => p.state).toBe('running');
+    expect(p.engineUse()).toBeNull();
+    release();
+    await started;
+    p.remove();
+  });
+});

@@ -162,7 +162,9 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
    */
   engineUse(): EngineUse | null {
     const d = this.driver;
-    const running = this.state === 'running' && d !== null && this.driverEngines.get(d) === this.engines;
+    // Toy runs have no entry: with no engines loaded, undefined === undefined must not count them as a use.
+    const on = d ? this.driverEngines.get(d) : undefined;
+    const running = this.state === 'running' && on !== undefined && on === this.engines;
     if (!(this.starting && this.startingOnEngines) && !running) return null;
     return {
       what: `a training run${this.label ? ` (${this.label})` : ''}`,
