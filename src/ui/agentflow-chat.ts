@@ -221,6 +221,11 @@ export class AgentFlowChat extends LitElement implements EngineUser {
   private trainingOn: TrainingOn | null = null;
   /** The engines the answer in progress runs on, and its end, so the page can stop it before replacing them. */
   private liveOn: { engines: AgentEngines; ended: Promise<void> } | null = null;
+  /**
+   * A question ask() is still checking (engines, fit) on the page's engines, before run() makes it `liveOn`:
+   * a swap in that window would otherwise find nothing in use and dispose the engines it is about to run on.
+   */
+  private asking: { engines: AgentEngines; stopped: boolean; checked: Promise<void>; done: () => void } | null = null;
 
   constructor() {
     super();
@@ -450,12 +455,15 @@ export class AgentFlowChat extends LitElement implements EngineUser {
    */
   async ask(query: string): Promise<SessionResult | null> {
     const q = query.trim();
-    if (!q || this.live) return null;
+    if (!q || this.live || this.asking) return null;
     this.error = null;
     if (this.noModel) {
       this.error = this.modelsLoading ? `${this.modelsLoading} Ask again when they are ready.` : 'No model is loaded, so nothing can answer yet: load a model, or try the scripted demo.';
       return null;
     }
+    let done!: () => void;
+    const asking = this.engines ? { engines: this.engines, stopped: false, checked: new Promise<void>((r) => (done = r)), done: () => done() } : null;
+    this.asking = asking;
     let engines: AgentEngines;
     try {
       engines = await this.currentEngines();
@@ -463,6 +471,14 @@ export class AgentFlowChat extends LitElement implements EngineUser {
       await checkQueryFits(q, engines, this.toolRegistry.cards(), { maxTurns: this.maxTurns });
     } catch (e) {
       this.error = message(e);
+      return null;
+    } finally {
+      if (this.asking === asking) this.asking = null;
+      asking?.done();
+    }
+    // The page is replacing the engines it was checked on: it does not start (the question stays in the input).
+    if (asking?.stopped) {
+      this.error = 'Not asked: the models were being replaced while the question was checked. Ask again.';
       return null;
     }
     const ta = this.renderRoot.querySelector('textarea');
@@ -627,6 +643,17 @@ export class AgentFlowChat extends LitElement implements EngineUser {
   }
 
   private answerUse(): EngineUse | null {
+    const a = this.asking;
+    if (a && this.engines && a.engines === this.engines) {
+      return {
+        what: 'a chat answer',
+        kept: 'it did not start; the question stays in the input',
+        stop: async () => {
+          a.stopped = true;
+          await a.checked;
+        },
+      };
+    }
     const on = this.liveOn;
     if (!on || !this.engines || on.engines !== this.engines) return null;
     return {
