@@ -188,4 +188,31 @@ describe('<agentflow-app> replacing its engines', () => {
       app.remove();
     }
   });
+
+  it('keeps the loaded engines, and disposes the new ones, when what runs on them will not stop', async () => {
+    const { app, models, chat } = await mountApp();
+    try {
+      const old = new HeldEngines('old', () => 'none');
+      loaded(models, old, 'old models');
+      await expect.poll(() => app.engines).toBe(old);
+      // A use whose stop() resolves but which is still there afterwards (it restarts itself).
+      let stops = 0;
+      chat.engineUse = () => ({ what: 'a stubborn answer', kept: 'nothing', stop: async () => void stops++ });
+      const next = new HeldEngines('next', () => 'none');
+      let nextDisposed = false;
+      const dispose = next.dispose.bind(next);
+      next.dispose = () => {
+        nextDisposed = true;
+        dispose();
+      };
+      loaded(models, next, 'new models');
+      await expect.poll(() => app.notice ?? '').toMatch(/^Did not switch to new models: a stubborn answer kept running/);
+      expect(stops).toBe(5);
+      expect(app.engines).toBe(old);
+      expect(old.disposedWhileTraining).toBeNull();
+      expect(nextDisposed).toBe(true);
+    } finally {
+      app.remove();
+    }
+  });
 });

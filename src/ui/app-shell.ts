@@ -24,6 +24,9 @@ import { restoreToolSwitches } from './tool-switches';
 import { ACTIVE_ADAPTER_KEY, type AgentflowTrainingPanel } from './training-panel';
 import './training-panel';
 
+/** Rounds of stopping what runs on the loaded engines before a swap gives up (and keeps them). */
+const SWAP_STOP_ROUNDS = 5;
+
 export const TABS = [
   { id: 'chat', label: 'Chat' },
   { id: 'experiments', label: 'Experiments' },
@@ -151,13 +154,21 @@ export class AgentFlowApp extends LitElement {
    * mid-call ("planner worker stopped (terminated)") and lost its step.
    */
   private async swapEngines(d: EnginesChosenDetail): Promise<void> {
-    let stopped: EngineUse[] = [];
+    const stopped = new Map<string, EngineUse>();
     if (this.loaded !== (d.engines as unknown)) {
       // Something started while the last ones stopped is stopped too (a few rounds at most in practice).
-      for (let round = 0, uses = this.enginesInUse(); uses.length && round < 5; round++, uses = this.enginesInUse()) {
+      let uses = this.enginesInUse();
+      for (let round = 0; uses.length && round < SWAP_STOP_ROUNDS; round++, uses = this.enginesInUse()) {
         this.notice = `Stopping ${describeUses(uses)} to switch to the new models…`;
         await Promise.all(uses.map((u) => u.stop().catch(() => undefined)));
-        stopped = [...stopped, ...uses];
+        for (const u of uses) stopped.set(u.what, u);
+      }
+      if (uses.length) {
+        // Still running after every round (it keeps restarting, or its stop did not take): disposing the old
+        // engines would cut it mid-call, so the new ones go instead and nothing that runs is touched.
+        (d.engines as { dispose?: () => void }).dispose?.();
+        this.notice = `Did not switch to ${d.label}: ${describeUses(uses)} kept running on the loaded models. Stop it, then load again.`;
+        return;
       }
       this.loaded?.dispose?.();
     }
@@ -165,7 +176,7 @@ export class AgentFlowApp extends LitElement {
     this.engines = d.engines;
     this.trainer = d.trainer;
     this.enginesLabel = d.label;
-    this.notice = stopped.length ? `Switched to ${d.label}. Stopped first: ${stopped.map((u) => `${u.what} (${u.kept})`).join('; ')}.` : null;
+    this.notice = stopped.size ? `Switched to ${d.label}. Stopped first: ${[...stopped.values()].map((u) => `${u.what} (${u.kept})`).join('; ')}.` : null;
     void this.syncAdapter();
   }
 
