@@ -636,6 +636,7 @@ export class AgentFlowChat extends LitElement implements EngineUser {
     return {
       what: describeUses(uses),
       kept: uses.map((u) => u.kept).join('; '),
+      plural: true,
       stop: async () => {
         await Promise.all(uses.map((u) => u.stop()));
       },

@@ -8,6 +8,8 @@ export interface EngineUse {
   what: string;
   /** What stopping it keeps, for people: 'its checkpoints are kept; resume it in Training'. */
   kept: string;
+  /** More than one thing (a tab's answer and its training run, stopped together): "are", "them". */
+  plural?: boolean;
   /** Stops it the way its own Stop or Pause button does; resolves once it no longer uses the engines. */
   stop(): Promise<void>;
 }
@@ -21,4 +23,9 @@ export interface EngineUser {
 export function describeUses(uses: readonly EngineUse[]): string {
   const w = uses.map((u) => u.what);
   return w.length <= 1 ? (w[0] ?? '') : `${w.slice(0, -1).join(', ')} and ${w[w.length - 1]}`;
+}
+
+/** Whether these uses are more than one thing, for the verb and pronoun that follow describeUses(). */
+export function manyUses(uses: readonly EngineUse[]): boolean {
+  return uses.length > 1 || uses.some((u) => u.plural === true);
 }

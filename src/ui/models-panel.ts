@@ -11,7 +11,7 @@ import type { PlannerTrainer } from '../engine/planner-client';
 import type { LoadProgress } from '../engine/types';
 import type { ToolRegistry } from '../tools/registry';
 import { scriptedDemoEngines } from './demo-engines';
-import { describeUses, type EngineUse } from './engine-use';
+import { describeUses, manyUses, type EngineUse } from './engine-use';
 import { deleteCachedModel, listCachedModels, type CachedModel } from './model-cache';
 import { loadModelChoice, saveModelChoice, type ModelChoice } from './model-choice';
 import type { SizeReport } from './model-files';
@@ -351,14 +351,15 @@ export class AgentflowModelsPanel extends LitElement {
     const c = this.confirmSwap;
     if (!c) return nothing;
     const what = describeUses(c.uses);
+    const many = manyUses(c.uses);
     return html`<div role="alertdialog" aria-labelledby="swap-question" data-testid="swap-confirm">
-      <p id="swap-question">${what[0].toUpperCase()}${what.slice(1)} ${c.uses.length === 1 ? 'is' : 'are'} using the loaded models. ${c.action} stops ${c.uses.length === 1 ? 'it' : 'them'}${c.when}: ${c.uses.map((u) => u.kept).join('; ')}.</p>
+      <p id="swap-question">${what[0].toUpperCase()}${what.slice(1)} ${many ? 'are' : 'is'} using the loaded models. ${c.action} stops ${many ? 'them' : 'it'}${c.when}: ${c.uses.map((u) => u.kept).join('; ')}.</p>
       <div class="row">
         <button type="button" @click=${() => {
           this.confirmSwap = null;
           c.go();
-        }}>Stop ${c.uses.length === 1 ? 'it' : 'them'} and continue</button>
-        <button type="button" @click=${() => (this.confirmSwap = null)}>Keep ${c.uses.length === 1 ? 'it' : 'them'} running</button>
+        }}>Stop ${many ? 'them' : 'it'} and continue</button>
+        <button type="button" @click=${() => (this.confirmSwap = null)}>Keep ${many ? 'them' : 'it'} running</button>
       </div>
     </div>`;
   }
