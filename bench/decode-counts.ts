@@ -8,6 +8,7 @@
 import { requestGpu } from '../src/gpu/device';
 import { Qwen2Runtime, type GenerateRequest, type GenerateTokensOptions, type TokenGeneration } from '../src/engine/runtime';
 import { Rng } from '../src/util/rng';
+import { countEncoders } from '../tests/support/encoder-counts';
 import { quantizeModel } from '../tests/support/q4-model';
 import { randomAdapter, randomQwen2, randomTokens, toLoraAdapter, toQwen2Config, toWeightSource } from '../tests/support/random-qwen2';
 import { flag, log } from './flags';
@@ -34,7 +35,6 @@ async function main(): Promise<void> {
 
   let c: Counts = { submits: 0, writes: 0, byLabel: {}, dispatches: 0, copies: 0 };
   const device = ctx.device;
-  const realEncoder = device.createCommandEncoder.bind(device);
   const queue = device.queue;
   const realSubmit = queue.submit.bind(queue);
   const realWrite = queue.writeBuffer.bind(queue);
@@ -46,33 +46,16 @@ async function main(): Promise<void> {
     c.writes++;
     realWrite(...a);
   }) as GPUQueue['writeBuffer'];
-  device.createCommandEncoder = (d?: GPUCommandEncoderDescriptor) => {
-    const enc = realEncoder(d);
-    const label = (d?.label ?? '?').startsWith('readback:') ? 'readback' : (d?.label ?? '?');
+  countEncoders(device, (l) => {
+    const label = l.startsWith('readback:') ? 'readback' : l || '?';
     const e = (c.byLabel[label] ??= { encoders: 0, dispatches: 0, copies: 0 });
     e.encoders++;
-    return {
-      beginComputePass: (pd?: GPUComputePassDescriptor) => {
-        const pass = enc.beginComputePass(pd);
-        return {
-          setPipeline: (p: GPUComputePipeline) => pass.setPipeline(p),
-          setBindGroup: (i: number, g: GPUBindGroup) => pass.setBindGroup(i, g),
-          dispatchWorkgroups: (x: number, y?: number, z?: number) => {
-            e.dispatches++;
-            c.dispatches++;
-            pass.dispatchWorkgroups(x, y, z);
-          },
-          end: () => pass.end(),
-        };
-      },
-      copyBufferToBuffer: (s: GPUBuffer, so: number, dst: GPUBuffer, dO: number, size: number) => {
-        e.copies++;
-        c.copies++;
-        enc.copyBufferToBuffer(s, so, dst, dO, size);
-      },
-      clearBuffer: (b: GPUBuffer, o?: number, s?: number) => enc.clearBuffer(b, o, s),
-      finish: (fd?: GPUCommandBufferDescriptor) => enc.finish(fd),
-    } as unknown as GPUCommandEncoder;
+    return e;
+  });
+  /** The counts so far, with the totals over every label. */
+  const counted = (): Counts => {
+    const all = Object.values(c.byLabel);
+    return structuredClone({ ...c, dispatches: all.reduce((a, e) => a + e.dispatches, 0), copies: all.reduce((a, e) => a + e.copies, 0) });
   };
   const fresh = (): Counts => ({ submits: 0, writes: 0, byLabel: {}, dispatches: 0, copies: 0 });
   const brief = (g: TokenGeneration) => ({ tokens: g.tokens, logprobs: g.logprobs.map((x) => Number(x.toFixed(6))), finishReason: g.finishReason, redrawn: g.redrawnTokens, reused: g.reusedPrefixTokens });
@@ -82,15 +65,17 @@ async function main(): Promise<void> {
     await rt.generate(prompt, { ...o, reusePrefix: false, signal: undefined, onToken: undefined });
     c = fresh();
     const g = await rt.generate(prompt, o);
-    out[name] = { ...brief(g), counts: structuredClone(c) };
-    log(`${name}: ${g.tokens.length} tokens, ${c.dispatches} dispatches, ${c.copies} copies, ${c.submits} submits`);
+    const k = counted();
+    out[name] = { ...brief(g), counts: k };
+    log(`${name}: ${g.tokens.length} tokens, ${k.dispatches} dispatches, ${k.copies} copies, ${k.submits} submits`);
   };
   const batch = async (name: string, reqs: GenerateRequest[]) => {
     await rt.generateBatch(reqs);
     c = fresh();
     const gs = await rt.generateBatch(reqs);
-    out[name] = { results: gs.map(brief), counts: structuredClone(c) };
-    log(`${name}: ${gs.map((g) => g.tokens.length).join('+')} tokens, ${c.dispatches} dispatches, ${c.copies} copies, ${c.submits} submits`);
+    const k = counted();
+    out[name] = { results: gs.map(brief), counts: k };
+    log(`${name}: ${gs.map((g) => g.tokens.length).join('+')} tokens, ${k.dispatches} dispatches, ${k.copies} copies, ${k.submits} submits`);
   };
   const p = prompts[0];
   const n = { maxNewTokens: 12, reusePrefix: false };
@@ -107,12 +92,12 @@ async function main(): Promise<void> {
   const ctl = new AbortController();
   c = fresh();
   const aborted = await rt.generate(p, { ...n, temperature: 1, seed: 3, signal: ctl.signal, onToken: () => ctl.abort() });
-  out['abort after token 0'] = { ...brief(aborted), counts: structuredClone(c) };
+  out['abort after token 0'] = { ...brief(aborted), counts: counted() };
   // Prefix reuse: a turn that extends the last one's prompt and tokens.
   const first = await rt.generate(p, { temperature: 1, seed: 4, maxNewTokens: 6 });
   c = fresh();
   const next = await rt.generate([...p, ...first.tokens, 7], { temperature: 1, seed: 4, maxNewTokens: 6 });
-  out['prefix reuse'] = { ...brief(next), counts: structuredClone(c) };
+  out['prefix reuse'] = { ...brief(next), counts: counted() };
   if (withBatch) {
     const opts: GenerateTokensOptions[] = [
       { temperature: 0, maxNewTokens: 10 },

@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { gpuFor, weightPaths } from '../../tests/support/gpu';
 import { maxAbsDiff } from '../../tests/support/compare';
+import { countEncoders } from '../../tests/support/encoder-counts';
 import { quantizeModel } from '../../tests/support/q4-model';
 import { randomAdapter, randomQwen2, randomTokens, toLoraAdapter, toQwen2Config, toWeightSource } from '../../tests/support/random-qwen2';
 import { Rng } from '../util/rng';
@@ -241,37 +242,15 @@ describe('generateBatch: each sequence = generate() alone', async () => {
       rt.setActiveAdapter('a');
       // Counts what each batch step's submission encodes (the runtime labels it 'decoding a batch'), and
       // generate()'s steps ('decoding') and first draw ('sampling').
-      const device = ctx.device;
-      const real = device.createCommandEncoder.bind(device);
       let steps: Array<{ dispatches: number; copies: number }> = [];
       let lone: Array<{ label: string; dispatches: number; copies: number }> = [];
-      device.createCommandEncoder = (d?: GPUCommandEncoderDescriptor) => {
-        const enc = real(d);
-        const label = d?.label ?? '';
-        if (!['decoding a batch', 'decoding', 'sampling'].includes(label)) return enc;
+      const restore = countEncoders(ctx.device, (label) => {
+        if (!['decoding a batch', 'decoding', 'sampling'].includes(label)) return null;
         const step = { label, dispatches: 0, copies: 0 };
         if (label === 'decoding a batch') steps.push(step);
         else lone.push(step);
-        return {
-          beginComputePass: (pd?: GPUComputePassDescriptor) => {
-            const pass = enc.beginComputePass(pd);
-            return {
-              setPipeline: (p: GPUComputePipeline) => pass.setPipeline(p),
-              setBindGroup: (i: number, g: GPUBindGroup) => pass.setBindGroup(i, g),
-              dispatchWorkgroups: (x: number, y?: number, z?: number) => {
-                step.dispatches++;
-                pass.dispatchWorkgroups(x, y, z);
-              },
-              end: () => pass.end(),
-            };
-          },
-          copyBufferToBuffer: (src: GPUBuffer, so: number, dst: GPUBuffer, dO: number, size: number) => {
-            step.copies++;
-            enc.copyBufferToBuffer(src, so, dst, dO, size);
-          },
-          finish: (fd?: GPUCommandBufferDescriptor) => enc.finish(fd),
-        } as unknown as GPUCommandEncoder;
-      };
+        return step;
+      });
       const run = async (n: number, o: (b: number) => GenerateTokensOptions) => {
         steps = [];
         const reqs = prompts.slice(0, n).map((prompt, b) => ({ prompt, options: { maxNewTokens: 5, seed: b + 1, ...o(b) } }));
@@ -311,7 +290,7 @@ describe('generateBatch: each sequence = generate() alone', async () => {
         expect(lone.map((s) => [s.label, s.copies])).toEqual([['sampling', 0], ...Array(4).fill(['decoding', 0])]);
         expect(lone[0].dispatches).toBe(3);
       } finally {
-        device.createCommandEncoder = real;
+        restore();
         rt.destroy();
       }
     });
