@@ -57,6 +57,19 @@ async function type(p: AgentflowTrainingPanel, sel: string, value: string): Prom
 const lr = (p: AgentflowTrainingPanel) => q<HTMLInputElement>(p, '#lr').value;
 const startButton = (p: AgentflowTrainingPanel) => [...p.shadowRoot!.querySelectorAll('button')].find((b) => /start training/i.test(b.textContent ?? ''))!;
 
+/** Real toy runs of `steps` steps (groups of 2) for the panel, each held at its checkpoints until release() is called. */
+function holdToyRunAtCheckpoint(p: AgentflowTrainingPanel, steps: number): () => void {
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  p.createDriver = async (s, db) => {
+    const d = await createToyDriver({ ...s, steps, groupSize: 2 }, db);
+    const run = d.run.bind(d);
+    d.run = (onStep, events) => run(onStep, { ...events, onCheckpoint: () => gate });
+    return d;
+  };
+  return release;
+}
+
 describe('Training panel learning rate', () => {
   it('offers the toy rate for the toy task and a LoRA-sized rate for the real planner, and keeps each mode’s edit to that mode', async () => {
     const p = await mount(`panel-lr-${Math.random()}`);
@@ -256,14 +269,7 @@ describe('Training panel progress, stored runs and results', () => {
     const p = await mount(dbName);
     // A real toy run in this thread, held at its first checkpoint (the end of step 4, before step 4 is reported)
     // until the test has seen the progress.
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    p.createDriver = async (s, db) => {
-      const d = await createToyDriver({ ...s, steps: 4, groupSize: 2 }, db);
-      const run = d.run.bind(d);
-      d.run = (onStep, events) => run(onStep, { ...events, onCheckpoint: () => gate });
-      return d;
-    };
+    const release = holdToyRunAtCheckpoint(p, 4);
     const started = p.start();
     await expect.poll(() => q(p, '[data-testid="training-progress"]')?.textContent ?? '').toMatch(/Step 3 of 4, about \d+ s left/);
     expect(q<HTMLProgressElement>(p, '[data-testid="training-progress"] progress').value).toBe(3);
@@ -293,14 +299,7 @@ describe('Training panel progress, stored runs and results', () => {
 describe('Training panel engine use', () => {
   it('does not report a toy run as using the page’s engines when no engines are loaded (loading models must not pause it)', async () => {
     const p = await mount(`panel-use-${Math.random()}`);
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    p.createDriver = async (s, db) => {
-      const d = await createToyDriver({ ...s, steps: 1, groupSize: 2 }, db);
-      const run = d.run.bind(d);
-      d.run = (onStep, events) => run(onStep, { ...events, onCheckpoint: () => gate });
-      return d;
-    };
+    const release = holdToyRunAtCheckpoint(p, 1);
     expect(p.engines).toBeUndefined();
     const started = p.start();
     await expect.poll(() => p.state).toBe('running');
