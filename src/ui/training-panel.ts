@@ -279,18 +279,19 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
 
   /** Continues a stored toy run (paused, or cut off by a reload) in a worker where the browser has them. */
   resumeToy(runId: string): Promise<void> {
-    return this.busy ? Promise.resolve() : this.track(this.resumeToyRun(runId));
-  }
-
-  private resumeToyRun(runId: string): Promise<void> {
     return this.openRun(() => (typeof Worker === 'function' ? WorkerToyTrainingDriver.resume(runId, this.dbName) : resumeToyDriver(runId, this.dbName)), true);
   }
 
   /**
-   * Sets a run's driver up and runs it. A set-up that fails shows its error and starts nothing. A resumed
-   * run shows its stored history; a new one starts with none and clears the last run's result.
+   * Sets a run's driver up and runs it, as `current`, unless one is already starting or running. A set-up
+   * that fails shows its error and starts nothing. A resumed run shows its stored history; a new one starts
+   * with none and clears the last run's result.
    */
-  private async openRun(setUp: () => Promise<TrainingDriver>, resumed: boolean): Promise<void> {
+  private openRun(setUp: () => Promise<TrainingDriver>, resumed: boolean): Promise<void> {
+    return this.busy ? Promise.resolve() : this.track(this.setUpAndGo(setUp, resumed));
+  }
+
+  private async setUpAndGo(setUp: () => Promise<TrainingDriver>, resumed: boolean): Promise<void> {
     this.error = null;
     this.pauseWanted = false;
     this.starting = true;
@@ -347,10 +348,6 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
 
   /** Continues a stored agent-rollout run from its latest checkpoint. */
   resumeStored(runId: string): Promise<void> {
-    return this.busy ? Promise.resolve() : this.track(this.resumeStoredRun(runId));
-  }
-
-  private resumeStoredRun(runId: string): Promise<void> {
     return this.openRun(() => this.onEngines((deps) => resumeAgentDriver(runId, deps)), true);
   }
 
@@ -381,10 +378,6 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
 
   /** Starts a new run with the form's settings (the Toy mode button). */
   start(): Promise<void> {
-    return this.busy ? Promise.resolve() : this.track(this.startRun());
-  }
-
-  private startRun(): Promise<void> {
     return this.openRun(async () => {
       const s = this.settings();
       if (s.dataset !== 'agent') return this.createDriver(s, this.dbName);
