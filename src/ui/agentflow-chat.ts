@@ -696,7 +696,8 @@ export class AgentFlowChat extends LitElement implements EngineUser {
     return this.drive((on) => resumeElementTraining(runId, on, toolsFromRegistry(this.toolRegistry), this.dbName));
   }
 
-  private async trainableEngines(): Promise<TrainableEngines> {
+  /** The models this element loads itself (loading them if need be), with the optimizer their planner brings. */
+  private async ownTrainableEngines(): Promise<TrainableEngines> {
     const engines = await this.currentEngines();
     return { engines, trainer: (engines === this.loadedEngines ? this.loadedEngines.trainer : this.trainer) ?? null };
   }
@@ -715,12 +716,16 @@ export class AgentFlowChat extends LitElement implements EngineUser {
   /** Sets up a run with `start` on the element's engines and runs it, as `trainingOn` from start to end. */
   private async drive(start: (on: TrainableEngines) => Promise<TrainingRun>): Promise<RunSummary> {
     if (this.trainingOn) throw new Error(`training run${this.trainingOn.run ? ` '${this.trainingOn.run.id}'` : ''} is already running; pauseTraining() first`);
+    // The page's engines and their optimizer are taken here, before the first await, and the run is set up on
+    // them alone: a page that sets other `engines` and `trainer` right after calling train() pauses this run
+    // (the setter), and read after an await the new trainer would be paired with the old engines.
+    const given: TrainableEngines | null = this.engines ? { engines: this.engines, trainer: this.trainer ?? null } : null;
     let ended!: () => void;
-    const t: TrainingOn = { engines: this.engines ?? null, run: null, pauseWanted: false, enginesReplaced: false, ended: new Promise<void>((r) => (ended = r)) };
+    const t: TrainingOn = { engines: given?.engines ?? null, run: null, pauseWanted: false, enginesReplaced: false, ended: new Promise<void>((r) => (ended = r)) };
     this.trainingOn = t;
     this.trainingNotice = null;
     try {
-      const on = await this.trainableEngines();
+      const on = given ?? (await this.ownTrainableEngines());
       t.engines = on.engines;
       const run = await start(on);
       t.run = run;

@@ -155,6 +155,23 @@ describe('<agentflow-chat> train()', () => {
     el.remove();
   });
 
+  it('sets a run up on the engines and trainer it was called with when the page swaps both right after, then pauses it', async () => {
+    const trainer = steppingTrainer();
+    const el = await mount({ planner: new ProbeEngine(byCall, 'planner:old'), shared: new ProbeEngine(byCall, 'shared') }, trainer);
+    const started: string[] = [];
+    const note = (who: string, t: PolicyTrainer): PolicyTrainer => ({ ...t, trainStart: (o) => (started.push(who), t.trainStart(o)) });
+    el.trainer = note('old', trainer);
+    const fresh = new ProbeEngine(byCall, 'planner:new');
+    const training = el.train({ items: [{ question: 'Reverse ba', answer: 'ab' }], steps: 2, groupSize: 4, budget: { maxTurns: 1 } });
+    // What an embedding page does: new engines and their optimizer in, in the same task as the call.
+    el.engines = { planner: fresh, shared: new ProbeEngine(byCall, 'shared') };
+    el.trainer = note('new', steppingTrainer());
+    expect(await training).toMatchObject({ status: 'paused', steps: 0 });
+    expect(started).toEqual(['old']);
+    expect(fresh.calls).toHaveLength(0);
+    el.remove();
+  });
+
   it('refuses engines whose planner cannot be trained, before storing anything', async () => {
     const el = await mount({ planner: new ScriptedEngine({}, 'planner:scripted'), shared: new ScriptedEngine({}, 'shared') });
     await expect(el.train({ items: [{ query: 'q', answer: 'a' }], steps: 1 })).rejects.toThrow(/training needs the planner on this page’s WebGPU runtime/);
