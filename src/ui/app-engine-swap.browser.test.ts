@@ -189,6 +189,27 @@ describe('<agentflow-app> replacing its engines', () => {
     }
   });
 
+  it('closes the swap question, starting nothing, when what it asks about ends by itself', async () => {
+    const { app, models, training } = await mountApp();
+    try {
+      const old = new HeldEngines('old', () => training.state);
+      loaded(models, old, 'old models');
+      await expect.poll(() => training.engines).toBe(old);
+      await startTraining(training, old);
+      [...models.renderRoot.querySelectorAll('button')].find((b) => b.textContent === 'Use the scripted demo')!.click();
+      await expect.poll(() => text(models, '[data-testid="swap-confirm"]')).toMatch(/^A training run .* is using the loaded models/);
+
+      // The user pauses the run in Training while the question is open.
+      training.pause();
+      await expect.poll(() => models.renderRoot.querySelector('[data-testid="swap-confirm"]')).toBeNull();
+      expect(text(models, '[data-testid="models-notice"]')).toMatch(/^Nothing uses the loaded models any more \(a training run .* ended\), so there is nothing to stop\. Switching to the scripted demo did not start: press “Use the scripted demo” again to go ahead\.$/);
+      expect(app.engines).toBe(old);
+      expect(old.disposedWhileTraining).toBeNull();
+    } finally {
+      app.remove();
+    }
+  });
+
   it('keeps the loaded engines, and disposes the new ones, when what runs on them will not stop', async () => {
     const { app, models, chat } = await mountApp();
     try {

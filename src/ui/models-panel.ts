@@ -97,7 +97,9 @@ export class AgentflowModelsPanel extends LitElement {
   /** What runs on the engines in use (set by the app, which owns them); a swap stops it. */
   declare enginesInUse: () => readonly EngineUse[];
   /** A load or the demo waits for the user to accept stopping what runs on the engines in use. */
-  declare confirmSwap: { uses: readonly EngineUse[]; action: string; when: string; go: () => void } | null;
+  declare confirmSwap: { uses: readonly EngineUse[]; action: string; when: string; button: string; go: () => void } | null;
+  /** Re-reads what runs on the engines while the swap question is open (see watchSwap). */
+  private swapWatch: ReturnType<typeof setInterval> | null = null;
   private controller: AbortController | null = null;
   private sizeRun = 0;
 
@@ -150,6 +152,42 @@ export class AgentflowModelsPanel extends LitElement {
   override disconnectedCallback(): void {
     super.disconnectedCallback();
     this.removeEventListener('gpu-capabilities', this.onCaps as EventListener);
+    this.watchSwap(false);
+  }
+
+  protected override updated(): void {
+    this.watchSwap(this.confirmSwap !== null);
+  }
+
+  /**
+   * While the swap question is open, what it asks about may end by itself (a run finishes, the user pauses it
+   * in its tab) or change (one of two ends, an experiment moves on). An EngineUse says nothing when it ends, so
+   * the question re-reads the uses a few times a second, which costs nothing next to what it waits on.
+   */
+  private watchSwap(on: boolean): void {
+    if (on && !this.swapWatch) this.swapWatch = setInterval(() => this.recheckSwap(), 250);
+    if (!on && this.swapWatch) {
+      clearInterval(this.swapWatch);
+      this.swapWatch = null;
+    }
+  }
+
+  /**
+   * Nothing in use any more: the question no longer applies, so it closes and says so, and the load (or the
+   * demo) is not started for the user. The click it answers may be long past (a training run can take an hour)
+   * and the user may have been about to keep the run; a download or a swap the user did not confirm must not
+   * start then by itself. Pressing the button again goes ahead without a question.
+   */
+  private recheckSwap(): void {
+    const c = this.confirmSwap;
+    if (!c) return;
+    const uses = this.enginesInUse();
+    if (!uses.length) {
+      this.confirmSwap = null;
+      this.notice = `Nothing uses the loaded models any more (${describeUses(c.uses)} ended), so there is nothing to stop. ${c.action} did not start: press “${c.button}” again to go ahead.`;
+    } else if (describeUses(uses) !== describeUses(c.uses) || uses.map((u) => u.kept).join() !== c.uses.map((u) => u.kept).join()) {
+      this.confirmSwap = { ...c, uses };
+    }
   }
 
   private onCaps = (e: CustomEvent<{ caps?: GpuCapabilities; error?: string }>) => {
@@ -267,7 +305,7 @@ export class AgentflowModelsPanel extends LitElement {
       this.error = this.plannerFieldError;
       return;
     }
-    if (!o.restoring && !o.confirmed && this.askFirst('Loading other models', ' once they are ready (until then nothing changes)', () => void this.load({ ...o, confirmed: true }))) return;
+    if (!o.restoring && !o.confirmed && this.askFirst('Loading other models', ' once they are ready (until then nothing changes)', LOAD_BUTTON, () => void this.load({ ...o, confirmed: true }))) return;
     const c = this.choice(true);
     const what = this.describeChoice(c);
     const controller = new AbortController();
@@ -304,7 +342,7 @@ export class AgentflowModelsPanel extends LitElement {
       const err = e as Error;
       if (controller.signal.aborted) this.notice = `Loading ${what} was cancelled; nothing changed.`;
       else if (o.restoring && err?.name === 'ModelNotCachedError') {
-        this.notice = `Your last models (${what}) were not reloaded: ${err.message}. Press “Download and load models” to download them again.`;
+        this.notice = `Your last models (${what}) were not reloaded: ${err.message}. Press “${LOAD_BUTTON}” to download them again.`;
       } else {
         const msg = err?.message ?? String(e);
         // The page knows best whether the browser is offline (a worker's fetch only says it failed).
@@ -323,14 +361,14 @@ export class AgentflowModelsPanel extends LitElement {
    * Whether `action` (which replaces the engines in use) must wait for the user: when something runs on the
    * engines in use, the panel asks, and `go` runs once they accept stopping it.
    */
-  private askFirst(action: string, when: string, go: () => void): boolean {
+  private askFirst(action: string, when: string, button: string, go: () => void): boolean {
     const uses = this.enginesInUse();
-    this.confirmSwap = uses.length ? { uses, action, when, go } : null;
+    this.confirmSwap = uses.length ? { uses, action, when, button, go } : null;
     return uses.length > 0;
   }
 
   private useDemo(confirmed = false): void {
-    if (!confirmed && this.askFirst('Switching to the scripted demo', '', () => this.useDemo(true))) return;
+    if (!confirmed && this.askFirst('Switching to the scripted demo', '', DEMO_BUTTON, () => this.useDemo(true))) return;
     // The ids stay in the form; the next start no longer loads them on its own.
     void saveModelChoice(this.choice(false), this.dbName).catch(() => undefined);
     this.choose({ engines: scriptedDemoEngines(), label: 'scripted demo (no model)' });
@@ -420,9 +458,9 @@ export class AgentflowModelsPanel extends LitElement {
         </label>
         ${this.renderSizes()}
         <div class="row">
-          <button type="button" ?disabled=${this.busy || !!this.gpuError} @click=${() => this.load()}>Download and load models</button>
+          <button type="button" ?disabled=${this.busy || !!this.gpuError} @click=${() => this.load()}>${LOAD_BUTTON}</button>
           ${this.busy ? html`<button type="button" @click=${() => this.cancelLoad()}>Cancel loading</button>` : nothing}
-          <button type="button" ?disabled=${this.busy} @click=${() => this.useDemo()}>Use the scripted demo</button>
+          <button type="button" ?disabled=${this.busy} @click=${() => this.useDemo()}>${DEMO_BUTTON}</button>
         </div>
         ${this.renderConfirmSwap()}
         ${this.notice ? html`<p role="status" data-testid="models-notice">${this.notice}</p>` : nothing}
@@ -460,4 +498,7 @@ export class AgentflowModelsPanel extends LitElement {
     `;
   }
 }
+const LOAD_BUTTON = 'Download and load models';
+const DEMO_BUTTON = 'Use the scripted demo';
+
 if (!customElements.get('agentflow-models-panel')) customElements.define('agentflow-models-panel', AgentflowModelsPanel);
