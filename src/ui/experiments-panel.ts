@@ -16,6 +16,7 @@ import { runExperiment, type ExperimentProgress } from './experiment-runner';
 import { moduleLabel } from './chat-view';
 import { openAgentDb, storageOpenError } from '../store/db';
 import type { EngineUse, EngineUser } from './engine-use';
+import { InFlight } from './in-flight';
 import type { PlannerClient } from '../engine/planner-client';
 import { parseSubset } from './experiment-subset';
 import { deleteExperiment, exportExperiment, getExperimentItems, listExperiments, markStaleExperiments, summarize } from './experiment-store';
@@ -50,7 +51,7 @@ export class AgentflowExperimentsPanel extends LitElement implements EngineUser 
   declare openTrajectory: { conversationId: string; steps: StepRecord[] } | null;
   private controller: AbortController | null = null;
   /** The run in progress, so a stop can wait for its end. */
-  private running: Promise<void> | null = null;
+  private readonly running = new InFlight();
 
   constructor() {
     super();
@@ -103,7 +104,7 @@ export class AgentflowExperimentsPanel extends LitElement implements EngineUser 
    */
   engineUse(): EngineUse | null {
     const c = this.controller;
-    const running = this.running;
+    const running = this.running.current;
     if (!c || !running) return null;
     const p = this.progress;
     return {
@@ -135,12 +136,7 @@ export class AgentflowExperimentsPanel extends LitElement implements EngineUser 
   }
 
   private run(): Promise<void> {
-    if (this.running) return this.running;
-    const r = this.runSubset().finally(() => {
-      if (this.running === r) this.running = null;
-    });
-    this.running = r;
-    return r;
+    return this.running.current ?? this.running.track(this.runSubset());
   }
 
   private async runSubset(): Promise<void> {

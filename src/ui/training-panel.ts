@@ -35,6 +35,7 @@ import { DEFAULT_GRPO_CONFIG } from '../trainer/config';
 import { TOY_TRAINING } from '../trainer/toy-task';
 import { downloadBlob, downloadText } from './download';
 import type { EngineUse, EngineUser } from './engine-use';
+import { InFlight } from './in-flight';
 import { TOY_BASE_MODEL, createToyDriver, resumeToyDriver, WorkerToyTrainingDriver, type TrainingDriver, type TrainingSettings, type TrainingStepPoint } from './training-driver';
 
 export const ACTIVE_ADAPTER_KEY = 'activeAdapter';
@@ -117,7 +118,7 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
   /** A real-planner run is being set up (its optimizer starting in the planner worker). */
   private startingOnEngines = false;
   /** The start, resume or run in progress (one at a time: `busy`), so a stop can wait for its end. */
-  private current: Promise<void> | null = null;
+  private readonly current = new InFlight();
   // Learning rates the user typed, per mode, saved when the mode changes: an edit sticks to its mode and
   // never carries over (a toy-sized rate must not reach the real planner). Not reactive state, so the
   // field is only rewritten on a mode change, never while the user types.
@@ -177,20 +178,11 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
     // A run still starting is paused once it has started (go() checks pauseWanted before its first step).
     this.pauseWanted = true;
     if (this.state === 'running') this.driver?.pause();
-    while (this.current) await this.current.catch(() => undefined);
+    await this.current.idle();
   }
 
   /** Set by stopOnEngines while a run starts; the run then stops before its first step. */
   private pauseWanted = false;
-
-  /** Runs a start, resume or run as `current`, so stopOnEngines can wait for it. */
-  private track(p: Promise<void>): Promise<void> {
-    const t = p.finally(() => {
-      if (this.current === t) this.current = null;
-    });
-    this.current = t;
-    return t;
-  }
 
   override willUpdate(): void {
     const mode = this.mode;
@@ -288,7 +280,7 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
    * with none and clears the last run's result.
    */
   private openRun(setUp: () => Promise<TrainingDriver>, resumed: boolean): Promise<void> {
-    return this.busy ? Promise.resolve() : this.track(this.setUpAndGo(setUp, resumed));
+    return this.busy ? Promise.resolve() : this.current.track(this.setUpAndGo(setUp, resumed));
   }
 
   private async setUpAndGo(setUp: () => Promise<TrainingDriver>, resumed: boolean): Promise<void> {
@@ -408,7 +400,7 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
     const on = this.driverEngines.get(d);
     if (on && on !== this.engines) return this.resumeStored(d.runId);
     this.pauseWanted = false;
-    await this.track(this.go());
+    await this.current.track(this.go());
   }
 
   private async go(): Promise<void> {
