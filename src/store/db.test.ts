@@ -95,5 +95,7 @@ describe('storageOpenError', () => {
     expect(storageOpenError(e)).toBe((e as Error).message);
     expect(storageOpenError(e).match(/Could not open this browser's storage/g)).toHaveLength(1);
     expect(storageOpenError(new Error('disk on fire'))).toBe("Could not open this browser's storage: disk on fire");
+    // Worded as openAgentDb words its own errors: a DOMException without a message is named.
+    expect(storageOpenError(new DOMException('', 'SecurityError'))).toBe("Could not open this browser's storage: SecurityError");
   });
 });

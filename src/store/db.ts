@@ -112,18 +112,21 @@ export function openAgentDb(name = DB_NAME): Promise<IDBPDatabase<AgentFlowDB>> 
  * "Could not open this browser's storage (IndexedDB database …)": it is shown as it is, not prefixed again.
  */
 export function storageOpenError(e: unknown): string {
-  if (e instanceof StorageError) return e.message;
-  const why = e instanceof Error ? e.message : String(e);
-  return `Could not open this browser's storage: ${why}`;
+  return e instanceof StorageError ? e.message : couldNotOpen(e);
 }
 
 function openError(name: string, e: unknown): StorageError {
   if (e instanceof StorageError) return e;
+  return new StorageError(`${couldNotOpen(e, name)}. Private browsing, blocked site data or a full disk can cause this; nothing can be saved until it opens.`, { cause: e });
+}
+
+/**
+ * The one wording of storage that would not open, for openAgentDb's StorageError (which names the database)
+ * and for a view's error of any other kind. A DOMException's message may be empty: its name then says why.
+ */
+function couldNotOpen(e: unknown, name?: string): string {
   const why = (e as Error)?.message || (e as { name?: string })?.name || String(e);
-  return new StorageError(
-    `Could not open this browser's storage (IndexedDB database '${name}'): ${why}. Private browsing, blocked site data or a full disk can cause this; nothing can be saved until it opens.`,
-    { cause: e },
-  );
+  return `Could not open this browser's storage${name === undefined ? '' : ` (IndexedDB database '${name}')`}: ${why}`;
 }
 
 /** Turns a QuotaExceededError into a message that says what to do. */
