@@ -5,16 +5,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { launchChromium } from '../support/chromium';
-import { startDevServer, type DevServer } from '../support/vite-server';
+import type { Page } from 'playwright-core';
+import { devServerAndChromium } from '../support/dev-browser';
 import { serveHub, type HubServer } from '../support/hub-server';
 import { maxAbsDiff } from '../support/compare';
 import { TINY_MLC, type MlcFixtureExpected } from '../support/qwen2-fixture';
 
-let vite: DevServer;
+const dev = devServerAndChromium();
 let hub: HubServer;
-let browser: Browser;
 let page: Page;
 
 const expected = JSON.parse(readFileSync(join(TINY_MLC, 'expected.json'), 'utf8')) as MlcFixtureExpected;
@@ -30,16 +28,12 @@ function expectFixtureScores(r: LoadResult): void {
 
 beforeAll(async () => {
   hub = await serveHub({ 'mlc-ai/tiny-q4f16_1-MLC': TINY_MLC, 'mlc-ai/idb-q4f16_1-MLC': TINY_MLC, 'mlc-ai/corrupt-q4f16_1-MLC': TINY_MLC });
-  vite = await startDevServer();
-  browser = await launchChromium();
-  page = await browser.newPage();
-  await page.goto(`${vite.base}/tests/e2e/pages/mlc-share.html`);
+  page = await dev.browser.newPage();
+  await page.goto(`${dev.base}/tests/e2e/pages/mlc-share.html`);
   await page.waitForFunction(() => (window as unknown as { mlcReady?: boolean }).mlcReady === true);
 }, 120_000);
 
 afterAll(async () => {
-  await browser?.close();
-  await vite?.close();
   await hub?.close();
 });
 

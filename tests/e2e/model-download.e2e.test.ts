@@ -3,33 +3,25 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { launchChromium } from '../support/chromium';
-import { startDevServer, type DevServer } from '../support/vite-server';
+import type { Page } from 'playwright-core';
+import { devServerAndChromium } from '../support/dev-browser';
 import { serveHub, type HubServer } from '../support/hub-server';
 import { loadCheckpoint } from '../../src/engine/io/checkpoint';
 import { directorySource } from '../../src/engine/io/sources';
 import { TINY } from '../../src/engine/io/test-fixtures';
 
-let vite: DevServer;
+const dev = devServerAndChromium({ webgpu: false });
 let hub: HubServer;
-let browser: Browser;
 let page: Page;
-let origin: string;
 
 beforeAll(async () => {
   hub = await serveHub({ 'test-org/qwen2-tiny': TINY, 'test-org/cut': TINY });
-  vite = await startDevServer();
-  origin = vite.base;
-  browser = await launchChromium({ webgpu: false });
-  page = await browser.newPage();
-  await page.goto(`${origin}/tests/e2e/pages/model-source.html`);
+  page = await dev.browser.newPage();
+  await page.goto(`${dev.base}/tests/e2e/pages/model-source.html`);
   await page.waitForFunction(() => (window as unknown as { hubReady?: boolean }).hubReady === true);
 });
 
 afterAll(async () => {
-  await browser?.close();
-  await vite?.close();
   await hub?.close();
 });
 

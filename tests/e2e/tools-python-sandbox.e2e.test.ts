@@ -3,35 +3,28 @@
 // function's constructor, run_js's eval, a string timer) would run `import('http://…')` in the worker.
 // Here code tries every such path against a server that records what reaches it: nothing may.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser } from 'playwright-core';
-import { launchChromium } from '../support/chromium';
-import { startDevServer, type DevServer } from '../support/vite-server';
+import { devServerAndChromium } from '../support/dev-browser';
 import { serveStatic, type StaticServer } from '../support/static-server';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-let vite: DevServer;
+const dev = devServerAndChromium();
 let target: StaticServer;
-let browser: Browser;
 
 beforeAll(async () => {
   // Another origin, as an exfiltration endpoint would be; it only has to log requests.
   target = await serveStatic({ '/': mkdtempSync(join(tmpdir(), 'agentflow-target-')) });
-  vite = await startDevServer();
-  browser = await launchChromium();
-}, 120_000);
+});
 
 afterAll(async () => {
-  await browser?.close();
-  await vite?.close();
   await target?.close();
 });
 
 describe('python tool sandbox', () => {
   it('compiles no code from strings, so no path reaches the network; plain Python still runs', async () => {
-    const page = await browser.newPage();
-    await page.goto(`${vite.base}/tests/e2e/pages/tools-python.html`);
+    const page = await dev.browser.newPage();
+    await page.goto(`${dev.base}/tests/e2e/pages/tools-python.html`);
     await page.waitForFunction(() => (window as unknown as { pageReady?: boolean }).pageReady === true);
     const T = target.url;
     const code = [

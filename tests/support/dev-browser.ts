@@ -11,14 +11,17 @@ export interface DevBrowser {
   readonly browser: Browser;
 }
 
-/** Call at the top of a test file; `base` and `browser` are set once its beforeAll hooks have run. */
-export function devServerAndChromium(): DevBrowser {
+/**
+ * Call at the top of a test file, before any beforeAll that uses them: `base` and `browser` are set once the
+ * hooks it registers have run. `launch` goes to launchChromium (`{webgpu: false}`: a browser without WebGPU).
+ */
+export function devServerAndChromium(launch: Parameters<typeof launchChromium>[0] = {}): DevBrowser {
   let vite: DevServer | undefined;
   const dev = {} as { base: string; browser: Browser | undefined };
   beforeAll(async () => {
     vite = await startDevServer();
     dev.base = vite.base;
-    dev.browser = await launchChromium();
+    dev.browser = await launchChromium(launch);
   });
   afterAll(async () => {
     await dev.browser?.close();
