@@ -32,9 +32,30 @@ export class AgentflowTrainingStorage extends LitElement {
     button { font: inherit; padding: 0.25rem 0.6rem; cursor: pointer; }
   `;
 
+  /** Re-reads the storage each time the element is shown again (its tab was hidden). */
+  private visibility: ResizeObserver | null = null;
+
   override connectedCallback(): void {
     super.connectedCallback();
     void this.refresh();
+    // Training runs in another tab of the app while this one is hidden: what was read at start goes stale
+    // (0 B shown beside a run's checkpoints), so each time it is laid out again after being hidden (no box,
+    // as under a hidden tab panel) it is read again. Only that change counts: its own re-render resizes it too.
+    if (typeof ResizeObserver === 'function') {
+      let shown = true;
+      this.visibility = new ResizeObserver((entries) => {
+        const now = entries.some((e) => e.contentRect.width > 0 || e.contentRect.height > 0);
+        if (now && !shown) void this.refresh();
+        shown = now;
+      });
+      this.visibility.observe(this);
+    }
+  }
+
+  override disconnectedCallback(): void {
+    super.disconnectedCallback();
+    this.visibility?.disconnect();
+    this.visibility = null;
   }
 
   async refresh(): Promise<void> {
