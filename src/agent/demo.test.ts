@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ToolRegistry } from '../tools/registry';
 import type { Tool } from '../tools/types';
-import { arithmeticIn, demoEngines } from './demo';
+import { arithmeticIn, demoEngines, demoScript } from './demo';
 import { runAgent } from './loop';
 import { toolsFromRegistry } from './registry-tools';
 
@@ -58,6 +58,14 @@ describe('demo engines over the tool registry', () => {
     const prose = await runAgent({ conversationId: 'd4', query: 'What is the capital of France?', tools: toolsFromRegistry(registry), engines: demoEngines() });
     expect(prose.memory.map((m) => m.toolName)).toEqual(['reverse']);
     expect(ran).toHaveLength(1);
+  });
+});
+
+describe('demo query analysis', () => {
+  it('ends the query with one mark: its own question mark, or a full stop', () => {
+    const analyse = demoScript().analysis![0] as (m: { role: 'user'; content: string }[]) => string;
+    expect(analyse([{ role: 'user', content: 'Query: Who wrote Hamlet?\n\nTools:' }])).toBe('The query asks: Who wrote Hamlet? A tool can look this up or compute it.');
+    expect(analyse([{ role: 'user', content: 'Query: 17 * 23\n\nTools:' }])).toBe('The query asks: 17 * 23. A tool can look this up or compute it.');
   });
 });
 

@@ -27,7 +27,13 @@ const COMPUTE = 'Compute ';
 
 export function demoScript(): Script {
   return {
-    analysis: [(m) => `The query asks: ${field(user(m), 'Query')}. A tool can look this up or compute it.`],
+    analysis: [
+      (m) => {
+        // A question keeps its own end mark: "…Hamlet?", never "…Hamlet?.".
+        const q = field(user(m), 'Query');
+        return `The query asks: ${q}${/[.?!]$/.test(q) ? '' : '.'} A tool can look this up or compute it.`;
+      },
+    ],
     planner: [
       (m) => {
         const u = user(m);
