@@ -295,7 +295,7 @@ export class AgentFlowApp extends LitElement {
     return html`
       <header>
         <h1>AgentFlow in the browser</h1>
-        <p class="privacy">Everything runs on this device: models on your GPU, memory in this browser's storage. Nothing is sent anywhere unless you turn on a tool that uses the network.</p>
+        <p class="privacy">Everything runs on this device: models on your GPU, memory in this browser's storage. Nothing is sent anywhere unless you turn on a tool that uses the network; a model is downloaded, or its size checked, only when you press the button for it in Models &amp; GPU.</p>
       </header>
       ${this.renderEngines()}
       ${this.storage
