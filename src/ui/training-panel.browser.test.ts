@@ -309,3 +309,16 @@ describe('Training panel engine use', () => {
     p.remove();
   });
 });
+
+describe('Training panel adapters table', () => {
+  it('names the adapter on each row’s Activate button, so rows are told apart without sight of the table', async () => {
+    const dbName = `panel-names-${Math.random()}`;
+    const db = await openAgentDb(dbName);
+    const tensors = { w: { shape: [1], data: new Float32Array(1) } };
+    for (const name of ['first', 'second']) await db.put('adapters', { id: name, name, createdAt: 0, baseModel: 'toy', config: {}, tensors });
+    const p = await mount(dbName);
+    const names = [...p.shadowRoot!.querySelectorAll('[data-testid="adapters"] button[aria-pressed]')].map((b) => b.getAttribute('aria-label'));
+    expect(names.sort()).toEqual(['Activate adapter first', 'Activate adapter second']);
+    p.remove();
+  });
+});

@@ -230,6 +230,10 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
     .grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(11rem, 1fr)); gap: 0.5rem 1rem; }
     label { display: grid; gap: 0.2rem; }
     .grid input, .grid select { min-width: 0; width: 100%; box-sizing: border-box; }
+    /* The dataset's option names are long: on a row of their own, sized to the name, never clipped. */
+    .grid label.dataset { grid-column: 1 / -1; }
+    .grid label.dataset select { width: auto; max-width: 100%; justify-self: start; }
+    .targets { margin-top: 0.5rem; }
     .targets label { display: inline-flex; gap: 0.25rem; margin-right: 0.75rem; }
     input, select, button { font: inherit; }
     button { padding: 0.25rem 0.6rem; cursor: pointer; }
@@ -515,7 +519,7 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
       <fieldset>
         <legend>Flow-GRPO settings</legend>
         <div class="grid">
-          <label>Dataset<select id="dataset" @change=${(e: Event) => (this.datasetChoice = (e.target as HTMLSelectElement).value)}>
+          <label class="dataset">Dataset<select id="dataset" @change=${(e: Event) => (this.datasetChoice = (e.target as HTMLSelectElement).value)}>
             <option value="toy" .selected=${!agent}>Toy task (two-turn tool use, tiny planner)</option>
             <option value="agent" ?disabled=${!agentReady} .selected=${agent}>Imported benchmark (agent rollouts)</option>
           </select></label>
@@ -631,13 +635,13 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
                   <td>${a.baseModel || '—'}</td>
                   <td>${new Date(a.createdAt).toLocaleString()}</td>
                   <td>
-                    <button type="button" aria-pressed=${this.active === a.id ? 'true' : 'false'} @click=${() => this.activate(this.active === a.id ? null : a.id)}>${this.active === a.id ? 'Deactivate' : 'Activate'}</button>
+                    <button type="button" aria-pressed=${this.active === a.id ? 'true' : 'false'} aria-label=${`${this.active === a.id ? 'Deactivate' : 'Activate'} adapter ${a.name}`} @click=${() => this.activate(this.active === a.id ? null : a.id)}>${this.active === a.id ? 'Deactivate' : 'Activate'}</button>
                     <button type="button" aria-label=${`Export adapter ${a.name}`} @click=${() => this.exportAdapter(a)}>Export</button>
                     ${a.trainingRunId && !a.keep
                       ? this.keeping === a.id
                         ? html`<input type="text" aria-label=${`Name to keep adapter ${a.name} under`} .value=${a.name}
                               @keydown=${(e: KeyboardEvent) => e.key === 'Enter' && this.keep(a, (e.target as HTMLInputElement).value)} />
-                            <button type="button" @click=${(e: Event) => this.keep(a, ((e.target as HTMLElement).previousElementSibling as HTMLInputElement).value)}>Keep</button>`
+                            <button type="button" aria-label=${`Keep adapter ${a.name} under this name`} @click=${(e: Event) => this.keep(a, ((e.target as HTMLElement).previousElementSibling as HTMLInputElement).value)}>Keep</button>`
                         : html`<button type="button" aria-label=${`Keep adapter ${a.name} under a name`} title="Checkpoints are pruned; a kept adapter stays" @click=${() => (this.keeping = a.id)}>Keep as…</button>`
                       : nothing}
                     <button type="button" aria-label=${`Delete adapter ${a.name}`} @click=${async () => {
