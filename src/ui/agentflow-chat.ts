@@ -261,8 +261,12 @@ export class AgentFlowChat extends LitElement implements EngineUser {
       --_muted: var(--agentflow-muted, color-mix(in srgb, currentColor 60%, transparent));
     }
     .layout { display: grid; grid-template-columns: minmax(11rem, 15rem) minmax(0, 1fr); gap: 1rem; }
-    @media (max-width: 40rem) { .layout { grid-template-columns: minmax(0, 1fr); } }
     aside { border-right: 1px solid color-mix(in srgb, currentColor 15%, transparent); padding-right: 0.75rem; }
+    /* Stacked on a phone: the list sits above the chat, so its divider goes below it, not down its side. */
+    @media (max-width: 40rem) {
+      .layout { grid-template-columns: minmax(0, 1fr); }
+      aside { border-right: none; padding-right: 0; border-bottom: 1px solid color-mix(in srgb, currentColor 15%, transparent); padding-bottom: 0.5rem; }
+    }
     aside ul { list-style: none; margin: 0; padding: 0; }
     /* The question gets the sidebar's whole width, up to two lines (all of it on hover); status and actions below. */
     aside li { display: grid; grid-template-columns: 1fr auto auto; gap: 0.1rem 0.25rem; align-items: center; margin: 0.35rem 0; }

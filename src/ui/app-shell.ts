@@ -98,6 +98,8 @@ export class AgentFlowApp extends LitElement {
     [role='tab'] { font: inherit; padding: 0.45rem 0.9rem; border: 1px solid transparent; border-bottom: none; background: transparent; color: inherit; cursor: pointer; border-radius: 6px 6px 0 0; }
     [role='tab'][aria-selected='true'] { border-color: color-mix(in srgb, currentColor 25%, transparent); background: color-mix(in srgb, var(--agentflow-accent, #2563eb) 12%, transparent); font-weight: 600; }
     [role='tab']:focus-visible { outline: 2px solid var(--agentflow-accent, #2563eb); outline-offset: 2px; }
+    /* A phone's width holds the four tabs on one row with less padding (wrapped, the last tab sat alone below). */
+    @media (max-width: 30rem) { [role='tablist'] { gap: 0; } [role='tab'] { padding: 0.45rem 0.5rem; } }
     .engines { font-size: 0.85rem; margin: 0 0 0.75rem; display: flex; gap: 0.5rem; align-items: center; flex-wrap: wrap; }
     .engines button { font: inherit; padding: 0.1rem 0.5rem; cursor: pointer; }
     .demo { color: #92400e; }

@@ -37,7 +37,8 @@ export class AgentflowToolSwitches extends LitElement {
     .net { font-size: 0.75em; border: 1px solid currentColor; border-radius: 4px; padding: 0 0.25rem; margin-left: 0.35rem; }
     .state { font-size: 0.85em; margin-left: 0.35rem; }
     .state.waiting { color: #92400e; }
-    .allow { margin-left: 1.5rem; font: inherit; font-size: 0.85em; padding: 0.05rem 0.4rem; cursor: pointer; }
+    /* Under its tool, not after the state: on a phone the state and the button wrapped into each other. */
+    .allow { display: block; margin: 0.2rem 0 0 1.5rem; font: inherit; font-size: 0.85em; padding: 0.05rem 0.4rem; cursor: pointer; }
     .desc { font-size: 0.8em; opacity: 0.75; margin-left: 1.5rem; }
     input:focus-visible, button:focus-visible { outline: 2px solid var(--agentflow-accent, #2563eb); outline-offset: 2px; }
   `;

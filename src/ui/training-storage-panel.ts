@@ -27,6 +27,8 @@ export class AgentflowTrainingStorage extends LitElement {
   static override styles = css`
     :host { display: block; }
     table { border-collapse: collapse; }
+    /* Five columns do not fit a phone: the table scrolls in its own box instead of widening the page. */
+    .scroll { overflow-x: auto; max-width: 100%; }
     td, th { padding: 0.2rem 0.5rem; text-align: left; border-bottom: 1px solid color-mix(in srgb, currentColor 15%, transparent); }
     td.num { text-align: right; font-variant-numeric: tabular-nums; }
     button { font: inherit; padding: 0.25rem 0.6rem; cursor: pointer; }
@@ -85,10 +87,10 @@ export class AgentflowTrainingStorage extends LitElement {
     return html`
       <p data-testid="training-storage-total">Training uses ${formatBytes(u.totalBytes)}: ${u.runs.reduce((n, r) => n + r.checkpoints, 0)} checkpoint(s) of ${u.runs.length} run(s), and ${u.keptAdapters} adapter(s) kept by name or imported (${formatBytes(u.keptAdapterBytes)}).</p>
       ${u.runs.length
-        ? html`<table data-testid="training-storage-runs">
+        ? html`<div class="scroll"><table data-testid="training-storage-runs">
             <thead><tr><th scope="col">Run</th><th scope="col">Status</th><th scope="col">Checkpoints</th><th scope="col">Adapters</th><th scope="col">Optimizer state</th></tr></thead>
             <tbody>${u.runs.map((r) => html`<tr><td>${r.runId}</td><td>${r.status}</td><td class="num">${r.checkpoints}</td><td class="num">${formatBytes(r.adapterBytes)}</td><td class="num">${formatBytes(r.momentBytes)}</td></tr>`)}</tbody>
-          </table>`
+          </table></div>`
         : nothing}
       <p>
         <button type="button" ?disabled=${this.busy || u.freeableBytes === 0} @click=${() => this.free()}>Free ${formatBytes(u.freeableBytes)} of finished runs</button>
