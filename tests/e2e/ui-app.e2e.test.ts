@@ -225,7 +225,7 @@ describe('the app', () => {
     await poll(paths).toEqual([12, 12, 12, 12, 12, 12, 12]);
     const adapters = page.locator('agentflow-training-panel [data-testid="adapters"] tbody tr');
     await poll(textOf(adapters.first())).toMatch(/toy-.* step 12/);
-    await adapters.first().getByRole('button', { name: 'Activate' }).click();
+    await adapters.first().getByRole('button', { name: /^Activate adapter / }).click();
     await poll(textOf(adapters.first())).toContain('(active)');
     // Checkpoints at the pause and at the end each stored an adapter.
     expect(await adapters.count()).toBeGreaterThanOrEqual(2);

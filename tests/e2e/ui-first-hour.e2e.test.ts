@@ -357,11 +357,11 @@ describe("a user's first hour", () => {
     await page.getByRole('button', { name: /Toy mode/ }).click();
     const adapters = page.locator('agentflow-training-panel [data-testid="adapters"] tbody tr');
     await adapters.first().waitFor({ timeout: 120_000 });
-    await adapters.first().getByRole('button', { name: 'Activate' }).click();
+    await adapters.first().getByRole('button', { name: /^Activate adapter / }).click();
     const notice = page.locator('agentflow-app [data-testid="app-notice"]');
     await expect.poll(() => text(notice), { timeout: 30_000 }).toMatch(/^Could not activate the adapter toy-/);
     await expect.poll(() => text(adapters.first())).not.toContain('(active)');
-    expect(await adapters.first().getByRole('button', { name: 'Activate' }).isVisible()).toBe(true);
+    expect(await adapters.first().getByRole('button', { name: /^Activate adapter / }).isVisible()).toBe(true);
     await page.screenshot({ path: join(shots, 'adapter-refused.png'), fullPage: true });
 
     // The model deleted from the cache: the next start says so and downloads nothing on its own.
