@@ -43,4 +43,12 @@ describe('lineChart', () => {
     expect(Math.min(...r.ys)).toBeCloseTo(10, 5);
     expect(Math.max(...r.ys)).toBeCloseTo(104, 5);
   });
+
+  it('labels an axis bound that is float noise against the span as 0, and large counts in k', () => {
+    expect(draw(lineChart('KL', [{ label: 'kl', values: [5.4e-16, 0.2, 0.639] }])).ticks).toEqual(['0.639', '0']);
+    expect(draw(lineChart('Tokens per second', [{ label: 't', values: [8719.3, 70_123, 1_234_567] }])).ticks).toEqual(['1.2M', '8719.3']);
+    expect(draw(lineChart('Tokens per second', [{ label: 't', values: [12_345, 70_123] }])).ticks).toEqual(['70.1k', '12.3k']);
+    // A small value is not noise when the span is small too.
+    expect(draw(lineChart('Loss', [{ label: 'l', values: [0.001, 0.002] }])).ticks).toEqual(['2.0e-3', '1.0e-3']);
+  });
 });

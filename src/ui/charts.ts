@@ -19,6 +19,18 @@ function fmt(v: number): string {
   return Number(v.toFixed(a < 1 ? 3 : 1)).toString();
 }
 
+/**
+ * An axis bound: one that is float noise against the axis's span (a KL of 5e-16 under a top of 0.6) is 0 to
+ * the reader, and large counts read as 70k rather than 7.0e+4.
+ */
+function fmtBound(v: number, span: number): string {
+  if (Math.abs(v) < span * 1e-6) return '0';
+  const a = Math.abs(v);
+  if (a >= 1e6) return `${Number((v / 1e6).toFixed(a >= 1e7 ? 0 : 1))}M`;
+  if (a >= 1e4) return `${Number((v / 1e3).toFixed(a >= 1e5 ? 0 : 1))}k`;
+  return fmt(v);
+}
+
 export interface LineChartOptions {
   /** Values closer to 0 than this are all "≈ 0": float noise around zero is not drawn as a trend. */
   zeroBelow?: number;
@@ -72,8 +84,8 @@ export function lineChart(title: string, series: Series[], o: LineChartOptions =
       <line x1=${PAD} y1="8" x2=${PAD} y2=${H - 16} stroke="currentColor" stroke-opacity="0.3"></line>
       ${constant
         ? svg`<text class="tick" x="2" y=${y(level) + 3} font-size="9" fill="currentColor">${levelText}</text>`
-        : svg`<text class="tick" x="2" y="14" font-size="9" fill="currentColor">${fmt(hi)}</text>
-            <text class="tick" x="2" y=${H - 16} font-size="9" fill="currentColor">${fmt(lo)}</text>`}
+        : svg`<text class="tick" x="2" y="14" font-size="9" fill="currentColor">${fmtBound(hi, hi - lo)}</text>
+            <text class="tick" x="2" y=${H - 16} font-size="9" fill="currentColor">${fmtBound(lo, hi - lo)}</text>`}
       <text x=${W - 4} y=${H - 3} font-size="9" text-anchor="end" fill="currentColor">${n} steps</text>
       ${paths}
     </svg>
