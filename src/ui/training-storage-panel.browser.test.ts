@@ -15,7 +15,7 @@ describe('<agentflow-training-storage>', () => {
     el.dbName = dbName;
     tab.append(el);
     document.body.append(tab);
-    await expect.poll(() => total(el), { timeout: 10_000 }).toContain('0 adapter(s) kept');
+    await expect.poll(() => total(el), { timeout: 10_000 }).toContain('0 checkpoints of 0 runs, and 0 adapters kept');
 
     // The tab is hidden, and an adapter is stored meanwhile (as an import or a training run would).
     tab.hidden = true;
@@ -24,7 +24,7 @@ describe('<agentflow-training-storage>', () => {
     const db = await openAgentDb(dbName);
     await db.put('adapters', { id: 'a1', name: 'mine', createdAt: 0, baseModel: 'toy', config: {}, tensors: { w: { shape: [4], data: new Float32Array(4) } }, keep: true });
     tab.hidden = false;
-    await expect.poll(() => total(el), { timeout: 10_000 }).toContain('1 adapter(s) kept');
+    await expect.poll(() => total(el), { timeout: 10_000 }).toContain('0 checkpoints of 0 runs, and 1 adapter kept');
     tab.remove();
   });
 });

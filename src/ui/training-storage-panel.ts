@@ -5,6 +5,8 @@ import { LitElement, css, html, nothing } from 'lit';
 import { freeTrainingStorage, trainingStorageUsage, type TrainingStorageUsage } from '../store/training-storage';
 import { formatBytes } from './progress-tracker';
 
+const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;
+
 export class AgentflowTrainingStorage extends LitElement {
   static override properties = {
     dbName: { type: String, attribute: 'db-name' },
@@ -85,7 +87,7 @@ export class AgentflowTrainingStorage extends LitElement {
     const u = this.usage;
     if (!u) return html`<p aria-busy="true">Reading training storage…</p>`;
     return html`
-      <p data-testid="training-storage-total">Training uses ${formatBytes(u.totalBytes)}: ${u.runs.reduce((n, r) => n + r.checkpoints, 0)} checkpoint(s) of ${u.runs.length} run(s), and ${u.keptAdapters} adapter(s) kept by name or imported (${formatBytes(u.keptAdapterBytes)}).</p>
+      <p data-testid="training-storage-total">Training uses ${formatBytes(u.totalBytes)}: ${count(u.runs.reduce((n, r) => n + r.checkpoints, 0), 'checkpoint')} of ${count(u.runs.length, 'run')}, and ${count(u.keptAdapters, 'adapter')} kept by name or imported (${formatBytes(u.keptAdapterBytes)}).</p>
       ${u.runs.length
         ? html`<div class="scroll"><table data-testid="training-storage-runs">
             <thead><tr><th scope="col">Run</th><th scope="col">Status</th><th scope="col">Checkpoints</th><th scope="col">Adapters</th><th scope="col">Optimizer state</th></tr></thead>
