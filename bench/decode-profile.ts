@@ -1,6 +1,7 @@
-// npx tsx bench/decode-profile.ts [--q4 1] [--adapter 1] [--tokens N] [--layers N]: where a decode token's time goes, for
-// the Qwen2.5-0.5B-shaped planner. generate() per token = encode the recorded step list (CPU) + GPU work +
-// sampling and reading the token back. This times the parts apart:
+// npx tsx bench/decode-profile.ts [--q4 1] [--adapter 1] [--tokens N] [--layers N] [--shape 0.5b|1.5b]: where a
+// decode token's time goes, for the Qwen2.5-0.5B-shaped planner (--shape 1.5b: Qwen2.5-1.5B's shapes). generate()
+// per token = encode the recorded step list (CPU) + GPU work + sampling and reading the token back. This times the
+// parts apart:
 // - encodeMs: encoding the decode forward + logits steps into a command encoder (CPU only, not submitted);
 // - gpuMs: N decode steps encoded into one command buffer, submitted once, waited for (GPU work per token
 //   with no readback in between);
@@ -27,7 +28,7 @@ import type { KvCache } from '../src/engine/kv-cache';
 import { initLoraAdapter } from '../src/trainer/lora';
 import { Rng } from '../src/util/rng';
 import { flag } from './flags';
-import { QWEN25_05B, shapedQ4Weights, shapedWeights } from './shaped-model';
+import { shapedQ4Weights, shapedWeights, shapeNamed } from './shaped-model';
 
 interface RuntimeInternals {
   res: {
@@ -42,7 +43,9 @@ async function main(): Promise<void> {
   const withAdapter = flag('adapter', '1') === '1';
   const tokens = Number(flag('tokens', ctx.caps.isSoftware ? '2' : '64'));
   // --layers N cuts the model to its first N layers (a quick check of the script on a software adapter).
-  const c = { ...QWEN25_05B, numLayers: Number(flag('layers', String(QWEN25_05B.numLayers))) };
+  const shape = flag('shape', '0.5b');
+  const base = shapeNamed(shape);
+  const c = { ...base, numLayers: Number(flag('layers', String(base.numLayers))) };
   const rt = await Qwen2Runtime.create(ctx, c, q4 ? shapedQ4Weights(c) : shapedWeights(c), { maxContext: 4096, batchContext: 8192 });
   if (withAdapter) {
     await rt.addAdapter('lora', initLoraAdapter(c, { r: 16, alpha: 32 }, new Rng(1)));
@@ -178,7 +181,7 @@ async function main(): Promise<void> {
 
   const out = {
     device: ctx.caps.description,
-    model: `Qwen2.5-0.5B shapes, ${q4 ? 'q4f16_1' : 'f16'}${withAdapter ? ' + r16 LoRA on 7 targets' : ''}`,
+    model: `Qwen2.5-${shape.toUpperCase()} shapes${c.numLayers !== base.numLayers ? ` (${c.numLayers} layers)` : ''}, ${q4 ? 'q4f16_1' : 'f16'}${withAdapter ? ' + r16 LoRA on 7 targets' : ''}`,
     fusedDecode: fused,
     dispatchesPerToken: dispatches,
     copiesPerToken: steps.flat().filter((s) => s.kind === 'copy').length,
