@@ -32,6 +32,8 @@ export interface PlanOptions {
 export const DEFAULT_BANDWIDTH_GBS = 3350;
 /** The whole run's budget: the device tool allows 600 s a call, and unpacking the kit and starting take some. */
 export const DEFAULT_BUDGET_S = 540;
+/** Smoke mode's caps and default budget are this many times the GPU's: a software adapter is that much slower even on the fixtures. */
+export const SMOKE_FACTOR = 4;
 /** Seconds between a part's SIGTERM (its limit) and its SIGKILL: counted against the budget too. */
 export const GRACE_S = 5;
 /** A part given less than this is skipped: it could not load its model, and its time is better left unused. */
@@ -71,7 +73,7 @@ export function plan(o: PlanOptions): Part[] {
     if (!known.has(n)) throw new Error(`run.sh all: unknown part '${n}' (${[...known].join(', ')})`);
   }
   const only = o.only && o.only.length > 0 ? new Set(o.only) : null;
-  return parts.filter((p) => !only || only.has(p.name)).map((p) => ({ ...p, capS: o.caps?.[p.name] ?? p.capS }));
+  return parts.filter((p) => !only || only.has(p.name)).map((p) => ({ ...p, capS: o.caps?.[p.name] ?? (o.smoke ? SMOKE_FACTOR : 1) * p.capS }));
 }
 
 /** Seconds a part may run: its cap, or what is left of the budget if less; null (skip it) below MIN_PART_S. */

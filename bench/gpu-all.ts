@@ -12,7 +12,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DEFAULT_BANDWIDTH_GBS, DEFAULT_BUDGET_S, GRACE_S, envNumber, parseCaps, partLimitS, plan, type Part } from './gpu-all-plan';
+import { DEFAULT_BANDWIDTH_GBS, DEFAULT_BUDGET_S, GRACE_S, SMOKE_FACTOR, envNumber, parseCaps, partLimitS, plan, type Part } from './gpu-all-plan';
 import { log } from './flags';
 
 type Status = 'ok' | 'failed' | 'timeout' | 'skipped';
@@ -107,7 +107,7 @@ async function main(): Promise<void> {
   const smoke = env.GPU_KIT_SMOKE === '1';
   if (smoke && !env.GPU_KIT_FIXTURES) throw new Error('GPU_KIT_SMOKE=1 runs the fixtures: set GPU_KIT_FIXTURES to the fixtures folder (../shared/fixtures)');
   const bandwidthGBs = envNumber(env, 'GPU_KIT_BANDWIDTH', DEFAULT_BANDWIDTH_GBS);
-  const budgetS = envNumber(env, 'GPU_KIT_BUDGET', DEFAULT_BUDGET_S);
+  const budgetS = envNumber(env, 'GPU_KIT_BUDGET', (smoke ? SMOKE_FACTOR : 1) * DEFAULT_BUDGET_S);
   const python = env.GPU_KIT_PYTHON || 'python3';
   const parts = plan({ smoke, bandwidthGBs, fixtures: env.GPU_KIT_FIXTURES ? resolve(env.GPU_KIT_FIXTURES) : undefined, caps: parseCaps(env.GPU_KIT_CAPS ?? ''), only });
   // The budget counts from run.sh's start (unpacking node and Dawn), when it says when that was.
