@@ -3,8 +3,8 @@
 // time limit (SIGTERM, then SIGKILL 5 s later: bench/run.ts prints what it has on SIGTERM), its stdout in
 // OUTDIR/<part>.json and its stderr in OUTDIR/<part>.log; a part that printed no JSON (failed, timed out,
 // skipped) gets a JSON stub saying why, with its log's tail, so every .json parses. OUTDIR/summary.json lists
-// each part's status, exit code, limit and seconds; it is rewritten after every part, so a call cut short
-// still brings back what ran.
+// each part's status, exit code, limit and seconds, and the headline figures (bench/gpu-all-headlines.ts); it is
+// rewritten after every part, so a call cut short still brings back what ran.
 // Environment: GPU_KIT_BANDWIDTH (GB/s, default 3350: H100 SXM), GPU_KIT_BUDGET (s, default 540, counted from
 // run.sh's start, GPU_KIT_T0), GPU_KIT_CAPS (name=s,... replaces parts' caps), GPU_KIT_SMOKE=1 (fixtures and a
 // few tokens, for a software adapter; needs GPU_KIT_FIXTURES, the fixtures folder), GPU_KIT_PYTHON (python3).
@@ -13,6 +13,7 @@ import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, w
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DEFAULT_BANDWIDTH_GBS, DEFAULT_BUDGET_S, GRACE_S, SMOKE_FACTOR, envNumber, parseCaps, partLimitS, plan, type Part } from './gpu-all-plan';
+import { headlines } from './gpu-all-headlines';
 import { log } from './flags';
 
 type Status = 'ok' | 'failed' | 'timeout' | 'skipped';
@@ -128,6 +129,7 @@ async function main(): Promise<void> {
       budgetS,
       unpackS: Math.round((runnerT0 - t0) / 100) / 10,
       totalS: Math.round(elapsedS() * 10) / 10,
+      headlines: headlines(records.filter((r) => r.json === 'output').map((r) => r.name), (name) => (records.some((r) => r.name === name && r.json === 'output') ? readJson(join(outDir, `${name}.json`)) : null)),
       parts: records,
     };
     // Written whole then renamed: a call cut off mid-write must not leave half a summary.
