@@ -40,10 +40,14 @@ export const GRACE_S = 5;
 export const MIN_PART_S = 5;
 
 /**
- * The parts in order of importance. Caps on a GPU come from the one earlier H100 run (README): a 0.5B
- * training step 3.8-4.2 s (the bench runs a warm-up step and a timed one, each model uploaded three times for
- * speed, memory and train), decode 70-90 tok/s; each cap is about twice the expected time. They add up to
- * more than the budget on purpose: a part that finishes early leaves its time to the later ones.
+ * The parts in order of importance: what the README's table needs (0.5B speed, memory and training, the
+ * PyTorch + PEFT step in the same call), then what tuning needs (the profiles), then the whole Flow-GRPO step,
+ * then the 1.5B shapes. Caps are about twice the time expected from the one earlier H100 run (README: a 0.5B
+ * training step 3.8-4.2 s, decode 70-90 tok/s, PEFT's eager decode 25 tok/s): a 0.5B bench part uploads its
+ * model three times and runs a warm-up and a timed training step, about 40 s; PEFT about 30 s (its decode
+ * timing is 6 x 64 tokens); the profiles 20-45 s; e2e two steps of 8 rollouts, about 60 s; the 1.5B shapes
+ * about 3 x the 0.5B compute, 50-70 s each. They add up to more than the budget on purpose: a part that
+ * finishes early leaves its time to the later ones.
  */
 export function plan(o: PlanOptions): Part[] {
   const bw = ['--bandwidth', String(o.bandwidthGBs)];
@@ -62,7 +66,7 @@ export function plan(o: PlanOptions): Part[] {
     bench('bench-0.5b-f16', 'qwen2.5-0.5b', 'Qwen2.5-0.5B f16: speed, memory, train', 80),
     { name: 'peft-0.5b', what: 'PyTorch + PEFT on the 0.5B shapes: LoRA step, decode', capS: 75, run: { python: 'peft_step.py', args: peft('0.5b') } },
     { name: 'decode-profile', what: 'where a 4-bit 0.5B decode token goes (r16 adapter)', capS: 50, run: { node: 'profile.mjs', args: ['--q4', '1', '--adapter', '1', ...(o.smoke ? ['--layers', '1', '--tokens', '2'] : [])] } },
-    { name: 'train-profile', what: 'where a 4-bit 0.5B Flow-GRPO update goes', capS: 60, run: { node: 'train-profile.mjs', args: ['--q4', '1', ...(o.smoke ? ['--layers', '1', '--tokens', '16', '--seqs', '2', '--response', '4', '--micro-batch', '32', '--reps', '1'] : [])] } },
+    { name: 'train-profile', what: 'where a 4-bit 0.5B Flow-GRPO update goes', capS: 90, run: { node: 'train-profile.mjs', args: ['--q4', '1', ...(o.smoke ? ['--layers', '1', '--tokens', '16', '--seqs', '2', '--response', '4', '--micro-batch', '32', '--reps', '1'] : [])] } },
     { name: 'e2e-0.5b-q4', what: 'whole Flow-GRPO steps, Qwen2.5-0.5B q4f16_1', capS: 120, run: { node: 'bench.mjs', args: [...benchArgs('qwen2.5-0.5b-q4', 'e2e'), ...(o.smoke ? e2eSmoke : [])] } },
     bench('bench-1.5b-q4', 'qwen2.5-1.5b-q4', 'Qwen2.5-1.5B q4f16_1: speed, memory, train', 90),
     bench('bench-1.5b-f16', 'qwen2.5-1.5b', 'Qwen2.5-1.5B f16: speed, memory, train', 100),
