@@ -60,6 +60,8 @@ async function main(): Promise<void> {
       offered: offered(plainAdapter),
       offeredWithUnsafeApis: offered(unsafe),
       device: unsafe.subgroupMatrixDevice ?? null,
+      // The matrix shapes and component types the adapter supports (Dawn's AdapterPropertiesSubgroupMatrixConfigs).
+      configs: (unsafe.info as Record<string, unknown> | undefined)?.subgroupMatrixConfigs ?? null,
     },
     // What the benchmarks' device was created with (requestGpu): shader-f16, subgroups, timestamp-query.
     benchDevice: { f16: ctx.caps.f16, subgroups: ctx.caps.subgroups, features: ctx.caps.features, limits: ctx.caps.limits },
