@@ -12,7 +12,7 @@
 #   device run, carry [".gpu-kit"], command (everything issue 17 measures, one call, about 540 s at most):
 #     bash .gpu-kit/run.sh all $OUT
 #   $OUT then holds one <part>.json and <part>.log per part and summary.json (each part's status, exit code,
-#   limit and seconds); bench/gpu-all-plan.ts lists the parts, their order and time caps, bench/gpu-all.ts the
+#   limit and seconds, and the headline figures for the README's table); bench/gpu-all-plan.ts lists the parts, their order and time caps, bench/gpu-all.ts the
 #   environment that changes them (GPU_KIT_BANDWIDTH=GB/s, default 3350 for an H100 SXM; GPU_KIT_CAPS;
 #   GPU_KIT_BUDGET). `run.sh all $OUT bench-1.5b-q4 peft-1.5b` runs only the parts named. Single runs:
 #     bash .gpu-kit/run.sh bench --models qwen2.5-0.5b,qwen2.5-0.5b-q4 --bandwidth 3350 > $OUT/bench.json
