@@ -1,7 +1,7 @@
-// npx tsx bench/decode-profile.ts [--q4 1] [--adapter 1] [--tokens N] [--layers N] [--shape 0.5b|1.5b]: where a
-// decode token's time goes, for the Qwen2.5-0.5B-shaped planner (--shape 1.5b: Qwen2.5-1.5B's shapes). generate()
-// per token = encode the recorded step list (CPU) + GPU work + sampling and reading the token back. This times the
-// parts apart:
+// npx tsx bench/decode-profile.ts [--q4 1] [--adapter 1] [--tokens N] [--layers N] [--vocab N] [--shape 0.5b|1.5b]:
+// where a decode token's time goes, for the Qwen2.5-0.5B-shaped planner (--shape 1.5b: Qwen2.5-1.5B's shapes).
+// generate() per token = encode the recorded step list (CPU) + GPU work + sampling and reading the token back.
+// This times the parts apart:
 // - encodeMs: encoding the decode forward + logits steps into a command encoder (CPU only, not submitted);
 // - gpuMs: N decode steps encoded into one command buffer, submitted once, waited for (GPU work per token
 //   with no readback in between);
@@ -45,7 +45,8 @@ async function main(): Promise<void> {
   // --layers N cuts the model to its first N layers (a quick check of the script on a software adapter).
   const shape = flag('shape', '0.5b');
   const base = shapeNamed(shape);
-  const c = { ...base, numLayers: Number(flag('layers', String(base.numLayers))) };
+  // --vocab N shrinks the LM head too (run.sh all's smoke run: the 151,936-row head dominates a software GPU).
+  const c = { ...base, numLayers: Number(flag('layers', String(base.numLayers))), vocabSize: Number(flag('vocab', String(base.vocabSize))) };
   const rt = await Qwen2Runtime.create(ctx, c, q4 ? shapedQ4Weights(c) : shapedWeights(c), { maxContext: 4096, batchContext: 8192 });
   if (withAdapter) {
     await rt.addAdapter('lora', initLoraAdapter(c, { r: 16, alpha: 32 }, new Rng(1)));
@@ -181,7 +182,7 @@ async function main(): Promise<void> {
 
   const out = {
     device: ctx.caps.description,
-    model: `Qwen2.5-${shape.toUpperCase()} shapes${c.numLayers !== base.numLayers ? ` (${c.numLayers} layers)` : ''}, ${q4 ? 'q4f16_1' : 'f16'}${withAdapter ? ' + r16 LoRA on 7 targets' : ''}`,
+    model: `Qwen2.5-${shape.toUpperCase()} shapes${c.numLayers !== base.numLayers ? ` (${c.numLayers} layers)` : ''}${c.vocabSize !== base.vocabSize ? ` (vocab ${c.vocabSize})` : ''}, ${q4 ? 'q4f16_1' : 'f16'}${withAdapter ? ' + r16 LoRA on 7 targets' : ''}`,
     fusedDecode: fused,
     dispatchesPerToken: dispatches,
     copiesPerToken: steps.flat().filter((s) => s.kind === 'copy').length,

@@ -52,7 +52,7 @@ export const MIN_PART_S = 5;
 export function plan(o: PlanOptions): Part[] {
   const bw = ['--bandwidth', String(o.bandwidthGBs)];
   const fx = o.fixtures ? ['--fixtures', o.fixtures] : [];
-  // Smoke: every bench part runs a fixture with a few tokens; the profiles run one layer of the 0.5B shapes.
+  // Smoke: every bench part runs a fixture with a few tokens; the profiles one layer of the 0.5B shapes, small vocab.
   const benchArgs = (model: string, parts: string): string[] =>
     o.smoke
       ? ['--models', model.endsWith('-q4') ? 'fixture-q4' : 'fixture', '--parts', parts, ...bw, ...fx, '--prompt', '8', '--decode', '4', '--context', '256', '--batch-rows', '64', '--train-seqs', '2', '--train-tokens', '8', '--train-response', '4', '--micro-batch', '16', '--train-warmup', '0']
@@ -65,8 +65,8 @@ export function plan(o: PlanOptions): Part[] {
     bench('bench-0.5b-q4', 'qwen2.5-0.5b-q4', 'Qwen2.5-0.5B q4f16_1: speed, memory, train', 80),
     bench('bench-0.5b-f16', 'qwen2.5-0.5b', 'Qwen2.5-0.5B f16: speed, memory, train', 80),
     { name: 'peft-0.5b', what: 'PyTorch + PEFT on the 0.5B shapes: LoRA step, decode', capS: 75, run: { python: 'peft_step.py', args: peft('0.5b') } },
-    { name: 'decode-profile', what: 'where a 4-bit 0.5B decode token goes (r16 adapter)', capS: 50, run: { node: 'profile.mjs', args: ['--q4', '1', '--adapter', '1', ...(o.smoke ? ['--layers', '1', '--tokens', '2'] : [])] } },
-    { name: 'train-profile', what: 'where a 4-bit 0.5B Flow-GRPO update goes', capS: 90, run: { node: 'train-profile.mjs', args: ['--q4', '1', ...(o.smoke ? ['--layers', '1', '--tokens', '16', '--seqs', '2', '--response', '4', '--micro-batch', '32', '--reps', '1'] : [])] } },
+    { name: 'decode-profile', what: 'where a 4-bit 0.5B decode token goes (r16 adapter)', capS: 50, run: { node: 'profile.mjs', args: ['--q4', '1', '--adapter', '1', ...(o.smoke ? ['--layers', '1', '--vocab', '4096', '--tokens', '2'] : [])] } },
+    { name: 'train-profile', what: 'where a 4-bit 0.5B Flow-GRPO update goes', capS: 90, run: { node: 'train-profile.mjs', args: ['--q4', '1', ...(o.smoke ? ['--layers', '1', '--vocab', '4096', '--tokens', '16', '--seqs', '2', '--response', '4', '--micro-batch', '32', '--reps', '1'] : [])] } },
     { name: 'e2e-0.5b-q4', what: 'whole Flow-GRPO steps, Qwen2.5-0.5B q4f16_1', capS: 120, run: { node: 'bench.mjs', args: [...benchArgs('qwen2.5-0.5b-q4', 'e2e'), ...(o.smoke ? e2eSmoke : [])] } },
     bench('bench-1.5b-q4', 'qwen2.5-1.5b-q4', 'Qwen2.5-1.5B q4f16_1: speed, memory, train', 90),
     bench('bench-1.5b-f16', 'qwen2.5-1.5b', 'Qwen2.5-1.5B f16: speed, memory, train', 100),

@@ -1,5 +1,5 @@
 // npx tsx bench/train-profile.ts [--q4 1] [--tokens 512] [--seqs 8] [--rank 16] [--response N]
-//   [--micro-batch 768] [--layers 24] [--logits-rows 32] [--reps N] [--shape 0.5b|1.5b]
+//   [--micro-batch 768] [--layers 24] [--vocab N] [--logits-rows 32] [--reps N] [--shape 0.5b|1.5b]
 // Where one Flow-GRPO update's GPU time goes, for the Qwen2.5-0.5B-shaped planner (random values; --q4 picks the
 // 4-bit base; --shape 1.5b: Qwen2.5-1.5B's shapes). The update is what grpoStep runs after the reference logprobs:
 // zero the LoRA gradients, then per micro-batch the forward that keeps activations, the logprob chunks, the grpo
@@ -112,7 +112,8 @@ async function main(): Promise<void> {
   const reps = num('reps', ctx.caps.isSoftware ? '1' : '3');
   const shape = flag('shape', '0.5b');
   const base = shapeNamed(shape);
-  const c = { ...base, numLayers: num('layers', String(base.numLayers)) };
+  // --vocab N shrinks the LM head too (run.sh all's smoke run: the 151,936-row head dominates a software GPU).
+  const c = { ...base, numLayers: num('layers', String(base.numLayers)), vocabSize: num('vocab', String(base.vocabSize)) };
   if (response >= tokens) throw new Error(`train-profile: --response (${response}) must be less than --tokens (${tokens})`);
   if (tokens > microBatchTokens) throw new Error(`train-profile: a turn of --tokens ${tokens} does not fit --micro-batch ${microBatchTokens}`);
 
@@ -238,7 +239,7 @@ async function main(): Promise<void> {
   const passRows = bi.pass.rows;
   const out = {
     device: ctx.caps.description,
-    model: `Qwen2.5-${shape.toUpperCase()} shapes${c.numLayers !== base.numLayers ? ` (${c.numLayers} layers)` : ''}, ${q4 ? 'q4f16_1' : 'f16'} + r${rank} LoRA on ${LORA_MODULES.length} targets`,
+    model: `Qwen2.5-${shape.toUpperCase()} shapes${c.numLayers !== base.numLayers ? ` (${c.numLayers} layers)` : ''}${c.vocabSize !== base.vocabSize ? ` (vocab ${c.vocabSize})` : ''}, ${q4 ? 'q4f16_1' : 'f16'} + r${rank} LoRA on ${LORA_MODULES.length} targets`,
     tokens: realTokens,
     seqs,
     tokensPerSeq: tokens,
