@@ -113,7 +113,7 @@ async function main(): Promise<void> {
   const parts = plan({ smoke, bandwidthGBs, fixtures: env.GPU_KIT_FIXTURES ? resolve(env.GPU_KIT_FIXTURES) : undefined, caps: parseCaps(env.GPU_KIT_CAPS ?? ''), only });
   // The budget counts from run.sh's start (unpacking node and Dawn), when it says when that was.
   const t0 = env.GPU_KIT_T0 && Number.isFinite(Number(env.GPU_KIT_T0)) ? Number(env.GPU_KIT_T0) * 1000 : Date.now();
-  const runnerT0 = Date.now();
+  const runnerT0 = Date.now() - process.uptime() * 1000;
   const elapsedS = (): number => (Date.now() - t0) / 1000;
   const hasPython = spawnSync(python, ['-c', 'import sys'], { stdio: 'ignore' }).status === 0;
 

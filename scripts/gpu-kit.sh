@@ -41,7 +41,7 @@ bundle src/cli/main.ts cli.mjs
 bundle bench/adapter-info.ts adapter.mjs
 bundle bench/gpu-all.ts all.mjs
 cp bench/peft_step.py "$KIT/"
-dirty=$(git status --porcelain --untracked-files=no | grep -q . && echo true || echo false)
+dirty=$(git status --porcelain | grep -q . && echo true || echo false)
 printf '{"commit": "%s", "dirty": %s, "builtAt": "%s", "node": "%s"}\n' "$(git rev-parse HEAD)" "$dirty" "$(date -u +%FT%TZ)" "$(node -v)" > "$KIT/kit.json"
 
 echo "gpu-kit: copying the webgpu package (linux-x64)" >&2
