@@ -1,6 +1,8 @@
-// npx tsx bench/decode-profile.ts [--q4 1] [--adapter 1] [--tokens N] [--layers N]: where a decode token's time goes, for
-// the Qwen2.5-0.5B-shaped planner. generate() per token = encode the recorded step list (CPU) + GPU work +
-// sampling and reading the token back. This times the parts apart:
+// npx tsx bench/decode-profile.ts [--q4 1] [--adapter 1] [--tokens N] [--prompt N] [--layers N] [--vocab N]
+//   [--shape 0.5b|1.5b]: where a decode token's time goes, for the Qwen2.5-0.5B-shaped planner (--shape 1.5b:
+// Qwen2.5-1.5B's shapes; progress on stderr).
+// generate() per token = encode the recorded step list (CPU) + GPU work + sampling and reading the token back.
+// This times the parts apart:
 // - encodeMs: encoding the decode forward + logits steps into a command encoder (CPU only, not submitted);
 // - gpuMs: N decode steps encoded into one command buffer, submitted once, waited for (GPU work per token
 //   with no readback in between);
@@ -26,8 +28,8 @@ import type { ActivationPlan } from '../src/engine/activations';
 import type { KvCache } from '../src/engine/kv-cache';
 import { initLoraAdapter } from '../src/trainer/lora';
 import { Rng } from '../src/util/rng';
-import { flag } from './flags';
-import { QWEN25_05B, shapedQ4Weights, shapedWeights } from './shaped-model';
+import { flag, log as progress } from './flags';
+import { shapedQ4Weights, shapedWeights, shapeNamed } from './shaped-model';
 
 interface RuntimeInternals {
   res: {
@@ -42,13 +44,20 @@ async function main(): Promise<void> {
   const withAdapter = flag('adapter', '1') === '1';
   const tokens = Number(flag('tokens', ctx.caps.isSoftware ? '2' : '64'));
   // --layers N cuts the model to its first N layers (a quick check of the script on a software adapter).
-  const c = { ...QWEN25_05B, numLayers: Number(flag('layers', String(QWEN25_05B.numLayers))) };
+  const shape = flag('shape', '0.5b');
+  const base = shapeNamed(shape);
+  // --vocab N shrinks the LM head too (run.sh all's smoke run: the 151,936-row head dominates a software GPU).
+  const c = { ...base, numLayers: Number(flag('layers', String(base.numLayers))), vocabSize: Number(flag('vocab', String(base.vocabSize))) };
   const rt = await Qwen2Runtime.create(ctx, c, q4 ? shapedQ4Weights(c) : shapedWeights(c), { maxContext: 4096, batchContext: 8192 });
   if (withAdapter) {
     await rt.addAdapter('lora', initLoraAdapter(c, { r: 16, alpha: 32 }, new Rng(1)));
     rt.setActiveAdapter('lora');
   }
-  const prompt = Array.from({ length: 128 }, (_, i) => (i * 7919 + 13) % c.vocabSize);
+  // --prompt N (default 128): the prompt every generate starts from (the smoke run takes a short one).
+  const promptTokens = Number(flag('prompt', '128'));
+  if (!Number.isInteger(promptTokens) || promptTokens < 17) throw new Error(`decode-profile: --prompt must be an integer >= 17 (a shared head plus 16 own tokens), got '${flag('prompt', '128')}'`);
+  const prompt = Array.from({ length: promptTokens }, (_, i) => (i * 7919 + 13) % c.vocabSize);
+  progress(`decode-profile: ${c.numLayers} layers uploaded; generating`);
   await rt.generate(prompt, { maxNewTokens: 4, temperature: 0 }); // compiles and records everything
   const t0 = performance.now();
   const gen = await rt.generate(prompt, { maxNewTokens: tokens + 1, temperature: 0, reusePrefix: false });
@@ -62,6 +71,7 @@ async function main(): Promise<void> {
   const sampledT1 = await sampledRun({ temperature: 1 });
   const sampledTopK40 = await sampledRun({ temperature: 1, topK: 40 });
 
+  progress('decode-profile: generate timed; encoding and GPU time per kind');
   const internals = (rt as unknown as RuntimeInternals).res;
   const plan = await internals.plan('decode', 1);
   const kv = await internals.kvCache();
@@ -146,6 +156,7 @@ async function main(): Promise<void> {
       redrawnTokens: g.reduce((a, x) => a + x.redrawnTokens, 0),
     };
   };
+  progress('decode-profile: batches');
   const B = rt.maxDecodeRows;
   const batch = [await batched(2, 0), await batched(4, 0), await batched(4, 1), ...(B > 4 ? [await batched(B, 0), await batched(B, 1)] : []), await batched(B, 1, true)];
   // One n-row step on the GPU (rows at cache rows 4 apart: their values do not change the cost).
@@ -157,6 +168,7 @@ async function main(): Promise<void> {
     rowsBuf.destroy();
     return ms;
   };
+  progress('decode-profile: n-row steps and draws');
   const gpuMs4 = await gpuMsPerStep(4);
   const gpuMsMax = B > 4 ? await gpuMsPerStep(B) : gpuMs4;
 
@@ -178,7 +190,7 @@ async function main(): Promise<void> {
 
   const out = {
     device: ctx.caps.description,
-    model: `Qwen2.5-0.5B shapes, ${q4 ? 'q4f16_1' : 'f16'}${withAdapter ? ' + r16 LoRA on 7 targets' : ''}`,
+    model: `Qwen2.5-${shape.toUpperCase()} shapes${c.numLayers !== base.numLayers ? ` (${c.numLayers} layers)` : ''}${c.vocabSize !== base.vocabSize ? ` (vocab ${c.vocabSize})` : ''}, ${q4 ? 'q4f16_1' : 'f16'}${withAdapter ? ' + r16 LoRA on 7 targets' : ''}`,
     fusedDecode: fused,
     dispatchesPerToken: dispatches,
     copiesPerToken: steps.flat().filter((s) => s.kind === 'copy').length,

@@ -3,7 +3,9 @@
 //   --train-response N --train-rank R --micro-batch N --train-warmup N
 //   --e2e-group G --e2e-turns T --e2e-concurrency C --e2e-warmup N --e2e-steps N --e2e-analysis N --e2e-planner N
 //   --e2e-executor N --e2e-verifier N --e2e-generator N --e2e-rank R --e2e-temperature X --e2e-micro-batch N
-//   --e2e-context N]
+//   --e2e-context N --fixtures DIR]
+// Models: the fixtures (../shared/fixtures, or --fixtures DIR), and Qwen2.5 shapes with random values,
+// qwen2.5-0.5b and qwen2.5-1.5b (f16) and their -q4 twins (not in the default set: name them).
 // The planner runtime's speed and memory, printed as JSON on stdout (progress on stderr):
 // - speed: scoring, prefill and decode tokens/s. Decode bytes/s is weight bytes x decode tokens/s: every
 //   decode step reads every weight once, so it shows how close decode runs to the memory bandwidth; with
@@ -46,7 +48,7 @@ import { contextMemory, type ContextMemory } from './memory';
 import { bandwidthFloor, batchBandwidthFloor, type BandwidthFloor, type BatchBandwidthFloor } from './floor';
 import { batchLayout } from '../src/engine/batch-layout';
 import { canFuseDecode } from '../src/engine/decode-forward';
-import { QWEN25_05B, shapedQ4Weights, shapedWeights } from './shaped-model';
+import { QWEN25_05B, QWEN25_15B, shapedQ4Weights, shapedWeights } from './shaped-model';
 import { benchTraining, type TrainBenchOptions, type TrainResult } from './train';
 import { benchE2e, type E2eOptions, type E2eResult } from './e2e';
 import { flag, log } from './flags';
@@ -126,19 +128,27 @@ interface Model {
   tensors: () => Promise<WeightSource | Q4WeightSource>;
 }
 
+/** The shaped models by key: Qwen2.5 shapes with random values, f16 or web-llm's q4f16_1 (bench/shaped-model.ts). */
+const SHAPED: Record<string, { label: string; config: Qwen2Config }> = { 'qwen2.5-0.5b': { label: 'Qwen2.5-0.5B', config: QWEN25_05B }, 'qwen2.5-1.5b': { label: 'Qwen2.5-1.5B', config: QWEN25_15B } };
+// The default set stays the fixtures and 0.5B: the 1.5B shapes are asked for by name (--models).
 const MODELS = ['fixture', 'fixture-q4', 'qwen2.5-0.5b', 'qwen2.5-0.5b-q4'];
+const ALL_MODELS = ['fixture', 'fixture-q4', ...Object.keys(SHAPED).flatMap((k) => [k, `${k}-q4`])];
 
 async function model(key: string): Promise<Model> {
   const fixture = async (dir: string, name: string): Promise<Model> => {
-    const path = resolve(dirname(fileURLToPath(import.meta.url)), '../../shared/fixtures', dir);
+    // --fixtures DIR: where the fixture checkpoints are when the script runs from elsewhere (a bundled copy).
+    const path = resolve(flag('fixtures', resolve(dirname(fileURLToPath(import.meta.url)), '../../shared/fixtures')), dir);
     const ckpt = await loadCheckpoint(directorySource(path));
     return { key, name, config: ckpt.config, tensors: async () => (await loadCheckpoint(directorySource(path))).tensors };
   };
   if (key === 'fixture') return fixture('qwen2-tiny', 'qwen2-tiny (fixture)');
   if (key === 'fixture-q4') return fixture('qwen2-tiny-q4f16_1-MLC', 'qwen2-tiny-q4f16_1-MLC (fixture, 4-bit)');
-  if (key === 'qwen2.5-0.5b') return { key, name: 'Qwen2.5-0.5B shapes, f16 (random values)', config: QWEN25_05B, tensors: async () => shapedWeights(QWEN25_05B) };
-  if (key === 'qwen2.5-0.5b-q4') return { key, name: 'Qwen2.5-0.5B shapes, q4f16_1 (random values)', config: QWEN25_05B, tensors: async () => shapedQ4Weights(QWEN25_05B) };
-  throw new Error(`unknown model '${key}' (${MODELS.join(', ')})`);
+  const q4 = key.endsWith('-q4');
+  const shaped = SHAPED[q4 ? key.slice(0, -3) : key];
+  if (!shaped) throw new Error(`--models: unknown model '${key}' (${ALL_MODELS.join(', ')})`);
+  const { label, config } = shaped;
+  if (q4) return { key, name: `${label} shapes, q4f16_1 (random values)`, config, tensors: async () => shapedQ4Weights(config) };
+  return { key, name: `${label} shapes, f16 (random values)`, config, tensors: async () => shapedWeights(config) };
 }
 
 async function speed(rt: Qwen2Runtime, m: Model, prompt: number, decode: number, scoreSeqs: number, bandwidth: number | null, context: number): Promise<SpeedResult> {
@@ -260,12 +270,21 @@ async function main(): Promise<void> {
   const batchRows = num('batch-rows', '512');
   const loraRank = num('lora-rank', '16', 0);
   const bandwidth = process.argv.includes('--bandwidth') ? num('bandwidth', '', Number.MIN_VALUE) : null;
+  const device = { description: ctx.caps.description, vendor: ctx.caps.vendor, f16: ctx.caps.f16, software: soft };
+  const options = { context, batchRows, loraRank, bandwidthGBs: bandwidth };
+  // Each model's result is listed as soon as it starts and filled part by part, so that a time limit's
+  // SIGTERM (run.sh all, bench/gpu-all.ts) still prints the parts that finished.
   const results: ModelResult[] = [];
+  process.once('SIGTERM', () => {
+    log('bench: SIGTERM, printing the parts finished so far');
+    process.stdout.write(`${JSON.stringify({ interrupted: 'SIGTERM', device, options, results }, null, 2)}\n`, () => process.exit(143));
+  });
   for (const key of keys) {
     const m = await model(key);
     const tiny = key.startsWith('fixture');
     const params = [...expectedQwen2Tensors(m.config).values()].reduce((a, shape) => a + shape.reduce((x, y) => x * y, 1), 0);
     const r: ModelResult = { model: m.name, params, weightBytes: 0 };
+    results.push(r);
     if (parts.has('speed')) {
       // On software adapters 4 prompt rows keep prefill on the matmul row kernel (minutes, not tens of).
       const prompt = num('prompt', tiny ? '32' : soft ? '4' : '128');
@@ -306,17 +325,15 @@ async function main(): Promise<void> {
       r.e2e = await benchE2e(ctx, m.name, m.config, await m.tensors(), e2e, log);
       r.weightBytes ||= r.e2e.runtimeMemory.weights;
     }
-    results.push(r);
   }
   // Training should be no slower on the 4-bit base than on f16 (issue 7): the ratio per pair that ran.
   const trainingQ4VsF16: Array<{ f16: string; q4: string; stepTimeRatio: number }> = [];
-  for (const [f, q] of [['fixture', 'fixture-q4'], ['qwen2.5-0.5b', 'qwen2.5-0.5b-q4']]) {
+  for (const [f, q] of [['fixture', 'fixture-q4'], ...Object.keys(SHAPED).map((k) => [k, `${k}-q4`])]) {
     const a = results[keys.indexOf(f)]?.training;
     const b = results[keys.indexOf(q)]?.training;
     if (a && b) trainingQ4VsF16.push({ f16: a.model, q4: b.model, stepTimeRatio: b.trainStepMs / a.trainStepMs });
   }
-  const device = { description: ctx.caps.description, vendor: ctx.caps.vendor, f16: ctx.caps.f16, software: soft };
-  process.stdout.write(`${JSON.stringify({ device, options: { context, batchRows, loraRank, bandwidthGBs: bandwidth }, results, trainingQ4VsF16 }, null, 2)}\n`, () => process.exit(0));
+  process.stdout.write(`${JSON.stringify({ device, options, results, trainingQ4VsF16 }, null, 2)}\n`, () => process.exit(0));
 }
 
 main().catch((e: Error) => {

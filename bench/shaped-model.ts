@@ -26,6 +26,27 @@ export const QWEN25_05B: Qwen2Config = {
   torchDtype: 'bfloat16',
 };
 
+/** Qwen/Qwen2.5-1.5B-Instruct's config.json, as the runtime parses it (head_dim 1536 / 12 = 128). */
+export const QWEN25_15B: Qwen2Config = {
+  ...QWEN25_05B,
+  hiddenSize: 1536,
+  numLayers: 28,
+  numHeads: 12,
+  numKvHeads: 2,
+  headDim: 128,
+  intermediateSize: 8960,
+};
+
+/** The shapes the benchmarks take by name (`--shape`; run.ts's qwen2.5-<name>[-q4] models). */
+export const SHAPES: Record<string, Qwen2Config> = { '0.5b': QWEN25_05B, '1.5b': QWEN25_15B };
+
+/** The shape named `name`, or a clear error listing the names. */
+export function shapeNamed(name: string): Qwen2Config {
+  const c = SHAPES[name];
+  if (!c) throw new Error(`--shape: unknown shape '${name}' (${Object.keys(SHAPES).join(', ')})`);
+  return c;
+}
+
 /** Every tensor the config implies, filled by tiling a small random table (norms near 1). */
 export function shapedWeights(config: Qwen2Config, seed = 1): WeightSource {
   const rng = new Rng(seed);

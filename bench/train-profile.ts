@@ -1,10 +1,10 @@
 // npx tsx bench/train-profile.ts [--q4 1] [--tokens 512] [--seqs 8] [--rank 16] [--response N]
-//   [--micro-batch 768] [--layers 24] [--logits-rows 32] [--reps N]
-// Where one Flow-GRPO update's GPU time goes, for the Qwen2.5-0.5B-shaped planner (random values; --q4 picks
-// the 4-bit base). The update is what grpoStep runs after the reference logprobs: zero the LoRA gradients,
-// then per micro-batch the forward that keeps activations, the logprob chunks, the grpo loss kernel, the
-// logits+dlogits+LM-head-backward chunks and the layer backward, then the gradient norm and AdamW. This
-// builds exactly those recorded step lists (through the trainer's private members: a profiling tool, not an
+//   [--micro-batch 768] [--layers 24] [--vocab N] [--logits-rows 32] [--reps N] [--shape 0.5b|1.5b]
+// Where one Flow-GRPO update's GPU time goes, for the Qwen2.5-0.5B-shaped planner (random values; --q4 picks the
+// 4-bit base; --shape 1.5b: Qwen2.5-1.5B's shapes). The update is what grpoStep runs after the reference logprobs:
+// zero the LoRA gradients, then per micro-batch the forward that keeps activations, the logprob chunks, the grpo
+// loss kernel, the logits+dlogits+LM-head-backward chunks and the layer backward, then the gradient norm and AdamW.
+// This builds exactly those recorded step lists (through the trainer's private members: a profiling tool, not an
 // API) and times:
 // - realUpdateMs: the trainer's own calls (one submission and logprob read-back per micro-batch), wall clock;
 // - encodeMs: encoding the whole update into one command encoder (CPU only, not submitted);
@@ -29,7 +29,7 @@ import { initLoraAdapter } from '../src/trainer/lora';
 import { microBatches, packBatch, type PackedBatch, type TurnSample } from '../src/trainer/samples';
 import { Rng } from '../src/util/rng';
 import { flag, log } from './flags';
-import { QWEN25_05B, shapedQ4Weights, shapedWeights } from './shaped-model';
+import { shapedQ4Weights, shapedWeights, shapeNamed } from './shaped-model';
 
 interface PassInternals {
   plan: ActivationPlan;
@@ -110,7 +110,10 @@ async function main(): Promise<void> {
   const microBatchTokens = num('micro-batch', String(Math.max(DEFAULT_GRPO_CONFIG.microBatchTokens, tokens)));
   const logitsRows = num('logits-rows', '32');
   const reps = num('reps', ctx.caps.isSoftware ? '1' : '3');
-  const c = { ...QWEN25_05B, numLayers: num('layers', String(QWEN25_05B.numLayers)) };
+  const shape = flag('shape', '0.5b');
+  const base = shapeNamed(shape);
+  // --vocab N shrinks the LM head too (run.sh all's smoke run: the 151,936-row head dominates a software GPU).
+  const c = { ...base, numLayers: num('layers', String(base.numLayers)), vocabSize: num('vocab', String(base.vocabSize)) };
   if (response >= tokens) throw new Error(`train-profile: --response (${response}) must be less than --tokens (${tokens})`);
   if (tokens > microBatchTokens) throw new Error(`train-profile: a turn of --tokens ${tokens} does not fit --micro-batch ${microBatchTokens}`);
 
@@ -236,7 +239,7 @@ async function main(): Promise<void> {
   const passRows = bi.pass.rows;
   const out = {
     device: ctx.caps.description,
-    model: `Qwen2.5-0.5B shapes${c.numLayers !== QWEN25_05B.numLayers ? ` (${c.numLayers} layers)` : ''}, ${q4 ? 'q4f16_1' : 'f16'} + r${rank} LoRA on ${LORA_MODULES.length} targets`,
+    model: `Qwen2.5-${shape.toUpperCase()} shapes${c.numLayers !== base.numLayers ? ` (${c.numLayers} layers)` : ''}${c.vocabSize !== base.vocabSize ? ` (vocab ${c.vocabSize})` : ''}, ${q4 ? 'q4f16_1' : 'f16'} + r${rank} LoRA on ${LORA_MODULES.length} targets`,
     tokens: realTokens,
     seqs,
     tokensPerSeq: tokens,

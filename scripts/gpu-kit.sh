@@ -5,14 +5,24 @@
 # single ESM files, the `webgpu` package (Dawn) for linux-x64 only, and Debian's amd64 Vulkan loader and
 # libglvnd (.deb).
 #
-#   bash scripts/gpu-kit.sh                 # build .gpu-kit/ (git-ignored)
-#   device run, carry [".gpu-kit"], command:
-#     bash .gpu-kit/run.sh bench --models qwen2.5-0.5b,qwen2.5-0.5b-q4 --bandwidth 3350 > $OUT/bench.json
-#     bash .gpu-kit/run.sh bench --models qwen2.5-0.5b,qwen2.5-0.5b-q4 --parts e2e > $OUT/e2e.json
-#     bash .gpu-kit/run.sh q4 > $OUT/q4.json
+# It also holds bench/peft_step.py (the PyTorch + PEFT baseline; the GPU machine has python3 and torch) and
+# kit.json (the commit it was built from).
 #
-# Locally, `bash .gpu-kit/run.sh bench ...` from a copy of the kit alone (no node_modules) checks that it is
-# self-contained; it then runs on whatever Vulkan driver VK_ICD_FILENAMES names (lavapipe here).
+#   bash scripts/gpu-kit.sh                 # build .gpu-kit/ (git-ignored)
+#   device run, carry [".gpu-kit"], command (everything issue 17 measures, one call, about 540 s at most):
+#     bash .gpu-kit/run.sh all $OUT
+#   $OUT then holds one <part>.json and <part>.log per part and summary.json (each part's status, exit code,
+#   limit and seconds, and the headline figures for the README's table); bench/gpu-all-plan.ts lists the parts, their order and time caps, bench/gpu-all.ts the
+#   environment that changes them (GPU_KIT_BANDWIDTH=GB/s, default 3350 for an H100 SXM; GPU_KIT_CAPS;
+#   GPU_KIT_BUDGET). `run.sh all $OUT bench-1.5b-q4 peft-1.5b` runs only the parts named. Single runs:
+#     bash .gpu-kit/run.sh bench --models qwen2.5-0.5b,qwen2.5-0.5b-q4 --bandwidth 3350 > $OUT/bench.json
+#     bash .gpu-kit/run.sh q4 > $OUT/q4.json
+#     bash .gpu-kit/run.sh adapter > $OUT/adapter.json
+#
+# Locally, `bash .gpu-kit/run.sh ...` from a copy of the kit alone (no node_modules) checks that it is
+# self-contained; it then runs on whatever Vulkan driver VK_ICD_FILENAMES names (lavapipe here). There,
+#   GPU_KIT_SMOKE=1 GPU_KIT_FIXTURES=../shared/fixtures bash /tmp/kit/run.sh all /tmp/out
+# runs every part on the fixtures with a few tokens (a few minutes on lavapipe).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 KIT=.gpu-kit
@@ -28,6 +38,11 @@ bundle bench/q4.ts q4.mjs
 bundle bench/decode-profile.ts profile.mjs
 bundle bench/train-profile.ts train-profile.mjs
 bundle src/cli/main.ts cli.mjs
+bundle bench/adapter-info.ts adapter.mjs
+bundle bench/gpu-all.ts all.mjs
+cp bench/peft_step.py "$KIT/"
+dirty=$(git status --porcelain | grep -q . && echo true || echo false)
+printf '{"commit": "%s", "dirty": %s, "builtAt": "%s", "node": "%s"}\n' "$(git rev-parse HEAD)" "$dirty" "$(date -u +%FT%TZ)" "$(node -v)" > "$KIT/kit.json"
 
 echo "gpu-kit: copying the webgpu package (linux-x64)" >&2
 cp node_modules/webgpu/package.json node_modules/webgpu/index.js "$KIT/node_modules/webgpu/"
@@ -48,14 +63,17 @@ rm -rf "$lists"
 
 cat > "$KIT/run.sh" <<'EOF'
 #!/usr/bin/env bash
-# bash .gpu-kit/run.sh bench|q4|profile|train-profile|cli [args...]: unpacks node and Dawn once, finds a Vulkan driver, runs.
+# bash .gpu-kit/run.sh all OUTDIR [part ...] | bench|q4|profile|train-profile|adapter|cli [args...]: unpacks node
+# and Dawn once, finds a Vulkan driver, runs (`all`: every part of bench/gpu-all-plan.ts into OUTDIR).
 set -euo pipefail
+# `all` counts its time budget from here: unpacking takes part of the call too.
+export GPU_KIT_T0=${GPU_KIT_T0:-$(date +%s.%N)}
 kit=$(cd "$(dirname "$0")" && pwd)
 work=${GPU_KIT_WORK:-/tmp/gpu-kit}
 mkdir -p "$work"
 [ -x "$work/node" ] || { xz -dc "$kit/node.xz" > "$work/node"; chmod +x "$work/node"; }
 # The kit may be read-only (carried files): run from a writable copy with Dawn unpacked.
-cp "$kit"/*.mjs "$work/"
+cp "$kit"/*.mjs "$kit"/*.py "$kit"/kit.json "$work/"
 if [ ! -f "$work/node_modules/webgpu/dist/linux-x64/dawn.node" ]; then
   cp -r "$kit/node_modules" "$work/"
   xz -d "$work/node_modules/webgpu/dist/linux-x64/dawn.node.xz"
@@ -67,15 +85,17 @@ fi
 nv=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 if [ -z "${VK_ICD_FILENAMES:-}${VK_DRIVER_FILES:-}" ] && [ -f "$nv" ]; then export VK_DRIVER_FILES=$nv; fi
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
-what=${1:?usage: run.sh bench|q4|profile|train-profile|cli [args...]}
+what=${1:?usage: run.sh all OUTDIR [part ...] | bench|q4|profile|train-profile|adapter|cli [args...]}
 shift
 case "$what" in
+  all) exec "$work/node" "$work/all.mjs" "$@" ;;
+  adapter) exec "$work/node" "$work/adapter.mjs" "$@" ;;
   bench) exec "$work/node" "$work/bench.mjs" "$@" ;;
   q4) exec "$work/node" "$work/q4.mjs" "$@" ;;
   profile) exec "$work/node" "$work/profile.mjs" "$@" ;;
   train-profile) exec "$work/node" "$work/train-profile.mjs" "$@" ;;
   cli) exec "$work/node" "$work/cli.mjs" "$@" ;;
-  *) echo "run.sh: unknown command '$what' (bench, q4, profile, train-profile, cli)" >&2; exit 2 ;;
+  *) echo "run.sh: unknown command '$what' (all, adapter, bench, q4, profile, train-profile, cli)" >&2; exit 2 ;;
 esac
 EOF
 chmod +x "$KIT/run.sh"

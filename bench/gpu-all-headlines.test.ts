@@ -1,0 +1,50 @@
+import { describe, expect, it } from 'vitest';
+import { benchHeadline, headlines } from './gpu-all-headlines';
+
+// The fields headlines reads, as bench/run.ts, peft_step.py and adapter-info.ts print them (trimmed).
+const bench = (decode: number, trainStepMs: number) => ({
+  results: [
+    {
+      speed: { decodeTokensPerSec: decode, prefillTokensPerSec: 3103, scoreTokensPerSec: 9289, bandwidthFloor: { fractionOfFloor: 0.0077 }, batchDecode: { group: { tokensPerSec: 400, bandwidthFloor: { fractionOfFloor: 0.05 } } } },
+      memoryAtContext: { totalMiB: 454.1 },
+      training: { trainStepMs, trainGpuPeakMiB: 1970 },
+    },
+  ],
+});
+
+describe('run.sh all: headlines', () => {
+  it("reads a bench part's decode, floor share, prefill, score and training figures", () => {
+    expect(benchHeadline(bench(91.4, 3810))).toEqual({
+      decodeTokPerS: 91.4,
+      decodePctOfFloor: 0.77,
+      groupDecodeTokPerS: 400,
+      groupDecodePctOfFloor: 5,
+      prefillTokPerS: 3103,
+      scoreTokPerS: 9289,
+      trainStepMs: 3810,
+      trainPeakMiB: 1970,
+      memoryAtContextMiB: 454.1,
+    });
+  });
+
+  it('gives the training step against PyTorch + PEFT of the same shape, and nulls for what a part lacks', () => {
+    const files: Record<string, unknown> = {
+      adapter: { subgroupMatrix: { offered: [], offeredWithUnsafeApis: ['chromium-experimental-subgroup-matrix'] } },
+      'bench-0.5b-q4': bench(91.4, 3810),
+      'bench-0.5b-f16': bench(71.8, 4210),
+      // Interrupted before training (SIGTERM prints what finished).
+      'bench-1.5b-q4': { interrupted: 'SIGTERM', results: [{ speed: { decodeTokensPerSec: 40 } }] },
+      'peft-0.5b': { trainStepMs: 145, decodeTokensPerSec: 24.7 },
+      'peft-1.5b': { skipped: 'no torch' },
+    };
+    const h = headlines(Object.keys(files), (n) => files[n] ?? null);
+    expect(h.subgroupMatrix).toEqual({ offered: [], offeredWithUnsafeApis: ['chromium-experimental-subgroup-matrix'] });
+    expect(h.trainVsPeft).toEqual([
+      { part: 'bench-0.5b-q4', peftStepMs: 145, stepMs: 3810, ratio: 0.03806 },
+      { part: 'bench-0.5b-f16', peftStepMs: 145, stepMs: 4210, ratio: 0.03444 },
+    ]);
+    expect(h['bench-1.5b-q4']).toMatchObject({ decodeTokPerS: 40, trainStepMs: null, decodePctOfFloor: null });
+    expect(h['peft-1.5b']).toEqual({ trainStepMs: null, decodeTokPerS: null });
+    expect(h['peft-0.5b']).toEqual({ trainStepMs: 145, decodeTokPerS: 24.7 });
+  });
+});

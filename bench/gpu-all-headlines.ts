@@ -1,0 +1,76 @@
+// The figures issue 17's README table needs, pulled from the parts' JSON into summary.json (bench/gpu-all.ts),
+// so a GPU session reads one file: per bench part decode / prefill / score tok/s and their share of the
+// bandwidth floor, the training step, and the training step's ratio to PyTorch + PEFT measured in the same call.
+// Pure; a part that is missing or printed something else gives nulls, never an error (its status says why).
+
+/** A number at a path in a parsed JSON value, or null. */
+function at(v: unknown, ...path: Array<string | number>): number | null {
+  let x = v;
+  for (const k of path) {
+    if (x === null || typeof x !== 'object') return null;
+    x = (x as Record<string | number, unknown>)[k];
+  }
+  return typeof x === 'number' && Number.isFinite(x) ? x : null;
+}
+
+const round = (x: number | null, digits = 3): number | null => (x === null ? null : Number(x.toPrecision(digits + 1)));
+
+export interface BenchHeadline {
+  decodeTokPerS: number | null;
+  decodePctOfFloor: number | null;
+  groupDecodeTokPerS: number | null;
+  groupDecodePctOfFloor: number | null;
+  prefillTokPerS: number | null;
+  scoreTokPerS: number | null;
+  trainStepMs: number | null;
+  trainPeakMiB: number | null;
+  memoryAtContextMiB: number | null;
+}
+
+/** The first model's figures of a bench part's JSON (run.sh all gives each bench part one model). */
+export function benchHeadline(json: unknown): BenchHeadline {
+  const r = (...p: Array<string | number>): number | null => at(json, 'results', 0, ...p);
+  const pct = (x: number | null): number | null => (x === null ? null : round(100 * x));
+  return {
+    decodeTokPerS: round(r('speed', 'decodeTokensPerSec')),
+    decodePctOfFloor: pct(r('speed', 'bandwidthFloor', 'fractionOfFloor')),
+    groupDecodeTokPerS: round(r('speed', 'batchDecode', 'group', 'tokensPerSec')),
+    groupDecodePctOfFloor: pct(r('speed', 'batchDecode', 'group', 'bandwidthFloor', 'fractionOfFloor')),
+    prefillTokPerS: round(r('speed', 'prefillTokensPerSec')),
+    scoreTokPerS: round(r('speed', 'scoreTokensPerSec')),
+    trainStepMs: round(r('training', 'trainStepMs')),
+    trainPeakMiB: round(r('training', 'trainGpuPeakMiB')),
+    memoryAtContextMiB: round(r('memoryAtContext', 'totalMiB')),
+  };
+}
+
+/**
+ * Headlines of a run: `read(part)` gives a part's parsed JSON (null when absent). Bench parts are named
+ * bench-<shape>-<q4|f16>, PyTorch parts peft-<shape>; trainVsPeft is PEFT's step time over ours (1 = as fast).
+ */
+export function headlines(partNames: string[], read: (part: string) => unknown): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const adapter = read('adapter') as { subgroupMatrix?: { offered?: unknown; offeredWithUnsafeApis?: unknown } } | null;
+  if (adapter) out.subgroupMatrix = { offered: adapter.subgroupMatrix?.offered ?? null, offeredWithUnsafeApis: adapter.subgroupMatrix?.offeredWithUnsafeApis ?? null };
+  const trainVsPeft: Array<{ part: string; peftStepMs: number; stepMs: number; ratio: number }> = [];
+  for (const name of partNames) {
+    const m = /^bench-(.+)-(q4|f16)$/.exec(name);
+    if (!m) continue;
+    const h = benchHeadline(read(name));
+    out[name] = h;
+    const peftMs = at(read(`peft-${m[1]}`), 'trainStepMs');
+    if (peftMs !== null && h.trainStepMs !== null && h.trainStepMs > 0) trainVsPeft.push({ part: name, peftStepMs: round(peftMs)!, stepMs: h.trainStepMs, ratio: round(peftMs / h.trainStepMs)! });
+  }
+  for (const name of partNames.filter((n) => n.startsWith('peft-'))) {
+    const j = read(name);
+    out[name] = { trainStepMs: round(at(j, 'trainStepMs')), decodeTokPerS: round(at(j, 'decodeTokensPerSec')) };
+  }
+  out.trainVsPeft = trainVsPeft;
+  const e2e = read('e2e-0.5b-q4');
+  if (e2e) out['e2e-0.5b-q4'] = { stepSeconds: round(at(e2e, 'results', 0, 'e2e', 'steps', 0, 'stepSeconds')), rolloutSeconds: round(at(e2e, 'results', 0, 'e2e', 'steps', 0, 'rolloutSeconds')), updateSeconds: round(at(e2e, 'results', 0, 'e2e', 'steps', 0, 'updateSeconds')) };
+  const dp = read('decode-profile');
+  if (dp) out['decode-profile'] = { dispatchesPerToken: at(dp, 'dispatchesPerToken'), gpuMsPerTokenNoReadback: round(at(dp, 'gpuMsPerTokenNoReadback')), encodeMsPerToken: round(at(dp, 'encodeMsPerToken')), generateTokPerS: round(at(dp, 'generateTokensPerSec')) };
+  const tp = read('train-profile');
+  if (tp) out['train-profile'] = { realUpdateMs: round(at(tp, 'realUpdateMs')), gpuMs: round(at(tp, 'gpuMs')), encodeMs: round(at(tp, 'encodeMs')), dispatches: at(tp, 'dispatches') };
+  return out;
+}

@@ -1,0 +1,75 @@
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_BUDGET_S, GRACE_S, MIN_PART_S, envNumber, parseCaps, partLimitS, plan } from './gpu-all-plan';
+
+const gpu = { smoke: false, bandwidthGBs: 2000 };
+const names = (o = {}) => plan({ ...gpu, ...o }).map((p) => p.name);
+
+describe('run.sh all: the plan', () => {
+  it('runs the 0.5B measurements and their PyTorch baseline before the 1.5B ones', () => {
+    const n = names();
+    expect(n.slice(0, 3)).toEqual(['adapter', 'bench-0.5b-q4', 'bench-0.5b-f16']);
+    const first15 = n.findIndex((x) => x.includes('1.5b'));
+    for (const x of ['peft-0.5b', 'decode-profile', 'train-profile', 'e2e-0.5b-q4']) expect(n.indexOf(x)).toBeLessThan(first15);
+    expect(n).toContain('bench-1.5b-f16');
+    expect(n).toContain('peft-1.5b');
+  });
+
+  it('gives every bench part the bandwidth and the shaped model; the PyTorch parts the same shape', () => {
+    const parts = plan(gpu);
+    const bench = parts.filter((p) => 'node' in p.run && p.run.node === 'bench.mjs');
+    expect(bench.map((p) => p.name)).toEqual(['bench-0.5b-q4', 'bench-0.5b-f16', 'e2e-0.5b-q4', 'bench-1.5b-q4', 'bench-1.5b-f16']);
+    for (const p of bench) expect(p.run.args.join(' ')).toContain('--bandwidth 2000');
+    const args = (name: string) => parts.find((p) => p.name === name)!.run.args.join(' ');
+    expect(args('bench-1.5b-f16')).toContain('--models qwen2.5-1.5b --parts speed,memory,train');
+    expect(args('e2e-0.5b-q4')).toContain('--models qwen2.5-0.5b-q4 --parts e2e');
+    expect(args('peft-1.5b')).toBe('--shape 1.5b');
+  });
+
+  it('smoke mode runs the fixtures and one-layer profiles, never a full shaped model', () => {
+    const parts = plan({ ...gpu, smoke: true, fixtures: '/f' });
+    for (const p of parts) {
+      const a = p.run.args.join(' ');
+      expect(a).not.toMatch(/qwen2\.5/);
+      if ('node' in p.run && p.run.node === 'bench.mjs') expect(a).toMatch(/--models fixture(-q4)? .*--fixtures \/f/);
+      if ('node' in p.run && p.run.node.includes('profile')) expect(a).toMatch(/--layers 1 --vocab \d+/);
+    }
+  });
+
+  it('keeps only the parts named, in plan order, and replaces caps by name', () => {
+    expect(names({ only: ['peft-1.5b', 'adapter'] })).toEqual(['adapter', 'peft-1.5b']);
+    expect(plan({ ...gpu, caps: { adapter: 3 } })[0].capS).toBe(3);
+    expect(() => plan({ ...gpu, only: ['bench-7b'] })).toThrow(/unknown part 'bench-7b'/);
+    expect(() => plan({ ...gpu, caps: { nope: 1 } })).toThrow(/unknown part 'nope'/);
+  });
+});
+
+describe('run.sh all: time limits', () => {
+  it('a part gets its cap, or what is left of the budget, or is skipped below the minimum', () => {
+    expect(partLimitS(80, 500)).toBe(80);
+    expect(partLimitS(80, 41.7)).toBe(41);
+    expect(partLimitS(80, MIN_PART_S - 0.5)).toBeNull();
+  });
+
+  it('the whole run stays within the budget even if every part runs to its limit', () => {
+    let elapsed = 3; // unpacking the kit
+    let ran = 0;
+    for (const p of plan(gpu)) {
+      const limit = partLimitS(p.capS, DEFAULT_BUDGET_S - elapsed - GRACE_S);
+      if (limit === null) continue;
+      elapsed += limit + GRACE_S;
+      ran++;
+    }
+    expect(elapsed).toBeLessThanOrEqual(DEFAULT_BUDGET_S);
+    // The 0.5B parts and the profiles fit whole even then.
+    expect(ran).toBeGreaterThanOrEqual(6);
+  });
+
+  it('parses GPU_KIT_CAPS and numeric settings, naming the bad one', () => {
+    expect(parseCaps('adapter=3, peft-1.5b=90.5')).toEqual({ adapter: 3, 'peft-1.5b': 90.5 });
+    expect(parseCaps('')).toEqual({});
+    expect(() => parseCaps('adapter:3')).toThrow(/GPU_KIT_CAPS: 'adapter:3'/);
+    expect(envNumber({}, 'GPU_KIT_BUDGET', 540)).toBe(540);
+    expect(envNumber({ GPU_KIT_BUDGET: '300' }, 'GPU_KIT_BUDGET', 540)).toBe(300);
+    expect(() => envNumber({ GPU_KIT_BUDGET: 'lots' }, 'GPU_KIT_BUDGET', 540)).toThrow(/GPU_KIT_BUDGET must be a positive number, got 'lots'/);
+  });
+});

@@ -1,0 +1,107 @@
+// The parts of `run.sh all` (bench/gpu-all.ts): what runs, in which order, for how long at most. A GPU session
+// gets one device call of at most 600 s, so the parts run by importance (what the issue's table needs first)
+// under one overall budget: each has its own cap (a hang loses that part only) and gets at most what is left
+// of the budget, so a slow early part squeezes the least important ones at the end, never the call.
+// Pure: the runner spawns what this returns.
+
+/** A part: one process whose stdout is `<name>.json` and stderr `<name>.log` in the output folder. */
+export interface Part {
+  name: string;
+  /** What it measures, for the summary. */
+  what: string;
+  /** Seconds it may run at most (before the overall budget cuts it further). */
+  capS: number;
+  /** A kit script (bench.mjs, ... run by the kit's node; peft_step.py by python3) and its arguments. */
+  run: { node: string; args: string[] } | { python: string; args: string[] };
+}
+
+export interface PlanOptions {
+  /** Tiny models and settings, to check the plumbing on a software adapter in minutes. */
+  smoke: boolean;
+  /** The GPU's memory bandwidth in GB/s, for the bandwidth floors. */
+  bandwidthGBs: number;
+  /** Where the fixture checkpoints are (smoke mode: its models are the fixtures). */
+  fixtures?: string;
+  /** Part caps by name, replacing the defaults. */
+  caps?: Record<string, number>;
+  /** Only these parts (in the plan's order); all when absent or empty. */
+  only?: string[];
+}
+
+/** An H100 SXM's HBM3, GB/s. */
+export const DEFAULT_BANDWIDTH_GBS = 3350;
+/** The whole run's budget: the device tool allows 600 s a call, and unpacking the kit and starting take some. */
+export const DEFAULT_BUDGET_S = 540;
+/** Smoke mode's caps and default budget are this many times the GPU's: a software adapter is that much slower even on the fixtures. */
+export const SMOKE_FACTOR = 4;
+/** Seconds between a part's SIGTERM (its limit) and its SIGKILL: counted against the budget too. */
+export const GRACE_S = 5;
+/** A part given less than this is skipped: it could not load its model, and its time is better left unused. */
+export const MIN_PART_S = 5;
+
+/**
+ * The parts in order of importance: what the README's table needs (0.5B speed, memory and training, the
+ * PyTorch + PEFT step in the same call), then what tuning needs (the profiles), then the whole Flow-GRPO step,
+ * then the 1.5B shapes. Caps are about twice the time expected from the one earlier H100 run (README: a 0.5B
+ * training step 3.8-4.2 s, decode 70-90 tok/s, PEFT's eager decode 25 tok/s): a 0.5B bench part uploads its
+ * model three times and runs a warm-up and a timed training step, about 40 s; PEFT about 30 s (its decode
+ * timing is 6 x 64 tokens); the profiles 20-45 s; e2e two steps of 8 rollouts, about 60 s; the 1.5B shapes
+ * about 3 x the 0.5B compute, 50-70 s each. They add up to more than the budget on purpose: a part that
+ * finishes early leaves its time to the later ones.
+ */
+export function plan(o: PlanOptions): Part[] {
+  const bw = ['--bandwidth', String(o.bandwidthGBs)];
+  const fx = o.fixtures ? ['--fixtures', o.fixtures] : [];
+  // Smoke: every bench part runs a fixture with a few tokens; the profiles one layer of the 0.5B shapes, small vocab.
+  const benchArgs = (model: string, parts: string): string[] =>
+    o.smoke
+      ? ['--models', model.endsWith('-q4') ? 'fixture-q4' : 'fixture', '--parts', parts, ...bw, ...fx, '--prompt', '8', '--decode', '4', '--context', '256', '--batch-rows', '64', '--train-seqs', '2', '--train-tokens', '8', '--train-response', '4', '--micro-batch', '16', '--train-warmup', '0']
+      : ['--models', model, '--parts', parts, ...bw];
+  const e2eSmoke = ['--e2e-group', '2', '--e2e-turns', '1', '--e2e-warmup', '0', '--e2e-analysis', '2', '--e2e-planner', '4', '--e2e-executor', '2', '--e2e-verifier', '2', '--e2e-generator', '2', '--e2e-context', '512'];
+  const peft = (shape: string): string[] => ['--shape', shape, ...(o.smoke ? ['--group', '2', '--tokens', '16', '--decode', '4', '--prompt', '8', '--reps', '1'] : [])];
+  const bench = (name: string, model: string, what: string, capS: number): Part => ({ name, what, capS, run: { node: 'bench.mjs', args: benchArgs(model, 'speed,memory,train') } });
+  const parts: Part[] = [
+    { name: 'adapter', what: 'adapter info: vendor, driver, features (subgroup matrix?), limits', capS: 20, run: { node: 'adapter.mjs', args: [] } },
+    bench('bench-0.5b-q4', 'qwen2.5-0.5b-q4', 'Qwen2.5-0.5B q4f16_1: speed, memory, train', 80),
+    bench('bench-0.5b-f16', 'qwen2.5-0.5b', 'Qwen2.5-0.5B f16: speed, memory, train', 80),
+    { name: 'peft-0.5b', what: 'PyTorch + PEFT on the 0.5B shapes: LoRA step, decode', capS: 75, run: { python: 'peft_step.py', args: peft('0.5b') } },
+    { name: 'decode-profile', what: 'where a 4-bit 0.5B decode token goes (r16 adapter)', capS: 50, run: { node: 'profile.mjs', args: ['--q4', '1', '--adapter', '1', ...(o.smoke ? ['--layers', '1', '--vocab', '4096', '--prompt', '24', '--tokens', '2'] : [])] } },
+    { name: 'train-profile', what: 'where a 4-bit 0.5B Flow-GRPO update goes', capS: 90, run: { node: 'train-profile.mjs', args: ['--q4', '1', ...(o.smoke ? ['--layers', '1', '--vocab', '4096', '--tokens', '16', '--seqs', '2', '--response', '4', '--micro-batch', '32', '--reps', '1'] : [])] } },
+    { name: 'e2e-0.5b-q4', what: 'whole Flow-GRPO steps, Qwen2.5-0.5B q4f16_1', capS: 120, run: { node: 'bench.mjs', args: [...benchArgs('qwen2.5-0.5b-q4', 'e2e'), ...(o.smoke ? e2eSmoke : [])] } },
+    bench('bench-1.5b-q4', 'qwen2.5-1.5b-q4', 'Qwen2.5-1.5B q4f16_1: speed, memory, train', 90),
+    bench('bench-1.5b-f16', 'qwen2.5-1.5b', 'Qwen2.5-1.5B f16: speed, memory, train', 100),
+    { name: 'peft-1.5b', what: 'PyTorch + PEFT on the 1.5B shapes: LoRA step, decode', capS: 75, run: { python: 'peft_step.py', args: peft('1.5b') } },
+  ];
+  const known = new Set(parts.map((p) => p.name));
+  for (const n of [...(o.only ?? []), ...Object.keys(o.caps ?? {})]) {
+    if (!known.has(n)) throw new Error(`run.sh all: unknown part '${n}' (${[...known].join(', ')})`);
+  }
+  const only = o.only && o.only.length > 0 ? new Set(o.only) : null;
+  return parts.filter((p) => !only || only.has(p.name)).map((p) => ({ ...p, capS: o.caps?.[p.name] ?? (o.smoke ? SMOKE_FACTOR : 1) * p.capS }));
+}
+
+/** Seconds a part may run: its cap, or what is left of the budget if less; null (skip it) below MIN_PART_S. */
+export function partLimitS(capS: number, budgetLeftS: number): number | null {
+  const s = Math.min(capS, Math.floor(budgetLeftS));
+  return s >= MIN_PART_S ? s : null;
+}
+
+/** `name=seconds,name=seconds` (GPU_KIT_CAPS), checked. */
+export function parseCaps(s: string): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const item of s.split(',').map((x) => x.trim()).filter(Boolean)) {
+    const m = /^([\w.-]+)=(\d+(?:\.\d+)?)$/.exec(item);
+    if (!m) throw new Error(`GPU_KIT_CAPS: '${item}' is not name=seconds`);
+    out[m[1]] = Number(m[2]);
+  }
+  return out;
+}
+
+/** A positive number from an environment variable, or the fallback when unset; a clear error otherwise. */
+export function envNumber(env: Record<string, string | undefined>, name: string, fallback: number): number {
+  const v = env[name];
+  if (v === undefined || v === '') return fallback;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, got '${v}'`);
+  return n;
+}
