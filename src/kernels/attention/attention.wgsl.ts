@@ -20,8 +20,8 @@ export const ATTN_NEG = -3.0e38;
 /**
  * Workgroup arrays (scaled query, block scores, block probabilities) and the block sum. A block costs two
  * barriers (scores written, probabilities written), not two barrier trees: the max is exact in any order,
- * so every thread takes it over the block's scores itself, and the threads that keep the exp-sum add the
- * probabilities in the tree's order themselves (treeSumWgsl). On a software GPU each barrier switches
+ * so every thread takes it over the block's scores itself, and thread 0, which keeps the exp-sum, adds the
+ * probabilities in the tree's order itself (treeSumWgsl). On a software GPU each barrier switches
  * every SIMD group of the workgroup, which dominated prefill and scoring.
  */
 export function attentionSharedWgsl(): string {
@@ -49,8 +49,8 @@ export function attentionLoadQueryWgsl(): string {
 
 /**
  * The online softmax over keys [start, end) in blocks of WG, from the first key on. Needs `start`, `end`
- * and the names of attentionLoadQueryWgsl (after a barrier); leaves the running max `m`, exp-sum `l` and
- * unnormalised output `acc` (thread lid's dims lid + c*WG).
+ * and the names of attentionLoadQueryWgsl (after a barrier); leaves the running max `m`, exp-sum `l`
+ * (thread 0's only) and unnormalised output `acc` (thread lid's dims lid + c*WG).
  */
 export function attentionKeyLoopWgsl(): string {
   return `  var m = ${ATTN_NEG};
@@ -75,8 +75,8 @@ export function attentionKeyLoopWgsl(): string {
     ps[lid] = p;
     workgroupBarrier();
     let corr = exp(m - mNew);
-    // Only threads that own an output dim (thread 0 always) use the exp-sum.
-    if (lid < hd) { l = l * corr + blockSum(); }
+    // Thread 0 alone keeps the exp-sum (the kernels pass it on after the loop).
+    if (lid == 0u) { l = l * corr + blockSum(); }
     acc *= corr;
     // Each output dim adds the block's keys in order. Dims outer, keys inner: a thread past hd (most of
     // them for a small head) skips the block at once instead of walking every key 4 times doing nothing,
@@ -107,6 +107,8 @@ struct Dims { n: u32, nH: u32, nKV: u32, hd: u32, scale: f32 }
 @group(0) @binding(6) var<uniform> dims: Dims;
 
 ${attentionSharedWgsl()}
+var<workgroup> lsum: f32;
+
 @compute @workgroup_size(${ATTN_WG})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
@@ -119,7 +121,9 @@ ${attentionLoadQueryWgsl()}  let range = ranges[row];
   let end = range.y;
   workgroupBarrier();
 
-${attentionKeyLoopWgsl()}  let inv = select(0.0, 1.0 / l, l > 0.0);
+${attentionKeyLoopWgsl()}  if (lid == 0u) { lsum = l; }
+  workgroupBarrier();
+  let inv = select(0.0, 1.0 / lsum, lsum > 0.0);
   for (var c = 0u; c < 4u; c++) {
     let d = lid + c * ${ATTN_WG}u;
     if (d < hd) { out[qBase + d] = acc[c] * inv; }
