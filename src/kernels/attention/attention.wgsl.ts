@@ -1,48 +1,35 @@
 // Causal GQA attention with an online (flash-style) softmax, one workgroup per (query row, head).
 // Keys are visited in blocks of WG: each thread scores one key of the block, the block's max and
-// exp-sum are reduced in workgroup memory, and the running (max, sum, output) are rescaled, so any number
+// exp-sum are taken from workgroup memory, and the running (max, sum, output) are rescaled, so any number
 // of keys works with fixed memory. Thread t owns output dims t, t+WG, ... (hd <= 4*WG).
 // Each row attends keys [ranges[row].x, ranges[row].y) of K/V, which may be the batch itself or a KV
 // cache with more rows than queries. lse (log-sum-exp of the scaled scores) is saved for the backward.
 //
 // The workgroup memory, reductions and the key-block loop are shared text with the split-K decode kernel
 // (attention.split.wgsl.ts), so a split covering a whole range computes exactly what this kernel does.
-// This kernel's generated source must stay byte-identical: sampling seeds in the e2e suite depend on it.
+// This kernel's arithmetic must stay bit-identical (same operations in the same order): sampling seeds in
+// the e2e suite depend on it. Its source is pinned (attention.wgsl.test.ts).
+
+import { treeSumWgsl } from '../common/tree-sum.wgsl';
 
 export const ATTN_WG = 64;
 export const ATTN_MAX_HD = 4 * ATTN_WG;
 // A finite "minus infinity": exp(NEG - m) underflows to 0 without producing NaN from inf - inf.
 export const ATTN_NEG = -3.0e38;
 
-/** Workgroup arrays (scaled query, block probabilities, reduction scratch) and the block reductions. */
+/**
+ * Workgroup arrays (scaled query, block scores, block probabilities) and the block sum. A block costs two
+ * barriers (scores written, probabilities written), not two barrier trees: the max is exact in any order,
+ * so every thread takes it over the block's scores itself, and thread 0, which keeps the exp-sum, adds the
+ * probabilities in the tree's order itself (treeSumWgsl). On a software GPU each barrier switches
+ * every SIMD group of the workgroup, which dominated prefill and scoring.
+ */
 export function attentionSharedWgsl(): string {
   return `var<workgroup> qs: array<f32, ${ATTN_MAX_HD}>;
+var<workgroup> ss: array<f32, ${ATTN_WG}>;
 var<workgroup> ps: array<f32, ${ATTN_WG}>;
-var<workgroup> red: array<f32, ${ATTN_WG}>;
 
-fn reduceMax(lid: u32, val: f32) -> f32 {
-  red[lid] = val;
-  workgroupBarrier();
-  for (var s = ${ATTN_WG / 2}u; s > 0u; s >>= 1u) {
-    if (lid < s) { red[lid] = max(red[lid], red[lid + s]); }
-    workgroupBarrier();
-  }
-  let r = red[0];
-  workgroupBarrier();
-  return r;
-}
-
-fn reduceSum(lid: u32, val: f32) -> f32 {
-  red[lid] = val;
-  workgroupBarrier();
-  for (var s = ${ATTN_WG / 2}u; s > 0u; s >>= 1u) {
-    if (lid < s) { red[lid] += red[lid + s]; }
-    workgroupBarrier();
-  }
-  let r = red[0];
-  workgroupBarrier();
-  return r;
-}
+${treeSumWgsl('blockSum', '', (i) => `ps[${i}]`, ATTN_WG)}
 `;
 }
 
@@ -62,8 +49,8 @@ export function attentionLoadQueryWgsl(): string {
 
 /**
  * The online softmax over keys [start, end) in blocks of WG, from the first key on. Needs `start`, `end`
- * and the names of attentionLoadQueryWgsl (after a barrier); leaves the running max `m`, exp-sum `l` and
- * unnormalised output `acc` (thread lid's dims lid + c*WG).
+ * and the names of attentionLoadQueryWgsl (after a barrier); leaves the running max `m`, exp-sum `l`
+ * (thread 0's only) and unnormalised output `acc` (thread lid's dims lid + c*WG).
  */
 export function attentionKeyLoopWgsl(): string {
   return `  var m = ${ATTN_NEG};
@@ -78,12 +65,18 @@ export function attentionKeyLoopWgsl(): string {
       for (var d = 0u; d < hd; d++) { dot += qs[d] * k[kb + d]; }
       score = dot;
     }
-    let mNew = max(m, reduceMax(lid, score));
+    ss[lid] = score;
+    workgroupBarrier();
+    var bm = ss[0];
+    for (var i = 1u; i < ${ATTN_WG}u; i++) { bm = max(bm, ss[i]); }
+    let mNew = max(m, bm);
     var p = 0.0;
     if (j < end) { p = exp(score - mNew); }
     ps[lid] = p;
+    workgroupBarrier();
     let corr = exp(m - mNew);
-    l = l * corr + reduceSum(lid, p);
+    // Thread 0 alone keeps the exp-sum (the kernels pass it on after the loop).
+    if (lid == 0u) { l = l * corr + blockSum(); }
     acc *= corr;
     // Each output dim adds the block's keys in order. Dims outer, keys inner: a thread past hd (most of
     // them for a small head) skips the block at once instead of walking every key 4 times doing nothing,
@@ -96,8 +89,8 @@ export function attentionKeyLoopWgsl(): string {
       for (var jj = 0u; jj < cnt; jj++) { acc[c] += ps[jj] * v[vb + jj * kvStride]; }
     }
     m = mNew;
-    // ps is rewritten by the next block only after every thread has read it.
-    workgroupBarrier();
+    // No barrier here: the next block writes ss after this block's second barrier (every thread has read
+    // ss by then) and ps after its own first one (every thread has finished reading this block's ps).
   }
 `;
 }
@@ -114,6 +107,8 @@ struct Dims { n: u32, nH: u32, nKV: u32, hd: u32, scale: f32 }
 @group(0) @binding(6) var<uniform> dims: Dims;
 
 ${attentionSharedWgsl()}
+var<workgroup> lsum: f32;
+
 @compute @workgroup_size(${ATTN_WG})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
@@ -126,7 +121,9 @@ ${attentionLoadQueryWgsl()}  let range = ranges[row];
   let end = range.y;
   workgroupBarrier();
 
-${attentionKeyLoopWgsl()}  let inv = select(0.0, 1.0 / l, l > 0.0);
+${attentionKeyLoopWgsl()}  if (lid == 0u) { lsum = l; }
+  workgroupBarrier();
+  let inv = select(0.0, 1.0 / lsum, lsum > 0.0);
   for (var c = 0u; c < 4u; c++) {
     let d = lid + c * ${ATTN_WG}u;
     if (d < hd) { out[qBase + d] = acc[c] * inv; }

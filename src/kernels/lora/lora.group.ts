@@ -3,7 +3,7 @@
 import type { GpuContext } from '../../gpu/device';
 import { getPipeline, grid1d, type Dispatch } from '../../gpu/pipelines';
 import { checkDims, paramsUniform } from '../common/params';
-import { LORA_UP_WG } from './lora.wgsl';
+import { LORA_DOWN_ITEMS, LORA_UP_WG } from './lora.wgsl';
 import { LORA_GROUP_MAX_DOWN, LORA_GROUP_MAX_UP, loraDownGroupWgsl, loraUpGroupWgsl } from './lora.group.wgsl';
 
 export interface LoraGroupDownArgs {
@@ -49,7 +49,8 @@ export async function loraDownGroup(ctx: GpuContext, a: LoraGroupDownArgs): Prom
   const dims = paramsUniform(ctx, 'loraDownGroup.dims', fields);
   const buffers = [a.x, ...a.modules.map((m) => m.A), ...a.modules.map((m) => m.t), dims];
   if (a.norm) buffers.push(a.norm.w, ...(a.norm.xn ? [a.norm.xn] : []));
-  return { pipeline, buffers, workgroups: grid1d(ctx, a.n * total), label: name };
+  // A workgroup per item with a norm, else LORA_DOWN_ITEMS items per workgroup (lora.group.wgsl.ts).
+  return { pipeline, buffers, workgroups: grid1d(ctx, norm ? a.n * total : Math.ceil((a.n * total) / LORA_DOWN_ITEMS)), label: name };
 }
 
 /** y_m += s_m · t_m · B_m^T for two modules in one dispatch. */

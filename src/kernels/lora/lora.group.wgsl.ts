@@ -1,12 +1,12 @@
 // LoRA for several modules that read the same input (q, k, v on rms1(x); gate, up on rms2(h)) in one
 // dispatch each way instead of one per module: decode runs a few hundred tiny dispatches per token, and on
 // a GPU each costs a launch and a barrier whatever its size. Bindings cannot be indexed, so each module's
-// A/B/t/y is its own binding and small switch functions pick one; a workgroup (down) or a thread (up)
-// serves a single module, so the switch never diverges within the work it guards.
+// A/B/t/y is its own binding and small switch functions pick one; a workgroup works on one item at a time
+// (down) and a thread serves a single module (up), so the switch never diverges within the work it guards.
 //
-// The sums are lora.wgsl.ts's own snippets (loraDownSumWgsl, loraUpSumWgsl), so a group gives
-// bit-identical results to the modules run one by one.
-import { LORA_DOWN_WG, LORA_UP_WG, loraDownSumWgsl, loraUpSumWgsl, strideSumWgsl } from './lora.wgsl';
+// The sums are lora.wgsl.ts's own (loraDownItemsWgsl or, with a norm, loraDownSumWgsl; loraUpSumWgsl), so
+// a group gives bit-identical results to the modules run one by one.
+import { LORA_DOWN_WG, LORA_UP_WG, loraDownItemsSharedWgsl, loraDownItemsWgsl, loraDownSumWgsl, loraUpSumWgsl, strideSumWgsl } from './lora.wgsl';
 
 /** Most modules in one down group: x + 3 A + 3 t = 7 storage bindings, within WebGPU's default 8. */
 export const LORA_GROUP_MAX_DOWN = 3;
@@ -32,8 +32,8 @@ export function loraDownGroupWgsl(k: number, norm: { storeXn: boolean } | null =
     ...ids(k).map((m) => `@group(0) @binding(${1 + m}) var<storage, read> A${m}: array<f32>;`),
     ...ids(k).map((m) => `@group(0) @binding(${1 + k + m}) var<storage, read_write> t${m}: array<f32>;`),
   ].join('\n');
-  const store = ids(k)
-    .map((m) => `${m > 0 ? 'else ' : ''}${m < k - 1 ? `if (m == ${m}u) ` : ''}{ t${m}[row * rank + j] = partial[0]; }`)
+  const store = (sum: string) => ids(k)
+    .map((m) => `${m > 0 ? 'else ' : ''}${m < k - 1 ? `if (m == ${m}u) ` : ''}{ t${m}[row * rank + j] = ${sum}; }`)
     .join(' ');
   const nb = 2 + 2 * k;
   const normDecl = norm
@@ -49,17 +49,9 @@ ${norm.storeXn ? `  if (idx - row * dims.total == 0u) {
   }
 ` : ''}`
     : '';
-  const readX = norm ? (i: string) => `(x[row * dims.inDim + ${i}] * rstd * normW[${i}])` : undefined;
-  return /* wgsl */ `
-struct Dims { n: u32, inDim: u32, total: u32, r0: u32, r1: u32, r2: u32${norm ? ', eps: f32' : ''} }
-@group(0) @binding(0) var<storage, read> x: array<f32>;
-${decl}
-@group(0) @binding(${1 + 2 * k}) var<uniform> dims: Dims;
-${normDecl}
-
-var<workgroup> partial: array<f32, ${LORA_DOWN_WG}>;
-
-${pick('readA', 'A', k)}
+  const readX = (i: string) => `(x[row * dims.inDim + ${i}] * rstd * normW[${i}])`;
+  // With a norm (decode: a row or a few), a workgroup per item that normalises its row itself.
+  const normMain = `var<workgroup> partial: array<f32, ${LORA_DOWN_WG}>;
 
 @compute @workgroup_size(${LORA_DOWN_WG})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -73,8 +65,40 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
   while (m < ${k - 1}u && j >= ranks[m]) { j -= ranks[m]; m++; }
   let rank = ranks[m];
 ${normPrologue}${loraDownSumWgsl((i) => `readA(m, ${i})`, readX)}
-  if (lid == 0u) { ${store} }
+  if (lid == 0u) { ${store('partial[0]')} }
+}`;
+  // Without: LORA_DOWN_ITEMS items per workgroup (lora.wgsl.ts), the same sums.
+  const itemsMain = `${loraDownItemsSharedWgsl()}
+
+fn locate(idx: u32) -> vec3<u32> {
+  let row = idx / dims.total;
+  var j = idx - row * dims.total;
+  var ranks = array<u32, 3>(dims.r0, dims.r1, dims.r2);
+  var m = 0u;
+  while (m < ${k - 1}u && j >= ranks[m]) { j -= ranks[m]; m++; }
+  return vec3<u32>(row, m, j);
 }
+
+@compute @workgroup_size(${LORA_DOWN_WG})
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+${loraDownItemsWgsl({
+  count: 'dims.n * dims.total',
+  readA: (m, i) => `readA(${m}, ${i})`,
+  store: `var ranks = array<u32, 3>(dims.r0, dims.r1, dims.r2);
+    let rank = ranks[m];
+    ${store('sum')}`,
+})}
+}`;
+  return /* wgsl */ `
+struct Dims { n: u32, inDim: u32, total: u32, r0: u32, r1: u32, r2: u32${norm ? ', eps: f32' : ''} }
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+${decl}
+@group(0) @binding(${1 + 2 * k}) var<uniform> dims: Dims;
+${normDecl}
+
+${pick('readA', 'A', k)}
+${norm ? normMain : itemsMain}
 `;
 }
 

@@ -1,7 +1,7 @@
 import type { GpuContext } from '../../gpu/device';
 import { getPipeline, grid1d, type Dispatch } from '../../gpu/pipelines';
 import { checkDims, paramsUniform } from '../common/params';
-import { LORA_UP_WG, loraDownWgsl, loraUpWgsl } from './lora.wgsl';
+import { LORA_DOWN_ITEMS, LORA_UP_WG, loraDownWgsl, loraUpWgsl } from './lora.wgsl';
 
 export interface LoraDownArgs {
   /** f32 [N, in] layer input (the same x the base matmul reads). */
@@ -34,7 +34,7 @@ export async function loraDown(ctx: GpuContext, a: LoraDownArgs): Promise<Dispat
   checkDims('loraDown', { n: a.n, inDim: a.inDim, rank: a.rank });
   const pipeline = await getPipeline(ctx, 'lora_down', loraDownWgsl());
   const dims = paramsUniform(ctx, 'loraDown.dims', [['u32', a.n], ['u32', a.inDim], ['u32', a.rank]]);
-  return { pipeline, buffers: [a.x, a.A, a.t, dims], workgroups: grid1d(ctx, a.n * a.rank), label: 'lora_down' };
+  return { pipeline, buffers: [a.x, a.A, a.t, dims], workgroups: grid1d(ctx, Math.ceil((a.n * a.rank) / LORA_DOWN_ITEMS)), label: 'lora_down' };
 }
 
 /** y[N, out] += scale · t[N, r] · B^T with B f32 [out, r]. */

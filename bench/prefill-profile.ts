@@ -1,0 +1,142 @@
+// npx tsx bench/prefill-profile.ts [--shape tiny|0.5b] [--layers N] [--prompt 1100] [--rank 4]
+// Where a prompt's prefill and a sequence's scoring spend GPU time, per kernel kind, on the shapes the
+// agent-planner e2e runs (tests/e2e/agent-planner.e2e.test.ts: the qwen2-tiny fixture with a rank-4 adapter
+// on all 7 targets, byte-level prompts of ~1100 tokens prefilled in chunks of up to 512 rows, and the
+// planner's rollouts scored). Kernels' speed does not depend on the values they read, so random weights of
+// the fixture's shape stand in for it. Prints JSON:
+// - prefill: each chunk of the prompt (its rows, start position) as prefill() runs it: whole-list GPU ms
+//   and per kind;
+// - score: one --prompt-token sequence scored as score() does (forward, then the target-logprob chunks of
+//   logitsRows rows): whole-list GPU ms and per kind.
+// Also callable from a browser test (profilePrefill) to measure SwiftShader, what CI's e2e runs on. It reads
+// the runtime's resources through private members: a profiling tool, not an API.
+import type { GpuContext } from '../src/gpu/device';
+import type { ActivationPlan } from '../src/engine/activations';
+import { packSequences, writeBatch } from '../src/engine/batch';
+import { recordForward, recordLogits, recordTargetLogprobs, ROW0_INPUT } from '../src/engine/forward';
+import { encodeSteps, type EncodeInputs, type Step } from '../src/engine/graph';
+import type { Qwen2Config } from '../src/engine/io/config';
+import type { KvCache } from '../src/engine/kv-cache';
+import { prefillRows } from '../src/engine/prefill';
+import { Qwen2Runtime } from '../src/engine/runtime';
+import { bucket } from '../src/engine/runtime-options';
+import type { RuntimeResources } from '../src/engine/runtime-resources';
+import { initLoraAdapter } from '../src/trainer/lora';
+import { Rng } from '../src/util/rng';
+import { QWEN25_05B, shapedWeights } from './shaped-model';
+
+/** The qwen2-tiny fixture's config.json (../shared/fixtures/qwen2-tiny), as the runtime parses it. */
+export const QWEN2_TINY: Qwen2Config = {
+  hiddenSize: 64,
+  numLayers: 2,
+  numHeads: 4,
+  numKvHeads: 2,
+  headDim: 16,
+  intermediateSize: 176,
+  vocabSize: 320,
+  ropeTheta: 1000000,
+  rmsNormEps: 1e-6,
+  tieWordEmbeddings: true,
+  maxPositionEmbeddings: 512,
+  bosTokenId: 318,
+  eosTokenIds: [319],
+  torchDtype: 'bfloat16',
+};
+
+export interface ProfileOptions {
+  config: Qwen2Config;
+  prompt: number;
+  rank: number;
+  maxContext: number;
+}
+
+interface Timed {
+  gpuMs: number;
+  byKind: Record<string, { count: number; ms: number }>;
+}
+
+const kindOf = (s: Step) => (s.kind === 'copy' ? 'copy' : (s.d.label ?? s.d.pipeline.label ?? '?'));
+
+async function timeLists(ctx: GpuContext, lists: Array<[Step[], EncodeInputs]>): Promise<number> {
+  const enc = ctx.device.createCommandEncoder();
+  for (const [steps, inputs] of lists) encodeSteps(ctx, enc, steps, inputs);
+  const cb = enc.finish();
+  const t0 = performance.now();
+  ctx.device.queue.submit([cb]);
+  await ctx.device.queue.onSubmittedWorkDone();
+  return performance.now() - t0;
+}
+
+/** The lists' whole GPU time, then each kernel kind's alone (only its steps, encoded the same way). */
+async function timeByKind(ctx: GpuContext, lists: Array<[Step[], EncodeInputs]>): Promise<Timed> {
+  await timeLists(ctx, lists); // compiles pipelines, warms caches
+  const gpuMs = await timeLists(ctx, lists);
+  const kinds = new Set(lists.flatMap(([s]) => s.map(kindOf)));
+  const byKind: Timed['byKind'] = {};
+  for (const k of kinds) {
+    const only = lists.map(([s, i]): [Step[], EncodeInputs] => [s.filter((x) => kindOf(x) === k), i]);
+    byKind[k] = { count: only.reduce((a, [s]) => a + s.length, 0), ms: await timeLists(ctx, only) };
+  }
+  const sorted = Object.fromEntries(Object.entries(byKind).sort((a, b) => b[1].ms - a[1].ms));
+  return { gpuMs, byKind: sorted };
+}
+
+export async function profilePrefill(ctx: GpuContext, o: ProfileOptions) {
+  const c = o.config;
+  const rt = await Qwen2Runtime.create(ctx, c, shapedWeights(c), { maxContext: o.maxContext });
+  await rt.addAdapter('lora', initLoraAdapter(c, { r: o.rank, alpha: 2 * o.rank }, new Rng(1)));
+  rt.setActiveAdapter('lora');
+  const res = (rt as unknown as { res: RuntimeResources }).res;
+  const tokens = Array.from({ length: o.prompt }, (_, i) => (i * 7919 + 13) % c.vocabSize);
+  const kv: KvCache = await res.kvCache();
+  const C = res.limits.maxBatchRows;
+
+  // Prefill, chunk by chunk as prefill() runs a prompt into the cache.
+  const chunks: Array<{ rows: number; start: number } & Timed> = [];
+  for (let start = 0; start < tokens.length; start += C) {
+    const P = Math.min(C, tokens.length - start);
+    const n = prefillRows(res, P, start, kv);
+    const plan: ActivationPlan = await res.plan('batch', n);
+    const batch = packSequences([tokens.slice(start, start + P)], n);
+    for (let r = 0; r < n; r++) {
+      batch.pos[r] = start + r;
+      batch.ranges[2 * r] = 0;
+      batch.ranges[2 * r + 1] = start + r + 1;
+    }
+    writeBatch(ctx, plan, batch);
+    const forward = await recordForward(ctx, { plan, weights: rt.weights, adapter: rt.adapters.active, n, cache: { kv } });
+    const logits = await recordLogits(ctx, plan, rt.weights, ROW0_INPUT, 1);
+    const inputs = { cacheRow: start, row0: P - 1 };
+    chunks.push({ rows: n, start, ...(await timeByKind(ctx, [[forward, inputs], [logits, inputs]])) });
+  }
+
+  // Scoring one sequence of the prompt's length, as scoreSequences runs it.
+  const n = bucket(tokens.length, C);
+  const plan = await res.plan('batch', n);
+  const batch = packSequences([tokens], n);
+  writeBatch(ctx, plan, batch);
+  const forward = await recordForward(ctx, { plan, weights: rt.weights, adapter: rt.adapters.active, n });
+  const lists: Array<[Step[], EncodeInputs]> = [[forward, {}]];
+  for (let r0 = 0; r0 < batch.tokens; r0 += plan.logitsRows) {
+    const rows = Math.min(plan.logitsRows, batch.tokens - r0);
+    lists.push([await recordTargetLogprobs(ctx, plan, rt.weights, ROW0_INPUT, rows), { row0: r0 }]);
+  }
+  const score = { rows: n, ...(await timeByKind(ctx, lists)) };
+  rt.destroy();
+  return { caps: { isSoftware: ctx.caps.isSoftware, f16: ctx.caps.f16 }, prompt: o.prompt, rank: o.rank, prefill: chunks, score };
+}
+
+async function main(): Promise<void> {
+  const { requestGpu } = await import('../src/gpu/device');
+  const { flag } = await import('./flags');
+  const shape = flag('shape', 'tiny');
+  if (shape !== 'tiny' && shape !== '0.5b') throw new Error(`--shape must be tiny or 0.5b, got ${shape}`);
+  const base = shape === 'tiny' ? QWEN2_TINY : QWEN25_05B;
+  const config = { ...base, numLayers: Number(flag('layers', String(base.numLayers))) };
+  const ctx = await requestGpu();
+  const out = await profilePrefill(ctx, { config, prompt: Number(flag('prompt', '1100')), rank: Number(flag('rank', '4')), maxContext: 2048 });
+  console.log(JSON.stringify(out, null, 1));
+  process.exit(0);
+}
+
+if (typeof window === 'undefined' && /prefill-profile\.ts$/.test(process.argv[1] ?? '')) void main();
