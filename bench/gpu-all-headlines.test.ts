@@ -47,4 +47,12 @@ describe('run.sh all: headlines', () => {
     expect(h['peft-1.5b']).toEqual({ trainStepMs: null, decodeTokPerS: null });
     expect(h['peft-0.5b']).toEqual({ trainStepMs: 145, decodeTokPerS: 24.7 });
   });
+
+  it("sums the prefill profile's chunks into prefill tok/s; a chunk without a time gives nulls", () => {
+    const pp = (chunks: unknown[]) => ({ prompt: 512, prefill: chunks, score: { gpuMs: 12.5 } });
+    const ok = headlines(['prefill-profile'], () => pp([{ rows: 256, gpuMs: 10 }, { rows: 256, gpuMs: 6 }]));
+    expect(ok['prefill-profile']).toEqual({ prompt: 512, prefillGpuMs: 16, prefillTokPerS: 32000, scoreGpuMs: 12.5 });
+    const bad = headlines(['prefill-profile'], () => pp([{ rows: 256, gpuMs: 10 }, { rows: 256 }]));
+    expect(bad['prefill-profile']).toEqual({ prompt: 512, prefillGpuMs: null, prefillTokPerS: null, scoreGpuMs: 12.5 });
+  });
 });

@@ -72,5 +72,18 @@ export function headlines(partNames: string[], read: (part: string) => unknown):
   if (dp) out['decode-profile'] = { dispatchesPerToken: at(dp, 'dispatchesPerToken'), gpuMsPerTokenNoReadback: round(at(dp, 'gpuMsPerTokenNoReadback')), encodeMsPerToken: round(at(dp, 'encodeMsPerToken')), generateTokPerS: round(at(dp, 'generateTokensPerSec')) };
   const tp = read('train-profile');
   if (tp) out['train-profile'] = { realUpdateMs: round(at(tp, 'realUpdateMs')), gpuMs: round(at(tp, 'gpuMs')), encodeMs: round(at(tp, 'encodeMs')), dispatches: at(tp, 'dispatches') };
+  const pp = read('prefill-profile');
+  if (pp) {
+    const prompt = at(pp, 'prompt');
+    const list = (pp as { prefill?: unknown }).prefill;
+    const chunks = Array.isArray(list) ? (list as Array<{ gpuMs?: unknown }>) : [];
+    const prefillMs = chunks.reduce((a, c) => a + (typeof c.gpuMs === 'number' ? c.gpuMs : NaN), 0);
+    out['prefill-profile'] = {
+      prompt,
+      prefillGpuMs: chunks.length && Number.isFinite(prefillMs) ? round(prefillMs) : null,
+      prefillTokPerS: chunks.length && typeof prompt === 'number' && Number.isFinite(prefillMs) && prefillMs > 0 ? round((prompt * 1000) / prefillMs) : null,
+      scoreGpuMs: round(at(pp, 'score', 'gpuMs')),
+    };
+  }
   return out;
 }

@@ -45,7 +45,8 @@ export const MIN_PART_S = 5;
  * then the 1.5B shapes. Caps are about twice the time expected from the one earlier H100 run (README: a 0.5B
  * training step 3.8-4.2 s, decode 70-90 tok/s, PEFT's eager decode 25 tok/s): a 0.5B bench part uploads its
  * model three times and runs a warm-up and a timed training step, about 40 s; PEFT about 30 s (its decode
- * timing is 6 x 64 tokens); the profiles 20-45 s; e2e two steps of 8 rollouts, about 60 s; the 1.5B shapes
+ * timing is 6 x 64 tokens); the profiles 20-45 s (the prefill profile times each of ~20 kernel kinds of a
+ * 512-token forward alone, after one model upload); e2e two steps of 8 rollouts, about 60 s; the 1.5B shapes
  * about 3 x the 0.5B compute, 50-70 s each. They add up to more than the budget on purpose: a part that
  * finishes early leaves its time to the later ones.
  */
@@ -67,6 +68,7 @@ export function plan(o: PlanOptions): Part[] {
     { name: 'peft-0.5b', what: 'PyTorch + PEFT on the 0.5B shapes: LoRA step, decode', capS: 75, run: { python: 'peft_step.py', args: peft('0.5b') } },
     { name: 'decode-profile', what: 'where a 4-bit 0.5B decode token goes (r16 adapter)', capS: 50, run: { node: 'profile.mjs', args: ['--q4', '1', '--adapter', '1', ...(o.smoke ? ['--layers', '1', '--vocab', '4096', '--prompt', '24', '--tokens', '2'] : [])] } },
     { name: 'train-profile', what: 'where a 4-bit 0.5B Flow-GRPO update goes', capS: 90, run: { node: 'train-profile.mjs', args: ['--q4', '1', ...(o.smoke ? ['--layers', '1', '--vocab', '4096', '--tokens', '16', '--seqs', '2', '--response', '4', '--micro-batch', '32', '--reps', '1'] : [])] } },
+    { name: 'prefill-profile', what: 'where a 512-token 0.5B prefill and its scoring go (r16 adapter)', capS: 40, run: { node: 'prefill-profile.mjs', args: ['--shape', '0.5b', '--rank', '16', ...(o.smoke ? ['--layers', '1', '--vocab', '4096', '--prompt', '24'] : ['--prompt', '512'])] } },
     { name: 'e2e-0.5b-q4', what: 'whole Flow-GRPO steps, Qwen2.5-0.5B q4f16_1', capS: 120, run: { node: 'bench.mjs', args: [...benchArgs('qwen2.5-0.5b-q4', 'e2e'), ...(o.smoke ? e2eSmoke : [])] } },
     bench('bench-1.5b-q4', 'qwen2.5-1.5b-q4', 'Qwen2.5-1.5B q4f16_1: speed, memory, train', 90),
     bench('bench-1.5b-f16', 'qwen2.5-1.5b', 'Qwen2.5-1.5B f16: speed, memory, train', 100),

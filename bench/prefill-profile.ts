@@ -1,4 +1,4 @@
-// npx tsx bench/prefill-profile.ts [--shape tiny|0.5b] [--layers N] [--prompt 1100] [--rank 4]
+// npx tsx bench/prefill-profile.ts [--shape tiny|0.5b] [--layers N] [--vocab N] [--prompt 1100] [--rank 4]
 // Where a prompt's prefill and a sequence's scoring spend GPU time, per kernel kind, on the shapes the
 // agent-planner e2e runs (tests/e2e/agent-planner.e2e.test.ts: the qwen2-tiny fixture with a rank-4 adapter
 // on all 7 targets, byte-level prompts of ~1100 tokens prefilled in chunks of up to 512 rows, and the
@@ -132,11 +132,11 @@ async function main(): Promise<void> {
   const shape = flag('shape', 'tiny');
   if (shape !== 'tiny' && shape !== '0.5b') throw new Error(`--shape must be tiny or 0.5b, got ${shape}`);
   const base = shape === 'tiny' ? QWEN2_TINY : QWEN25_05B;
-  const config = { ...base, numLayers: Number(flag('layers', String(base.numLayers))) };
+  const config = { ...base, numLayers: Number(flag('layers', String(base.numLayers))), vocabSize: Number(flag('vocab', String(base.vocabSize))) };
   const ctx = await requestGpu();
   const out = await profilePrefill(ctx, { config, prompt: Number(flag('prompt', '1100')), rank: Number(flag('rank', '4')), maxContext: 2048 });
   console.log(JSON.stringify(out, null, 1));
   process.exit(0);
 }
 
-if (typeof window === 'undefined' && /prefill-profile\.ts$/.test(process.argv[1] ?? '')) void main();
+if (typeof window === 'undefined' && /prefill-profile\.(ts|mjs)$/.test(process.argv[1] ?? '')) void main();

@@ -37,6 +37,7 @@ bundle bench/run.ts bench.mjs
 bundle bench/q4.ts q4.mjs
 bundle bench/decode-profile.ts profile.mjs
 bundle bench/train-profile.ts train-profile.mjs
+bundle bench/prefill-profile.ts prefill-profile.mjs
 bundle src/cli/main.ts cli.mjs
 bundle bench/adapter-info.ts adapter.mjs
 bundle bench/gpu-all.ts all.mjs
@@ -63,7 +64,7 @@ rm -rf "$lists"
 
 cat > "$KIT/run.sh" <<'EOF'
 #!/usr/bin/env bash
-# bash .gpu-kit/run.sh all OUTDIR [part ...] | bench|q4|profile|train-profile|adapter|cli [args...]: unpacks node
+# bash .gpu-kit/run.sh all OUTDIR [part ...] | bench|q4|profile|train-profile|prefill-profile|adapter|cli [args...]: unpacks node
 # and Dawn once, finds a Vulkan driver, runs (`all`: every part of bench/gpu-all-plan.ts into OUTDIR).
 set -euo pipefail
 # `all` counts its time budget from here: unpacking takes part of the call too.
@@ -85,7 +86,7 @@ fi
 nv=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 if [ -z "${VK_ICD_FILENAMES:-}${VK_DRIVER_FILES:-}" ] && [ -f "$nv" ]; then export VK_DRIVER_FILES=$nv; fi
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
-what=${1:?usage: run.sh all OUTDIR [part ...] | bench|q4|profile|train-profile|adapter|cli [args...]}
+what=${1:?usage: run.sh all OUTDIR [part ...] | bench|q4|profile|train-profile|prefill-profile|adapter|cli [args...]}
 shift
 case "$what" in
   all) exec "$work/node" "$work/all.mjs" "$@" ;;
@@ -94,8 +95,9 @@ case "$what" in
   q4) exec "$work/node" "$work/q4.mjs" "$@" ;;
   profile) exec "$work/node" "$work/profile.mjs" "$@" ;;
   train-profile) exec "$work/node" "$work/train-profile.mjs" "$@" ;;
+  prefill-profile) exec "$work/node" "$work/prefill-profile.mjs" "$@" ;;
   cli) exec "$work/node" "$work/cli.mjs" "$@" ;;
-  *) echo "run.sh: unknown command '$what' (all, adapter, bench, q4, profile, train-profile, cli)" >&2; exit 2 ;;
+  *) echo "run.sh: unknown command '$what' (all, adapter, bench, q4, profile, train-profile, prefill-profile, cli)" >&2; exit 2 ;;
 esac
 EOF
 chmod +x "$KIT/run.sh"
