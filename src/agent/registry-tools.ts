@@ -3,9 +3,10 @@
 import type { ToolRegistry } from '../tools/registry';
 import type { Tool } from '../tools/types';
 
-export function toolsFromRegistry(registry: Pick<ToolRegistry, 'cards' | 'run'>): Tool[] {
+/** `note`, when given, hears what a running tool says it is doing (ToolContext.note), for a live view. */
+export function toolsFromRegistry(registry: Pick<ToolRegistry, 'cards' | 'run'>, note?: (text: string | null) => void): Tool[] {
   return registry.cards().map((card) => ({
     card,
-    run: (args, ctx) => registry.run(card.name, args, ctx),
+    run: (args, ctx) => registry.run(card.name, args, note ? { ...ctx, note } : ctx),
   }));
 }

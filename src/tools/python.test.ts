@@ -28,6 +28,7 @@ function fakeWorker(log: string[], gates: Record<string, Gate>): () => Worker {
       {
         async init(indexURL: string) {
           log.push(`init ${indexURL}`);
+          await gates[INIT]?.promise;
           return { version: '3.12.7' };
         },
         async run(code: string): Promise<PythonRunResult> {
@@ -48,6 +49,9 @@ function fakeWorker(log: string[], gates: Record<string, Gate>): () => Worker {
     return worker as unknown as Worker;
   };
 }
+
+/** The key in `gates` that holds back every worker's init() (Pyodide loading). */
+const INIT = '<init>';
 
 /** The log without the workers' start-ups (a spare worker loads in the background after every run). */
 const calls = (log: string[]) => log.filter((l) => !l.startsWith('init '));
@@ -97,6 +101,24 @@ describe('python tool queue notices', () => {
     expect(await b).toEqual({ ok: false, output: '', error: 'python: cancelled' });
     expect(await c).toEqual({ ok: true, output: 'c' });
     expect(calls(log)).toEqual(['A queued', 'B queued', 'C queued', 'A started', 'run a', 'done a', 'C started', 'run c', 'done c']);
+  });
+
+  it('notes that Python is starting only while a call really waits for its worker to load', async () => {
+    const log: string[] = [];
+    const gates: Record<string, Gate> = { [INIT]: gate() };
+    tool = new PythonTool({ indexURL: 'http://pyodide.test/', createWorker: fakeWorker(log, gates) });
+    const notes: Array<string | null> = [];
+    const a = tool.run({ code: 'a' }, { ...ctx('A', log), note: (n) => notes.push(n) });
+    await vi.waitFor(() => expect(notes).toEqual(['starting Python (first use)']));
+    gates[INIT].open();
+    expect(await a).toEqual({ ok: true, output: 'a' });
+    expect(notes).toEqual(['starting Python (first use)', null]);
+    // The spare loaded behind the first run: the next call does not wait, and says nothing.
+    await vi.waitFor(() => expect(log.filter((l) => l.startsWith('init ')).length).toBe(2));
+    await tool.warmUp();
+    notes.length = 0;
+    expect(await tool.run({ code: 'b' }, { ...ctx('B', log), note: (n) => notes.push(n) })).toEqual({ ok: true, output: 'b' });
+    expect(notes).toEqual([]);
   });
 
   it('gives no notices for a call it refuses without running', async () => {

@@ -72,6 +72,8 @@ export function browserPythonWorker(create: () => Worker): PythonWorkerHandle {
 interface Session {
   handle: PythonWorkerHandle;
   ready: Promise<string>;
+  /** Pyodide has loaded in this worker (ready resolved). */
+  loaded: boolean;
 }
 
 export class PythonTool implements Tool {
@@ -88,6 +90,8 @@ export class PythonTool implements Tool {
   private readonly snapshots: boolean;
   private snapshot: Uint8Array | undefined;
   private snapshotRequested = false;
+  /** Some worker has loaded Pyodide: later loads are from the browser's cache (and a snapshot), much faster. */
+  private everLoaded = false;
   private disposed = false;
   /** Workers started so far (each run uses its own; one more is always loading as the spare). */
   workersStarted = 0;
@@ -146,12 +150,18 @@ export class PythonTool implements Tool {
       this.loadTimeoutMs,
       () => new PythonToolError(`python: Pyodide did not load from ${this.indexURL} within ${this.loadTimeoutMs} ms`),
     );
-    const session: Session = { handle, ready };
+    const session: Session = { handle, ready, loaded: false };
     this.live.add(session);
-    ready.catch(() => {
-      if (makeSnapshot && !this.snapshot) this.snapshotRequested = false;
-      this.retire(session, 'it failed to start');
-    });
+    ready.then(
+      () => {
+        session.loaded = true;
+        this.everLoaded = true;
+      },
+      () => {
+        if (makeSnapshot && !this.snapshot) this.snapshotRequested = false;
+        this.retire(session, 'it failed to start');
+      },
+    );
     return session;
   }
 
@@ -182,10 +192,15 @@ export class PythonTool implements Tool {
   }
 
   private async runIn(session: Session, code: string, ctx: ToolContext): Promise<ToolResult> {
+    // Only a call that really waits for its worker to load says so (the spare is usually ready).
+    const loading = !session.loaded;
+    if (loading) ctx.note?.(this.everLoaded ? 'starting Python' : 'starting Python (first use)');
     try {
       await session.ready;
     } catch (e) {
       return { ok: false, output: '', error: e instanceof Error ? e.message : String(e) };
+    } finally {
+      if (loading) ctx.note?.(null);
     }
     // The caller may have given up while Pyodide was loading.
     if (ctx.signal.aborted) return { ok: false, output: '', error: 'python: cancelled' };

@@ -196,6 +196,14 @@ describe('ToolRegistry', () => {
       expect(await c).toEqual({ ok: false, output: '', error: "tool 'serial' took longer than its time limit of 100 ms and was stopped" });
     });
 
+    it("passes a tool's notes on to the caller", async () => {
+      const reg = new ToolRegistry();
+      reg.register({ card: card('noting'), run: async (_args, c) => (c.note?.('warming up'), c.note?.(null), { ok: true, output: 'done' }) });
+      const notes: Array<string | null> = [];
+      expect(await reg.run('noting', { n: 1 }, { ...ctx(), note: (n) => notes.push(n) })).toEqual({ ok: true, output: 'done' });
+      expect(notes).toEqual(['warming up', null]);
+    });
+
     it('stops a call whose turn never comes at its queue limit, 8 x its time limit, naming it', async () => {
       vi.useFakeTimers();
       const reg = new ToolRegistry();

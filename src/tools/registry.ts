@@ -177,7 +177,7 @@ export class ToolRegistry {
     };
     const ran = (async (): Promise<ToolResult> => {
       try {
-        const r = await e.tool.run(v.args, { signal: ac.signal, timeoutMs: ctx.timeoutMs, queued, started });
+        const r = await e.tool.run(v.args, { signal: ac.signal, timeoutMs: ctx.timeoutMs, queued, started, ...(ctx.note ? { note: ctx.note } : {}) });
         if (!r || typeof r.ok !== 'boolean' || typeof r.output !== 'string') return fail(`tool '${name}' returned a malformed result`);
         return r;
       } catch (err) {

@@ -31,6 +31,11 @@ export interface ToolContext {
    */
   queued?: () => void;
   started?: () => void;
+  /**
+   * What a user waiting on the call should know that the tool is doing, as plain text (e.g. 'starting
+   * Python (first use)' while its runtime loads); null when that is over. For display only; optional.
+   */
+  note?: (text: string | null) => void;
 }
 
 export interface ToolResult {

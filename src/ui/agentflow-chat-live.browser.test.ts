@@ -15,10 +15,11 @@ import type { AgentFlowChat } from './agentflow-chat';
 class StreamingEngine implements ChatEngine {
   readonly id = 'planner:streaming';
   private generatorCalls = 0;
+  constructor(private readonly tool = 'echo') {}
   async chat(messages: ChatMessage[], o: GenerateOptions = {}): Promise<GenerationResult> {
     const module = detectModule(messages);
     const text =
-      module === 'planner' ? JSON.stringify({ justification: 'j', context: '', sub_goal: 'Echo it', tool_name: 'echo' })
+      module === 'planner' ? JSON.stringify({ justification: 'j', context: '', sub_goal: 'Echo it', tool_name: this.tool })
       : module === 'executor' ? '{"text": "x"}'
       : module === 'verifier' ? '{"verdict": "STOP"}'
       : module === 'generator' ? 'The answer is x.'
@@ -91,6 +92,43 @@ describe('<agentflow-chat> while a module runs', () => {
       (el.renderRoot.querySelector('details[data-group="experiment"] summary') as HTMLElement).click();
       await expect.poll(() => [...el.renderRoot.querySelectorAll('[data-testid="experiment-list"] button.open')].map((b) => b.textContent?.trim())).toEqual(['bench #2', 'bench #1']);
     } finally {
+      el.remove();
+    }
+  });
+
+  it("says what the running tool is doing (e.g. starting Python) and shows the executor's output as one line", async () => {
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    const warming: Tool = {
+      card: { ...echo.card, name: 'warming' },
+      async run(args, ctx) {
+        ctx.note?.('starting Python (first use)');
+        await released;
+        ctx.note?.(null);
+        return { ok: true, output: String(args.text) };
+      },
+    };
+    const el = document.createElement('agentflow-chat');
+    el.dbName = `chat-live-note-${Math.random()}`;
+    el.maxTurns = 1;
+    const engine = new StreamingEngine('warming');
+    el.engines = { planner: engine, shared: engine };
+    el.extraTools = [warming];
+    el.tools = 'warming';
+    document.body.append(el);
+    await el.updateComplete;
+    try {
+      // The element sets its tools up as it connects (the tool switches are read from storage).
+      await expect.poll(() => el.toolRegistry.isAvailable('warming')).toBe(true);
+      const run = el.ask('Question');
+      await expect.poll(() => text(el, '[data-testid="live"]'), { timeout: 10_000 }).toMatch(/^Calling a tool \(turn 1\): starting Python \(first use\)… \d+\.\d s · .* warming: text = x$/);
+      release();
+      // The note ends with the tool's wait.
+      await expect.poll(() => text(el, '[data-testid="live"]'), { timeout: 10_000 }).toMatch(/^(Checking|Answering) \(turn 1\)…/);
+      el.stop();
+      await run;
+    } finally {
+      release();
       el.remove();
     }
   });

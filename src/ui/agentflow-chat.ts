@@ -27,7 +27,7 @@ import {
 import { onStorageNotice, openAgentDb, storageNotice, storageOpenError, type StorageNotice } from '../store/db';
 import { untilAborted } from '../util/abort';
 import { describeUses, type EngineUse, type EngineUser } from './engine-use';
-import type { ConversationRecord, StepRecord } from '../store/records';
+import type { ConversationRecord, PlannerStepData, StepRecord } from '../store/records';
 import { DB_NAME } from '../store/schema';
 import { ToolRegistry } from '../tools/registry';
 import { registerBuiltinTools } from '../tools/builtin';
@@ -38,7 +38,7 @@ import { markdownOrText } from './markdown';
 import { restoreToolSwitches } from './tool-switches';
 import { ProgressTracker, formatBytes } from './progress-tracker';
 import { renderTrajectory, trajectoryFromSteps } from './trajectory';
-import { callStat, conversationGroup, formatCall, formatLiveCall, moduleLabel, nextCall, startCall, tokenArrived, type CallClock, type CallStat, type ConversationGroup } from './chat-view';
+import { callStat, conversationGroup, executorPreview, formatCall, formatLiveCall, liveHeading, nextCall, startCall, tokenArrived, type CallClock, type CallStat, type ConversationGroup } from './chat-view';
 import { driveTraining, resumeElementTraining, startElementTraining, type ElementTrainOptions, type TrainableEngines } from './element-training';
 import type { LoadedEngines } from './model-loader';
 import type { PolicyTrainer } from '../trainer/training-host';
@@ -102,6 +102,8 @@ interface Live {
   calls: CallStat[];
   /** Not started yet: the database is still opening (another tab may hold it at an older version). */
   waitingForStorage: boolean;
+  /** What the running tool says it is doing (ToolContext.note), e.g. starting Python; null for none. */
+  toolNote: string | null;
 }
 
 export class AgentFlowChat extends LitElement implements EngineUser {
@@ -524,7 +526,7 @@ export class AgentFlowChat extends LitElement implements EngineUser {
     let ended!: () => void;
     this.liveOn = { engines, ended: new Promise<void>((r) => (ended = r)) };
     this.pending.set(id, query);
-    this.live = { id, module: null, turn: 0, text: '', answer: '', controller, call: startCall(performance.now()), calls: [], waitingForStorage: true };
+    this.live = { id, module: null, turn: 0, text: '', answer: '', controller, call: startCall(performance.now()), calls: [], waitingForStorage: true, toolNote: null };
     // Each question is its own conversation (the agent sees none of the earlier ones), so it gets a view of
     // its own; the earlier ones stay in the sidebar.
     this.thread = [id];
@@ -544,7 +546,11 @@ export class AgentFlowChat extends LitElement implements EngineUser {
       const listed = this.refreshList();
       listed.catch(() => undefined); // awaited below; a run that throws first must not leave it unhandled
       result = await go({
-        tools: toolsFromRegistry(this.toolRegistry),
+        tools: toolsFromRegistry(this.toolRegistry, (note) => {
+          // Only the executor's call runs a tool; a note arriving after its step (a late one) is dropped.
+          const l = this.live;
+          if (l?.id === id && l.module === 'executor') this.live = { ...l, toolNote: note };
+        }),
         engines,
         config: { maxTurns: this.maxTurns },
         signal: controller.signal,
@@ -566,7 +572,9 @@ export class AgentFlowChat extends LitElement implements EngineUser {
             const t = performance.now();
             const calls = step.kind === 'error' ? l.calls : [...l.calls, callStat(step.kind, step.turn, l.call, t, step)];
             const next = nextCall(step);
-            this.live = next ? { ...l, calls, call: startCall(t), module: next.module, turn: next.turn, text: '' } : { ...l, calls, call: startCall(t) };
+            this.live = next
+              ? { ...l, calls, call: startCall(t), module: next.module, turn: next.turn, text: '', toolNote: null }
+              : { ...l, calls, call: startCall(t), toolNote: null };
           }
           if (step.kind === 'analysis') void this.refreshList();
           this.dispatchEvent(new CustomEvent<AgentflowTurnDetail>('agentflow-turn', { detail: { conversationId: id, turn: step.turn, kind: step.kind, step }, bubbles: true, composed: true }));
@@ -793,6 +801,14 @@ export class AgentFlowChat extends LitElement implements EngineUser {
     if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) this.onSubmit(e);
   }
 
+  /** The tool the conversation's latest planner step chose (what its executor call is for), if any. */
+  private plannedTool(id: string): string | null {
+    const planner = (this.stepsById[id] ?? []).findLast((s) => s.kind === 'planner');
+    if (!planner) return null;
+    const d = planner.data as Partial<PlannerStepData>;
+    return d.resolvedTool ?? d.action?.toolName ?? null;
+  }
+
   private renderText(text: string) {
     if (this.renderAs === 'text') return html`<div class="text plain">${text}</div>`;
     // Text the Markdown parser must not see (too deeply nested, too long) or fails on is shown as it is.
@@ -821,9 +837,9 @@ export class AgentFlowChat extends LitElement implements EngineUser {
                 : nothing}
               ${live.waitingForStorage && this.storageNotice?.kind === 'blocked'
                 ? html`<div class="live" data-testid="live">${WAITING_FOR_BLOCKED_STORAGE}</div>`
-                : html`<div class="live" data-testid="live">${live.module ? `${moduleLabel(live.module)}${live.turn ? ` (turn ${live.turn})` : ''}…` : 'Starting…'}
+                : html`<div class="live" data-testid="live">${liveHeading(live.module, live.turn, live.toolNote)}
 <span class="live-stats" data-testid="live-stats">${formatLiveCall(live.call, performance.now())}</span>
-${live.module === 'generator' ? '' : live.text.slice(-400)}</div>`}`
+${live.module === 'generator' ? '' : live.module === 'executor' ? executorPreview(live.text, this.plannedTool(id)) : live.text.slice(-400)}</div>`}`
           : nothing}
         ${answer ? (live ? html`<div class="text plain">${answer}</div>` : this.renderText(answer)) : !live && !failed ? html`<p class="status">${conv?.status === 'interrupted' ? 'Interrupted before an answer.' : conv?.status === 'error' ? 'The run failed.' : ''}</p>` : nothing}
         ${failed ? html`<p class="error" role="alert" part="error" data-testid="answer-error">${answer ? '' : 'Not answered: '}${failed.error}</p>` : nothing}

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { StepRecord } from '../store/records';
-import { callStat, conversationGroup, formatCall, formatLiveCall, nextCall, startCall, tokenArrived } from './chat-view';
+import { callStat, conversationGroup, executorPreview, formatCall, formatLiveCall, liveHeading, nextCall, startCall, tokenArrived } from './chat-view';
 
 const step = (kind: StepRecord['kind'], turn: number, data: Record<string, unknown> = {}): StepRecord => ({ conversationId: 'c', seq: 0, kind, turn, startedAt: 0, endedAt: 0, data }) as unknown as StepRecord;
 
@@ -17,6 +17,24 @@ describe('chat-view', () => {
     const planned = callStat('planner', 1, c, 2600, step('planner', 1, { completionTokenCount: 50, timings: { prefillMs: 900, decodeMs: 2000 } }));
     expect(formatCall(planned)).toBe('Planning (turn 1): 1.6 s, first token after 1.0 s, 50 tokens at 25 tokens/s');
     expect(formatCall(callStat('executor', 1, startCall(0), 300))).toBe('Calling a tool (turn 1): 0.3 s, no tokens streamed');
+  });
+
+  it('heads the live line with the call, and what its tool says it is doing', () => {
+    expect(liveHeading(null, 0)).toBe('Starting…');
+    expect(liveHeading('planner', 2)).toBe('Planning (turn 2)…');
+    expect(liveHeading('executor', 1, 'starting Python (first use)')).toBe('Calling a tool (turn 1): starting Python (first use)…');
+  });
+
+  it("shows the executor's streamed output as the tool and a one-line summary of its arguments, never raw", () => {
+    expect(executorPreview('{"args": {"code": "import math\nprint(math.pi)"}}', 'python')).toBe('python: code = import math print(math.pi)');
+    expect(executorPreview('Sure: {"query": "x", "limit": 3}', null)).toBe('query = x, limit = 3');
+    // Still streaming: what has come so far, repaired; text with no object in it, only its length.
+    expect(executorPreview('{"args": {"code": "pri', 'python')).toBe('python: code = pri');
+    expect(executorPreview('```python\nprint(1', 'python')).toBe('python: writing the arguments (17 characters)');
+    // Long or hostile text stays one short line: no line breaks, no direction overrides.
+    const long = executorPreview(`{"code": "${'x'.repeat(500)}\u202e<b>"}`, 'python\n\u202eevil');
+    expect(long).toHaveLength(120);
+    expect(long).toMatch(/^python evil: code = x+…$/);
   });
 
   it('says which call comes next and where a conversation belongs', () => {

@@ -3,6 +3,7 @@
 // rather than an experiment's items or a training run's rollouts. Pure functions; the element renders them.
 import type { ModuleName } from '../agent/prompts';
 import { nextModule } from '../agent/phases';
+import { extractJsonObjects } from '../agent/parse';
 import type { CallUsage, ConversationRecord, StepRecord } from '../store/records';
 
 /** One module call in progress, in performance.now() milliseconds. */
@@ -69,6 +70,43 @@ export function nextCall(step: StepRecord): { module: ModuleName; turn: number }
 
 export function moduleLabel(m: ModuleName): string {
   return { analysis: 'Analysing the query', planner: 'Planning', executor: 'Calling a tool', verifier: 'Checking', generator: 'Answering' }[m];
+}
+
+/**
+ * The live line's heading: "Planning (turn 1)…", or with what the running tool says it is doing,
+ * "Calling a tool (turn 1): starting Python (first use)…".
+ */
+export function liveHeading(module: ModuleName | null, turn: number, toolNote: string | null = null): string {
+  if (!module) return 'Starting…';
+  return `${moduleLabel(module)}${turn ? ` (turn ${turn})` : ''}${toolNote ? `: ${oneLine(toolNote, 80)}` : ''}…`;
+}
+
+// Line breaks, other control characters and bidirectional overrides: model text may not reshape the line.
+const UNPRINTABLE = /[\s\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]+/g;
+
+/** `s` on one line, cut to `max` characters with an ellipsis. */
+export function oneLine(s: string, max: number): string {
+  const flat = s.replace(UNPRINTABLE, ' ').trim();
+  return flat.length <= max ? flat : `${flat.slice(0, max - 1).trimEnd()}…`;
+}
+
+const PREVIEW_CHARS = 120;
+
+/**
+ * What the live line shows of the executor's streamed output (model text, so hostile): the tool and its
+ * arguments on one short line as far as they parse (a cut-off object is repaired), e.g. "python: code =
+ * print(2 + 2)", else how much has been written so far. Rendered as text, never as HTML.
+ */
+export function executorPreview(text: string, toolName: string | null): string {
+  const tool = toolName ? `${oneLine(toolName, 40)}: ` : '';
+  const obj = extractJsonObjects(text)[0];
+  if (!obj) return `${tool}writing the arguments (${text.length} character${text.length === 1 ? '' : 's'})`;
+  const inner = ['args', 'arguments', 'parameters', 'input', 'tool_input'].map((k) => obj[k]).find((v) => v && typeof v === 'object' && !Array.isArray(v));
+  const args = (inner ?? obj) as Record<string, unknown>;
+  const summary = Object.entries(args)
+    .map(([k, v]) => `${k} = ${typeof v === 'string' ? v : JSON.stringify(v)}`)
+    .join(', ');
+  return oneLine(`${tool}${summary || '(no arguments)'}`, PREVIEW_CHARS);
 }
 
 const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
