@@ -273,10 +273,12 @@ describe('Training panel progress, stored runs and results', () => {
     const started = p.start();
     await expect.poll(() => q(p, '[data-testid="training-progress"]')?.textContent ?? '').toMatch(/Step 3 of 4, about \d+ s left/);
     expect(q<HTMLProgressElement>(p, '[data-testid="training-progress"] progress').value).toBe(3);
+    expect(q(p, '[data-testid="training-status"]').textContent).toMatch(/^Running: step 3 of 4, reward \d\.\d\d$/);
     release();
     await started;
     expect(p.state).toBe('done');
     await p.updateComplete;
+    expect(q(p, '[data-testid="training-status"]').textContent).toMatch(/^Done: step 4 of 4, reward \d\.\d\d$/);
     expect(q(p, '[data-testid="training-result"]').textContent).toMatch(/^Result: the adapter of step [1-4], the best rolling reward \(\d\.\d\d\)\.$/);
     const runId = /run (toy-\S+)/.exec(q(p, '[data-testid="training-label"]').textContent ?? '')![1];
     p.remove();
@@ -291,6 +293,8 @@ describe('Training panel progress, stored runs and results', () => {
     await again.updateComplete;
     const paths = [...again.shadowRoot!.querySelectorAll('[data-testid="training-charts"] path')].map((x) => (x.getAttribute('d') ?? '').split(/[ML]/).filter(Boolean).length);
     expect(paths[0]).toBe(4);
+    // A stored run shown: its own length, from its spec.
+    expect(q(again, '[data-testid="training-status"]').textContent).toMatch(/^Done: step 4 of 4, reward \d\.\d\d$/);
     expect(q(again, '[data-testid="training-result"]').textContent).toMatch(/^Result: the adapter of step [1-4]/);
     again.remove();
   });

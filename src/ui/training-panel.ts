@@ -37,6 +37,7 @@ import { downloadBlob, downloadText } from './download';
 import type { EngineUse, EngineUser } from './engine-use';
 import { InFlight } from './in-flight';
 import { TOY_BASE_MODEL, createToyDriver, resumeToyDriver, WorkerToyTrainingDriver, type TrainingDriver, type TrainingSettings, type TrainingStepPoint } from './training-driver';
+import { trainingStatusText } from './training-status';
 
 export const ACTIVE_ADAPTER_KEY = 'activeAdapter';
 
@@ -113,6 +114,8 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
   /** The adapter whose "keep as" name field is open. */
   declare keeping: string | null;
   private driver: TrainingDriver | null = null;
+  /** Steps of the run the status line is about (the driver's, or the stored run shown), when known. */
+  private totalSteps: number | null = null;
   /** Drivers of real-planner runs and the page's engines each runs on (toy runs use none of them). */
   private readonly driverEngines = new WeakMap<TrainingDriver, AgentEngines>();
   /** A real-planner run is being set up (its optimizer starting in the planner worker). */
@@ -270,6 +273,7 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
     this.label = `${run.spec.label}, run ${run.id}`;
     this.result = run.result;
     this.notes = [];
+    this.totalSteps = run.spec.steps;
     this.state = run.status === 'running' ? 'paused' : run.status;
   }
 
@@ -391,6 +395,7 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
   private replaceDriver(d: TrainingDriver): void {
     if (this.driver && this.driver !== d) this.driver.dispose?.();
     this.driver = d;
+    this.totalSteps = d.steps ?? null;
   }
 
   /**
@@ -578,7 +583,7 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
         <button type="button" ?disabled=${this.busy} @click=${() => this.start()}>${agent ? 'Start training the planner' : 'Toy mode: start training'}</button>
         <button type="button" ?disabled=${this.state !== 'running'} @click=${() => this.pause()}>Pause</button>
         <button type="button" ?disabled=${this.state !== 'paused' || this.starting} @click=${() => this.resume()}>Resume</button>
-        <span role="status" data-testid="training-status">${this.starting ? 'Starting…' : this.state === 'idle' ? 'Not started.' : `${this.state}: step ${p.at(-1)?.step ?? 0}${p.length ? `, reward ${p.at(-1)!.reward.toFixed(2)}` : ''}`}</span>
+        <span role="status" data-testid="training-status">${this.starting ? 'Starting…' : trainingStatusText(this.state, p.at(-1), this.totalSteps)}</span>
       </div>
       ${this.renderProgress()}
       ${this.label ? html`<p data-testid="training-label"><small>${this.label}</small></p>` : nothing}

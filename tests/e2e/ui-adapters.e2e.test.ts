@@ -104,7 +104,7 @@ describe('adapter export and import in the Training tab', () => {
     await page.getByRole('spinbutton', { name: 'Steps' }).fill('1');
     await page.getByRole('spinbutton', { name: 'Group size' }).fill('2');
     await page.getByRole('button', { name: /Toy mode/ }).click();
-    await waitStatus(page, /^done: step 1/);
+    await waitStatus(page, /^Done: step 1 /);
     const rows = page.locator('agentflow-training-panel [data-testid="adapters"] tbody tr');
     await rows.first().waitFor();
     const [source] = await storedAdapters(page);
@@ -183,7 +183,7 @@ describe('adapter export and import in the Training tab', () => {
       firstLabel,
       { timeout: 60_000 },
     );
-    await waitStatus(page, /^done: step 1/);
+    await waitStatus(page, /^Done: step 1 /);
     const label = await panelText(page, '[data-testid="training-label"]');
     expect(label).toMatch(/^Toy task \(tiny planner, CPU\), from adapter “round-trip”, in a worker, run toy-/);
     const runId = /run (toy-\S+)/.exec(label)![1];

@@ -209,16 +209,16 @@ describe('the app', () => {
       { timeout: 60_000, polling: 20 },
     );
     await page.getByRole('button', { name: /Toy mode/ }).click();
-    await waitStatus(/^running: step [1-9]/);
+    await waitStatus(/^Running: step [1-9]/);
     await page.getByRole('button', { name: 'Pause' }).click();
-    await waitStatus(/^paused: step \d+/);
+    await waitStatus(/^Paused at step \d+/);
     const pausedAt = Number(/step (\d+)/.exec(await statusText())![1]);
     expect(pausedAt).toBeLessThan(12);
     await page.waitForTimeout(300);
-    expect(await statusText()).toMatch(new RegExp(`^paused: step ${pausedAt},`));
+    expect(await statusText()).toMatch(new RegExp(`^Paused at step ${pausedAt} of 12,`));
     await page.getByRole('button', { name: 'Resume', exact: true }).click();
-    await waitStatus(/^done: step 12/);
-    expect(await status.textContent()).toMatch(/^done: step 12, reward \d\.\d\d$/);
+    await waitStatus(/^Done: step 12 /);
+    expect(await status.textContent()).toMatch(/^Done: step 12 of 12, reward \d\.\d\d$/);
     // Each chart drew a line through the 12 steps.
     const paths = () => page.locator('agentflow-training-panel [data-testid="training-charts"] path').evaluateAll((ps) => ps.map((p) => (p.getAttribute('d') ?? '').split(/[ML]/).filter(Boolean).length));
     // Reward (and its rolling mean), loss, KL, clip fraction, tokens/s and rollout time, 12 points each.

@@ -117,10 +117,10 @@ describe('Training tab on the real planner', () => {
 
     await tinyBudgets(page, 1);
     await page.getByRole('button', { name: 'Start training the planner' }).click();
-    await waitStatus(page, /^(done|error): step 1|Training stopped/, 480_000).catch(() => undefined);
+    await waitStatus(page, /^(Done: step|Failed at step) 1 |Training stopped/, 480_000).catch(() => undefined);
     const alert = await inPanel(page, '[role="alert"]');
     expect(alert).toBe('');
-    expect(await inPanel(page, '[data-testid="training-status"]')).toMatch(/^done: step 1, reward \d\.\d\d$/);
+    expect(await inPanel(page, '[data-testid="training-status"]')).toMatch(/^Done: step 1 of 1, reward \d\.\d\d$/);
     expect(await inPanel(page, '[data-testid="training-label"]')).toMatch(/Planner on agent rollouts of “tiny” \(planner:qwen2-tiny\), run agent-/);
 
     // Each chart now holds the step's value (reward, loss, KL, clip fraction, tokens/s, and from the
@@ -173,11 +173,11 @@ describe('agent-rollout training across a reload', () => {
     await importBench(page);
     await tinyBudgets(page, 2);
     await page.getByRole('button', { name: 'Start training the planner' }).click();
-    await waitStatus(page, /^running: step 1|Training stopped/, 300_000);
+    await waitStatus(page, /^Running: step 1|Training stopped/, 300_000);
     await page.getByRole('button', { name: 'Pause', exact: true }).click();
-    await waitStatus(page, /^(paused|error|done): step/, 300_000);
+    await waitStatus(page, /^(Paused at|Failed at|Done:) step/, 300_000);
     expect(await inPanel(page, '[role="alert"]')).toBe('');
-    expect(await inPanel(page, '[data-testid="training-status"]')).toMatch(/^paused: step 1, reward 0\.00$/);
+    expect(await inPanel(page, '[data-testid="training-status"]')).toMatch(/^Paused at step 1 of 2, reward 0\.00$/);
     const runId = /run (agent-\S+)/.exec(await inPanel(page, '[data-testid="training-label"]'))![1];
 
     await page.reload();
@@ -188,9 +188,9 @@ describe('agent-rollout training across a reload', () => {
     const runs = page.locator('agentflow-training-panel [data-testid="agent-runs"] li');
     await expect.poll(async () => (await runs.first().textContent()) ?? '', { timeout: 30_000 }).toMatch(new RegExp(`${runId}: step 1 of 2 \\((paused|running)\\)`));
     await runs.first().getByRole('button', { name: `Resume run ${runId}`, exact: true }).click();
-    await waitStatus(page, /^(done|error): step 2|Training stopped/, 300_000).catch(() => undefined);
+    await waitStatus(page, /^(Done: step|Failed at step) 2 |Training stopped/, 300_000).catch(() => undefined);
     expect(await inPanel(page, '[role="alert"]')).toBe('');
-    expect(await inPanel(page, '[data-testid="training-status"]')).toMatch(/^done: step 2, reward \d\.\d\d$/);
+    expect(await inPanel(page, '[data-testid="training-status"]')).toMatch(/^Done: step 2 of 2, reward \d\.\d\d$/);
     // The chart kept the step from before the reload and added the resumed one.
     const paths = await page.locator('agentflow-training-panel [data-testid="training-charts"] path').evaluateAll((ps) => ps.map((p) => (p.getAttribute('d') ?? '').split(/[ML]/).filter(Boolean).length));
     expect(paths).toEqual([2, 2, 2, 2, 2, 2, 2, 2]);
