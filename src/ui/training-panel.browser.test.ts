@@ -323,6 +323,9 @@ describe('Training panel adapters table', () => {
     const p = await mount(dbName);
     const names = [...p.shadowRoot!.querySelectorAll('[data-testid="adapters"] button[aria-pressed]')].map((b) => b.getAttribute('aria-label'));
     expect(names.sort()).toEqual(['Activate adapter first', 'Activate adapter second']);
+    // A narrow screen scrolls the table in its own box (a keyboard can reach it) instead of squeezing it.
+    const box = p.shadowRoot!.querySelector('[data-testid="adapters"]')!.parentElement!;
+    expect([getComputedStyle(box).overflowX, box.getAttribute('role'), box.tabIndex]).toEqual(['auto', 'region', 0]);
     p.remove();
   });
 });

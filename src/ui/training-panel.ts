@@ -248,6 +248,13 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
     .error { color: var(--agentflow-error-color, #b00020); }
     table { border-collapse: collapse; }
     td, th { padding: 0.2rem 0.5rem; text-align: left; border-bottom: 1px solid color-mix(in srgb, currentColor 15%, transparent); }
+    /* On a phone the adapters table scrolls in its own box rather than squeezing names onto a line per part. */
+    .table-scroll { overflow-x: auto; max-width: 100%; }
+    .adapters td:first-child { min-width: 10rem; }
+    /* A checkpoint's name already carries its time; the date column is the one a narrow screen does without. */
+    @media (max-width: 30rem) {
+      .adapters .created { display: none; }
+    }
   `;
 
   override connectedCallback(): void {
@@ -631,14 +638,14 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
       <h3>Adapters</h3>
       ${this.adapters.length === 0
         ? html`<p>No adapters stored yet. Training saves one at each checkpoint.</p>`
-        : html`<table data-testid="adapters">
-            <thead><tr><th scope="col">Adapter</th><th scope="col">Base model</th><th scope="col">Created</th><th scope="col">Actions</th></tr></thead>
+        : html`<div class="table-scroll" role="region" aria-label="Stored adapters" tabindex="0"><table class="adapters" data-testid="adapters">
+            <thead><tr><th scope="col">Adapter</th><th scope="col">Base model</th><th scope="col" class="created">Created</th><th scope="col">Actions</th></tr></thead>
             <tbody>
               ${this.adapters.map(
                 (a) => html`<tr>
                   <td>${a.name}${this.active === a.id ? html` <strong>(active)</strong>` : nothing}${a.keep ? html` <small>(kept)</small>` : nothing}</td>
                   <td>${a.baseModel || '—'}</td>
-                  <td>${new Date(a.createdAt).toLocaleString()}</td>
+                  <td class="created">${new Date(a.createdAt).toLocaleString()}</td>
                   <td>
                     <button type="button" aria-pressed=${this.active === a.id ? 'true' : 'false'} aria-label=${`${this.active === a.id ? 'Deactivate' : 'Activate'} adapter ${a.name}`} @click=${() => this.activate(this.active === a.id ? null : a.id)}>${this.active === a.id ? 'Deactivate' : 'Activate'}</button>
                     <button type="button" aria-label=${`Export adapter ${a.name}`} @click=${() => this.exportAdapter(a)}>Export</button>
@@ -658,7 +665,7 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
                 </tr>`,
               )}
             </tbody>
-          </table>`}
+          </table></div>`}
       <fieldset>
         <legend>Import a PEFT adapter</legend>
         <div class="row">
