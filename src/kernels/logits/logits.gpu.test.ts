@@ -11,7 +11,14 @@ import { logprobRef } from './logits.ref';
 describe('logits kernels (chunked LM head + log-softmax stats)', async () => {
   const paths = await weightPaths();
   for (const path of paths) {
-    for (const [rows, H, V, chunk] of [[1, 8, 5, 5], [3, 33, 1000, 300], [6, 20, 777, 256]] as const) {
+    for (const [rows, H, V, chunk] of [
+      [1, 8, 5, 5],
+      [3, 33, 1000, 300],
+      [6, 20, 777, 256],
+      // Rows >= 64 over a small vocabulary take the one-thread-per-row kernel; a chunk over 1024 the wide one.
+      [70, 8, 320, 320],
+      [2, 8, 1500, 1500],
+    ] as const) {
       it(`${path}: rows=${rows} H=${H} V=${V} in chunks of ${chunk}: logits, lse and target logprobs`, async () => {
         const ctx = await gpuFor(path);
         const rng = new Rng(rows * 7 + V);

@@ -5,7 +5,13 @@
 
 export const LSE_WG = 256;
 export const LSE_NEG = -3.0e38;
+/** Threads per workgroup of the small-vocabulary variant (lseChunkSmallWgsl). */
+export const LSE_SMALL_WG = 64;
 
+/**
+ * One workgroup of LSE_WG threads per row: thread i folds columns i, i + LSE_WG, ... into a (max, sum) pair,
+ * then a barrier tree merges slot i with slot i + s for s = LSE_WG/2 .. 1. That tree fixes the bits.
+ */
 export function lseChunkWgsl(withTargets: boolean): string {
   return /* wgsl */ `
 struct Dims { rows: u32, cols: u32, ld: u32, colOffset: u32, vocabOffset: u32, first: u32, scale: f32 }
@@ -62,6 +68,113 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     stats[row * 3u + 1u] = r.y;
     stats[row * 3u + 2u] = tgt;
   }
+}
+`;
+}
+
+const targetsBinding = (withTargets: boolean) => (withTargets ? '@group(0) @binding(3) var<storage, read> targets: array<u32>;' : '');
+
+/**
+ * The same merges in the same order as lseChunkWgsl (so the same bits), for a small vocabulary, where 256
+ * threads and 9 barriers per row cost far more than the row's few hundred columns: `threadsPerRow` threads
+ * (a power of two <= LSE_WG) each play LSE_WG / threadsPerRow of the 256-wide kernel's threads and the tree
+ * levels between them, and LSE_SMALL_WG / threadsPerRow rows share a workgroup. Thread t ends holding the
+ * big kernel's tree slot t after the level of width threadsPerRow; the row's thread 0 merges the rest of the
+ * tree in its order after one barrier (none when a thread owns a whole row).
+ */
+export function lseChunkSmallWgsl(withTargets: boolean, threadsPerRow: number): string {
+  const T = threadsPerRow;
+  if (!(T >= 1 && T <= LSE_WG && Number.isInteger(Math.log2(T)))) throw new Error(`lseChunkSmallWgsl: threadsPerRow must be a power of two in 1..${LSE_WG}, got ${T}`);
+  if (T > LSE_SMALL_WG) throw new Error(`lseChunkSmallWgsl: threadsPerRow ${T} exceeds the workgroup (${LSE_SMALL_WG})`);
+  const rowsPerWg = LSE_SMALL_WG / T;
+  const levels = Math.log2(LSE_WG / T);
+  // The levels below T, written out for the row's thread 0 over the workgroup slots at `o`.
+  const rest: string[] = [];
+  let prev = (i: number) => `vec2<f32>(rm[o + ${i}u], rs[o + ${i}u])`;
+  for (let s = T / 2, level = 0; s >= 1; s >>= 1, level++) {
+    const p = prev;
+    for (let i = 0; i < s; i++) rest.push(`    let t${level}_${i} = mergev(${p(i)}, ${p(i + s)});`);
+    prev = (i: number) => `t${level}_${i}`;
+  }
+  const root = T === 1 ? 'slot(base, 0u)' : prev(0);
+  return /* wgsl */ `
+struct Dims { rows: u32, cols: u32, ld: u32, colOffset: u32, vocabOffset: u32, first: u32, scale: f32 }
+@group(0) @binding(0) var<storage, read> logits: array<f32>;
+@group(0) @binding(1) var<storage, read_write> stats: array<f32>;
+@group(0) @binding(2) var<uniform> dims: Dims;
+${targetsBinding(withTargets)}
+${T > 1 ? `var<workgroup> rm: array<f32, ${LSE_SMALL_WG}>;
+var<workgroup> rs: array<f32, ${LSE_SMALL_WG}>;` : ''}
+
+fn merge(m1: f32, s1: f32, m2: f32, s2: f32) -> vec2<f32> {
+  let m = max(m1, m2);
+  return vec2<f32>(m, s1 * exp(m1 - m) + s2 * exp(m2 - m));
+}
+fn mergev(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> { return merge(a.x, a.y, b.x, b.y); }
+
+// What thread i of the 256-wide kernel folds before its tree.
+fn fold(base: u32, i: u32) -> vec2<f32> {
+  var m = ${LSE_NEG};
+  var s = 0.0;
+  for (var c = i; c < dims.cols; c += ${LSE_WG}u) {
+    let v = logits[base + c] * dims.scale;
+    let r = merge(m, s, v, 1.0);
+    m = r.x;
+    s = r.y;
+  }
+  return vec2<f32>(m, s);
+}
+// The big kernel's tree slot i (< ${T}) once level ${T} is merged: the stride tree over the folds of threads
+// i + ${T}k, k < ${LSE_WG / T}. Slot pairs (k, k + h) are neighbours in bit-reversed k order, so walking k in that
+// order and merging like a binary counter (earlier subtree on the left) adds the same pairs in the same order.
+fn slot(base: u32, i: u32) -> vec2<f32> {
+  var stack: array<vec2<f32>, ${levels + 1}>;
+  for (var j = 0u; j < ${LSE_WG / T}u; j++) {
+    var node = fold(base, i + ${T}u * ${levels === 0 ? '0u' : `(reverseBits(j) >> ${32 - levels}u)`});
+    var lvl = 0u;
+    for (var c = j; (c & 1u) == 1u; c >>= 1u) {
+      node = mergev(stack[lvl], node);
+      lvl++;
+    }
+    stack[lvl] = node;
+  }
+  return stack[${levels}];
+}
+
+@compute @workgroup_size(${LSE_SMALL_WG})
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let row = (wg.x + wg.y * nwg.x) * ${rowsPerWg}u + lid / ${T}u;
+  let lane = lid % ${T}u;
+  let base = row * dims.ld + dims.colOffset;
+  let live = row < dims.rows;
+${
+  T === 1
+    ? `  if (!live) { return; }
+  let total = ${root};`
+    : `  var mine = vec2<f32>(${LSE_NEG}, 0.0);
+  if (live) { mine = slot(base, lane); }
+  rm[lid] = mine.x;
+  rs[lid] = mine.y;
+  workgroupBarrier();
+  if (!live || lane != 0u) { return; }
+  let o = lid;
+${rest.join('\n')}
+  let total = ${root};`
+}
+  var prev = vec3<f32>(${LSE_NEG}, 0.0, ${LSE_NEG});
+  if (dims.first == 0u) { prev = vec3<f32>(stats[row * 3u], stats[row * 3u + 1u], stats[row * 3u + 2u]); }
+  let r = merge(prev.x, prev.y, total.x, total.y);
+  var tgt = prev.z;
+  ${
+    withTargets
+      ? `let t = targets[row];
+  if (t >= dims.vocabOffset && t - dims.vocabOffset < dims.cols) { tgt = logits[base + t - dims.vocabOffset] * dims.scale; }`
+      : ''
+  }
+  stats[row * 3u] = r.x;
+  stats[row * 3u + 1u] = r.y;
+  stats[row * 3u + 2u] = tgt;
 }
 `;
 }
