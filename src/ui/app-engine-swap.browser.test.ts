@@ -111,6 +111,20 @@ async function startTraining(training: AgentflowTrainingPanel, engines: HeldEngi
 
 const text = (el: Element, sel: string) => (el.shadowRoot!.querySelector(sel)?.textContent ?? '').replace(/\s+/g, ' ').trim();
 
+/** The app with a training run on loaded engines 'old', and the models panel asking about it after "Use the scripted demo". */
+async function askingAboutTraining(): Promise<Awaited<ReturnType<typeof mountApp>> & { old: HeldEngines; demoButton: () => HTMLButtonElement }> {
+  const mounted = await mountApp();
+  const { models, training } = mounted;
+  const old = new HeldEngines('old', () => training.state);
+  loaded(models, old, 'old models');
+  await expect.poll(() => training.engines).toBe(old);
+  await startTraining(training, old);
+  const demoButton = () => [...models.renderRoot.querySelectorAll('button')].find((b) => b.textContent === 'Use the scripted demo')!;
+  demoButton().click();
+  await expect.poll(() => text(models, '[data-testid="swap-confirm"]')).toMatch(/^A training run \(.*\) is using the loaded models\. /);
+  return { ...mounted, old, demoButton };
+}
+
 describe('<agentflow-app> replacing its engines', () => {
   it('stops a training run, an experiment and a chat answer cleanly before disposing the engines they run on', async () => {
     const { app, dbName, models, training, experiments, chat } = await mountApp();
@@ -156,16 +170,9 @@ describe('<agentflow-app> replacing its engines', () => {
   });
 
   it('asks before switching away from the models a training run uses, and pauses the run when the user accepts', async () => {
-    const { app, models, training } = await mountApp();
+    const { app, models, training, old, demoButton } = await askingAboutTraining();
     try {
-      const old = new HeldEngines('old', () => training.state);
-      loaded(models, old, 'old models');
-      await expect.poll(() => training.engines).toBe(old);
-      await startTraining(training, old);
-
-      const demoButton = () => [...models.renderRoot.querySelectorAll('button')].find((b) => b.textContent === 'Use the scripted demo')!;
-      demoButton().click();
-      await expect.poll(() => text(models, '[data-testid="swap-confirm"]')).toMatch(/^A training run \(.*\) is using the loaded models\. Switching to the scripted demo stops it: it is paused with its checkpoints kept/);
+      expect(text(models, '[data-testid="swap-confirm"]')).toMatch(/^A training run \(.*\) is using the loaded models\. Switching to the scripted demo stops it: it is paused with its checkpoints kept/);
       expect(app.engines).toBe(old);
 
       // "Keep it running" changes nothing.
@@ -190,14 +197,8 @@ describe('<agentflow-app> replacing its engines', () => {
   });
 
   it('closes the swap question, starting nothing, when what it asks about ends by itself', async () => {
-    const { app, models, training } = await mountApp();
+    const { app, models, training, old } = await askingAboutTraining();
     try {
-      const old = new HeldEngines('old', () => training.state);
-      loaded(models, old, 'old models');
-      await expect.poll(() => training.engines).toBe(old);
-      await startTraining(training, old);
-      [...models.renderRoot.querySelectorAll('button')].find((b) => b.textContent === 'Use the scripted demo')!.click();
-      await expect.poll(() => text(models, '[data-testid="swap-confirm"]')).toMatch(/^A training run .* is using the loaded models/);
 
       // The user pauses the run in Training while the question is open.
       training.pause();
