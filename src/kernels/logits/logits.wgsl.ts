@@ -8,25 +8,51 @@ export const LSE_NEG = -3.0e38;
 /** Threads per workgroup of the small-vocabulary variant (lseChunkSmallWgsl). */
 export const LSE_SMALL_WG = 64;
 
+/** Both lse chunk kernels' bindings: the logits chunk, the running stats, the dims, and the targets if any. */
+const lseBindingsWgsl = (withTargets: boolean) => `struct Dims { rows: u32, cols: u32, ld: u32, colOffset: u32, vocabOffset: u32, first: u32, scale: f32 }
+@group(0) @binding(0) var<storage, read> logits: array<f32>;
+@group(0) @binding(1) var<storage, read_write> stats: array<f32>;
+@group(0) @binding(2) var<uniform> dims: Dims;
+${withTargets ? '@group(0) @binding(3) var<storage, read> targets: array<u32>;' : ''}`;
+
+/** One (max, sum of exp) pair merged into another: the one merge both kernels use, so their bits agree. */
+const MERGE_WGSL = `fn merge(m1: f32, s1: f32, m2: f32, s2: f32) -> vec2<f32> {
+  let m = max(m1, m2);
+  return vec2<f32>(m, s1 * exp(m1 - m) + s2 * exp(m2 - m));
+}`;
+
+/**
+ * The row's closing step in both kernels: its chunk's (max, sum) pair `sum` merged into the stats of earlier
+ * chunks (unless this is the first), and the target's logit kept if it falls in this chunk.
+ */
+function storeRowStatsWgsl(sum: string, indent: string, withTargets: boolean): string {
+  return `${indent}var prev = vec3<f32>(${LSE_NEG}, 0.0, ${LSE_NEG});
+${indent}if (dims.first == 0u) { prev = vec3<f32>(stats[row * 3u], stats[row * 3u + 1u], stats[row * 3u + 2u]); }
+${indent}let r = merge(prev.x, prev.y, ${sum});
+${indent}var tgt = prev.z;
+${indent}${
+    withTargets
+      ? `let t = targets[row];
+${indent}if (t >= dims.vocabOffset && t - dims.vocabOffset < dims.cols) { tgt = logits[base + t - dims.vocabOffset] * dims.scale; }`
+      : ''
+  }
+${indent}stats[row * 3u] = r.x;
+${indent}stats[row * 3u + 1u] = r.y;
+${indent}stats[row * 3u + 2u] = tgt;`;
+}
+
 /**
  * One workgroup of LSE_WG threads per row: thread i folds columns i, i + LSE_WG, ... into a (max, sum) pair,
  * then a barrier tree merges slot i with slot i + s for s = LSE_WG/2 .. 1. That tree fixes the bits.
  */
 export function lseChunkWgsl(withTargets: boolean): string {
   return /* wgsl */ `
-struct Dims { rows: u32, cols: u32, ld: u32, colOffset: u32, vocabOffset: u32, first: u32, scale: f32 }
-@group(0) @binding(0) var<storage, read> logits: array<f32>;
-@group(0) @binding(1) var<storage, read_write> stats: array<f32>;
-@group(0) @binding(2) var<uniform> dims: Dims;
-${withTargets ? '@group(0) @binding(3) var<storage, read> targets: array<u32>;' : ''}
+${lseBindingsWgsl(withTargets)}
 
 var<workgroup> rm: array<f32, ${LSE_WG}>;
 var<workgroup> rs: array<f32, ${LSE_WG}>;
 
-fn merge(m1: f32, s1: f32, m2: f32, s2: f32) -> vec2<f32> {
-  let m = max(m1, m2);
-  return vec2<f32>(m, s1 * exp(m1 - m) + s2 * exp(m2 - m));
-}
+${MERGE_WGSL}
 
 @compute @workgroup_size(${LSE_WG})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -54,25 +80,12 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     workgroupBarrier();
   }
   if (lid == 0u) {
-    var prev = vec3<f32>(${LSE_NEG}, 0.0, ${LSE_NEG});
-    if (dims.first == 0u) { prev = vec3<f32>(stats[row * 3u], stats[row * 3u + 1u], stats[row * 3u + 2u]); }
-    let r = merge(prev.x, prev.y, rm[0], rs[0]);
-    var tgt = prev.z;
-    ${
-      withTargets
-        ? `let t = targets[row];
-    if (t >= dims.vocabOffset && t - dims.vocabOffset < dims.cols) { tgt = logits[base + t - dims.vocabOffset] * dims.scale; }`
-        : ''
-    }
-    stats[row * 3u] = r.x;
-    stats[row * 3u + 1u] = r.y;
-    stats[row * 3u + 2u] = tgt;
+${storeRowStatsWgsl('rm[0], rs[0]', '    ', withTargets)}
   }
 }
 `;
 }
 
-const targetsBinding = (withTargets: boolean) => (withTargets ? '@group(0) @binding(3) var<storage, read> targets: array<u32>;' : '');
 
 /**
  * The same merges in the same order as lseChunkWgsl (so the same bits), for a small vocabulary, where 256
@@ -98,18 +111,11 @@ export function lseChunkSmallWgsl(withTargets: boolean, threadsPerRow: number): 
   }
   const root = T === 1 ? 'slot(base, 0u)' : prev(0);
   return /* wgsl */ `
-struct Dims { rows: u32, cols: u32, ld: u32, colOffset: u32, vocabOffset: u32, first: u32, scale: f32 }
-@group(0) @binding(0) var<storage, read> logits: array<f32>;
-@group(0) @binding(1) var<storage, read_write> stats: array<f32>;
-@group(0) @binding(2) var<uniform> dims: Dims;
-${targetsBinding(withTargets)}
+${lseBindingsWgsl(withTargets)}
 ${T > 1 ? `var<workgroup> rm: array<f32, ${LSE_SMALL_WG}>;
 var<workgroup> rs: array<f32, ${LSE_SMALL_WG}>;` : ''}
 
-fn merge(m1: f32, s1: f32, m2: f32, s2: f32) -> vec2<f32> {
-  let m = max(m1, m2);
-  return vec2<f32>(m, s1 * exp(m1 - m) + s2 * exp(m2 - m));
-}
+${MERGE_WGSL}
 fn mergev(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> { return merge(a.x, a.y, b.x, b.y); }
 
 // What thread i of the 256-wide kernel folds before its tree.
@@ -162,19 +168,7 @@ ${
 ${rest.join('\n')}
   let total = ${root};`
 }
-  var prev = vec3<f32>(${LSE_NEG}, 0.0, ${LSE_NEG});
-  if (dims.first == 0u) { prev = vec3<f32>(stats[row * 3u], stats[row * 3u + 1u], stats[row * 3u + 2u]); }
-  let r = merge(prev.x, prev.y, total.x, total.y);
-  var tgt = prev.z;
-  ${
-    withTargets
-      ? `let t = targets[row];
-  if (t >= dims.vocabOffset && t - dims.vocabOffset < dims.cols) { tgt = logits[base + t - dims.vocabOffset] * dims.scale; }`
-      : ''
-  }
-  stats[row * 3u] = r.x;
-  stats[row * 3u + 1u] = r.y;
-  stats[row * 3u + 2u] = tgt;
+${storeRowStatsWgsl('total.x, total.y', '  ', withTargets)}
 }
 `;
 }
