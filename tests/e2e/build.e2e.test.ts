@@ -1,20 +1,20 @@
 // The production build, served by a plain static server under a sub-path, loads in Chromium and shows
 // the WebGPU capability report computed in a module worker.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { build } from 'vite';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { launchChromium } from '../support/chromium';
 import { serveStatic, type StaticServer } from '../support/static-server';
+import { buildApp } from '../support/build-app';
 
 let server: StaticServer;
 let browser: Browser;
 const outDir = mkdtempSync(join(tmpdir(), 'agentflow-dist-'));
 
 beforeAll(async () => {
-  await build({ configFile: 'vite.config.ts', logLevel: 'error', build: { outDir, emptyOutDir: true, sourcemap: false } });
+  await buildApp(outDir);
   server = await serveStatic({ '/some/sub/path/': outDir });
   browser = await launchChromium();
 });
@@ -47,6 +47,14 @@ describe('production build', () => {
     expect(errors).toEqual([]);
     await page.screenshot({ path: join(outDir, 'home.png') });
     await page.close();
+  });
+
+  it('is built as production is: the shipped code has no dev-server path, and Pyodide ships beside it', () => {
+    // A build made with import.meta.env.DEV = true looks for Pyodide under node_modules/, where no static host has it.
+    const shipped = readdirSync(join(outDir, 'assets'), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.js'));
+    expect(shipped.length).toBeGreaterThan(0);
+    expect(shipped.filter((f) => readFileSync(join(outDir, 'assets', f), 'utf8').includes('node_modules/'))).toEqual([]);
+    expect(readdirSync(join(outDir, 'pyodide'))).toContain('pyodide.mjs');
   });
 
   it('tells a user without WebGPU what to do', async () => {

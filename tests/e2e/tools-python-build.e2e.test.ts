@@ -1,32 +1,22 @@
 // The Python tool in a production build served from a sub-path: the pyodide-assets plugin must ship
 // Pyodide's files where the built tool looks for them, and nothing may be fetched from outside the build.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { build } from 'vite';
 import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
+import { buildApp } from '../support/build-app';
 import { launchChromium } from '../support/chromium';
 import { serveStatic, type StaticServer } from '../support/static-server';
-import { PYODIDE_FILES, pyodideAssets } from '../../src/tools/pyodide-assets';
+import { PYODIDE_FILES } from '../../src/tools/pyodide-assets';
 
 let server: StaticServer;
 let browser: Browser;
 const outDir = mkdtempSync(join(tmpdir(), 'agentflow-tools-dist-'));
 
 beforeAll(async () => {
-  // `npm run build` runs with NODE_ENV=production; inside vitest it is 'test', which would make Vite build
-  // with import.meta.env.DEV = true.
-  const nodeEnv = process.env.NODE_ENV;
-  process.env.NODE_ENV = 'production';
-  await build({
-    configFile: 'vite.config.ts',
-    logLevel: 'error',
-    plugins: [pyodideAssets()],
-    build: { outDir, emptyOutDir: true, sourcemap: false, rollupOptions: { input: { tools: 'tests/e2e/pages/tools-python.html' } } },
-  }).finally(() => {
-    process.env.NODE_ENV = nodeEnv;
-  });
+  // vite.config.ts brings the pyodide-assets plugin; only the page differs.
+  await buildApp(outDir, 'vite.config.ts', { build: { rollupOptions: { input: { tools: 'tests/e2e/pages/tools-python.html' } } } });
   server = await serveStatic({ '/sub/path/': outDir });
   browser = await launchChromium();
 });

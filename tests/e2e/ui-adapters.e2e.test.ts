@@ -3,7 +3,6 @@
 // corrupt or wrong-shaped files are refused with the file and tensor named and nothing stored changes,
 // and a new run starts from the imported adapter.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { build } from 'vite';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +10,7 @@ import type { Browser, Page } from 'playwright-core';
 import { readSafetensors, writeSafetensors } from '../../src/engine/io/safetensors';
 import { launchChromium } from '../support/chromium';
 import { serveStatic, type StaticServer } from '../support/static-server';
+import { buildApp } from '../support/build-app';
 
 let server: StaticServer;
 let browser: Browser;
@@ -19,7 +19,7 @@ const saved = mkdtempSync(join(tmpdir(), 'agentflow-adapter-downloads-'));
 const SUB = '/adapters/app/';
 
 beforeAll(async () => {
-  await build({ configFile: 'vite.config.ts', logLevel: 'error', build: { outDir, emptyOutDir: true, sourcemap: false } });
+  await buildApp(outDir);
   server = await serveStatic({ [SUB]: outDir });
   browser = await launchChromium();
 });

@@ -4,7 +4,6 @@
 // model cache lists and deletes what it holds. The scripted demo engines (chosen as a user would) stand in
 // for the models.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { build } from 'vite';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +11,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchChromium } from '../support/chromium';
 import { serveStatic, type StaticServer } from '../support/static-server';
 import { countOf, poll, textOf, textsOf } from '../support/poll';
+import { buildApp } from '../support/build-app';
 
 let server: StaticServer;
 let browser: Browser;
@@ -20,7 +20,7 @@ const shots = mkdtempSync(join(tmpdir(), 'agentflow-app-shots-'));
 const SUB = '/some/app/';
 
 beforeAll(async () => {
-  await build({ configFile: 'vite.config.ts', logLevel: 'error', build: { outDir, emptyOutDir: true, sourcemap: false } });
+  await buildApp(outDir);
   server = await serveStatic({ [SUB]: outDir });
   browser = await launchChromium();
   console.info(`[ui-app] screenshots in ${shots}`);

@@ -2,7 +2,6 @@
 // element works in a plain page with one module script and scripted engines, fires its events, keeps the
 // conversation across a reload, and never executes or inserts HTML that a model wrote.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { build } from 'vite';
 import { copyFileSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,6 +9,7 @@ import type { Browser, Page } from 'playwright-core';
 import { launchChromium } from '../support/chromium';
 import { serveStatic, type StaticServer } from '../support/static-server';
 import { poll, textOf, textsOf } from '../support/poll';
+import { buildApp } from '../support/build-app';
 
 let server: StaticServer;
 let browser: Browser;
@@ -18,7 +18,7 @@ const shots = mkdtempSync(join(tmpdir(), 'agentflow-embed-shots-'));
 const SUB = '/deep/sub/path/';
 
 beforeAll(async () => {
-  await build({ configFile: 'vite.lib.config.ts', logLevel: 'error', build: { outDir, emptyOutDir: true, sourcemap: false } });
+  await buildApp(outDir, 'vite.lib.config.ts');
   copyFileSync('examples/embed.html', join(outDir, 'embed.html'));
   server = await serveStatic({ [SUB]: outDir });
   browser = await launchChromium();

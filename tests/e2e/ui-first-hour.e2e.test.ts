@@ -5,7 +5,6 @@
 // refused up front, Resume asks before switching engines, and an adapter the planner refuses is not marked
 // active. The app is built once; each scenario starts a fresh browser context.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { build } from 'vite';
 import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,6 +17,8 @@ import { serveStatic, type StaticServer } from '../support/static-server';
 import { TINY_MLC } from '../../src/engine/io/test-fixtures';
 import { formatBytes } from '../../src/ui/progress-tracker';
 import { poll } from '../support/poll';
+import { explainFailure } from '../support/page-state';
+import { buildApp } from '../support/build-app';
 
 let server: StaticServer;
 /** The same build on a host that answers every unknown path with index.html (single-page-app hosting). */
@@ -37,7 +38,7 @@ beforeAll(async () => {
   writeFileSync(join(modelDir, 'tokenizer.json'), JSON.stringify(byteTokenizerJson()));
   writeFileSync(join(modelDir, 'tokenizer_config.json'), JSON.stringify(byteTokenizerConfig()));
   hub = await serveHub({ 'test-org/tiny-chat': modelDir, 'test-org/slow-chat': modelDir });
-  await build({ configFile: 'vite.config.ts', logLevel: 'error', build: { outDir, emptyOutDir: true, sourcemap: false } });
+  await buildApp(outDir);
   server = await serveStatic({ [SUB]: outDir });
   spaServer = await serveStatic({ [SUB]: outDir }, { spaFallback: true, immutableAssets: true });
   browser = await launchChromium();
@@ -75,6 +76,41 @@ async function fresh(hash: string, o: { width?: number; host?: StaticServer; con
 const enginesLine = (page: Page) => page.locator('agentflow-app [data-testid="engines"]');
 /** The element's text as read: whitespace runs made single spaces, ends trimmed. */
 const text = async (l: ReturnType<Page['locator']>) => ((await l.textContent()) ?? '').replace(/\s+/g, ' ').trim();
+
+/** What the chat and the app showed, for a failed wait's message (see explainFailure). */
+const CHAT_STATE = {
+  engines: 'agentflow-app [data-testid="engines"]',
+  'app notices': 'agentflow-app [data-testid="app-notice"], agentflow-app [data-testid="storage-banner"]',
+  'swap question': 'agentflow-models-panel [data-testid="swap-confirm"]',
+  input: 'agentflow-chat textarea',
+  alerts: 'agentflow-chat [role="alert"]',
+  live: 'agentflow-chat [data-testid="live"]',
+  'calls so far': 'agentflow-chat [data-testid="live-calls"]',
+  conversations: 'agentflow-chat [data-testid="conversation-list"] li',
+  'live line seen': '#live-line-seen',
+};
+
+/**
+ * Keeps every text the chat's live line shows from now on (read every 20 ms) in a hidden #live-line-seen
+ * element, so a failed wait can say which states went by.
+ */
+async function recordLiveLine(page: Page): Promise<void> {
+  await page.evaluate(() => {
+    const out = document.createElement('pre');
+    out.id = 'live-line-seen';
+    out.hidden = true;
+    document.body.append(out);
+    let last = '';
+    const t0 = performance.now();
+    const timer = setInterval(() => {
+      const chat = document.querySelector('agentflow-app')?.shadowRoot?.querySelector('agentflow-chat');
+      const live = chat?.shadowRoot?.querySelector('[data-testid="live"]');
+      const now = (live?.textContent ?? '(none)').replace(/\s+/g, ' ').trim().replace(/\d+\.\d s/, '…s');
+      if (now !== last) out.textContent += `${Math.round(performance.now() - t0)} ms: ${(last = now)}\n`;
+      if (performance.now() - t0 > 60_000) clearInterval(timer);
+    }, 20);
+  });
+}
 
 async function loadPlanner(page: Page, base: string): Promise<void> {
   await page.getByRole('tab', { name: 'Models & GPU' }).click();
@@ -309,8 +345,9 @@ describe("a user's first hour", () => {
     await page.getByRole('button', { name: 'Use the scripted demo' }).click();
     await page.getByRole('tab', { name: 'Chat' }).click();
     await input.fill('What is 6*7?');
+    await recordLiveLine(page);
     await input.press('Enter');
-    await page.locator('agentflow-chat [data-testid="live"]').getByText('Calling a tool').waitFor({ timeout: 30_000 });
+    await explainFailure(page, CHAT_STATE, () => page.locator('agentflow-chat [data-testid="live"]').getByText('Calling a tool').waitFor({ timeout: 30_000 }));
     // The click event itself: the live view re-renders its timing every 250 ms, and on a loaded machine the
     // tool can finish while a pointer click waits for the button to hold still.
     await page.getByRole('button', { name: 'Stop' }).dispatchEvent('click');

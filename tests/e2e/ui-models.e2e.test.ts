@@ -2,7 +2,6 @@
 // per-model progress with bytes and percent, the engines switch to the planner, the download appears in
 // the cached-models list with its size, and a question the model's context cannot hold is refused up front.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { build } from 'vite';
 import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +12,7 @@ import { serveHub, type HubServer } from '../support/hub-server';
 import { randomQwen2, toHfFiles } from '../support/random-qwen2';
 import { serveStatic, type StaticServer } from '../support/static-server';
 import { MLC_MANIFEST_05B, TINY_MLC } from '../../src/engine/io/test-fixtures';
+import { buildApp } from '../support/build-app';
 
 let server: StaticServer;
 let hub: HubServer;
@@ -28,7 +28,7 @@ beforeAll(async () => {
   writeFileSync(join(modelDir, 'tokenizer.json'), JSON.stringify(byteTokenizerJson()));
   writeFileSync(join(modelDir, 'tokenizer_config.json'), JSON.stringify(byteTokenizerConfig()));
   hub = await serveHub({ 'test-org/tiny-chat': modelDir });
-  await build({ configFile: 'vite.config.ts', logLevel: 'error', build: { outDir, emptyOutDir: true, sourcemap: false } });
+  await buildApp(outDir);
   server = await serveStatic({ [SUB]: outDir });
   browser = await launchChromium();
   console.info(`[ui-models] screenshots in ${shots}`);

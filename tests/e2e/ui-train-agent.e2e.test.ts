@@ -3,7 +3,6 @@
 // on agent rollouts (group size 2, one turn, a few tokens per module) with the optimizer step in the
 // planner worker. The charts gain a point per step and the checkpoint's adapter is stored.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { build } from 'vite';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +11,7 @@ import { launchChromium } from '../support/chromium';
 import { serveHub, type HubServer } from '../support/hub-server';
 import { serveStatic, type StaticServer } from '../support/static-server';
 import { tinyChatModelDir } from '../support/tiny-chat-model';
+import { buildApp } from '../support/build-app';
 
 let server: StaticServer;
 let hub: HubServer;
@@ -22,7 +22,7 @@ const SUB = '/models/train/';
 
 beforeAll(async () => {
   hub = await serveHub({ 'test-org/qwen2-tiny': tinyChatModelDir() });
-  await build({ configFile: 'vite.config.ts', logLevel: 'error', build: { outDir, emptyOutDir: true, sourcemap: false } });
+  await buildApp(outDir);
   server = await serveStatic({ [SUB]: outDir });
   browser = await launchChromium();
   console.info(`[ui-train-agent] screenshots in ${shots}`);
