@@ -6,6 +6,7 @@ import {
   extractJson,
   matchToolName,
   parsePlannerOutput,
+  plannerDraft,
   parseToolArgs,
   parseVerdict,
   parseYesNo,
@@ -84,6 +85,15 @@ describe('parsePlannerOutput', () => {
     expect(r).toEqual({ ok: false, method: 'default', error: 'planner output has no usable sub_goal and tool_name' });
     const r2 = parsePlannerOutput('{"sub_goal": "look it up"}');
     expect(!r2.ok && r2.error).toBe('planner output has no usable tool_name');
+  });
+});
+
+describe('plannerDraft', () => {
+  it('reads the fields of a reply still being written, JSON first, then labelled fields', () => {
+    expect(plannerDraft('{"justification": "needs math", "sub_goal": "Comp')).toEqual({ justification: 'needs math', subGoal: 'Comp', toolName: '' });
+    expect(plannerDraft('{"reason": "r"} {"tool": "Python_Coder_Tool", "goal": "g"}')).toEqual({ justification: 'r', subGoal: 'g', toolName: 'Python_Coder_Tool' });
+    expect(plannerDraft('Justification: because\nSub-Goal: look it up\n\nmore\nTool Name: **Wikipedia_Search_Tool**')).toEqual({ justification: 'because', subGoal: 'look it up', toolName: 'Wikipedia_Search_Tool' });
+    expect(plannerDraft('I am thinking')).toEqual({ justification: '', subGoal: '', toolName: '' });
   });
 });
 
@@ -179,6 +189,7 @@ describe('parsers on random input', () => {
       '{"a": '.repeat(5_000), '\n- '.repeat(10_000) + 'Tool: adder', 'Sub-Goal: ' + 'a'.repeat(100_000)];
     for (const t of runaway) {
       expect(parsePlannerOutput(t, TOOLS).ok).toBe(false);
+      expect(Object.values(plannerDraft(t)).every((v) => typeof v === 'string')).toBe(true);
       expect(parseToolArgs(t, c).ok).toBe(false);
       expect(parseVerdict(t).verdict).toBe('CONTINUE');
       expect(extractAnswerTag(t)).toBeNull();
@@ -192,6 +203,8 @@ describe('parsers on random input', () => {
     for (let i = 0; i < 2000; i++) {
       const t = randomText(rng);
       const p = parsePlannerOutput(t, TOOLS);
+      const d = plannerDraft(t);
+      expect([d.justification, d.subGoal, d.toolName].every((v) => typeof v === 'string')).toBe(true);
       if (p.ok) {
         expect(typeof p.action.subGoal).toBe('string');
         expect(p.action.subGoal.length).toBeGreaterThan(0);

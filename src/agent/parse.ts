@@ -181,6 +181,7 @@ export type PlannerParse =
 
 const SUBGOAL_KEYS = ['sub_goal', 'subgoal', 'sub goal', 'goal'];
 const TOOL_KEYS = ['tool_name', 'tool', 'toolname', 'selected_tool', 'tool name'];
+const JUSTIFICATION_KEYS = ['justification', 'reason', 'reasoning', 'rationale'];
 
 /** The planner's next action. `toolNames` lets a reply that names no tool in a field still be used when it mentions exactly one. */
 export function parsePlannerOutput(text: string, toolNames: string[] = []): PlannerParse {
@@ -190,7 +191,7 @@ export function parsePlannerOutput(text: string, toolNames: string[] = []): Plan
   for (const obj of extractJsonObjects(text)) {
     const subGoal = asText(pick(obj, SUBGOAL_KEYS));
     const toolName = asText(pick(obj, TOOL_KEYS));
-    const justification = asText(pick(obj, ['justification', 'reason', 'reasoning', 'rationale']));
+    const justification = asText(pick(obj, JUSTIFICATION_KEYS));
     const context = asText(pick(obj, ['context']));
     if (subGoal && toolName) return { ok: true, method: 'json', action: { justification, context, subGoal, toolName } };
     partialGoal ||= subGoal;
@@ -209,6 +210,30 @@ export function parsePlannerOutput(text: string, toolNames: string[] = []): Plan
   }
   const missing = [subGoal ? null : 'sub_goal', toolName ? null : 'tool_name'].filter(Boolean).join(' and ');
   return { ok: false, method: 'default', error: `planner output has no usable ${missing}` };
+}
+
+/** What a planner reply still being written says so far (any field may be empty): for showing, not for acting on. */
+export interface PlannerDraft {
+  justification: string;
+  subGoal: string;
+  toolName: string;
+}
+
+/** The fields of a planner reply as far as it has streamed: JSON first (a cut-off object is repaired), then labelled fields. */
+export function plannerDraft(text: string): PlannerDraft {
+  const d: PlannerDraft = { justification: '', subGoal: '', toolName: '' };
+  for (const obj of extractJsonObjects(text)) {
+    d.subGoal ||= asText(pick(obj, SUBGOAL_KEYS));
+    d.toolName ||= asText(pick(obj, TOOL_KEYS));
+    d.justification ||= asText(pick(obj, JUSTIFICATION_KEYS));
+  }
+  if (d.subGoal || d.toolName || d.justification) return d;
+  const f = extractFields(text, ['justification', 'context', 'sub-goal', 'subgoal', 'tool name', 'tool', 'selected tool']);
+  return {
+    justification: f['justification'] ?? '',
+    subGoal: f['subgoal'] ? firstParagraph(f['subgoal']) : '',
+    toolName: firstLine(f['toolname'] ?? f['tool'] ?? f['selectedtool'] ?? ''),
+  };
 }
 
 function firstLine(s: string): string {

@@ -57,6 +57,13 @@ describe('<agentflow-chat> while a module runs', () => {
     el.tools = 'echo';
     document.body.append(el);
     await el.updateComplete;
+    // Every state the live line renders (a mutation observer misses none, however short).
+    const seen: string[] = [];
+    const observer = new MutationObserver(() => {
+      const now = text(el, '[data-testid="live"]');
+      if (now && now !== seen.at(-1)) seen.push(now);
+    });
+    observer.observe(el.renderRoot, { subtree: true, childList: true, characterData: true });
     try {
       const first = el.ask('First question');
       // The analysis has not streamed yet: the wait says so, with a clock that moves.
@@ -70,6 +77,15 @@ describe('<agentflow-chat> while a module runs', () => {
       const calls = text(el, '[data-testid="live-calls"]');
       expect(calls).toMatch(/Planning \(turn 1\): \d+\.\d s, first token after 0\.[3-9] s, \d+ tokens at \d+(\.\d)? tokens\/s/);
       expect(calls).toContain('Calling a tool (turn 1)');
+      // The planner's reply showed as what it chose so far, never as raw JSON.
+      const planning = seen.filter((t) => t.startsWith('Planning (turn 1)'));
+      expect(planning.some((t) => t.endsWith('tool: … · sub-goal: Echo it') || t.endsWith('tool: echo · sub-goal: Echo it'))).toBe(true);
+      expect(planning.some((t) => t.endsWith('reasoning: j'))).toBe(true);
+      expect(planning.filter((t) => t.includes('{'))).toEqual([]);
+      // One turn allowed: no verifier runs after its tool call, so none is announced; the answer is.
+      expect(seen.filter((t) => t.startsWith('Checking'))).toEqual([]);
+      expect(seen.find((t) => t.startsWith('Answering (turn 1)…') && t.endsWith('waiting for the first token'))).toBeDefined();
+      observer.disconnect();
       el.stop();
       expect((await first)?.status).toBe('interrupted');
       expect(el.renderRoot.querySelector('[data-testid="live-stats"]')).toBeNull();

@@ -38,7 +38,7 @@ import { markdownOrText } from './markdown';
 import { restoreToolSwitches } from './tool-switches';
 import { ProgressTracker, formatBytes } from './progress-tracker';
 import { renderTrajectory, trajectoryFromSteps } from './trajectory';
-import { callStat, conversationGroup, executorPreview, formatCall, formatLiveCall, liveHeading, nextCall, startCall, tokenArrived, type CallClock, type CallStat, type ConversationGroup } from './chat-view';
+import { callStat, conversationGroup, formatCall, formatLiveCall, liveHeading, livePreview, nextCall, startCall, tokenArrived, type CallClock, type CallStat, type ConversationGroup } from './chat-view';
 import { driveTraining, resumeElementTraining, startElementTraining, type ElementTrainOptions, type TrainableEngines } from './element-training';
 import type { LoadedEngines } from './model-loader';
 import type { PolicyTrainer } from '../trainer/training-host';
@@ -571,7 +571,7 @@ export class AgentFlowChat extends LitElement implements EngineUser {
           if (l && l.id === id) {
             const t = performance.now();
             const calls = step.kind === 'error' ? l.calls : [...l.calls, callStat(step.kind, step.turn, l.call, t, step)];
-            const next = nextCall(step);
+            const next = nextCall(step, this.maxTurns);
             this.live = next
               ? { ...l, calls, call: startCall(t), module: next.module, turn: next.turn, text: '', toolNote: null }
               : { ...l, calls, call: startCall(t), toolNote: null };
@@ -839,7 +839,7 @@ export class AgentFlowChat extends LitElement implements EngineUser {
                 ? html`<div class="live" data-testid="live">${WAITING_FOR_BLOCKED_STORAGE}</div>`
                 : html`<div class="live" data-testid="live">${liveHeading(live.module, live.turn, live.toolNote)}
 <span class="live-stats" data-testid="live-stats">${formatLiveCall(live.call, performance.now())}</span>
-${live.module === 'generator' ? '' : live.module === 'executor' ? executorPreview(live.text, this.plannedTool(id)) : live.text.slice(-400)}</div>`}`
+${livePreview(live.module, live.text, live.module === 'executor' ? this.plannedTool(id) : null)}</div>`}`
           : nothing}
         ${answer ? (live ? html`<div class="text plain">${answer}</div>` : this.renderText(answer)) : !live && !failed ? html`<p class="status">${conv?.status === 'interrupted' ? 'Interrupted before an answer.' : conv?.status === 'error' ? 'The run failed.' : ''}</p>` : nothing}
         ${failed ? html`<p class="error" role="alert" part="error" data-testid="answer-error">${answer ? '' : 'Not answered: '}${failed.error}</p>` : nothing}

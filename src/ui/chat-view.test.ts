@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { StepRecord } from '../store/records';
-import { callStat, conversationGroup, executorPreview, formatCall, formatLiveCall, liveHeading, nextCall, startCall, tokenArrived } from './chat-view';
+import { callStat, conversationGroup, executorPreview, formatCall, formatLiveCall, liveHeading, livePreview, nextCall, plannerPreview, startCall, tailLine, tokenArrived, verifierPreview } from './chat-view';
 
 const step = (kind: StepRecord['kind'], turn: number, data: Record<string, unknown> = {}): StepRecord => ({ conversationId: 'c', seq: 0, kind, turn, startedAt: 0, endedAt: 0, data }) as unknown as StepRecord;
 
@@ -37,10 +37,45 @@ describe('chat-view', () => {
     expect(long).toMatch(/^python evil: code = x+…$/);
   });
 
+  it("shows the planner's streamed reply as the tool and sub-goal chosen so far, before them its reasoning", () => {
+    const reply = '{"justification": "Arithmetic: Python computes it.", "context": "", "sub_goal": "Compute 6*7", "tool_name": "python"}';
+    expect(plannerPreview(reply)).toBe('tool: python · sub-goal: Compute 6*7');
+    // Every prefix reads sensibly: reasoning first, then the fields as they arrive, never raw JSON.
+    expect(plannerPreview(reply.slice(0, 40))).toBe('reasoning: Arithmetic: Python co');
+    expect(plannerPreview(reply.slice(0, reply.indexOf('Compute') + 4))).toBe('tool: … · sub-goal: Comp');
+    expect(plannerPreview(reply.slice(0, 5))).toBe('writing the plan (5 characters)');
+    // Once the reasoning shows, something chosen stays on the line (no flicking back between fields).
+    const shown = Array.from({ length: reply.length }, (_, n) => plannerPreview(reply.slice(0, n + 1)));
+    expect(shown.filter((t) => /[{}"]/.test(t))).toEqual([]);
+    const firstReasoning = shown.findIndex((t) => t.startsWith('reasoning: '));
+    expect(firstReasoning).toBeGreaterThan(0);
+    expect(shown.slice(firstReasoning).filter((t) => t.startsWith('writing the plan'))).toEqual([]);
+    // Labelled fields (the paper's format), and prose: its newest part, on one line.
+    expect(plannerPreview('Justification: needs a search\nSub-Goal: find the capital\nTool Name: wikipedia')).toBe('tool: wikipedia · sub-goal: find the capital');
+    expect(plannerPreview(`I think ${'very '.repeat(60)}carefully\nnow`)).toMatch(/^….* carefully now$/);
+    expect(plannerPreview(`I think ${'very '.repeat(60)}carefully`)).toHaveLength(120);
+    // Hostile text stays one line without direction overrides.
+    expect(plannerPreview('{"tool_name": "py\u202ethon\n<b>", "sub_goal": "x"}')).toBe('tool: py thon <b> · sub-goal: x');
+  });
+
+  it("shows the verifier's verdict once written, with its explanation", () => {
+    expect(verifierPreview('{"explanation": "A tool answered.", "verdict": "STOP"}')).toBe('STOP: A tool answered.');
+    expect(verifierPreview('{"verdict": "CONTINUE"}')).toBe('CONTINUE');
+    // Not decided yet: the newest part of the text, as it is.
+    expect(verifierPreview('{"explanation": "The result')).toBe('{"explanation": "The result');
+    expect(livePreview('generator', 'the answer', null)).toBe('');
+    expect(livePreview('executor', '{"args": {"code": "1"}}', 'python')).toBe('python: code = 1');
+    expect(livePreview('analysis', 'line one\n\nline two', null)).toBe('line one line two');
+    expect(tailLine('abcdef', 4)).toBe('…def');
+  });
+
   it('says which call comes next and where a conversation belongs', () => {
     expect(nextCall(step('analysis', 0))).toEqual({ module: 'planner', turn: 1 });
     expect(nextCall(step('verifier', 2, { verdict: 'CONTINUE' }))).toEqual({ module: 'planner', turn: 3 });
     expect(nextCall(step('verifier', 2, { verdict: 'STOP' }))).toEqual({ module: 'generator', turn: 2 });
+    // The last turn asks no verifier: its tool call is followed by the answer.
+    expect(nextCall(step('executor', 2), 3)).toEqual({ module: 'verifier', turn: 2 });
+    expect(nextCall(step('executor', 3), 3)).toEqual({ module: 'generator', turn: 3 });
     const conv = { id: 'x', title: 't', createdAt: 0, updatedAt: 0, status: 'done' as const, query: 'q' };
     expect(conversationGroup({ ...conv, settings: { rollouts: null } })).toBe('chat');
     expect(conversationGroup({ ...conv, reference: '"4"' })).toBe('experiment');

@@ -3,7 +3,7 @@
 // rather than an experiment's items or a training run's rollouts. Pure functions; the element renders them.
 import type { ModuleName } from '../agent/prompts';
 import { nextModule } from '../agent/phases';
-import { extractJsonObjects } from '../agent/parse';
+import { extractJsonObjects, parseVerdict, plannerDraft } from '../agent/parse';
 import type { CallUsage, ConversationRecord, StepRecord } from '../store/records';
 
 /** One module call in progress, in performance.now() milliseconds. */
@@ -59,8 +59,13 @@ export function callStat(module: ModuleName, turn: number, c: CallClock, now: nu
   };
 }
 
-/** The module call that follows `step`, and its turn (null after the answer): said before its first token. */
-export function nextCall(step: StepRecord): { module: ModuleName; turn: number } | null {
+/**
+ * The module call that follows `step`, and its turn (null after the answer): said before its first token.
+ * With the run's `maxTurns`, the last turn's tool call is followed by the answer: the loop asks no verifier
+ * whose verdict could change nothing.
+ */
+export function nextCall(step: StepRecord, maxTurns = Infinity): { module: ModuleName; turn: number } | null {
+  if (step.kind === 'executor' && step.turn >= maxTurns) return { module: 'generator', turn: step.turn };
   const module = nextModule(step);
   if (!module) return null;
   // The analysis opens turn 1; a verifier's CONTINUE opens the next turn.
@@ -108,6 +113,56 @@ export function executorPreview(text: string, toolName: string | null): string {
     .join(', ');
   return oneLine(`${tool}${summary || '(no arguments)'}`, PREVIEW_CHARS);
 }
+
+/** The last `max` characters of `s` on one line, with a leading ellipsis when cut: streaming text's newest part. */
+export function tailLine(s: string, max: number): string {
+  const flat = s.replace(UNPRINTABLE, ' ').trim();
+  return flat.length <= max ? flat : `…${flat.slice(flat.length - max + 1).trimStart()}`;
+}
+
+/**
+ * What the live line shows of the planner's streamed reply: the tool and sub-goal it has chosen so far
+ * ("tool: python · sub-goal: Compute 6*7"), before them the newest part of its reasoning, before that how
+ * much of the object is written, and for prose, its newest part. One line, as text.
+ */
+export function plannerPreview(text: string): string {
+  // A key cut mid-name ('…"j", "con') spoils the repair of the whole object: then what came before its
+  // comma shows, so the line does not flick back to "writing the plan" between fields.
+  const full = plannerDraft(text);
+  const comma = text.lastIndexOf(',');
+  const d = full.toolName || full.subGoal || full.justification || comma < 0 ? full : plannerDraft(text.slice(0, comma));
+  if (d.toolName || d.subGoal) return oneLine(`tool: ${d.toolName || '…'} · sub-goal: ${d.subGoal || '…'}`, PREVIEW_CHARS);
+  if (d.justification) return `reasoning: ${tailLine(d.justification, PREVIEW_CHARS - 11)}`;
+  if (/^\s*(\{|```)/.test(text)) return `writing the plan (${text.length} character${text.length === 1 ? '' : 's'})`;
+  return tailLine(text, PREVIEW_CHARS);
+}
+
+/** The verifier's streamed reply: its verdict once written, with the explanation so far ("STOP: the tool answered"). */
+export function verifierPreview(text: string): string {
+  const obj = extractJsonObjects(text)[0];
+  const v = obj ? parseVerdict(text) : null;
+  if (v && v.method === 'json') return oneLine(`${v.verdict}${v.explanation ? `: ${v.explanation}` : ''}`, PREVIEW_CHARS);
+  return tailLine(text, PREVIEW_CHARS);
+}
+
+/** What the live line shows under its heading for `module`'s streamed `text` (the generator's goes to the answer). */
+export function livePreview(module: ModuleName | null, text: string, toolName: string | null): string {
+  switch (module) {
+    case 'generator':
+      return '';
+    case 'executor':
+      return executorPreview(text, toolName);
+    case 'planner':
+      return plannerPreview(text);
+    case 'verifier':
+      return verifierPreview(text);
+    default:
+      return tailLine(text, ANALYSIS_CHARS);
+  }
+}
+
+/** The analysis is prose the user may like to follow: more of it shows. */
+const ANALYSIS_CHARS = 400;
 
 const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 const rate = (r: number) => `${r < 10 ? r.toFixed(1) : Math.round(r)} tokens/s`;

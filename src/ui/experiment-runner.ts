@@ -95,7 +95,7 @@ export async function runExperiment(o: ExperimentRunOptions): Promise<{ experime
           title: `${o.benchmark.name} #${index + 1}${item.pid !== String(index + 1) ? ` (${item.pid})` : ''}`,
           settings: { experiment: { id, name } },
           onStep: (step) => {
-            const next = nextCall(step);
+            const next = nextCall(step, o.maxTurns);
             if (next) o.onProgress?.({ ...at, ...next });
           },
           ...(item.answer !== undefined ? { reward: { kind: o.benchmark.kind, reference: item.answer, numbers: item.numbers, options: item.options } } : {}),
