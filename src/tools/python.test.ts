@@ -29,6 +29,7 @@ function fakeWorker(log: string[], gates: Record<string, Gate>): () => Worker {
         async init(indexURL: string) {
           log.push(`init ${indexURL}`);
           await gates[INIT]?.promise;
+          if (gates[BROKEN]) throw new Error('Failed to fetch dynamically imported module: http://pyodide.test/pyodide.mjs');
           return { version: '3.12.7' };
         },
         async run(code: string): Promise<PythonRunResult> {
@@ -52,6 +53,8 @@ function fakeWorker(log: string[], gates: Record<string, Gate>): () => Worker {
 
 /** The key in `gates` that holds back every worker's init() (Pyodide loading). */
 const INIT = '<init>';
+/** Present in `gates`: every worker's init() fails, as when Pyodide's files are missing. */
+const BROKEN = '<broken>';
 
 /** The log without the workers' start-ups (a spare worker loads in the background after every run). */
 const calls = (log: string[]) => log.filter((l) => !l.startsWith('init '));
@@ -119,6 +122,35 @@ describe('python tool queue notices', () => {
     notes.length = 0;
     expect(await tool.run({ code: 'b' }, { ...ctx('B', log), note: (n) => notes.push(n) })).toEqual({ ok: true, output: 'b' });
     expect(notes).toEqual([]);
+  });
+
+  it('answers a Stop while Pyodide loads at once, and the next call takes that worker rather than loading again', async () => {
+    const log: string[] = [];
+    const gates: Record<string, Gate> = { [INIT]: gate() };
+    tool = new PythonTool({ indexURL: 'http://pyodide.test/', createWorker: fakeWorker(log, gates) });
+    const stop = new AbortController();
+    const a = tool.run({ code: 'a' }, ctx('A', log, stop.signal));
+    await vi.waitFor(() => expect(log).toContain('init http://pyodide.test/'));
+    stop.abort();
+    // Still loading (the gate is shut), yet the call has its answer.
+    expect(await a).toEqual({ ok: false, output: '', error: 'python: cancelled' });
+    expect(tool.workersStarted).toBe(1);
+    const b = tool.run({ code: 'b' }, ctx('B', log));
+    gates[INIT].open();
+    expect(await b).toEqual({ ok: true, output: 'b' });
+    // b ran in the first worker; the second is the spare started after b.
+    await vi.waitFor(() => expect(tool?.workersStarted).toBe(2));
+    expect(calls(log)).toEqual(['A queued', 'A started', 'B queued', 'B started', 'run b', 'done b']);
+  });
+
+  it("says where Pyodide was to load from when it cannot, with the browser's reason", async () => {
+    const log: string[] = [];
+    tool = new PythonTool({ indexURL: 'http://pyodide.test/', createWorker: fakeWorker(log, { [BROKEN]: gate() }) });
+    expect(await tool.run({ code: 'a' }, ctx('A', log))).toEqual({
+      ok: false,
+      output: '',
+      error: 'python: Pyodide could not load from http://pyodide.test/: Failed to fetch dynamically imported module: http://pyodide.test/pyodide.mjs',
+    });
   });
 
   it('gives no notices for a call it refuses without running', async () => {

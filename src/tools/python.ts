@@ -74,6 +74,8 @@ interface Session {
   ready: Promise<string>;
   /** Pyodide has loaded in this worker (ready resolved). */
   loaded: boolean;
+  /** Code was handed to this worker: it can never run another program. */
+  used: boolean;
 }
 
 export class PythonTool implements Tool {
@@ -138,10 +140,16 @@ export class PythonTool implements Tool {
     this.workersStarted++;
     const makeSnapshot = this.snapshots && !this.snapshot && !this.snapshotRequested;
     if (makeSnapshot) this.snapshotRequested = true;
-    const init = handle.api.init(this.indexURL, this.snapshot ? { snapshot: this.snapshot } : { makeSnapshot }).then((r) => {
-      if (r.snapshot && !this.snapshot) this.snapshot = r.snapshot;
-      return r.version;
-    });
+    const init = handle.api.init(this.indexURL, this.snapshot ? { snapshot: this.snapshot } : { makeSnapshot }).then(
+      (r) => {
+        if (r.snapshot && !this.snapshot) this.snapshot = r.snapshot;
+        return r.version;
+      },
+      (e: unknown) => {
+        // Said to the model and the user alike: where Python was to come from, and what the browser said.
+        throw new PythonToolError(`python: Pyodide could not load from ${this.indexURL}: ${e instanceof Error ? e.message : String(e)}`);
+      },
+    );
     const failed = handle.watch.gone.catch((e: Error) => {
       throw new PythonToolError(`python worker failed to start: ${e.message}`);
     });
@@ -150,7 +158,7 @@ export class PythonTool implements Tool {
       this.loadTimeoutMs,
       () => new PythonToolError(`python: Pyodide did not load from ${this.indexURL} within ${this.loadTimeoutMs} ms`),
     );
-    const session: Session = { handle, ready, loaded: false };
+    const session: Session = { handle, ready, loaded: false, used: false };
     this.live.add(session);
     ready.then(
       () => {
@@ -185,9 +193,15 @@ export class PythonTool implements Tool {
     try {
       return await this.runIn(session, code, ctx);
     } finally {
-      // Whatever the program did to its interpreter, and whatever it left scheduled, ends with its worker.
-      this.retire(session, 'its run ended');
-      if (!this.disposed) this.spare ??= this.start();
+      if (!session.used && this.live.has(session) && !this.spare && !this.disposed) {
+        // Cancelled before its code went in (a Stop while Pyodide loads): the worker is as good as new, and
+        // the next call takes it rather than starting the load over.
+        this.spare = session;
+      } else {
+        // Whatever the program did to its interpreter, and whatever it left scheduled, ends with its worker.
+        this.retire(session, 'its run ended');
+        if (!this.disposed) this.spare ??= this.start();
+      }
     }
   }
 
@@ -195,15 +209,23 @@ export class PythonTool implements Tool {
     // Only a call that really waits for its worker to load says so (the spare is usually ready).
     const loading = !session.loaded;
     if (loading) ctx.note?.(this.everLoaded ? 'starting Python' : 'starting Python (first use)');
+    let onCancel: (() => void) | undefined;
     try {
-      await session.ready;
+      // A Stop while Pyodide loads answers at once: the load goes on for the next call.
+      const cancelled = new Promise<'cancelled'>((resolve) => {
+        onCancel = () => resolve('cancelled');
+        if (ctx.signal.aborted) onCancel();
+        else ctx.signal.addEventListener('abort', onCancel, { once: true });
+      });
+      if ((await Promise.race([session.ready, cancelled])) === 'cancelled') return { ok: false, output: '', error: 'python: cancelled' };
     } catch (e) {
       return { ok: false, output: '', error: e instanceof Error ? e.message : String(e) };
     } finally {
+      if (onCancel) ctx.signal.removeEventListener('abort', onCancel);
       if (loading) ctx.note?.(null);
     }
-    // The caller may have given up while Pyodide was loading.
     if (ctx.signal.aborted) return { ok: false, output: '', error: 'python: cancelled' };
+    session.used = true;
     const limit = Math.min(ctx.timeoutMs > 0 ? ctx.timeoutMs : this.maxRunMs, this.maxRunMs);
     let timer: ReturnType<typeof setTimeout> | undefined;
     let onAbort: (() => void) | undefined;

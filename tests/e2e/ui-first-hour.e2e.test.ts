@@ -347,7 +347,8 @@ describe("a user's first hour", () => {
     await input.fill('What is 6*7?');
     await recordLiveLine(page);
     await input.press('Enter');
-    await explainFailure(page, CHAT_STATE, () => page.locator('agentflow-chat [data-testid="live"]').getByText('Calling a tool').waitFor({ timeout: 30_000 }));
+    // The demo hands 6*7 to Python, whose first use loads Pyodide in its worker (seconds): the live line says so.
+    await explainFailure(page, CHAT_STATE, () => page.locator('agentflow-chat [data-testid="live"]').getByText('Calling a tool (turn 1): starting Python (first use)…').waitFor({ timeout: 30_000 }));
     // The click event itself: the live view re-renders its timing every 250 ms, and on a loaded machine the
     // tool can finish while a pointer click waits for the button to hold still.
     await page.getByRole('button', { name: 'Stop' }).dispatchEvent('click');
