@@ -59,9 +59,15 @@ describe('<agentflow-chat> while a module runs', () => {
     await el.updateComplete;
     // Every state the live line renders (a mutation observer misses none, however short).
     const seen: string[] = [];
+    // And what a screen reader is told: the live region's texts, and the answer region's busy flag.
+    const phases: string[] = [];
+    const busy = new Set<string | null>();
     const observer = new MutationObserver(() => {
       const now = text(el, '[data-testid="live"]');
       if (now && now !== seen.at(-1)) seen.push(now);
+      const phase = text(el, '[data-testid="live-phase"]');
+      if (phase && phase !== phases.at(-1)) phases.push(phase);
+      if (now) busy.add(el.renderRoot.querySelector('[data-testid="answer"]')?.getAttribute('aria-busy') ?? null);
     });
     observer.observe(el.renderRoot, { subtree: true, childList: true, characterData: true });
     try {
@@ -85,10 +91,18 @@ describe('<agentflow-chat> while a module runs', () => {
       // One turn allowed: no verifier runs after its tool call, so none is announced; the answer is.
       expect(seen.filter((t) => t.startsWith('Checking'))).toEqual([]);
       expect(seen.find((t) => t.startsWith('Answering (turn 1)…') && t.endsWith('waiting for the first token'))).toBeDefined();
+      // Read out once per call, never the clock or the tokens (which change several times a second).
+      expect(phases).toEqual(['Starting…', 'Analysing the query…', 'Planning (turn 1)…', 'Calling a tool (turn 1)…', 'Answering (turn 1)…']);
+      expect(el.renderRoot.querySelector('[data-testid="live-phase"]')?.getAttribute('role')).toBe('status');
+      expect([...busy]).toEqual(['true']);
+      expect(el.renderRoot.querySelector('[data-testid="answer"]')?.getAttribute('aria-live')).toBe('polite');
       observer.disconnect();
       el.stop();
       expect((await first)?.status).toBe('interrupted');
       expect(el.renderRoot.querySelector('[data-testid="live-stats"]')).toBeNull();
+      // Done: the region is no longer busy (its content is read out), and the phase line is gone.
+      expect(el.renderRoot.querySelector('[data-testid="answer"]')?.getAttribute('aria-busy')).toBe('false');
+      expect(el.renderRoot.querySelector('[data-testid="live-phase"]')).toBeNull();
 
       // A second question: its own view, and the UI says the agent does not see the first.
       await el.ask('Second question');

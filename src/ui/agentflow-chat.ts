@@ -219,6 +219,12 @@ export class AgentFlowChat extends LitElement implements EngineUser {
   private builtinsFor: ToolRegistry | null = null;
   /** Queries of runs whose conversation record is not listed yet. */
   private readonly pending = new Map<string, string>();
+
+  /**
+   * The conversation last run in this view: its answer region is the one live region (busy while the run
+   * works), so its answer is read out once, whole; a stored conversation opened later is not announced.
+   */
+  private lastRunId: string | null = null;
   /** The training run in progress (train() / resumeTraining()), if any. */
   private trainingOn: TrainingOn | null = null;
   /** The engines the answer in progress runs on, and its end, so the page can stop it before replacing them. */
@@ -294,6 +300,7 @@ export class AgentFlowChat extends LitElement implements EngineUser {
     details.group summary { cursor: pointer; color: var(--_muted); }
     .hint { margin: 0.5rem 0 0; }
     .live { font-size: 0.85rem; color: var(--_muted); white-space: pre-wrap; }
+    .visually-hidden { position: absolute; width: 1px; height: 1px; margin: -1px; padding: 0; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; border: 0; }
     .trajectory dl { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: 0.15rem 0.75rem; margin: 0.25rem 0; }
     .trajectory dt { font-weight: 600; }
     .trajectory dd { margin: 0; }
@@ -525,6 +532,7 @@ export class AgentFlowChat extends LitElement implements EngineUser {
     const controller = new AbortController();
     let ended!: () => void;
     this.liveOn = { engines, ended: new Promise<void>((r) => (ended = r)) };
+    this.lastRunId = id;
     this.pending.set(id, query);
     this.live = { id, module: null, turn: 0, text: '', answer: '', controller, call: startCall(performance.now()), calls: [], waitingForStorage: true, toolNote: null };
     // Each question is its own conversation (the agent sees none of the earlier ones), so it gets a view of
@@ -829,7 +837,12 @@ export class AgentFlowChat extends LitElement implements EngineUser {
     const confirm = this.confirmResume?.id === id ? this.confirmResume : null;
     return html`
       <div class="message user" part="message user" data-testid="query">${conv?.query ?? failed?.query ?? this.pendingQuery(id)}</div>
-      <div class="message answer" part="message answer" data-testid="answer" data-conversation=${id} aria-live=${live ? 'polite' : 'off'}>
+      ${live
+        ? // What a screen reader hears while the run works: the call in progress, once per change (the clock
+          // and the streamed text below change several times a second, which a live region would read out).
+          html`<p class="visually-hidden" role="status" data-testid="live-phase">${live.waitingForStorage && this.storageNotice?.kind === 'blocked' ? WAITING_FOR_BLOCKED_STORAGE : liveHeading(live.module, live.turn, live.toolNote)}</p>`
+        : nothing}
+      <div class="message answer" part="message answer" data-testid="answer" data-conversation=${id} aria-live=${id === this.lastRunId ? 'polite' : 'off'} aria-busy=${live ? 'true' : 'false'}>
         ${scripted ? html`<p class="scripted" part="scripted" data-testid="scripted-label">Scripted demo: no model wrote this answer.</p>` : nothing}
         ${live
           ? html`${live.calls.length
