@@ -1,6 +1,7 @@
 // The library build of <agentflow-chat>, served from a sub-path with examples/embed.html beside it: the
 // element works in a plain page with one module script and scripted engines, fires its events, keeps the
-// conversation across a reload, and never executes or inserts HTML that a model wrote.
+// conversation across a reload, never executes or inserts HTML that a model wrote, and runs Python from the
+// pyodide/ folder the library ships.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { copyFileSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -220,6 +221,25 @@ describe('<agentflow-chat> embedded in a plain page', () => {
     await page.getByRole('button', { name: 'Resume on the current engines' }).click();
     const answer = page.locator('agentflow-chat [data-testid="answer"] .text');
     await poll(textOf(answer)).toContain('From the tool: 7 letters, 0 digits, 1 spaces');
+    expect(errors).toEqual([]);
+    await context.close();
+  });
+
+  it("runs Python from the library's own pyodide/ folder, wherever the folder was copied", async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+    await openEmbed(page);
+    const before = server.requests.length;
+    // The built-in Python tool instead of the page's: the demo hands it the arithmetic in the question.
+    await page.evaluate(() => document.querySelector('agentflow-chat')!.setAttribute('tools', 'python'));
+    await ask(page, 'What is 6*7?');
+    const answer = page.locator('agentflow-chat [data-testid="answer"] .text');
+    await poll(textOf(answer), 60_000).toContain('From the tool: 42');
+    const asked = server.requests.slice(before);
+    expect(asked.filter((r) => r.startsWith(`${SUB}pyodide/`)).map((r) => r.slice(SUB.length)).sort()).toEqual(expect.arrayContaining(['pyodide/pyodide.asm.wasm', 'pyodide/pyodide.mjs', 'pyodide/python_stdlib.zip']));
+    expect(asked.filter((r) => !r.startsWith(SUB))).toEqual([]);
     expect(errors).toEqual([]);
     await context.close();
   });
