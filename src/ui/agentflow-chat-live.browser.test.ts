@@ -43,20 +43,26 @@ const echo: Tool = {
   },
 };
 
+/** A chat of one turn on a StreamingEngine whose planner picks `tool`, the one tool enabled. */
+async function mountChat(dbName: string, tool: Tool): Promise<AgentFlowChat> {
+  const el = document.createElement('agentflow-chat');
+  el.dbName = dbName;
+  el.maxTurns = 1;
+  const engine = new StreamingEngine(tool.card.name);
+  el.engines = { planner: engine, shared: engine };
+  el.extraTools = [tool];
+  el.tools = tool.card.name;
+  document.body.append(el);
+  await el.updateComplete;
+  return el;
+}
+
 const text = (el: AgentFlowChat, selector: string) => (el.renderRoot.querySelector(selector)?.textContent ?? '').replace(/\s+/g, ' ').trim();
 
 describe('<agentflow-chat> while a module runs', () => {
   it('shows elapsed time, time to first token and tokens/s per call; each question gets its own view; experiment runs are grouped apart', async () => {
     const dbName = `chat-live-${Math.random()}`;
-    const el = document.createElement('agentflow-chat');
-    el.dbName = dbName;
-    el.maxTurns = 1;
-    const engine = new StreamingEngine();
-    el.engines = { planner: engine, shared: engine };
-    el.extraTools = [echo];
-    el.tools = 'echo';
-    document.body.append(el);
-    await el.updateComplete;
+    const el = await mountChat(dbName, echo);
     // Every state the live line renders (a mutation observer misses none, however short).
     const seen: string[] = [];
     // And what a screen reader is told: the live region's texts, and the answer region's busy flag.
@@ -138,15 +144,7 @@ describe('<agentflow-chat> while a module runs', () => {
         return { ok: true, output: String(args.text) };
       },
     };
-    const el = document.createElement('agentflow-chat');
-    el.dbName = `chat-live-note-${Math.random()}`;
-    el.maxTurns = 1;
-    const engine = new StreamingEngine('warming');
-    el.engines = { planner: engine, shared: engine };
-    el.extraTools = [warming];
-    el.tools = 'warming';
-    document.body.append(el);
-    await el.updateComplete;
+    const el = await mountChat(`chat-live-note-${Math.random()}`, warming);
     try {
       // The element sets its tools up as it connects (the tool switches are read from storage).
       await expect.poll(() => el.toolRegistry.isAvailable('warming')).toBe(true);
