@@ -27,6 +27,7 @@ import {
 import { onStorageNotice, openAgentDb, storageNotice, storageOpenError, type StorageNotice } from '../store/db';
 import { untilAborted } from '../util/abort';
 import { describeUses, type EngineUse, type EngineUser } from './engine-use';
+import { deleteQuestion, deleteQuestionStyles, focusDeleteQuestion } from './delete-question';
 import type { ConversationRecord, PlannerStepData, StepRecord } from '../store/records';
 import { DB_NAME } from '../store/schema';
 import { ToolRegistry } from '../tools/registry';
@@ -138,6 +139,7 @@ export class AgentFlowChat extends LitElement implements EngineUser {
     storageNotice: { state: true },
     hideStorageNotices: { attribute: false },
     openGroups: { state: true },
+    deleting: { state: true },
   };
 
   /** Planner model: a URL of a folder with config.json, model.safetensors and tokenizer.json, or a repo id. */
@@ -202,6 +204,8 @@ export class AgentFlowChat extends LitElement implements EngineUser {
   declare storageNotice: StorageNotice | null;
   /** Sidebar groups (experiment items, training rollouts) the user has unfolded. */
   declare openGroups: Set<ConversationGroup>;
+  /** The conversation whose delete button asks first (see deleteQuestion). */
+  declare deleting: string | null;
 
   declare conversations: ConversationRecord[];
   declare thread: string[];
@@ -256,9 +260,12 @@ export class AgentFlowChat extends LitElement implements EngineUser {
     this.trainingNotice = null;
     this.storageNotice = null;
     this.openGroups = new Set();
+    this.deleting = null;
   }
 
-  static override styles = css`
+  static override styles = [
+    deleteQuestionStyles,
+    css`
     :host {
       display: block;
       font: var(--agentflow-font, 14px/1.45 system-ui, sans-serif);
@@ -317,7 +324,9 @@ export class AgentFlowChat extends LitElement implements EngineUser {
     .no-model .row, .confirm .row { display: flex; gap: 0.5rem; flex-wrap: wrap; }
     .scripted { font-size: 0.75rem; color: #92400e; margin: 0 0 0.25rem; }
     .confirm { margin-top: 0.4rem; }
-  `;
+    aside li .delete-question { grid-column: 1 / -1; }
+  `,
+  ];
 
   override connectedCallback(): void {
     super.connectedCallback();
@@ -773,7 +782,9 @@ export class AgentFlowChat extends LitElement implements EngineUser {
     this.dispatchEvent(new CustomEvent<AgentflowTrainStoppedDetail>('agentflow-train-stopped', { detail: { runId: id, reason: 'engines-replaced', message }, bubbles: true, composed: true }));
   }
 
+  /** Deletes a stored conversation and its steps (the list's delete button asks first). */
   async deleteConversation(id: string): Promise<void> {
+    if (this.deleting === id) this.deleting = null;
     if (this.live?.id === id) return;
     await deleteStoredConversation(id, this.dbName);
     this.thread = this.thread.filter((t) => t !== id);
@@ -887,7 +898,12 @@ ${livePreview(live.module, live.text, live.module === 'executor' ? this.plannedT
       </button>
       <span class="status">${c.status === 'done' ? '' : c.status}</span>
       <button type="button" part="button" aria-label=${`Export conversation “${c.title}” as JSON`} title="Export as JSON" @click=${() => this.exportOne(c.id)}>⤓</button>
-      <button type="button" part="button" aria-label=${`Delete conversation “${c.title}”`} title="Delete" ?disabled=${this.live?.id === c.id} @click=${() => this.deleteConversation(c.id)}>✕</button>
+      ${this.deleting === c.id
+        ? deleteQuestion(`conversation “${c.title}”`, 'this conversation', () => void this.deleteConversation(c.id), () => (this.deleting = null))
+        : html`<button type="button" part="button" aria-label=${`Delete conversation “${c.title}”`} title="Delete" ?disabled=${this.live?.id === c.id} @click=${() => {
+            this.deleting = c.id;
+            void focusDeleteQuestion(this);
+          }}>✕</button>`}
     </li>`;
   }
 

@@ -11,6 +11,7 @@ import { getSteps } from '../store/conversations';
 import type { ExperimentItemRecord, ExperimentRecord, StepRecord } from '../store/records';
 import type { ToolRegistry } from '../tools/registry';
 import { barChart } from './charts';
+import { deleteQuestion, deleteQuestionStyles, focusDeleteQuestion } from './delete-question';
 import { downloadText } from './download';
 import { runExperiment, type ExperimentProgress } from './experiment-runner';
 import { moduleLabel } from './chat-view';
@@ -36,6 +37,7 @@ export class AgentflowExperimentsPanel extends LitElement implements EngineUser 
     progress: { state: true },
     error: { state: true },
     openTrajectory: { state: true },
+    deleting: { state: true },
   };
   declare engines: AgentEngines | undefined;
   declare registry: ToolRegistry | undefined;
@@ -49,6 +51,8 @@ export class AgentflowExperimentsPanel extends LitElement implements EngineUser 
   declare progress: { done: number; total: number; at: ExperimentProgress | null } | null;
   declare error: string | null;
   declare openTrajectory: { conversationId: string; steps: StepRecord[] } | null;
+  /** The run whose Delete button asks first (see deleteQuestion). */
+  declare deleting: string | null;
   private controller: AbortController | null = null;
   /** The run in progress, so a stop can wait for its end. */
   private readonly running = new InFlight();
@@ -64,9 +68,12 @@ export class AgentflowExperimentsPanel extends LitElement implements EngineUser 
     this.progress = null;
     this.error = null;
     this.openTrajectory = null;
+    this.deleting = null;
   }
 
-  static override styles = css`
+  static override styles = [
+    deleteQuestionStyles,
+    css`
     :host { display: block; }
     section { margin-bottom: 1.25rem; }
     h3 { font-size: 1.05rem; margin: 0.5rem 0; }
@@ -89,7 +96,8 @@ export class AgentflowExperimentsPanel extends LitElement implements EngineUser 
     .no { color: #b91c1c; }
     .trajectory dl { display: grid; grid-template-columns: max-content 1fr; gap: 0.1rem 0.6rem; }
     .trajectory pre { white-space: pre-wrap; margin: 0; }
-  `;
+  `,
+  ];
 
   override connectedCallback(): void {
     super.connectedCallback();
@@ -208,6 +216,7 @@ export class AgentflowExperimentsPanel extends LitElement implements EngineUser 
   }
 
   private async deleteRun(id: string): Promise<void> {
+    this.deleting = null;
     await deleteExperiment(id, this.dbName);
     if (this.selected === id) await this.select(null);
     if (this.compareId === id) await this.compareWith(null);
@@ -267,7 +276,12 @@ export class AgentflowExperimentsPanel extends LitElement implements EngineUser 
                 <button type="button" aria-pressed=${this.selected === r.id ? 'true' : 'false'} @click=${() => this.select(r.id)}>Results</button>
                 <button type="button" aria-pressed=${this.compareId === r.id ? 'true' : 'false'} ?disabled=${this.selected === r.id} @click=${() => this.compareWith(this.compareId === r.id ? null : r.id)}>Compare</button>
                 <button type="button" @click=${async () => downloadText(await exportExperiment(r.id, this.dbName), `agentflow-experiment-${r.id}.json`)}>Export</button>
-                <button type="button" aria-label=${`Delete run ${r.name}`} @click=${() => this.deleteRun(r.id)}>Delete</button>
+                ${this.deleting === r.id
+                  ? deleteQuestion(`run ${r.name}`, 'this run', () => void this.deleteRun(r.id), () => (this.deleting = null))
+                  : html`<button type="button" aria-label=${`Delete run ${r.name}`} ?disabled=${r.status === 'running' && this.running.current !== null} @click=${() => {
+                      this.deleting = r.id;
+                      void focusDeleteQuestion(this);
+                    }}>Delete</button>`}
               </td>
             </tr>`,
           )}

@@ -26,6 +26,7 @@ import { listRuns } from '../trainer/run/run-store-idb';
 import { isScripted } from '../agent/engines-used';
 import { keepAdapter } from '../store/training-storage';
 import { formatSeconds } from './progress-tracker';
+import { deleteQuestion, deleteQuestionStyles, focusDeleteQuestion } from './delete-question';
 import { LORA_MODULES, type LoraModule } from '../engine/io/peft';
 import type { AdapterRecord } from '../store/records';
 import { getSetting, putSetting } from '../store/settings';
@@ -77,6 +78,7 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
     result: { state: true },
     notes: { state: true },
     keeping: { state: true },
+    deleting: { state: true },
   };
   declare dbName: string | undefined;
   /** Makes the driver for a settings choice; default: the toy driver. */
@@ -113,6 +115,8 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
   declare notes: readonly string[];
   /** The adapter whose "keep as" name field is open. */
   declare keeping: string | null;
+  /** The adapter whose Delete button asks first (see deleteQuestion). */
+  declare deleting: string | null;
   private driver: TrainingDriver | null = null;
   /** Steps of the run the status line is about (the driver's, or the stored run shown), when known. */
   private totalSteps: number | null = null;
@@ -153,6 +157,7 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
     this.result = null;
     this.notes = [];
     this.keeping = null;
+    this.deleting = null;
   }
 
   private get busy(): boolean {
@@ -227,7 +232,9 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
     return this.benchmark;
   }
 
-  static override styles = css`
+  static override styles = [
+    deleteQuestionStyles,
+    css`
     :host { display: block; }
     fieldset { border: 1px solid color-mix(in srgb, currentColor 20%, transparent); border-radius: 6px; margin: 0 0 1rem; }
     .grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(11rem, 1fr)); gap: 0.5rem 1rem; }
@@ -255,7 +262,8 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
     @media (max-width: 30rem) {
       .adapters .created { display: none; }
     }
-  `;
+  `,
+  ];
 
   override connectedCallback(): void {
     super.connectedCallback();
@@ -465,6 +473,13 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
     </div>`;
   }
 
+  private async deleteStoredAdapter(id: string): Promise<void> {
+    this.deleting = null;
+    await deleteAdapter(id, this.dbName);
+    if (this.active === id) await this.activate(null);
+    await this.refreshAdapters();
+  }
+
   private async keep(a: AdapterRecord, name: string): Promise<void> {
     try {
       await keepAdapter(a.id, name, this.dbName);
@@ -656,11 +671,12 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
                             <button type="button" aria-label=${`Keep adapter ${a.name} under this name`} @click=${(e: Event) => this.keep(a, ((e.target as HTMLElement).previousElementSibling as HTMLInputElement).value)}>Keep</button>`
                         : html`<button type="button" aria-label=${`Keep adapter ${a.name} under a name`} title="Checkpoints are pruned; a kept adapter stays" @click=${() => (this.keeping = a.id)}>Keep as…</button>`
                       : nothing}
-                    <button type="button" aria-label=${`Delete adapter ${a.name}`} @click=${async () => {
-                      await deleteAdapter(a.id, this.dbName);
-                      if (this.active === a.id) await this.activate(null);
-                      await this.refreshAdapters();
-                    }}>Delete</button>
+                    ${this.deleting === a.id
+                      ? deleteQuestion(`adapter ${a.name}`, 'this adapter', () => void this.deleteStoredAdapter(a.id), () => (this.deleting = null))
+                      : html`<button type="button" aria-label=${`Delete adapter ${a.name}`} @click=${() => {
+                          this.deleting = a.id;
+                          void focusDeleteQuestion(this);
+                        }}>Delete</button>`}
                   </td>
                 </tr>`,
               )}

@@ -122,8 +122,10 @@ describe('the app', () => {
     await poll(textOf(answer)).toContain('You asked: What is the capital of France?');
     // Python stayed off: the switch was stored.
     await poll(() => page.locator('agentflow-models-panel [data-tool="python"] input[type="checkbox"]').isChecked()).toBe(false);
-    // Deleting removes it from the list and from storage.
+    // Deleting asks first, then removes it from the list and from storage.
     await page.getByRole('button', { name: /Delete conversation “What is the capital of France\?”/ }).click();
+    await page.screenshot({ path: join(shots, 'chat-delete-question.png') });
+    await page.getByRole('button', { name: /Yes, delete conversation “What is the capital of France\?”/ }).click();
     await page.locator('agentflow-chat [data-testid="conversation-list"] li').waitFor({ state: 'detached' });
     // A newer AgentFlow in another tab upgrades the database: this tab lets go of it and says to reload,
     // once, in the app's banner (not again inside the chat).
