@@ -50,6 +50,9 @@ describe('<agentflow-experiments-panel> running a subset', () => {
       [...el.renderRoot.querySelectorAll('button')].find((b) => b.textContent === 'Run')!.click();
       // Numbered as typed in the subset box (#2, #3), with the benchmark's own id when it differs.
       await expect.poll(() => text(el, '[data-testid="experiment-progress"]'), { timeout: 10_000, interval: 20 }).toBe('Item 1 of 2 (#2, a2), turn 1: Planning…');
+      // The run in progress is listed, and cannot be deleted under its own feet.
+      const deleteRun = () => el.renderRoot.querySelector<HTMLButtonElement>('button[aria-label^="Delete run "]');
+      await expect.poll(() => deleteRun()?.disabled, { timeout: 10_000 }).toBe(true);
       await expect.poll(() => text(el, '[data-testid="experiment-progress"]'), { timeout: 10_000, interval: 20 }).toBe('Item 2 of 2 (#3, a3), Analysing the query…');
       await expect.poll(() => el.renderRoot.querySelector('[data-testid="experiment-progress"]'), { timeout: 10_000 }).toBeNull();
 
@@ -60,6 +63,7 @@ describe('<agentflow-experiments-panel> running a subset', () => {
       expect(run.name).toBe(`probe-model · mini × 2 · ${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}`);
       expect(run.config.adapter).toBeNull();
       await expect.poll(() => text(el, '[data-testid="runs"] tbody tr td')).toBe(run.name);
+      expect(deleteRun()?.disabled).toBe(false);
 
       await expect.poll(() => el.renderRoot.querySelectorAll('[data-testid="items"] tbody tr').length).toBe(2);
       expect([...el.renderRoot.querySelectorAll('[data-testid="items"] thead th')].map((th) => th.textContent)).toEqual(['#', 'Question', 'Expected', 'Given', 'Correct', 'Tools', 'Errors', 'Trajectory']);
