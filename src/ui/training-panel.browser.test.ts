@@ -2,6 +2,7 @@
 // receives) per mode, and starting a run from a stored adapter in toy and real-planner mode. The real
 // planner's worker is stood in for by a recorder of what the panel asks it; toy runs train for real.
 import { describe, expect, it } from 'vitest';
+import { page } from 'vitest/browser';
 import { ScriptedEngine } from '../agent/scripted-engine';
 import type { PolicyTrainer as PlannerTrainer } from '../trainer/training-host';
 import { openAgentDb } from '../store/db';
@@ -327,5 +328,32 @@ describe('Training panel adapters table', () => {
     const box = p.shadowRoot!.querySelector('[data-testid="adapters"]')!.parentElement!;
     expect([getComputedStyle(box).overflowX, box.getAttribute('role'), box.tabIndex]).toEqual(['auto', 'region', 0]);
     p.remove();
+  });
+
+  it('on a phone drops the Created column, and shows the date under the name of kept and imported adapters (a checkpoint’s name has its time)', async () => {
+    const dbName = `panel-phone-${Math.random()}`;
+    const db = await openAgentDb(dbName);
+    const tensors = { w: { shape: [1], data: new Float32Array(1) } };
+    const at = new Date(2026, 10, 25, 9, 30).getTime();
+    await db.put('adapters', { id: 'ckpt', name: 'run-1 step 3 (09:30)', createdAt: at, baseModel: 'toy', config: {}, tensors, trainingRunId: 'run-1' });
+    await db.put('adapters', { id: 'kept', name: 'my best', createdAt: at + 1, baseModel: 'toy', config: {}, tensors, trainingRunId: 'run-1', keep: true });
+    await db.put('adapters', { id: 'imported', name: 'from PEFT', createdAt: at + 2, baseModel: 'toy', config: {}, tensors });
+    const p = await mount(dbName);
+    const shown = (sel: string) => [...p.shadowRoot!.querySelectorAll<HTMLElement>(sel)].filter((e) => getComputedStyle(e).display !== 'none').length;
+    try {
+      await page.viewport(390, 800);
+      await expect.poll(() => shown('[data-testid="adapters"] .created')).toBe(0);
+      expect(shown('[data-testid="created-inline"]')).toBe(2);
+      const rows = [...p.shadowRoot!.querySelectorAll('[data-testid="adapters"] tbody tr')];
+      const inline = (name: string) => rows.find((r) => r.textContent?.includes(name))!.querySelector('[data-testid="created-inline"]')?.textContent;
+      expect([inline('my best'), inline('from PEFT'), inline('run-1 step 3')]).toEqual([new Date(at + 1).toLocaleString(), new Date(at + 2).toLocaleString(), undefined]);
+      // A wide screen has the column, and no second copy of the date.
+      await page.viewport(1100, 800);
+      await expect.poll(() => shown('[data-testid="adapters"] .created')).toBe(4);
+      expect(shown('[data-testid="created-inline"]')).toBe(0);
+    } finally {
+      await page.viewport(414, 896);
+      p.remove();
+    }
   });
 });

@@ -258,9 +258,12 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
     /* On a phone the adapters table scrolls in its own box rather than squeezing names onto a line per part. */
     .table-scroll { overflow-x: auto; max-width: 100%; }
     .adapters td:first-child { min-width: 10rem; }
-    /* A checkpoint's name already carries its time; the date column is the one a narrow screen does without. */
+    /* A checkpoint's name already carries its time; the date column is the one a narrow screen does without.
+       Kept and imported adapters bear names of the user's choosing: their date moves under the name. */
+    .adapters .created-inline { display: none; }
     @media (max-width: 30rem) {
       .adapters .created { display: none; }
+      .adapters .created-inline { display: block; }
     }
   `,
   ];
@@ -658,7 +661,9 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
             <tbody>
               ${this.adapters.map(
                 (a) => html`<tr>
-                  <td>${a.name}${this.active === a.id ? html` <strong>(active)</strong>` : nothing}${a.keep ? html` <small>(kept)</small>` : nothing}</td>
+                  <td>${a.name}${this.active === a.id ? html` <strong>(active)</strong>` : nothing}${a.keep ? html` <small>(kept)</small>` : nothing}${a.keep || !a.trainingRunId
+                    ? html`<small class="created-inline" data-testid="created-inline">${new Date(a.createdAt).toLocaleString()}</small>`
+                    : nothing}</td>
                   <td>${a.baseModel || '—'}</td>
                   <td class="created">${new Date(a.createdAt).toLocaleString()}</td>
                   <td>
