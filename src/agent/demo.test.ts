@@ -37,7 +37,30 @@ describe('demo engines over the tool registry', () => {
     registry.setEnabled('reverse', false);
     const r = await runAgent({ conversationId: 'demo2', query: 'abc', tools, engines: demoEngines(), config: { maxTurns: 2 } });
     expect(r.memory[0]).toMatchObject({ ok: false, error: "tool 'reverse' is switched off in the tool settings" });
-    expect(r.answer).toBe('The tools gave no result, so I cannot answer.');
+    expect(r.answer).toBe("The tools gave no result, so I cannot answer. The last error: tool 'reverse' is switched off in the tool settings");
+  });
+
+  it('do not call a failing tool again while another is left, and answer from that one', async () => {
+    let calls = 0;
+    const brokenPython: Tool = {
+      card: { ...reverse.card, name: 'python', description: 'Runs Python.', input: { type: 'object', properties: { code: { type: 'string', description: 'code' } }, required: ['code'] }, examples: [] },
+      async run() {
+        calls++;
+        return { ok: false, output: '', error: 'python: Pyodide could not load from http://x/pyodide/: Failed to fetch' };
+      },
+    };
+    const registry = new ToolRegistry();
+    registry.register(brokenPython);
+    registry.register(reverse);
+    const r = await runAgent({ conversationId: 'd5', query: 'What is 6*7?', tools: toolsFromRegistry(registry), engines: demoEngines(), config: { maxTurns: 5 } });
+    expect(calls).toBe(1);
+    expect(r.memory.map((m) => [m.toolName, m.ok])).toEqual([['python', false], ['reverse', true]]);
+    expect(r.answer).toBe('From the tool: ?7*6 si tahW');
+    // With no other tool, the one there is tried each turn, and the answer gives the last error.
+    const alone = new ToolRegistry();
+    alone.register(brokenPython);
+    const a = await runAgent({ conversationId: 'd6', query: 'What is 6*7?', tools: toolsFromRegistry(alone), engines: demoEngines(), config: { maxTurns: 2 } });
+    expect(a.answer).toBe('The tools gave no result, so I cannot answer. The last error: python: Pyodide could not load from http://x/pyodide/: Failed to fetch');
   });
 
   it('give Python only arithmetic, as code, and every other question to the first other tool', async () => {

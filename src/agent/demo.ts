@@ -39,10 +39,14 @@ export function demoScript(): Script {
         const u = user(m);
         const query = field(u, 'Query');
         const tools = [...u.slice(u.indexOf('Tools:')).matchAll(/^- ([^:\n]+):/gm)].map((x) => x[1]);
+        // A tool whose call failed (Python that could not load, a tool switched off) is not asked again
+        // while another one is left: the same failing call turn after turn shows nothing new.
+        const failed = new Set([...u.matchAll(/^Call: (\S+)[^\n]*\nError: /gm)].map((x) => x[1]));
+        const usable = tools.filter((t) => !failed.has(t));
         // Python gets code, never prose: arithmetic in the query goes to it, anything else to the first
         // other tool listed (the base generator in the app), so the demo never shows Python's SyntaxError.
-        const expr = tools.includes('python') ? arithmeticIn(query) : null;
-        const tool = expr ? 'python' : (tools.find((t) => t !== 'python') ?? tools[0] ?? 'none');
+        const expr = usable.includes('python') ? arithmeticIn(query) : null;
+        const tool = expr ? 'python' : (usable.find((t) => t !== 'python') ?? tools.find((t) => t !== 'python') ?? tools[0] ?? 'none');
         return JSON.stringify({ justification: expr ? 'Arithmetic: Python computes it.' : 'The first tool listed that is not Python.', context: '', sub_goal: expr ? `${COMPUTE}${expr}` : query, tool_name: tool });
       },
     ],
@@ -59,7 +63,10 @@ export function demoScript(): Script {
     generator: [
       (m) => {
         const results = [...user(m).matchAll(/\nResult: ([\s\S]*?)(?=\n\nTurn \d+:|\n\nAnswer:)/g)];
-        return results.length ? `From the tool: ${results[results.length - 1][1].trim()}` : 'The tools gave no result, so I cannot answer.';
+        if (results.length) return `From the tool: ${results[results.length - 1][1].trim()}`;
+        // Say why: the last error is what the user can act on (turn a tool on, reload, check the host).
+        const errors = [...user(m).matchAll(/\nError: ([^\n]*)/g)];
+        return errors.length ? `The tools gave no result, so I cannot answer. The last error: ${errors[errors.length - 1][1].trim()}` : 'The tools gave no result, so I cannot answer.';
       },
     ],
   };
