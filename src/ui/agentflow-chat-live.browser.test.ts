@@ -78,14 +78,15 @@ describe('<agentflow-chat> while a module runs', () => {
     observer.observe(el.renderRoot, { subtree: true, childList: true, characterData: true });
     try {
       const first = el.ask('First question');
-      // The analysis has not streamed yet: the wait says so, with a clock that moves.
-      await expect.poll(() => text(el, '[data-testid="live-stats"]'), { timeout: 5000, interval: 20 }).toMatch(/^0\.\d s · waiting for the first token$/);
-      // Then its first token: the time to it, and the pieces so far with their rate.
-      await expect.poll(() => text(el, '[data-testid="live-stats"]'), { timeout: 5000, interval: 20 }).toMatch(/^\d+\.\d s · first token after 0\.[3-9] s · [1-9]\d* tokens?/);
       // Finished calls keep their numbers: the engine counted the tokens (scripted: one per character).
       await expect.poll(() => text(el, '[data-testid="live-calls"]'), { timeout: 10_000 }).toMatch(/Analysing the query: \d+\.\d s, first token after 0\.[3-9] s, 8 tokens/);
       // The generator streams 4 pieces, then hangs: its line shows the rate while it waits.
       await expect.poll(() => text(el, '[data-testid="live"]'), { timeout: 10_000 }).toMatch(/^Answering \(turn 1\)… \d+\.\d s · first token after 0\.[3-9] s · 4 tokens, \d+(\.\d)? tokens\/s$/);
+      // Before the analysis streamed, the wait said so (states a few hundred ms long are read from what
+      // rendered, not polled for: a loaded machine may skip past them between polls).
+      expect(seen.some((t) => /^Starting… 0\.\d s · waiting for the first token$/.test(t))).toBe(true);
+      // Then its first token: the time to it, and the pieces so far with their rate.
+      expect(seen.some((t) => /^Analysing the query… \d+\.\d s · first token after 0\.[3-9] s · [1-9]\d* tokens?/.test(t))).toBe(true);
       const calls = text(el, '[data-testid="live-calls"]');
       expect(calls).toMatch(/Planning \(turn 1\): \d+\.\d s, first token after 0\.[3-9] s, \d+ tokens at \d+(\.\d)? tokens\/s/);
       expect(calls).toContain('Calling a tool (turn 1)');
