@@ -10,6 +10,7 @@ import {
   parseToolArgs,
   parseVerdict,
   parseYesNo,
+  verdictDraft,
 } from './parse';
 
 const TOOLS = ['Python_Coder_Tool', 'Wikipedia_Search_Tool', 'Base_Generator_Tool', 'Web_Search_Tool'];
@@ -154,6 +155,16 @@ describe('parseVerdict', () => {
   });
 });
 
+describe('verdictDraft', () => {
+  it('reads the verdict once written, and the explanation so far', () => {
+    expect(verdictDraft('{"explanation": "Enough.", "verdict": "STOP"}')).toEqual({ verdict: 'STOP', explanation: 'Enough.' });
+    expect(verdictDraft('{"reason": "More is needed", "decision": "continue"}')).toEqual({ verdict: 'CONTINUE', explanation: 'More is needed' });
+    expect(verdictDraft('{"explanation": "The res')).toEqual({ verdict: null, explanation: 'The res' });
+    // Prose is not a draft: the word STOP in text is parseVerdict's last resort, not something to show as decided.
+    expect(verdictDraft('I would STOP here')).toEqual({ verdict: null, explanation: '' });
+  });
+});
+
 describe('extractAnswerTag and parseYesNo', () => {
   it('takes the last answer tag, or an unclosed one to the end', () => {
     expect(extractAnswerTag('think <answer>a</answer> more <answer> Paris </answer>')).toBe('Paris');
@@ -192,6 +203,7 @@ describe('parsers on random input', () => {
       expect(Object.values(plannerDraft(t)).every((v) => typeof v === 'string')).toBe(true);
       expect(parseToolArgs(t, c).ok).toBe(false);
       expect(parseVerdict(t).verdict).toBe('CONTINUE');
+      expect(verdictDraft(t).verdict).toBeNull();
       expect(extractAnswerTag(t)).toBeNull();
       expect(matchToolName(t, TOOLS)).toBeNull();
     }

@@ -340,11 +340,14 @@ function checkArgs(
 
 export type Verdict = 'STOP' | 'CONTINUE';
 
+const VERDICT_KEYS = ['verdict', 'decision', 'conclusion', 'status', 'action'];
+const EXPLANATION_KEYS = ['explanation', 'reason', 'analysis', 'justification'];
+
 /** STOP or CONTINUE; CONTINUE by default, which the turn budget bounds. */
 export function parseVerdict(text: string): { verdict: Verdict; method: ParseMethod; explanation: string } {
   for (const obj of extractJsonObjects(text)) {
-    const v = asText(pick(obj, ['verdict', 'decision', 'conclusion', 'status', 'action'])).toUpperCase();
-    const explanation = asText(pick(obj, ['explanation', 'reason', 'analysis', 'justification']));
+    const v = asText(pick(obj, VERDICT_KEYS)).toUpperCase();
+    const explanation = asText(pick(obj, EXPLANATION_KEYS));
     if (/\bSTOP\b/.test(v)) return { verdict: 'STOP', method: 'json', explanation };
     if (/\bCONTINUE\b/.test(v)) return { verdict: 'CONTINUE', method: 'json', explanation };
   }
@@ -355,6 +358,18 @@ export function parseVerdict(text: string): { verdict: Verdict; method: ParseMet
   for (let m = re.exec(src); m; m = re.exec(src)) last = m[1].toUpperCase();
   if (last) return { verdict: last as Verdict, method: 'fields', explanation: src.trim().slice(0, 500) };
   return { verdict: 'CONTINUE', method: 'default', explanation: '' };
+}
+
+/** A verifier's JSON reply as far as it has streamed: its verdict once written (else null), its explanation so far. For showing only. */
+export function verdictDraft(text: string): { verdict: Verdict | null; explanation: string } {
+  let explanation = '';
+  for (const obj of extractJsonObjects(text)) {
+    const v = asText(pick(obj, VERDICT_KEYS)).toUpperCase();
+    explanation ||= asText(pick(obj, EXPLANATION_KEYS));
+    const verdict = /\bSTOP\b/.test(v) ? 'STOP' : /\bCONTINUE\b/.test(v) ? 'CONTINUE' : null;
+    if (verdict) return { verdict, explanation };
+  }
+  return { verdict: null, explanation };
 }
 
 // ------------------------------------------------------------------------------------------ answers

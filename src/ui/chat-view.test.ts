@@ -61,8 +61,13 @@ describe('chat-view', () => {
   it("shows the verifier's verdict once written, with its explanation", () => {
     expect(verifierPreview('{"explanation": "A tool answered.", "verdict": "STOP"}')).toBe('STOP: A tool answered.');
     expect(verifierPreview('{"verdict": "CONTINUE"}')).toBe('CONTINUE');
-    // Not decided yet: the newest part of the text, as it is.
-    expect(verifierPreview('{"explanation": "The result')).toBe('{"explanation": "The result');
+    // Not decided yet: the explanation so far, or how much is written; prose as it is.
+    expect(verifierPreview('{"explanation": "The result')).toBe('weighing: The result');
+    expect(verifierPreview('{"expl')).toBe('writing the verdict (6 characters)');
+    expect(verifierPreview('The memory holds 42, so STOP')).toBe('The memory holds 42, so STOP');
+    const reply = '{"explanation": "A tool answered.", "verdict": "STOP"}';
+    const shown = Array.from({ length: reply.length }, (_, n) => verifierPreview(reply.slice(0, n + 1)));
+    expect(shown.filter((t) => /[{}"]/.test(t))).toEqual([]);
     expect(livePreview('generator', 'the answer', null)).toBe('');
     expect(livePreview('executor', '{"args": {"code": "1"}}', 'python')).toBe('python: code = 1');
     expect(livePreview('analysis', 'line one\n\nline two', null)).toBe('line one line two');

@@ -3,7 +3,7 @@
 // rather than an experiment's items or a training run's rollouts. Pure functions; the element renders them.
 import type { ModuleName } from '../agent/prompts';
 import { nextModule } from '../agent/phases';
-import { extractJsonObjects, parseVerdict, plannerDraft } from '../agent/parse';
+import { extractJsonObjects, plannerDraft, verdictDraft } from '../agent/parse';
 import type { CallUsage, ConversationRecord, StepRecord } from '../store/records';
 
 /** One module call in progress, in performance.now() milliseconds. */
@@ -137,11 +137,15 @@ export function plannerPreview(text: string): string {
   return tailLine(text, PREVIEW_CHARS);
 }
 
-/** The verifier's streamed reply: its verdict once written, with the explanation so far ("STOP: the tool answered"). */
+/**
+ * The verifier's streamed reply: its verdict once written, with the explanation ("STOP: the tool answered"),
+ * before it the explanation so far, before that how much is written; prose shows its newest part.
+ */
 export function verifierPreview(text: string): string {
-  const obj = extractJsonObjects(text)[0];
-  const v = obj ? parseVerdict(text) : null;
-  if (v && v.method === 'json') return oneLine(`${v.verdict}${v.explanation ? `: ${v.explanation}` : ''}`, PREVIEW_CHARS);
+  const d = verdictDraft(text);
+  if (d.verdict) return oneLine(`${d.verdict}${d.explanation ? `: ${d.explanation}` : ''}`, PREVIEW_CHARS);
+  if (d.explanation) return `weighing: ${tailLine(d.explanation, PREVIEW_CHARS - 10)}`;
+  if (/^\s*(\{|```)/.test(text)) return `writing the verdict (${text.length} character${text.length === 1 ? '' : 's'})`;
   return tailLine(text, PREVIEW_CHARS);
 }
 
