@@ -12,6 +12,7 @@ import type { ExperimentItemRecord, ExperimentRecord, StepRecord } from '../stor
 import type { ToolRegistry } from '../tools/registry';
 import { barChart } from './charts';
 import { deleteQuestion, deleteQuestionStyles, focusDeleteQuestion } from './delete-question';
+import { compareRuns, describeComparison } from './experiment-compare';
 import { downloadText } from './download';
 import { runExperiment, type ExperimentProgress } from './experiment-runner';
 import { moduleLabel } from './chat-view';
@@ -85,11 +86,15 @@ export class AgentflowExperimentsPanel extends LitElement implements EngineUser 
     .problems { color: var(--agentflow-error-color, #b00020); }
     table { border-collapse: collapse; width: 100%; font-size: 0.9rem; }
     td, th { padding: 0.2rem 0.4rem; text-align: left; border-bottom: 1px solid color-mix(in srgb, currentColor 15%, transparent); vertical-align: top; }
-    td.ans { max-width: 18rem; overflow-wrap: anywhere; }
+    /* break-word, not anywhere: 'anywhere' lets a column shrink to one letter wide ("loade / d"); a long
+       word still breaks, and a table too wide for the panel scrolls in its box. */
+    td.ans { max-width: 18rem; overflow-wrap: break-word; }
     .charts { display: flex; gap: 1rem; flex-wrap: wrap; }
     .charts figure { margin: 0; width: min(22rem, 100%); }
     figcaption { font-size: 0.8rem; text-align: center; }
-    .compare { display: grid; grid-template-columns: 1fr 1fr; gap: 1rem; }
+    .compare-summaries { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(22rem, 100%), 1fr)); gap: 1rem; }
+    .table-scroll { overflow-x: auto; }
+    tr.changed { background: color-mix(in srgb, var(--agentflow-accent, #2563eb) 8%, transparent); }
     progress { width: min(32rem, 100%); display: block; }
     .yes { color: #15803d; }
     .scripted { color: #92400e; font-size: 0.85em; }
@@ -201,6 +206,8 @@ export class AgentflowExperimentsPanel extends LitElement implements EngineUser 
   private async select(id: string | null): Promise<void> {
     this.selected = id;
     this.openTrajectory = null;
+    // A run compared with itself shows nothing: opening the compared run's results ends the comparison.
+    if (id !== null && id === this.compareId) await this.compareWith(null);
     this.items = id ? await getExperimentItems(id, this.dbName) : [];
   }
 
@@ -291,16 +298,59 @@ export class AgentflowExperimentsPanel extends LitElement implements EngineUser 
     </section>`;
   }
 
-  private renderItems(title: string, items: ExperimentItemRecord[], scripted = false) {
+  /** A run's heading, scripted label, accuracy line and tool-call chart. */
+  private renderSummary(title: string, items: ExperimentItemRecord[], scripted: boolean) {
     const s = summarize(items);
     const tools = Object.entries(s)
       .filter(([k]) => k.startsWith('tool:'))
       .map(([k, v]) => ({ label: k.slice(5), value: v as number }));
-    return html`<div>
+    return html`<div data-testid="run-summary">
       <h4>${title}</h4>
       ${scripted ? html`<p class="scripted" data-testid="scripted-label">Scripted demo: no model wrote these answers.</p>` : nothing}
       <p>Accuracy ${s.correct}/${s.items} (${Math.round(100 * s.accuracy)}%), ${s.toolCalls} tool calls, ${s.errors} errors.</p>
       <div class="charts">${barChart('Tool calls', tools)}</div>
+    </div>`;
+  }
+
+  /**
+   * Two runs: their summaries side by side, then one table matched item by item (A is the run whose results
+   * were open, B the one compared with it), the items whose outcome differs marked.
+   */
+  private renderComparison(a: ExperimentRecord, b: ExperimentRecord) {
+    const { rows, counts } = compareRuns(this.items, this.compareItems);
+    const verdict = (it: ExperimentItemRecord | null) =>
+      !it ? html`<span title="not in this run">—</span>` : it.correct === undefined ? '—' : it.correct ? html`<span class="yes">yes</span>` : html`<span class="no">no</span>`;
+    const open = (run: string, it: ExperimentItemRecord | null, label: string) =>
+      it?.conversationId ? html`<button type="button" aria-label=${`Open run ${run}'s trajectory of item ${label}`} @click=${() => this.showTrajectory(it.conversationId!)}>${run}</button>` : nothing;
+    return html`<div data-testid="comparison">
+      <div class="compare-summaries">${this.renderSummary(`A: ${a.name}`, this.items, !!a.config.scripted)} ${this.renderSummary(`B: ${b.name}`, this.compareItems, !!b.config.scripted)}</div>
+      <p data-testid="compare-counts">${describeComparison(counts)}</p>
+      <div class="table-scroll" role="region" aria-label="Runs A and B item by item" tabindex="0">
+        <table data-testid="compare-items">
+          <thead><tr><th scope="col">#</th><th scope="col">Question</th><th scope="col">Expected</th><th scope="col">A: given</th><th scope="col">A</th><th scope="col">B: given</th><th scope="col">B</th><th scope="col">Trajectories</th></tr></thead>
+          <tbody>
+            ${rows.map(
+              (r) => html`<tr class=${r.change === 'right-in-a' || r.change === 'right-in-b' ? 'changed' : ''} data-change=${r.change}>
+                <td>${r.label}</td>
+                <td class="ans">${r.query}</td>
+                <td class="ans">${expected(r.reference)}</td>
+                <td class="ans">${r.a ? (r.a.answer ?? '—') : '—'}</td>
+                <td>${verdict(r.a)}</td>
+                <td class="ans">${r.b ? (r.b.answer ?? '—') : '—'}</td>
+                <td>${verdict(r.b)}</td>
+                <td>${open('A', r.a, r.label)} ${open('B', r.b, r.label)}</td>
+              </tr>`,
+            )}
+          </tbody>
+        </table>
+      </div>
+    </div>`;
+  }
+
+  private renderItems(title: string, items: ExperimentItemRecord[], scripted = false) {
+    return html`<div>
+      ${this.renderSummary(title, items, scripted)}
+      <div class="table-scroll" role="region" aria-label=${`Items of ${title}`} tabindex="0">
       <table data-testid="items">
         <thead><tr><th scope="col">#</th><th scope="col">Question</th><th scope="col">Expected</th><th scope="col">Given</th><th scope="col">Correct</th><th scope="col">Tools</th><th scope="col">Errors</th><th scope="col">Trajectory</th></tr></thead>
         <tbody>
@@ -318,6 +368,7 @@ export class AgentflowExperimentsPanel extends LitElement implements EngineUser 
           )}
         </tbody>
       </table>
+      </div>
     </div>`;
   }
 
@@ -329,9 +380,7 @@ export class AgentflowExperimentsPanel extends LitElement implements EngineUser 
       ${this.renderRuns()}
       ${sel
         ? html`<section aria-label="Results">
-            <div class=${cmp ? 'compare' : ''} data-testid=${cmp ? 'comparison' : 'results'}>
-              ${this.renderItems(sel.name, this.items, !!sel.config.scripted)} ${cmp ? this.renderItems(cmp.name, this.compareItems, !!cmp.config.scripted) : nothing}
-            </div>
+            ${cmp ? this.renderComparison(sel, cmp) : html`<div data-testid="results">${this.renderItems(sel.name, this.items, !!sel.config.scripted)}</div>`}
           </section>`
         : nothing}
       ${this.openTrajectory

@@ -172,7 +172,7 @@ describe('the app', () => {
     expect(cells[4]).toBe('no');
     expect(cells[5]).toBe('base_generator×1');
     await poll(textOf(page.locator('agentflow-experiments-panel [data-testid="runs"] tbody tr').first())).toContain('0/2 (0%)');
-    // A second run of item 2 only, compared side by side with the first.
+    // A second run of item 2 only, compared item by item with the first.
     await page.getByRole('textbox', { name: /Items/ }).fill('2');
     await page.getByRole('button', { name: 'Run', exact: true }).click();
     const runs = page.locator('agentflow-experiments-panel [data-testid="runs"] tbody tr');
@@ -182,11 +182,17 @@ describe('the app', () => {
     }, undefined, { timeout: 60_000 });
     await poll(textOf(runs.first().locator('td').first())).toMatch(/^\s*scripted demo · mini-bench × 1 · \d{4}-\d\d-\d\d \d\d:\d\d/);
     await runs.nth(1).getByRole('button', { name: 'Compare' }).click();
-    const cmp = page.locator('agentflow-experiments-panel [data-testid="comparison"] [data-testid="items"]');
-    // The comparison's tables appear before their rows have loaded: wait for the rows themselves.
-    await poll(countOf(cmp.nth(0).locator('tbody tr'))).toBe(1);
-    await poll(countOf(cmp.nth(1).locator('tbody tr'))).toBe(2);
-    await poll(textOf(cmp.nth(0).locator('tbody tr td').first())).toBe('2');
+    // A is the run whose results were open (item 2 only), B the one compared with it (items 1 and 2): one
+    // table, matched by item. It appears before its rows have loaded: wait for the rows themselves.
+    const cmp = page.locator('agentflow-experiments-panel [data-testid="comparison"] [data-testid="compare-items"] tbody tr');
+    await poll(countOf(cmp)).toBe(2);
+    const cmpCells = async (n: number) => (await cmp.nth(n).locator('td').allTextContents()).map((t) => t.replace(/\s+/g, ' ').trim());
+    expect((await cmpCells(0)).slice(0, 5)).toEqual(['1', 'What is 2+2?', '4', '—', '—']);
+    expect((await cmpCells(0)).slice(5)).toEqual([expect.stringContaining('You asked: What is 2+2?'), 'no', 'B']);
+    expect((await cmpCells(1)).slice(0, 3)).toEqual(['2', 'Name a primary colour.', 'red']);
+    expect((await cmpCells(1)).slice(4)).toEqual(['no', expect.stringContaining('You asked: Name a primary colour.'), 'no', 'A B']);
+    await poll(textOf(page.locator('agentflow-experiments-panel [data-testid="compare-counts"]'))).toBe('Item by item: 1 wrong in both, 1 only in run B.');
+    expect(await page.locator('agentflow-experiments-panel [data-testid="run-summary"] h4').allTextContents()).toEqual([expect.stringMatching(/^A: scripted demo · mini-bench × 1 · /), expect.stringMatching(/^B: scripted demo · mini-bench × 2 · /)]);
     await page.screenshot({ path: join(shots, 'experiments-compare.png'), fullPage: true });
     await runs.nth(1).getByRole('button', { name: 'Results' }).click();
     await runs.nth(1).getByRole('button', { name: 'Compare' }).waitFor();

@@ -1,0 +1,69 @@
+// Two experiment runs item by item: what a user comparing a base planner with a trained adapter wants to
+// see is which items changed, not two tables to read against each other. Pure; the Experiments tab renders it.
+import type { ExperimentItemRecord } from '../store/records';
+
+/** How an item fared in run A and run B. */
+export type ItemChange = 'both-right' | 'both-wrong' | 'right-in-a' | 'right-in-b' | 'only-in-a' | 'only-in-b' | 'unscored';
+
+export interface ComparedItem {
+  /** The benchmark item's number (as the subset box numbers it) when known, else its id. */
+  label: string;
+  query: string;
+  reference: string;
+  a: ExperimentItemRecord | null;
+  b: ExperimentItemRecord | null;
+  change: ItemChange;
+}
+
+export interface RunComparison {
+  rows: ComparedItem[];
+  counts: Record<ItemChange, number>;
+}
+
+// Runs of different benchmarks can share ids ("1", "2"): an item is the same only with the same question.
+const keyOf = (it: ExperimentItemRecord) => `${it.pid}\u0000${it.query}`;
+
+function changeOf(a: ExperimentItemRecord | null, b: ExperimentItemRecord | null): ItemChange {
+  if (!a) return 'only-in-b';
+  if (!b) return 'only-in-a';
+  if (a.correct === undefined || b.correct === undefined) return 'unscored';
+  if (a.correct && b.correct) return 'both-right';
+  if (!a.correct && !b.correct) return 'both-wrong';
+  return a.correct ? 'right-in-a' : 'right-in-b';
+}
+
+/** Items of runs `a` and `b` matched by benchmark item, in benchmark order (items without a number last). */
+export function compareRuns(a: readonly ExperimentItemRecord[], b: readonly ExperimentItemRecord[]): RunComparison {
+  const byKey = new Map<string, { a: ExperimentItemRecord | null; b: ExperimentItemRecord | null; first: ExperimentItemRecord; order: number }>();
+  let order = 0;
+  for (const it of a) if (!byKey.has(keyOf(it))) byKey.set(keyOf(it), { a: it, b: null, first: it, order: order++ });
+  for (const it of b) {
+    const seen = byKey.get(keyOf(it));
+    if (seen) seen.b ??= it;
+    else byKey.set(keyOf(it), { a: null, b: it, first: it, order: order++ });
+  }
+  const counts: Record<ItemChange, number> = { 'both-right': 0, 'both-wrong': 0, 'right-in-a': 0, 'right-in-b': 0, 'only-in-a': 0, 'only-in-b': 0, unscored: 0 };
+  const rows = [...byKey.values()]
+    .sort((x, y) => (x.first.number ?? Infinity) - (y.first.number ?? Infinity) || x.order - y.order)
+    .map(({ a: ia, b: ib, first }) => {
+      const change = changeOf(ia, ib);
+      counts[change]++;
+      return { label: String(first.number ?? first.pid), query: first.query, reference: first.reference, a: ia, b: ib, change };
+    });
+  return { rows, counts };
+}
+
+/** One sentence of the counts, leaving out what is 0: "2 right in both, 1 right only in B, 1 only in run A." */
+export function describeComparison(counts: Record<ItemChange, number>): string {
+  const parts: Array<[ItemChange, string]> = [
+    ['right-in-a', 'right only in A'],
+    ['right-in-b', 'right only in B'],
+    ['both-right', 'right in both'],
+    ['both-wrong', 'wrong in both'],
+    ['unscored', 'not scored in one of them'],
+    ['only-in-a', 'only in run A'],
+    ['only-in-b', 'only in run B'],
+  ];
+  const said = parts.filter(([k]) => counts[k] > 0).map(([k, words]) => `${counts[k]} ${words}`);
+  return said.length ? `Item by item: ${said.join(', ')}.` : 'Neither run has items yet.';
+}
