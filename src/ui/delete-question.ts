@@ -1,5 +1,6 @@
-// Deleting stored work (a conversation, an experiment run, a trained adapter) cannot be undone, so a Delete
-// button first turns into this question. The safe answer is the one focused, and Escape gives it.
+// Deleting stored work (a conversation, an experiment run, a trained adapter) cannot be undone, and deleting
+// a downloaded model costs its download again, so a Delete button first turns into this question. The safe
+// answer is the one focused, and Escape gives it.
 import { css, html, type TemplateResult } from 'lit';
 
 /** Styles for the question; components that use it add these to their own. */
@@ -10,9 +11,9 @@ export const deleteQuestionStyles = css`
 /**
  * The inline question that stands in for a Delete button until answered. `what` names the thing for
  * assistive technology and the buttons (adapter “x”); `shown` is what the row beside it makes clear enough
- * (this adapter).
+ * (this adapter); `consequence` what deleting costs.
  */
-export function deleteQuestion(what: string, shown: string, yes: () => void, no: () => void): TemplateResult {
+export function deleteQuestion(what: string, shown: string, yes: () => void, no: () => void, consequence = 'This cannot be undone.'): TemplateResult {
   return html`<span class="delete-question" role="group" aria-label=${`Delete ${what}?`} data-testid="delete-question"
     @keydown=${(e: KeyboardEvent) => {
       if (e.key === 'Escape') {
@@ -20,7 +21,7 @@ export function deleteQuestion(what: string, shown: string, yes: () => void, no:
         no();
       }
     }}>
-    Delete ${shown}? This cannot be undone.
+    Delete ${shown}? ${consequence}
     <button type="button" part="button" aria-label=${`Yes, delete ${what}`} @click=${yes}>Delete</button>
     <button type="button" part="button" class="keep" aria-label=${`No, keep ${what}`} @click=${no}>Keep</button>
   </span>`;

@@ -11,6 +11,7 @@ import type { PlannerTrainer } from '../engine/planner-client';
 import type { LoadProgress } from '../engine/types';
 import type { ToolRegistry } from '../tools/registry';
 import { scriptedDemoEngines } from './demo-engines';
+import { deleteQuestion, deleteQuestionStyles, focusDeleteQuestion } from './delete-question';
 import { describeUses, manyUses, type EngineUse } from './engine-use';
 import { deleteCachedModel, listCachedModels, type CachedModel } from './model-cache';
 import { loadModelChoice, saveModelChoice, type ModelChoice } from './model-choice';
@@ -70,6 +71,7 @@ export class AgentflowModelsPanel extends LitElement {
     notice: { state: true },
     enginesInUse: { attribute: false },
     confirmSwap: { state: true },
+    deleting: { state: true },
   };
   declare registry: ToolRegistry | undefined;
   declare dbName: string | undefined;
@@ -98,6 +100,8 @@ export class AgentflowModelsPanel extends LitElement {
   declare enginesInUse: () => readonly EngineUse[];
   /** A load or the demo waits for the user to accept stopping what runs on the engines in use. */
   declare confirmSwap: { uses: readonly EngineUse[]; action: string; when: string; button: string; go: () => void } | null;
+  /** The cached model (its key) whose Delete button asks first (see deleteQuestion). */
+  declare deleting: string | null;
   /** Re-reads what runs on the engines while the swap question is open (see watchSwap). */
   private swapWatch: ReturnType<typeof setInterval> | null = null;
   private controller: AbortController | null = null;
@@ -121,9 +125,12 @@ export class AgentflowModelsPanel extends LitElement {
     this.notice = null;
     this.enginesInUse = () => [];
     this.confirmSwap = null;
+    this.deleting = null;
   }
 
-  static override styles = css`
+  static override styles = [
+    deleteQuestionStyles,
+    css`
     :host { display: block; }
     section { margin-bottom: 1.5rem; }
     h3 { font-size: 1.05rem; margin: 0.5rem 0; }
@@ -140,7 +147,8 @@ export class AgentflowModelsPanel extends LitElement {
     .field-error { color: var(--agentflow-error-color, #b00020); font-size: 0.85rem; }
     .size { font-size: 0.9rem; margin: 0.4rem 0; }
     label.check { display: flex; gap: 0.4rem; align-items: baseline; margin: 0.4rem 0; max-width: 32rem; }
-  `;
+  `,
+  ];
 
   override connectedCallback(): void {
     super.connectedCallback();
@@ -220,6 +228,7 @@ export class AgentflowModelsPanel extends LitElement {
   }
 
   private async deleteModel(m: CachedModel): Promise<void> {
+    this.deleting = null;
     await deleteCachedModel(m.key);
     await this.refreshCache();
     void this.estimateSizes(this.sizes?.checked ?? false);
@@ -479,7 +488,12 @@ export class AgentflowModelsPanel extends LitElement {
                   ${this.cached.map(
                     (m) => html`<tr>
                       <td>${m.label}</td><td class="num">${m.files}</td><td class="num">${formatBytes(m.bytes)}</td>
-                      <td><button type="button" aria-label=${`Delete cached model ${m.label}`} @click=${() => this.deleteModel(m)}>Delete</button></td>
+                      <td>${this.deleting === m.key
+                        ? deleteQuestion(`cached model ${m.label}`, 'this model’s files', () => void this.deleteModel(m), () => (this.deleting = null), `Loading it again downloads ${formatBytes(m.bytes)}.`)
+                        : html`<button type="button" aria-label=${`Delete cached model ${m.label}`} @click=${() => {
+                            this.deleting = m.key;
+                            void focusDeleteQuestion(this);
+                          }}>Delete</button>`}</td>
                     </tr>`,
                   )}
                 </tbody>

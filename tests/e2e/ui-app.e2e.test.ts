@@ -255,6 +255,9 @@ describe('the app', () => {
     await poll(async () => (await row.first().locator('td').allTextContents()).slice(0, 3)).toEqual(['Qwen/Qwen2.5-0.5B-Instruct', '2', '3.0 MiB']);
     await page.screenshot({ path: join(shots, 'models-cache.png'), fullPage: true });
     await page.getByRole('button', { name: 'Delete cached model Qwen/Qwen2.5-0.5B-Instruct' }).click();
+    // It asks first, saying what deleting costs: the download again.
+    await poll(textOf(page.locator('agentflow-models-panel [data-testid="delete-question"]'))).toMatch(/^\s*Delete this model’s files\? Loading it again downloads 3\.0 MiB\.\s+Delete\s+Keep\s*$/);
+    await page.getByRole('button', { name: 'Yes, delete cached model Qwen/Qwen2.5-0.5B-Instruct' }).click();
     await page.locator('agentflow-models-panel [data-testid="cache-empty"]').waitFor();
     expect(await page.evaluate(async () => (await (await caches.open('agentflow-models')).keys()).length)).toBe(0);
     expect(errors).toEqual([]);

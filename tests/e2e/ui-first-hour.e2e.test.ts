@@ -404,9 +404,10 @@ describe("a user's first hour", () => {
 
     // The model deleted from the cache: the next start says so and downloads nothing on its own.
     await page.getByRole('tab', { name: 'Models & GPU' }).click();
-    const del = page.getByRole('button', { name: `Delete cached model ${new URL(hub.url).host}/test-org/tiny-chat` });
-    await del.click();
-    await expect.poll(() => del.count()).toBe(0);
+    const cachedName = `${new URL(hub.url).host}/test-org/tiny-chat`;
+    await page.getByRole('button', { name: `Delete cached model ${cachedName}` }).click();
+    await page.getByRole('button', { name: `Yes, delete cached model ${cachedName}` }).click();
+    await expect.poll(() => page.locator('agentflow-models-panel tbody tr', { hasText: cachedName }).count()).toBe(0);
     const before = hub.requests.length;
     await page.reload();
     const gone = page.locator('agentflow-models-panel [data-testid="models-notice"]');
