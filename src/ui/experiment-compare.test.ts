@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ExperimentItemRecord } from '../store/records';
-import { compareRuns, describeComparison } from './experiment-compare';
+import { compareRuns, describeComparison, distinctLabels } from './experiment-compare';
 
 const item = (experimentId: string, number: number | undefined, pid: string, query: string, correct?: boolean): ExperimentItemRecord => ({
   experimentId,
@@ -43,5 +43,16 @@ describe('compareRuns', () => {
     const { counts } = compareRuns(a, b);
     expect(describeComparison(counts)).toBe('Item by item: 1 right in both, 1 wrong in both, 1 not scored in one of them.');
     expect(describeComparison(compareRuns([], []).counts)).toBe('Neither run has items yet.');
+  });
+});
+
+describe('distinctLabels', () => {
+  it('keeps the parts of run names that tell them apart', () => {
+    expect(distinctLabels(['qwen · bench × 5 · 2026-11-26 00:11', 'qwen + adapter “mine” · bench × 5 · 2026-11-26 00:40'])).toEqual(['qwen · 2026-11-26 00:11', 'qwen + adapter “mine” · 2026-11-26 00:40']);
+    expect(distinctLabels(['demo · b × 1 · d', 'demo · b × 2 · d'])).toEqual(['b × 1', 'b × 2']);
+    // Names of another shape, one name, or names all alike stay whole.
+    expect(distinctLabels(['a · b', 'c'])).toEqual(['a · b', 'c']);
+    expect(distinctLabels(['x · y'])).toEqual(['x · y']);
+    expect(distinctLabels(['x · y', 'x · y'])).toEqual(['x · y', 'x · y']);
   });
 });

@@ -67,3 +67,15 @@ export function describeComparison(counts: Record<ItemChange, number>): string {
   const said = parts.filter(([k]) => counts[k] > 0).map(([k, words]) => `${counts[k]} ${words}`);
   return said.length ? `Item by item: ${said.join(', ')}.` : 'Neither run has items yet.';
 }
+
+/**
+ * Short labels for runs shown together (a chart's bars): the parts of their names (" · "-separated: model
+ * and adapter, benchmark × items, date) that are not the same in all of them. Names of runs from one
+ * benchmark and model differ only in the end, which a cut label loses.
+ */
+export function distinctLabels(names: readonly string[]): string[] {
+  const parts = names.map((n) => n.split(' · '));
+  if (names.length < 2 || parts.some((p) => p.length !== parts[0].length)) return [...names];
+  const varies = parts[0].map((_, i) => parts.some((p) => p[i] !== parts[0][i]));
+  return parts.map((p, k) => (varies.some(Boolean) ? p.filter((_, i) => varies[i]).join(' · ') : names[k]));
+}

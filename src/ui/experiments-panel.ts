@@ -12,7 +12,7 @@ import type { ExperimentItemRecord, ExperimentRecord, StepRecord } from '../stor
 import type { ToolRegistry } from '../tools/registry';
 import { barChart } from './charts';
 import { deleteQuestion, deleteQuestionStyles, focusDeleteQuestion } from './delete-question';
-import { compareRuns, describeComparison } from './experiment-compare';
+import { compareRuns, describeComparison, distinctLabels } from './experiment-compare';
 import { downloadText } from './download';
 import { runExperiment, type ExperimentProgress } from './experiment-runner';
 import { moduleLabel } from './chat-view';
@@ -268,7 +268,9 @@ export class AgentflowExperimentsPanel extends LitElement implements EngineUser 
 
   private renderRuns() {
     if (!this.runs.length) return html`<p>No runs yet.</p>`;
-    const acc = this.runs.slice(0, 8).map((r) => ({ label: r.name, value: r.summary?.accuracy ?? 0 }));
+    const shown = this.runs.slice(0, 8);
+    const labels = distinctLabels(shown.map((r) => r.name));
+    const acc = shown.map((r, i) => ({ label: labels[i], value: r.summary?.accuracy ?? 0 }));
     return html`<section aria-labelledby="runs-h">
       <h3 id="runs-h">Runs</h3>
       <table data-testid="runs">
