@@ -175,6 +175,7 @@ export class AgentflowExperimentsPanel extends LitElement implements EngineUser 
     }
     this.controller = new AbortController();
     this.progress = { done: 0, total: indices.length, at: null };
+    let listed = false;
     try {
       const { experiment } = await runExperiment({
         benchmark: b,
@@ -191,6 +192,11 @@ export class AgentflowExperimentsPanel extends LitElement implements EngineUser 
         },
         onProgress: (at) => {
           this.progress = { done: at.item - 1, total: at.total, at };
+          // The run's record is stored before its first item starts: list it now, as running.
+          if (!listed) {
+            listed = true;
+            void this.refresh();
+          }
         },
       });
       this.selected = experiment.id;
