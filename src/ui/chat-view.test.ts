@@ -50,6 +50,13 @@ describe('chat-view', () => {
     const firstReasoning = shown.findIndex((t) => t.startsWith('reasoning: '));
     expect(firstReasoning).toBeGreaterThan(0);
     expect(shown.slice(firstReasoning).filter((t) => t.startsWith('writing the plan'))).toEqual([]);
+    // Fenced, as Qwen often writes it: not a backtick or brace on the line at any point.
+    const fenced = '```json\n{\n  "justification": "Arithmetic",\n  "sub_goal": "Compute 6*7",\n  "tool_name": "Python_Coder_Tool"\n}\n```';
+    const fencedShown = Array.from({ length: fenced.length }, (_, n) => plannerPreview(fenced.slice(0, n + 1)));
+    expect(fencedShown.filter((t) => /[`{}"]/.test(t))).toEqual([]);
+    expect(fencedShown.at(-1)).toBe('tool: Python_Coder_Tool · sub-goal: Compute 6*7');
+    const verdict = '```json\n{"explanation": "Memory has 42.", "verdict": "STOP"}\n```';
+    expect(Array.from({ length: verdict.length }, (_, n) => verifierPreview(verdict.slice(0, n + 1))).filter((t) => /[`{}"]/.test(t))).toEqual([]);
     // Labelled fields (the paper's format), and prose: its newest part, on one line.
     expect(plannerPreview('Justification: needs a search\nSub-Goal: find the capital\nTool Name: wikipedia')).toBe('tool: wikipedia · sub-goal: find the capital');
     expect(plannerPreview(`I think ${'very '.repeat(60)}carefully\nnow`)).toMatch(/^….* carefully now$/);

@@ -133,7 +133,7 @@ export function plannerPreview(text: string): string {
   const d = full.toolName || full.subGoal || full.justification || comma < 0 ? full : plannerDraft(text.slice(0, comma));
   if (d.toolName || d.subGoal) return oneLine(`tool: ${d.toolName || '…'} · sub-goal: ${d.subGoal || '…'}`, PREVIEW_CHARS);
   if (d.justification) return `reasoning: ${tailLine(d.justification, PREVIEW_CHARS - 11)}`;
-  if (/^\s*(\{|```)/.test(text)) return `writing the plan (${text.length} character${text.length === 1 ? '' : 's'})`;
+  if (/^\s*(\{|`)/.test(text)) return `writing the plan (${text.length} character${text.length === 1 ? '' : 's'})`;
   return tailLine(text, PREVIEW_CHARS);
 }
 
@@ -145,7 +145,7 @@ export function verifierPreview(text: string): string {
   const d = verdictDraft(text);
   if (d.verdict) return oneLine(`${d.verdict}${d.explanation ? `: ${d.explanation}` : ''}`, PREVIEW_CHARS);
   if (d.explanation) return `weighing: ${tailLine(d.explanation, PREVIEW_CHARS - 10)}`;
-  if (/^\s*(\{|```)/.test(text)) return `writing the verdict (${text.length} character${text.length === 1 ? '' : 's'})`;
+  if (/^\s*(\{|`)/.test(text)) return `writing the verdict (${text.length} character${text.length === 1 ? '' : 's'})`;
   return tailLine(text, PREVIEW_CHARS);
 }
 
