@@ -7,6 +7,7 @@
 // stopped by terminating its worker (the only way to stop a busy wasm thread without cross-origin isolation).
 import { AgentFlowError, type ErrorCategory } from '../errors';
 import * as Comlink from 'comlink';
+import { untilAborted } from '../util/abort';
 import type { PythonRunResult, PythonWorkerApi } from './python-sandbox';
 import { watchWorker, type WorkerWatch } from '../util/worker-watch';
 import { PYTHON_CARD } from './cards';
@@ -209,19 +210,13 @@ export class PythonTool implements Tool {
     // Only a call that really waits for its worker to load says so (the spare is usually ready).
     const loading = !session.loaded;
     if (loading) ctx.note?.(this.everLoaded ? 'starting Python' : 'starting Python (first use)');
-    let onCancel: (() => void) | undefined;
     try {
       // A Stop while Pyodide loads answers at once: the load goes on for the next call.
-      const cancelled = new Promise<'cancelled'>((resolve) => {
-        onCancel = () => resolve('cancelled');
-        if (ctx.signal.aborted) onCancel();
-        else ctx.signal.addEventListener('abort', onCancel, { once: true });
-      });
-      if ((await Promise.race([session.ready, cancelled])) === 'cancelled') return { ok: false, output: '', error: 'python: cancelled' };
+      await untilAborted(session.ready, ctx.signal);
     } catch (e) {
+      if (ctx.signal.aborted) return { ok: false, output: '', error: 'python: cancelled' };
       return { ok: false, output: '', error: e instanceof Error ? e.message : String(e) };
     } finally {
-      if (onCancel) ctx.signal.removeEventListener('abort', onCancel);
       if (loading) ctx.note?.(null);
     }
     if (ctx.signal.aborted) return { ok: false, output: '', error: 'python: cancelled' };

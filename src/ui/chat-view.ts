@@ -105,13 +105,21 @@ const PREVIEW_CHARS = 120;
 export function executorPreview(text: string, toolName: string | null): string {
   const tool = toolName ? `${oneLine(toolName, 40)}: ` : '';
   const obj = extractJsonObjects(text)[0];
-  if (!obj) return `${tool}writing the arguments (${text.length} character${text.length === 1 ? '' : 's'})`;
+  if (!obj) return `${tool}${writing('the arguments', text)}`;
   const inner = ['args', 'arguments', 'parameters', 'input', 'tool_input'].map((k) => obj[k]).find((v) => v && typeof v === 'object' && !Array.isArray(v));
   const args = (inner ?? obj) as Record<string, unknown>;
   const summary = Object.entries(args)
     .map(([k, v]) => `${k} = ${typeof v === 'string' ? v : JSON.stringify(v)}`)
     .join(', ');
   return oneLine(`${tool}${summary || '(no arguments)'}`, PREVIEW_CHARS);
+}
+
+/** A reply that has begun a JSON object or a code fence: until a field parses, say how much is written. */
+const STARTS_STRUCTURED = /^\s*(\{|`)/;
+
+/** "writing the plan (12 characters)": a module's reply before anything in it can be shown. */
+function writing(what: string, text: string): string {
+  return `writing ${what} (${text.length} character${text.length === 1 ? '' : 's'})`;
 }
 
 /** The last `max` characters of `s` on one line, with a leading ellipsis when cut: streaming text's newest part. */
@@ -133,7 +141,7 @@ export function plannerPreview(text: string): string {
   const d = full.toolName || full.subGoal || full.justification || comma < 0 ? full : plannerDraft(text.slice(0, comma));
   if (d.toolName || d.subGoal) return oneLine(`tool: ${d.toolName || '…'} · sub-goal: ${d.subGoal || '…'}`, PREVIEW_CHARS);
   if (d.justification) return `reasoning: ${tailLine(d.justification, PREVIEW_CHARS - 11)}`;
-  if (/^\s*(\{|`)/.test(text)) return `writing the plan (${text.length} character${text.length === 1 ? '' : 's'})`;
+  if (STARTS_STRUCTURED.test(text)) return writing('the plan', text);
   return tailLine(text, PREVIEW_CHARS);
 }
 
@@ -145,7 +153,7 @@ export function verifierPreview(text: string): string {
   const d = verdictDraft(text);
   if (d.verdict) return oneLine(`${d.verdict}${d.explanation ? `: ${d.explanation}` : ''}`, PREVIEW_CHARS);
   if (d.explanation) return `weighing: ${tailLine(d.explanation, PREVIEW_CHARS - 10)}`;
-  if (/^\s*(\{|`)/.test(text)) return `writing the verdict (${text.length} character${text.length === 1 ? '' : 's'})`;
+  if (STARTS_STRUCTURED.test(text)) return writing('the verdict', text);
   return tailLine(text, PREVIEW_CHARS);
 }
 

@@ -326,8 +326,7 @@ export class AgentflowExperimentsPanel extends LitElement implements EngineUser 
    */
   private renderComparison(a: ExperimentRecord, b: ExperimentRecord) {
     const { rows, counts } = compareRuns(this.items, this.compareItems);
-    const verdict = (it: ExperimentItemRecord | null) =>
-      !it ? html`<span title="not in this run">—</span>` : it.correct === undefined ? '—' : it.correct ? html`<span class="yes">yes</span>` : html`<span class="no">no</span>`;
+    const verdict = (it: ExperimentItemRecord | null) => (it ? correctCell(it) : html`<span title="not in this run">—</span>`);
     const open = (run: string, it: ExperimentItemRecord | null, label: string) =>
       it?.conversationId ? html`<button type="button" aria-label=${`Open run ${run}'s trajectory of item ${label}`} @click=${() => this.showTrajectory(it.conversationId!)}>${run}</button>` : nothing;
     return html`<div data-testid="comparison">
@@ -368,7 +367,7 @@ export class AgentflowExperimentsPanel extends LitElement implements EngineUser 
               <td class="ans">${it.query}</td>
               <td class="ans">${expected(it.reference)}</td>
               <td class="ans">${it.answer ?? '—'}</td>
-              <td>${it.correct === undefined ? '—' : it.correct ? html`<span class="yes">yes</span>` : html`<span class="no">no</span>`}</td>
+              <td>${correctCell(it)}</td>
               <td>${Object.entries(it.toolCalls ?? {}).map(([k, v]) => `${k}×${v}`).join(', ') || '—'}</td>
               <td>${it.errors?.length ?? 0}</td>
               <td>${it.conversationId ? html`<button type="button" @click=${() => this.showTrajectory(it.conversationId!)}>Open</button>` : '—'}</td>
@@ -401,6 +400,11 @@ export class AgentflowExperimentsPanel extends LitElement implements EngineUser 
     `;
   }
 }
+/** An item's Correct cell: yes, no, or — when it was not scored. */
+function correctCell(it: ExperimentItemRecord) {
+  return it.correct === undefined ? '—' : it.correct ? html`<span class="yes">yes</span>` : html`<span class="no">no</span>`;
+}
+
 /** A reference stored as JSON (a number, a list) shows as its value; a plain string as itself. */
 function expected(reference: string): string {
   try {

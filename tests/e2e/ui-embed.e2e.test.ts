@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { copyFileSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, BrowserContext, BrowserContextOptions, Page } from 'playwright-core';
 import { launchChromium } from '../support/chromium';
 import { serveStatic, type StaticServer } from '../support/static-server';
 import { poll, textOf, textsOf } from '../support/poll';
@@ -31,9 +31,15 @@ afterAll(async () => {
   await server?.close();
 });
 
-async function openEmbed(page: Page): Promise<void> {
+/** A fresh browser context (with `options`) on the example page, once the element is ready; `errors` collects uncaught page errors. */
+async function openEmbed(options: BrowserContextOptions = {}): Promise<{ context: BrowserContext; page: Page; errors: string[] }> {
+  const context = await browser.newContext(options);
+  const page = await context.newPage();
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
   await page.goto(`${server.url}${SUB}embed.html`);
   await page.waitForFunction(() => (window as unknown as { embedReady?: boolean }).embedReady === true);
+  return { context, page, errors };
 }
 
 const LONG = 'Supercalifragilistic'.repeat(4);
@@ -73,11 +79,7 @@ async function ask(page: Page, text: string): Promise<void> {
 
 describe('<agentflow-chat> embedded in a plain page', () => {
   it('answers with the page tool, fires its events, shows the trajectory and keeps the conversation across a reload', async () => {
-    const context = await browser.newContext({ acceptDownloads: true });
-    const page = await context.newPage();
-    const errors: string[] = [];
-    page.on('pageerror', (e) => errors.push(String(e)));
-    await openEmbed(page);
+    const { context, page, errors } = await openEmbed({ acceptDownloads: true });
     await page.evaluate(() => {
       const w = window as unknown as { events: Array<{ type: string; detail: Record<string, unknown> }> };
       w.events = [];
@@ -135,11 +137,7 @@ describe('<agentflow-chat> embedded in a plain page', () => {
 
   it('renders HTML in model output inertly: no script runs, no element or handler is inserted; at 390 px nothing overflows', async () => {
     // A phone's width: the answer's long word, code and table must wrap or scroll inside the element's border.
-    const context = await browser.newContext({ viewport: { width: 390, height: 800 } });
-    const page = await context.newPage();
-    const errors: string[] = [];
-    page.on('pageerror', (e) => errors.push(String(e)));
-    await openEmbed(page);
+    const { context, page, errors } = await openEmbed({ viewport: { width: 390, height: 800 } });
     // A string, so the test runner does not rewrite the page's dynamic import.
     await page.evaluate(`(async () => {
       const lib = await import('${SUB}agentflow-chat.js');
@@ -179,11 +177,7 @@ describe('<agentflow-chat> embedded in a plain page', () => {
   });
 
   it('stops a run with the Stop button and resumes it from its stored steps', async () => {
-    const context = await browser.newContext();
-    const page = await context.newPage();
-    const errors: string[] = [];
-    page.on('pageerror', (e) => errors.push(String(e)));
-    await openEmbed(page);
+    const { context, page, errors } = await openEmbed();
     // The generator stalls for a minute: only Stop can end this run soon.
     await page.evaluate(`(async () => {
       const lib = await import('${SUB}agentflow-chat.js');
@@ -226,11 +220,7 @@ describe('<agentflow-chat> embedded in a plain page', () => {
   });
 
   it("runs Python from the library's own pyodide/ folder, wherever the folder was copied", async () => {
-    const context = await browser.newContext();
-    const page = await context.newPage();
-    const errors: string[] = [];
-    page.on('pageerror', (e) => errors.push(String(e)));
-    await openEmbed(page);
+    const { context, page, errors } = await openEmbed();
     const before = server.requests.length;
     // The built-in Python tool instead of the page's: the demo hands it the arithmetic in the question.
     await page.evaluate(() => document.querySelector('agentflow-chat')!.setAttribute('tools', 'python'));
