@@ -14,6 +14,7 @@ import {
   parseNumber,
   rewardKindFor,
   scoreAnswer,
+  type RewardKind,
 } from './rewards';
 
 interface Item {
@@ -197,5 +198,99 @@ describe('judge', () => {
     expect(yes.seen[0][1].content).toContain('Response: J. Madison');
     expect(await judgeAnswer(new OneReplyEngine('{"answer": "no"}'), 'q', 'a', 'b')).toBe(false);
     expect(await judgeAnswer(new OneReplyEngine('perhaps'), 'q', 'a', 'b')).toBeNull();
+  });
+});
+
+describe('hostile answers and references', () => {
+  const throwing = () => {
+    throw new Error('touched');
+  };
+  const revoked = Proxy.revocable({}, {});
+  revoked.revoke();
+  const getterArray: unknown[] = [];
+  Object.defineProperty(getterArray, 0, { get: throwing, enumerable: true });
+  const hostile: Array<[string, unknown]> = [
+    ['toString string', { toString: 'boom' }],
+    ['toString throws', { toString: throwing, valueOf: throwing }],
+    ['toPrimitive throws', { [Symbol.toPrimitive]: throwing }],
+    ['plain object', { a: 1 }],
+    ['null prototype', Object.create(null) as unknown],
+    ['symbol', Symbol('s')],
+    ['bigint', 24n],
+    ['null', null],
+    ['undefined', undefined],
+    ['NaN', NaN],
+    ['Infinity', Infinity],
+    ['-Infinity', -Infinity],
+    ['function', throwing],
+    ['huge string', `${'9 '.repeat(40_000)}<answer>${'x'.repeat(100_000)}`],
+    ['nested arrays', [[['a']], [1, [2]]]],
+    ['array of hostile', [{ toString: 'boom' }, Symbol('t'), NaN]],
+    ['array with a throwing getter', getterArray],
+    ['empty array', []],
+    ['revoked proxy', revoked.proxy],
+    ['boolean', true],
+  ];
+  const plain: Array<[string, unknown]> = [
+    ['string', 'Paris'],
+    ['number', 24],
+    ['list', ['B', 'Paris']],
+  ];
+  const kinds: RewardKind[] = ['exact', 'numeric', 'choice', 'gameof24'];
+
+  it('scoreAnswer returns 0 or 1 for every rule and never throws, whatever the prediction, reference, numbers or options', () => {
+    let calls = 0;
+    for (const kind of kinds) {
+      for (const [pn, prediction] of [...hostile, ...plain]) {
+        for (const [rn, reference] of [...hostile, ...plain]) {
+          const extras = [{}, { numbers: reference as number[], options: reference as string[] }];
+          for (const extra of extras) {
+            let score: unknown;
+            expect(() => {
+              score = scoreAnswer({ kind, prediction: prediction as string, reference, ...extra });
+            }, `${kind}: prediction ${pn}, reference ${rn}`).not.toThrow();
+            expect([0, 1], `${kind}: prediction ${pn}, reference ${rn}`).toContain(score);
+            calls++;
+          }
+        }
+      }
+    }
+    expect(calls).toBe(kinds.length * 23 * 23 * 2);
+  });
+
+  it('an object, NaN or infinity is no one\'s answer: its String() form does not score as right', () => {
+    for (const kind of ['exact', 'choice'] as const) {
+      expect(scoreAnswer({ kind, prediction: 'object Object', reference: { a: 1 } }), kind).toBe(0);
+      expect(scoreAnswer({ kind, prediction: 'Infinity', reference: Infinity }), kind).toBe(0);
+      expect(scoreAnswer({ kind, prediction: 'NaN', reference: [NaN] }), kind).toBe(0);
+      expect(scoreAnswer({ kind, prediction: 'a', reference: [['a']] }), kind).toBe(0);
+      expect(scoreAnswer({ kind, prediction: '[object Object]', reference: { a: 1 } as unknown as string }), kind).toBe(0);
+    }
+    expect(scoreAnswer({ kind: 'numeric', prediction: 'Infinity', reference: Infinity })).toBe(0);
+    expect(scoreAnswer({ kind: 'exact', prediction: { a: 1 } as unknown as string, reference: '[object Object]' })).toBe(0);
+    // Finite numbers, bigints and lists of strings still score as before.
+    expect(scoreAnswer({ kind: 'exact', prediction: '24', reference: 24n })).toBe(1);
+    expect(scoreAnswer({ kind: 'numeric', prediction: '\\boxed{1/2}', reference: [0.5] })).toBe(1);
+    expect(scoreAnswer({ kind: 'choice', prediction: 'C', reference: ['B', 'C'] })).toBe(1);
+    expect(scoreAnswer({ kind: 'choice', prediction: 'B', reference: ['B'], options: ['x', 'y'] })).toBe(1);
+    // Game of 24 without usable numbers is wrong, not an exception mid-run.
+    expect(scoreAnswer({ kind: 'gameof24', prediction: '(1+1+1)×8', reference: '' })).toBe(0);
+    expect(scoreAnswer({ kind: 'gameof24', prediction: '(1+1+1)×8', reference: '', numbers: [1, 1, 1, 8] })).toBe(1);
+  });
+
+  it('judgeAnswer never rejects on hostile values and does not ask without a usable reference', async () => {
+    const engine = new OneReplyEngine('yes');
+    for (const [qn, question] of [...hostile, ['string', 'Who?'] as [string, unknown]]) {
+      for (const [pn, prediction] of [...hostile, ...plain]) {
+        for (const [rn, reference] of [...hostile, ...plain]) {
+          const verdict = await judgeAnswer(engine, question as string, prediction as string, reference);
+          expect([true, false, null], `question ${qn}, prediction ${pn}, reference ${rn}`).toContain(verdict);
+        }
+      }
+    }
+    const asked = engine.seen.length;
+    expect(await judgeAnswer(engine, 'q', 'object Object', { a: 1 })).toBeNull();
+    expect(await judgeAnswer(engine, 'q', 'x', [NaN, Symbol('s')])).toBeNull();
+    expect(engine.seen.length).toBe(asked);
   });
 });

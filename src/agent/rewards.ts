@@ -16,9 +16,32 @@ export function normalizeAnswer(s: string): string {
     .trim();
 }
 
+/**
+ * The text of an answer value: a string, or a finite number (or bigint) written out. Null for anything else,
+ * since String() on an object runs its toString (which can throw, or turn {"a":1} into "[object Object]",
+ * an answer a model could hit), and Infinity or NaN are no one's answer.
+ */
+export function answerText(value: unknown): string | null {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number') return Number.isFinite(value) ? String(value) : null;
+  if (typeof value === 'bigint') return value.toString();
+  return null;
+}
+
+/** The accepted answers: one answer or a flat list of them; values that are not answers are dropped. */
 function refList(reference: unknown): string[] {
-  const list = Array.isArray(reference) ? reference : [reference];
-  return list.filter((r) => r !== null && r !== undefined).map((r) => String(r));
+  const out: string[] = [];
+  try {
+    const list: unknown[] = Array.isArray(reference) ? reference : [reference];
+    for (const r of list) {
+      const t = answerText(r);
+      if (t !== null) out.push(t);
+    }
+  } catch {
+    // A revoked Proxy or a throwing index getter: nothing in it can be read as an answer.
+    return [];
+  }
+  return out;
 }
 
 /** True when the prediction equals one of the references after normalization. */
@@ -124,6 +147,7 @@ export function choiceLetter(prediction: string, letters = 'ABCDEFGHIJ'): string
  * `reference` is a letter ("C") or the correct option's text; `options` are the choices in letter order.
  */
 export function choiceMatch(prediction: string, reference: string, options: string[] = []): boolean {
+  if (typeof reference !== 'string') return false;
   const letters = 'ABCDEFGHIJ'.slice(0, Math.max(options.length, 4));
   let refLetter = /^\(?[A-J]\)?$/.test(reference.trim()) ? reference.trim().replace(/[()]/g, '') : null;
   if (!refLetter) {
@@ -239,6 +263,8 @@ export async function judgeAnswer(
   signal?: AbortSignal,
 ): Promise<boolean | null> {
   const refs = refList(reference).join(' | ');
+  // With no usable reference the judge would be guessing; a hostile question or response is no answer.
+  if (!refs.trim() || typeof question !== 'string' || typeof prediction !== 'string') return null;
   const res = await engine.chat(
     [
       {
@@ -278,19 +304,41 @@ export interface RewardInput {
   options?: string[];
 }
 
-/** 1 when the prediction is right, else 0. */
+/**
+ * 1 when the prediction is right, else 0. Never throws: a training run scores every rollout with it, and an
+ * answer no rule can read (an object, NaN, a list of lists) is wrong, not a reason to stop the run.
+ */
 export function scoreAnswer(input: RewardInput): number {
-  const pred = extractAnswerTag(input.prediction) ?? input.prediction;
+  try {
+    return scoreOrThrow(input);
+  } catch {
+    // Only exotic values get here (a revoked Proxy throws even from Array.isArray); the cases above handle
+    // every value JSON can hold.
+    return 0;
+  }
+}
+
+function scoreOrThrow(input: RewardInput): number {
+  const given = answerText(input.prediction);
+  if (given === null) return 0;
+  const pred = extractAnswerTag(given) ?? given;
   switch (input.kind) {
     case 'exact':
       return exactMatch(pred, input.reference) ? 1 : 0;
     case 'numeric':
       return numericMatch(pred, input.reference) ? 1 : 0;
-    case 'choice':
-      return choiceMatch(pred, String(input.reference), input.options) ? 1 : 0;
-    case 'gameof24': {
-      if (!input.numbers) throw new Error('scoreAnswer: gameof24 needs the puzzle numbers');
-      return checkGame24(game24Expression(pred), input.numbers).ok ? 1 : 0;
+    case 'choice': {
+      // Options with a non-string in them cannot be matched by letter position: use none.
+      const options = Array.isArray(input.options) && input.options.every((o) => typeof o === 'string') ? input.options : [];
+      return refList(input.reference).some((ref) => choiceMatch(pred, ref, options)) ? 1 : 0;
     }
+    case 'gameof24': {
+      // The import reports a Game of 24 item without its numbers; a caller that still passes none scores 0.
+      const numbers = input.numbers;
+      if (!Array.isArray(numbers) || !numbers.length || !numbers.every((n) => Number.isFinite(n))) return 0;
+      return checkGame24(game24Expression(pred), numbers).ok ? 1 : 0;
+    }
+    default:
+      return 0;
   }
 }
