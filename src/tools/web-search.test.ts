@@ -50,6 +50,14 @@ beforeAll(async () => {
       if (u.pathname === '/nolist') return send(200, JSON.stringify({ query: 'x' }));
       if (u.pathname === '/refused') return send(200, JSON.stringify({ error: { message: 'quota exceeded' } }));
       if (u.pathname === '/notalist') return send(200, JSON.stringify({ results: { a: 1 } }));
+      if (u.pathname === '/huge') {
+        // 5 MiB of results, written in pieces (no content-length): only counting while reading catches it.
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write('{"results": [');
+        const item = JSON.stringify({ title: 't', url: 'https://x.example/', content: 'y'.repeat(1000) });
+        for (let i = 0; i < 5 * 1024; i++) res.write(`${i ? ',' : ''}${item}`);
+        return void res.end(']}');
+      }
       if (u.pathname === '/garbage') return send(200, '<html>captcha</html>', 'text/html');
       send(404, 'nope', 'text/plain');
     });
@@ -112,6 +120,15 @@ describe('web search tool', () => {
     expect(unauthorized.error).toMatch(new RegExp(`^web_search \\(json:127.0.0.1:\\d+\\): ${base}/brave answered HTTP 401`));
     expect(unauthorized.error).not.toContain('wrong-key');
     expect((await tool('/garbage').run({ query: 'q' }, ctx())).error).toMatch(/returned a response that is not valid JSON \(starts with "<html>captcha/);
+  });
+
+  it('stops reading a response past its byte cap (4 MiB unless configured) and says so, naming the tool and the cap', async () => {
+    const huge = (extra: object = {}) => new WebSearchTool({ provider: new JsonSearchProvider({ endpoint: `${base}/huge`, ...extra }) });
+    const r = await huge().run({ query: 'q' }, ctx());
+    expect(r.ok).toBe(false);
+    expect(r.error).toBe(`web_search (json:${base.slice(7)}): the response from ${base}/huge is over this tool's limit of 4 MiB; reading stopped there`);
+    expect((await huge({ maxResponseBytes: 1024 }).run({ query: 'q' }, ctx())).error).toMatch(/^web_search \(json:[^)]+\): the response from \S+ is over this tool's limit of 1 KiB; reading stopped there$/);
+    expect((await huge({ maxResponseBytes: 8 * 1024 * 1024 }).run({ query: 'q', max_results: 2 }, ctx())).ok).toBe(true);
   });
 
   it('keeps a key sent in the query string out of error messages', async () => {

@@ -3,7 +3,7 @@
 // (endpoint, how the key is sent, where the results list and its fields are in the JSON). The tool has no
 // provider until the user configures one, and as a network tool it is off until the user allows it.
 import { WEB_SEARCH_CARD } from './cards';
-import { fetchJson, ToolHttpError, trimText } from './http-json';
+import { DEFAULT_MAX_RESPONSE_BYTES, fetchJson, ToolHttpError, trimText } from './http-json';
 import type { Tool, ToolContext, ToolResult } from './types';
 
 export interface WebSearchResult {
@@ -44,6 +44,8 @@ export interface JsonSearchProviderConfig {
   titlePath?: JsonPath;
   urlPath?: JsonPath;
   snippetPath?: JsonPath;
+  /** Bytes read of one response at most (default DEFAULT_MAX_RESPONSE_BYTES, 4 MiB). */
+  maxResponseBytes?: number;
 }
 
 /** Ready-made settings for some well-known APIs (the user still supplies endpoint and key). */
@@ -130,7 +132,7 @@ export class JsonSearchProvider implements WebSearchProvider {
       init = { method: 'GET', headers, signal };
     }
     const label = `web_search (${this.name})`;
-    const data = await fetchJson(label, url.href, init);
+    const data = await fetchJson(label, url.href, init, c.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES);
     const resultsPath = c.resultsPath ?? ['results', 'items', 'web.results', 'organic_results'];
     const list = getPath(data, resultsPath);
     if (list === undefined) {

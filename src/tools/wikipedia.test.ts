@@ -34,6 +34,14 @@ beforeAll(async () => {
       if (q === 'qqzx nothing') return send(fixture('search-no-results.json'));
       if (q === 'api error') return send(fixture('error-badvalue.json'));
       if (q === 'server down') return send('<!DOCTYPE html><html><body>Wikimedia Error: our servers are currently under maintenance</body></html>', 503, 'text/html');
+      if (q === 'huge') {
+        // 5 MiB, written in pieces (no content-length): only counting while reading catches it.
+        res.writeHead(200, { 'content-type': 'application/json', 'access-control-allow-origin': '*' });
+        res.write('{"query": {"search": [');
+        const hit = JSON.stringify({ pageid: 1, title: 'T', snippet: 's'.repeat(1000) });
+        for (let i = 0; i < 5 * 1024; i++) res.write(`${i ? ',' : ''}${hit}`);
+        return void res.end(']}}');
+      }
       if (q === 'broken json') return send(fixture('search-eiffel-tower.json').slice(0, 120));
       return send(fixture('search-no-results.json'));
     }
@@ -116,6 +124,13 @@ describe('wikipedia tool', () => {
     const r = await new WikipediaTool({ apiUrl: api }).run({ query: 'server down' }, ctx());
     expect(r.ok).toBe(false);
     expect(r.error).toMatch(new RegExp(`^wikipedia: ${api.replace(/[.?]/g, '\\$&')} answered HTTP 503 Service Unavailable \\(starts with "<!DOCTYPE html>`));
+  });
+
+  it('stops reading a response past its byte cap (4 MiB unless configured) and says so, naming the tool and the cap', async () => {
+    const r = await new WikipediaTool({ apiUrl: api }).run({ query: 'huge' }, ctx());
+    expect(r).toEqual({ ok: false, output: '', error: `wikipedia: the response from ${api} is over this tool's limit of 4 MiB; reading stopped there` });
+    const small = await new WikipediaTool({ apiUrl: api, maxResponseBytes: 512 }).run({ query: 'Eiffel Tower' }, ctx());
+    expect(small.error).toBe(`wikipedia: the response from ${api} is over this tool's limit of 512 bytes; reading stopped there`);
   });
 
   it('turns malformed JSON into a tool error', async () => {

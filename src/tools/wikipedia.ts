@@ -3,7 +3,7 @@
 // hits in one request. When the search finds nothing but MediaWiki suggests a spelling, the suggestion is
 // tried once: small models often misspell names.
 import { WIKIPEDIA_CARD } from './cards';
-import { fetchJson, ToolHttpError, trimText } from './http-json';
+import { DEFAULT_MAX_RESPONSE_BYTES, fetchJson, ToolHttpError, trimText } from './http-json';
 import type { Tool, ToolContext, ToolResult } from './types';
 
 export const DEFAULT_WIKIPEDIA_API = 'https://en.wikipedia.org/w/api.php';
@@ -15,6 +15,8 @@ export interface WikipediaToolOptions {
   maxCharsPerArticle?: number;
   /** Articles when the call does not say (default 3); calls may ask for 1 to 5. */
   defaultResults?: number;
+  /** Bytes read of one API response at most (default DEFAULT_MAX_RESPONSE_BYTES, 4 MiB). */
+  maxResponseBytes?: number;
 }
 
 export interface WikipediaArticle {
@@ -40,6 +42,7 @@ export class WikipediaTool implements Tool {
   readonly apiUrl: string;
   private readonly maxChars: number;
   private readonly defaultResults: number;
+  private readonly maxResponseBytes: number;
 
   constructor(options: WikipediaToolOptions = {}) {
     this.apiUrl = options.apiUrl ?? DEFAULT_WIKIPEDIA_API;
@@ -50,6 +53,7 @@ export class WikipediaTool implements Tool {
     }
     this.maxChars = options.maxCharsPerArticle ?? 1200;
     this.defaultResults = options.defaultResults ?? 3;
+    this.maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
   }
 
   async run(args: Record<string, unknown>, ctx: ToolContext): Promise<ToolResult> {
@@ -125,7 +129,7 @@ export class WikipediaTool implements Tool {
   }
 
   private async get(url: string, signal: AbortSignal): Promise<unknown> {
-    const data = await fetchJson('wikipedia', url, { signal, headers: { accept: 'application/json' } });
+    const data = await fetchJson('wikipedia', url, { signal, headers: { accept: 'application/json' } }, this.maxResponseBytes);
     if (!data || typeof data !== 'object') throw new ToolHttpError(`wikipedia: ${this.apiUrl} returned JSON that is not an object`, 'json');
     const err = (data as { error?: { code?: string; info?: string } }).error;
     if (err) throw new ToolHttpError(`wikipedia: the API refused the request: ${err.code ?? 'error'}: ${err.info ?? 'no details'}`, 'http');
