@@ -46,6 +46,26 @@ describe('compareRuns', () => {
   });
 });
 
+describe('compareRuns with repeated items (runs stored before the import dropped repeats)', () => {
+  it('counts the repeats it leaves out, so rows plus repeats add up to each run\'s items', () => {
+    const a = [item('A', 1, 'p1', 'q1', true), item('A', 2, 'p1', 'q1', false), item('A', 3, 'p2', 'q2', false)];
+    const b = [item('B', 1, 'p1', 'q1', false), item('B', 2, 'p2', 'q2', true), item('B', 3, 'p2', 'q2', true), item('B', 4, 'p2', 'q2', false)];
+    const { rows, counts, repeated } = compareRuns(a, b);
+    expect(rows.map((r) => [r.a?.number, r.b?.number, r.change])).toEqual([
+      [1, 1, 'right-in-a'],
+      [3, 2, 'right-in-b'],
+    ]);
+    expect(repeated).toEqual({ a: 1, b: 2 });
+    const inA = counts['both-right'] + counts['both-wrong'] + counts['right-in-a'] + counts['right-in-b'] + counts.unscored + counts['only-in-a'];
+    const inB = counts['both-right'] + counts['both-wrong'] + counts['right-in-a'] + counts['right-in-b'] + counts.unscored + counts['only-in-b'];
+    expect([inA + repeated.a, inB + repeated.b]).toEqual([a.length, b.length]);
+    expect(describeComparison(counts, repeated)).toBe(
+      'Item by item: 1 right only in A, 1 right only in B. 1 item of run A left out as repeats of an earlier item (same pid and question); 2 items of run B left out as repeats of an earlier item (same pid and question).',
+    );
+    expect(compareRuns([item('A', 1, 'p1', 'q1', true)], [item('B', 1, 'p1', 'q1', true)]).repeated).toEqual({ a: 0, b: 0 });
+  });
+});
+
 describe('distinctLabels', () => {
   it('keeps the parts of run names that tell them apart', () => {
     expect(distinctLabels(['qwen · bench × 5 · 2026-11-26 00:11', 'qwen + adapter “mine” · bench × 5 · 2026-11-26 00:40'])).toEqual(['qwen · 2026-11-26 00:11', 'qwen + adapter “mine” · 2026-11-26 00:40']);

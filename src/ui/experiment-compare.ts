@@ -18,6 +18,12 @@ export interface ComparedItem {
 export interface RunComparison {
   rows: ComparedItem[];
   counts: Record<ItemChange, number>;
+  /**
+   * Items left out of each run for repeating an earlier item's pid and question. The import keeps the first
+   * of such items now; runs stored before that can hold repeats, and without this the rows' counts would not
+   * add up to the runs' item counts.
+   */
+  repeated: { a: number; b: number };
 }
 
 // Runs of different benchmarks can share ids ("1", "2"): an item is the same only with the same question.
@@ -36,11 +42,16 @@ function changeOf(a: ExperimentItemRecord | null, b: ExperimentItemRecord | null
 export function compareRuns(a: readonly ExperimentItemRecord[], b: readonly ExperimentItemRecord[]): RunComparison {
   const byKey = new Map<string, { a: ExperimentItemRecord | null; b: ExperimentItemRecord | null; first: ExperimentItemRecord; order: number }>();
   let order = 0;
-  for (const it of a) if (!byKey.has(keyOf(it))) byKey.set(keyOf(it), { a: it, b: null, first: it, order: order++ });
+  const repeated = { a: 0, b: 0 };
+  for (const it of a) {
+    if (byKey.has(keyOf(it))) repeated.a++;
+    else byKey.set(keyOf(it), { a: it, b: null, first: it, order: order++ });
+  }
   for (const it of b) {
     const seen = byKey.get(keyOf(it));
-    if (seen) seen.b ??= it;
-    else byKey.set(keyOf(it), { a: null, b: it, first: it, order: order++ });
+    if (!seen) byKey.set(keyOf(it), { a: null, b: it, first: it, order: order++ });
+    else if (seen.b) repeated.b++;
+    else seen.b = it;
   }
   const counts: Record<ItemChange, number> = { 'both-right': 0, 'both-wrong': 0, 'right-in-a': 0, 'right-in-b': 0, 'only-in-a': 0, 'only-in-b': 0, unscored: 0 };
   const rows = [...byKey.values()]
@@ -50,11 +61,11 @@ export function compareRuns(a: readonly ExperimentItemRecord[], b: readonly Expe
       counts[change]++;
       return { label: String(first.number ?? first.pid), query: first.query, reference: first.reference, a: ia, b: ib, change };
     });
-  return { rows, counts };
+  return { rows, counts, repeated };
 }
 
 /** One sentence of the counts, leaving out what is 0: "2 right in both, 1 right only in B, 1 only in run A." */
-export function describeComparison(counts: Record<ItemChange, number>): string {
+export function describeComparison(counts: Record<ItemChange, number>, repeated: { a: number; b: number } = { a: 0, b: 0 }): string {
   const parts: Array<[ItemChange, string]> = [
     ['right-in-a', 'right only in A'],
     ['right-in-b', 'right only in B'],
@@ -65,7 +76,10 @@ export function describeComparison(counts: Record<ItemChange, number>): string {
     ['only-in-b', 'only in run B'],
   ];
   const said = parts.filter(([k]) => counts[k] > 0).map(([k, words]) => `${counts[k]} ${words}`);
-  return said.length ? `Item by item: ${said.join(', ')}.` : 'Neither run has items yet.';
+  const left = (['a', 'b'] as const)
+    .filter((r) => repeated[r] > 0)
+    .map((r) => `${repeated[r]} item${repeated[r] === 1 ? '' : 's'} of run ${r.toUpperCase()} left out as repeats of an earlier item (same pid and question)`);
+  return said.length ? `Item by item: ${said.join(', ')}.${left.length ? ` ${left.join('; ')}.` : ''}` : 'Neither run has items yet.';
 }
 
 /**

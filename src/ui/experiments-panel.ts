@@ -325,13 +325,13 @@ export class AgentflowExperimentsPanel extends LitElement implements EngineUser 
    * were open, B the one compared with it), the items whose outcome differs marked.
    */
   private renderComparison(a: ExperimentRecord, b: ExperimentRecord) {
-    const { rows, counts } = compareRuns(this.items, this.compareItems);
+    const { rows, counts, repeated } = compareRuns(this.items, this.compareItems);
     const verdict = (it: ExperimentItemRecord | null) => (it ? correctCell(it) : html`<span title="not in this run">—</span>`);
     const open = (run: string, it: ExperimentItemRecord | null, label: string) =>
       it?.conversationId ? html`<button type="button" aria-label=${`Open run ${run}'s trajectory of item ${label}`} @click=${() => this.showTrajectory(it.conversationId!)}>${run}</button>` : nothing;
     return html`<div data-testid="comparison">
       <div class="compare-summaries">${this.renderSummary(`A: ${a.name}`, this.items, !!a.config.scripted)} ${this.renderSummary(`B: ${b.name}`, this.compareItems, !!b.config.scripted)}</div>
-      <p data-testid="compare-counts">${describeComparison(counts)}</p>
+      <p data-testid="compare-counts">${describeComparison(counts, repeated)}</p>
       <div class="table-scroll" role="region" aria-label="Runs A and B item by item" tabindex="0">
         <table data-testid="compare-items">
           <thead><tr><th scope="col">#</th><th scope="col">Question</th><th scope="col">Expected</th><th scope="col">A: given</th><th scope="col">A</th><th scope="col">B: given</th><th scope="col">B</th><th scope="col">Trajectories</th></tr></thead>
