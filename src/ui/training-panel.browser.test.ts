@@ -357,3 +357,19 @@ describe('Training panel adapters table', () => {
     }
   });
 });
+
+describe('Training panel import problems', () => {
+  it('lists each skipped item of an imported benchmark with its line and reason, as the Experiments tab does', async () => {
+    const p = await mount(`panel-problems-${Math.random()}`);
+    p.importBenchmarkText(['{"pid": "a", "question": "1+1?", "answer": "2"}', '{"pid": "b", "question": "2+2?", "answer": {"toString": "boom"}}', '{"pid": "a", "question": "1+1?", "answer": "2"}'].join('\n'), 'mixed.jsonl');
+    await p.updateComplete;
+    expect(q(p, '[data-testid="training-benchmark-summary"]').textContent).toBe('Imported 1 item from “mixed” (reward: exact); 2 skipped.');
+    expect([...p.shadowRoot!.querySelectorAll('[data-testid="training-import-problems"] li')].map((li) => li.textContent)).toEqual([
+      `line 2 of mixed.jsonl: 'answer' is an object ({"toString":"boom"}); an answer is a string, a number or a list of them`,
+      'line 3 of mixed.jsonl: repeats pid "a" with the same question as line 1; only the first is kept',
+    ]);
+    p.importBenchmarkText(BENCH, 'tiny.json');
+    await p.updateComplete;
+    expect(q(p, '[data-testid="training-import-problems"]')).toBeNull();
+  });
+});

@@ -587,6 +587,9 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
           </label>
           ${b ? html`<span role="status" data-testid="training-benchmark-summary">Imported ${b.items.length} item${b.items.length === 1 ? '' : 's'} from “${b.name}” (reward: ${b.kind})${b.problems.length ? `; ${b.problems.length} skipped` : ''}.</span>` : nothing}
         </div>
+        ${b?.problems.length
+          ? html`<ul class="error" data-testid="training-import-problems" aria-label="Problems in the file">${b.problems.map((p) => html`<li>${p.message}</li>`)}</ul>`
+          : nothing}
         <div class="grid">
           <label>Max turns<input id="max-turns" type="number" min="1" max="10" value=${DEFAULT_AGENT_BUDGET.maxTurns} /></label>
           <label>Planner tokens<input id="planner-tokens" type="number" min="1" max="2048" value=${DEFAULT_AGENT_BUDGET.plannerTokens} /></label>
