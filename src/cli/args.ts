@@ -36,6 +36,9 @@ export function parseArgs(argv: string[], allowed: Record<string, string[]>): Cl
     if (!known.includes(name)) throw new UsageError(`'${command}' has no flag --${name} (flags: ${known.map((k) => `--${k}`).join(', ')})`);
     const value = eq > 0 ? a.slice(eq + 1) : rest[++i];
     if (value === undefined) throw new UsageError(`--${name} needs a value`);
+    // Taking the last of two silently would run something the user did not mean to half the time.
+    const earlier = flags.get(name);
+    if (earlier !== undefined) throw new UsageError(`--${name} is given twice ('${earlier}' and '${value}'); give it once`);
     flags.set(name, value);
   }
   return { command, flags };
@@ -47,14 +50,26 @@ export function required(args: CliArgs, name: string): string {
   return v;
 }
 
+/** Plain decimal notation: Number() would also take hex, binary, octal, 'Infinity' and surrounding blanks. */
+const DECIMAL = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+/** An integer is written in digits: '1e3' or '0x10' is more likely a slip than a count. */
+const DIGITS = /^-?\d+$/;
+
 export function numberFlag(args: CliArgs, name: string, fallback: number | undefined, integer = false): number | undefined {
   const v = args.flags.get(name);
   if (v === undefined) return fallback;
   const n = Number(v);
-  if (v.trim() === '' || !Number.isFinite(n) || (integer && !Number.isInteger(n))) {
-    throw new UsageError(`--${name} must be ${integer ? 'an integer' : 'a number'}, got '${v}'`);
+  if (!(integer ? DIGITS : DECIMAL).test(v) || !Number.isFinite(n) || (integer && !Number.isSafeInteger(n))) {
+    throw new UsageError(`--${name} must be ${integer ? 'an integer in decimal digits' : 'a decimal number'}${integer && DIGITS.test(v) ? ` below 2^53` : ''}, got '${v}'`);
   }
   return n;
+}
+
+/** An integer flag within [min, max]; the message names the flag, the bounds and why when `why` says. */
+export function boundedInt(args: CliArgs, name: string, fallback: number, min: number, max: number, why = ''): number {
+  const v = numberFlag(args, name, fallback, true)!;
+  if (v < min || v > max) throw new UsageError(`--${name} must be ${min === 1 && max === Number.MAX_SAFE_INTEGER ? 'a positive integer' : `an integer from ${min} to ${max}`}${why ? ` (${why})` : ''}, got ${v}`);
+  return v;
 }
 
 /** "1,2,3" -> [1, 2, 3]; every entry must be a non-negative integer. */

@@ -39,8 +39,8 @@ describe('cli train: bad input is refused before anything is written', () => {
     const cases: Array<[string[], RegExp]> = [
       [['--task', 'toy'], /'train' needs --out DIR/],
       [['--task', 'toy', '--out', out, '--colour', 'red'], /'train' has no flag --colour/],
-      [['--task', 'toy', '--out', out, '--steps', '0'], /--steps must be a positive integer, got 0/],
-      [['--task', 'toy', '--out', out, '--group', '1'], /--group must be at least 2/],
+      [['--task', 'toy', '--out', out, '--steps', '0'], /--steps must be an integer from 1 to 1000000, got 0/],
+      [['--task', 'toy', '--out', out, '--group', '1'], /--group must be an integer from 2 to 256 \(advantages compare the rollouts of a group\), got 1/],
       [['--task', 'toy', '--out', out, '--lr', '5'], /--lr must be > 0 and <= 1, got 5/],
       [['--task', 'toy', '--out', out, '--data', data], /--data does not apply to --task toy/],
       [['--out', out, '--data', data], /'train' needs --model DIR/],
@@ -49,7 +49,6 @@ describe('cli train: bad input is refused before anything is written', () => {
       [['--model', tmpdir(), '--out', out, '--data', data], /nothing\.jsonl has no item with a reference answer/],
       [['--model', tmpdir(), '--out', out, '--data', data, '--reward', 'vibes'], /--reward must be one of exact, numeric, choice, gameof24, judge, got 'vibes'/],
       [['--out', out, '--resume'], /--resume: .* holds no run/],
-      [['--task', 'toy', '--out', out, '--resume'], /--resume continues the run stored in .*; leave out --task/],
     ];
     for (const [args, message] of cases) {
       const r = await runCli(['train', ...args]);
@@ -99,7 +98,7 @@ describe('cli train on the toy task', () => {
     expect(again.stderr).toMatch(/already holds a run \(run\.json\); pass --resume/);
     const resumeWithSettings = await runCli(['train', '--out', out, '--resume', '--group', '4']);
     expect(resumeWithSettings.code).toBe(2);
-    expect(resumeWithSettings.stderr).toMatch(/--resume continues the run stored in .*; leave out --group/);
+    expect(resumeWithSettings.stderr).toMatch(/--resume continues the run stored in .*, and these flags differ from its settings: --group 4 \(the run has 8\)/);
   }, 300_000);
 
   it('a run killed with SIGKILL mid-run resumes from its checkpoint, losing at most the step it was in, with no torn line', async () => {

@@ -4,9 +4,8 @@
 // real, and the run kept in a directory (src/trainer/run/run-store-dir.ts says what each file is).
 // Every flag, file and value is checked before anything is written; stdout gets one JSON summary at the end,
 // stderr the progress.
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
-import { importBenchmark } from '../agent/benchmark-import';
 import type { AgentEngines } from '../agent/loop';
 import type { RewardKind } from '../agent/rewards';
 import { baseModelView } from '../engine/base-model-view';
@@ -20,15 +19,19 @@ import { dirTrainStorage } from '../trainer/checkpoint-node';
 import { agentRunDeps, agentRunSpec, DEFAULT_AGENT_BUDGET } from '../trainer/run/agent-run';
 import type { RolloutProgress } from '../trainer/run/collector';
 import type { StepMetrics } from '../trainer/run/metrics';
-import type { RunSpec, StartAdapterSpec } from '../trainer/run/run-store';
+import type { RunSpec, StartAdapterSpec, StoredRun } from '../trainer/run/run-store';
 import { LORA_MODULES } from '../engine/io/peft';
 import { DirRunStore, RUN_FILE } from '../trainer/run/run-store-dir';
 import { toyRunSetup, toyRunSpec } from '../trainer/run/toy-run';
-import { TOY_TRAINING } from '../trainer/toy-task';
+import { TOY_TRAINING, ToyTask, toyModel } from '../trainer/toy-task';
 import { newRunId, TrainingRun, type RunDeps, type RunSummary } from '../trainer/run/training-run';
 import { runtimePolicyHost } from '../trainer/runtime-policy-host';
 import { TrainingHost } from '../trainer/training-host';
 import { numberFlag, parseArgs, UsageError, type CliArgs } from './args';
+import { checkResumeFlags, resumeSteps } from './resume-flags';
+import { acquireRunLock, LockHeldError, type RunLock } from './run-lock';
+import { checkDir, groupFlag, parseTools, positiveInt, readData, rewardFlag, seedFlag, stepsFlag } from './train-flags';
+import { checkRank, checkStepMemory, MAX_GROUP, MAX_RANK, MAX_STEPS, modelShape } from './train-limits';
 
 export const TRAIN_FLAGS = [
   'task',
@@ -60,26 +63,13 @@ export const TRAIN_USAGE = `usage:
             [--rank R] [--micro-batch-tokens N] [--max-context N] [--keep-checkpoints K] [--resume]
   cli train --task toy --out DIR [--steps N] [--group G] [--lr X] [--seed S] [--rank R] [--backend cpu|gpu] [--resume]
 --out DIR receives adapter/ (PEFT), rollouts.jsonl, metrics.jsonl, run.json and checkpoints/.
---resume continues the run in --out from its newest intact checkpoint (flags that set the run must be left out).`;
+--resume continues the run in --out from its newest intact checkpoint; the run's own flags may be repeated
+(a different value is refused), and --steps N larger than the run's extends it.
+Bounds: --steps <= ${MAX_STEPS}, --group 2..${MAX_GROUP}, --rank <= min(model hidden size, ${MAX_RANK}), --seed < 2^32.`;
 
-/** Tools a training run can use from the command line, by card name. */
-export const CLI_TOOLS = ['python', 'base_generator', 'wikipedia'] as const;
-
-const REWARDS = ['exact', 'numeric', 'choice', 'gameof24', 'judge'] as const;
+export { CLI_TOOLS } from './train-flags';
 
 const log = (msg: string) => process.stderr.write(`${msg}\n`);
-
-function positiveInt(args: CliArgs, name: string, fallback: number): number {
-  const v = numberFlag(args, name, fallback, true)!;
-  if (v < 1) throw new UsageError(`--${name} must be a positive integer, got ${v}`);
-  return v;
-}
-
-function checkDir(path: string, flag: string): string {
-  if (!existsSync(path)) throw new UsageError(`--${flag} directory '${path}' does not exist`);
-  if (!statSync(path).isDirectory()) throw new UsageError(`--${flag} '${path}' is not a directory`);
-  return resolve(path);
-}
 
 /** `--flag true|false` or a bare-looking `--resume` (parseArgs needs a value: `--resume true`, `--resume=1`). */
 function booleanFlag(args: CliArgs, name: string): boolean {
@@ -90,15 +80,14 @@ function booleanFlag(args: CliArgs, name: string): boolean {
   throw new UsageError(`--${name} takes no value (or true/false), got '${v}'`);
 }
 
-/** The flags that set up a run: refused with --resume, where the stored run decides. */
-const RUN_SETTINGS = ['task', 'adapter', 'data', 'group', 'queries-per-step', 'max-turns', 'max-new-tokens', 'reward', 'lr', 'seed', 'rank', 'micro-batch-tokens', 'keep-checkpoints'];
-
 interface Prepared {
   store: DirRunStore;
   /** The run to start (absent when resuming). */
   start?: { id: string; spec: RunSpec };
   resumeId?: string;
   spec: RunSpec;
+  /** What the user should know before the run goes on (a lock taken over, an extended run, a failed last attempt). */
+  notes: string[];
   deps: () => Promise<{ deps: RunDeps; close: () => void }>;
 }
 
@@ -112,6 +101,42 @@ export function normalizeTrainArgv(argv: string[]): string[] {
   return out;
 }
 
+/** Holds --out's lock for the process; released when the command ends, however it ends. */
+let heldLock: RunLock | null = null;
+
+function releaseLock(): void {
+  heldLock?.release();
+  heldLock = null;
+}
+
+/**
+ * Takes --out's lock (creating the directory): from here on this process alone reads and writes the run.
+ * A refusal after this point removes the directory again when this call made it.
+ */
+function lockOut(out: string, outFlag: string): { notes: string[]; undo: () => void } {
+  const made = !existsSync(out);
+  try {
+    mkdirSync(out, { recursive: true });
+  } catch (e) {
+    throw new UsageError(`--out ${outFlag}: cannot create it (${(e as Error).message})`);
+  }
+  try {
+    heldLock = acquireRunLock(out);
+  } catch (e) {
+    if (e instanceof LockHeldError) throw new UsageError(e.message);
+    throw new UsageError(`--out ${outFlag}: cannot write its lock file (${(e as Error).message})`);
+  }
+  process.once('exit', releaseLock);
+  const notes = heldLock.note ? [heldLock.note] : [];
+  return {
+    notes,
+    undo: () => {
+      releaseLock();
+      if (made) rmSync(out, { recursive: true, force: true });
+    },
+  };
+}
+
 async function prepare(argv: string[]): Promise<Prepared> {
   const args = parseArgs(['train', ...normalizeTrainArgv(argv)], { train: TRAIN_FLAGS });
   const outFlag = args.flags.get('out');
@@ -120,93 +145,122 @@ async function prepare(argv: string[]): Promise<Prepared> {
   if (existsSync(out) && !statSync(out).isDirectory()) throw new UsageError(`--out '${outFlag}' is not a directory`);
   const store = new DirRunStore(out);
   const resume = booleanFlag(args, 'resume');
-  const hasRun = existsSync(resolve(out, RUN_FILE));
+  if (args.flags.has('max-context')) positiveInt(args, 'max-context', 4096);
 
   if (resume) {
-    const given = RUN_SETTINGS.filter((f) => args.flags.has(f));
-    if (given.length) throw new UsageError(`--resume continues the run stored in ${outFlag}; leave out ${given.map((f) => `--${f}`).join(', ')} (the stored run decides them)`);
-    if (!hasRun) throw new UsageError(`--resume: ${outFlag} holds no run (no ${RUN_FILE}); start one without --resume`);
-    const stored = await store.loadAny();
-    if (!stored) throw new UsageError(`--resume: ${outFlag} holds no run`);
-    const steps = args.flags.has('steps') ? positiveInt(args, 'steps', stored.spec.steps) : stored.spec.steps;
-    const spec = { ...stored.spec, steps };
-    if (steps !== stored.spec.steps) await store.save({ ...stored, spec, status: stored.status === 'done' ? 'paused' : stored.status });
-    return { store, resumeId: stored.id, spec, deps: () => depsFor(spec, args, store, stored.id) };
+    if (!existsSync(resolve(out, RUN_FILE))) throw new UsageError(`--resume: ${outFlag} holds no run (no ${RUN_FILE}); start one without --resume`);
+    const lock = lockOut(out, outFlag);
+    try {
+      return await prepareResume(args, store, outFlag, lock.notes);
+    } catch (e) {
+      lock.undo();
+      throw e;
+    }
   }
-  if (hasRun) throw new UsageError(`--out ${outFlag} already holds a run (${RUN_FILE}); pass --resume to continue it, or choose another --out`);
+  const fresh = newRun(args);
+  const lock = lockOut(out, outFlag);
+  // Checked under the lock: two new runs started into one directory at once would both find it empty.
+  if (existsSync(resolve(out, RUN_FILE))) {
+    releaseLock();
+    throw new UsageError(`--out ${outFlag} already holds a run (${RUN_FILE}); pass --resume to continue it, or choose another --out`);
+  }
+  const id = newRunId(fresh.task === 'toy' ? 'toy' : 'agent');
+  return { store, start: { id, spec: fresh }, spec: fresh, notes: lock.notes, deps: () => depsFor(fresh, args, store, id) };
+}
 
+async function prepareResume(args: CliArgs, store: DirRunStore, outFlag: string, notes: string[]): Promise<Prepared> {
+  let stored: StoredRun | null;
+  try {
+    stored = await store.loadAny();
+  } catch (e) {
+    throw new UsageError(`--resume: ${(e as Error).message}`);
+  }
+  if (!stored) throw new UsageError(`--resume: ${outFlag} holds no run`);
+  checkResumeFlags(args, stored.spec, outFlag);
+  const { steps, note } = resumeSteps(args, stored.spec);
+  // Under our lock a run recorded as running is one whose process died without saying so.
+  if (stored.status === 'running') notes.push(`${RUN_FILE} said the run was running: the process that ran it stopped without recording why (killed, or out of memory or disk space)`);
+  if (stored.status === 'error') notes.push(`the last attempt stopped on an error: ${stored.error ?? 'unrecorded'}`);
+  let spec = stored.spec;
+  if (note) {
+    notes.push(note);
+    const lrDecaySteps = spec.grpo.lrDecaySteps === spec.steps ? { lrDecaySteps: steps } : {};
+    spec = { ...spec, steps, grpo: { ...spec.grpo, ...lrDecaySteps } };
+    await store.save({ ...stored, spec, status: stored.status === 'done' ? 'paused' : stored.status });
+  }
+  const s = spec;
+  return { store, resumeId: stored.id, spec: s, notes, deps: () => depsFor(s, args, store, stored.id) };
+}
+
+/** A new run's spec from its flags, every one checked; nothing is written. */
+function newRun(args: CliArgs): RunSpec {
   const task = args.flags.get('task') ?? 'agent';
   if (task !== 'agent' && task !== 'toy') throw new UsageError(`--task must be agent or toy, got '${task}'`);
-  const steps = positiveInt(args, 'steps', 10);
-  const groupSize = positiveInt(args, 'group', task === 'toy' ? TOY_TRAINING.groupSize : 8);
-  if (groupSize < 2) throw new UsageError(`--group must be at least 2 (advantages compare the rollouts of a group), got ${groupSize}`);
-  const seed = numberFlag(args, 'seed', 1, true)!;
-  if (seed < 0) throw new UsageError(`--seed must be >= 0, got ${seed}`);
+  const steps = stepsFlag(args, 10);
+  const groupSize = groupFlag(args, task === 'toy' ? TOY_TRAINING.groupSize : 8);
+  const seed = seedFlag(args);
   const rank = positiveInt(args, 'rank', task === 'toy' ? 4 : 16);
   const keepCheckpoints = positiveInt(args, 'keep-checkpoints', 3);
   const lrFlag = numberFlag(args, 'lr', undefined);
   if (lrFlag !== undefined && !(lrFlag > 0 && lrFlag <= 1)) throw new UsageError(`--lr must be > 0 and <= 1, got ${lrFlag}`);
   const adapterFlag = args.flags.get('adapter');
+  // A stored adapter has its rank: a --rank beside it would be ignored, so it is refused.
+  if (adapterFlag !== undefined && args.flags.has('rank')) throw new UsageError(`--rank does not apply with --adapter (the adapter ${adapterFlag} has its own rank)`);
   const adapter: StartAdapterSpec =
     adapterFlag !== undefined ? { kind: 'stored', id: checkDir(adapterFlag, 'adapter'), name: basename(resolve(adapterFlag)) } : { kind: 'fresh', rank, alpha: 2 * rank, targets: [...LORA_MODULES] };
 
-  let spec: RunSpec;
   if (task === 'toy') {
     for (const f of ['model', 'data', 'tools', 'reward', 'max-turns', 'max-new-tokens', 'queries-per-step', 'micro-batch-tokens', 'max-context']) {
       if (args.flags.has(f)) throw new UsageError(`--${f} does not apply to --task toy`);
     }
     const backend = args.flags.get('backend') ?? 'cpu';
     if (backend !== 'cpu' && backend !== 'gpu') throw new UsageError(`--backend must be cpu or gpu, got '${backend}'`);
-    spec = toyRunSpec({ steps, groupSize, learningRate: lrFlag ?? TOY_TRAINING.learningRate, seed, adapter, keepCheckpoints, label: `Toy task (tiny planner, ${backend.toUpperCase()})`, grpo: { checkpointEvery: 1 } });
+    if (adapter.kind === 'fresh') checkRank(rank, toyModelWidth(), 'the toy planner');
+    const spec = toyRunSpec({ steps, groupSize, learningRate: lrFlag ?? TOY_TRAINING.learningRate, seed, adapter, keepCheckpoints, label: `Toy task (tiny planner, ${backend.toUpperCase()})`, grpo: { checkpointEvery: 1 } });
     spec.collector = { ...spec.collector, backend };
-  } else {
-    if (args.flags.has('backend')) throw new UsageError('--backend applies to --task toy only');
-    const modelFlag = args.flags.get('model');
-    if (!modelFlag) throw new UsageError("'train' needs --model DIR (a Hugging Face folder or a web-llm MLC q4 folder)");
-    checkDir(modelFlag, 'model');
-    const rewardFlag = args.flags.get('reward');
-    if (rewardFlag !== undefined && !(REWARDS as readonly string[]).includes(rewardFlag)) throw new UsageError(`--reward must be one of ${REWARDS.join(', ')}, got '${rewardFlag}'`);
-    const tools = parseTools(args.flags.get('tools') ?? 'python,base_generator');
-    const dataFlag = args.flags.get('data');
-    if (!dataFlag) throw new UsageError("'train' needs --data FILE (AgentFlow data.json or JSONL)");
-    if (!existsSync(dataFlag) || !statSync(dataFlag).isFile()) throw new UsageError(`--data file '${dataFlag}' does not exist`);
-    const bench = importBenchmark(readFileSync(dataFlag, 'utf8'), basename(dataFlag));
-    for (const p of bench.problems) log(`--data: ${p.message} (skipped)`);
-    if (!bench.items.some((i) => i.answer !== undefined && i.answer !== null)) throw new UsageError(`--data ${dataFlag} has no item with a reference answer to score rollouts against`);
-    const kind: RewardKind = rewardFlag === undefined || rewardFlag === 'judge' ? (rewardFlag === 'judge' ? 'exact' : bench.kind) : (rewardFlag as RewardKind);
-    const queries = positiveInt(args, 'queries-per-step', Math.min(DEFAULT_AGENT_BUDGET.queriesPerStep, bench.items.length));
-    const tokens = positiveInt(args, 'max-new-tokens', DEFAULT_AGENT_BUDGET.plannerTokens);
-    spec = agentRunSpec({
-      benchmark: { name: bench.name, kind, items: bench.items },
-      // The engine id is known once the model loads; the run's spec is fixed up then (fixPlanner).
-      planner: '',
-      steps,
-      groupSize,
-      ...(lrFlag !== undefined ? { learningRate: lrFlag } : {}),
-      seed,
-      adapter,
-      judge: rewardFlag === 'judge',
-      budget: {
-        maxTurns: positiveInt(args, 'max-turns', DEFAULT_AGENT_BUDGET.maxTurns),
-        plannerTokens: tokens,
-        moduleTokens: tokens,
-        queriesPerStep: queries,
-        microBatchTokens: positiveInt(args, 'micro-batch-tokens', DEFAULT_AGENT_BUDGET.microBatchTokens),
-      },
-      // Each step checkpoints: a run killed mid-step loses at most that step.
-      checkpointEvery: 1,
-      keepCheckpoints,
-    });
-    spec.collector = { ...spec.collector, tools, model: resolve(modelFlag) };
+    return spec;
   }
-  const id = newRunId(task === 'toy' ? 'toy' : 'agent');
-  return { store, start: { id, spec }, spec, deps: () => depsFor(spec, args, store, id) };
+  if (args.flags.has('backend')) throw new UsageError('--backend applies to --task toy only');
+  const modelFlag = args.flags.get('model');
+  if (!modelFlag) throw new UsageError("'train' needs --model DIR (a Hugging Face folder or a web-llm MLC q4 folder)");
+  checkDir(modelFlag, 'model');
+  const reward = rewardFlag(args);
+  const tools = parseTools(args.flags.get('tools') ?? 'python,base_generator');
+  const dataFlag = args.flags.get('data');
+  if (!dataFlag) throw new UsageError("'train' needs --data FILE (AgentFlow data.json or JSONL)");
+  const bench = readData(dataFlag);
+  const kind: RewardKind = reward === undefined || reward === 'judge' ? (reward === 'judge' ? 'exact' : bench.kind) : (reward as RewardKind);
+  const answered = bench.items.filter((i) => i.answer !== undefined && i.answer !== null).length;
+  const queries = Math.min(positiveInt(args, 'queries-per-step', Math.min(DEFAULT_AGENT_BUDGET.queriesPerStep, bench.items.length)), answered);
+  const tokens = positiveInt(args, 'max-new-tokens', DEFAULT_AGENT_BUDGET.plannerTokens);
+  const maxTurns = positiveInt(args, 'max-turns', DEFAULT_AGENT_BUDGET.maxTurns);
+  const microBatchTokens = positiveInt(args, 'micro-batch-tokens', DEFAULT_AGENT_BUDGET.microBatchTokens);
+  const model = modelShape(modelFlag);
+  if (adapter.kind === 'fresh') checkRank(rank, model.hiddenSize, `--model ${modelFlag}`);
+  // A planner turn longer than the micro-batch cannot be trained on, and none is longer than the context.
+  checkStepMemory({ groupSize, queriesPerStep: queries, maxTurns, turnTokens: Math.min(microBatchTokens, model.maxPositionEmbeddings) });
+  const spec = agentRunSpec({
+    benchmark: { name: bench.name, kind, items: bench.items },
+    // The engine id is known once the model loads; the run's spec is fixed up then (fixPlanner).
+    planner: '',
+    steps,
+    groupSize,
+    ...(lrFlag !== undefined ? { learningRate: lrFlag } : {}),
+    seed,
+    adapter,
+    judge: reward === 'judge',
+    budget: { maxTurns, plannerTokens: tokens, moduleTokens: tokens, queriesPerStep: queries, microBatchTokens },
+    // Each step checkpoints: a run killed mid-step loses at most that step.
+    checkpointEvery: 1,
+    keepCheckpoints,
+  });
+  spec.collector = { ...spec.collector, tools, model: resolve(modelFlag) };
+  return spec;
 }
 
-function parseTools(list: string): string[] {
-  const names = list.split(',').map((s) => s.trim()).filter(Boolean);
-  for (const n of names) if (!(CLI_TOOLS as readonly string[]).includes(n)) throw new UsageError(`--tools: unknown tool '${n}' (known: ${CLI_TOOLS.join(', ')})`);
-  return [...new Set(names)];
+/** The toy planner's hidden size (toyModel's default), which bounds its LoRA rank. */
+function toyModelWidth(): number {
+  return toyModel(new ToyTask()).config.hiddenSize;
 }
 
 async function makeTools(names: readonly string[], shared: AgentEngines['shared']): Promise<{ tools: Tool[]; close: () => void }> {
@@ -293,18 +347,22 @@ export async function runTrain(argv: string[]): Promise<number> {
   let close: (() => void) | undefined;
   try {
     const p = await prepare(argv);
+    for (const n of p.notes) log(`note: ${n}`);
     const made = await p.deps();
     close = made.close;
     const run = p.start ? await TrainingRun.start(p.start.id, p.spec, made.deps) : await TrainingRun.resume(p.resumeId!, made.deps);
     for (const n of run.notes) log(`note: ${n}`);
     log(`${p.start ? 'run' : 'resuming run'} ${run.id}: ${run.spec.label}, ${run.spec.steps} steps, out ${p.store.dir}`);
-    // Ctrl-C pauses: the step in progress is dropped, a checkpoint is kept, and --resume continues.
-    const onSigint = () => {
-      log('interrupt: pausing after a checkpoint (Ctrl-C again to quit at once)');
+    // Ctrl-C (or a SIGTERM from a job runner) pauses: the step in progress is dropped, a checkpoint is kept,
+    // the lock is released, and --resume continues. A second signal quits at once (the lock is then stale).
+    const onSigint = (signal: NodeJS.Signals) => {
+      log(`${signal === 'SIGINT' ? 'interrupt' : signal}: pausing after a checkpoint (${signal === 'SIGINT' ? 'Ctrl-C' : signal} again to quit at once)`);
       process.off('SIGINT', onSigint);
+      process.off('SIGTERM', onSigint);
       run.pause();
     };
     process.on('SIGINT', onSigint);
+    process.on('SIGTERM', onSigint);
     const t0 = Date.now();
     const first = run.step;
     let lastProgress = 0;
@@ -325,6 +383,7 @@ export async function runTrain(argv: string[]): Promise<number> {
       },
     });
     process.off('SIGINT', onSigint);
+    process.off('SIGTERM', onSigint);
     const out = { ...summary, out: p.store.dir, ...(summary.status === 'done' && summary.result ? { adapter: resolve(p.store.dir, 'adapter') } : {}), notes: run.notes };
     process.stdout.write(`${JSON.stringify(out)}\n`);
     return summary.status === 'done' ? 0 : 130;
@@ -334,5 +393,6 @@ export async function runTrain(argv: string[]): Promise<number> {
     return err instanceof UsageError ? 2 : 1;
   } finally {
     close?.();
+    releaseLock();
   }
 }

@@ -2,8 +2,11 @@
 //   <dir>/step-000010/adapter_config.json, adapter_model.safetensors   (PEFT, loadable by peft/transformers)
 //   <dir>/step-000010/optimizer.safetensors   (<peft name>.exp_avg / .exp_avg_sq, F32)
 //   <dir>/step-000010/trainer_state.json      (run id, step, optimizer steps, RNG state, config)
+//   <dir>/step-000010/manifest.json           (sha256 of each file above, written last)
 // A step directory is written under a temporary name and renamed into place, and <dir>/latest.json (naming the
-// newest) is replaced last, so a crash mid-save leaves the previous checkpoint as the newest intact one.
+// newest) is replaced last, so a crash mid-save leaves the previous checkpoint as the newest intact one. The
+// manifest catches what a crash does not: a flipped bit or a file changed since, which would still parse.
+import { createHash } from 'node:crypto';
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { exportAdapter, parseAdapter } from '../engine/io/peft';
@@ -14,6 +17,22 @@ import { resolveGrpoConfig } from './config';
 import type { TrainStorage } from './training-host';
 import { loadAdapter } from '../engine/io/checkpoint';
 import { directorySource } from '../engine/io/sources';
+
+export const MANIFEST_FILE = 'manifest.json';
+const CHECKPOINT_FILES = ['adapter_config.json', 'adapter_model.safetensors', 'optimizer.safetensors', 'trainer_state.json'] as const;
+
+const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+
+/** A write whose error names its file (ENOSPC and EROFS from write(2) name none). */
+async function writeNamed(file: string, data: string | Uint8Array): Promise<void> {
+  try {
+    await writeFile(file, data);
+  } catch (e) {
+    const err = e as Error & { code?: string };
+    if (err.message.includes(file)) throw err;
+    throw Object.assign(new Error(`${file}: ${err.message}`), { code: err.code });
+  }
+}
 
 interface TrainerStateJson {
   runId: string;
@@ -37,22 +56,37 @@ export class DiskCheckpointStore implements CheckpointStore {
     const final = join(this.dir, name);
     const d = `${final}.tmp`;
     await rm(d, { recursive: true, force: true });
-    await mkdir(d, { recursive: true });
+    try {
+      await mkdir(d, { recursive: true });
+    } catch (e) {
+      throw Object.assign(new Error(`${d}: ${(e as Error).message}`), { code: (e as { code?: string }).code });
+    }
     const { config, weights } = exportAdapter(c.adapter);
-    await writeFile(join(d, 'adapter_config.json'), JSON.stringify(config, null, 2));
-    await writeFile(join(d, 'adapter_model.safetensors'), weights);
     const moments = [...c.moments].flatMap(([k, mv]) => [
       { name: `${k}.exp_avg`, shape: [mv.m.length], data: mv.m },
       { name: `${k}.exp_avg_sq`, shape: [mv.v.length], data: mv.v },
     ]);
-    await writeFile(join(d, 'optimizer.safetensors'), writeSafetensors(moments));
     const state: TrainerStateJson = { runId: c.runId, step: c.step, optimizerSteps: c.optimizerSteps, rngState: c.rngState, config: { ...c.config }, createdAt: c.createdAt, baseModel: c.baseModel };
-    await writeFile(join(d, 'trainer_state.json'), JSON.stringify(state, null, 2));
+    const files: Record<(typeof CHECKPOINT_FILES)[number], Uint8Array> = {
+      'adapter_config.json': new TextEncoder().encode(JSON.stringify(config, null, 2)),
+      'adapter_model.safetensors': weights,
+      'optimizer.safetensors': writeSafetensors(moments),
+      'trainer_state.json': new TextEncoder().encode(JSON.stringify(state, null, 2)),
+    };
+    try {
+      for (const f of CHECKPOINT_FILES) await writeNamed(join(d, f), files[f]);
+      const manifest = { sha256: Object.fromEntries(CHECKPOINT_FILES.map((f) => [f, sha256(files[f])])) };
+      await writeNamed(join(d, MANIFEST_FILE), JSON.stringify(manifest, null, 2));
+    } catch (e) {
+      // Removing the partial directory may leave a full disk room to record the failure.
+      await rm(d, { recursive: true, force: true }).catch(() => undefined);
+      throw e;
+    }
     // Saving the same step again (a resumed run redoing it) replaces it.
     await rm(final, { recursive: true, force: true });
     await rename(d, final);
     const tmp = join(this.dir, 'latest.json.tmp');
-    await writeFile(tmp, JSON.stringify({ runId: c.runId, step: c.step, dir: name }));
+    await writeNamed(tmp, JSON.stringify({ runId: c.runId, step: c.step, dir: name }));
     await rename(tmp, join(this.dir, 'latest.json'));
     return final;
   }
@@ -113,8 +147,35 @@ export class DiskCheckpointStore implements CheckpointStore {
     for (const s of drop) await rm(s.dir, { recursive: true, force: true });
   }
 
+  /**
+   * Checks each file of a step directory against its manifest. A checkpoint saved before manifests existed
+   * has none and is read unchecked.
+   */
+  static async verify(d: string): Promise<void> {
+    const manifestFile = join(d, MANIFEST_FILE);
+    let text: string;
+    try {
+      text = await readFile(manifestFile, 'utf8');
+    } catch (e) {
+      if ((e as { code?: string }).code === 'ENOENT') return;
+      throw e;
+    }
+    let hashes: Record<string, unknown>;
+    try {
+      hashes = (JSON.parse(text) as { sha256?: Record<string, unknown> }).sha256 ?? {};
+    } catch (e) {
+      throw new CheckpointError(`${manifestFile} is not valid JSON (${(e as Error).message})`);
+    }
+    for (const f of CHECKPOINT_FILES) {
+      const file = join(d, f);
+      if (typeof hashes[f] !== 'string') throw new CheckpointError(`${manifestFile} lists no sha256 for ${f}`);
+      if (sha256(await readFile(file)) !== hashes[f]) throw new CheckpointError(`${file} does not match its sha256 in ${MANIFEST_FILE} (changed or damaged since it was saved)`);
+    }
+  }
+
   /** Reads one step directory. */
   static async read(d: string): Promise<TrainingCheckpoint> {
+    await DiskCheckpointStore.verify(d);
     const stateFile = join(d, 'trainer_state.json');
     const state = JSON.parse(await readFile(stateFile, 'utf8')) as TrainerStateJson;
     for (const k of ['step', 'optimizerSteps', 'rngState'] as const) {

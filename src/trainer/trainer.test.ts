@@ -78,7 +78,7 @@ describe('training run checkpoints', () => {
     const dir = await mkdtemp(join(tmpdir(), 'grpo-ckpt-'));
     await checkResume(dirPlace(dir), dirPlace(await mkdtemp(join(tmpdir(), 'grpo-ckpt-straight-'))));
     expect((await readdir(join(dir, 'checkpoints'))).sort()).toEqual(['latest.json', 'step-000002', 'step-000003']);
-    expect((await readdir(join(dir, 'checkpoints', 'step-000003'))).sort()).toEqual(['adapter_config.json', 'adapter_model.safetensors', 'optimizer.safetensors', 'trainer_state.json']);
+    expect((await readdir(join(dir, 'checkpoints', 'step-000003'))).sort()).toEqual(['adapter_config.json', 'adapter_model.safetensors', 'manifest.json', 'optimizer.safetensors', 'trainer_state.json']);
     const peft = JSON.parse(await readFile(join(dir, 'adapter', 'adapter_config.json'), 'utf8'));
     expect(peft.peft_type).toBe('LORA');
     expect(peft.r).toBe(2);

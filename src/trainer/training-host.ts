@@ -22,7 +22,10 @@ export interface TrainStartOptions {
   runId: string;
   adapter: TrainAdapterSpec;
   config?: Partial<GrpoConfig>;
-  /** Continue from the run's newest intact checkpoint when there is one (its adapter and config win). */
+  /**
+   * Continue from the run's newest intact checkpoint when there is one (its adapter and config win, except
+   * `lrDecaySteps` when given: a run extended to more steps decays its rate over its new length).
+   */
   resume?: boolean;
   /** IndexedDB database of the checkpoints and stored adapters (page and worker only; default: the app's). */
   dbName?: string;
@@ -104,7 +107,7 @@ export class TrainingSession {
   static async start(host: PolicyHost, storage: TrainStorage, o: TrainStartOptions): Promise<TrainingSession> {
     if (!o.runId) throw new Error('training session: runId is empty');
     const ckpt = o.resume ? await storage.checkpoints.latest(o.runId) : null;
-    const config = ckpt ? ckpt.config : resolveGrpoConfig(o.config ?? {});
+    const config = ckpt ? { ...ckpt.config, ...(o.config?.lrDecaySteps !== undefined ? { lrDecaySteps: o.config.lrDecaySteps } : {}) } : resolveGrpoConfig(o.config ?? {});
     let adapter: LoraAdapter;
     if (ckpt) adapter = cloneAdapter(ckpt.adapter);
     else if ('adapter' in o.adapter) adapter = cloneAdapter(o.adapter.adapter);

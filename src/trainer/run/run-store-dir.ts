@@ -5,13 +5,14 @@
 //   checkpoints/      the optimizer's checkpoints (DiskCheckpointStore: PEFT adapter, moments, state)
 //   adapter/          the run's result as PEFT files (adapter_config.json, adapter_model.safetensors)
 // A run killed mid-step leaves the files of its finished steps; resuming forgets what came after the last
-// checkpoint (truncate) and redoes it.
-import { copyFile, mkdir, open, readFile, rename, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+// checkpoint (truncate) and redoes it. Paths inside the directory are stored relative to it, so a copied or
+// moved directory is a whole run. A failed write's error names the file (write(2) errors name none).
+import * as fsp from 'node:fs/promises';
+import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { rolloutsToJsonl } from '../../agent/rollouts';
 import type { RolloutRecord } from '../../store/records';
 import type { StepMetrics } from './metrics';
-import type { RunResult, RunStore, StoredRun } from './run-store';
+import type { RunResult, RunSpec, RunStore, StoredRun } from './run-store';
 
 export const RUN_FILE = 'run.json';
 export const METRICS_FILE = 'metrics.jsonl';
@@ -19,25 +20,45 @@ export const ROLLOUTS_FILE = 'rollouts.jsonl';
 export const CHECKPOINTS_DIR = 'checkpoints';
 export const ADAPTER_DIR = 'adapter';
 
-/** Writes `data` to `file` through a synced temporary file and a rename: readers see the old or the new file whole. */
-export async function writeFileAtomic(file: string, data: string | Uint8Array): Promise<void> {
-  const tmp = `${file}.tmp`;
-  const h = await open(tmp, 'w');
-  try {
-    await h.writeFile(data);
-    await h.sync();
-  } finally {
-    await h.close();
-  }
-  await rename(tmp, file);
+/** The file operations the store uses: node:fs/promises, or a wrapper that fails on purpose (tests: ENOSPC, EROFS). */
+export type StoreFs = Pick<typeof fsp, 'open' | 'readFile' | 'rename' | 'rm' | 'mkdir' | 'copyFile'>;
+
+/** `e` with `file` in its message (and its errno code kept), unless it names it already. */
+export function namingFile(e: unknown, file: string): Error {
+  const err = e instanceof Error ? e : new Error(String(e));
+  if (err.message.includes(file)) return err;
+  const named = new Error(`${file}: ${err.message}`) as Error & { code?: string };
+  named.name = err.name;
+  const code = (err as { code?: string }).code;
+  if (code !== undefined) named.code = code;
+  return named;
 }
 
-async function readText(file: string): Promise<string | null> {
+/** Writes `data` to `file` through a synced temporary file and a rename: readers see the old or the new file whole. */
+export async function writeFileAtomic(file: string, data: string | Uint8Array, fs: StoreFs = fsp): Promise<void> {
+  const tmp = `${file}.tmp`;
   try {
-    return await readFile(file, 'utf8');
+    const h = await fs.open(tmp, 'w');
+    try {
+      await h.writeFile(data);
+      await h.sync();
+    } finally {
+      await h.close();
+    }
+    await fs.rename(tmp, file);
+  } catch (e) {
+    // A full disk keeps the partial file otherwise; removing it may leave room to record the failure.
+    await fs.rm(tmp, { force: true }).catch(() => undefined);
+    throw namingFile(e, file);
+  }
+}
+
+async function readText(file: string, fs: StoreFs): Promise<string | null> {
+  try {
+    return await fs.readFile(file, 'utf8');
   } catch (e) {
     if ((e as { code?: string }).code === 'ENOENT') return null;
-    throw e;
+    throw namingFile(e, file);
   }
 }
 
@@ -51,72 +72,139 @@ function jsonLines(text: string | null): unknown[] {
     .map((l) => JSON.parse(l) as unknown);
 }
 
+/** What run.json must hold for a run to be continued from it; anything else is a damaged file. */
+function checkRunJson(json: unknown, file: string): Omit<StoredRun, 'history'> {
+  const r = json as Partial<StoredRun> | null;
+  const bad = (what: string) => new Error(`${file} is not a training run's record (${what})`);
+  if (!r || typeof r !== 'object' || Array.isArray(r)) throw bad('not a JSON object');
+  if (typeof r.id !== 'string' || !r.id) throw bad('no run id');
+  if (!['running', 'paused', 'done', 'error'].includes(r.status as string)) throw bad(`status ${JSON.stringify(r.status)}`);
+  const spec = r.spec as Partial<RunSpec> | undefined;
+  if (!spec || typeof spec !== 'object') throw bad('no spec');
+  if (spec.task !== 'agent' && spec.task !== 'toy') throw bad(`task ${JSON.stringify(spec.task)}`);
+  if (!Number.isInteger(spec.steps) || spec.steps! < 1) throw bad(`steps ${JSON.stringify(spec.steps)}`);
+  if (!spec.grpo || typeof spec.grpo !== 'object' || !spec.adapter || typeof spec.adapter !== 'object' || !spec.collector || typeof spec.collector !== 'object') throw bad('spec without grpo, adapter or collector');
+  return r as Omit<StoredRun, 'history'>;
+}
+
 export class DirRunStore implements RunStore {
-  constructor(readonly dir: string) {}
+  constructor(
+    readonly dir: string,
+    private readonly fs: StoreFs = fsp,
+  ) {}
+
+  /** A checkpoint path as run.json keeps it: relative when it is inside the directory. */
+  private portable(path: string): string {
+    const rel = relative(this.dir, path);
+    return isAbsolute(path) && rel && !rel.startsWith('..') && !isAbsolute(rel) ? rel.split(sep).join('/') : path;
+  }
+
+  /**
+   * A stored checkpoint path made absolute. Runs written before paths were relative hold the absolute path of
+   * the directory they were made in: a copy re-roots its `checkpoints/step-N` into this directory.
+   */
+  private located(path: string): string {
+    if (!isAbsolute(path)) return resolve(this.dir, path);
+    const m = /[\\/](checkpoints[\\/]step-\d+)$/.exec(path);
+    return m && resolve(path, '../..') !== resolve(this.dir) ? resolve(this.dir, m[1]) : path;
+  }
 
   get checkpointsDir(): string {
     return join(this.dir, CHECKPOINTS_DIR);
   }
 
   async load(runId: string): Promise<StoredRun | null> {
-    const runFile = join(this.dir, RUN_FILE);
-    const text = await readText(runFile);
-    if (text === null) return null;
-    let run: Omit<StoredRun, 'history'>;
-    try {
-      run = JSON.parse(text) as Omit<StoredRun, 'history'>;
-    } catch (e) {
-      throw new Error(`${runFile} is not valid JSON (${(e as Error).message})`);
-    }
-    if (run.id !== runId) throw new Error(`${runFile} holds run '${run.id}', not '${runId}'`);
-    return { ...run, history: jsonLines(await readText(join(this.dir, METRICS_FILE))) as StepMetrics[] };
+    const run = await this.readRun();
+    if (run === null) return null;
+    if (run.id !== runId) throw new Error(`${join(this.dir, RUN_FILE)} holds run '${run.id}', not '${runId}'`);
+    return run;
   }
 
   /** The run this directory holds, whatever its id (the CLI's --resume). */
   async loadAny(): Promise<StoredRun | null> {
-    const text = await readText(join(this.dir, RUN_FILE));
+    return this.readRun();
+  }
+
+  private async readRun(): Promise<StoredRun | null> {
+    const runFile = join(this.dir, RUN_FILE);
+    const text = await readText(runFile, this.fs);
     if (text === null) return null;
-    const id = (JSON.parse(text) as { id?: unknown }).id;
-    if (typeof id !== 'string') throw new Error(`${join(this.dir, RUN_FILE)} names no run id`);
-    return this.load(id);
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch (e) {
+      throw new Error(`${runFile} is not valid JSON (${(e as Error).message})`);
+    }
+    const run = checkRunJson(json, runFile);
+    const metricsFile = join(this.dir, METRICS_FILE);
+    let history: StepMetrics[];
+    try {
+      history = jsonLines(await readText(metricsFile, this.fs)) as StepMetrics[];
+    } catch (e) {
+      throw namingFile(e, metricsFile);
+    }
+    return { ...run, ...(run.result ? { result: { ...run.result, adapterId: this.located(run.result.adapterId) } } : {}), history };
   }
 
   async save(run: StoredRun): Promise<void> {
-    await mkdir(this.dir, { recursive: true });
+    await this.fs.mkdir(this.dir, { recursive: true }).catch((e: unknown) => Promise.reject(namingFile(e, this.dir)));
     const { history: _history, ...rest } = run;
-    await writeFileAtomic(join(this.dir, RUN_FILE), `${JSON.stringify(rest, null, 2)}\n`);
+    const stored = rest.result ? { ...rest, result: { ...rest.result, adapterId: this.portable(rest.result.adapterId) } } : rest;
+    await writeFileAtomic(join(this.dir, RUN_FILE), `${JSON.stringify(stored, null, 2)}\n`, this.fs);
   }
 
   async appendStep(run: StoredRun, metrics: StepMetrics, rollouts: readonly RolloutRecord[]): Promise<void> {
     // Rollouts first: a crash between the two leaves rollouts of a step that metrics does not list yet,
     // which truncate() on resume removes; metrics never lists a step whose rollouts are missing.
-    const h = await open(join(this.dir, ROLLOUTS_FILE), 'a');
+    const rolloutsFile = join(this.dir, ROLLOUTS_FILE);
     try {
-      await h.writeFile(rolloutsToJsonl([...rollouts]));
-      await h.sync();
-    } finally {
-      await h.close();
+      const h = await this.fs.open(rolloutsFile, 'a');
+      try {
+        await h.writeFile(rolloutsToJsonl([...rollouts]));
+        await h.sync();
+      } finally {
+        await h.close();
+      }
+    } catch (e) {
+      // A partly appended step is removed by truncate() when the run resumes.
+      throw namingFile(e, rolloutsFile);
     }
     const lines = [...run.history, metrics].map((m) => JSON.stringify(m)).join('\n');
-    await writeFileAtomic(join(this.dir, METRICS_FILE), `${lines}\n`);
+    await writeFileAtomic(join(this.dir, METRICS_FILE), `${lines}\n`, this.fs);
   }
 
   async truncate(_runId: string, step: number): Promise<void> {
-    const metrics = jsonLines(await readText(join(this.dir, METRICS_FILE))) as StepMetrics[];
+    const metricsFile = join(this.dir, METRICS_FILE);
+    const rolloutsFile = join(this.dir, ROLLOUTS_FILE);
+    const metrics = this.parsed(metricsFile, await readText(metricsFile, this.fs)) as StepMetrics[];
     const keptMetrics = metrics.filter((m) => m.step <= step);
-    await writeFileAtomic(join(this.dir, METRICS_FILE), keptMetrics.map((m) => `${JSON.stringify(m)}\n`).join(''));
-    const rollouts = jsonLines(await readText(join(this.dir, ROLLOUTS_FILE))) as Array<{ step?: number }>;
-    await writeFileAtomic(join(this.dir, ROLLOUTS_FILE), rollouts.filter((r) => (r.step ?? 0) <= step).map((r) => `${JSON.stringify(r)}\n`).join(''));
+    await writeFileAtomic(metricsFile, keptMetrics.map((m) => `${JSON.stringify(m)}\n`).join(''), this.fs);
+    const rollouts = this.parsed(rolloutsFile, await readText(rolloutsFile, this.fs)) as Array<{ step?: number }>;
+    await writeFileAtomic(rolloutsFile, rollouts.filter((r) => (r.step ?? 0) <= step).map((r) => `${JSON.stringify(r)}\n`).join(''), this.fs);
+  }
+
+  private parsed(file: string, text: string | null): unknown[] {
+    try {
+      return jsonLines(text);
+    } catch (e) {
+      throw namingFile(e, file);
+    }
   }
 
   /** Copies the result checkpoint's PEFT files to `<dir>/adapter/` (replacing what was there, whole). */
   async publish(_run: StoredRun, result: RunResult): Promise<void> {
     const final = join(this.dir, ADAPTER_DIR);
     const tmp = `${final}.tmp`;
-    await rm(tmp, { recursive: true, force: true });
-    await mkdir(tmp, { recursive: true });
-    for (const f of ['adapter_config.json', 'adapter_model.safetensors']) await copyFile(join(result.adapterId, f), join(tmp, f));
-    await rm(final, { recursive: true, force: true });
-    await rename(tmp, final);
+    const fs = this.fs;
+    try {
+      await fs.rm(tmp, { recursive: true, force: true });
+      await fs.mkdir(tmp, { recursive: true });
+      for (const f of ['adapter_config.json', 'adapter_model.safetensors']) await fs.copyFile(join(result.adapterId, f), join(tmp, f));
+      await fs.rm(final, { recursive: true, force: true });
+      await fs.rename(tmp, final);
+    } catch (e) {
+      await fs.rm(tmp, { recursive: true, force: true }).catch(() => undefined);
+      throw namingFile(e, final);
+    }
   }
 }

@@ -1,0 +1,54 @@
+// How `cli train` reads each of its flags, in one place: a new run and a resumed one (which compares the flags
+// given with the stored run's settings) must read a flag the same way, or rerunning a command with --resume
+// would find differences that are not there.
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { basename, resolve } from 'node:path';
+import { importBenchmark } from '../agent/benchmark-import';
+import { boundedInt, UsageError, type CliArgs } from './args';
+import { MAX_GROUP, MAX_SEED, MAX_STEPS } from './train-limits';
+
+/** Tools a training run can use from the command line, by card name. */
+export const CLI_TOOLS = ['python', 'base_generator', 'wikipedia'] as const;
+
+export const REWARDS = ['exact', 'numeric', 'choice', 'gameof24', 'judge'] as const;
+
+const log = (msg: string) => process.stderr.write(`${msg}\n`);
+
+export function positiveInt(args: CliArgs, name: string, fallback: number): number {
+  return boundedInt(args, name, fallback, 1, Number.MAX_SAFE_INTEGER);
+}
+
+export const stepsFlag = (args: CliArgs, fallback: number) => boundedInt(args, 'steps', fallback, 1, MAX_STEPS);
+export const seedFlag = (args: CliArgs) => boundedInt(args, 'seed', 1, 0, MAX_SEED, "the sampler's seed is 32 bits");
+
+export function groupFlag(args: CliArgs, fallback: number): number {
+  return boundedInt(args, 'group', fallback, 2, MAX_GROUP, 'advantages compare the rollouts of a group');
+}
+
+export function checkDir(path: string, flag: string): string {
+  if (!existsSync(path)) throw new UsageError(`--${flag} directory '${path}' does not exist`);
+  if (!statSync(path).isDirectory()) throw new UsageError(`--${flag} '${path}' is not a directory`);
+  return resolve(path);
+}
+
+export function parseTools(list: string): string[] {
+  const names = list.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const n of names) if (!(CLI_TOOLS as readonly string[]).includes(n)) throw new UsageError(`--tools: unknown tool '${n}' (known: ${CLI_TOOLS.join(', ')})`);
+  return [...new Set(names)];
+}
+
+export function rewardFlag(args: CliArgs): (typeof REWARDS)[number] | undefined {
+  const r = args.flags.get('reward');
+  if (r !== undefined && !(REWARDS as readonly string[]).includes(r)) throw new UsageError(`--reward must be one of ${REWARDS.join(', ')}, got '${r}'`);
+  return r as (typeof REWARDS)[number] | undefined;
+}
+
+/** `--data FILE` imported (a malformed item is reported and skipped); the file must exist and have answers. */
+export function readData(file: string): ReturnType<typeof importBenchmark> {
+  if (!existsSync(file)) throw new UsageError(`--data file '${file}' does not exist`);
+  if (!statSync(file).isFile()) throw new UsageError(`--data '${file}' is a directory, not a file (AgentFlow data.json or JSONL)`);
+  const bench = importBenchmark(readFileSync(file, 'utf8'), basename(file));
+  for (const p of bench.problems) log(`--data: ${p.message} (skipped)`);
+  if (!bench.items.some((i) => i.answer !== undefined && i.answer !== null)) throw new UsageError(`--data ${file} has no item with a reference answer to score rollouts against`);
+  return bench;
+}
