@@ -27,7 +27,7 @@ describe('demo engines over the tool registry', () => {
     const r = await runAgent({ conversationId: 'demo', query: 'stressed', tools: toolsFromRegistry(registry), engines: demoEngines() });
     expect(r.status).toBe('done');
     expect(r.memory).toEqual([{ turn: 1, subGoal: 'stressed', toolName: 'reverse', args: { text: 'stressed' }, result: 'desserts', ok: true }]);
-    expect(r.answer).toBe('From the tool: desserts');
+    expect(r.answer).toBe('desserts');
   });
 
   it('see a tool switched off after the run started as a failed call', async () => {
@@ -55,7 +55,7 @@ describe('demo engines over the tool registry', () => {
     const r = await runAgent({ conversationId: 'd5', query: 'What is 6*7?', tools: toolsFromRegistry(registry), engines: demoEngines(), config: { maxTurns: 5 } });
     expect(calls).toBe(1);
     expect(r.memory.map((m) => [m.toolName, m.ok])).toEqual([['python', false], ['reverse', true]]);
-    expect(r.answer).toBe('From the tool: ?7*6 si tahW');
+    expect(r.answer).toBe('?7*6 si tahW');
     // With no other tool, the one there is tried each turn, and the answer gives the last error.
     const alone = new ToolRegistry();
     alone.register(brokenPython);
@@ -77,7 +77,7 @@ describe('demo engines over the tool registry', () => {
     registry.register(reverse);
     const sum = await runAgent({ conversationId: 'd3', query: 'What is 17 × 23?', tools: toolsFromRegistry(registry), engines: demoEngines() });
     expect(ran).toEqual([{ code: 'print(17 * 23)' }]);
-    expect(sum.answer).toBe('From the tool: 391');
+    expect(sum.answer).toBe('391');
     const prose = await runAgent({ conversationId: 'd4', query: 'What is the capital of France?', tools: toolsFromRegistry(registry), engines: demoEngines() });
     expect(prose.memory.map((m) => m.toolName)).toEqual(['reverse']);
     expect(ran).toHaveLength(1);

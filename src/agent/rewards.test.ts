@@ -6,14 +6,18 @@ import {
   checkGame24,
   choiceLetter,
   choiceMatch,
+  describeScore,
   exactMatch,
+  finalAnswerSpan,
   game24Expression,
   judgeAnswer,
   normalizeAnswer,
   numericMatch,
   parseNumber,
+  plainNumber,
   rewardKindFor,
   scoreAnswer,
+  scoreAnswerDetail,
   type RewardKind,
 } from './rewards';
 
@@ -58,6 +62,62 @@ describe('exact match on the search benchmarks', () => {
     expect(exactMatch('Titan IIIE', ['Titan IIIE'])).toBe(true);
     expect(exactMatch('Titan III', ['Titan IIIE'])).toBe(false);
     expect(exactMatch('yes', 'no')).toBe(false);
+  });
+});
+
+describe('the final answer a reply states (exact rule)', () => {
+  const exact = (prediction: string, reference: unknown) => scoreAnswerDetail({ kind: 'exact', prediction, reference });
+
+  it('reads the answer after a short label or an explicit marker, and numbers by value', () => {
+    // The scripted demo's old reply, and the usual ways a model states its answer.
+    expect(exact('From the tool: 5', '5')).toEqual({ score: 1, rule: 'answer-span', compared: '5' });
+    expect(exact('From the tool: desserts', 'Desserts')).toEqual({ score: 1, rule: 'answer-span', compared: 'desserts' });
+    expect(exact('I looked it up. The answer is Paris.', 'paris')).toEqual({ score: 1, rule: 'answer-span', compared: 'Paris' });
+    expect(exact('Working...\n**Final answer:** 1,000\nDone.', 1000)).toEqual({ score: 1, rule: 'answer-span', compared: '1,000' });
+    expect(exact('The answer is 5. I used Python.', '5').score).toBe(1);
+    expect(exact('so \\boxed{42}', '42')).toEqual({ score: 1, rule: 'boxed', compared: '42' });
+    expect(exact('5.0', '5')).toEqual({ score: 1, rule: 'same-number' });
+    expect(exact('$1,234', '1234')).toEqual({ score: 1, rule: 'same-number' });
+    expect(exact('The Eiffel Tower!', 'eiffel tower')).toEqual({ score: 1, rule: 'exact-text' });
+    expect(exact('<answer>From the tool: 391</answer>', 391).score).toBe(1);
+  });
+
+  it('does not find a right answer inside a wrong one', () => {
+    expect(exact('15', '5')).toEqual({ score: 0, rule: 'exact-text' });
+    expect(exact('From the tool: 15', '5')).toEqual({ score: 0, rule: 'answer-span', compared: '15' });
+    expect(exact('The answer is not 5', '5')).toEqual({ score: 0, rule: 'answer-span', compared: 'not 5' });
+    expect(exact('It might be 5 or 6', '5').score).toBe(0);
+    expect(exact('I think Paris is wrong; it is Lyon', 'Paris').score).toBe(0);
+    // SQuAD normalisation drops a minus sign as punctuation; numbers are compared as numbers.
+    expect(exact('-5', '5').score).toBe(0);
+    expect(exact('5.1', '5').score).toBe(0);
+    expect(exact('From the tool: 5 apples', '5').score).toBe(0);
+    // A long "label" is prose, not a label: its tail is no stated answer.
+    expect(exact('I asked the calculator and then double checked: 5', '5').score).toBe(0);
+  });
+
+  it('finalAnswerSpan and plainNumber', () => {
+    expect(finalAnswerSpan('From the tool: 5')).toBe('5');
+    expect(finalAnswerSpan('Answer = 3.5.')).toBe('3.5');
+    expect(finalAnswerSpan('The capital is Washington, D.C. and the answer is Washington, D.C.')).toBe('Washington, D.C');
+    expect(finalAnswerSpan('no marker here')).toBeNull();
+    expect(finalAnswerSpan('line one: x\nline two')).toBeNull();
+    expect(plainNumber('5.')).toBe(5);
+    expect(plainNumber('−2.5')).toBe(-2.5);
+    expect(plainNumber('x = 5')).toBeNull();
+    expect(plainNumber('27 miles')).toBeNull();
+  });
+
+  it('says which rule scored a numeric, choice or Game of 24 reply', () => {
+    expect(scoreAnswerDetail({ kind: 'numeric', prediction: '42', reference: '42' })).toEqual({ score: 1, rule: 'whole-number' });
+    expect(scoreAnswerDetail({ kind: 'numeric', prediction: 'The answer is 12. Check: 12 = 3 × 4', reference: 12 })).toEqual({ score: 1, rule: 'answer-span', compared: '12' });
+    expect(scoreAnswerDetail({ kind: 'numeric', prediction: 'we get 7 then 9', reference: 9 })).toEqual({ score: 1, rule: 'last-number', compared: '9' });
+    expect(scoreAnswerDetail({ kind: 'numeric', prediction: 'no idea', reference: 9 })).toEqual({ score: 0, rule: 'unreadable' });
+    expect(scoreAnswerDetail({ kind: 'choice', prediction: '(B)', reference: 'B' })).toEqual({ score: 1, rule: 'choice-letter', compared: 'B' });
+    expect(scoreAnswerDetail({ kind: 'gameof24', prediction: '(1+1+1)×8', reference: '', numbers: [1, 1, 1, 8] })).toMatchObject({ score: 1, rule: 'gameof24' });
+    expect(scoreAnswerDetail({ kind: 'exact', prediction: { a: 1 } as unknown as string, reference: 'x' })).toEqual({ score: 0, rule: 'unreadable' });
+    expect(describeScore({ rule: 'answer-span', compared: '5' })).toBe('stated answer “5”');
+    expect(describeScore({ rule: 'exact-text' })).toBe('exact text');
   });
 });
 

@@ -50,6 +50,57 @@ export function exactMatch(prediction: string, reference: unknown): boolean {
   return p.length > 0 && refList(reference).some((r) => normalizeAnswer(r) === p);
 }
 
+/**
+ * A text that is nothing but a number ("5", "5.0", "-1,000", "$12", "7."), as that number; null otherwise.
+ * Stricter than parseNumber, which also reads "x = 5" or "27 miles": the exact rule must not turn prose into
+ * a number, only see that "5.0" and "5" say the same.
+ */
+export function plainNumber(text: string): number | null {
+  const s = String(text)
+    .trim()
+    .replace(/^\$|\.$/g, '')
+    .replace(/[−–]/g, '-')
+    .replace(/(\d),(?=\d{3}(?:\D|$))/g, '$1');
+  if (s.length > 60 || !new RegExp(`^(?:${NUM})$`).test(s)) return null;
+  const v = Number(s);
+  return Number.isFinite(v) ? v : null;
+}
+
+/**
+ * How a candidate answer equals a reference: the same number when both are plain numbers (so "5.0" is "5"
+ * but "-5" is not, which SQuAD normalisation, dropping the sign as punctuation, would call equal), else the
+ * same text after SQuAD normalisation. Null when they differ.
+ */
+function sameAnswer(candidate: string, reference: string): 'exact-text' | 'same-number' | null {
+  const a = plainNumber(candidate);
+  const b = plainNumber(reference);
+  if (a !== null && b !== null) return Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(b)) ? 'same-number' : null;
+  const p = normalizeAnswer(candidate);
+  return p.length > 0 && p === normalizeAnswer(reference) ? 'exact-text' : null;
+}
+
+/**
+ * The final answer a sentence states, as AgentFlow's benchmarks read one: the text after the last explicit
+ * marker ("the answer is X", "Final answer: X", "Answer = X") up to the end of its line or sentence, or the
+ * value after a short leading label on a one-line reply ("From the tool: 5"). Null when the reply has neither:
+ * the exact rule then compares the whole reply, never a number picked out of prose, so "15" never holds "5"
+ * and "The answer is not 5" reads as "not 5".
+ */
+export function finalAnswerSpan(text: string): string | null {
+  const t = String(text).slice(-4000).replace(/[*_`]+/g, '');
+  const markers = [...t.matchAll(/\b(?:final\s+)?answer\s*(?:is|was|would be|will be|:|=)\s*/gi)];
+  if (markers.length) {
+    const m = markers[markers.length - 1];
+    const rest = t.slice(m.index + m[0].length).split('\n')[0];
+    // A sentence after the answer ("5. I used Python.") is not part of it; "5.0" or "D.C." has no space after its dot.
+    const span = rest.split(/[.!?]\s+(?=[A-Z])/)[0].trim().replace(/[.!]+$/, '').trim();
+    return span || null;
+  }
+  const label = /^\s*([A-Za-z][A-Za-z' ]{0,40}):[ \t]*([^\n]+?)\s*$/.exec(t);
+  if (label && label[1].trim().split(/\s+/).length <= 4) return label[2].replace(/[.!]+$/, '').trim() || null;
+  return null;
+}
+
 // -------------------------------------------------------------------------------------- numbers
 
 /** Content of the last \boxed{...} (braces balanced), or null. */
@@ -113,9 +164,30 @@ export function finalNumber(prediction: string): number | null {
   return all.length ? parseNumber(all[all.length - 1][0]) : null;
 }
 
+/**
+ * The number a reply gives as its answer and where it was read: a \boxed{} value, the whole reply, the number
+ * an explicit "the answer is …" states, or else the reply's last number.
+ */
+export function finalNumberDetail(prediction: string): { value: number; rule: 'boxed' | 'whole-number' | 'answer-span' | 'last-number' } | null {
+  const p = String(prediction);
+  const boxed = lastBoxed(p);
+  if (boxed !== null) {
+    const v = parseNumber(boxed);
+    return v === null ? null : { value: v, rule: 'boxed' };
+  }
+  const whole = parseNumber(p);
+  if (whole !== null) return { value: whole, rule: 'whole-number' };
+  // "The answer is 12. Check: 12 = 3 × 4" ends on 4; its stated answer is 12.
+  const span = finalAnswerSpan(p);
+  const stated = span === null ? null : parseNumber(span);
+  if (stated !== null) return { value: stated, rule: 'answer-span' };
+  const last = finalNumber(p);
+  return last === null ? null : { value: last, rule: 'last-number' };
+}
+
 /** True when both state the same number (relative tolerance for decimals). */
 export function numericMatch(prediction: string, reference: unknown, tolerance = 1e-6): boolean {
-  const p = finalNumber(prediction);
+  const p = finalNumberDetail(prediction)?.value ?? null;
   if (p === null) return false;
   return refList(reference).some((r) => {
     const v = parseNumber(r);
@@ -305,40 +377,123 @@ export interface RewardInput {
 }
 
 /**
+ * Which rule decided an item's score, and on what part of the reply:
+ * - exact-text: the reply (or its compared part) equals a reference after SQuAD normalisation;
+ * - same-number: both are plain numbers and equal ("5.0" and "5");
+ * - boxed: the last \boxed{} value; answer-span: the text after "the answer is" or a short label
+ *   ("From the tool: 5"); whole-number: the whole reply read as a number; last-number: the reply's last number;
+ * - choice-letter / choice-text: the option letter picked, or the option's text;
+ * - gameof24: the expression checked; judge: a model judged it the same answer; unreadable: no rule could read it.
+ */
+export type ScoreRule =
+  | 'exact-text'
+  | 'same-number'
+  | 'boxed'
+  | 'answer-span'
+  | 'whole-number'
+  | 'last-number'
+  | 'choice-letter'
+  | 'choice-text'
+  | 'gameof24'
+  | 'judge'
+  | 'unreadable';
+
+export interface ScoreDetail {
+  score: 0 | 1;
+  rule: ScoreRule;
+  /** The part of the reply that was compared (the extracted answer, number or expression), when not all of it. */
+  compared?: string;
+}
+
+/** A score's rule in words, for a results table: "exact text", "answer span “5”", "last number 12". */
+export function describeScore(d: Pick<ScoreDetail, 'rule' | 'compared'>): string {
+  const words: Record<ScoreRule, string> = {
+    'exact-text': 'exact text',
+    'same-number': 'same number',
+    boxed: 'boxed answer',
+    'answer-span': 'stated answer',
+    'whole-number': 'whole reply as a number',
+    'last-number': 'last number',
+    'choice-letter': 'option letter',
+    'choice-text': 'option text',
+    gameof24: 'Game of 24 check',
+    judge: 'judged by a model',
+    unreadable: 'no readable answer',
+  };
+  const w = words[d.rule] ?? String(d.rule);
+  if (typeof d.compared !== 'string' || !d.compared) return w;
+  const c = d.compared.length > 40 ? `${d.compared.slice(0, 40)}…` : d.compared;
+  return `${w} “${c}”`;
+}
+
+/**
  * 1 when the prediction is right, else 0. Never throws: a training run scores every rollout with it, and an
  * answer no rule can read (an object, NaN, a list of lists) is wrong, not a reason to stop the run.
  */
 export function scoreAnswer(input: RewardInput): number {
+  return scoreAnswerDetail(input).score;
+}
+
+/** scoreAnswer with the rule that decided it (never throws either). */
+export function scoreAnswerDetail(input: RewardInput): ScoreDetail {
   try {
     return scoreOrThrow(input);
   } catch {
     // Only exotic values get here (a revoked Proxy throws even from Array.isArray); the cases above handle
     // every value JSON can hold.
-    return 0;
+    return { score: 0, rule: 'unreadable' };
   }
 }
 
-function scoreOrThrow(input: RewardInput): number {
+function scoreOrThrow(input: RewardInput): ScoreDetail {
   const given = answerText(input.prediction);
-  if (given === null) return 0;
+  if (given === null) return { score: 0, rule: 'unreadable' };
   const pred = extractAnswerTag(given) ?? given;
   switch (input.kind) {
     case 'exact':
-      return exactMatch(pred, input.reference) ? 1 : 0;
-    case 'numeric':
-      return numericMatch(pred, input.reference) ? 1 : 0;
+      return scoreExact(pred, refList(input.reference));
+    case 'numeric': {
+      const n = finalNumberDetail(pred);
+      if (!n) return { score: 0, rule: 'unreadable' };
+      const compared = n.rule === 'whole-number' ? undefined : String(n.value);
+      return { score: numericMatch(pred, input.reference) ? 1 : 0, rule: n.rule, ...(compared !== undefined ? { compared } : {}) };
+    }
     case 'choice': {
       // Options with a non-string in them cannot be matched by letter position: use none.
       const options = Array.isArray(input.options) && input.options.every((o) => typeof o === 'string') ? input.options : [];
-      return refList(input.reference).some((ref) => choiceMatch(pred, ref, options)) ? 1 : 0;
+      const letters = 'ABCDEFGHIJ'.slice(0, Math.max(options.length, 4));
+      const picked = choiceLetter(pred, letters);
+      const ok = refList(input.reference).some((ref) => choiceMatch(pred, ref, options));
+      return picked ? { score: ok ? 1 : 0, rule: 'choice-letter', compared: picked } : { score: ok ? 1 : 0, rule: 'choice-text' };
     }
     case 'gameof24': {
       // The import reports a Game of 24 item without its numbers; a caller that still passes none scores 0.
       const numbers = input.numbers;
-      if (!Array.isArray(numbers) || !numbers.length || !numbers.every((n) => Number.isFinite(n))) return 0;
-      return checkGame24(game24Expression(pred), numbers).ok ? 1 : 0;
+      if (!Array.isArray(numbers) || !numbers.length || !numbers.every((n) => Number.isFinite(n))) return { score: 0, rule: 'unreadable' };
+      const expr = game24Expression(pred);
+      return { score: checkGame24(expr, numbers).ok ? 1 : 0, rule: 'gameof24', compared: expr };
     }
     default:
-      return 0;
+      return { score: 0, rule: 'unreadable' };
   }
+}
+
+/**
+ * The exact rule: the whole reply, else its \boxed{} value, else its stated answer (finalAnswerSpan) equals a
+ * reference. A wrong reply reports the part it was judged on: the stated answer when it has one.
+ */
+function scoreExact(pred: string, refs: string[]): ScoreDetail {
+  const boxed = lastBoxed(pred);
+  const span = finalAnswerSpan(pred);
+  const candidates: Array<{ text: string; rule?: ScoreRule }> = [{ text: pred }];
+  if (boxed !== null) candidates.push({ text: boxed, rule: 'boxed' });
+  if (span !== null) candidates.push({ text: span, rule: 'answer-span' });
+  for (const c of candidates) {
+    for (const r of refs) {
+      const how = sameAnswer(c.text, r);
+      if (how) return { score: 1, rule: c.rule ?? how, ...(c.rule ? { compared: c.text.trim() } : {}) };
+    }
+  }
+  const last = candidates[candidates.length - 1];
+  return { score: 0, rule: last.rule ?? 'exact-text', ...(last.rule ? { compared: last.text.trim() } : {}) };
 }
