@@ -7,13 +7,14 @@ import { forceCloseDatabase } from 'fake-indexeddb';
 import { openDB, unwrap } from 'idb';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
-// Version 2 (a no-op second migration), so that a version-1 tab can be the older one.
+// One more (no-op) migration than the real schema, so that a tab at the real version can be the older one.
 vi.mock('./schema', async (importOriginal) => {
   const real = await importOriginal<typeof import('./schema')>();
   return { ...real, MIGRATIONS: [...real.MIGRATIONS, () => undefined], DB_VERSION: real.MIGRATIONS.length + 1 };
 });
 
 const { STORAGE_MESSAGES, StorageError, onStorageNotice, openAgentDb, storageNotice, storageOpenError } = await import('./db');
+const { DB_VERSION } = await import('./schema');
 import type { StorageNotice } from './db';
 
 let n = 0;
@@ -33,8 +34,8 @@ describe('openAgentDb and other tabs', () => {
     stop = c.stop;
     await (await openAgentDb(name)).put('settings', { key: 'k', value: 1, updatedAt: 0 });
     // The newer tab's upgrade goes through only because this tab let go.
-    const newer = await openDB(name, 3);
-    expect(newer.version).toBe(3);
+    const newer = await openDB(name, DB_VERSION + 1);
+    expect(newer.version).toBe(DB_VERSION + 1);
     expect(c.notices).toEqual([{ dbName: name, kind: 'blocking', message: STORAGE_MESSAGES.blocking }]);
     expect(storageNotice(name)?.kind).toBe('blocking');
     await expect(openAgentDb(name)).rejects.toThrow(new StorageError(STORAGE_MESSAGES.blocking));
@@ -51,7 +52,7 @@ describe('openAgentDb and other tabs', () => {
     expect(c.notices[0].message).toBe(STORAGE_MESSAGES.blocked);
     expect(storageNotice(name)?.kind).toBe('blocked');
     older.close();
-    expect((await opening).version).toBe(2);
+    expect((await opening).version).toBe(DB_VERSION);
     expect(c.notices.map((x) => x.kind)).toEqual(['blocked', 'resolved']);
     expect(storageNotice(name)).toBeNull();
   });
@@ -71,7 +72,7 @@ describe('openAgentDb and other tabs', () => {
 
   it('rejects with a StorageError naming the database when it cannot open, and retries next time', async () => {
     const name = freshDb();
-    (await openDB(name, 5)).close(); // newer than this code: VersionError
+    (await openDB(name, DB_VERSION + 5)).close(); // newer than this code: VersionError
     await expect(openAgentDb(name)).rejects.toThrow(StorageError);
     await expect(openAgentDb(name)).rejects.toThrow(new RegExp(`Could not open this browser's storage \\(IndexedDB database '${name}'\\): .*nothing can be saved until it opens`));
     const open = vi.spyOn(indexedDB, 'open').mockImplementation(() => {
@@ -90,7 +91,7 @@ describe('openAgentDb and other tabs', () => {
 describe('storageOpenError', () => {
   it('shows a StorageError as it is (it already says the storage would not open) and prefixes any other error once', async () => {
     const name = freshDb();
-    (await openDB(name, 5)).close();
+    (await openDB(name, DB_VERSION + 5)).close();
     const e = await openAgentDb(name).catch((x: unknown) => x);
     expect(storageOpenError(e)).toBe((e as Error).message);
     expect(storageOpenError(e).match(/Could not open this browser's storage/g)).toHaveLength(1);

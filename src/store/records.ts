@@ -193,4 +193,20 @@ export interface ExperimentItemRecord {
   conversationId?: string;
   toolCalls?: Record<string, number>;
   errors?: string[];
+  /** The rule that scored the answer and the part of it compared (rewards' ScoreDetail); absent before it was kept. */
+  scoring?: { rule: string; compared?: string };
+}
+
+/**
+ * An imported benchmark file, kept so Experiments and Training offer it after a reload (src/store/benchmarks.ts).
+ * `id` is derived from the file name and items: importing the same file again replaces it, not a copy.
+ */
+export interface BenchmarkRecord {
+  id: string;
+  name: string;
+  fileName: string;
+  importedAt: number;
+  kind: 'exact' | 'numeric' | 'choice' | 'gameof24';
+  items: Array<{ pid: string; query: string; answer: unknown; numbers?: number[]; options?: string[] }>;
+  problems: Array<{ line?: number; index?: number; message: string }>;
 }

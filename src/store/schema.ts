@@ -5,6 +5,7 @@
 import type { DBSchema, IDBPDatabase, IDBPTransaction, StoreNames } from 'idb';
 import type {
   AdapterRecord,
+  BenchmarkRecord,
   CheckpointRecord,
   ConversationRecord,
   ExperimentItemRecord,
@@ -28,6 +29,8 @@ export interface AgentFlowDB extends DBSchema {
   trainingRuns: { key: string; value: TrainingRunRecord; indexes: { byCreated: number } };
   experiments: { key: string; value: ExperimentRecord; indexes: { byCreated: number } };
   experimentItems: { key: [string, number]; value: ExperimentItemRecord; indexes: { byExperiment: string } };
+  /** Imported benchmark files (v2). */
+  benchmarks: { key: string; value: BenchmarkRecord; indexes: { byImported: number } };
 }
 
 export type Migration = (
@@ -49,6 +52,10 @@ export const MIGRATIONS: Migration[] = [
     db.createObjectStore('trainingRuns', { keyPath: 'id' }).createIndex('byCreated', 'createdAt');
     db.createObjectStore('experiments', { keyPath: 'id' }).createIndex('byCreated', 'createdAt');
     db.createObjectStore('experimentItems', { keyPath: ['experimentId', 'index'] }).createIndex('byExperiment', 'experimentId');
+  },
+  // v2: imported benchmarks, which were kept only in the page until then.
+  (db) => {
+    db.createObjectStore('benchmarks', { keyPath: 'id' }).createIndex('byImported', 'importedAt');
   },
 ];
 

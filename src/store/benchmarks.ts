@@ -1,0 +1,57 @@
+// Imported benchmark files in IndexedDB ('benchmarks', schema v2), so a file imported once is offered again
+// after a reload, in Experiments and in Training (where a paused run on it is still listed).
+import type { ImportedBenchmark } from '../agent/benchmark-import';
+import { describeStorageError, openAgentDb } from './db';
+import type { BenchmarkRecord } from './records';
+
+/**
+ * The record's id: the name and a hash of the items, so importing the same file again replaces its record,
+ * while two different files that share a name (AgentFlow ships every benchmark as `data.json`) are both kept.
+ */
+export function benchmarkId(b: Pick<ImportedBenchmark, 'name' | 'items'>): string {
+  // FNV-1a over the items' JSON, two 32-bit lanes: a name collision, not an attack, is what this tells apart.
+  const text = JSON.stringify(b.items);
+  let h1 = 0x811c9dc5;
+  let h2 = 0x01000193 ^ text.length;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    h1 = Math.imul(h1 ^ c, 0x01000193);
+    h2 = Math.imul(h2 ^ c, 0x5bd1e995);
+  }
+  const hex = (n: number) => (n >>> 0).toString(16).padStart(8, '0');
+  return `${b.name}:${hex(h1)}${hex(h2)}`;
+}
+
+/** Keeps an imported benchmark (one with items; a file with none is nothing to offer again). */
+export async function saveBenchmark(b: ImportedBenchmark, fileName: string, dbName?: string, now = Date.now()): Promise<BenchmarkRecord | null> {
+  if (!b.items.length) return null;
+  const rec: BenchmarkRecord = { id: benchmarkId(b), name: b.name, fileName, importedAt: now, kind: b.kind, items: b.items, problems: b.problems };
+  try {
+    await (await openAgentDb(dbName)).put('benchmarks', rec);
+  } catch (e) {
+    throw describeStorageError(e, `benchmark '${b.name}'`);
+  }
+  return rec;
+}
+
+/** Newest import first. */
+export async function listBenchmarks(dbName?: string): Promise<BenchmarkRecord[]> {
+  return (await (await openAgentDb(dbName)).getAllFromIndex('benchmarks', 'byImported')).reverse();
+}
+
+export async function getBenchmark(id: string, dbName?: string): Promise<BenchmarkRecord | undefined> {
+  return (await openAgentDb(dbName)).get('benchmarks', id);
+}
+
+/** A stored benchmark as the import made it. */
+export function benchmarkFromRecord(rec: BenchmarkRecord): ImportedBenchmark {
+  return { name: rec.name, kind: rec.kind, items: rec.items, problems: rec.problems };
+}
+
+/** How a stored benchmark is listed: "bamboogle: 125 items, exact, imported 2026-11-26 14:05". */
+export function benchmarkLabel(rec: Pick<BenchmarkRecord, 'name' | 'items' | 'kind' | 'importedAt'>): string {
+  const d = new Date(rec.importedAt);
+  const p = (n: number) => String(n).padStart(2, '0');
+  const n = rec.items.length;
+  return `${rec.name}: ${n} item${n === 1 ? '' : 's'}, ${rec.kind}, imported ${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}`;
+}
