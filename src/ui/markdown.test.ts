@@ -6,6 +6,7 @@ const sanitize = vi.hoisted(() => vi.fn((html: string) => html));
 vi.mock('dompurify', () => ({ default: { sanitize } }));
 
 const { MARKDOWN_LIMITS, markdownHazard, markdownOrText, renderMarkdown } = await import('./markdown');
+const { acceptedShapes, refusedShapes } = await import('../../tests/support/markdown-shapes');
 
 const nestedList = (depth: number, indent = '  ') => Array.from({ length: depth }, (_, i) => `${indent.repeat(i)}- item ${i}`).join('\n');
 
@@ -60,5 +61,39 @@ describe('renderMarkdown on hostile text', () => {
       throw new RangeError('Maximum call stack size exceeded');
     });
     expect(markdownOrText('fine *text* (1)')).toEqual({ text: 'fine *text* (1)', why: 'Shown as plain text: the Markdown renderer failed (Maximum call stack size exceeded).' });
+  });
+});
+
+describe('renderMarkdown on text whose HTML would dwarf it', () => {
+  // marked builds header columns × rows cells however short the rows, and repeats a reference's address at
+  // each use: a few KB became millions of elements or tens of MB of HTML, seconds on the page's thread.
+  const opening = (html: string) => html.match(/<[a-z]/gi)?.length ?? 0;
+
+  it('renders the worst shapes within the limits as Markdown, no bigger than the limits', () => {
+    for (const { name, text } of acceptedShapes(MARKDOWN_LIMITS)) {
+      const r = markdownOrText(text);
+      expect('html' in r ? { name } : { name, why: r.why }).toEqual({ name });
+      const html = 'html' in r ? r.html : '';
+      expect(opening(html), name).toBeLessThanOrEqual(MARKDOWN_LIMITS.elements);
+      expect(html.length, name).toBeLessThanOrEqual(MARKDOWN_LIMITS.htmlChars);
+    }
+  });
+
+  it('shows huge tables, repeated long references and too many elements as plain text, saying why', () => {
+    for (const { name, text, why } of refusedShapes(MARKDOWN_LIMITS)) {
+      const r = markdownOrText(text);
+      expect('text' in r && r.text === text, name).toBe(true);
+      expect('why' in r ? r.why : '', name).toMatch(why);
+    }
+    // Ordinary tables and references are Markdown.
+    expect(renderMarkdown('| a | b |\n|---|:-:|\n| 1 | 2 |\n| 3 |\n\nSee [the docs][d], [d] and [D][].\n\n[d]: https://example.com/docs "Docs"')).toMatch(
+      /<td align="center"><\/td>[\s\S]*(<a href="https:\/\/example.com\/docs" title="Docs">[\s\S]*){3}/,
+    );
+  });
+
+  it('shows an image as its alt text and address, as text', () => {
+    expect(renderMarkdown('A cat: ![a *black* cat](https://example.com/cat.png "Cat") and ![](u) and ![x][r]\n\n[r]: https://example.com/<r>.png')).toBe(
+      '<p>A cat: a black cat (image: https://example.com/cat.png) and (image: u) and x (image: https://example.com/&lt;r&gt;.png)</p>\n',
+    );
   });
 });
