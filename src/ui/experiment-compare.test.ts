@@ -68,7 +68,9 @@ describe('compareRuns with repeated items (runs stored before the import dropped
 
 describe('distinctLabels', () => {
   it('keeps the parts of run names that tell them apart', () => {
-    expect(distinctLabels(['qwen · bench × 5 · 2026-11-26 00:11', 'qwen + adapter “mine” · bench × 5 · 2026-11-26 00:40'])).toEqual(['qwen · 2026-11-26 00:11', 'qwen + adapter “mine” · 2026-11-26 00:40']);
+    expect(distinctLabels(['qwen · bench × 5 · 2026-11-26 00:11', 'qwen + adapter “mine” · bench × 5 · 2026-11-27 00:40'])).toEqual(['qwen · 2026-11-26 00:11', 'qwen + adapter “mine” · 2026-11-27 00:40']);
+    // Runs of one day differ in their time, and runs of one minute in the " (2)" that tells their names apart.
+    expect(distinctLabels(['qwen · bench × 5 · 3 turns · 2026-11-26 00:11', 'qwen · bench × 5 · 3 turns · 2026-11-26 00:11 (2)', 'qwen · bench × 5 · 3 turns · 2026-11-26 00:40'])).toEqual(['00:11', '00:11 (2)', '00:40']);
     expect(distinctLabels(['demo · b × 1 · d', 'demo · b × 2 · d'])).toEqual(['b × 1', 'b × 2']);
     // Names of another shape, one name, or names all alike stay whole.
     expect(distinctLabels(['a · b', 'c'])).toEqual(['a · b', 'c']);

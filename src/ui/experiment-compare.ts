@@ -91,5 +91,17 @@ export function distinctLabels(names: readonly string[]): string[] {
   const parts = names.map((n) => n.split(' · '));
   if (names.length < 2 || parts.some((p) => p.length !== parts[0].length)) return [...names];
   const varies = parts[0].map((_, i) => parts.some((p) => p[i] !== parts[0][i]));
-  return parts.map((p, k) => (varies.some(Boolean) ? p.filter((_, i) => varies[i]).join(' · ') : names[k]));
+  if (!varies.some(Boolean)) return [...names];
+  // Within a date that varies, a day all of them share goes too ("2026-11-26 16:30" and "2026-11-26 16:30 (2)"
+  // are "16:30" and "16:30 (2)"): a chart cuts a long label at its end, which is where runs of a day differ.
+  const trimmed = parts[0].map((_, i) => (varies[i] ? dropSharedDay(parts.map((p) => p[i])) : null));
+  return parts.map((p, k) => p.flatMap((_, i) => (varies[i] ? [trimmed[i]![k]] : [])).join(' · '));
+}
+
+/** The values without a leading date (2026-11-26) they all share, when each has more after it. */
+function dropSharedDay(values: string[]): string[] {
+  const words = values.map((v) => v.split(' '));
+  const day = words[0][0];
+  const shared = /^\d{4}-\d\d-\d\d$/.test(day) && words.every((w) => w.length > 1 && w[0] === day);
+  return shared ? words.map((w) => w.slice(1).join(' ')) : values;
 }

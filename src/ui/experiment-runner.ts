@@ -1,14 +1,16 @@
 // Runs a benchmark subset through the agent: each item is a stored conversation with answer tags and its
 // reward scored against the item's reference; results go to IndexedDB as they complete. A run is named by
-// the model, adapter, benchmark and date it ran with, so runs told apart in the list are told apart later.
+// the model, adapter, benchmark, item count, turn budget and date it ran with, and made unique among the stored
+// runs (" (2)"), so runs told apart in the list are told apart in the chart and in Compare too.
 import type { BenchmarkItem, ImportedBenchmark } from '../agent/benchmark-import';
 import { isScripted } from '../agent/engines-used';
+import { scoreAnswerDetail } from '../agent/rewards';
 import type { AgentEngines } from '../agent/loop';
 import type { ModuleName } from '../agent/prompts';
 import { startConversation } from '../agent/session';
 import type { ExperimentItemRecord, ExperimentRecord } from '../store/records';
 import type { Tool } from '../tools/types';
-import { putExperiment, putExperimentItem, summarize } from './experiment-store';
+import { getExperiment, listExperiments, putExperiment, putExperimentItem, summarize, uniqueRunName } from './experiment-store';
 import { toolUsage } from './trajectory';
 import { nextCall } from './chat-view';
 
@@ -29,8 +31,10 @@ export interface ExperimentRunOptions {
   maxTurns: number;
   engines: AgentEngines;
   tools: Tool[];
-  /** Default: experimentName() of the engines, adapter, benchmark and date. */
+  /** Default: experimentName() of the engines, adapter, benchmark, items, turns and date. Made unique either way. */
   name?: string;
+  /** The stored benchmark's id (src/store/benchmarks.ts), recorded with the run. */
+  benchmarkId?: string;
   /** The planner's active LoRA adapter, when it has one: named in the run's name and recorded. */
   adapter?: { id: string; name: string } | null;
   signal?: AbortSignal;
@@ -45,13 +49,13 @@ function modelName(id: string): string {
   return id.replace(/^(planner|web-llm|shared):/, '');
 }
 
-/** "Qwen2.5-0.5B-Instruct + adapter “toy run” · bamboogle × 2 · 2025-06-01 14:05" (local time). */
-export function experimentName(o: { engines: AgentEngines; adapter?: { name: string } | null; benchmark: string; items: number; at: Date }): string {
+/** "Qwen2.5-0.5B-Instruct + adapter “toy run” · bamboogle × 2 · 3 turns · 2025-06-01 14:05" (local time). */
+export function experimentName(o: { engines: AgentEngines; adapter?: { name: string } | null; benchmark: string; items: number; maxTurns: number; at: Date }): string {
   const model = isScripted(o.engines) ? 'scripted demo' : modelName(o.engines.planner.id);
   const p = (n: number) => String(n).padStart(2, '0');
   const d = o.at;
   const date = `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}`;
-  return `${model}${o.adapter ? ` + adapter “${o.adapter.name}”` : ''} · ${o.benchmark} × ${o.items} · ${date}`;
+  return `${model}${o.adapter ? ` + adapter “${o.adapter.name}”` : ''} · ${o.benchmark} × ${o.items} · ${o.maxTurns} turn${o.maxTurns === 1 ? '' : 's'} · ${date}`;
 }
 
 export async function runExperiment(o: ExperimentRunOptions): Promise<{ experiment: ExperimentRecord; items: ExperimentItemRecord[] }> {
@@ -59,7 +63,8 @@ export async function runExperiment(o: ExperimentRunOptions): Promise<{ experime
   if (!Number.isInteger(o.maxTurns) || o.maxTurns < 1) throw new Error(`experiment: turn budget must be a positive integer, got ${o.maxTurns}`);
   const id = globalThis.crypto?.randomUUID?.() ?? `x-${Date.now().toString(36)}`;
   const createdAt = Date.now();
-  const name = o.name ?? experimentName({ engines: o.engines, adapter: o.adapter, benchmark: o.benchmark.name, items: o.indices.length, at: new Date(createdAt) });
+  const wanted = o.name ?? experimentName({ engines: o.engines, adapter: o.adapter, benchmark: o.benchmark.name, items: o.indices.length, maxTurns: o.maxTurns, at: new Date(createdAt) });
+  const name = uniqueRunName(wanted, (await listExperiments(o.dbName)).map((r) => r.name));
   const experiment: ExperimentRecord = {
     id,
     createdAt,
@@ -67,6 +72,7 @@ export async function runExperiment(o: ExperimentRunOptions): Promise<{ experime
     status: 'running',
     config: {
       benchmark: o.benchmark.name,
+      ...(o.benchmarkId ? { benchmarkId: o.benchmarkId } : {}),
       rewardKind: o.benchmark.kind,
       indices: o.indices,
       maxTurns: o.maxTurns,
@@ -104,7 +110,12 @@ export async function runExperiment(o: ExperimentRunOptions): Promise<{ experime
         });
         rec.conversationId = r.conversationId;
         if (r.finalAnswer !== null) rec.answer = r.finalAnswer;
-        if (r.reward !== undefined) rec.correct = r.reward >= 1;
+        if (r.reward !== undefined) {
+          rec.correct = r.reward >= 1;
+          // The session scored it; the same pure rule again says how, for the Items table.
+          const d = scoreAnswerDetail({ kind: o.benchmark.kind, prediction: r.finalAnswer ?? '', reference: item.answer, numbers: item.numbers, options: item.options });
+          rec.scoring = d.score === (rec.correct ? 1 : 0) ? { rule: d.rule, ...(d.compared !== undefined ? { compared: d.compared } : {}) } : { rule: 'judge' };
+        }
         const usage = toolUsage(r.steps);
         rec.toolCalls = usage.toolCalls;
         rec.errors = [...usage.errors, ...(r.error ? [r.error] : []), ...(r.status === 'interrupted' ? ['stopped'] : [])];
@@ -121,6 +132,8 @@ export async function runExperiment(o: ExperimentRunOptions): Promise<{ experime
     throw e;
   } finally {
     experiment.summary = { ...summarize(items) };
+    // The run may have been renamed while it ran: the stored name wins.
+    experiment.name = (await getExperiment(id, o.dbName).catch(() => undefined))?.name ?? experiment.name;
     await putExperiment(experiment, o.dbName).catch(() => undefined);
   }
   return { experiment, items };

@@ -19,6 +19,38 @@ export async function putExperimentItem(rec: ExperimentItemRecord, dbName?: stri
   }
 }
 
+/**
+ * `name`, or `name (2)`, `name (3)`… : the first not taken. Two runs of one benchmark in the same minute are
+ * otherwise one name in the Runs table, the chart and Compare's A and B headings.
+ */
+export function uniqueRunName(name: string, taken: Iterable<string>): string {
+  const names = new Set(taken);
+  if (!names.has(name)) return name;
+  for (let k = 2; ; k++) if (!names.has(`${name} (${k})`)) return `${name} (${k})`;
+}
+
+/** Renames a run; refuses an empty name or one another run has (names are how runs are told apart). */
+export async function renameExperiment(id: string, name: string, dbName?: string): Promise<ExperimentRecord> {
+  const wanted = name.replace(/\s+/g, ' ').trim();
+  if (!wanted) throw new Error('A run needs a name.');
+  if (wanted.length > 300) throw new Error('A run’s name can have at most 300 characters.');
+  const db = await openAgentDb(dbName);
+  const tx = db.transaction('experiments', 'readwrite');
+  const rec = await tx.store.get(id);
+  if (!rec) throw new Error(`no experiment with id '${id}'`);
+  for (let c = await tx.store.openCursor(); c; c = await c.continue()) {
+    if (c.value.id !== id && c.value.name === wanted) throw new Error(`Another run is already named “${wanted}”.`);
+  }
+  const next = { ...rec, name: wanted };
+  await tx.store.put(next);
+  await tx.done;
+  return next;
+}
+
+export async function getExperiment(id: string, dbName?: string): Promise<ExperimentRecord | undefined> {
+  return (await openAgentDb(dbName)).get('experiments', id);
+}
+
 /** Newest first. */
 export async function listExperiments(dbName?: string): Promise<ExperimentRecord[]> {
   return (await (await openAgentDb(dbName)).getAllFromIndex('experiments', 'byCreated')).reverse();

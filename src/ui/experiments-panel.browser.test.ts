@@ -73,17 +73,17 @@ describe('<agentflow-experiments-panel> running a subset', () => {
       expect(run.createdAt).toBeGreaterThanOrEqual(before);
       const d = new Date(run.createdAt);
       const p = (n: number) => String(n).padStart(2, '0');
-      expect(run.name).toBe(`probe-model · mini × 2 · ${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}`);
+      expect(run.name).toBe(`probe-model · mini × 2 · 1 turn · ${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}`);
       expect(run.config.adapter).toBeNull();
-      await expect.poll(() => text(el, '[data-testid="runs"] tbody tr td')).toBe(run.name);
+      await expect.poll(() => text(el, '[data-testid="runs"] tbody tr td .name')).toBe(run.name);
       expect(deleteRun()?.disabled).toBe(false);
 
       await expect.poll(() => el.renderRoot.querySelectorAll('[data-testid="items"] tbody tr').length).toBe(2);
-      expect([...el.renderRoot.querySelectorAll('[data-testid="items"] thead th')].map((th) => th.textContent)).toEqual(['#', 'Question', 'Expected', 'Given', 'Correct', 'Tools', 'Errors', 'Trajectory']);
-      const rows = [...el.renderRoot.querySelectorAll('[data-testid="items"] tbody tr')].map((tr) => [...tr.querySelectorAll('td')].slice(0, 5).map((td) => td.textContent?.trim()));
+      expect([...el.renderRoot.querySelectorAll('[data-testid="items"] thead th')].map((th) => th.textContent)).toEqual(['#', 'Question', 'Expected', 'Given', 'Correct', 'Scored by', 'Tools', 'Errors', 'Trajectory']);
+      const rows = [...el.renderRoot.querySelectorAll('[data-testid="items"] tbody tr')].map((tr) => [...tr.querySelectorAll('td')].slice(0, 6).map((td) => td.textContent?.trim()));
       expect(rows).toEqual([
-        ['2', 'Name a primary colour.', 'red', 'red', 'yes'],
-        ['3', 'What is 2+3?', '5', '5', 'yes'],
+        ['2', 'Name a primary colour.', 'red', 'red', 'yes', 'exact text'],
+        ['3', 'What is 2+3?', '5', '5', 'yes', 'same number'],
       ]);
       // Its conversations say which run made them (the chat lists them apart from the user's questions).
       const convs = await listConversations(dbName);

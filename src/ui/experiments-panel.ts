@@ -2,13 +2,16 @@
 // says which item, turn and module is running, read per-item results (question, expected and given answer
 // side by side, numbered as the subset box numbers them, each linked to its trajectory), accuracy and
 // tool-use charts, compare two runs side by side, export a run. Runs are kept in IndexedDB, named by the
-// model, adapter, benchmark and date they ran with.
+// model, adapter, benchmark, turn budget and date they ran with (unique, and renamable); imported benchmarks
+// are kept too and offered in a list.
 import { LitElement, css, html, nothing } from 'lit';
 import { importBenchmark, type ImportedBenchmark } from '../agent/benchmark-import';
+import { describeScore, type ScoreRule } from '../agent/rewards';
+import { benchmarkFromRecord, benchmarkId, benchmarkLabel, listBenchmarks, saveBenchmark } from '../store/benchmarks';
 import type { AgentEngines } from '../agent/loop';
 import { toolsFromRegistry } from '../agent/registry-tools';
 import { getSteps } from '../store/conversations';
-import type { ExperimentItemRecord, ExperimentRecord, StepRecord } from '../store/records';
+import type { BenchmarkRecord, ExperimentItemRecord, ExperimentRecord, StepRecord } from '../store/records';
 import type { ToolRegistry } from '../tools/registry';
 import { barChart } from './charts';
 import { deleteQuestion, deleteQuestionStyles, focusDeleteQuestion } from './delete-question';
@@ -21,7 +24,7 @@ import type { EngineUse, EngineUser } from './engine-use';
 import { InFlight } from './in-flight';
 import type { PlannerClient } from '../engine/planner-client';
 import { parseSubset } from './experiment-subset';
-import { deleteExperiment, exportExperiment, getExperimentItems, listExperiments, markStaleExperiments, summarize } from './experiment-store';
+import { deleteExperiment, exportExperiment, getExperimentItems, listExperiments, markStaleExperiments, renameExperiment, summarize } from './experiment-store';
 import { renderTrajectory, trajectoryFromSteps } from './trajectory';
 
 export class AgentflowExperimentsPanel extends LitElement implements EngineUser {
@@ -39,6 +42,10 @@ export class AgentflowExperimentsPanel extends LitElement implements EngineUser 
     error: { state: true },
     openTrajectory: { state: true },
     deleting: { state: true },
+    storedBenchmarks: { state: true },
+    benchmarkChoice: { state: true },
+    renaming: { state: true },
+    renameError: { state: true },
   };
   declare engines: AgentEngines | undefined;
   declare registry: ToolRegistry | undefined;
@@ -54,6 +61,12 @@ export class AgentflowExperimentsPanel extends LitElement implements EngineUser 
   declare openTrajectory: { conversationId: string; steps: StepRecord[] } | null;
   /** The run whose Delete button asks first (see deleteQuestion). */
   declare deleting: string | null;
+  /** Imported benchmarks kept in IndexedDB, newest first, and the one chosen (its id). */
+  declare storedBenchmarks: BenchmarkRecord[];
+  declare benchmarkChoice: string | null;
+  /** The run whose name is being edited, and why the last name was refused. */
+  declare renaming: string | null;
+  declare renameError: string | null;
   private controller: AbortController | null = null;
   /** The run in progress, so a stop can wait for its end. */
   private readonly running = new InFlight();
@@ -70,6 +83,10 @@ export class AgentflowExperimentsPanel extends LitElement implements EngineUser 
     this.error = null;
     this.openTrajectory = null;
     this.deleting = null;
+    this.storedBenchmarks = [];
+    this.benchmarkChoice = null;
+    this.renaming = null;
+    this.renameError = null;
   }
 
   static override styles = [
@@ -89,6 +106,14 @@ export class AgentflowExperimentsPanel extends LitElement implements EngineUser 
     /* break-word, not anywhere: 'anywhere' lets a column shrink to one letter wide ("loade / d"); a long
        word still breaks, and a table too wide for the panel scrolls in its box. */
     td.ans { max-width: 18rem; overflow-wrap: break-word; }
+    /* At 390 px the Runs table squeezed each name to a word per line: the name keeps a readable width and the
+       table scrolls in its box instead. */
+    table.runs td.run-name { min-width: 15rem; }
+    table.runs td.actions { min-width: 13rem; }
+    .ab { display: inline-block; min-width: 1.3em; text-align: center; font-weight: 600; border-radius: 3px; margin-right: 0.3rem;
+      background: color-mix(in srgb, var(--agentflow-accent, #2563eb) 15%, transparent); }
+    .rename input { width: min(24rem, 100%); }
+    .stored select { max-width: 100%; }
     .charts { display: flex; gap: 1rem; flex-wrap: wrap; }
     .charts figure { margin: 0; width: min(22rem, 100%); }
     figcaption { font-size: 0.8rem; text-align: center; }
@@ -108,7 +133,21 @@ export class AgentflowExperimentsPanel extends LitElement implements EngineUser 
     super.connectedCallback();
     void markStaleExperiments(new Set(), this.dbName)
       .then(() => this.refresh())
+      .then(() => this.refreshBenchmarks())
       .catch((e) => (this.error = storageOpenError(e)));
+  }
+
+  /** Reads the kept benchmarks; with none chosen yet, the newest is (a reload comes back to it). */
+  async refreshBenchmarks(): Promise<void> {
+    this.storedBenchmarks = await listBenchmarks(this.dbName);
+    if (!this.benchmark && this.storedBenchmarks.length) this.chooseBenchmark(this.storedBenchmarks[0].id);
+  }
+
+  private chooseBenchmark(id: string): void {
+    const rec = this.storedBenchmarks.find((r) => r.id === id);
+    if (!rec) return;
+    this.benchmarkChoice = id;
+    this.benchmark = benchmarkFromRecord(rec);
   }
 
   /**
@@ -138,8 +177,15 @@ export class AgentflowExperimentsPanel extends LitElement implements EngineUser 
 
   /** Imports a benchmark from text (the file input calls this with the file's contents). */
   importText(text: string, fileName: string): ImportedBenchmark {
-    this.benchmark = importBenchmark(text, fileName);
-    return this.benchmark;
+    const b = importBenchmark(text, fileName);
+    this.benchmark = b;
+    this.benchmarkChoice = b.items.length ? benchmarkId(b) : null;
+    if (b.items.length) {
+      void saveBenchmark(b, fileName, this.dbName)
+        .then(() => this.refreshBenchmarks())
+        .catch((e) => (this.error = `The benchmark is imported but could not be kept for later: ${(e as Error).message}`));
+    }
+    return b;
   }
 
   private async onFile(e: Event): Promise<void> {
@@ -179,6 +225,7 @@ export class AgentflowExperimentsPanel extends LitElement implements EngineUser 
     try {
       const { experiment } = await runExperiment({
         benchmark: b,
+        ...(this.benchmarkChoice ? { benchmarkId: this.benchmarkChoice } : {}),
         indices,
         maxTurns,
         engines: this.engines,
@@ -228,6 +275,38 @@ export class AgentflowExperimentsPanel extends LitElement implements EngineUser 
     (this.renderRoot.querySelector('#trajectory-h') as HTMLElement | null)?.focus();
   }
 
+  private async startRename(id: string): Promise<void> {
+    this.renaming = id;
+    this.renameError = null;
+    await this.updateComplete;
+    const input = this.renderRoot.querySelector<HTMLInputElement>('[data-testid="rename-input"]');
+    input?.focus();
+    input?.select();
+  }
+
+  /** Saves the typed name (Enter or Save); a refused name keeps the field open with the reason. */
+  private async saveRename(id: string): Promise<void> {
+    const input = this.renderRoot.querySelector<HTMLInputElement>('[data-testid="rename-input"]');
+    if (!input) return;
+    try {
+      await renameExperiment(id, input.value, this.dbName);
+    } catch (e) {
+      this.renameError = (e as Error).message;
+      input.focus();
+      return;
+    }
+    await this.endRename(id);
+  }
+
+  /** Closes the name field and gives the focus back to the run's Rename button. */
+  private async endRename(id: string): Promise<void> {
+    this.renaming = null;
+    this.renameError = null;
+    await this.refresh();
+    await this.updateComplete;
+    this.renderRoot.querySelector<HTMLButtonElement>(`button[data-rename="${CSS.escape(id)}"]`)?.focus();
+  }
+
   private async deleteRun(id: string): Promise<void> {
     this.deleting = null;
     await deleteExperiment(id, this.dbName);
@@ -240,9 +319,18 @@ export class AgentflowExperimentsPanel extends LitElement implements EngineUser 
     const b = this.benchmark;
     return html`<section aria-labelledby="import-h">
       <h3 id="import-h">Benchmark</h3>
-      <label>Benchmark file (AgentFlow data.json or JSONL)
-        <input type="file" accept=".json,.jsonl,.ndjson,application/json" data-testid="benchmark-file" @change=${this.onFile} />
-      </label>
+      <div class="row">
+        <label>Benchmark file (AgentFlow data.json or JSONL)
+          <input type="file" accept=".json,.jsonl,.ndjson,application/json" data-testid="benchmark-file" @change=${this.onFile} />
+        </label>
+        ${this.storedBenchmarks.length
+          ? html`<label class="stored">Imported benchmarks
+              <select data-testid="stored-benchmarks" ?disabled=${!!this.controller} @change=${(e: Event) => this.chooseBenchmark((e.target as HTMLSelectElement).value)}>
+                ${this.benchmarkChoice && !this.storedBenchmarks.some((r) => r.id === this.benchmarkChoice) ? html`<option value="" selected>${b?.name ?? ''} (being kept…)</option>` : nothing}
+                ${this.storedBenchmarks.map((r) => html`<option value=${r.id} .selected=${r.id === this.benchmarkChoice}>${benchmarkLabel(r)}</option>`)}
+              </select></label>`
+          : nothing}
+      </div>
       ${b
         ? html`<p role="status" data-testid="import-summary">Imported ${b.items.length} item${b.items.length === 1 ? '' : 's'} from “${b.name}” (reward: ${b.kind})${b.problems.length ? `; ${b.problems.length} skipped` : ''}.</p>
             ${b.problems.length
@@ -279,18 +367,21 @@ export class AgentflowExperimentsPanel extends LitElement implements EngineUser 
     const acc = shown.map((r, i) => ({ label: labels[i], value: r.summary?.accuracy ?? 0 }));
     return html`<section aria-labelledby="runs-h">
       <h3 id="runs-h">Runs</h3>
-      <table data-testid="runs">
-        <thead><tr><th scope="col">Run</th><th scope="col">Status</th><th scope="col">Accuracy</th><th scope="col">Tool calls</th><th scope="col">Actions</th></tr></thead>
+      <div class="table-scroll" role="region" aria-label="Runs" tabindex="0">
+      <table class="runs" data-testid="runs">
+        <thead><tr><th scope="col">Run</th><th scope="col">Status</th><th scope="col">Turns</th><th scope="col">Accuracy</th><th scope="col">Tool calls</th><th scope="col">Actions</th></tr></thead>
         <tbody>
           ${this.runs.map(
-            (r) => html`<tr>
-              <td>${r.name}${r.config.scripted ? html` <span class="scripted" data-testid="scripted-run">(scripted demo)</span>` : nothing}</td><td>${r.status}</td>
+            (r) => html`<tr data-run=${r.id}>
+              <td class="run-name">${this.renaming === r.id ? this.renderRename(r) : html`${runMark(r.id === this.selected ? 'A' : r.id === this.compareId ? 'B' : null)}<span class="name">${r.name}</span>${r.config.scripted ? html` <span class="scripted" data-testid="scripted-run">(scripted demo)</span>` : nothing}`}</td><td>${r.status}</td>
+              <td>${typeof r.config.maxTurns === 'number' ? r.config.maxTurns : '—'}</td>
               <td>${r.summary ? `${r.summary.correct}/${r.summary.items} (${Math.round(100 * (r.summary.accuracy ?? 0))}%)` : '—'}</td>
               <td>${r.summary?.toolCalls ?? '—'}</td>
-              <td>
+              <td class="actions">
                 <button type="button" aria-pressed=${this.selected === r.id ? 'true' : 'false'} @click=${() => this.select(r.id)}>Results</button>
                 <button type="button" aria-pressed=${this.compareId === r.id ? 'true' : 'false'} ?disabled=${this.selected === r.id} @click=${() => this.compareWith(this.compareId === r.id ? null : r.id)}>Compare</button>
                 <button type="button" @click=${async () => downloadText(await exportExperiment(r.id, this.dbName), `agentflow-experiment-${r.id}.json`)}>Export</button>
+                <button type="button" data-rename=${r.id} aria-label=${`Rename run ${r.name}`} ?disabled=${this.renaming === r.id} @click=${() => this.startRename(r.id)}>Rename</button>
                 ${this.deleting === r.id
                   ? deleteQuestion(`run ${r.name}`, 'this run', () => void this.deleteRun(r.id), () => (this.deleting = null))
                   : html`<button type="button" aria-label=${`Delete run ${r.name}`} ?disabled=${r.status === 'running' && this.running.current !== null} @click=${() => {
@@ -302,8 +393,24 @@ export class AgentflowExperimentsPanel extends LitElement implements EngineUser 
           )}
         </tbody>
       </table>
+      </div>
       <div class="charts">${barChart('Accuracy by run', acc, 1, (v) => `${Math.round(v * 100)}%`)}</div>
     </section>`;
+  }
+
+  /** The name field of a run being renamed: Enter or Save keeps the name, Escape or Cancel leaves it. */
+  private renderRename(r: ExperimentRecord) {
+    return html`<div class="rename">
+      <input type="text" data-testid="rename-input" aria-label=${`New name for run ${r.name}`} .value=${r.name}
+        aria-invalid=${this.renameError ? 'true' : 'false'} aria-describedby=${this.renameError ? 'rename-error' : nothing}
+        @keydown=${(e: KeyboardEvent) => {
+          if (e.key === 'Enter') void this.saveRename(r.id);
+          else if (e.key === 'Escape') void this.endRename(r.id);
+        }} />
+      <button type="button" @click=${() => this.saveRename(r.id)}>Save</button>
+      <button type="button" @click=${() => this.endRename(r.id)}>Cancel</button>
+      ${this.renameError ? html`<p class="problems" id="rename-error" role="alert">${this.renameError}</p>` : nothing}
+    </div>`;
   }
 
   /** A run's heading, scripted label, accuracy line and tool-call chart. */
@@ -359,7 +466,7 @@ export class AgentflowExperimentsPanel extends LitElement implements EngineUser 
       ${this.renderSummary(title, items, scripted)}
       <div class="table-scroll" role="region" aria-label=${`Items of ${title}`} tabindex="0">
       <table data-testid="items">
-        <thead><tr><th scope="col">#</th><th scope="col">Question</th><th scope="col">Expected</th><th scope="col">Given</th><th scope="col">Correct</th><th scope="col">Tools</th><th scope="col">Errors</th><th scope="col">Trajectory</th></tr></thead>
+        <thead><tr><th scope="col">#</th><th scope="col">Question</th><th scope="col">Expected</th><th scope="col">Given</th><th scope="col">Correct</th><th scope="col">Scored by</th><th scope="col">Tools</th><th scope="col">Errors</th><th scope="col">Trajectory</th></tr></thead>
         <tbody>
           ${items.map(
             (it) => html`<tr>
@@ -368,6 +475,7 @@ export class AgentflowExperimentsPanel extends LitElement implements EngineUser 
               <td class="ans">${expected(it.reference)}</td>
               <td class="ans">${it.answer ?? '—'}</td>
               <td>${correctCell(it)}</td>
+              <td>${it.scoring ? describeScore({ rule: it.scoring.rule as ScoreRule, compared: it.scoring.compared }) : '—'}</td>
               <td>${Object.entries(it.toolCalls ?? {}).map(([k, v]) => `${k}×${v}`).join(', ') || '—'}</td>
               <td>${it.errors?.length ?? 0}</td>
               <td>${it.conversationId ? html`<button type="button" @click=${() => this.showTrajectory(it.conversationId!)}>Open</button>` : '—'}</td>
@@ -400,6 +508,12 @@ export class AgentflowExperimentsPanel extends LitElement implements EngineUser 
     `;
   }
 }
+/** Which run is A (its results open) and which is B (compared with it), in the Runs table. */
+function runMark(mark: 'A' | 'B' | null) {
+  if (!mark) return nothing;
+  return html`<span class="ab" data-testid="run-mark" title=${mark === 'A' ? 'Run A: its results are open' : 'Run B: compared with run A'}>${mark}</span> `;
+}
+
 /** An item's Correct cell: yes, no, or — when it was not scored. */
 function correctCell(it: ExperimentItemRecord) {
   return it.correct === undefined ? '—' : it.correct ? html`<span class="yes">yes</span>` : html`<span class="no">no</span>`;

@@ -170,7 +170,9 @@ describe('the app', () => {
     expect(cells.slice(0, 3)).toEqual(['1', 'What is 2+2?', '4']);
     expect(cells[3]).toContain('You asked: What is 2+2?');
     expect(cells[4]).toBe('no');
-    expect(cells[5]).toBe('base_generator×1');
+    // The rule that scored it: the demo's reply has no stated answer, so the whole reply was compared.
+    expect(cells[5]).toBe('exact text');
+    expect(cells[6]).toBe('base_generator×1');
     await poll(textOf(page.locator('agentflow-experiments-panel [data-testid="runs"] tbody tr').first())).toContain('0/2 (0%)');
     // A second run of item 2 only, compared item by item with the first.
     await page.getByRole('textbox', { name: /Items/ }).fill('2');
@@ -180,7 +182,9 @@ describe('the app', () => {
       const panel = document.querySelector('agentflow-app')?.shadowRoot?.querySelector('agentflow-experiments-panel');
       return panel?.shadowRoot?.querySelectorAll('[data-testid="runs"] tbody tr').length === 2 && !panel.shadowRoot.querySelector('progress');
     }, undefined, { timeout: 60_000 });
-    await poll(textOf(runs.first().locator('td').first())).toMatch(/^\s*scripted demo · mini-bench × 1 · \d{4}-\d\d-\d\d \d\d:\d\d/);
+    await poll(textOf(runs.first().locator('td .name'))).toMatch(/^scripted demo · mini-bench × 1 · 2 turns · \d{4}-\d\d-\d\d \d\d:\d\d$/);
+    // The run whose results are open is marked A in the table.
+    await poll(textOf(runs.first().locator('[data-testid="run-mark"]'))).toBe('A');
     await runs.nth(1).getByRole('button', { name: 'Compare' }).click();
     // A is the run whose results were open (item 2 only), B the one compared with it (items 1 and 2): one
     // table, matched by item. It appears before its rows have loaded: wait for the rows themselves.

@@ -198,7 +198,7 @@ describe("a user's first hour", () => {
     const run = page.locator('agentflow-experiments-panel [data-testid="runs"] tbody tr').first();
     await expect.poll(() => text(run), { timeout: 60_000 }).toMatch(/\(scripted demo\)done/);
     expect(await text(page.locator('agentflow-experiments-panel [data-testid="results"] [data-testid="scripted-label"]'))).toBe('Scripted demo: no model wrote these answers.');
-    expect(await text(run.locator('td').first())).toMatch(/^scripted demo · colours × 1 · \d{4}-\d\d-\d\d \d\d:\d\d \(scripted demo\)$/);
+    expect(await text(run.locator('td').first())).toMatch(/^A scripted demo · colours × 1 · 3 turns · \d{4}-\d\d-\d\d \d\d:\d\d \(scripted demo\)$/);
     // The run's conversation is not one of the user's questions: the chat lists it apart, folded.
     await page.getByRole('tab', { name: 'Chat' }).click();
     await poll(() => text(page.locator('agentflow-chat details[data-group="experiment"] summary'))).toBe('Experiment items (1)');
