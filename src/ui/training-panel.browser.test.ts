@@ -6,6 +6,7 @@ import { page } from 'vitest/browser';
 import { ScriptedEngine } from '../agent/scripted-engine';
 import type { PolicyTrainer as PlannerTrainer } from '../trainer/training-host';
 import { openAgentDb } from '../store/db';
+import { IdbRunStore } from '../trainer/run/run-store-idb';
 import { createToyDriver } from './training-driver';
 import { AgentflowTrainingPanel, DEFAULT_LEARNING_RATE } from './training-panel';
 
@@ -371,5 +372,52 @@ describe('Training panel import problems', () => {
     p.importBenchmarkText(BENCH, 'tiny.json');
     await p.updateComplete;
     expect(q(p, '[data-testid="training-import-problems"]')).toBeNull();
+  });
+});
+
+describe('Training panel kept benchmarks', () => {
+  it('offers an imported benchmark again after a reload: the dataset option stays open and a paused run’s benchmark is chosen', async () => {
+    const dbName = `panel-kept-${Math.random()}`;
+    const { engines, trainer } = plannerWithRecorder();
+    const first = await mount(dbName);
+    first.engines = engines;
+    first.trainer = trainer;
+    first.importBenchmarkText(BENCH, 'tiny.json');
+    await expect.poll(() => first.shadowRoot!.querySelectorAll('[data-testid="training-stored-benchmarks"] option').length).toBe(1);
+    await new Promise((r) => setTimeout(r, 5)); // a later import time
+    first.importBenchmarkText(JSON.stringify([{ pid: 'b', query: 'What is 2+2?', answer: '4' }, { pid: 'c', query: 'What is 3+3?', answer: '6' }]), 'other.json');
+    await expect.poll(() => [...first.shadowRoot!.querySelectorAll<HTMLOptionElement>('[data-testid="training-stored-benchmarks"] option')].filter((o) => o.value).length).toBe(2);
+    first.remove();
+    // A run on “tiny” paused before the reload (the newest import is “other”).
+    await new IdbRunStore(dbName).save({
+      id: 'agent-paused',
+      createdAt: Date.now(),
+      updatedAt: Date.now(),
+      status: 'paused',
+      spec: { task: 'agent', label: 'Planner on agent rollouts of “tiny” (planner:test)', dataset: 'tiny', steps: 10, grpo: {}, adapter: { kind: 'fresh', rank: 4, alpha: 8, targets: ['q'] }, keepCheckpoints: 3, bestWindow: 20, collector: {} },
+      history: [],
+      result: null,
+    });
+
+    // After the reload: the same storage, engines loaded again.
+    const p = await mount(dbName);
+    p.engines = engines;
+    p.trainer = trainer;
+    try {
+      await expect.poll(() => [...p.shadowRoot!.querySelectorAll('[data-testid="training-stored-benchmarks"] option')].map((o) => o.textContent!.replace(/ imported .*/, ''))).toEqual(['other: 2 items, exact,', 'tiny: 1 item, exact,']);
+      await expect.poll(() => q(p, '[data-testid="training-benchmark-summary"]')?.textContent).toBe('Imported 1 item from “tiny” (reward: exact).');
+      expect(q(p, '[data-testid="agent-runs"]').textContent).toContain('agent-paused');
+      const agentOption = q<HTMLOptionElement>(p, '#dataset option[value="agent"]');
+      expect(agentOption.disabled).toBe(false);
+      await choose(p, '#dataset', 'agent');
+      expect(q<HTMLSelectElement>(p, '#reward').textContent!.trim()).toBe('Reference answers (exact)');
+      // The other kept benchmark is one choice away.
+      const list = q<HTMLSelectElement>(p, '[data-testid="training-stored-benchmarks"]');
+      await choose(p, '[data-testid="training-stored-benchmarks"]', list.options[0].value);
+      expect(q(p, '[data-testid="training-benchmark-summary"]').textContent).toBe('Imported 2 items from “other” (reward: exact).');
+      expect(q(p, '[data-testid="agent-availability"]').textContent).toContain('of the 2 items of “other”');
+    } finally {
+      p.remove();
+    }
   });
 });

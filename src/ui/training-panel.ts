@@ -6,6 +6,8 @@
 // library's TrainingRun. Any other TrainingDriver can be plugged in through `createDriver`.
 import { LitElement, css, html, nothing } from 'lit';
 import { importBenchmark, type ImportedBenchmark } from '../agent/benchmark-import';
+import { benchmarkFromRecord, benchmarkId, benchmarkLabel, listBenchmarks, saveBenchmark } from '../store/benchmarks';
+import type { BenchmarkRecord } from '../store/records';
 import type { AgentEngines } from '../agent/loop';
 import { toolsFromRegistry } from '../agent/registry-tools';
 import type { ToolRegistry } from '../tools/registry';
@@ -68,6 +70,8 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
     registry: { attribute: false },
     benchmark: { state: true },
     datasetChoice: { state: true },
+    storedBenchmarks: { state: true },
+    benchmarkChoice: { state: true },
     agentRuns: { state: true },
     startChoice: { state: true },
     importStatus: { state: true },
@@ -97,6 +101,9 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
   /** The benchmark imported for agent-rollout training. */
   declare benchmark: ImportedBenchmark | null;
   declare datasetChoice: string;
+  /** Imported benchmarks kept in IndexedDB (newest first), and the one chosen (its id). */
+  declare storedBenchmarks: BenchmarkRecord[];
+  declare benchmarkChoice: string | null;
   /** Stored agent-rollout runs that can be continued (paused, or cut off by a reload). */
   declare agentRuns: StoredRun[];
   /** Id of the stored adapter to start the next run from; '' for a fresh adapter. */
@@ -147,6 +154,8 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
     this.registry = undefined;
     this.benchmark = null;
     this.datasetChoice = 'toy';
+    this.storedBenchmarks = [];
+    this.benchmarkChoice = null;
     this.agentRuns = [];
     this.startChoice = '';
     this.importStatus = '';
@@ -227,9 +236,39 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
 
   /** Imports a benchmark for agent-rollout training (the file input calls this with the file's contents). */
   importBenchmarkText(text: string, fileName: string): ImportedBenchmark {
-    this.benchmark = importBenchmark(text, fileName);
-    if (this.benchmark.items.length && this.plannerTrainer()) this.datasetChoice = 'agent';
-    return this.benchmark;
+    const b = importBenchmark(text, fileName);
+    this.benchmark = b;
+    this.benchmarkChoice = b.items.length ? benchmarkId(b) : null;
+    if (b.items.length && this.plannerTrainer()) this.datasetChoice = 'agent';
+    if (b.items.length) {
+      void saveBenchmark(b, fileName, this.dbName)
+        .then(() => this.refreshBenchmarks())
+        .catch((e) => (this.error = `The benchmark is imported but could not be kept for later: ${(e as Error).message}`));
+    }
+    return b;
+  }
+
+  /**
+   * Reads the kept benchmarks. With none chosen yet (after a reload) it chooses the one the newest resumable
+   * run trained on, else the newest import, so the dataset option is not greyed out while such a run is listed.
+   */
+  async refreshBenchmarks(): Promise<void> {
+    try {
+      this.storedBenchmarks = await listBenchmarks(this.dbName);
+    } catch {
+      this.storedBenchmarks = [];
+      return;
+    }
+    if (this.benchmark || !this.storedBenchmarks.length) return;
+    const dataset = this.agentRuns[0]?.spec.dataset;
+    this.chooseBenchmark((this.storedBenchmarks.find((r) => r.name === dataset) ?? this.storedBenchmarks[0]).id);
+  }
+
+  private chooseBenchmark(id: string): void {
+    const rec = this.storedBenchmarks.find((r) => r.id === id);
+    if (!rec) return;
+    this.benchmarkChoice = id;
+    this.benchmark = benchmarkFromRecord(rec);
   }
 
   static override styles = [
@@ -271,7 +310,7 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
   override connectedCallback(): void {
     super.connectedCallback();
     void this.refreshAdapters();
-    void this.refreshAgentRuns();
+    void this.refreshAgentRuns().then(() => this.refreshBenchmarks());
   }
 
   async refreshAgentRuns(): Promise<void> {
@@ -585,6 +624,13 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
           <label>Benchmark file (AgentFlow data.json or JSONL)
             <input type="file" accept=".json,.jsonl,.ndjson,application/json" data-testid="training-benchmark-file" @change=${this.onBenchmarkFile} />
           </label>
+          ${this.storedBenchmarks.length
+            ? html`<label>Imported benchmarks
+                <select data-testid="training-stored-benchmarks" ?disabled=${this.busy} @change=${(e: Event) => this.chooseBenchmark((e.target as HTMLSelectElement).value)}>
+                  ${this.benchmarkChoice && !this.storedBenchmarks.some((r) => r.id === this.benchmarkChoice) ? html`<option value="" selected>${b?.name ?? ''} (being kept…)</option>` : nothing}
+                  ${this.storedBenchmarks.map((r) => html`<option value=${r.id} .selected=${r.id === this.benchmarkChoice}>${benchmarkLabel(r)}</option>`)}
+                </select></label>`
+            : nothing}
           ${b ? html`<span role="status" data-testid="training-benchmark-summary">Imported ${b.items.length} item${b.items.length === 1 ? '' : 's'} from “${b.name}” (reward: ${b.kind})${b.problems.length ? `; ${b.problems.length} skipped` : ''}.</span>` : nothing}
         </div>
         ${b?.problems.length
