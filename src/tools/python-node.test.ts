@@ -3,7 +3,12 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { createNodePythonTool } from './python-node';
 import type { ToolContext } from './types';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { AFTER_FORGE, FORGE, LEAVE_BUSY_WORK } from '../../tests/support/python-hostile';
+import { ESCAPES, escapedAttempts, escapeProgram, ORDINARY_OUTPUT } from '../../tests/support/python-escapes';
 
 const ctx = (timeoutMs = 20_000): ToolContext => ({ signal: new AbortController().signal, timeoutMs });
 
@@ -34,10 +39,9 @@ describe('python tool in Node worker threads', () => {
     const r = await tool.run(
       {
         code: [
-          'import js, pyodide_js',
-          'print(hasattr(js, "fetch"), hasattr(js, "process"))',
+          'from pyodide.ffi import to_js',
           'try:',
-          '    pyodide_js.setStdout.constructor("return typeof process")()',
+          '    to_js([]).constructor.constructor("return typeof process")()',
           'except Exception as e:',
           '    print("EvalError" in str(e))',
           'import socket',
@@ -50,7 +54,13 @@ describe('python tool in Node worker threads', () => {
       },
       ctx(),
     );
-    expect(r).toEqual({ ok: true, output: 'False False\nTrue\nno socket' });
+    expect(r).toEqual({ ok: true, output: 'True\nno socket' });
+  }, 60_000);
+
+  it('keeps what a program printed before os._exit(n) and says it exited with code n (#25.7)', async () => {
+    const code = 'import os, sys\nprint("before")\nprint("warned", file=sys.stderr)\nos._exit(3)';
+    expect(await tool.run({ code }, ctx())).toEqual({ ok: false, output: 'before\n[stderr]\nwarned', error: 'the program exited with code 3 (os._exit)' });
+    expect(await tool.run({ code: 'import os\nprint("done")\nos._exit(0)' }, ctx())).toEqual({ ok: true, output: 'done\n[the program exited with code 0]' });
   }, 60_000);
 
   it('stops a runaway loop at the time limit and runs the next program', async () => {
@@ -58,4 +68,39 @@ describe('python tool in Node worker threads', () => {
     expect(r.error).toMatch(/time limit of 1000 ms and was stopped/);
     expect(await tool.run({ code: 'print(6*7)' }, ctx())).toEqual({ ok: true, output: '42' });
   }, 60_000);
+});
+
+describe('python tool in Node: no way out of the sandbox (#25.1)', () => {
+  // A host folder with a file to steal, and a port that counts connections: the attempts aim at both.
+  const dir = mkdtempSync(join(tmpdir(), 'agentflow-escape-'));
+  const file = join(dir, 'secret.txt');
+  writeFileSync(file, 'host secret');
+  let connections = 0;
+  let server: Server;
+  let port = 0;
+  const tools: ReturnType<typeof createNodePythonTool>[] = [];
+  afterAll(() => {
+    for (const t of tools) t.dispose();
+    server?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  // A worker restored from the memory snapshot (every run after the first) and one that loaded Pyodide afresh.
+  for (const snapshots of [true, false]) {
+    it(`blocks all ${ESCAPES.length} escape attempts and leaves ordinary Python working (${snapshots ? 'snapshot-restored' : 'freshly loaded'} worker)`, async () => {
+      server ??= await new Promise<Server>((resolve) => {
+        const s = createServer((c) => (connections++, c.destroy())).listen(0, '127.0.0.1', () => resolve(s));
+      });
+      port = (server.address() as { port: number }).port;
+      const tool = createNodePythonTool({ snapshots });
+      tools.push(tool);
+      // The first run makes the snapshot; the second runs in a worker restored from it.
+      if (snapshots) expect(await tool.run({ code: 'print(1)' }, ctx(60_000))).toEqual({ ok: true, output: '1' });
+      const r = await tool.run({ code: escapeProgram({ dir, file, port }) }, ctx(120_000));
+      expect(escapedAttempts(r.output)).toEqual([]);
+      expect(r.output.split('\n')).toContain(ORDINARY_OUTPUT);
+      expect(readdirSync(dir)).toEqual(['secret.txt']);
+      expect(connections).toBe(0);
+    }, 240_000);
+  }
 });

@@ -1,10 +1,11 @@
 // The Python tool's sandbox core, shared by the browser worker (workers/python.worker.ts) and the Node worker
 // thread (workers/python.node-worker.ts): loads Pyodide, captures output, runs one program, and takes away
-// every way from Python to the network and to compiling JavaScript. Each worker runs ONE program and is then
-// thrown away by the client (src/tools/python.ts): code can rebind anything in the interpreter (the function
-// that evaluates code, builtins, sys.stdout, modules) and schedule asyncio work that outlives it, so no later
-// run may share an interpreter, or even a JavaScript realm, with it.
+// every way from Python to the network, to Pyodide's JS API (python-bridges.ts) and to compiling JavaScript.
+// Each worker runs ONE program and is then thrown away by the client (src/tools/python.ts): code can rebind
+// anything in the interpreter (the function that evaluates code, builtins, sys.stdout, modules) and schedule
+// asyncio work that outlives it, so no later run may share an interpreter, or even a JavaScript realm, with it.
 import type { PyodideAPI } from 'pyodide';
+import { cutPythonBridges } from './python-bridges';
 
 export interface PythonRunResult {
   ok: boolean;
@@ -14,6 +15,8 @@ export interface PythonRunResult {
   value: string | null;
   /** The traceback (only the user's frames) when ok is false. */
   error: string | null;
+  /** Set when the program ended the interpreter itself (os._exit(n)): its exit status. */
+  exitCode?: number;
 }
 
 export interface PythonInitResult {
@@ -114,6 +117,8 @@ export class PythonSandbox {
     this.runner = pyodide.globals.get('_agentflow_run');
     this.pyodide = pyodide;
     const version = pyodide.runPython('import sys; sys.version.split()[0]') as string;
+    // After the snapshot, on every load: a restored interpreter comes back with its JS modules registered.
+    cutPythonBridges(pyodide);
     lockDown(this.blockedGlobals);
     return snapshot ? { version, snapshot } : { version };
   }
@@ -125,11 +130,27 @@ export class PythonSandbox {
     this.ran = true;
     this.out = [];
     this.err = [];
-    const proxy = this.runner(code);
+    let proxy: { toJs(): unknown; destroy(): void };
+    try {
+      proxy = this.runner(code);
+    } catch (e) {
+      // The interpreter ended under the program (os._exit, or a fatal error); what it printed until then stays.
+      const stdout = this.out.join('');
+      const stderr = this.err.join('');
+      const status = exitStatus(e);
+      if (status !== undefined) return { ok: status === 0, stdout, stderr, value: null, error: status === 0 ? null : `the program exited with code ${status} (os._exit)`, exitCode: status };
+      return { ok: false, stdout, stderr, value: null, error: `the Python interpreter failed: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}` };
+    }
     const [ok, value, error] = proxy.toJs() as [boolean, string | null, string | null];
     proxy.destroy();
     return { ok, stdout: this.out.join(''), stderr: this.err.join(''), value: value ?? null, error: error ?? null };
   }
+}
+
+/** The status of Emscripten's exit (what os._exit(n) throws through runPython), or undefined for other errors. */
+function exitStatus(e: unknown): number | undefined {
+  const x = e as { name?: unknown; status?: unknown } | null;
+  return x && typeof x === 'object' && (x.name === 'Exit' || x.name === 'ExitStatus') && typeof x.status === 'number' ? x.status : undefined;
 }
 
 /** Removes `blocked` from the global scope and makes string-to-code compilation throw, for good. */

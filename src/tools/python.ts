@@ -248,6 +248,8 @@ export class PythonTool implements Tool {
     if (r.stdout) parts.push(r.stdout.replace(/\n$/, ''));
     if (r.value !== null) parts.push(r.value);
     if (r.stderr) parts.push(`[stderr]\n${r.stderr.replace(/\n$/, '')}`);
+    // A non-zero exit is the error; a zero one is said beside the output, as it ended the program early.
+    if (r.exitCode === 0) parts.push('[the program exited with code 0]');
     if (!r.ok) {
       const output = this.cut(parts.join('\n'));
       return { ok: false, output, error: this.cut(r.error ?? 'python: unknown error') };

@@ -3,6 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { PythonTool } from '../../src/tools/python';
 import type { ToolContext } from '../../src/tools/types';
 import { AFTER_FORGE, FORGE, LEAVE_BUSY_WORK } from '../support/python-hostile';
+import { ESCAPES, escapedAttempts, escapeProgram, ORDINARY_OUTPUT } from '../support/python-escapes';
 
 const ctx = (timeoutMs = 20_000): ToolContext => ({ signal: new AbortController().signal, timeoutMs });
 
@@ -46,20 +47,18 @@ describe('python tool (Pyodide in a module worker)', () => {
     const r = await tool.run(
       {
         code: [
-          'import js',
-          'print(hasattr(js, "fetch"), hasattr(js, "document"))',
-          // js.eval is gone with the globals, and a JS function's constructor, which would compile code in the
-          // worker's scope (where `import("https://…")` reaches the network), refuses to.
-          'import pyodide_js',
+          // A JS function's constructor, which would compile code in the worker's scope (where
+          // `import("https://…")` reaches the network), refuses to.
+          'from pyodide.ffi import to_js',
           'try:',
-          '    pyodide_js.setStdout.constructor("return typeof fetch")()',
+          '    to_js([]).constructor.constructor("return typeof fetch")()',
           'except Exception as e:',
           '    print("EvalError" in str(e))',
         ].join('\n'),
       },
       ctx(),
     );
-    expect(r).toEqual({ ok: true, output: 'False False\nTrue' });
+    expect(r).toEqual({ ok: true, output: 'True' });
   });
 
   it('stops a runaway loop at the time limit, and the next call works in a fresh worker', async () => {
@@ -82,4 +81,24 @@ describe('python tool (Pyodide in a module worker)', () => {
     await new Promise((r) => setTimeout(r, 200));
     expect(await tool.run({ code: 'print(6*7)' }, ctx(5000))).toEqual({ ok: true, output: '42' });
   });
+
+  it('keeps what a program printed before os._exit(n) and says it exited with code n (#25.7)', async () => {
+    const r = await tool.run({ code: 'import os\nprint("before")\nos._exit(3)' }, ctx());
+    expect(r).toEqual({ ok: false, output: 'before', error: 'the program exited with code 3 (os._exit)' });
+  });
+
+  // The same attempts as the Node worker thread's (src/tools/python-node.test.ts); there is no host folder or
+  // port to aim at here, so they aim at names that would exist on a host.
+  for (const snapshots of [true, false]) {
+    it(`blocks all ${ESCAPES.length} escape attempts and leaves ordinary Python working (${snapshots ? 'snapshot-restored' : 'freshly loaded'} worker)`, async () => {
+      const own = snapshots ? tool : new PythonTool({ snapshots: false });
+      try {
+        const r = await own.run({ code: escapeProgram({ dir: '/tmp', file: '/etc/hostname', port: 9 }) }, ctx(120_000));
+        expect(escapedAttempts(r.output)).toEqual([]);
+        expect(r.output.split('\n')).toContain(ORDINARY_OUTPUT);
+      } finally {
+        if (own !== tool) own.dispose();
+      }
+    });
+  }
 });

@@ -1,0 +1,150 @@
+// Model-written programs that try to leave the Python tool's sandbox (#25.1), run by the Node worker-thread
+// tests (src/tools/python-node.test.ts) and the browser worker tests (tests/browser/tools-python.browser.test.ts)
+// alike: both run the same sandbox core, so every attempt must fail in both.
+//
+// Each attempt is the body of a Python function that returns only if it reached something it must not (a host
+// file or folder, a host command, a socket, a JavaScript object the tool did not hand it, JavaScript compiled
+// from a string); anything that stops it raises. escapeProgram() runs them all in one program, each in its own
+// try, and prints one line per attempt: '<name>: blocked (<exception>)' or '<name>: ESCAPED <what it got>'.
+// The payloads are harmless (they list, read and write under HOST_DIR, run `echo`, connect to HOST_PORT), so
+// a test can also check the host for their traces.
+
+export interface EscapeAttempt {
+  name: string;
+  /** Python statements, the body of a function (indented by escapeProgram); `return` marks an escape. */
+  body: string;
+}
+
+/** Names of JS objects that lead to the host or to Pyodide's internals; seeing one is an escape. */
+const DANGEROUS = "['FS', '_module', '_api', 'mountNodeFS', 'runPython', 'loadPackage', 'HEAPU8', 'process', 'require', 'fetch', 'importScripts', 'NODEFS', 'initializeNodeSockFS']";
+
+/** Walks the JS object graph from `roots` (own properties, getters, setters, prototypes) for a DANGEROUS name. */
+const JS_WALK = `
+from pyodide.ffi import to_js, JsProxy, JsDoubleProxy
+O = to_js({}).constructor
+seen = to_js(set())
+todo = list(roots)
+found = []
+while todo and seen.size < 4000:
+    o = todo.pop()
+    if seen.has(o): continue
+    seen.add(o)
+    if isinstance(o, JsDoubleProxy): continue  # a Python object: walking it from Python crashes Pyodide
+    for key in O.getOwnPropertyNames(o):
+        if key in ${DANGEROUS}: found.append(key)
+        try:
+            d = O.getOwnPropertyDescriptor(o, key)
+            for v in (getattr(d, f, None) for f in ('value', 'get', 'set')):
+                if isinstance(v, JsProxy): todo.append(v)
+        except Exception:
+            pass
+    p = O.getPrototypeOf(o)
+    if isinstance(p, JsProxy): todo.append(p)
+if found: return sorted(set(found))
+raise LookupError('nothing dangerous among %d JS objects' % seen.size)`;
+
+/** Every JsProxy the Python heap holds (through gc and module dicts), as (object, where found). */
+const HEAP_JSPROXIES = `
+import gc, sys
+from pyodide.ffi import JsProxy
+seen = set(); todo = list(gc.get_objects()) + list(sys.modules.values()); proxies = []
+while todo:
+    o = todo.pop()
+    if id(o) in seen: continue
+    seen.add(id(o))
+    if isinstance(o, JsProxy):
+        proxies.append(o)
+        continue
+    try: todo.extend(gc.get_referents(o))
+    except Exception: pass`;
+
+const indent = (s: string) =>
+  s
+    .trim()
+    .split('\n')
+    .map((l) => `    ${l}`)
+    .join('\n');
+
+export const ESCAPES: EscapeAttempt[] = [
+  { name: 'read a host file', body: 'return open(HOST_FILE).read()' },
+  { name: 'import pyodide_js', body: 'import pyodide_js\nreturn pyodide_js' },
+  { name: 'pyodide_js.mountNodeFS', body: "import pyodide_js\npyodide_js.mountNodeFS('/host', HOST_DIR)\nopen('/host/mounted.txt', 'w').write('x')\nreturn os.listdir('/host')" },
+  {
+    name: 'FS.mount(NODEFS)',
+    body: "import pyodide_js\nfrom pyodide.ffi import to_js\nFS = pyodide_js.FS\nFS.mkdir('/host2')\nFS.mount(FS.filesystems.NODEFS, to_js({'root': HOST_DIR}, dict_converter=to_js({}).constructor.fromEntries), '/host2')\nreturn os.listdir('/host2')",
+  },
+  { name: 'pyodide_js._module', body: 'import pyodide_js\nreturn pyodide_js._module.FS' },
+  { name: 'pyodide_js._api sockets', body: 'import pyodide_js\nreturn pyodide_js._api.initializeNodeSockFS' },
+  { name: 'import js', body: 'import js\nreturn js' },
+  { name: 'from js import', body: 'from js import Object\nreturn Object' },
+  { name: 'pyodide.code.run_js', body: "from pyodide.code import run_js\nreturn run_js('typeof globalThis')" },
+  { name: 'pyodide._run_js', body: "from pyodide._run_js import run_js\nreturn run_js('1')" },
+  { name: 'sys.modules entries', body: "found = [k for k in ('js', 'pyodide_js', 'pyodide_js._api') if sys.modules.get(k) is not None]\nif found: return found\nraise LookupError('none')" },
+  { name: 'importlib.import_module', body: "import importlib\nreturn importlib.import_module('pyodide_js')" },
+  {
+    name: 'the js import hook',
+    body: "from _pyodide._importhook import jsfinder\nif jsfinder.jsproxies: return list(jsfinder.jsproxies)\nfor f in sys.meta_path:\n    spec = getattr(f, 'find_spec', lambda *a: None)('pyodide_js', None)\n    if spec: return spec\nraise LookupError('none')",
+  },
+  {
+    name: 'JS objects in the Python heap',
+    body: `${HEAP_JSPROXIES}\nbad = [k for p in proxies for k in ${DANGEROUS} if hasattr(p, k)]\nif bad: return sorted(set(bad))\nraise LookupError('%d harmless' % len(proxies))`,
+  },
+  {
+    name: 'module globals via __subclasses__',
+    body: "from pyodide.ffi import JsProxy\nfound = set()\nfor c in object.__subclasses__():\n    g = getattr(getattr(c, '__init__', None), '__globals__', None) or {}\n    found |= {k for k, v in list(g.items()) if isinstance(v, JsProxy) and hasattr(v, '_module')}\nif found: return found\nraise LookupError('none')",
+  },
+  { name: 'JS graph from to_js and PyProxy classes', body: `from pyodide.ffi import to_js\nroots = [to_js([1]), to_js({}), to_js([len]).map(to_js({}).constructor.getPrototypeOf)]\n${JS_WALK}` },
+  { name: 'JS graph from the Python heap', body: `${HEAP_JSPROXIES}\nroots = proxies\n${JS_WALK}` },
+  { name: 'Function constructor', body: "from pyodide.ffi import to_js\nreturn to_js([]).constructor.constructor('return typeof globalThis')()" },
+  { name: 'async function constructor', body: "from pyodide.ffi import create_proxy\nasync def f(): pass\nreturn create_proxy(f).constructor('return 1')()" },
+  { name: 'pyodide.http', body: "import pyodide.http\nreturn pyodide.http.open_url('http://127.0.0.1:%d/' % HOST_PORT).read()" },
+  { name: 'pyodide.ffi.wrappers', body: 'from pyodide.ffi.wrappers import add_event_listener\nreturn add_event_listener' },
+  { name: 'socket', body: "import socket\nreturn socket.create_connection(('127.0.0.1', HOST_PORT), timeout=2)" },
+  { name: 'os.system', body: "r = os.system('echo escaped > %s/system.txt' % HOST_DIR)\nif r != 0: raise OSError('status %d' % r)\nreturn r" },
+  { name: 'os.popen', body: "return os.popen('echo escaped').read()" },
+  { name: 'subprocess', body: "import subprocess\nreturn subprocess.run(['echo', 'escaped'], capture_output=True).stdout" },
+  {
+    name: 'ctypes system()',
+    body: "import ctypes\nr = ctypes.CDLL(None).system(('echo escaped > %s/ctypes.txt' % HOST_DIR).encode())\nif r != 0: raise OSError('status %d' % r)\nreturn r",
+  },
+  { name: 'micropip', body: 'import micropip\nreturn micropip' },
+];
+
+/** One program that runs every attempt in its own try and prints a line each, then checks ordinary Python. */
+export function escapeProgram(host: { dir: string; file: string; port: number }, attempts: readonly EscapeAttempt[] = ESCAPES): string {
+  const lines = [
+    'import os, sys',
+    `HOST_DIR = ${JSON.stringify(host.dir)}`,
+    `HOST_FILE = ${JSON.stringify(host.file)}`,
+    `HOST_PORT = ${host.port}`,
+    'def _attempt(name, f):',
+    '    try:',
+    '        got = f()',
+    "        print('%s: ESCAPED %.200r' % (name, got), flush=True)",
+    '    except BaseException as e:',
+    "        print('%s: blocked (%s)' % (name, type(e).__name__), flush=True)",
+  ];
+  attempts.forEach((a, i) => lines.push(`def _a${i}():`, indent(a.body), `_attempt(${JSON.stringify(a.name)}, _a${i})`));
+  lines.push(ORDINARY);
+  return lines.join('\n');
+}
+
+/** Ordinary Python the sandbox must leave working; prints ORDINARY_OUTPUT. */
+const ORDINARY = [
+  'import math, json, re, fractions, datetime, collections',
+  'try:',
+  '    1 / 0',
+  'except ZeroDivisionError as e:',
+  '    caught = type(e).__name__',
+  "print('ordinary:', math.isqrt(10**6), json.dumps({'a': [1, 2]}), re.findall(r'\\d+', 'a1b22'), fractions.Fraction(1, 3) + fractions.Fraction(1, 6), datetime.date(2024, 3, 1) - datetime.date(2024, 1, 15), collections.Counter('aab').most_common(1), caught)",
+].join('\n');
+
+export const ORDINARY_OUTPUT = "ordinary: 1000 {\"a\": [1, 2]} ['1', '22'] 1/2 46 days, 0:00:00 [('a', 2)] ZeroDivisionError";
+
+/** The attempts that printed anything but 'blocked' (missing lines count: the program died before them). */
+export function escapedAttempts(output: string, attempts: readonly EscapeAttempt[] = ESCAPES): string[] {
+  const lines = output.split('\n');
+  return attempts
+    .filter((a) => !lines.some((l) => l.startsWith(`${a.name}: blocked (`)))
+    .map((a) => lines.find((l) => l.startsWith(`${a.name}:`)) ?? `${a.name}: (no line: the program ended before it)`);
+}
