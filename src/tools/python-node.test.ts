@@ -85,6 +85,25 @@ describe('python tool in Node: no way out of the sandbox (#25.1)', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  it('control: the attempts marked so escape a Pyodide loaded without the sandbox, so they are real ways out', async () => {
+    const { loadPyodide } = await import('pyodide');
+    const raw = await loadPyodide();
+    let out = '';
+    const decoder = new TextDecoder();
+    raw.setStdout({ write: (b: Uint8Array) => ((out += decoder.decode(b, { stream: true })), b.length) });
+    const controls = ESCAPES.filter((a) => a.control);
+    const controlDir = mkdtempSync(join(tmpdir(), 'agentflow-control-'));
+    try {
+      raw.runPython(escapeProgram({ dir: controlDir, file: join(controlDir, 'none'), port: 9 }, controls));
+      // Every control attempt printed an ESCAPED line (a blocked one would be missing from this list).
+      const lines = escapedAttempts(out, controls);
+      expect(lines.filter((l) => !l.includes(': ESCAPED '))).toEqual([]);
+      expect(lines).toHaveLength(controls.length);
+    } finally {
+      rmSync(controlDir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
   // A worker restored from the memory snapshot (every run after the first) and one that loaded Pyodide afresh.
   for (const snapshots of [true, false]) {
     it(`blocks all ${ESCAPES.length} escape attempts and leaves ordinary Python working (${snapshots ? 'snapshot-restored' : 'freshly loaded'} worker)`, async () => {

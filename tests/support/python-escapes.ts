@@ -13,6 +13,13 @@ export interface EscapeAttempt {
   name: string;
   /** Python statements, the body of a function (indented by escapeProgram); `return` marks an escape. */
   body: string;
+  /**
+   * The attempt escapes a Pyodide loaded in Node without the sandbox, which the control test checks, so it is
+   * known to be a real way out (and not blocked by a typo or a renamed API). The others stay as guards: ways
+   * out in other Pyodide versions or hosts (popen, subprocess, micropip, XHR, host files through MEMFS), or
+   * walks that crash an unsandboxed Pyodide before they finish.
+   */
+  control?: true;
 }
 
 /** Names of JS objects that lead to the host or to Pyodide's internals; seeing one is an escape. */
@@ -67,44 +74,63 @@ const indent = (s: string) =>
 
 export const ESCAPES: EscapeAttempt[] = [
   { name: 'read a host file', body: 'return open(HOST_FILE).read()' },
-  { name: 'import pyodide_js', body: 'import pyodide_js\nreturn pyodide_js' },
-  { name: 'pyodide_js.mountNodeFS', body: "import pyodide_js\npyodide_js.mountNodeFS('/host', HOST_DIR)\nopen('/host/mounted.txt', 'w').write('x')\nreturn os.listdir('/host')" },
+  { name: 'import pyodide_js', control: true, body: 'import pyodide_js\nreturn pyodide_js' },
+  { name: 'pyodide_js.mountNodeFS', control: true, body: "import pyodide_js\npyodide_js.mountNodeFS('/host', HOST_DIR)\nopen('/host/mounted.txt', 'w').write('x')\nreturn os.listdir('/host')" },
   {
-    name: 'FS.mount(NODEFS)',
+    name: 'FS.mount(NODEFS)', control: true,
     body: "import pyodide_js\nfrom pyodide.ffi import to_js\nFS = pyodide_js.FS\nFS.mkdir('/host2')\nFS.mount(FS.filesystems.NODEFS, to_js({'root': HOST_DIR}, dict_converter=to_js({}).constructor.fromEntries), '/host2')\nreturn os.listdir('/host2')",
   },
-  { name: 'pyodide_js._module', body: 'import pyodide_js\nreturn pyodide_js._module.FS' },
-  { name: 'pyodide_js._api sockets', body: 'import pyodide_js\nreturn pyodide_js._api.initializeNodeSockFS' },
-  { name: 'import js', body: 'import js\nreturn js' },
-  { name: 'from js import', body: 'from js import Object\nreturn Object' },
-  { name: 'pyodide.code.run_js', body: "from pyodide.code import run_js\nreturn run_js('typeof globalThis')" },
-  { name: 'pyodide._run_js', body: "from pyodide._run_js import run_js\nreturn run_js('1')" },
-  { name: 'sys.modules entries', body: "found = [k for k in ('js', 'pyodide_js', 'pyodide_js._api') if sys.modules.get(k) is not None]\nif found: return found\nraise LookupError('none')" },
-  { name: 'importlib.import_module', body: "import importlib\nreturn importlib.import_module('pyodide_js')" },
+  { name: 'pyodide_js._module', control: true, body: 'import pyodide_js\nreturn pyodide_js._module.FS' },
+  { name: 'pyodide_js._api sockets', control: true, body: 'import pyodide_js\nreturn pyodide_js._api.initializeNodeSockFS' },
+  { name: 'import js', control: true, body: 'import js\nreturn js' },
+  { name: 'from js import', control: true, body: 'from js import Object\nreturn Object' },
+  { name: 'pyodide.code.run_js', control: true, body: "from pyodide.code import run_js\nreturn run_js('typeof globalThis')" },
+  { name: 'pyodide._run_js', control: true, body: "from pyodide._run_js import run_js\nreturn run_js('1')" },
+  { name: 'sys.modules entries', control: true, body: "found = [k for k in ('js', 'pyodide_js', 'pyodide_js._api') if sys.modules.get(k) is not None]\nif found: return found\nraise LookupError('none')" },
+  { name: 'importlib.import_module', control: true, body: "import importlib\nreturn importlib.import_module('pyodide_js')" },
   {
-    name: 'the js import hook',
+    name: 'the js import hook', control: true,
     body: "from _pyodide._importhook import jsfinder\nif jsfinder.jsproxies: return list(jsfinder.jsproxies)\nfor f in sys.meta_path:\n    spec = getattr(f, 'find_spec', lambda *a: None)('pyodide_js', None)\n    if spec: return spec\nraise LookupError('none')",
   },
   {
-    name: 'JS objects in the Python heap',
+    name: 'JS objects in the Python heap', control: true,
     body: `${HEAP_JSPROXIES}\nbad = [k for p in proxies for k in ${DANGEROUS} if hasattr(p, k)]\nif bad: return sorted(set(bad))\nraise LookupError('%d harmless' % len(proxies))`,
   },
   {
     name: 'module globals via __subclasses__',
-    body: "from pyodide.ffi import JsProxy\nfound = set()\nfor c in object.__subclasses__():\n    g = getattr(getattr(c, '__init__', None), '__globals__', None) or {}\n    found |= {k for k, v in list(g.items()) if isinstance(v, JsProxy) and hasattr(v, '_module')}\nif found: return found\nraise LookupError('none')",
+    control: true,
+    body: [
+      'from pyodide.ffi import JsProxy',
+      'found = set()',
+      'def look(v, where):',
+      "    if isinstance(v, JsProxy) and hasattr(v, '_api'): found.add(where)",
+      'for c in object.__subclasses__():',
+      "    for k, v in list((getattr(getattr(c, '__init__', None), '__globals__', None) or {}).items()):",
+      '        look(v, k)',
+      "        for k2, v2 in list(getattr(v, '__dict__', {}).items()):",
+      "            look(v2, k + '.' + k2)",
+      '            if isinstance(v2, dict):',
+      "                for k3, v3 in list(v2.items()): look(v3, '%s.%s[%r]' % (k, k2, k3))",
+      'if found: return sorted(found)',
+      "raise LookupError('none')",
+    ].join('\n'),
   },
   { name: 'JS graph from to_js and PyProxy classes', body: `from pyodide.ffi import to_js\nroots = [to_js([1]), to_js({}), to_js([len]).map(to_js({}).constructor.getPrototypeOf)]\n${JS_WALK}` },
   { name: 'JS graph from the Python heap', body: `${HEAP_JSPROXIES}\nroots = proxies\n${JS_WALK}` },
-  { name: 'Function constructor', body: "from pyodide.ffi import to_js\nreturn to_js([]).constructor.constructor('return typeof globalThis')()" },
-  { name: 'async function constructor', body: "from pyodide.ffi import create_proxy\nasync def f(): pass\nreturn create_proxy(f).constructor('return 1')()" },
+  { name: 'Function constructor', control: true, body: "from pyodide.ffi import to_js\nreturn to_js([]).constructor.constructor('return typeof globalThis')()" },
+  {
+    name: 'constructor of each JS function in the heap',
+    control: true,
+    body: `${HEAP_JSPROXIES}\nfor p in proxies:\n    try:\n        if callable(p): return p.constructor('return typeof globalThis')()\n    except Exception:\n        pass\nraise LookupError('%d refused' % len(proxies))`,
+  },
   { name: 'pyodide.http', body: "import pyodide.http\nreturn pyodide.http.open_url('http://127.0.0.1:%d/' % HOST_PORT).read()" },
-  { name: 'pyodide.ffi.wrappers', body: 'from pyodide.ffi.wrappers import add_event_listener\nreturn add_event_listener' },
+  { name: 'pyodide.ffi.wrappers', control: true, body: 'from pyodide.ffi.wrappers import add_event_listener\nreturn add_event_listener' },
   { name: 'socket', body: "import socket\nreturn socket.create_connection(('127.0.0.1', HOST_PORT), timeout=2)" },
-  { name: 'os.system', body: "r = os.system('echo escaped > %s/system.txt' % HOST_DIR)\nif r != 0: raise OSError('status %d' % r)\nreturn r" },
+  { name: 'os.system', control: true, body: "r = os.system('echo escaped > %s/system.txt' % HOST_DIR)\nif r != 0: raise OSError('status %d' % r)\nreturn r" },
   { name: 'os.popen', body: "return os.popen('echo escaped').read()" },
   { name: 'subprocess', body: "import subprocess\nreturn subprocess.run(['echo', 'escaped'], capture_output=True).stdout" },
   {
-    name: 'ctypes system()',
+    name: 'ctypes system()', control: true,
     body: "import ctypes\nr = ctypes.CDLL(None).system(('echo escaped > %s/ctypes.txt' % HOST_DIR).encode())\nif r != 0: raise OSError('status %d' % r)\nreturn r",
   },
   { name: 'micropip', body: 'import micropip\nreturn micropip' },
