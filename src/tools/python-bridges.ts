@@ -14,8 +14,25 @@ import type { PyodideAPI } from 'pyodide';
 
 /** Python side of layer 1: no module, import hook or loaded module keeps a JsProxy that leads to JS. */
 const DROP_JS_MODULES = `
-import sys, gc
+import sys, gc, builtins, types, asyncio
+import pyodide.webloop as _wl
 from _pyodide._importhook import JsLoader
+# asyncio.run and run_until_complete read one flag with \`from pyodide_js._api import config\` at each call.
+# They get a plain Python copy of it through an import of their own, so that they keep working without the
+# module (which would hand its caller Pyodide's whole API).
+from pyodide_js._api import config as _config
+_api_copy = types.SimpleNamespace(config=types.SimpleNamespace(enableRunUntilComplete=bool(_config.enableRunUntilComplete)))
+def _import(name, globals=None, locals=None, fromlist=(), level=0, _real=builtins.__import__, _copy=_api_copy):
+    return _copy if name == 'pyodide_js._api' else _real(name, globals, locals, fromlist, level)
+_builtins = dict(builtins.__dict__, __import__=_import)
+def _rebind(f):
+    g = dict(f.__globals__, __builtins__=_builtins)
+    n = types.FunctionType(f.__code__, g, f.__name__, f.__defaults__, f.__closure__)
+    n.__kwdefaults__, n.__qualname__, n.__doc__, n.__wrapped__ = f.__kwdefaults__, f.__qualname__, f.__doc__, getattr(f, '__wrapped__', None)
+    return n
+_wl.WebLoop.run_until_complete = _rebind(_wl.WebLoop.run_until_complete)
+if asyncio.run is _wl._run:
+    asyncio.run = _wl._run = _rebind(_wl._run)
 for _name in [n for n in sys.modules if n.split('.')[0] in ('js', 'pyodide_js')]:
     del sys.modules[_name]
 # A JS module's attribute dict holds its spec, whose loader holds the module: a cycle through an object gc
@@ -28,7 +45,7 @@ for _o in gc.get_objects():
 import pyodide._package_loader as _loader
 # A plain object of package names, but a JsProxy all the same: nothing in Python keeps one it does not need.
 _loader.__dict__.pop('loadedPackages', None)
-del _name, _o, _loader, JsLoader
+del _name, _o, _loader, JsLoader, _config, _api_copy, _import, _builtins, _rebind, _wl
 gc.collect()
 `;
 

@@ -8,7 +8,7 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AFTER_FORGE, FORGE, LEAVE_BUSY_WORK } from '../../tests/support/python-hostile';
-import { ESCAPES, escapedAttempts, escapeProgram, ORDINARY_OUTPUT } from '../../tests/support/python-escapes';
+import { ASYNCIO_OUTPUT, ESCAPES, escapedAttempts, escapeProgram, ORDINARY_OUTPUT } from '../../tests/support/python-escapes';
 
 const ctx = (timeoutMs = 20_000): ToolContext => ({ signal: new AbortController().signal, timeoutMs });
 
@@ -118,6 +118,7 @@ describe('python tool in Node: no way out of the sandbox (#25.1)', () => {
       const r = await tool.run({ code: escapeProgram({ dir, file, port }) }, ctx(120_000));
       expect(escapedAttempts(r.output)).toEqual([]);
       expect(r.output.split('\n')).toContain(ORDINARY_OUTPUT);
+      expect(r.output).toMatch(ASYNCIO_OUTPUT);
       expect(readdirSync(dir)).toEqual(['secret.txt']);
       expect(connections).toBe(0);
     }, 240_000);

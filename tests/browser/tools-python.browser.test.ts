@@ -3,7 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { PythonTool } from '../../src/tools/python';
 import type { ToolContext } from '../../src/tools/types';
 import { AFTER_FORGE, FORGE, LEAVE_BUSY_WORK } from '../support/python-hostile';
-import { ESCAPES, escapedAttempts, escapeProgram, ORDINARY_OUTPUT } from '../support/python-escapes';
+import { ASYNCIO_OUTPUT, ESCAPES, escapedAttempts, escapeProgram, ORDINARY_OUTPUT } from '../support/python-escapes';
 
 const ctx = (timeoutMs = 20_000): ToolContext => ({ signal: new AbortController().signal, timeoutMs });
 
@@ -96,6 +96,7 @@ describe('python tool (Pyodide in a module worker)', () => {
         const r = await own.run({ code: escapeProgram({ dir: '/tmp', file: '/etc/hostname', port: 9 }) }, ctx(120_000));
         expect(escapedAttempts(r.output)).toEqual([]);
         expect(r.output.split('\n')).toContain(ORDINARY_OUTPUT);
+        expect(r.output).toMatch(ASYNCIO_OUTPUT);
       } finally {
         if (own !== tool) own.dispose();
       }
