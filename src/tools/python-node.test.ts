@@ -8,7 +8,7 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AFTER_FORGE, FORGE, LEAVE_BUSY_WORK } from '../../tests/support/python-hostile';
-import { ASYNCIO_OUTPUT, ESCAPES, escapedAttempts, escapeProgram, ORDINARY_OUTPUT } from '../../tests/support/python-escapes';
+import { aloneBlocked, ALONE_ESCAPES, ASYNCIO_OUTPUT, ESCAPES, escapedAttempts, escapeProgram, ORDINARY_OUTPUT } from '../../tests/support/python-escapes';
 
 const ctx = (timeoutMs = 20_000): ToolContext => ({ signal: new AbortController().signal, timeoutMs });
 
@@ -91,7 +91,7 @@ describe('python tool in Node: no way out of the sandbox (#25.1)', () => {
     let out = '';
     const decoder = new TextDecoder();
     raw.setStdout({ write: (b: Uint8Array) => ((out += decoder.decode(b, { stream: true })), b.length) });
-    const controls = ESCAPES.filter((a) => a.control);
+    const controls = [...ESCAPES, ...ALONE_ESCAPES].filter((a) => a.control);
     const controlDir = mkdtempSync(join(tmpdir(), 'agentflow-control-'));
     try {
       raw.runPython(escapeProgram({ dir: controlDir, file: join(controlDir, 'none'), port: 9 }, controls));
@@ -122,5 +122,15 @@ describe('python tool in Node: no way out of the sandbox (#25.1)', () => {
       expect(readdirSync(dir)).toEqual(['secret.txt']);
       expect(connections).toBe(0);
     }, 240_000);
+  }
+
+  for (const attempt of ALONE_ESCAPES) {
+    it(`blocks, alone in its run: ${attempt.name}`, async () => {
+      const tool = createNodePythonTool();
+      tools.push(tool);
+      const r = await tool.run({ code: escapeProgram({ dir, file, port }, [attempt]) }, ctx(60_000));
+      expect(aloneBlocked(attempt, r), JSON.stringify(r)).toBe(true);
+      expect(readdirSync(dir)).toEqual(['secret.txt']);
+    }, 120_000);
   }
 });

@@ -3,7 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { PythonTool } from '../../src/tools/python';
 import type { ToolContext } from '../../src/tools/types';
 import { AFTER_FORGE, FORGE, LEAVE_BUSY_WORK } from '../support/python-hostile';
-import { ASYNCIO_OUTPUT, ESCAPES, escapedAttempts, escapeProgram, ORDINARY_OUTPUT } from '../support/python-escapes';
+import { aloneBlocked, ALONE_ESCAPES, ASYNCIO_OUTPUT, ESCAPES, escapedAttempts, escapeProgram, ORDINARY_OUTPUT } from '../support/python-escapes';
 
 const ctx = (timeoutMs = 20_000): ToolContext => ({ signal: new AbortController().signal, timeoutMs });
 
@@ -100,6 +100,13 @@ describe('python tool (Pyodide in a module worker)', () => {
       } finally {
         if (own !== tool) own.dispose();
       }
+    });
+  }
+
+  for (const attempt of ALONE_ESCAPES) {
+    it(`blocks, alone in its run: ${attempt.name}`, async () => {
+      const r = await tool.run({ code: escapeProgram({ dir: '/tmp', file: '/etc/hostname', port: 9 }, [attempt]) }, ctx(60_000));
+      expect(aloneBlocked(attempt, r), JSON.stringify(r)).toBe(true);
     });
   }
 });

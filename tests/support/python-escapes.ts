@@ -136,6 +136,24 @@ export const ESCAPES: EscapeAttempt[] = [
   { name: 'micropip', body: 'import micropip\nreturn micropip' },
 ];
 
+/**
+ * Attempts whose refusal ends the interpreter (a JS error thrown inside a call from wasm is fatal to Pyodide),
+ * so each runs as a program of its own; ending the interpreter counts as blocked (see aloneBlocked).
+ */
+export const ALONE_ESCAPES: EscapeAttempt[] = [
+  {
+    name: 'JavaScript through libc (emscripten_run_script)',
+    control: true,
+    body: "import ctypes\nr = ctypes.CDLL(None).emscripten_run_script_int(b'6*7')\nif r != 42: raise OSError('got %d' % r)\nreturn r",
+  },
+];
+
+/** Whether a lone attempt's run was blocked: it said so, or the interpreter ended under it; nothing escaped. */
+export function aloneBlocked(attempt: EscapeAttempt, r: { output: string; error?: string }): boolean {
+  if (r.output.includes(': ESCAPED ')) return false;
+  return r.output.includes(`${attempt.name}: blocked (`) || /the Python interpreter failed/.test(r.error ?? '');
+}
+
 /** One program that runs every attempt in its own try and prints a line each, then checks ordinary Python. */
 export function escapeProgram(host: { dir: string; file: string; port: number }, attempts: readonly EscapeAttempt[] = ESCAPES): string {
   const lines = [
