@@ -72,8 +72,8 @@ def _agentflow_run(code):
 `;
 
 /**
- * Ways to turn a string into running JavaScript. Pyodide hands Python JS functions (pyodide_js, proxies),
- * and any function's `constructor` compiles code in the worker's scope, where `import('https://…')` (or, in
+ * Ways to turn a string into running JavaScript. Python can always reach some JS function (to_js makes JS
+ * objects, asyncio holds scheduleCallback), and any function's `constructor` compiles code in the worker's scope, where `import('https://…')` (or, in
  * Node, `import('node:net')`) would still reach the network although every network global is gone: so no
  * code may be compiled from strings once Pyodide has loaded. (pyodide.code.run_js goes through eval and
  * stops working, as intended.)
