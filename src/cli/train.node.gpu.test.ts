@@ -29,6 +29,8 @@ interface Metrics {
   plannerTokens: number;
   rolloutSeconds: number;
   updateSeconds: number;
+  noSignal?: string;
+  extraRollouts?: number;
 }
 
 describe('cli train: bad input is refused before anything is written', () => {
@@ -77,10 +79,12 @@ describe('cli train on the toy task', () => {
     const last = mean(metrics.slice(-5).map((m) => m.reward));
     console.info(`[cli train toy] reward, first 5 steps ${first.toFixed(3)}, last 5 ${last.toFixed(3)}; curve ${metrics.map((m) => m.reward.toFixed(2)).join(' ')}`);
     expect(last).toBeGreaterThan(first + 0.25);
-    for (const m of metrics) for (const k of ['loss', 'kl', 'gradNorm', 'clipFraction', 'rewardStd', 'rolloutSeconds', 'updateSeconds'] as const) expect(Number.isFinite(m[k]), k).toBe(true);
-    // 6 queries × 8 rollouts × 2 planner turns per step, each with its reward and advantage.
+    for (const m of metrics) for (const k of ['loss', 'gradNorm', 'clipFraction', 'rewardStd', 'rolloutSeconds', 'updateSeconds'] as const) expect(Number.isFinite(m[k]), k).toBe(true);
+    // The KL is not measured on a step that takes no update (beta 0, no reward spread): JSON null there.
+    for (const m of metrics) expect(m.noSignal ? m.kl === null : Number.isFinite(m.kl), `step ${m.step} kl ${m.kl}`).toBe(true);
+    // 6 queries × 8 rollouts × 2 planner turns per step, plus 2 per extra rollout of a group with no success.
     const rollouts = jsonl<{ step: number; reward: number; advantage: number; group_id: string; prompt_token_ids: number[]; completion_token_ids: number[]; logprobs: number[] }>(join(out, 'rollouts.jsonl'));
-    expect(rollouts.length).toBe(30 * 6 * 8 * 2);
+    expect(rollouts.length).toBe(30 * 6 * 8 * 2 + 2 * metrics.reduce((n, m) => n + (m.extraRollouts ?? 0), 0));
     for (const x of rollouts.slice(0, 96)) {
       expect(x.completion_token_ids.length).toBe(x.logprobs.length);
       expect(typeof x.advantage).toBe('number');
@@ -99,6 +103,13 @@ describe('cli train on the toy task', () => {
     const resumeWithSettings = await runCli(['train', '--out', out, '--resume', '--group', '4']);
     expect(resumeWithSettings.code).toBe(2);
     expect(resumeWithSettings.stderr).toMatch(/--resume continues the run stored in .*, and these flags differ from its settings: --group 4 \(the run has 8\)/);
+  }, 300_000);
+
+  it('--backend gpu trains with the default group (its micro-batch of 764 rows fits the runtime)', async () => {
+    const out = tmp('toy-gpu');
+    const r = await runCli(['train', '--task', 'toy', '--backend', 'gpu', '--out', out, '--steps', '2']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(jsonl<Metrics>(join(out, 'metrics.jsonl')).map((m) => m.step)).toEqual([1, 2]);
   }, 300_000);
 
   it('a run killed with SIGKILL mid-run resumes from its checkpoint, losing at most the step it was in, with no torn line', async () => {
@@ -128,7 +139,7 @@ describe('cli train on the toy task', () => {
     const rollouts = jsonl<{ step: number; conversation_id: string; turn: number }>(join(out, 'rollouts.jsonl'));
     const keys = rollouts.map((x) => `${x.conversation_id}#${x.turn}`);
     expect(new Set(keys).size).toBe(keys.length);
-    expect(rollouts.length).toBe(40 * 6 * 8 * 2);
+    expect(rollouts.length).toBe(40 * 6 * 8 * 2 + 2 * after.reduce((n, m) => n + (m.extraRollouts ?? 0), 0));
   }, 300_000);
 });
 

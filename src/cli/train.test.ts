@@ -148,4 +148,23 @@ describe('cli train --resume', () => {
     expect(summary.result.adapterId.startsWith(copy)).toBe(true);
     expect(summary.adapter).toBe(join(copy, 'adapter'));
   }, 120_000);
+
+  it('--task toy with no other flag reaches a rolling reward of 0.9, and stderr and metrics.jsonl say which steps had no reward signal', async () => {
+    const out = join(tmp(), 'run');
+    const r = await runCli(['train', '--task', 'toy', '--out', out]);
+    expect(r.code, r.stderr).toBe(0);
+    const summary = JSON.parse(r.stdout) as { status: string; steps: number; learned: boolean; noLearning?: string; result: { rollingReward: number } };
+    expect(summary).toMatchObject({ status: 'done', steps: 150, learned: true });
+    expect(summary.noLearning).toBeUndefined();
+    const metrics = readFileSync(join(out, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { step: number; rollingReward: number; noSignal?: string });
+    expect(metrics.at(-1)!.rollingReward).toBeGreaterThanOrEqual(0.9);
+    expect(summary.result.rollingReward).toBeGreaterThanOrEqual(0.9);
+    // Once solved, a step whose groups all succeed has no reward signal and (beta 0) takes no update: said on both.
+    const quiet = metrics.filter((m) => m.noSignal);
+    expect(quiet.length).toBeGreaterThan(0);
+    expect(quiet[0].noSignal).toBe("every group's rewards were equal (6 all 1): no update");
+    expect(r.stderr).toContain(`step ${quiet[0].step}/150: `);
+    expect(r.stderr).toMatch(new RegExp(`step ${quiet[0].step}/150: .*no reward signal: every group's rewards were equal \\(6 all 1\\): no update`));
+    expect(r.stderr).not.toMatch(/learned anything/);
+  }, 180_000);
 });

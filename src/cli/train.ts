@@ -61,7 +61,7 @@ export const TRAIN_USAGE = `usage:
             [--steps N] [--group G] [--queries-per-step Q] [--max-turns T] [--max-new-tokens N]
             [--tools python,base_generator] [--reward exact|numeric|choice|gameof24|judge] [--lr X] [--seed S]
             [--rank R] [--micro-batch-tokens N] [--max-context N] [--keep-checkpoints K] [--resume]
-  cli train --task toy --out DIR [--steps N] [--group G] [--lr X] [--seed S] [--rank R] [--backend cpu|gpu] [--resume]
+  cli train --task toy --out DIR [--steps N (default ${TOY_TRAINING.steps})] [--group G] [--lr X] [--seed S] [--rank R] [--backend cpu|gpu] [--resume]
 --out DIR receives adapter/ (PEFT), rollouts.jsonl, metrics.jsonl, run.json and checkpoints/.
 --resume continues the run in --out from its newest intact checkpoint; the run's own flags may be repeated
 (a different value is refused), and --steps N larger than the run's extends it.
@@ -196,7 +196,8 @@ async function prepareResume(args: CliArgs, store: DirRunStore, outFlag: string,
 function newRun(args: CliArgs): RunSpec {
   const task = args.flags.get('task') ?? 'agent';
   if (task !== 'agent' && task !== 'toy') throw new UsageError(`--task must be agent or toy, got '${task}'`);
-  const steps = stepsFlag(args, 10);
+  // The toy's default is its run length that reaches 0.9 for any seed (TOY_TRAINING.steps); 10 ended near 0.4.
+  const steps = stepsFlag(args, task === 'toy' ? TOY_TRAINING.steps : 10);
   const groupSize = groupFlag(args, task === 'toy' ? TOY_TRAINING.groupSize : 8);
   const seed = seedFlag(args);
   const rank = positiveInt(args, 'rank', task === 'toy' ? 4 : 16);
@@ -372,7 +373,9 @@ export async function runTrain(argv: string[]): Promise<number> {
         const eta = ((Date.now() - t0) / 1000 / done) * (run.spec.steps - m.step);
         log(
           `step ${m.step}/${run.spec.steps}: reward ${m.reward.toFixed(3)} (rolling ${m.rollingReward.toFixed(3)}), loss ${m.loss.toExponential(3)}, kl ${m.kl.toExponential(2)}, ` +
-            `${m.rolloutSeconds.toFixed(1)} s rollouts + ${m.updateSeconds.toFixed(1)} s update${m.skippedUpdate ? `, update skipped: ${m.skippedUpdate}` : ''}, ETA ${formatSeconds(eta)}`,
+            `${m.rolloutSeconds.toFixed(1)} s rollouts + ${m.updateSeconds.toFixed(1)} s update${m.skippedUpdate ? `, update skipped: ${m.skippedUpdate}` : ''}` +
+            `${m.extraRollouts ? `, ${m.extraRollouts} extra rollouts (${m.rescuedGroups} group${m.rescuedGroups === 1 ? '' : 's'} found a success)` : ''}` +
+            `${m.noSignal ? `, no reward signal: ${m.noSignal}` : ''}, ETA ${formatSeconds(eta)}`,
         );
       },
       onProgress: (pr: RolloutProgress) => {
@@ -384,6 +387,7 @@ export async function runTrain(argv: string[]): Promise<number> {
     });
     process.off('SIGINT', onSigint);
     process.off('SIGTERM', onSigint);
+    if (summary.noLearning) log(`warning: ${summary.noLearning}`);
     const out = { ...summary, out: p.store.dir, ...(summary.status === 'done' && summary.result ? { adapter: resolve(p.store.dir, 'adapter') } : {}), notes: run.notes };
     process.stdout.write(`${JSON.stringify(out)}\n`);
     return summary.status === 'done' ? 0 : 130;

@@ -47,6 +47,11 @@ export interface GrpoConfig {
   checkpointEvery: number;
   /** Seed of the trainer's RNG (sampling, shuffling); stored in checkpoints. */
   seed: number;
+  /**
+   * Dynamic sampling: up to this many more rollouts of a query whose group has no success (every reward equal
+   * and below 1), drawn groupSize at a time until one differs; they join its group. 0 = never.
+   */
+  extraRollouts: number;
 }
 
 /**
@@ -70,6 +75,12 @@ export interface GrpoConfig {
  *   gradient as one pass. Raise it on large GPUs for speed; it must be at least the longest turn.
  * - temperature 1.0: sampling at the policy's own distribution keeps old logprobs the true behaviour policy.
  * - klClamp 10 and advantageEps 1e-6: the values of the reference loss (shared fixture).
+ * - extraRollouts 8 (one more group's worth): a query whose group all failed gives no gradient, so a query
+ *   the base planner rarely solves is never learned unless a success is sampled (DAPO's dynamic sampling
+ *   resamples for the same reason). Only all-failed groups are resampled: an all-solved group's rare failure
+ *   is the full-size late update that flipped solved toy queries (README, "Toy training"), and resampling
+ *   solved queries would multiply the rollout cost of a run that has learned. Bounded because each extra
+ *   agent rollout costs as much as a group's.
  */
 export const DEFAULT_GRPO_CONFIG: Readonly<GrpoConfig> = Object.freeze({
   groupSize: 8,
@@ -94,6 +105,7 @@ export const DEFAULT_GRPO_CONFIG: Readonly<GrpoConfig> = Object.freeze({
   temperature: 1.0,
   checkpointEvery: 10,
   seed: 1,
+  extraRollouts: 8,
 });
 
 export class GrpoConfigError extends AgentFlowError {
@@ -129,6 +141,7 @@ const RULES: Record<keyof GrpoConfig, Rule> = {
   temperature: { min: 0, minExclusive: true },
   checkpointEvery: { int: true, min: 0 },
   seed: { int: true, min: 0, max: 2 ** 32 - 1 },
+  extraRollouts: { int: true, min: 0, max: 4096 },
 };
 
 function describeRule(r: Rule): string {

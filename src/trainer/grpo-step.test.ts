@@ -154,22 +154,27 @@ describe('grpoStep', () => {
     });
   });
 
-  it('takes no optimizer step when every group is all-equal: adapter and AdamW moments stay, even with momentum', async () => {
+  it('with beta = 0 takes no optimizer step when every group is all-equal, and scores no reference logprobs: adapter and AdamW moments stay, even with momentum', async () => {
     const adapter = initLoraAdapter(model.config, { r: 2, alpha: 4 }, new Rng(1));
     const backend = new CpuPolicyBackend(model.config, model.weights, adapter);
-    const cfg = resolveGrpoConfig({ learningRate: 1e-2, beta: 0.1, groupSize: 2, queriesPerStep: 2 });
+    const cfg = resolveGrpoConfig({ learningRate: 1e-2, beta: 0, groupSize: 2, queriesPerStep: 2 });
     // A step with signal first, so AdamW has momentum that would keep moving the weights.
     const first = await grpoStep(backend, batch(), cfg, { step: 1, optimizerSteps: 0, random: () => 0.5 });
     expect(first.optimizerSteps).toBe(1);
     expect(first.noSignal).toBeUndefined();
     const before = await backend.exportState();
     const solved = batch().map((s) => ({ ...s, reward: s.groupId === 'g1' ? 1 : 0 }));
+    const adapterOff: boolean[] = [];
+    const logprobs = backend.logprobs.bind(backend);
+    backend.logprobs = (b, on) => (adapterOff.push(!on), logprobs(b, on));
     const st = await grpoStep(backend, solved, cfg, { step: 2, optimizerSteps: 1, random: () => 0.5 });
     expect(st.noSignal).toBe(true);
     expect(st.noGradientGroups).toBe(2);
     expect(st.optimizerSteps).toBe(1);
     expect(st.gradNorm).toBe(0);
-    expect(st.kl).toBeGreaterThan(0); // measured at the sampling policy, which the first step moved off the base
+    expect(st.loss).toBe(0);
+    expect(adapterOff).not.toContain(true); // no reference scoring for a step with no update
+    expect(st.kl).toBeNaN();
     const after = await backend.exportState();
     for (const [name, mv] of before.moments) {
       expect(after.moments.get(name)!.m).toEqual(mv.m);
@@ -177,6 +182,31 @@ describe('grpoStep', () => {
     }
     const w0 = adapterTensors(before.adapter).map((t) => Array.from(t.data));
     expect(adapterTensors(after.adapter).map((t) => Array.from(t.data))).toEqual(w0);
+  });
+
+  it('with beta > 0 a step whose groups are all-equal still descends the KL term alone (Flow-GRPO never drops the step)', async () => {
+    const adapter = initLoraAdapter(model.config, { r: 2, alpha: 4 }, new Rng(1));
+    // An adapter off the reference (B is zero at init), with no AdamW momentum: the KL term has a gradient.
+    const rng = new Rng(5);
+    for (const t of adapterTensors(adapter)) for (let i = 0; i < t.data.length; i++) t.data[i] = 0.3 * (rng.next() - 0.5);
+    const backend = new CpuPolicyBackend(model.config, model.weights, adapter);
+    // A small rate: Adam's first step moves every weight by about the rate, which at 1e-2 overshoots this KL.
+    const cfg = resolveGrpoConfig({ learningRate: 1e-4, beta: 0.1, groupSize: 2, queriesPerStep: 2 });
+    const before = await backend.exportState();
+    const solved = batch().map((s) => ({ ...s, reward: s.groupId === 'g1' ? 1 : 0 }));
+    const st = await grpoStep(backend, solved, cfg, { step: 1, optimizerSteps: 0, random: () => 0.5 });
+    expect(st.noSignal).toBe(true);
+    expect(st.optimizerSteps).toBe(1);
+    expect(st.kl).toBeGreaterThan(0);
+    expect(st.gradNorm).toBeGreaterThan(0);
+    // The loss is beta × KL alone: the policy term of all-zero advantages at ratio 1 is 0.
+    expect(st.loss).toBeCloseTo(cfg.beta * st.kl, 12);
+    const after = await backend.exportState();
+    const w0 = adapterTensors(before.adapter).map((t) => Array.from(t.data));
+    expect(adapterTensors(after.adapter).map((t) => Array.from(t.data))).not.toEqual(w0);
+    // It moved toward the reference: the next such step measures a smaller KL.
+    const next = await grpoStep(backend, solved, cfg, { step: 2, optimizerSteps: 1, random: () => 0.5 });
+    expect(next.kl).toBeLessThan(st.kl);
   });
 
   it('decays the learning rate on a cosine from learningRate to learningRate × lrFinalRatio at lrDecaySteps', () => {

@@ -44,8 +44,10 @@ export interface StepStats {
   /** Groups whose rewards were all equal: they give no policy gradient this step. */
   noGradientGroups: number;
   /**
-   * Every group's rewards were equal: no update ran (adapter, AdamW moments and optimizerSteps unchanged);
-   * loss, clip and gradient statistics are 0 and kl is measured at the sampling policy. Absent otherwise.
+   * Every group's rewards were equal: no policy gradient. With beta > 0 the update still ran, on the KL term
+   * alone (Flow-GRPO's objective on such a batch). With beta = 0 no update ran (adapter, AdamW moments and
+   * optimizerSteps unchanged), the reference logprobs were not scored, and loss, clip and gradient statistics
+   * are 0 and kl NaN (not measured). Absent otherwise.
    */
   noSignal?: true;
   groupStats: GroupStats[];
@@ -89,20 +91,6 @@ async function scoreInto(backend: PolicyBackend, samples: TurnSample[], idx: num
   }
 }
 
-/** Σ k3 over the batch's response tokens at the sampling policy (logp = old), for a step that ran no update. */
-function onPolicyKlSums(samples: readonly TurnSample[], klClamp: number): GrpoLossSums {
-  const sums = emptySums();
-  for (const s of samples) {
-    s.responseTokens.forEach((_, k) => {
-      const d = s.refLogprobs![k] - s.oldLogprobs![k];
-      sums.tokens++;
-      sums.kl += Math.min(Math.max(Math.exp(d) - d - 1, -klClamp), klClamp);
-      sums.ratio += 1;
-    });
-  }
-  return sums;
-}
-
 /** Mean final reward over rollouts (each rollout counted once, however many turns it has). */
 export function rolloutRewardMean(samples: readonly TurnSample[]): number {
   const byRollout = new Map<string, number>();
@@ -117,20 +105,24 @@ export async function grpoStep(backend: PolicyBackend, input: readonly TurnSampl
   if (input.length === 0) throw new Error('grpoStep: the batch has no samples (no planner turns were recorded)');
   const adv = groupAdvantages(input, cfg.advantageEps);
   const samples: TurnSample[] = input.map((s, i) => ({ ...s, advantage: ctx.zeroAdvantages ? 0 : adv.advantages[i] }));
-  // No optimizer step without a reward signal (as DAPO's dynamic sampling drops all-equal groups): with every
-  // group's rewards equal the policy gradient is zero, yet AdamW would still move every weight on its momentum,
-  // about the learning rate per step for several steps. Once a run has solved most queries, most steps are
-  // like this, and that drift is what flipped solved queries onto wrong answers (README, "Toy training").
-  // The control run's forced-zero advantages are not "no signal": it must still take its KL-only steps.
+  // With every group's rewards equal the policy gradient is zero. With beta = 0 no optimizer step runs: there
+  // is nothing to descend, yet AdamW would still move every weight on its momentum, about the learning rate
+  // per step for several steps; once a run has solved most queries most steps are like this, and that drift
+  // is what flipped solved queries onto wrong answers (README, "Toy training"). With beta > 0 the objective
+  // still has its KL term, so the step descends it alone: skipping it would optimise a different objective
+  // from Flow-GRPO's (which never drops a step), and the KL pull is what keeps the adapter near the reference
+  // while rewards give nothing. The control run's forced-zero advantages are not "no signal".
   const noSignal = adv.noGradientGroups === adv.groups.length;
+  const noUpdate = noSignal && !(cfg.beta > 0) && !ctx.zeroAdvantages;
   const all = samples.map((_, i) => i);
 
   const missingOld = all.filter((i) => !samples[i].oldLogprobs);
   if (missingOld.length) await scoreInto(backend, samples, missingOld, cfg, true, 'oldLogprobs');
   const t1 = now();
   // The reference policy is the base model (adapter off). With beta = 0 its logprobs are still needed
-  // for the KL statistic, which is cheap next to the backward.
-  const missingRef = all.filter((i) => !samples[i].refLogprobs);
+  // for the KL statistic, which is cheap next to the backward; a step that takes no update has no backward,
+  // and the scoring alone costs 22-45 s for 1.7k-token agent prompts on lavapipe, so it is not scored.
+  const missingRef = noUpdate ? [] : all.filter((i) => !samples[i].refLogprobs);
   if (missingRef.length) await scoreInto(backend, samples, missingRef, cfg, false, 'refLogprobs');
   const t2 = now();
 
@@ -141,7 +133,7 @@ export async function grpoStep(backend: PolicyBackend, input: readonly TurnSampl
   let processed = 0;
   let skipped: StepStats['skipped'];
   let skippedUpdates = 0;
-  for (let epoch = 0; epoch < (noSignal ? 0 : cfg.epochs); epoch++) {
+  for (let epoch = 0; epoch < (noUpdate ? 0 : cfg.epochs); epoch++) {
     const parts = cfg.miniBatches === 1 ? [all] : miniBatches(samples, cfg.miniBatches, ctx.random);
     for (const part of parts) {
       const micro = microBatches(samples, part, cfg.microBatchTokens).map((mb) => packBatch(samples, mb, backend.modelConfig.vocabSize));
@@ -176,13 +168,13 @@ export async function grpoStep(backend: PolicyBackend, input: readonly TurnSampl
   const t3 = now();
   const tokens = samples.reduce((n, s) => n + s.promptTokens.length + s.responseTokens.length, 0);
   const responseTokens = samples.reduce((n, s) => n + s.responseTokens.length, 0);
-  if (noSignal) last = onPolicyKlSums(samples, cfg.klClamp);
+  if (noUpdate) last = { ...emptySums(), tokens: responseTokens, ratio: responseTokens, kl: NaN };
   const T = Math.max(1, last.tokens);
   return {
     step: ctx.step,
     optimizerSteps,
     rewardMean: rolloutRewardMean(samples),
-    loss: (last.policy + cfg.beta * last.kl) / T,
+    loss: noUpdate ? 0 : (last.policy + cfg.beta * last.kl) / T,
     kl: last.kl / T,
     clipFraction: last.clipped / T,
     ratioMean: last.ratio / T,

@@ -101,7 +101,9 @@ describe('training run checkpoints', () => {
     // Every trained-on planner turn is stored with its step, reward and advantage.
     const rollouts = await db.getAllFromIndex('rollouts', 'byRun', 'run-1');
     expect(new Set(rollouts.map((r) => r.step))).toEqual(new Set([1, 2, 3]));
-    expect(rollouts.length).toBe(3 * 4 * 4 * 2);
+    // 3 steps × 4 queries × 4 rollouts × 2 turns, plus the extra rollouts of groups with no success.
+    expect(rollouts.length).toBe(run!.stats.reduce((n, m) => n + Number(m.samples), 0));
+    expect(rollouts.length).toBe(3 * 4 * 4 * 2 + 2 * run!.stats.reduce((n, m) => n + Number(m.extraRollouts ?? 0), 0));
     for (const r of rollouts) expect(typeof r.advantage).toBe('number');
   }, 120_000);
 

@@ -40,7 +40,7 @@ import { downloadBlob, downloadText } from './download';
 import type { EngineUse, EngineUser } from './engine-use';
 import { InFlight } from './in-flight';
 import { TOY_BASE_MODEL, createToyDriver, resumeToyDriver, WorkerToyTrainingDriver, type TrainingDriver, type TrainingSettings, type TrainingStepPoint } from './training-driver';
-import { trainingStatusText } from './training-status';
+import { noSignalText, trainingStatusText } from './training-status';
 
 export const ACTIVE_ADAPTER_KEY = 'activeAdapter';
 
@@ -501,6 +501,13 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
   }
 
   /** "step 17 of 40", a bar, and the time left at the pace of this session's steps. */
+  /** Steps with no reward signal (all-equal groups): a note, or an error when the whole run learned nothing. */
+  private renderNoSignal(p: readonly TrainingStepPoint[]) {
+    const n = noSignalText(p);
+    if (!n) return nothing;
+    return n.run ? html`<p class="error" role="alert" data-testid="no-signal">${n.text}</p>` : html`<p class="note" data-testid="no-signal"><small>${n.text}</small></p>`;
+  }
+
   private renderProgress() {
     const pr = this.progress;
     if (!pr || !pr.steps) return nothing;
@@ -595,7 +602,7 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
           <label>Reward<select id="reward">${agent ? html`<option value="benchmark">Reference answers (${b!.kind})</option>` : html`<option value="toy">Toy: both turns right</option>`}</select></label>
           <label>Group size<input id="group" type="number" min="2" max="64" value=${agent ? 8 : TOY_TRAINING.groupSize}
             @input=${(e: Event) => (this.groupSizeShown = Number((e.target as HTMLInputElement).value))} /></label>
-          <label>Steps<input id="steps" type="number" min="1" max="10000" value="40" /></label>
+          <label>Steps<input id="steps" type="number" min="1" max="10000" value=${agent ? 40 : TOY_TRAINING.steps} /></label>
           <label>Learning rate<input id="lr" type="number" min="0" step="any" .value=${lr}
             @input=${() => this.lrTouched.add(mode)} /></label>
           <label>Start from<select id="start-adapter" @change=${(e: Event) => (this.startChoice = (e.target as HTMLSelectElement).value)}>
@@ -665,6 +672,7 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
       ${this.result
         ? html`<p data-testid="training-result">Result: the adapter of step ${this.result.step}${this.result.reason === 'best' ? `, the best rolling reward (${this.result.rollingReward.toFixed(2)})` : ' (the last step)'}.</p>`
         : nothing}
+      ${this.renderNoSignal(p)}
       ${p.some((x) => x.skippedUpdate)
         ? html`<p class="error" data-testid="skipped-updates">Updates skipped (adapter unchanged): ${p.filter((x) => x.skippedUpdate).map((x) => `step ${x.step}: ${x.skippedUpdate}`).join('; ')}</p>`
         : nothing}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { trainingStatusText } from './training-status';
+import { noSignalText, trainingStatusText } from './training-status';
 
 describe('trainingStatusText', () => {
   it('says where the run stands as a sentence, with its length when known', () => {
@@ -9,5 +9,17 @@ describe('trainingStatusText', () => {
     expect(trainingStatusText('paused', { step: 17, reward: 0.5 }, 40)).toBe('Paused at step 17 of 40, reward 0.50');
     expect(trainingStatusText('done', { step: 12, reward: 1 }, 12)).toBe('Done: step 12 of 12, reward 1.00');
     expect(trainingStatusText('error', { step: 3, reward: 0 }, null)).toBe('Failed at step 3, reward 0.00');
+  });
+});
+
+describe('noSignalText', () => {
+  it('says when steps, or the whole run, had no reward signal, and why', () => {
+    const why = "every group's rewards were equal (6 all 0): no update";
+    expect(noSignalText([{ step: 1 }, { step: 2 }])).toBeNull();
+    expect(noSignalText([{ step: 1 }, { step: 2, noSignal: why }])).toEqual({ run: false, text: `1 of 2 steps had no reward signal (step 2: ${why}).` });
+    const none = noSignalText([{ step: 1, noSignal: why }, { step: 2, noSignal: why }]);
+    expect(none?.run).toBe(true);
+    expect(none?.text).toBe(`This run learned nothing: all 2 steps had no reward signal or skipped the update (step 1: ${why}). Its result is the adapter it started from, untouched by any reward.`);
+    expect(noSignalText([])).toBeNull();
   });
 });

@@ -191,10 +191,11 @@ describe('agent runs: rollout concurrency and batching figures', () => {
     expect(engine.maxInFlight).toBeGreaterThan(1);
     expect(engine.maxInFlight).toBeLessThanOrEqual(3);
     expect(batches).toHaveLength(1);
-    // Rollout order, each one's turns in order.
-    const order = batches[0].map((s) => `${s.rolloutId.split(':').pop()}@${s.turn}`);
-    expect(order).toEqual([...order].sort());
-    expect(new Set(order.map((t) => t.split('@')[0]))).toEqual(new Set(['r0', 'r1', 'r2']));
+    // Rollout order, each one's turns in order; a group with no success has extra rollouts after its first 3.
+    const order = batches[0].map((s) => [Number(s.rolloutId.split(':r').pop()), s.turn]);
+    expect(order).toEqual([...order].sort((a, b) => a[0] - b[0] || a[1] - b[1]));
+    const rollouts = [...new Set(order.map((t) => t[0]))];
+    expect(rollouts).toEqual([...Array(3 + (points[0].extraRollouts ?? 0)).keys()]);
   });
 
   it('records the planner’s sequences per decode step over each step’s rollouts, from its decode counters', async () => {

@@ -26,8 +26,35 @@ export interface StepMetrics {
   plannerSequencesPerStep?: number;
   /** The update was skipped (non-finite loss or gradients): the adapter is unchanged. Why. */
   skippedUpdate?: string;
+  /**
+   * The step had no reward signal: every group's rewards were equal (after any extra rollouts), so no policy
+   * gradient; with beta > 0 the update took the KL term alone, else none ran. Why, in words.
+   */
+  noSignal?: string;
+  /** Dynamic sampling: extra rollouts drawn for groups with no success, and how many of those groups then had one. */
+  extraRollouts?: number;
+  rescuedGroups?: number;
   /** This step is the run's best so far by rolling reward: its checkpoint is the run's result. */
   best?: boolean;
+}
+
+/**
+ * Whether any step of a run learned from its rewards: took an update with a reward signal. False for a run
+ * whose every step had all-equal groups (or skipped its update): its adapter moved at most on the KL term,
+ * which from a fresh adapter (equal to the reference) is no move at all.
+ */
+export function learnedFromReward(history: ReadonlyArray<Pick<StepMetrics, 'noSignal' | 'skippedUpdate'>>): boolean {
+  return history.some((m) => !m.noSignal && !m.skippedUpdate);
+}
+
+/** A run that learned nothing, in words (the CLI's stderr, the Training tab), or null when some step learned. */
+export function noLearningNote(history: ReadonlyArray<Pick<StepMetrics, 'step' | 'noSignal' | 'skippedUpdate'>>): string | null {
+  if (!history.length || learnedFromReward(history)) return null;
+  const why = history.find((m) => m.noSignal)?.noSignal ?? history.find((m) => m.skippedUpdate)?.skippedUpdate ?? '';
+  return (
+    `no step of this run learned anything: all ${history.length} step${history.length === 1 ? '' : 's'} had no reward signal or skipped the update ` +
+    `(step ${history[0].step}: ${why}). Its result is the adapter it started from, untouched by any reward.`
+  );
 }
 
 /** Default number of steps the rolling reward averages (and the best step is judged by). */

@@ -69,3 +69,16 @@ export function planStep(o: { runId: string; seed: number; step: number; queries
     return { step: o.step, item, groupId: id, rollouts: Array.from({ length: o.groupSize }, (_, g) => ({ id: rolloutId(id, g), seed: mixSeed(o.seed, o.step, item, g) })) };
   });
 }
+
+/**
+ * More rollouts of a planned group (dynamic sampling): rollouts `from` .. `from + count - 1` of the same
+ * group, named and seeded as planStep names rollout g, so a redone step draws the same extra rollouts.
+ */
+export function extraRollouts(o: { runId: string; seed: number; plan: GroupPlan; from: number; count: number }): GroupPlan {
+  const id = groupId(o.runId, o.plan.step, o.plan.item);
+  const rollouts = Array.from({ length: o.count }, (_, k) => {
+    const g = o.from + k;
+    return { id: rolloutId(id, g), seed: mixSeed(o.seed, o.plan.step, o.plan.item, g) };
+  });
+  return { step: o.plan.step, item: o.plan.item, groupId: o.plan.groupId, rollouts };
+}

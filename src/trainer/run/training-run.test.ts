@@ -2,6 +2,7 @@
 // the run's bookkeeping around an optimizer that skips a non-finite update, a step with nothing to train on,
 // a spec refused before anything starts, and the best-step tracker.
 import { describe, expect, it } from 'vitest';
+import { groupAdvantages } from '../advantages';
 import { resolveGrpoConfig } from '../config';
 import type { StepStats } from '../grpo-step';
 import type { PolicyTrainer } from '../training-host';
@@ -116,6 +117,89 @@ describe('TrainingRun', () => {
     expect(() => checkSpec(spec({ adapter: { kind: 'fresh', rank: 2, alpha: 4, targets: [] } }))).toThrow('choose at least one target module');
     expect(() => checkSpec(spec({ keepCheckpoints: 0 }))).toThrow('checkpoints to keep must be a positive integer, got 0');
     await expect(TrainingRun.start('q', spec({ grpo: { queriesPerStep: 2 } }), { collector, policy: trainer(0), store: new MemoryRunStore() })).rejects.toThrow('queries per step (2) exceeds the 1 items');
+  });
+});
+
+/** Rollouts rewarded by their index in the group (from the plan's ids), so extra rollouts can succeed. */
+function indexCollector(success: (g: number) => boolean, seen: Array<{ id: string; seed: number }> = []): RolloutCollector {
+  return {
+    items: 1,
+    async collect(plans) {
+      return plans.map((p): CollectedGroup => ({
+        groupId: p.groupId,
+        item: p.item,
+        trajectories: p.rollouts.map((r, g) => {
+          seen.push(r);
+          const index = Number(/:r(\d+)$/.exec(r.id)![1]);
+          return { rolloutId: r.id, rollout: g, reward: success(index) ? 1 : 0, status: 'done', answer: 'x', skipped: [], turns: [{ turn: 1, promptTokens: [1, 2], responseTokens: [3], logprobs: [-0.5], adapterId: 'a', prompt: 'p', completion: 'c' }] };
+        }),
+      }));
+    },
+  };
+}
+
+/** An optimizer that reports noSignal as grpoStep does: every group's rewards equal. */
+function signalTrainer(): PolicyTrainer & { batches: number[][] } {
+  const t = trainer(0) as PolicyTrainer & { batches: number[][] };
+  t.batches = [];
+  const step = t.trainStep.bind(t);
+  t.trainStep = async (samples) => {
+    t.batches.push(samples.map((x) => x.reward));
+    const adv = groupAdvantages(samples, 1e-6);
+    const st = await step(samples);
+    return { ...st, noGradientGroups: adv.noGradientGroups, ...(adv.noGradientGroups === adv.groups.length ? { noSignal: true as const } : {}) };
+  };
+  return t;
+}
+
+describe('TrainingRun: steps without a reward signal', () => {
+  it('a run whose every rollout fails records why on each step and says it learned nothing', async () => {
+    const store = new MemoryRunStore();
+    const run = await TrainingRun.start('n', spec({ grpo: { groupSize: 2, queriesPerStep: 1, beta: 0, extraRollouts: 4 } }), { collector: indexCollector(() => false), policy: signalTrainer(), store });
+    const s = await run.run();
+    expect(run.history.map((m) => m.noSignal)).toEqual(Array(3).fill("every group's rewards were equal (1 all 0); 4 extra rollouts found no success: no update"));
+    expect(run.history.map((m) => [m.extraRollouts, m.rescuedGroups])).toEqual(Array(3).fill([4, 0]));
+    expect(s.learned).toBe(false);
+    expect(s.noLearning).toMatch(/^no step of this run learned anything: all 3 steps had no reward signal .*Its result is the adapter it started from, untouched by any reward\.$/);
+    // Stored with the step, so metrics.jsonl and a reloaded Training tab show it.
+    expect((await store.load('n'))!.history[0].noSignal).toContain('no update');
+  });
+
+  it('with beta > 0 such a step says it took the KL term alone; a run with one signalled step learned', async () => {
+    const run = await TrainingRun.start('k', spec({ grpo: { groupSize: 2, queriesPerStep: 1, beta: 0.001, extraRollouts: 0 } }), { collector: indexCollector(() => false), policy: signalTrainer(), store: new MemoryRunStore() });
+    const s = await run.run();
+    expect(run.history[0].noSignal).toBe("every group's rewards were equal (1 all 0): the update took the KL term alone");
+    expect(run.history[0].extraRollouts).toBeUndefined();
+    expect(s.learned).toBe(false);
+    const ok = await TrainingRun.start('ok', spec(), { collector, policy: signalTrainer(), store: new MemoryRunStore() });
+    const s2 = await ok.run();
+    expect(ok.history.some((m) => m.noSignal)).toBe(false);
+    expect(s2).toMatchObject({ learned: true });
+    expect(s2.noLearning).toBeUndefined();
+  });
+
+  it('dynamic sampling: a group with no success draws more rollouts, named and seeded as the plan would, until one succeeds', async () => {
+    const seen: Array<{ id: string; seed: number }> = [];
+    const policy = signalTrainer();
+    const store = new MemoryRunStore();
+    const run = await TrainingRun.start('d', spec({ steps: 1, grpo: { groupSize: 2, queriesPerStep: 1, seed: 9, extraRollouts: 6 } }), { collector: indexCollector((g) => g === 3, seen), policy, store });
+    await run.run();
+    // Rollouts 0-1 fail, the first extra round (2-3) succeeds at 3: the third round is not drawn.
+    expect(seen.map((r) => r.id)).toEqual(['d:step1:item0:r0', 'd:step1:item0:r1', 'd:step1:item0:r2', 'd:step1:item0:r3']);
+    expect(seen[3].seed).toBe(mixSeed(9, 1, 0, 3));
+    expect(policy.batches).toEqual([[0, 0, 0, 1]]);
+    expect(run.history[0]).toMatchObject({ extraRollouts: 2, rescuedGroups: 1, reward: 0.25 });
+    expect(run.history[0].noSignal).toBeUndefined();
+    expect(store.rolloutRecords.map((r) => [r.rollout, r.reward])).toEqual([
+      [0, 0],
+      [1, 0],
+      [2, 0],
+      [3, 1],
+    ]);
+    // A solved group is not resampled.
+    const solved: Array<{ id: string; seed: number }> = [];
+    await (await TrainingRun.start('s', spec({ steps: 1, grpo: { groupSize: 2, queriesPerStep: 1, extraRollouts: 6 } }), { collector: indexCollector(() => true, solved), policy: signalTrainer(), store: new MemoryRunStore() })).run();
+    expect(solved).toHaveLength(2);
   });
 });
 

@@ -11,10 +11,10 @@
 import type { StepStats } from '../grpo-step';
 import type { PolicyTrainer, TrainSessionInfo } from '../training-host';
 import type { RolloutCollector, RolloutProgress } from './collector';
-import { BestTracker, DEFAULT_BEST_WINDOW, mean, populationStd, type StepMetrics } from './metrics';
+import { BestTracker, DEFAULT_BEST_WINDOW, learnedFromReward, mean, noLearningNote, populationStd, type StepMetrics } from './metrics';
 import type { RunResult, RunSpec, RunStatus, RunStore, StoredRun } from './run-store';
-import { planStep } from './schedule';
-import { stepBatch } from './trajectory';
+import { extraRollouts, planStep, type GroupPlan } from './schedule';
+import { stepBatch, type CollectedGroup } from './trajectory';
 
 export interface RunDeps {
   collector: RolloutCollector;
@@ -48,6 +48,10 @@ export interface RunSummary {
   /** Mean reward of the run's first and last steps: a quarter of the run each, at most the rolling window. */
   firstReward: number;
   lastReward: number;
+  /** Some step learned from its rewards (see learnedFromReward); false: the result is the starting adapter. */
+  learned: boolean;
+  /** Why the run learned nothing, in words; absent when it learned. */
+  noLearning?: string;
 }
 
 export type RunState = 'idle' | 'running' | 'paused' | 'done' | 'error';
@@ -196,6 +200,8 @@ export class TrainingRun {
     const groups = await collector.collect(plans, { signal: this.abort?.signal, onProgress: events.onProgress });
     // A step cut short is not trained on: its rollouts are incomplete, and the schedule redoes it exactly.
     if (this.pauseRequested) return;
+    const resampled = await this.resample(plans, groups, events);
+    if (this.pauseRequested) return;
     const t1 = now();
     const d1 = await this.decodeStats();
     const batch = stepBatch({ runId: this.id, step: next, groups, advantageEps: cfg.advantageEps });
@@ -224,6 +230,8 @@ export class TrainingRun {
       updateSeconds: (t2 - t1) / 1000,
       ...(decodeSteps > 0 ? { plannerSequencesPerStep: (d1!.rows - d0!.rows) / decodeSteps } : {}),
       ...(stats.skipped ? { skippedUpdate: stats.skipped } : {}),
+      ...(stats.noSignal ? { noSignal: noSignalWhy(groups, resampled.drawn, cfg.beta > 0) } : {}),
+      ...(resampled.drawn ? { extraRollouts: resampled.drawn, rescuedGroups: resampled.rescued } : {}),
       ...(best ? { best: true } : {}),
     };
     await store.appendStep(this.record, metrics, batch.records);
@@ -232,6 +240,40 @@ export class TrainingRun {
     if (best || (every > 0 && next % every === 0) || next === this.spec.steps) await this.checkpoint(next, best, events);
     events.onStep?.(metrics);
     await this.saveRecord('running');
+  }
+
+  /**
+   * Dynamic sampling: a group with no success gives no gradient, and a query the planner rarely solves would
+   * stay unsolved for good. Such groups get more rollouts, groupSize at a time (all of a round the same size,
+   * so the toy collector batches them), up to extraRollouts each or until one differs. They join their group,
+   * whose advantages are then normalised over all its rollouts. Mutates `groups`.
+   */
+  private async resample(plans: readonly GroupPlan[], groups: CollectedGroup[], events: RunEvents): Promise<{ drawn: number; rescued: number }> {
+    const cfg = this.info.config;
+    // A checkpoint written before the setting existed resumes without it.
+    const budget = cfg.extraRollouts ?? 0;
+    const stuck = (g: CollectedGroup) => g.trajectories.length > 0 && g.trajectories.every((t) => t.reward === g.trajectories[0].reward && t.reward < 1);
+    const planOf = new Map(plans.map((p) => [p.groupId, p]));
+    const first = new Set(groups.filter(stuck).map((g) => g.groupId));
+    let drawn = 0;
+    for (let used = 0; used < budget; ) {
+      const todo = groups.filter((g) => stuck(g) && planOf.has(g.groupId));
+      if (!todo.length) break;
+      const count = Math.min(cfg.groupSize, budget - used);
+      const from = cfg.groupSize + used;
+      const more = todo.map((g) => extraRollouts({ runId: this.id, seed: cfg.seed, plan: planOf.get(g.groupId)!, from, count }));
+      const got = await this.deps.collector.collect(more, { signal: this.abort?.signal, onProgress: events.onProgress });
+      if (this.pauseRequested) break;
+      for (const m of got) {
+        const g = groups.find((x) => x.groupId === m.groupId)!;
+        // Collectors number a plan's rollouts from 0; these follow the group's first ones.
+        g.trajectories.push(...m.trajectories.map((t, k) => ({ ...t, rollout: from + k })));
+      }
+      drawn += count * todo.length;
+      used += count;
+    }
+    const rescued = groups.filter((g) => first.has(g.groupId) && !stuck(g)).length;
+    return { drawn, rescued };
   }
 
   private async checkpoint(step: number, best: boolean, events: RunEvents): Promise<void> {
@@ -287,8 +329,29 @@ export class TrainingRun {
       result: this.record.result,
       firstReward: mean(h.slice(0, w).map((m) => m.reward)),
       lastReward: mean(h.slice(-w).map((m) => m.reward)),
+      learned: learnedFromReward(h),
+      ...(noLearningNote(h) ? { noLearning: noLearningNote(h)! } : {}),
     };
   }
+}
+
+/** Why a step had no reward signal: the groups' common rewards, extra rollouts drawn, runs without an answer. */
+export function noSignalWhy(groups: readonly CollectedGroup[], extraDrawn: number, klOnly: boolean): string {
+  const byReward = new Map<number, number>();
+  for (const g of groups) {
+    const r = g.trajectories[0]?.reward ?? 0;
+    byReward.set(r, (byReward.get(r) ?? 0) + 1);
+  }
+  const rewards = [...byReward].sort((a, b) => a[0] - b[0]).map(([r, n]) => `${n} all ${r}`).join(', ');
+  const all = groups.flatMap((g) => g.trajectories);
+  const noAnswer = all.filter((t) => t.status !== 'done' || t.answer === null).length;
+  const turns = all.flatMap((t) => t.turns);
+  const unparsed = turns.filter((t) => t.parsedOk === false).length;
+  const parts = [`every group's rewards were equal (${rewards})`];
+  if (extraDrawn) parts.push(`${extraDrawn} extra rollouts found no success`);
+  if (noAnswer) parts.push(`${noAnswer} of ${all.length} rollouts gave no answer`);
+  if (unparsed) parts.push(`${unparsed} of ${turns.length} planner replies did not parse`);
+  return `${parts.join('; ')}: ${klOnly ? 'the update took the KL term alone' : 'no update'}`;
 }
 
 export { DEFAULT_BEST_WINDOW };
