@@ -94,7 +94,16 @@ export const ESCAPES: EscapeAttempt[] = [
   },
   {
     name: 'JS objects in the Python heap', control: true,
-    body: `${HEAP_JSPROXIES}\nbad = [k for p in proxies for k in ${DANGEROUS} if hasattr(p, k)]\nif bad: return sorted(set(bad))\nraise LookupError('%d harmless' % len(proxies))`,
+    // The sandbox leaves exactly one: asyncio's scheduleCallback, a function. Any other is an escape.
+    body: [
+      // Earlier attempts' tracebacks keep their JS objects in cycles until collected.
+      'import gc\ngc.collect()',
+      HEAP_JSPROXIES,
+      `bad = sorted({k for p in proxies for k in ${DANGEROUS} if hasattr(p, k)})`,
+      'if bad: return bad',
+      "if len(proxies) > 1 or not all(callable(p) for p in proxies): return '%d JS objects' % len(proxies)",
+      "raise LookupError('only %d function' % len(proxies))",
+    ].join('\n'),
   },
   {
     name: 'module globals via __subclasses__',
