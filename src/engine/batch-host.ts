@@ -11,7 +11,7 @@ import { DRAW_LOG_WORDS, GpuSampler, gpuDrawServes } from '../kernels/sampling/s
 import type { ActivationPlan } from './activations';
 import { decodeRows, type BatchHost, type BatchRow, type BatchSlot } from './batch-decode';
 import { batchLayout } from './batch-layout';
-import { generationOf } from './decode-loop';
+import { generationOf, type DecodeLoop } from './decode-loop';
 import { recordedDecode } from './decode-record';
 import { recordLogits } from './forward';
 import { layoutRequest, loopFor, type CheckedRequest } from './generate-request';
@@ -19,6 +19,7 @@ import type { TokenGeneration } from './generation';
 import { dispatchStep, encodeSteps, type Step } from './graph';
 import { submitSteps, unlessLost } from './gpu-calls';
 import type { KvCache } from './kv-cache';
+import { NonFiniteLogprob } from './non-finite';
 import { prefill } from './prefill';
 import { decodeRowBucket } from './runtime-options';
 import type { RuntimeResources } from './runtime-resources';
@@ -154,9 +155,15 @@ export class BatchDecoder {
       firstOnGpu: lone,
       step: (rows, i, ids, us) => (i === 0 ? this.firstDraw(run, rows, us!) : this.step(run, rows, i, ids, us)),
       unlessLost: (p, doing) => unlessLost(ctx, p, doing),
+      stallMs: res.limits.stallMs,
     };
     // The logits callback needs every row read back, and top-k above the GPU's candidates needs the CPU.
-    await decodeRows(host, batch, reqs.every((r) => !r.o.onLogits && gpuDrawServes(r.o, V)));
+    try {
+      await decodeRows(host, batch, reqs.every((r) => !r.o.onLogits && gpuDrawServes(r.o, V)));
+    } catch (e) {
+      if (e instanceof NonFiniteLogprob) e.request = loops.indexOf(e.loop as DecodeLoop);
+      throw e;
+    }
     // The first sequence's region is rows 0.. and holds its tokens as a lone generate would leave them.
     res.kvHolds = { tokens: reqs[0].prompt.concat(loops[0].tokens.slice(0, -1)), adapter, version };
     return loops.map((l, b) => generationOf(l, reused[b]));

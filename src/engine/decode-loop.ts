@@ -2,6 +2,7 @@
 // apply to each token: how it is taken and when the sequence ends.
 import type { Rng } from '../util/rng';
 import type { GenerateTokensOptions, TokenGeneration } from './generation';
+import { NonFiniteLogprob } from './non-finite';
 
 /** Decode steps submitted ahead of the last token read back (GPU-drawn tokens only). */
 export const DECODE_AHEAD = 3;
@@ -31,6 +32,8 @@ export const now = () => (typeof performance !== 'undefined' ? performance.now()
  * the abort signal (the same checks, in the same order, on both decode paths).
  */
 export function acceptToken(l: DecodeLoop, id: number, logprob: number): boolean {
+  // Finite logits always give a finite log-prob: this token was drawn from activations that overflowed f32.
+  if (!Number.isFinite(logprob)) throw new NonFiniteLogprob(l.prompt.concat(l.tokens), l);
   if (l.tokens.length === 0) {
     l.prefillMs = now() - l.t0;
     l.t1 = now();

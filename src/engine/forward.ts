@@ -40,6 +40,11 @@ export interface ForwardSpec {
      */
     prefixes?: GPUBuffer;
   };
+  /**
+   * Locating an overflow (non-finite.ts): row `row`'s residual is copied to `buffer` after each layer's
+   * attention (slot 2l) and MLP (2l + 1), and the final norm's output to slot 2 * layers; H f32 per slot.
+   */
+  probe?: { buffer: GPUBuffer; row: number };
 }
 
 export async function recordForward(ctx: GpuContext, s: ForwardSpec): Promise<Step[]> {
@@ -96,6 +101,7 @@ export async function recordForward(ctx: GpuContext, s: ForwardSpec): Promise<St
     steps.push(copyStep(L.x, L.h, n * H * 4));
     add(await ops.linear(ctx, { x: L.attn, W: W.o, y: L.h, n, inDim: qd, outDim: H, accumulate: true }));
     await lora([['o', L.h, H]], L.attn, qd);
+    if (s.probe) steps.push(copyStep(L.h, s.probe.buffer, H * 4, 2 * l * H * 4, s.probe.row * H * 4));
     add(await ops.rmsnorm(ctx, L.h, W.postNorm, L.xn2, L.rstd2, n, H, c.rmsNormEps));
     add(await ops.linear(ctx, { x: L.xn2, W: W.gate, y: L.gate, n, inDim: H, outDim: I }));
     add(await ops.linear(ctx, { x: L.xn2, W: W.up, y: L.up, n, inDim: H, outDim: I }));
@@ -105,8 +111,10 @@ export async function recordForward(ctx: GpuContext, s: ForwardSpec): Promise<St
     steps.push(copyStep(L.h, next, n * H * 4));
     add(await ops.linear(ctx, { x: L.act, W: W.down, y: next, n, inDim: I, outDim: H, accumulate: true }));
     await lora([['down', next, H]], L.act, I);
+    if (s.probe) steps.push(copyStep(next, s.probe.buffer, H * 4, (2 * l + 1) * H * 4, s.probe.row * H * 4));
   }
   add(await ops.rmsnorm(ctx, plan.xOut, w.finalNorm, plan.xFinal, plan.rstdFinal, n, H, c.rmsNormEps));
+  if (s.probe) steps.push(copyStep(plan.xFinal, s.probe.buffer, H * 4, 2 * c.numLayers * H * 4, s.probe.row * H * 4));
   return steps;
 }
 

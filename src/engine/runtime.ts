@@ -22,6 +22,7 @@ import type { LoraAdapter } from './io/peft';
 import { prefill, prefillRows } from './prefill';
 import { runtimeLimits, type GpuMemoryReport, type RuntimeOptions } from './runtime-options';
 import { RuntimeResources } from './runtime-resources';
+import { firstNonFinite, nonFiniteError, NonFiniteLogprob } from './non-finite';
 import { forwardKeeping, scoreSequences } from './scoring';
 import { Qwen2Weights, type Q4WeightSource, type WeightSource } from './weights';
 
@@ -145,7 +146,9 @@ export class Qwen2Runtime {
       validateTokenIds(tokens, this.config.vocabSize, 'logitsLast: tokens');
       if (tokens.length === 0) throw new Error('logitsLast: tokens is empty');
       const plan = await prefill(this.res, tokens, false);
-      return readF32(this.ctx, plan.logits, this.config.vocabSize, 0, 'reading logits');
+      const logits = await readF32(this.ctx, plan.logits, this.config.vocabSize, 0, 'reading logits');
+      if (firstNonFinite(logits) >= 0) throw await nonFiniteError(this.res, 'logitsLast', tokens);
+      return logits;
     });
   }
 
@@ -153,7 +156,7 @@ export class Qwen2Runtime {
   generate(prompt: number[], o: GenerateTokensOptions = {}): Promise<TokenGeneration> {
     return this.serial(async () => {
       const c = checkGenerate(this.config, this.maxContext, prompt, o, 'generate');
-      return nothingToGenerate(c) ?? (await this.batches.decode([c]))[0];
+      return nothingToGenerate(c) ?? (await this.decodeLocated([c], 'generate'))[0];
     });
   }
 
@@ -192,7 +195,7 @@ export class Qwen2Runtime {
       for (let k = 0; k < live.length; ) {
         const group = [live[k++]];
         while (k < live.length && group.length < this.maxDecodeRows && fits([...group, live[k]])) group.push(live[k++]);
-        const results = await this.batches.decode(group.map((i) => checked[i]));
+        const results = await this.decodeLocated(group.map((i) => checked[i]), 'generateBatch', group);
         group.forEach((i, j) => (out[i] = results[j]));
       }
       return out;
@@ -215,6 +218,19 @@ export class Qwen2Runtime {
     // The fused decode's packed per-layer norms and biases go with the weights they were made from.
     releaseDecodeParams(this.weights);
     this.weights.destroy();
+  }
+
+  /**
+   * The batch host's decode of `reqs`; a token drawn from non-finite logits fails it with a
+   * NonFiniteActivationError naming the request (its index in `ids`, when given), position and layer.
+   */
+  private async decodeLocated(reqs: CheckedRequest[], what: string, ids?: number[]): Promise<TokenGeneration[]> {
+    try {
+      return await this.batches.decode(reqs);
+    } catch (e) {
+      if (!(e instanceof NonFiniteLogprob)) throw e;
+      throw await nonFiniteError(this.res, what, e.tokens, ids?.[e.request]);
+    }
   }
 
   private serial<T>(f: () => Promise<T>): Promise<T> {

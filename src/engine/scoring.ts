@@ -7,6 +7,7 @@ import { packSequences, unpackLogprobs, writeBatch, type PackedBatch } from './b
 import { recordForward, recordTargetLogprobs, ROW0_INPUT } from './forward';
 import { encodeSteps } from './graph';
 import { readF32 } from './gpu-calls';
+import { firstNonFinite, nonFiniteError } from './non-finite';
 import { bucket } from './runtime-options';
 import type { RuntimeResources } from './runtime-resources';
 
@@ -31,18 +32,28 @@ export async function scoreSequences(res: RuntimeResources, sequences: number[][
       rows += sequences[order[b]].length;
       batch.push(order[b++]);
     }
-    await scoreBatch(res, batch.map((i) => sequences[i]), batch.map((i) => out[i]));
+    await scoreBatch(res, sequences, batch, out);
   }
   return out;
 }
 
-async function scoreBatch(res: RuntimeResources, seqs: number[][], outs: number[][]): Promise<void> {
+/** Sequences `ids` of `sequences` as one packed batch; their logprobs go to out[id]. */
+async function scoreBatch(res: RuntimeResources, sequences: number[][], ids: number[], out: number[][]): Promise<void> {
+  const seqs = ids.map((i) => sequences[i]);
   const total = seqs.reduce((a, s) => a + s.length, 0);
   const n = bucket(total, res.limits.maxBatchRows);
   const plan = await res.plan('batch', n);
   const batch = packSequences(seqs, n);
   const lp = await runPacked(res, plan, batch, 'scoring');
-  unpackLogprobs(batch, lp).forEach((row, i) => outs[i].push(...row));
+  const rows = unpackLogprobs(batch, lp);
+  // NaN or infinity means activations overflowed f32 (the weights were checked as they loaded): fail
+  // naming the first such position rather than return it. The training forward (forwardKeeping) does not
+  // check: the trainer skips a step whose loss is not finite.
+  for (const [j, row] of rows.entries()) {
+    const t = firstNonFinite(row);
+    if (t >= 0) throw await nonFiniteError(res, 'score', seqs[j].slice(0, t + 1), ids[j]);
+  }
+  rows.forEach((row, j) => out[ids[j]].push(...row));
 }
 
 /**

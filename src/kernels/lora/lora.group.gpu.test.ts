@@ -104,14 +104,16 @@ describe('grouped lora kernels', async () => {
 // store the normalised rows for the gate/up linear that reads them next.
 describe('grouped LoRA down with an RMSNorm prologue', () => {
   const eps = 1e-6;
-  for (const [k, storeXn] of [[1, true], [2, true], [3, false]] as const) {
-    it(`${k} module(s)${storeXn ? ' storing xn' : ''}: t = rmsnorm(x) * w · A^T in float64`, async () => {
+  // The last: rows whose sum of squares overflows f32 (up to ~2.4e38) around an ordinary one.
+  for (const [k, storeXn, rowScale] of [[1, true, null], [2, true, null], [3, false, null], [2, true, [1e22, 1, 3e37]]] as const) {
+    it(`${k} module(s)${storeXn ? ' storing xn' : ''}${rowScale ? ', rows near f32\'s limit' : ''}: t = rmsnorm(x) * w · A^T in float64`, async () => {
       const ctx = await gpuFor('packed');
       const rng = new Rng(40 + k);
       const n = 3;
       const inDim = 300;
       const ranks = [4, 8, 3].slice(0, k);
       const x = rng.fill(n * inDim, 2);
+      if (rowScale) x.forEach((v, i) => (x[i] = v * rowScale[Math.floor(i / inDim)]));
       const w = Float32Array.from(rng.fill(inDim), (v) => 1 + 0.3 * v);
       const As = ranks.map((r) => rng.fill(r * inDim));
       const xb = f32Buffer(ctx, 'x', x);

@@ -6,7 +6,8 @@
 //
 // The sums are lora.wgsl.ts's own (loraDownItemsWgsl or, with a norm, loraDownSumWgsl; loraUpSumWgsl), so
 // a group gives bit-identical results to the modules run one by one.
-import { LORA_DOWN_WG, LORA_UP_WG, loraDownItemsSharedWgsl, loraDownItemsWgsl, loraDownSumWgsl, loraUpSumWgsl, strideSumWgsl } from './lora.wgsl';
+import { RMS_SCALE_WGSL, rowRmsWgsl } from '../rmsnorm/rms-scale.wgsl';
+import { LORA_DOWN_WG, LORA_UP_WG, loraDownItemsSharedWgsl, loraDownItemsWgsl, loraDownSumWgsl, loraUpSumWgsl } from './lora.wgsl';
 
 /** Most modules in one down group: x + 3 A + 3 t = 7 storage bindings, within WebGPU's default 8. */
 export const LORA_GROUP_MAX_DOWN = 3;
@@ -39,19 +40,19 @@ export function loraDownGroupWgsl(k: number, norm: { storeXn: boolean } | null =
   const normDecl = norm
     ? `@group(0) @binding(${nb}) var<storage, read> normW: array<f32>;${norm.storeXn ? `\n@group(0) @binding(${nb + 1}) var<storage, read_write> xn: array<f32>;` : ''}`
     : '';
-  // rstd of the row, as rmsnorm.wgsl computes it: 1 / sqrt(mean(x^2) + eps), summed in a barrier tree.
+  // rstd of the row as rmsnorm.wgsl computes it (rows that would overflow f32 pre-scaled: rms-scale.wgsl.ts).
   const normPrologue = norm
-    ? `${strideSumWgsl((i) => `x[row * dims.inDim + ${i}] * x[row * dims.inDim + ${i}]`, 'ss')}
-  let rstd = 1.0 / sqrt(partial[0] / f32(dims.inDim) + dims.eps);
+    ? `  ${rowRmsWgsl({ wg: LORA_DOWN_WG, len: 'dims.inDim', read: (i) => `x[row * dims.inDim + ${i}]`, partial: 'partial', eps: 'dims.eps' })}
   workgroupBarrier();
 ${norm.storeXn ? `  if (idx - row * dims.total == 0u) {
-    for (var i = lid; i < dims.inDim; i += ${LORA_DOWN_WG}u) { xn[row * dims.inDim + i] = x[row * dims.inDim + i] * rstd * normW[i]; }
+    for (var i = lid; i < dims.inDim; i += ${LORA_DOWN_WG}u) { xn[row * dims.inDim + i] = x[row * dims.inDim + i] * rs_s * rs_k * normW[i]; }
   }
 ` : ''}`
     : '';
-  const readX = (i: string) => `(x[row * dims.inDim + ${i}] * rstd * normW[${i}])`;
+  const readX = (i: string) => `(x[row * dims.inDim + ${i}] * rs_s * rs_k * normW[${i}])`;
   // With a norm (decode: a row or a few), a workgroup per item that normalises its row itself.
   const normMain = `var<workgroup> partial: array<f32, ${LORA_DOWN_WG}>;
+${RMS_SCALE_WGSL}
 
 @compute @workgroup_size(${LORA_DOWN_WG})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,

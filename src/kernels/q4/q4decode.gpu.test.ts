@@ -29,6 +29,8 @@ interface Case {
   rowsPerWorkgroup?: number;
   /** LoRA up epilogue on these output slots (segments, or 0 = gate / 1 = up with swiglu), rank 3. */
   lora?: number[];
+  /** Row r of x multiplied by rowScale[r]: rows whose sum of squares overflows f32 (the norm pre-scales them). */
+  rowScale?: number[];
 }
 
 const CASES: Case[] = [
@@ -49,6 +51,9 @@ const CASES: Case[] = [
   { name: 'c_attn-like, 8 rows', n: 8, inDim: 96, segs: [37, 9, 9], bias: 'packed', norm: 'xn', scale: 'f16', rowBase: 1 },
   { name: 'o/down-like, 7 rows: residual + LoRA up', n: 7, inDim: 128, segs: [70], residual: 'separate', lora: [0], scale: 'f32' },
   { name: 'swiglu + LoRA on gate and up, 8 rows', n: 8, inDim: 64, swiglu: 45, lora: [0, 1], scale: 'f16', rowsPerWorkgroup: 8 },
+  // Finite rows whose squares overflow f32 (up to ~2.4e38, near f32's limit) between ordinary ones.
+  { name: 'c_attn-like, rows near f32\'s limit', n: 3, inDim: 96, segs: [37, 9, 9], bias: 'packed', norm: 'xn', scale: 'f16', rowScale: [1e20, 1, 3e37] },
+  { name: 'swiglu with norm, 8 rows, two of them huge', n: 8, inDim: 64, swiglu: 45, norm: 'plain', scale: 'f32', rowScale: [1, 1, 1e25, 1, 1, 1, 1, 2e36] },
 ];
 
 describe('q4DecodeLinear (fused decode linear) vs float64', async () => {
@@ -67,6 +72,7 @@ describe('q4DecodeLinear (fused decode linear) vs float64', async () => {
           const q = quantizeQ4(rng.fill(total * c.inDim, 0.5), total, c.inDim, c.scale);
           const Wd = dequantizeQ4(q, base, out);
           const x = rng.fill(c.n * c.inDim, 2);
+          if (c.rowScale) x.forEach((v, i) => (x[i] = v * c.rowScale![Math.floor(i / c.inDim)]));
           const normW = Array.from(rng.fill(c.inDim, 0.2), (v) => v + 1);
           const biases = (c.segs ?? []).map((r) => rng.fill(r));
           const residual = c.residual ? rng.fill(c.n * out) : undefined;

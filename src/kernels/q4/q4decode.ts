@@ -148,8 +148,8 @@ export async function q4DecodeLinear(ctx: GpuContext, a: Q4DecodeArgs): Promise<
     for (const b of [lo.t, lo.B]) if (written.includes(b)) throw new Error(`${K}: ${what} reads ${label(b)}, which this dispatch writes`);
   });
   const sg = a.subgroups !== false && ctx.caps.subgroups;
-  // Workgroup bytes with the rows cached: xs, the norm tree, and the subgroup counter or reduction arrays.
-  const wgBytes = a.n * a.inDim * 4 + a.n * 256 + (sg ? 4 : 2 * a.n * 256);
+  // Workgroup bytes with the rows cached: xs, the norm tree and its flag word, and the subgroup counter or reduction arrays.
+  const wgBytes = a.n * a.inDim * 4 + a.n * 256 + 4 + (sg ? 4 : 2 * a.n * 256);
   const fits = wgBytes <= ctx.caps.limits.maxComputeWorkgroupStorageSize;
   if (a.cacheX && !fits) throw new Error(`${K}: cacheX needs ${wgBytes} B of workgroup memory, the device allows ${ctx.caps.limits.maxComputeWorkgroupStorageSize}`);
   const xCache = a.norm && a.cacheX !== false && fits ? a.inDim / 4 : 0;

@@ -21,6 +21,7 @@
 import { pairPartialsWgsl, pairTreeSumWgsl, q4Enables, q4ScaleDecl, Q4_UNPACK_WGSL, type Q4Path } from './q4.wgsl';
 import { SUBGROUP_COUNTER_WGSL, SUBGROUP_INDEX_WGSL } from '../common/subgroups.wgsl';
 import { Q4_SMALL_N } from './q4matmul.wgsl';
+import { RMS_SCALE_WGSL } from '../rmsnorm/rms-scale.wgsl';
 
 export const Q4D_WG = 64;
 export const Q4D_MAX_SEGMENTS = 3;
@@ -110,13 +111,13 @@ export function q4DecodeWgsl(p: Q4Path, v: Q4DecodeVariant): string {
     let bRow = i + 1u;`;
 
   // x row r, vec4 v of group g, normalised in registers when there is a norm prologue (same expression
-  // as the rmsnorm kernel: x * rstd * w).
+  // as the rmsnorm kernel: x * sc * rstd * w).
   const xs = (r: number) =>
     range(8)
       .map((k) =>
         cache
           ? `let x${r}_${k} = xs[${r * v.xCache}u + g * 8u + ${k}u];`
-          : `let x${r}_${k} = x[${r}u * in4 + g * 8u + ${k}u]${norm ? ` * rs${r} * w_${k}` : ''};`,
+          : `let x${r}_${k} = x[${r}u * in4 + g * 8u + ${k}u]${norm ? ` * sc${r} * rs${r} * w_${k}` : ''};`,
       )
       .join(' ');
   const dots = (q: string, r: number) =>
@@ -168,24 +169,60 @@ export function q4DecodeWgsl(p: Q4Path, v: Q4DecodeVariant): string {
 }`;
 
   // RMSNorm factors of the nr rows: a tree over the workgroup (once per workgroup; uniform control flow).
+  // Row r is normalised as x * sc<r> * rs<r> * w: sc<r> = 1 unless an element reaches RMS_SCALE_FROM (its
+  // squares could overflow f32), then a power of two from its max |x| (rms-scale.wgsl.ts). Such a row's sum
+  // comes out negative (RMS_SCALE_MARK); thread 0 gathers the rows that did into one word, so ordinary
+  // steps pay a single extra barrier, and only flagged rows are read again.
+  const treeOf = (op: (a: string, b: string) => string) => `workgroupBarrier();
+      for (var st = ${Q4D_WG / 2}u; st > 0u; st >>= 1u) {
+        if (lid < st) { nrm[o + lid] = ${op('nrm[o + lid]', 'nrm[o + lid + st]')}; }
+        workgroupBarrier();
+      }`;
   const prologue = norm
-    ? `${range(nr).map((r) => `var ss${r} = 0.0;`).join(' ')}
+    ? `${range(nr).map((r) => `var ss${r} = 0.0; var big${r} = false;`).join(' ')}
   for (var j = lid; j < in4; j += ${Q4D_WG}u) {
-    ${range(nr).map((r) => `{ let t = x[${r}u * in4 + j]; ss${r} += dot(t, t); }`).join(' ')}
+    ${range(nr).map((r) => `{ let t = x[${r}u * in4 + j]; ss${r} += dot(t, t); let a = abs(t); big${r} = big${r} || max(max(a.x, a.y), max(a.z, a.w)) >= RMS_SCALE_FROM; }`).join(' ')}
   }
-  ${range(nr).map((r) => `nrm[${r * Q4D_WG}u + lid] = ss${r};`).join(' ')}
+  ${range(nr).map((r) => `nrm[${r * Q4D_WG}u + lid] = select(ss${r}, RMS_SCALE_MARK, big${r});`).join(' ')}
   workgroupBarrier();
   for (var st = ${Q4D_WG / 2}u; st > 0u; st >>= 1u) {
     if (lid < st) { ${range(nr).map((r) => `nrm[${r * Q4D_WG}u + lid] += nrm[${r * Q4D_WG}u + lid + st];`).join(' ')} }
     workgroupBarrier();
   }
+  if (lid == 0u) {
+    var mask = 0u;
+    for (var r = 0u; r < ${nr}u; r++) { if (nrm[r * ${Q4D_WG}u] < 0.0) { mask |= 1u << r; } }
+    nbig = mask;
+  }
+  let bigRows = workgroupUniformLoad(&nbig);
+  // One loop over the rows rather than a copy per row: the flagged-row path is rare, its code need not be unrolled.
+  var scs: array<f32, ${nr}>;
+  for (var r = 0u; r < ${nr}u; r++) {
+    scs[r] = 1.0;
+    if (((bigRows >> r) & 1u) != 0u) {
+      let o = r * ${Q4D_WG}u;
+      var mx = 0.0;
+      for (var j = lid; j < in4; j += ${Q4D_WG}u) { let a = abs(x[r * in4 + j]); mx = max(mx, max(max(a.x, a.y), max(a.z, a.w))); }
+      nrm[o + lid] = mx;
+      ${treeOf((a, b) => `max(${a}, ${b})`)}
+      let s = rms_scale(workgroupUniformLoad(&nrm[o]));
+      scs[r] = s;
+      var ss = 0.0;
+      for (var j = lid; j < in4; j += ${Q4D_WG}u) { let t = x[r * in4 + j] * s; ss += dot(t, t); }
+      // Every thread has loaded the maximum before its word is overwritten.
+      workgroupBarrier();
+      nrm[o + lid] = ss;
+      ${treeOf((a, b) => `${a} + ${b}`)}
+    }
+  }
+  ${range(nr).map((r) => `let sc${r} = scs[${r}];`).join(' ')}
   // 1/sqrt as the rmsnorm kernel does (inverseSqrt is only ~2 ulp by spec).
-  ${range(nr).map((r) => `let rs${r} = 1.0 / sqrt(nrm[${r * Q4D_WG}u] / f32(dims.inDim) + dims.eps);`).join('\n  ')}
+  ${range(nr).map((r) => `let rs${r} = 1.0 / sqrt(nrm[${r * Q4D_WG}u] / f32(dims.inDim) + dims.eps * sc${r} * sc${r});`).join('\n  ')}
   ${
     cache
       ? `for (var j = lid; j < in4; j += ${Q4D_WG}u) {
     let w4 = ${nw('j')};
-    ${range(nr).map((r) => `xs[${r * v.xCache}u + j] = x[${r}u * in4 + j] * rs${r} * w4;`).join(' ')}
+    ${range(nr).map((r) => `xs[${r * v.xCache}u + j] = x[${r}u * in4 + j] * sc${r} * rs${r} * w4;`).join(' ')}
   }
   workgroupBarrier();`
       : ''
@@ -195,7 +232,7 @@ export function q4DecodeWgsl(p: Q4Path, v: Q4DecodeVariant): string {
       ? `if (wgi == 0u) {
     for (var j = lid; j < in4; j += ${Q4D_WG}u) {
       ${cache ? '' : `let w4 = ${nw('j')};`}
-      ${range(nr).map((r) => (cache ? `xn[${r}u * in4 + j] = xs[${r * v.xCache}u + j];` : `xn[${r}u * in4 + j] = x[${r}u * in4 + j] * rs${r} * w4;`)).join(' ')}
+      ${range(nr).map((r) => (cache ? `xn[${r}u * in4 + j] = xs[${r * v.xCache}u + j];` : `xn[${r}u * in4 + j] = x[${r}u * in4 + j] * sc${r} * rs${r} * w4;`)).join(' ')}
     }
   }`
       : ''
@@ -221,7 +258,7 @@ ${loraFns}
 ${Q4_UNPACK_WGSL}
 ${normFns}
 ${storeFn}
-${norm ? `var<workgroup> nrm: array<f32, ${Q4D_WG * nr}>;` : ''}
+${norm ? `var<workgroup> nrm: array<f32, ${Q4D_WG * nr}>;\nvar<workgroup> nbig: u32;\n${RMS_SCALE_WGSL}` : ''}
 ${cache ? `var<workgroup> xs: array<vec4<f32>, ${nr * v.xCache}>;` : ''}`;
 
   const accDecl = `${range(nr).map((r) => `var acc${r} = 0.0;`).join(' ')} ${range(nr).map((r) => `var bcc${r} = 0.0;`).join(' ')}`;

@@ -27,6 +27,30 @@ describe('RMSNorm backward', () => {
   }
 });
 
+describe('RMSNorm backward on rows far from 1 (huge activations)', () => {
+  // rstd^3 underflows f32 once rms passes ~1e13 and the sum of w dy x overflows near f32's limit: the
+  // kernel works on the normalised row x * rstd instead. Errors relative to each row's largest gradient.
+  it('rows of rms 1e-3 .. 1e37 match float64', async () => {
+    const ctx = await gpuFor('packed');
+    const [h, eps] = [200, 1e-6];
+    const scales = [1e20, 1e37, 1e15, 1, 1e-3];
+    const n = scales.length;
+    const rng = new Rng(12);
+    const x = rng.fill(n * h), w = rng.fill(h), dy = rng.fill(n * h);
+    scales.forEach((s, r) => { for (let i = 0; i < h; i++) x[r * h + i] *= s; });
+    const want = rmsnormBackwardRef(dy, x, w, n, h, eps);
+    const bufs = [f32Buffer(ctx, 'dy', dy), f32Buffer(ctx, 'x', x), f32Buffer(ctx, 'w', w), f32Buffer(ctx, 'rstd', rmsnormRstdRef(x, n, h, eps)), f32Buffer(ctx, 'dx', new Float32Array(n * h))];
+    submitDispatches(ctx, [await rmsnormBackward(ctx, { dy: bufs[0], x: bufs[1], w: bufs[2], rstd: bufs[3], dx: bufs[4], n, hidden: h })]);
+    const got = await readF32(ctx, bufs[4], n * h);
+    for (let r = 0; r < n; r++) {
+      const idx = Array.from({ length: h }, (_, i) => r * h + i);
+      const scale = Math.max(...idx.map((i) => Math.abs(want[i])));
+      expect(Math.max(...idx.map((i) => Math.abs(got[i] - want[i]))) / scale, `row ${r} (x ~ ${scales[r]})`).toBeLessThan(1e-5);
+    }
+    for (const b of bufs) b.destroy();
+  });
+});
+
 describe('RMSNorm backward chained after the forward kernel (its rstd)', () => {
   it('n=4 hidden=64: backward from the forward rstd matches float64', async () => {
     const { rmsnorm } = await import('./rmsnorm');

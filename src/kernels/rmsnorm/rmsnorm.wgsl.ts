@@ -1,5 +1,7 @@
 // y = x * rstd * w, rstd = 1/sqrt(mean(x^2) + eps), one workgroup per row. rstd is written for the backward.
 // No f16 weights here (norm weights are f32), so the source does not depend on the weight path.
+// Rows whose squares would overflow f32 are pre-scaled (rms-scale.wgsl.ts).
+import { RMS_SCALE_WGSL, rowRmsWgsl } from './rms-scale.wgsl';
 
 export const RMSNORM_WG = 64;
 
@@ -13,6 +15,7 @@ struct Dims { n: u32, h: u32, eps: f32 }
 @group(0) @binding(4) var<uniform> dims: Dims;
 
 var<workgroup> partial: array<f32, ${RMSNORM_WG}>;
+${RMS_SCALE_WGSL}
 
 @compute @workgroup_size(${RMSNORM_WG})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -20,23 +23,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
   let row = wg.x + wg.y * nwg.x;
   if (row >= dims.n) { return; }
   let base = row * dims.h;
-  var acc = 0.0;
+  ${rowRmsWgsl({ wg: RMSNORM_WG, len: 'dims.h', read: (i) => `x[base + ${i}]`, partial: 'partial', eps: 'dims.eps' })}
   for (var i = lid; i < dims.h; i += ${RMSNORM_WG}u) {
-    let v = x[base + i];
-    acc += v * v;
+    y[base + i] = x[base + i] * rs_s * rs_k * w[i];
   }
-  partial[lid] = acc;
-  workgroupBarrier();
-  for (var s = ${RMSNORM_WG / 2}u; s > 0u; s >>= 1u) {
-    if (lid < s) { partial[lid] += partial[lid + s]; }
-    workgroupBarrier();
-  }
-  // 1/sqrt rather than inverseSqrt: the latter is only ~2 ulp-accurate by spec on some GPUs.
-  let r = 1.0 / sqrt(partial[0] / f32(dims.h) + dims.eps);
-  for (var i = lid; i < dims.h; i += ${RMSNORM_WG}u) {
-    y[base + i] = x[base + i] * r * w[i];
-  }
-  if (lid == 0u) { rstd[row] = r; }
+  if (lid == 0u) { rstd[row] = rs_s * rs_k; }
 }
 `;
 }
