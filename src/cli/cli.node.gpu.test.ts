@@ -1,11 +1,13 @@
 // The CLI end to end on the qwen2-tiny fixture (spawned as a separate process on Dawn), against the
 // float64 PyTorch outputs in expected.json.
 import { describe, expect, it } from 'vitest';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readExpected, readFixtureAdapter, readFixtureWeights, TINY } from '../../tests/support/qwen2-fixture';
-import { qwen2RefForward } from '../../tests/support/qwen2-ref';
+import { qwen2RefForward, type Qwen2RefConfig, type Qwen2RefWeights } from '../../tests/support/qwen2-ref';
+import { bigActivationQwen2, infActivationQwen2, OVERFLOW_TOKEN } from '../../tests/support/overflow-models';
+import { toHfFiles } from '../../tests/support/random-qwen2';
 import { maxAbsDiff } from '../../tests/support/compare';
 import { runCli } from './cli-spawn';
 import { copyFixture, flipByte, setMlcElement, setSafetensorsElement, TINY_MLC } from '../../tests/support/damaged-models';
@@ -110,5 +112,69 @@ describe("planner CLI honours the adapter's target_modules", () => {
     expect(maxAbsDiff(got, Array.from(want))).toBeLessThan(2e-3);
     // The check can tell the two apart: all seven modules give other logprobs.
     expect(maxAbsDiff(got, expected.forward[0].logprobs_adapter)).toBeGreaterThan(1e-2);
+  }, 120_000);
+});
+
+// Issue 25, item 3: finite weights whose activations leave f32's range. Too big to square must still
+// match float64; an outright overflow must exit 1 naming the position and layer, with nothing on stdout.
+describe('planner CLI on finite weights whose activations overflow f32', () => {
+  const write = (m: { config: Qwen2RefConfig; weights: Qwen2RefWeights }) => {
+    const dir = join(mkdtempSync(join(tmpdir(), 'agentflow-overflow-')), 'model');
+    mkdirSync(dir);
+    for (const [name, bytes] of Object.entries(toHfFiles(m.config, m.weights))) writeFileSync(join(dir, name), bytes);
+    return dir;
+  };
+  const seqs = join(mkdtempSync(join(tmpdir(), 'agentflow-cli-')), 'seqs.json');
+  const SEQS = [[3, 9, 14, 2, 30, 5], [4, 5, OVERFLOW_TOKEN, 6, 8]];
+  writeFileSync(seqs, JSON.stringify({ sequences: SEQS }));
+
+  it('score of a residual stream too big to square matches float64 (was flat log(1/V) from zeroed norms)', async () => {
+    const m = bigActivationQwen2();
+    const r = await runCli(['score', '--model', write(m), '--input', seqs]);
+    expect(r.code, r.stderr).toBe(0);
+    const out = JSON.parse(r.stdout) as { logprobs: number[][] };
+    SEQS.forEach((s, i) => expect(maxAbsDiff(out.logprobs[i], qwen2RefForward(m.config, m.weights, s).logprobs)).toBeLessThan(2e-3));
+  }, 120_000);
+
+  it('score and generate of an overflowing row exit 1 naming the sequence, position and layer', async () => {
+    const dir = write(infActivationQwen2());
+    const s = await runCli(['score', '--model', dir, '--input', seqs]);
+    expect(s.code, s.stderr).toBe(1);
+    expect(s.stdout).toBe('');
+    expect(s.stderr).toMatch(/score: sequence 1, position 2: the hidden state became NaN or infinite in layer 0's MLP/);
+    const g = await runCli(['generate', '--model', dir, '--prompt-ids', `1,${OVERFLOW_TOKEN}`, '--max-new-tokens', '3', '--temperature', '0']);
+    expect(g.code, g.stderr).toBe(1);
+    expect(g.stdout).toBe('');
+    expect(g.stderr).toMatch(/generate: position 1: the hidden state became NaN or infinite in layer 0's MLP/);
+  }, 120_000);
+});
+
+// Issue 25, item 7: what loads but deserves a word says so on stderr (and still loads).
+describe('planner CLI load warnings', () => {
+  const seqs = join(mkdtempSync(join(tmpdir(), 'agentflow-cli-')), 'seqs.json');
+  writeFileSync(seqs, JSON.stringify({ sequences: [[1, 2, 3, 4]] }));
+
+  it("an adapter whose base_model_name_or_path names another model: a warning naming both, then the run", async () => {
+    const dir = copyFixture();
+    const cfgFile = join(dir, 'adapter', 'adapter_config.json');
+    writeFileSync(cfgFile, JSON.stringify({ ...JSON.parse(readFileSync(cfgFile, 'utf8')), base_model_name_or_path: 'Qwen/Qwen2.5-7B-Instruct' }));
+    const r = await runCli(['score', '--model', TINY, '--adapter', join(dir, 'adapter'), '--input', seqs]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/warning: the adapter .*adapter was made for 'Qwen\/Qwen2\.5-7B-Instruct'.*not the loaded model 'qwen2-tiny'/);
+    // The fixture's own adapter names its model: no warning.
+    const ok = await runCli(['score', '--model', TINY, '--adapter', join(TINY, 'adapter'), '--input', seqs]);
+    expect(ok.stderr).not.toMatch(/warning/);
+  }, 120_000);
+
+  it('a tensor-cache.json record without md5sum: one note that the shard was not checked', async () => {
+    const dir = copyFixture(TINY_MLC);
+    const file = join(dir, 'tensor-cache.json');
+    const manifest = JSON.parse(readFileSync(file, 'utf8')) as { records: Array<{ md5sum?: string }> };
+    for (const rec of manifest.records) delete rec.md5sum;
+    writeFileSync(file, JSON.stringify(manifest));
+    const r = await runCli(['score', '--model', dir, '--input', seqs]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr.match(/lists no md5sum/g)?.length).toBe(1);
+    expect(r.stderr).toMatch(/note: tensor-cache\.json in .* lists no md5sum for 1 of 1 shard\(s\) \(params_shard_0\.bin\): they were loaded without an integrity check/);
   }, 120_000);
 });

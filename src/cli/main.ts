@@ -2,12 +2,15 @@
 // checkpoint and an optional PEFT adapter. stdout carries only the JSON result; progress and errors go
 // to stderr, and any error exits non-zero.
 import { existsSync, readFileSync, statSync } from 'node:fs';
+import { basename, resolve } from 'node:path';
 import { requestGpu } from '../gpu/device';
 import { loadAdapter, loadCheckpoint } from '../engine/io/checkpoint';
+import { adapterBaseWarning } from '../engine/io/peft';
 import { directorySource } from '../engine/io/sources';
 import { Qwen2Runtime } from '../engine/runtime';
 import { runGrpoGrad } from '../trainer/cli-grpo-grad';
 import { runTrain } from './train';
+import { runEval } from './eval';
 import { numberFlag, parseArgs, parseIdList, parseSequencesJson, required, UsageError } from './args';
 
 const FLAGS = {
@@ -32,9 +35,12 @@ async function openRuntime(modelDir: string, adapterDir: string | undefined, max
       if (pct !== lastPct && pct % 25 === 0) log(`reading ${p.file}: ${pct}%`);
       lastPct = pct;
     },
+    onNote: (note) => log(`note: ${note}`),
   });
   // Parse the adapter before touching the GPU: a bad adapter should fail fast and cheaply.
   const lora = adapterDir === undefined ? undefined : await loadAdapter(directorySource(adapterDir), ckpt.config);
+  const other = lora && adapterBaseWarning(lora.config, basename(resolve(modelDir)), adapterDir!);
+  if (other) log(`warning: ${other}`);
   const ctx = await requestGpu();
   log(`gpu: ${ctx.caps.description || ctx.caps.vendor || 'unknown'} (shader-f16: ${ctx.caps.f16})`);
   const rt = await Qwen2Runtime.create(ctx, ckpt.config, ckpt.tensors, { maxContext: Math.min(maxContext, ckpt.config.maxPositionEmbeddings) });
@@ -81,6 +87,8 @@ const argv = process.argv.slice(2);
 if (argv[0] === 'grpo-grad' || argv[0] === 'train') {
   // The training commands print their own JSON and return the exit status.
   void (argv[0] === 'train' ? runTrain(argv.slice(1)) : runGrpoGrad(argv.slice(1))).then((code) => process.stdout.write('', () => process.exit(code)));
+} else if (argv[0] === 'eval') {
+  void runEval(argv.slice(1)).then((code) => process.stdout.write('', () => process.exit(code)));
 } else {
   main(argv);
 }

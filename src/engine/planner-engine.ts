@@ -34,6 +34,8 @@ export interface LoadedPlanner {
   /** Null without a tokenizer or chat template (`noChat` says why): the runtime still scores and generates ids. */
   engine: PlannerEngine | null;
   noChat: string | null;
+  /** What loaded but deserves a word to the user (loadCheckpoint's onNote: shards without md5sum). */
+  notes: string[];
 }
 
 // Qwen chat models end a turn with <|im_end|>; base models with <|endoftext|>. Either stops generation.
@@ -111,7 +113,8 @@ export class PlannerEngine implements ChatEngine {
    * null then). `ctx` may be a getter, asked once the checkpoint is read.
    */
   static async loadModel(ctx: GpuContext | (() => Promise<GpuContext>), source: FileSource, o: PlannerLoadOptions = {}, { requireChat = false } = {}): Promise<LoadedPlanner> {
-    const ckpt = await loadCheckpoint(source, { onProgress: o.onProgress });
+    const notes: string[] = [];
+    const ckpt = await loadCheckpoint(source, { onProgress: o.onProgress, onNote: (n) => notes.push(n) });
     let chat: PlannerTokenizer | null = null;
     let noChat: string | null = null;
     try {
@@ -128,7 +131,7 @@ export class PlannerEngine implements ChatEngine {
     ckpt.release();
     const name = o.name ?? source.label.replace(/\/+$/, '').split('/').pop() ?? 'qwen2';
     const engine = chat ? new PlannerEngine(runtime, chat.tokenizer, name, chat.extraEos, undefined, chat.chatTemplateSource) : null;
-    return { runtime, name, engine, noChat };
+    return { runtime, name, engine, noChat, notes };
   }
 
   async loadAdapter(id: string, source: FileSource, onProgress?: ProgressCallback): Promise<void> {

@@ -9,7 +9,7 @@ import type { TurnSample } from '../trainer/samples';
 import { TrainingHost, type SavedCheckpoint, type TrainSessionInfo, type TrainStartOptions } from '../trainer/training-host';
 import { GenerateBatcher } from './generate-batcher';
 import { loadAdapter } from './io/checkpoint';
-import { parseAdapter } from './io/peft';
+import { adapterBaseWarning, parseAdapter, type LoraAdapterConfig } from './io/peft';
 import { pickedFilesSource, type FileSource } from './io/sources';
 import { modelUrlSource } from './io/webllm-cache';
 import { memorySource } from './memory-source';
@@ -39,6 +39,8 @@ export class PlannerHost implements PlannerWorkerApi {
   // group) are decoded together whichever of the two they came through.
   private batcher: GenerateBatcher | null = null;
   private name = 'qwen2';
+  /** PlannerInfo.notes: the loaded model's, then each added adapter's. */
+  private notes: string[] = [];
   /** Why the loaded model has no chat engine (see PlannerInfo.noChat). */
   private noChat: string | null = null;
   private readonly aborts = new Map<number, AbortController>();
@@ -74,6 +76,7 @@ export class PlannerHost implements PlannerWorkerApi {
     // The old model goes once the new checkpoint is read, before the new runtime is built.
     const m = await PlannerEngine.loadModel(() => getGpu(), sourceOf(spec), { name, maxContext, maxBatchRows, batchContext, onProgress, beforeRuntime: () => this.drop() });
     this.name = m.name;
+    this.notes = [...m.notes];
     this.runtime = m.runtime;
     this.engine = m.engine;
     // Without a tokenizer or a chat template the model still scores and generates from ids; chat says why not.
@@ -96,19 +99,30 @@ export class PlannerHost implements PlannerWorkerApi {
       memory: rt.memory(),
       f16: rt.ctx.caps.f16,
       maxContext: rt.maxContext,
+      notes: [...this.notes],
     };
   }
 
   async loadAdapter(id: string, spec: ModelSpec, onProgress?: (p: LoadProgress) => void): Promise<PlannerInfo> {
     const rt = this.need();
-    await rt.addAdapter(id, await loadAdapter(sourceOf(spec), rt.config, { onProgress }));
+    const lora = await loadAdapter(sourceOf(spec), rt.config, { onProgress });
+    await rt.addAdapter(id, lora);
+    this.noteAdapter(id, lora.config);
     return this.info();
   }
 
   async addAdapterBytes(id: string, adapterConfig: unknown, weights: Uint8Array): Promise<PlannerInfo> {
     const rt = this.need();
-    await rt.addAdapter(id, parseAdapter(adapterConfig, weights, { base: rt.config }));
+    const lora = parseAdapter(adapterConfig, weights, { base: rt.config });
+    await rt.addAdapter(id, lora);
+    this.noteAdapter(id, lora.config);
     return this.info();
+  }
+
+  /** An adapter made for another base model loads (its shapes fit), with a warning in info().notes. */
+  private noteAdapter(id: string, config: LoraAdapterConfig): void {
+    const w = adapterBaseWarning(config, this.name, `'${id}'`);
+    if (w && !this.notes.includes(w)) this.notes.push(w);
   }
 
   removeAdapter(id: string): void {

@@ -43,6 +43,11 @@ export interface PlannerInfo {
   f16: boolean;
   /** The most tokens a prompt and its reply may take together (the KV cache's length). */
   maxContext: number;
+  /**
+   * Warnings about what was loaded: the model's (shards read without an md5sum to check) and each adapter's
+   * added since (made for another base model), for the page to show beside the model.
+   */
+  notes: string[];
 }
 
 /** The runtime's decode counters (Qwen2Runtime.decodeCounters) and how many sequences a step can take. */

@@ -161,6 +161,8 @@ export async function loadEngines(o: LoadEnginesOptions): Promise<LoadedEngines>
         notes.push(`the adapter ${o.adapterId} was not activated: ${(e as Error).message}`);
       }
     }
+    // The worker's warnings about what it loaded (shards without md5sum; an adapter made for another model).
+    notes.push(...(o.adapterId ? (await client.info()).notes : info.notes));
     const planner = new RemotePlannerEngine(client, info.id, info.maxContext);
     if (sharedRecord) {
       const { createWebLlmEngine } = await import('../engine/webllm/webllm-engine');

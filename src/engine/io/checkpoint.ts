@@ -57,6 +57,8 @@ export interface Checkpoint {
 
 export interface LoadOptions {
   onProgress?: ProgressCallback;
+  /** Told of what loaded but deserves a word (a web-llm build's shards without md5sum: loadMlcCheckpoint). */
+  onNote?: (note: string) => void;
   /**
    * 'mlc': the source is known to be a web-llm (MLC) folder, so config.json is not probed (a source
    * whose `knownFormat()` says 'mlc' implies this: a model web-llm has cached loads with no request).

@@ -330,8 +330,12 @@ async function corrupt(source: FileSource, file: string, what: string): Promise<
   throw new CorruptShardError(`${file} in ${source.label} is corrupt: it ${what}. ${remedy}`, file, forgotten);
 }
 
-/** Reads an MLC q4f16_1 / q4f32_1 Qwen2 folder (manifest, chat config and every shard) from any FileSource. */
-export async function loadMlcCheckpoint(source: FileSource, opts: { onProgress?: ProgressCallback } = {}): Promise<MlcCheckpoint> {
+/**
+ * Reads an MLC q4f16_1 / q4f32_1 Qwen2 folder (manifest, chat config and every shard) from any FileSource.
+ * `onNote` hears, once, of shards the manifest gives no md5sum for (read unchecked: mlc-llm always writes
+ * one, so a missing hash is worth a word).
+ */
+export async function loadMlcCheckpoint(source: FileSource, opts: { onProgress?: ProgressCallback; onNote?: (note: string) => void } = {}): Promise<MlcCheckpoint> {
   let manifestJson: unknown = null;
   let manifestFile = '';
   for (const f of MLC_MANIFEST_FILES) {
@@ -357,6 +361,11 @@ export async function loadMlcCheckpoint(source: FileSource, opts: { onProgress?:
       if (md5 !== s.md5sum) await corrupt(source, s.dataPath, `has MD5 ${md5} but ${manifestFile} lists ${s.md5sum}`);
     }
     shards.set(s.dataPath, bytes);
+  }
+  const unchecked = manifest.shards.filter((s) => !s.md5sum).map((s) => s.dataPath);
+  if (unchecked.length) {
+    const names = unchecked.length > 3 ? `${unchecked.slice(0, 3).join(', ')}, ...` : unchecked.join(', ');
+    opts.onNote?.(`${manifestFile} in ${source.label} lists no md5sum for ${unchecked.length} of ${manifest.shards.length} shard(s) (${names}): they were loaded without an integrity check`);
   }
   const rec = (name: string) => {
     const r = manifest.records.get(name);

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseQwen2Config } from './config.ts';
-import { exportAdapter, loraKey, loraScale, parseAdapter, parseAdapterConfig, targetsModule, LORA_MODULES } from './peft.ts';
+import { adapterBaseWarning, exportAdapter, loraKey, loraScale, parseAdapter, parseAdapterConfig, targetsModule, LORA_MODULES } from './peft.ts';
 import { readSafetensors, writeSafetensors } from './safetensors.ts';
 import { TINY } from './test-fixtures.ts';
 
@@ -132,5 +132,20 @@ describe('PEFT adapter', () => {
       expect(b.descriptor(n).byteOffset - b.header.dataOffset).toBe(a.descriptor(n).byteOffset - a.header.dataOffset);
     }
     expect(Buffer.from(out.weights.subarray(b.header.dataOffset)).equals(Buffer.from(weights.subarray(a.header.dataOffset)))).toBe(true);
+  });
+});
+
+describe('adapterBaseWarning (issue 25, item 7: an adapter for another model loaded without a word)', () => {
+  const cfg = (base: string | null) => ({ baseModelNameOrPath: base });
+  it('names both models when the base differs', () => {
+    const w = adapterBaseWarning(cfg('Qwen/Qwen2.5-1.5B-Instruct'), 'Qwen2.5-0.5B-Instruct-q4f16_1-MLC', 'a1');
+    expect(w).toMatch(/adapter a1 was made for 'Qwen\/Qwen2\.5-1\.5B-Instruct'.*not the loaded model 'Qwen2\.5-0\.5B-Instruct-q4f16_1-MLC'/);
+  });
+  it('is quiet for the same model under an org prefix, a folder path or a web-llm build, and when a name is unknown', () => {
+    expect(adapterBaseWarning(cfg('Qwen/Qwen2.5-0.5B-Instruct'), 'Qwen2.5-0.5B-Instruct-q4f16_1-MLC', 'a')).toBeNull();
+    expect(adapterBaseWarning(cfg('/models/qwen2-tiny/'), 'qwen2-tiny', 'a')).toBeNull();
+    expect(adapterBaseWarning(cfg('Qwen/Qwen2.5-0.5B-Instruct'), 'Qwen2.5-0.5B-Instruct-q4f32_1-MLC', 'a')).toBeNull();
+    expect(adapterBaseWarning(cfg(null), 'qwen2-tiny', 'a')).toBeNull();
+    expect(adapterBaseWarning(cfg('qwen2-tiny'), null, 'a')).toBeNull();
   });
 });

@@ -240,6 +240,25 @@ export function parseAdapter(configJson: unknown, weights: Uint8Array | ArrayBuf
   return ignored.length ? { config, pairs, ignored } : { config, pairs };
 }
 
+/** A model name as compared with an adapter's base: its last path part, lower case, without a web-llm build suffix. */
+function modelKey(name: string): string {
+  const last = name.trim().replace(/[\\/]+$/, '').split(/[\\/]/).pop() ?? '';
+  return last.toLowerCase().replace(/-q4f(16|32)_1(-mlc)?$/, '').replace(/-mlc$/, '');
+}
+
+/**
+ * A warning when the adapter's base_model_name_or_path names another model than `model` (the loaded one's
+ * name or folder), else null. Shapes that fit say nothing about which model an adapter was trained on, and
+ * one trained on another base loads and runs, giving quietly worse output. Either name unknown: no warning.
+ * A web-llm build (`...-q4f16_1-MLC`) counts as the model it was made from; an org prefix is ignored.
+ */
+export function adapterBaseWarning(adapter: Pick<LoraAdapterConfig, 'baseModelNameOrPath'>, model: string | null | undefined, adapterLabel: string): string | null {
+  const base = adapter.baseModelNameOrPath;
+  if (!base || !model || !modelKey(base) || !modelKey(model)) return null;
+  if (modelKey(base) === modelKey(model)) return null;
+  return `the adapter ${adapterLabel} was made for '${base}' (its base_model_name_or_path), not the loaded model '${model}': its shapes fit, so it is used, but its output may be worse than on its own base`;
+}
+
 /** Pairs in PEFT's save order: by layer, then q, k, v, o, gate, up, down. */
 export function orderedPairs(adapter: LoraAdapter): LoraPair[] {
   const order = (p: LoraPair) => p.layer * LORA_MODULES.length + LORA_MODULES.indexOf(p.module);
