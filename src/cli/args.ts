@@ -20,6 +20,7 @@ export const USAGE = `usage:
                [--temperature 0] [--top-k K] [--top-p P] [--seed S]
   cli grpo-grad --model DIR --adapter DIR --batch FILE --out GRADS.safetensors [--micro-batch-tokens N]
   cli train    --model DIR [--adapter DIR] --data FILE --out DIR [--steps N] [--group G] ... [--resume]   (cli train --help)
+  cli eval     --model DIR [--adapter DIR] --data FILE --out DIR [--samples K] [--temperature X] ...   (cli eval --help)
 stdout is JSON only; progress and errors go to stderr.`;
 
 export function parseArgs(argv: string[], allowed: Record<string, string[]>): CliArgs {

@@ -264,7 +264,7 @@ function toyModelWidth(): number {
   return toyModel(new ToyTask()).config.hiddenSize;
 }
 
-async function makeTools(names: readonly string[], shared: AgentEngines['shared']): Promise<{ tools: Tool[]; close: () => void }> {
+export async function makeTools(names: readonly string[], shared: AgentEngines['shared']): Promise<{ tools: Tool[]; close: () => void }> {
   const tools: Tool[] = [];
   const closers: Array<() => void> = [];
   for (const n of names) {
@@ -293,19 +293,9 @@ async function depsFor(spec: RunSpec, args: CliArgs, store: DirRunStore, runId: 
   const modelDir = args.flags.get('model') !== undefined ? checkDir(args.flags.get('model')!, 'model') : c.model;
   if (!modelDir) throw new UsageError("'train' needs --model DIR");
   const budget = (spec.collector as { budget: { microBatchTokens: number } }).budget;
-  const ctx = await gpuContext();
-  let last = -1;
   const maxContextFlag = args.flags.has('max-context') ? positiveInt(args, 'max-context', 4096) : undefined;
-  const planner = await PlannerEngine.load(ctx, directorySource(modelDir), {
-    ...(maxContextFlag !== undefined ? { maxContext: maxContextFlag } : {}),
-    onProgress: (p) => {
-      const pct = p.bytesTotal ? Math.floor((100 * p.bytesDone) / p.bytesTotal) : 100;
-      if (pct !== last && pct % 25 === 0) log(`reading ${p.file}: ${pct}%`);
-      last = pct;
-    },
-  });
+  const { planner, engines } = await loadPlanner(modelDir, maxContextFlag);
   log(`planner: ${planner.id}, context ${planner.runtime.maxContext} tokens, micro-batch ${budget.microBatchTokens} tokens`);
-  const engines: AgentEngines = { planner, shared: baseModelView(planner) };
   fixPlanner(spec, planner.id);
   const { tools, close } = await makeTools(c.tools ?? [], engines.shared);
   const host = new TrainingHost(() => runtimePolicyHost(planner.runtime, planner.id.replace(/^planner:/, '')), storage);
@@ -319,6 +309,21 @@ async function depsFor(spec: RunSpec, args: CliArgs, store: DirRunStore, runId: 
       planner.destroy();
     },
   };
+}
+
+/** The planner engine from --model, serving every module: the others run its base weights (baseModelView). */
+export async function loadPlanner(modelDir: string, maxContext?: number): Promise<{ planner: PlannerEngine; engines: AgentEngines }> {
+  const ctx = await gpuContext();
+  let last = -1;
+  const planner = await PlannerEngine.load(ctx, directorySource(modelDir), {
+    ...(maxContext !== undefined ? { maxContext } : {}),
+    onProgress: (p) => {
+      const pct = p.bytesTotal ? Math.floor((100 * p.bytesDone) / p.bytesTotal) : 100;
+      if (pct !== last && pct % 25 === 0) log(`reading ${p.file}: ${pct}%`);
+      last = pct;
+    },
+  });
+  return { planner, engines: { planner, shared: baseModelView(planner) } };
 }
 
 /** A new agent run learns its planner's id when the model loads; a resumed one must match it. */

@@ -195,6 +195,11 @@ export interface ExperimentItemRecord {
   errors?: string[];
   /** The rule that scored the answer and the part of it compared (rewards' ScoreDetail); absent before it was kept. */
   scoring?: { rule: string; compared?: string };
+  /** Which run of the item this is when a run samples each item several times (`cli eval --samples`); absent: 0. */
+  sample?: number;
+  /** Planner turns the run took, and its wall-clock seconds (absent in runs stored before). */
+  turns?: number;
+  seconds?: number;
 }
 
 /**

@@ -39,7 +39,11 @@ function changeOf(a: ExperimentItemRecord | null, b: ExperimentItemRecord | null
 }
 
 /** Items of runs `a` and `b` matched by benchmark item, in benchmark order (items without a number last). */
-export function compareRuns(a: readonly ExperimentItemRecord[], b: readonly ExperimentItemRecord[]): RunComparison {
+export function compareRuns(allA: readonly ExperimentItemRecord[], allB: readonly ExperimentItemRecord[]): RunComparison {
+  // A run that sampled each item several times (`cli eval --samples K`) is compared on its first sample: the
+  // others are not repeats of an item, and one outcome per item keeps the counts adding up to the items.
+  const a = allA.filter((it) => !it.sample);
+  const b = allB.filter((it) => !it.sample);
   const byKey = new Map<string, { a: ExperimentItemRecord | null; b: ExperimentItemRecord | null; first: ExperimentItemRecord; order: number }>();
   let order = 0;
   const repeated = { a: 0, b: 0 };

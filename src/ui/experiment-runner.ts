@@ -4,14 +4,13 @@
 // runs (" (2)"), so runs told apart in the list are told apart in the chart and in Compare too.
 import type { BenchmarkItem, ImportedBenchmark } from '../agent/benchmark-import';
 import { isScripted } from '../agent/engines-used';
-import { scoreAnswerDetail } from '../agent/rewards';
+import { referenceText, scoreRunInto } from '../agent/experiment-file';
 import type { AgentEngines } from '../agent/loop';
 import type { ModuleName } from '../agent/prompts';
 import { startConversation } from '../agent/session';
 import type { ExperimentItemRecord, ExperimentRecord } from '../store/records';
 import type { Tool } from '../tools/types';
 import { getExperiment, listExperiments, putExperiment, putExperimentItem, summarize, uniqueRunName } from './experiment-store';
-import { toolUsage } from './trajectory';
 import { nextCall } from './chat-view';
 
 /** Where a run is: item `item` of `total` (1-based, `number` as the subset box counts), and its module and turn. */
@@ -90,7 +89,8 @@ export async function runExperiment(o: ExperimentRunOptions): Promise<{ experime
       if (o.signal?.aborted) break;
       const item: BenchmarkItem = o.benchmark.items[index];
       if (!item) throw new Error(`experiment: item ${index} is not in '${o.benchmark.name}' (it has ${o.benchmark.items.length})`);
-      const rec: ExperimentItemRecord = { experimentId: id, index: k, number: index + 1, pid: item.pid, query: item.query, reference: typeof item.answer === 'string' ? item.answer : JSON.stringify(item.answer ?? null) };
+      const rec: ExperimentItemRecord = { experimentId: id, index: k, number: index + 1, pid: item.pid, query: item.query, reference: referenceText(item.answer) };
+      const started = Date.now();
       const at = { item: k + 1, total: o.indices.length, number: index + 1, pid: item.pid };
       o.onProgress?.({ ...at, module: 'analysis', turn: 0 });
       try {
@@ -109,16 +109,9 @@ export async function runExperiment(o: ExperimentRunOptions): Promise<{ experime
           dbName: o.dbName,
         });
         rec.conversationId = r.conversationId;
-        if (r.finalAnswer !== null) rec.answer = r.finalAnswer;
-        if (r.reward !== undefined) {
-          rec.correct = r.reward >= 1;
-          // The session scored it; the same pure rule again says how, for the Items table.
-          const d = scoreAnswerDetail({ kind: o.benchmark.kind, prediction: r.finalAnswer ?? '', reference: item.answer, numbers: item.numbers, options: item.options });
-          rec.scoring = d.score === (rec.correct ? 1 : 0) ? { rule: d.rule, ...(d.compared !== undefined ? { compared: d.compared } : {}) } : { rule: 'judge' };
-        }
-        const usage = toolUsage(r.steps);
-        rec.toolCalls = usage.toolCalls;
-        rec.errors = [...usage.errors, ...(r.error ? [r.error] : []), ...(r.status === 'interrupted' ? ['stopped'] : [])];
+        // The session scored it (with a judge, maybe); the same pure rule again says how, for the Items table.
+        scoreRunInto(rec, item, o.benchmark.kind, r, r.reward);
+        rec.seconds = (Date.now() - started) / 1000;
       } catch (e) {
         rec.errors = [(e as Error).message ?? String(e)];
       }

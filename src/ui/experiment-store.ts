@@ -2,6 +2,7 @@
 // and summary, one per item with the answer, correctness, tool calls and errors.
 import { describeStorageError, openAgentDb } from '../store/db';
 import type { ExperimentItemRecord, ExperimentRecord } from '../store/records';
+import { experimentFile, parseExperimentFile } from '../agent/experiment-file';
 
 export async function putExperiment(rec: ExperimentRecord, dbName?: string): Promise<void> {
   try {
@@ -79,35 +80,27 @@ export async function markStaleExperiments(live: ReadonlySet<string>, dbName?: s
   await tx.done;
 }
 
-export interface ExperimentSummary {
-  items: number;
-  answered: number;
-  correct: number;
-  accuracy: number;
-  toolCalls: number;
-  errors: number;
-  [tool: `tool:${string}`]: number;
-}
-
-/** Accuracy over the items run so far, and tool calls by tool. */
-export function summarize(items: ExperimentItemRecord[]): ExperimentSummary {
-  const s: ExperimentSummary = { items: items.length, answered: 0, correct: 0, accuracy: 0, toolCalls: 0, errors: 0 };
-  for (const it of items) {
-    if (it.answer !== undefined) s.answered++;
-    if (it.correct) s.correct++;
-    s.errors += it.errors?.length ?? 0;
-    for (const [tool, n] of Object.entries(it.toolCalls ?? {})) {
-      s[`tool:${tool}`] = (s[`tool:${tool}`] ?? 0) + n;
-      s.toolCalls += n;
-    }
-  }
-  s.accuracy = s.items ? s.correct / s.items : 0;
-  return s;
-}
+export { summarize, type ExperimentSummary } from '../agent/experiment-file';
 
 export async function exportExperiment(id: string, dbName?: string): Promise<string> {
   const db = await openAgentDb(dbName);
   const experiment = await db.get('experiments', id);
   if (!experiment) throw new Error(`no experiment with id '${id}'`);
-  return JSON.stringify({ format: 'agentflow-experiment', version: 1, experiment, items: await getExperimentItems(id, dbName) }, null, 2);
+  return experimentFile(experiment, await getExperimentItems(id, dbName));
+}
+
+/**
+ * Stores a run read from a file (`cli eval`'s experiment.json, results.jsonl with its summary.json, or an
+ * export of this tab) under a new id and a name no stored run has.
+ */
+export async function importExperiment(text: string, fileName: string, summaryText?: string, dbName?: string): Promise<ExperimentRecord> {
+  const id = globalThis.crypto?.randomUUID?.() ?? `x-${Date.now().toString(36)}`;
+  const run = parseExperimentFile(text, fileName, id, summaryText);
+  run.experiment.name = uniqueRunName(run.experiment.name, (await listExperiments(dbName)).map((r) => r.name));
+  const db = await openAgentDb(dbName);
+  const tx = db.transaction(['experiments', 'experimentItems'], 'readwrite');
+  await tx.objectStore('experiments').put(run.experiment);
+  for (const it of run.items) await tx.objectStore('experimentItems').put(it);
+  await tx.done;
+  return run.experiment;
 }

@@ -80,19 +80,7 @@ export function trajectoryFromSteps(steps: StepRecord[]): Trajectory {
   return t;
 }
 
-/** Tool name -> number of executor calls; and the error messages, for experiment results. */
-export function toolUsage(steps: StepRecord[]): { toolCalls: Record<string, number>; errors: string[] } {
-  const toolCalls: Record<string, number> = {};
-  const errors: string[] = [];
-  for (const s of steps) {
-    if (s.kind === 'executor') {
-      if (typeof s.data.toolName === 'string' && s.data.args) toolCalls[s.data.toolName] = (toolCalls[s.data.toolName] ?? 0) + 1;
-      if (s.data.error) errors.push(`turn ${s.turn}: ${String(s.data.error)}`);
-    }
-    if (s.kind === 'error') errors.push(`turn ${s.turn} ${String(s.data.module ?? '')}: ${String(s.data.message ?? '')}`);
-  }
-  return { toolCalls, errors };
-}
+export { toolUsage } from '../agent/experiment-file';
 
 const secs = (ms: number) => `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
 
