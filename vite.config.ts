@@ -16,7 +16,7 @@ export default defineConfig({
   optimizeDeps: {
     exclude: ['webgpu'],
     // Pre-bundled up front: discovering them mid-run makes Vite reload the page under a browser test.
-    include: ['lit', 'lit/directives/unsafe-html.js', 'comlink', 'idb', 'dompurify', 'marked', '@huggingface/jinja', '@lenml/tokenizers'],
+    include: ['lit', 'lit/directives/unsafe-html.js', 'comlink', 'idb', 'dompurify', 'marked', '@huggingface/jinja', '@lenml/tokenizers', 'uplot'],
   },
   server: { fs: { allow: ['.', '../shared'] } },
 });

@@ -293,8 +293,19 @@ describe('Training panel progress, stored runs and results', () => {
     expect(item).toBeTruthy();
     (item.querySelector(`button[aria-label="Show run ${runId}"]`) as HTMLButtonElement).click();
     await again.updateComplete;
-    const paths = [...again.shadowRoot!.querySelectorAll('[data-testid="training-charts"] path')].map((x) => (x.getAttribute('d') ?? '').split(/[ML]/).filter(Boolean).length);
-    expect(paths[0]).toBe(4);
+    // Points on each chart's canvas: the reward and its rolling mean, loss, KL, clip fraction, tokens/s, rollout time.
+    const charts = () => [...again.shadowRoot!.querySelectorAll('[data-testid="training-charts"] agentflow-line-chart')];
+    const points = () => charts().map((c) => c.shadowRoot?.querySelector<HTMLElement>('.plot')?.dataset.points ?? '');
+    await expect.poll(points).toEqual(['4,4', '4', '4', '4', '4', '4']);
+    // The smoothing control draws each chart's EMA beside its raw points, which stay.
+    const legend = () => charts()[0].shadowRoot?.querySelector('.u-legend')?.textContent ?? '';
+    expect(legend()).not.toContain('(smoothed)');
+    const smoothing = q<HTMLSelectElement>(again, '#smoothing');
+    expect([...smoothing.options].map((o) => o.textContent)).toEqual(['off', 'EMA 0.6', 'EMA 0.9']);
+    smoothing.value = '0.9';
+    smoothing.dispatchEvent(new Event('change'));
+    await expect.poll(legend).toMatch(/reward \(smoothed\).*rolling \(smoothed\)/);
+    await expect.poll(points).toEqual(['4,4', '4', '4', '4', '4', '4']);
     // A stored run shown: its own length, from its spec.
     expect(q(again, '[data-testid="training-status"]').textContent).toMatch(/^Done: step 4 of 4, reward \d\.\d\d$/);
     expect(q(again, '[data-testid="training-result"]').textContent).toMatch(/^Result: the adapter of step [1-4]/);

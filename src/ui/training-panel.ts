@@ -83,6 +83,7 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
     notes: { state: true },
     keeping: { state: true },
     deleting: { state: true },
+    smoothing: { state: true },
   };
   declare dbName: string | undefined;
   /** Makes the driver for a settings choice; default: the toy driver. */
@@ -124,6 +125,8 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
   declare keeping: string | null;
   /** The adapter whose Delete button asks first (see deleteQuestion). */
   declare deleting: string | null;
+  /** EMA weight of the training charts' drawn lines (0: the raw steps). */
+  declare smoothing: number;
   private driver: TrainingDriver | null = null;
   /** Steps of the run the status line is about (the driver's, or the stored run shown), when known. */
   private totalSteps: number | null = null;
@@ -167,6 +170,7 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
     this.notes = [];
     this.keeping = null;
     this.deleting = null;
+    this.smoothing = 0;
   }
 
   private get busy(): boolean {
@@ -677,6 +681,10 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
         ? html`<p class="error" data-testid="skipped-updates">Updates skipped (adapter unchanged): ${p.filter((x) => x.skippedUpdate).map((x) => `step ${x.step}: ${x.skippedUpdate}`).join('; ')}</p>`
         : nothing}
       ${this.error ? html`<p class="error" role="alert">${this.error}</p>` : nothing}
+      <label class="smoothing">Smoothing
+        <select id="smoothing" @change=${(e: Event) => (this.smoothing = Number((e.target as HTMLSelectElement).value))}>
+          ${[0, 0.6, 0.9].map((w) => html`<option value=${w} .selected=${this.smoothing === w}>${w ? `EMA ${w}` : 'off'}</option>`)}
+        </select></label>
       <div class="charts" data-testid="training-charts">
         ${lineChart(
           'Reward (mean)',
@@ -684,20 +692,22 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
             { label: 'reward', values: series('reward') },
             { label: 'rolling', values: series('rollingReward') },
           ],
-          { flat: (v) => (v === 0 ? 'no rollout was rewarded, so there is nothing to learn from yet' : v === 1 ? 'every rollout was rewarded, so groups give no learning signal' : null) },
+          { smoothing: this.smoothing, flat: (v) => (v === 0 ? 'no rollout was rewarded, so there is nothing to learn from yet' : v === 1 ? 'every rollout was rewarded, so groups give no learning signal' : null) },
         )}
         ${lineChart('Loss', [{ label: 'loss', values: series('loss') }], {
           // The clipped objective's value at the sampling policy is -mean(advantage), and advantages are
           // normalised within each group: ≈ 0 is its usual value, not a sign that nothing is learned.
           zeroBelow: 1e-6,
+          log: true,
+          smoothing: this.smoothing,
           flat: (v) => (v === 0 ? 'usual for Flow-GRPO, whose advantages average 0 within a group; the reward shows the learning' : null),
         })}
-        ${lineChart('KL to the base policy', [{ label: 'KL', values: series('kl') }], { zeroBelow: 1e-9, flat: (v) => (v === 0 ? 'the adapter has not moved the planner from its base model' : null) })}
-        ${lineChart('Clip fraction', [{ label: 'clip fraction', values: series('clipFraction') }], { flat: (v) => (v === 0 ? 'no ratio was clipped (every update stayed within the clip range)' : null) })}
-        ${lineChart('Tokens per second', [{ label: 'tokens/s', values: series('tokensPerSecond') }])}
-        ${p.some((x) => x.rolloutSeconds !== undefined) ? lineChart('Rollout time per step (s)', [{ label: 'rollouts s', values: series('rolloutSeconds') }]) : nothing}
+        ${lineChart('KL to the base policy', [{ label: 'KL', values: series('kl') }], { zeroBelow: 1e-9, log: true, smoothing: this.smoothing, flat: (v) => (v === 0 ? 'the adapter has not moved the planner from its base model' : null) })}
+        ${lineChart('Clip fraction', [{ label: 'clip fraction', values: series('clipFraction') }], { smoothing: this.smoothing, flat: (v) => (v === 0 ? 'no ratio was clipped (every update stayed within the clip range)' : null) })}
+        ${lineChart('Tokens per second', [{ label: 'tokens/s', values: series('tokensPerSecond') }], { smoothing: this.smoothing })}
+        ${p.some((x) => x.rolloutSeconds !== undefined) ? lineChart('Rollout time per step (s)', [{ label: 'rollouts s', values: series('rolloutSeconds') }], { smoothing: this.smoothing }) : nothing}
         ${p.some((x) => x.plannerSequencesPerStep !== undefined)
-          ? lineChart('Planner sequences per decode step', [{ label: 'sequences/step', values: series('plannerSequencesPerStep') }])
+          ? lineChart('Planner sequences per decode step', [{ label: 'sequences/step', values: series('plannerSequencesPerStep') }], { smoothing: this.smoothing })
           : nothing}
       </div>
       ${this.runs.length

@@ -232,7 +232,7 @@ describe('the app', () => {
     await waitStatus(/^Done: step 12 /);
     expect(await status.textContent()).toMatch(/^Done: step 12 of 12, reward \d\.\d\d$/);
     // Each chart drew a line through the 12 steps.
-    const paths = () => page.locator('agentflow-training-panel [data-testid="training-charts"] path').evaluateAll((ps) => ps.map((p) => (p.getAttribute('d') ?? '').split(/[ML]/).filter(Boolean).length));
+    const paths = () => page.locator('agentflow-training-panel [data-testid="training-charts"] [data-points]').evaluateAll((ps) => ps.flatMap((p) => (p as HTMLElement).dataset.points!.split(',').map(Number)));
     // Reward (and its rolling mean), loss, KL, clip fraction, tokens/s and rollout time, 12 points each.
     await poll(paths).toEqual([12, 12, 12, 12, 12, 12, 12]);
     const adapters = page.locator('agentflow-training-panel [data-testid="adapters"] tbody tr');

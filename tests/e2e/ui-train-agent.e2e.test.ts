@@ -107,7 +107,7 @@ describe('Training tab on the real planner', () => {
     expect(await inPanel(page, '[data-testid="agent-availability"]')).toMatch(/needs a planner model loaded in Models & GPU/);
 
     await loadPlanner(page);
-    const chartLabels = () => page.locator('agentflow-training-panel [data-testid="training-charts"] svg').evaluateAll((ss) => ss.map((s) => s.getAttribute('aria-label') ?? ''));
+    const chartLabels = () => page.locator('agentflow-training-panel [data-testid="training-charts"] [role="img"]').evaluateAll((ss) => ss.map((s) => s.getAttribute('aria-label') ?? ''));
     expect((await chartLabels()).every((l) => l.endsWith('no data'))).toBe(true);
     expect(await inPanel(page, '[data-testid="agent-availability"]')).toMatch(/Import a benchmark/);
     await importBench(page);
@@ -132,8 +132,9 @@ describe('Training tab on the real planner', () => {
     for (const l of labels) expect(l).toMatch(/: [\w ,/.-]+ -?[\d.e+-]+$/);
     expect(labels[0]).toMatch(/^Reward \(mean\): reward 0, rolling 0$/);
     // Every chart holds the step's point (the reward chart has the reward and its rolling mean).
-    const paths = await page.locator('agentflow-training-panel [data-testid="training-charts"] path').evaluateAll((ps) => ps.map((p) => (p.getAttribute('d') ?? '').split(/[ML]/).filter(Boolean).length));
-    expect(paths).toEqual([1, 1, 1, 1, 1, 1, 1, 1]);
+    // Points on each chart's canvas, set once the chart has drawn the step (the next animation frame).
+    const paths = () => page.locator('agentflow-training-panel [data-testid="training-charts"] [data-points]').evaluateAll((ps) => ps.flatMap((p) => (p as HTMLElement).dataset.points!.split(',').map(Number)));
+    await expect.poll(paths).toEqual([1, 1, 1, 1, 1, 1, 1, 1]);
     const adapters = page.locator('agentflow-training-panel [data-testid="adapters"] tbody tr');
     await expect.poll(async () => (await adapters.first().textContent()) ?? '', { timeout: 30_000 }).toMatch(/agent-.* step 1/);
     expect(await adapters.first().textContent()).toContain('qwen2-tiny');
@@ -192,8 +193,9 @@ describe('agent-rollout training across a reload', () => {
     expect(await inPanel(page, '[role="alert"]')).toBe('');
     expect(await inPanel(page, '[data-testid="training-status"]')).toMatch(/^Done: step 2 of 2, reward \d\.\d\d$/);
     // The chart kept the step from before the reload and added the resumed one.
-    const paths = await page.locator('agentflow-training-panel [data-testid="training-charts"] path').evaluateAll((ps) => ps.map((p) => (p.getAttribute('d') ?? '').split(/[ML]/).filter(Boolean).length));
-    expect(paths).toEqual([2, 2, 2, 2, 2, 2, 2, 2]);
+    // Points on each chart's canvas, set once the chart has drawn the step (the next animation frame).
+    const paths = () => page.locator('agentflow-training-panel [data-testid="training-charts"] [data-points]').evaluateAll((ps) => ps.flatMap((p) => (p as HTMLElement).dataset.points!.split(',').map(Number)));
+    await expect.poll(paths).toEqual([2, 2, 2, 2, 2, 2, 2, 2]);
     const names = await page.locator('agentflow-training-panel [data-testid="adapters"] tbody tr td:first-child').allTextContents();
     expect(names.some((n) => n.startsWith(`${runId} step 1`))).toBe(true);
     expect(names.some((n) => n.startsWith(`${runId} step 2`))).toBe(true);
