@@ -24,7 +24,7 @@ import type { EngineUse, EngineUser } from './engine-use';
 import { InFlight } from './in-flight';
 import type { PlannerClient } from '../engine/planner-client';
 import { parseSubset } from './experiment-subset';
-import { deleteExperiment, exportExperiment, getExperimentItems, listExperiments, markStaleExperiments, renameExperiment, summarize } from './experiment-store';
+import { deleteExperiment, exportExperiment, importExperiment, getExperimentItems, listExperiments, markStaleExperiments, renameExperiment, summarize } from './experiment-store';
 import { renderTrajectory, trajectoryFromSteps } from './trajectory';
 
 export class AgentflowExperimentsPanel extends LitElement implements EngineUser {
@@ -194,6 +194,34 @@ export class AgentflowExperimentsPanel extends LitElement implements EngineUser 
     this.importText(await f.text(), f.name);
   }
 
+  /**
+   * Imports a run from files: `cli eval`'s experiment.json, its results.jsonl (with summary.json beside it when
+   * given), or a run this tab exported. The run is stored under a new id and opened.
+   */
+  async importRunFiles(files: Array<{ name: string; text: string }>): Promise<ExperimentRecord | null> {
+    const summary = files.find((f) => /(^|[\/])summary\.json$/i.test(f.name));
+    const main = files.find((f) => f !== summary);
+    this.error = '';
+    if (!main) {
+      this.error = 'Import a run: choose results.jsonl (with its summary.json) or experiment.json.';
+      return null;
+    }
+    try {
+      const rec = await importExperiment(main.text, main.name, summary?.text, this.dbName);
+      await this.refresh();
+      await this.select(rec.id);
+      return rec;
+    } catch (e) {
+      this.error = `Could not import the run from ${main.name}: ${(e as Error).message}`;
+      return null;
+    }
+  }
+
+  private async onRunFiles(e: Event): Promise<void> {
+    const list = [...((e.target as HTMLInputElement).files ?? [])];
+    if (list.length) await this.importRunFiles(await Promise.all(list.map(async (f) => ({ name: f.name, text: await f.text() }))));
+  }
+
   private run(): Promise<void> {
     return this.running.current ?? this.running.track(this.runSubset());
   }
@@ -361,7 +389,9 @@ export class AgentflowExperimentsPanel extends LitElement implements EngineUser 
   }
 
   private renderRuns() {
-    if (!this.runs.length) return html`<p>No runs yet.</p>`;
+    const importRun = html`<label class="import-run">Import a run (cli eval's experiment.json, or results.jsonl with summary.json)
+      <input type="file" multiple accept=".json,.jsonl,application/json" data-testid="run-file" @change=${this.onRunFiles} /></label>`;
+    if (!this.runs.length) return html`<p>No runs yet.</p>${importRun}`;
     const shown = this.runs.slice(0, 8);
     const labels = distinctLabels(shown.map((r) => r.name));
     const acc = shown.map((r, i) => ({ label: labels[i], value: r.summary?.accuracy ?? 0 }));
@@ -394,6 +424,7 @@ export class AgentflowExperimentsPanel extends LitElement implements EngineUser 
         </tbody>
       </table>
       </div>
+      ${importRun}
       <div class="charts">${barChart('Accuracy by run', acc, 1, (v) => `${Math.round(v * 100)}%`)}</div>
     </section>`;
   }
