@@ -8,6 +8,8 @@ export type ErrorCategory =
   | 'webgpu-unavailable'
   /** The GPU device was lost (driver reset, another tab, the OS reclaiming memory). */
   | 'device-lost'
+  /** A GPU read did not settle within the runtime's stallTimeoutMs (a hung driver or queue). */
+  | 'gpu-stalled'
   | 'gpu-out-of-memory'
   | 'shader-compile'
   /** A worker behind an engine or tool died; reloading starts a new one. */

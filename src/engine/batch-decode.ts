@@ -13,6 +13,7 @@ import type { GpuContext } from '../gpu/device';
 import { readBuffer } from '../gpu/buffers';
 import { DRAW_LOG_WORDS, parseDrawLog, type GpuSampler } from '../kernels/sampling/sampling';
 import { acceptToken, DECODE_AHEAD, REDRAW_WINDOW, type DecodeLoop } from './decode-loop';
+import { unlessStalled } from './decode-stall';
 
 /** Logits for a draw on the CPU: a sampler reads the first row of its buffer. */
 export interface BatchSlot {
@@ -66,7 +67,16 @@ export interface BatchHost {
    */
   step(rows: BatchRow[], i: number, ids: 'cpu' | 'gpu', us?: number[]): Promise<void>;
   unlessLost<T>(p: Promise<T>, doing: string): Promise<T>;
+  /** How long one wait for a GPU read may last before the decode fails (decode-stall.ts). */
+  stallMs: number;
 }
+
+/** `p` (a GPU read), failing if the device is lost or the read is still pending after h.stallMs. */
+function settled<T>(h: BatchHost, p: Promise<T>, doing: string, waitedFor: () => string): Promise<T> {
+  return unlessStalled(h.unlessLost(p, doing), h.stallMs, waitedFor, h.doing);
+}
+
+const rowList = (rows: BatchRow[]) => `row${rows.length > 1 ? 's' : ''} ${rows.map((r) => r.b).join(', ')}`;
 
 const uniform = (r: BatchRow, i: number) => (r.us[i] ??= (r.l.o.temperature ?? 0) === 0 ? 0 : r.l.rng.next());
 
@@ -91,8 +101,9 @@ export async function decodeRows(h: BatchHost, rows: BatchRow[], ahead: boolean)
 async function drawInStep(h: BatchHost, rows: BatchRow[]): Promise<void> {
   const drawn = await Promise.all(
     rows.map(async (r) => {
-      if (r.l.o.onLogits) r.l.o.onLogits(new Float32Array(await h.unlessLost(readBuffer(h.ctx, r.at.logits, h.vocab * 4), 'reading logits')));
-      return h.unlessLost(r.at.sampler.sampleWithU(r.l.o, uniform(r, r.l.tokens.length)), 'sampling');
+      const i = r.l.tokens.length;
+      if (r.l.o.onLogits) r.l.o.onLogits(new Float32Array(await settled(h, readBuffer(h.ctx, r.at.logits, h.vocab * 4), 'reading logits', () => `the logits of token ${i} (row ${r.b})`)));
+      return settled(h, r.at.sampler.sampleWithU(r.l.o, uniform(r, i)), 'sampling', () => `the candidates of token ${i} (row ${r.b})`);
     }),
   );
   rows.forEach((r, j) => {
@@ -132,7 +143,7 @@ async function decodeAhead(h: BatchHost, rows: BatchRow[], start: 0 | 1): Promis
     while (next < limit && next <= i + DECODE_AHEAD && rows.some((r) => !r.done && next < r.l.maxNew)) await submit(next++);
     const rs = (ran[i] ?? []).filter((r) => !r.done);
     if (!rs.length) continue;
-    const words = await h.unlessLost(reads[i], h.doing);
+    const words = await settled(h, reads[i], h.doing, () => `the draw log of step ${i} (${rowList(rs)})`);
     const undecided: BatchRow[] = [];
     for (const r of rs) {
       const e = parseDrawLog(words, r.b);
@@ -145,9 +156,9 @@ async function decodeAhead(h: BatchHost, rows: BatchRow[], start: 0 | 1): Promis
     // token 0's logits are still the prefill's), draw on the CPU with the same uniforms, and submit again
     // from step i + 1 with ids from the CPU. The other rows' later steps are redone with the same uniforms
     // and inputs, so they give the same tokens.
-    await Promise.allSettled(reads.slice(i + 1, next));
+    await settled(h, Promise.allSettled(reads.slice(i + 1, next)), h.doing, () => `the draw logs of steps ${i + 1} to ${next - 1} (in flight before a redraw)`);
     if (i > 0) await h.step(undecided, i, 'cpu');
-    const drawn = await Promise.all(undecided.map((r) => h.unlessLost(r.at.sampler.sampleWithU(r.l.o, r.us[i]), 'sampling')));
+    const drawn = await Promise.all(undecided.map((r) => settled(h, r.at.sampler.sampleWithU(r.l.o, r.us[i]), 'sampling', () => `the candidates of token ${i} (row ${r.b}, redrawn)`)));
     undecided.forEach((r, j) => {
       r.l.redrawn++;
       if (!acceptToken(r.l, drawn[j].token, drawn[j].logprob)) r.done = true;

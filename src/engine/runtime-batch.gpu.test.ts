@@ -8,7 +8,9 @@ import { maxAbsDiff } from '../../tests/support/compare';
 import { countEncoders } from '../../tests/support/encoder-counts';
 import { quantizeModel } from '../../tests/support/q4-model';
 import { randomAdapter, randomQwen2, randomTokens, toLoraAdapter, toQwen2Config, toWeightSource } from '../../tests/support/random-qwen2';
+import { COPY_DST, MAP_READ } from '../gpu/buffers';
 import { Rng } from '../util/rng';
+import { GpuStallError } from './decode-stall';
 import { Qwen2Runtime, type GenerateRequest, type GenerateTokensOptions, type RuntimeOptions } from './runtime';
 
 const shape = { numHeads: 4, numKvHeads: 2, headDim: 16, intermediateSize: 64, vocabSize: 90, tie: true };
@@ -340,6 +342,50 @@ describe('generateBatch: each sequence = generate() alone', async () => {
         });
         expect(seen).toEqual(Array(12).fill(300));
       } finally {
+        rt.destroy();
+      }
+    });
+
+    // A GPU read that never settles (a driver dropping a map callback) must fail the decode with an error
+    // naming the read within stallTimeoutMs, not hold the runtime's call queue for ever. The backstop
+    // timeout covers compiling the kernels on a cold shader cache; the stalls themselves take 2 x 3 s.
+    it(`${path}: a GPU read that never settles fails the decode with a GpuStallError naming it, and the runtime goes on`, { timeout: 300_000 }, async () => {
+      const ctx = await gpuFor(path);
+      const reqs = prompts.slice(0, 4).map((prompt, i) => ({ prompt, options: { ...options[i], maxNewTokens: 6 } }));
+      const inStep = reqs.map((r, i) => ({ ...r, options: { ...r.options, onLogits: i === 1 ? () => undefined : undefined } }));
+      const create = (o: RuntimeOptions) => Qwen2Runtime.create(ctx, toQwen2Config(config), toWeightSource(config, weights), { maxContext: 64, maxBatchRows: 16, ...o });
+      // Kernels compile at their first dispatch on software adapters (inside a read's wait): a runtime with
+      // the default bound runs both batches first, so the bounded one's reads wait only on the steps.
+      const warm = await create({});
+      const want = await warm.generateBatch(reqs);
+      await warm.generateBatch(inStep);
+      warm.destroy();
+      const rt = await create({ stallTimeoutMs: 3000 });
+      const proto = Object.getPrototypeOf(ctx.device.createBuffer({ size: 4, usage: MAP_READ | COPY_DST })) as GPUBuffer;
+      const mapAsync = proto.mapAsync;
+      // From the `from`th read of a buffer labelled `label` on, its map never settles.
+      const hang = (label: string, from: number) => {
+        let n = 0;
+        proto.mapAsync = function (this: GPUBuffer, ...a: Parameters<GPUBuffer['mapAsync']>) {
+          return this.label === `readback:${label}` && ++n >= from ? new Promise<undefined>(() => undefined) : mapAsync.apply(this, a);
+        };
+      };
+      try {
+        hang('runtime.drawLog', 3);
+        const ahead = await rt.generateBatch(reqs).catch((e: unknown) => e);
+        expect(ahead).toBeInstanceOf(GpuStallError);
+        expect((ahead as GpuStallError).waitedFor).toBe('the draw log of step 3 (rows 0, 1, 2, 3)');
+        expect((ahead as GpuStallError).message).toMatch(/within 3 s while decoding a batch/);
+        // In step (a logits callback), row 1's logits are read from its slot.
+        hang('runtime.batchLogits1', 2);
+        const stepped = await rt.generateBatch(inStep).catch((e: unknown) => e);
+        expect(stepped).toBeInstanceOf(GpuStallError);
+        expect((stepped as GpuStallError).waitedFor).toBe('the logits of token 1 (row 1)');
+        proto.mapAsync = mapAsync;
+        const got = await rt.generateBatch(reqs);
+        got.forEach((g, i) => expect(g.tokens, `request ${i}`).toEqual(want[i].tokens));
+      } finally {
+        proto.mapAsync = mapAsync;
         rt.destroy();
       }
     });

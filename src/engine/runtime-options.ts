@@ -1,6 +1,7 @@
 // What a Qwen2Runtime is created with, its defaults and checks, and the row counts its calls round to.
 import { Q4_SMALL_N } from '../kernels/q4/q4matmul.wgsl';
 import { SMALL_N } from '../kernels/matmul/matmul.wgsl';
+import { checkStallMs } from './decode-stall';
 import type { Qwen2Config } from './io/config';
 import type { UploadProgress } from './weights';
 
@@ -26,6 +27,13 @@ export interface RuntimeOptions {
    * 2 x layers x kvHeads x headDim x 4 bytes per row (24 KiB a row for Qwen2.5-0.5B).
    */
   batchContext?: number;
+  /**
+   * How long a decode (generate, generateBatch) waits for any one GPU read before it fails with a
+   * GpuStallError naming the read (decode-stall.ts), so a hung driver cannot hold the runtime. Default
+   * DEFAULT_STALL_MS (300 s: a software adapter's first dispatch of a kernel compiles it inside such a wait);
+   * Infinity waits for ever.
+   */
+  stallTimeoutMs?: number;
 }
 
 /** The row limits a runtime runs under: RuntimeOptions with their defaults applied, checked. */
@@ -34,6 +42,8 @@ export interface RuntimeLimits {
   readonly maxBatchRows: number;
   readonly logitsRows: number;
   readonly batchContext: number;
+  /** RuntimeOptions.stallTimeoutMs, defaulted. */
+  readonly stallMs: number;
 }
 
 export interface GpuMemoryReport {
@@ -54,7 +64,7 @@ export function runtimeLimits(config: Qwen2Config, o: RuntimeOptions): RuntimeLi
   if (!Number.isInteger(batchContext) || batchContext < maxContext) {
     throw new Error(`runtime: batchContext must be an integer >= maxContext (${maxContext}), got ${o.batchContext}`);
   }
-  return { maxContext, maxBatchRows: o.maxBatchRows ?? 512, logitsRows: o.logitsRows ?? 32, batchContext };
+  return { maxContext, maxBatchRows: o.maxBatchRows ?? 512, logitsRows: o.logitsRows ?? 32, batchContext, stallMs: checkStallMs(o.stallTimeoutMs) };
 }
 
 /**
