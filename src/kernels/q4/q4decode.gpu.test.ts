@@ -53,7 +53,7 @@ const CASES: Case[] = [
   { name: 'swiglu + LoRA on gate and up, 8 rows', n: 8, inDim: 64, swiglu: 45, lora: [0, 1], scale: 'f16', rowsPerWorkgroup: 8 },
   // Finite rows whose squares overflow f32 (up to ~2.4e38, near f32's limit) between ordinary ones.
   { name: 'c_attn-like, rows near f32\'s limit', n: 3, inDim: 96, segs: [37, 9, 9], bias: 'packed', norm: 'xn', scale: 'f16', rowScale: [1e20, 1, 3e37] },
-  { name: 'swiglu with norm, 8 rows, two of them huge', n: 8, inDim: 64, swiglu: 45, norm: 'plain', scale: 'f32', rowScale: [1, 1, 1e25, 1, 1, 1, 1, 2e36] },
+  { name: 'swiglu with norm, 4 rows, two of them huge', n: 4, inDim: 64, swiglu: 45, norm: 'plain', scale: 'f32', rowScale: [1, 1e25, 1, 2e36] },
 ];
 
 describe('q4DecodeLinear (fused decode linear) vs float64', async () => {
