@@ -4,7 +4,9 @@
 import { AgentFlowError, type ErrorCategory } from '../errors';
 import type { GpuContext } from './device';
 
-const caches = new WeakMap<GPUDevice, Map<string, GPUComputePipeline>>();
+// Promises, not pipelines: rows drawing at once ask for the same kernel together, and on a software adapter
+// one compile can take minutes, so a second request waits for the first instead of compiling again.
+const caches = new WeakMap<GPUDevice, Map<string, Promise<GPUComputePipeline>>>();
 
 export class ShaderCompileError extends AgentFlowError {
   override readonly category: ErrorCategory = 'shader-compile';
@@ -14,7 +16,7 @@ export class ShaderCompileError extends AgentFlowError {
   }
 }
 
-export async function getPipeline(ctx: GpuContext, kernel: string, code: string, entryPoint = 'main'): Promise<GPUComputePipeline> {
+export function getPipeline(ctx: GpuContext, kernel: string, code: string, entryPoint = 'main'): Promise<GPUComputePipeline> {
   let cache = caches.get(ctx.device);
   if (!cache) {
     cache = new Map();
@@ -23,6 +25,16 @@ export async function getPipeline(ctx: GpuContext, kernel: string, code: string,
   const key = `${entryPoint}\u0000${code}`;
   const hit = cache.get(key);
   if (hit) return hit;
+  const compiling = compile(ctx, kernel, code, entryPoint);
+  cache.set(key, compiling);
+  // A failed compile is not kept: the error is for this request, and a retry compiles again.
+  compiling.catch(() => {
+    if (cache.get(key) === compiling) cache.delete(key);
+  });
+  return compiling;
+}
+
+async function compile(ctx: GpuContext, kernel: string, code: string, entryPoint: string): Promise<GPUComputePipeline> {
   const module = ctx.device.createShaderModule({ label: kernel, code });
   const info = await module.getCompilationInfo();
   const errors = info.messages.filter((m) => m.type === 'error');
@@ -33,7 +45,6 @@ export async function getPipeline(ctx: GpuContext, kernel: string, code: string,
   const pipeline = await ctx.device.createComputePipelineAsync({ label: kernel, layout: 'auto', compute: { module, entryPoint } });
   const err = await ctx.device.popErrorScope();
   if (err) throw new ShaderCompileError(kernel, err.message);
-  cache.set(key, pipeline);
   return pipeline;
 }
 
