@@ -27,7 +27,7 @@ export type ErrorCategory =
   | 'source'
   | 'bad-config'
   | 'bad-adapter'
-  /** NaN or infinity in weights or an adapter. */
+  /** NaN or infinity in weights or an adapter, or activations that overflowed float32 (NonFiniteActivationError). */
   | 'non-finite'
   | 'bad-checkpoint'
   | 'model-not-cached'
