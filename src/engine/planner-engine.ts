@@ -205,7 +205,10 @@ export class PlannerEngine implements ChatEngine {
             return true;
           }
         }
-        const safe = text.length - hold;
+        let safe = text.length - hold;
+        // The hold counts UTF-16 units: cutting between a surrogate pair's halves would show each half as
+        // U+FFFD (an emoji as '��'), so the high half waits with the rest.
+        if (safe > 0 && isHighSurrogate(text.charCodeAt(safe - 1))) safe--;
         if (safe > shown) {
           options.onToken?.(text.slice(shown, safe));
           shown = safe;
@@ -237,3 +240,5 @@ export class PlannerEngine implements ChatEngine {
     this.runtime.destroy();
   }
 }
+
+const isHighSurrogate = (c: number) => c >= 0xd800 && c <= 0xdbff;
