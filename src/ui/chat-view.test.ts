@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { StepRecord } from '../store/records';
-import { callStat, conversationGroup, executorPreview, formatCall, formatLiveCall, liveHeading, livePreview, nextCall, plannerPreview, startCall, tailLine, tokenArrived, verifierPreview } from './chat-view';
+import { callStat, conversationGroup, executorPreview, formatCall, formatLiveCall, liveHeading, livePreview, nextCall, plannerPreview, oneLine, startCall, tailLine, tokenArrived, verifierPreview } from './chat-view';
 
 const step = (kind: StepRecord['kind'], turn: number, data: Record<string, unknown> = {}): StepRecord => ({ conversationId: 'c', seq: 0, kind, turn, startedAt: 0, endedAt: 0, data }) as unknown as StepRecord;
 
@@ -79,6 +79,21 @@ describe('chat-view', () => {
     expect(livePreview('executor', '{"args": {"code": "1"}}', 'python')).toBe('python: code = 1');
     expect(livePreview('analysis', 'line one\n\nline two', null)).toBe('line one line two');
     expect(tailLine('abcdef', 4)).toBe('…def');
+  });
+
+  it('never cuts an emoji in half when it shortens a line (half a surrogate pair shows as U+FFFD)', () => {
+    const lone = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+    const text = 'ab🙂cd🙂🙂ef🙂';
+    for (let max = 2; max < text.length; max++) {
+      for (const shown of [tailLine(text, max), oneLine(text, max), livePreview('analysis', text.repeat(200), null)]) expect(shown).not.toMatch(lone);
+      expect(tailLine(text, max).length).toBeLessThanOrEqual(max);
+      expect(oneLine(text, max).length).toBeLessThanOrEqual(max);
+    }
+    expect(tailLine(text, 4)).toBe('…f🙂');
+    expect(tailLine(text, 3)).toBe('…🙂');
+    expect(tailLine('x🙂ab', 4)).toBe('…ab');
+    expect(oneLine('ab🙂cd', 4)).toBe('ab…');
+    expect(oneLine('ab🙂cd', 5)).toBe('ab🙂…');
   });
 
   it('says which call comes next and where a conversation belongs', () => {

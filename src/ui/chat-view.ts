@@ -92,8 +92,15 @@ const UNPRINTABLE = /[\s\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u206
 /** `s` on one line, cut to `max` characters with an ellipsis. */
 export function oneLine(s: string, max: number): string {
   const flat = s.replace(UNPRINTABLE, ' ').trim();
-  return flat.length <= max ? flat : `${flat.slice(0, max - 1).trimEnd()}…`;
+  return flat.length <= max ? flat : `${flat.slice(0, endBeforePair(flat, max - 1)).trimEnd()}…`;
 }
+
+// Lengths count UTF-16 units: a cut between a surrogate pair's halves would show the half left as U+FFFD,
+// so an end moves before the pair and a start after it.
+const isHigh = (s: string, i: number) => /[\uD800-\uDBFF]/.test(s.charAt(i));
+const isLow = (s: string, i: number) => /[\uDC00-\uDFFF]/.test(s.charAt(i));
+const endBeforePair = (s: string, at: number) => (at > 0 && isHigh(s, at - 1) && isLow(s, at) ? at - 1 : at);
+const startAfterPair = (s: string, at: number) => (at > 0 && isHigh(s, at - 1) && isLow(s, at) ? at + 1 : at);
 
 const PREVIEW_CHARS = 120;
 
@@ -125,7 +132,7 @@ function writing(what: string, text: string): string {
 /** The last `max` characters of `s` on one line, with a leading ellipsis when cut: streaming text's newest part. */
 export function tailLine(s: string, max: number): string {
   const flat = s.replace(UNPRINTABLE, ' ').trim();
-  return flat.length <= max ? flat : `…${flat.slice(flat.length - max + 1).trimStart()}`;
+  return flat.length <= max ? flat : `…${flat.slice(startAfterPair(flat, flat.length - max + 1)).trimStart()}`;
 }
 
 /**
