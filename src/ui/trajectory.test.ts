@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { StepRecord } from '../store/records';
-import { toolUsage, trajectoryFromSteps } from './trajectory';
+import { RAW_SHOWN, toolUsage, trajectoryFromSteps } from './trajectory';
 
 const step = (seq: number, kind: StepRecord['kind'], turn: number, ms: number, data: Record<string, unknown>): StepRecord => ({ conversationId: 'c', seq, kind, turn, startedAt: 1000 * seq, endedAt: 1000 * seq + ms, data }) as unknown as StepRecord;
 
@@ -28,6 +28,17 @@ describe('trajectoryFromSteps', () => {
     expect(t.turns[0]).toMatchObject({ subGoal: 'compute', tool: 'python', args: { code: '1/0' }, ok: false, verdict: 'CONTINUE', errors: ['ZeroDivisionError'], ms: 33 });
     expect(t.turns[1]).toMatchObject({ errors: ['planner: no JSON'], verdict: 'CONTINUE', ms: 9 });
     expect(t.turns[2]).toMatchObject({ subGoal: 'look up', tool: 'wikipedia', result: 'found', ok: true, verdict: 'STOP', explanation: 'done', errors: [], ms: 41 });
+  });
+
+  it("keeps what the planner wrote when its reply could not be used, the first RAW_SHOWN characters of it", () => {
+    const reply = 'I think we should use <b>python</b> to compute it';
+    const long = 'x'.repeat(RAW_SHOWN + 10);
+    const t = trajectoryFromSteps([
+      step(0, 'error', 1, 1, { module: 'planner', message: 'planner output has no usable sub_goal and tool_name', errorKind: 'unusable-output', raw: reply }),
+      step(1, 'error', 2, 1, { module: 'planner', message: 'planner engine failed: boom', errorKind: 'engine-error' }),
+      step(2, 'error', 3, 1, { module: 'planner', message: 'planner output has no usable sub_goal and tool_name', errorKind: 'unusable-output', raw: long }),
+    ]);
+    expect(t.turns.map((v) => v.unusable)).toEqual([[{ module: 'planner', raw: reply, length: reply.length }], [], [{ module: 'planner', raw: long.slice(0, RAW_SHOWN), length: long.length }]]);
   });
 
   it('counts executor tool calls that had arguments, and collects errors', () => {

@@ -2,7 +2,7 @@
 // planner's sub-goal and tool, the executor's arguments and result, the verifier's verdict, with timings.
 // Everything here came from a model or a tool, so it is rendered as text only.
 import { html, nothing, type TemplateResult } from 'lit';
-import type { StepRecord } from '../store/records';
+import type { StepOf, StepRecord } from '../store/records';
 
 export interface TurnView {
   turn: number;
@@ -14,6 +14,11 @@ export interface TurnView {
   verdict?: string;
   explanation?: string;
   errors: string[];
+  /**
+   * What a module wrote when its reply could not be used, so the error can be checked against it ('planner
+   * output has no usable sub_goal and tool_name' says nothing of what the planner did write).
+   */
+  unusable: { module: string; raw: string; length: number }[];
   ms: number;
 }
 
@@ -35,7 +40,7 @@ export function trajectoryFromSteps(steps: StepRecord[]): Trajectory {
   const turnOf = (n: number) => {
     let v = byTurn.get(n);
     if (!v) {
-      v = { turn: n, errors: [], ms: 0 };
+      v = { turn: n, errors: [], unusable: [], ms: 0 };
       byTurn.set(n, v);
     }
     return v;
@@ -53,7 +58,7 @@ export function trajectoryFromSteps(steps: StepRecord[]): Trajectory {
       continue;
     }
     if (s.kind === 'error' && s.turn === 0) {
-      (t.turns.length ? t.turns[0] : turnOf(0)).errors.push(`${str(s.data.module) ?? 'module'}: ${str(s.data.message) ?? 'failed'}`);
+      noteError(t.turns.length ? t.turns[0] : turnOf(0), s.data);
       continue;
     }
     const v = turnOf(s.turn);
@@ -73,12 +78,22 @@ export function trajectoryFromSteps(steps: StepRecord[]): Trajectory {
       v.verdict = str(s.data.verdict);
       v.explanation = str(s.data.explanation);
     } else if (s.kind === 'error') {
-      v.errors.push(`${str(s.data.module) ?? 'module'}: ${str(s.data.message) ?? 'failed'}`);
+      noteError(v, s.data);
     }
   }
   t.turns = [...byTurn.values()].sort((a, b) => a.turn - b.turn);
   return t;
 }
+
+function noteError(v: TurnView, d: StepOf<'error'>['data']): void {
+  const module = str(d.module) ?? 'module';
+  v.errors.push(`${module}: ${str(d.message) ?? 'failed'}`);
+  const raw = str(d.raw);
+  if (raw !== undefined) v.unusable.push({ module, raw: raw.slice(0, RAW_SHOWN), length: raw.length });
+}
+
+/** A reply is at most a few thousand characters (maxNewTokens), but a stored record is not bounded by that. */
+export const RAW_SHOWN = 4000;
 
 export { toolUsage } from '../agent/experiment-file';
 
@@ -91,6 +106,12 @@ function argsText(a: unknown): string {
   } catch {
     return String(a);
   }
+}
+
+// Behind a disclosure: the reply is long, and only wanted when its error is. Shown as text, like all model output.
+function unusableReply(u: TurnView['unusable'][number]): TemplateResult {
+  const cut = u.length > u.raw.length ? html`<p class="ms">(its first ${u.raw.length} of ${u.length} characters)</p>` : nothing;
+  return html`<details class="unusable-reply"><summary>What the ${u.module} wrote</summary>${u.raw.trim() ? html`<pre>${u.raw}</pre>${cut}` : html`<p>(nothing: the reply was empty)</p>`}</details>`;
 }
 
 export function renderTrajectory(t: Trajectory): TemplateResult {
@@ -106,7 +127,9 @@ export function renderTrajectory(t: Trajectory): TemplateResult {
             ${v.args !== undefined ? html`<dt>Arguments</dt><dd><pre>${argsText(v.args)}</pre></dd>` : nothing}
             ${v.result !== undefined ? html`<dt>Result</dt><dd><pre class=${v.ok ? 'ok' : 'bad'}>${v.result || '(empty)'}</pre></dd>` : nothing}
             ${v.verdict ? html`<dt>Verdict</dt><dd>${v.verdict}${v.explanation ? html` — ${v.explanation}` : nothing}</dd>` : nothing}
-            ${v.errors.length ? html`<dt>Errors</dt><dd class="bad">${v.errors.map((e) => html`<div>${e}</div>`)}</dd>` : nothing}
+            ${v.errors.length
+              ? html`<dt>Errors</dt><dd class="bad">${v.errors.map((e) => html`<div>${e}</div>`)}${v.unusable.map(unusableReply)}</dd>`
+              : nothing}
           </dl>
         </li>`,
       )}
