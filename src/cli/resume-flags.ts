@@ -7,11 +7,12 @@ import type { AgentRunData } from '../trainer/run/agent-run';
 import type { RunSpec } from '../trainer/run/run-store';
 import { DEFAULT_GRPO_CONFIG } from '../trainer/config';
 import { TOY_TRAINING } from '../trainer/toy-task';
+import { TOY_GRPO } from '../trainer/run/toy-run';
 import { numberFlag, UsageError, type CliArgs } from './args';
-import { groupFlag, parseTools, positiveInt, readData, rewardFlag, seedFlag, stepsFlag } from './train-flags';
+import { extraRolloutsFlag, groupFlag, parseTools, positiveInt, readData, rewardFlag, seedFlag, stepsFlag } from './train-flags';
 
 /** The flags a run is set up with; --model, --max-context and --resume itself only say how to run it now. */
-export const RUN_SETTINGS = ['task', 'adapter', 'data', 'group', 'queries-per-step', 'max-turns', 'max-new-tokens', 'tools', 'reward', 'lr', 'seed', 'rank', 'micro-batch-tokens', 'keep-checkpoints', 'backend'] as const;
+export const RUN_SETTINGS = ['task', 'adapter', 'data', 'group', 'queries-per-step', 'max-turns', 'max-new-tokens', 'tools', 'reward', 'lr', 'seed', 'rank', 'micro-batch-tokens', 'keep-checkpoints', 'extra-rollouts', 'backend'] as const;
 
 type Setting = (typeof RUN_SETTINGS)[number];
 
@@ -62,6 +63,8 @@ function compare(name: Setting, args: CliArgs, spec: RunSpec): { given: unknown;
       return { given: positiveInt(args, name, 0), stored: spec.adapter.kind === 'fresh' ? spec.adapter.rank : `that of the adapter ${spec.adapter.id}` };
     case 'keep-checkpoints':
       return { given: positiveInt(args, name, 0), stored: spec.keepCheckpoints };
+    case 'extra-rollouts':
+      return { given: extraRolloutsFlag(args), stored: spec.grpo.extraRollouts ?? (spec.task === 'toy' ? TOY_GRPO.extraRollouts : DEFAULT_GRPO_CONFIG.extraRollouts) };
     case 'backend':
       return { given: raw, stored: spec.task === 'toy' ? (collector.backend ?? 'cpu') : undefined };
   }

@@ -21,6 +21,18 @@ export function positiveInt(args: CliArgs, name: string, fallback: number): numb
 export const stepsFlag = (args: CliArgs, fallback: number) => boundedInt(args, 'steps', fallback, 1, MAX_STEPS);
 export const seedFlag = (args: CliArgs) => boundedInt(args, 'seed', 1, 0, MAX_SEED, "the sampler's seed is 32 bits");
 
+/**
+ * Dynamic sampling's budget per all-failed group (GrpoConfig.extraRollouts), or undefined for the task's default
+ * (the agent's 8, the toy's 32). 0 turns it off: on a model that never succeeds it multiplies a step's rollouts.
+ */
+export function extraRolloutsFlag(args: CliArgs): number | undefined {
+  if (!args.flags.has('extra-rollouts')) return undefined;
+  return boundedInt(args, 'extra-rollouts', 0, 0, MAX_EXTRA_ROLLOUTS, 'extra rollouts for a group with no success');
+}
+
+/** GrpoConfig's own bound on extraRollouts. */
+export const MAX_EXTRA_ROLLOUTS = 4096;
+
 export function groupFlag(args: CliArgs, fallback: number): number {
   return boundedInt(args, 'group', fallback, 2, MAX_GROUP, 'advantages compare the rollouts of a group');
 }

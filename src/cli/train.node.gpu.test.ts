@@ -150,7 +150,7 @@ describe('cli train on the real planner (qwen2-tiny)', () => {
     const data = join(dir, 'mult.jsonl');
     writeFileSync(data, '{"pid": "1", "query": "What is 2 times 3?", "answer": "6"}\n{"pid": "2", "question": "What is 4 times 5?", "answer": "20"}\n');
     const out = join(dir, 'run');
-    const r = await runCli(['train', '--model', model, '--data', data, '--out', out, '--steps', '2', '--group', '2', '--queries-per-step', '1', '--max-turns', '1', '--max-new-tokens', '4', '--tools', 'base_generator', '--rank', '2']);
+    const r = await runCli(['train', '--model', model, '--data', data, '--out', out, '--steps', '2', '--group', '2', '--queries-per-step', '1', '--max-turns', '1', '--max-new-tokens', '4', '--tools', 'base_generator', '--rank', '2', '--extra-rollouts', '0']);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toMatch(/step 2\/2: reward/);
     expect(JSON.parse(r.stdout)).toMatchObject({ status: 'done', steps: 2, adapter: join(out, 'adapter') });
@@ -158,7 +158,9 @@ describe('cli train on the real planner (qwen2-tiny)', () => {
     expect(metrics.map((m) => m.step)).toEqual([1, 2]);
     for (const m of metrics) expect(m.plannerTokens).toBeGreaterThan(0);
     const rollouts = jsonl<{ step: number; rollout: number; turn: number; prompt: Array<{ role: string; content: string }>; completion: Array<{ content: string }>; prompt_token_ids: number[]; completion_token_ids: number[]; logprobs: number[]; adapter_id: string; reward: number; advantage: number }>(join(out, 'rollouts.jsonl'));
-    // One planner call per rollout (one turn), two rollouts per step.
+    // One planner call per rollout (one turn), two rollouts per step: the tiny model never answers right, and
+    // --extra-rollouts 0 keeps dynamic sampling from adding 8 rollouts to each all-failed group (4× the time).
+    for (const m of metrics) expect(m.extraRollouts ?? 0).toBe(0);
     expect(rollouts.map((x) => [x.step, x.rollout, x.turn])).toEqual([
       [1, 0, 1],
       [1, 1, 1],

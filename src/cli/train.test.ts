@@ -30,6 +30,8 @@ describe('cli train: flags are read strictly and bounded before anything is writ
       [[...toy(out), '--steps', '1000001'], /--steps must be an integer from 1 to 1000000/],
       [[...toy(out), '--rank', '33'], /--rank must be at most 32 \(the toy planner's hidden size is 32\)/],
       [[...toy(out), '--lr', '0x1'], /--lr must be a decimal number, got '0x1'/],
+      [[...toy(out), '--extra-rollouts', '-1'], /--extra-rollouts must be an integer/],
+      [[...toy(out), '--extra-rollouts', '4097'], /--extra-rollouts must be an integer from 0 to 4096/],
       [['train', '--model', TINY, '--data', dir, '--out', out], /--data '.*' is a directory, not a file/],
       [[...agent, '--rank', '65'], /--rank must be at most 64 \(--model .*qwen2-tiny's hidden size is 64\)/],
       [[...agent, '--adapter', join(TINY, 'adapter'), '--rank', '4'], /--rank does not apply with --adapter/],
@@ -89,9 +91,9 @@ describe('cli train --resume', () => {
     expect(same.code, same.stderr).toBe(0);
     expect(JSON.parse(same.stdout)).toMatchObject({ status: 'done', steps: 3, stepsRun: 0 });
 
-    const other = await runCli(['train', '--out', out, '--resume', '--group', '8', '--seed', '2', '--backend', 'gpu']);
+    const other = await runCli(['train', '--out', out, '--resume', '--group', '8', '--seed', '2', '--extra-rollouts', '0', '--backend', 'gpu']);
     expect(other.code).toBe(2);
-    expect(other.stderr).toMatch(/flags differ from its settings: --group 8 \(the run has 4\); --backend gpu \(the run has cpu\)/);
+    expect(other.stderr).toMatch(/flags differ from its settings: --group 8 \(the run has 4\); --extra-rollouts 0 \(the run has 32\); --backend gpu \(the run has cpu\)/);
 
     const runBefore = readFileSync(join(out, 'run.json'), 'utf8');
     const shorter = await runCli(['train', '--out', out, '--resume', '--steps', '2']);

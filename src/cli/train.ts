@@ -22,7 +22,8 @@ import type { StepMetrics } from '../trainer/run/metrics';
 import type { RunSpec, StartAdapterSpec, StoredRun } from '../trainer/run/run-store';
 import { LORA_MODULES } from '../engine/io/peft';
 import { DirRunStore, RUN_FILE } from '../trainer/run/run-store-dir';
-import { toyRunSetup, toyRunSpec } from '../trainer/run/toy-run';
+import { TOY_GRPO, toyRunSetup, toyRunSpec } from '../trainer/run/toy-run';
+import { DEFAULT_GRPO_CONFIG } from '../trainer/config';
 import { TOY_TRAINING, ToyTask, toyModel } from '../trainer/toy-task';
 import { newRunId, TrainingRun, type RunDeps, type RunSummary } from '../trainer/run/training-run';
 import { runtimePolicyHost } from '../trainer/runtime-policy-host';
@@ -30,7 +31,7 @@ import { TrainingHost } from '../trainer/training-host';
 import { numberFlag, parseArgs, UsageError, type CliArgs } from './args';
 import { checkResumeFlags, resumeSteps } from './resume-flags';
 import { acquireRunLock, LockHeldError, type RunLock } from './run-lock';
-import { checkDir, groupFlag, parseTools, positiveInt, readData, rewardFlag, seedFlag, stepsFlag } from './train-flags';
+import { checkDir, extraRolloutsFlag, groupFlag, parseTools, positiveInt, readData, rewardFlag, seedFlag, stepsFlag } from './train-flags';
 import { checkRank, checkStepMemory, MAX_GROUP, MAX_RANK, MAX_STEPS, modelShape } from './train-limits';
 
 export const TRAIN_FLAGS = [
@@ -52,6 +53,7 @@ export const TRAIN_FLAGS = [
   'micro-batch-tokens',
   'max-context',
   'keep-checkpoints',
+  'extra-rollouts',
   'backend',
   'resume',
 ];
@@ -60,9 +62,10 @@ export const TRAIN_USAGE = `usage:
   cli train --model DIR [--adapter DIR] --data FILE --out DIR
             [--steps N] [--group G] [--queries-per-step Q] [--max-turns T] [--max-new-tokens N]
             [--tools python,base_generator] [--reward exact|numeric|choice|gameof24|judge] [--lr X] [--seed S]
-            [--rank R] [--micro-batch-tokens N] [--max-context N] [--keep-checkpoints K] [--resume]
-  cli train --task toy --out DIR [--steps N (default ${TOY_TRAINING.steps})] [--group G] [--lr X] [--seed S] [--rank R] [--backend cpu|gpu] [--resume]
+            [--rank R] [--micro-batch-tokens N] [--max-context N] [--keep-checkpoints K] [--extra-rollouts N] [--resume]
+  cli train --task toy --out DIR [--steps N (default ${TOY_TRAINING.steps})] [--group G] [--lr X] [--seed S] [--rank R] [--extra-rollouts N] [--backend cpu|gpu] [--resume]
 --out DIR receives adapter/ (PEFT), rollouts.jsonl, metrics.jsonl, run.json and checkpoints/.
+--extra-rollouts N: more rollouts for a group with no success, N at most (default ${DEFAULT_GRPO_CONFIG.extraRollouts}, toy ${TOY_GRPO.extraRollouts}; 0: none).
 --resume continues the run in --out from its newest intact checkpoint; the run's own flags may be repeated
 (a different value is refused), and --steps N larger than the run's extends it.
 Bounds: --steps <= ${MAX_STEPS}, --group 2..${MAX_GROUP}, --rank <= min(model hidden size, ${MAX_RANK}), --seed < 2^32.`;
@@ -203,6 +206,8 @@ function newRun(args: CliArgs): RunSpec {
   const rank = positiveInt(args, 'rank', task === 'toy' ? 4 : 16);
   const keepCheckpoints = positiveInt(args, 'keep-checkpoints', 3);
   const lrFlag = numberFlag(args, 'lr', undefined);
+  const extra = extraRolloutsFlag(args);
+  const extraGrpo = extra === undefined ? {} : { extraRollouts: extra };
   if (lrFlag !== undefined && !(lrFlag > 0 && lrFlag <= 1)) throw new UsageError(`--lr must be > 0 and <= 1, got ${lrFlag}`);
   const adapterFlag = args.flags.get('adapter');
   // A stored adapter has its rank: a --rank beside it would be ignored, so it is refused.
@@ -217,7 +222,7 @@ function newRun(args: CliArgs): RunSpec {
     const backend = args.flags.get('backend') ?? 'cpu';
     if (backend !== 'cpu' && backend !== 'gpu') throw new UsageError(`--backend must be cpu or gpu, got '${backend}'`);
     if (adapter.kind === 'fresh') checkRank(rank, toyModelWidth(), 'the toy planner');
-    const spec = toyRunSpec({ steps, groupSize, learningRate: lrFlag ?? TOY_TRAINING.learningRate, seed, adapter, keepCheckpoints, label: `Toy task (tiny planner, ${backend.toUpperCase()})`, grpo: { checkpointEvery: 1 } });
+    const spec = toyRunSpec({ steps, groupSize, learningRate: lrFlag ?? TOY_TRAINING.learningRate, seed, adapter, keepCheckpoints, label: `Toy task (tiny planner, ${backend.toUpperCase()})`, grpo: { checkpointEvery: 1, ...extraGrpo } });
     spec.collector = { ...spec.collector, backend };
     return spec;
   }
@@ -251,6 +256,7 @@ function newRun(args: CliArgs): RunSpec {
     adapter,
     judge: reward === 'judge',
     budget: { maxTurns, plannerTokens: tokens, moduleTokens: tokens, queriesPerStep: queries, microBatchTokens },
+    grpo: extraGrpo,
     // Each step checkpoints: a run killed mid-step loses at most that step.
     checkpointEvery: 1,
     keepCheckpoints,
