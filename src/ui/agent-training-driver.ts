@@ -6,6 +6,7 @@ import type { AgentEngines } from '../agent/loop';
 import type { RewardKind } from '../agent/rewards';
 import type { Tool } from '../tools/types';
 import { agentRunDeps, agentRunSpec, type AgentBudget } from '../trainer/run/agent-run';
+import type { GrpoConfig } from '../trainer/config';
 import type { TrainingItem } from '../trainer/run/agent-collector';
 import { IdbRunStore, listRuns } from '../trainer/run/run-store-idb';
 import type { StoredRun } from '../trainer/run/run-store';
@@ -34,7 +35,13 @@ function env(deps: AgentTrainingDeps) {
 }
 
 /** Starts a run of the planner on agent rollouts of `benchmark` with the form's settings. */
-export async function createAgentDriver(settings: TrainingSettings, benchmark: AgentTrainingBenchmark, deps: AgentTrainingDeps, budget: Partial<AgentBudget> = {}): Promise<RunDriver> {
+export async function createAgentDriver(
+  settings: TrainingSettings,
+  benchmark: AgentTrainingBenchmark,
+  deps: AgentTrainingDeps,
+  budget: Partial<AgentBudget> = {},
+  grpo: Partial<GrpoConfig> = {},
+): Promise<RunDriver> {
   const spec = agentRunSpec({
     benchmark,
     planner: deps.engines.planner.id,
@@ -44,6 +51,7 @@ export async function createAgentDriver(settings: TrainingSettings, benchmark: A
     seed: settings.seed,
     adapter: startAdapterSpec(settings),
     budget,
+    grpo,
   });
   const id = newRunId('agent');
   return new RunDriver(await TrainingRun.start(id, spec, agentRunDeps(id, spec, env(deps))));

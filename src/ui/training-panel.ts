@@ -296,6 +296,7 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
     figure { margin: 0; }
     figcaption { font-size: 0.8rem; text-align: center; }
     .error { color: var(--agentflow-error-color, #b00020); }
+    .warning { color: var(--agentflow-warning-color, #8a5a00); font-weight: 600; }
     table { border-collapse: collapse; }
     td, th { padding: 0.2rem 0.5rem; text-align: left; border-bottom: 1px solid color-mix(in srgb, currentColor 15%, transparent); }
     /* On a phone the adapters table scrolls in its own box rather than squeezing names onto a line per part. */
@@ -401,6 +402,13 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
     return budget;
   }
 
+  /** Dynamic sampling's budget per group with no success (0 turns it off); checked as GrpoConfig checks it. */
+  private extraRollouts(): number {
+    const v = Number((this.renderRoot.querySelector('#extra-rollouts') as HTMLInputElement).value);
+    if (!Number.isInteger(v) || v < 0 || v > 4096) throw new Error(`Extra rollouts for a group with no success must be a whole number from 0 to 4096, got ${v}`);
+    return v;
+  }
+
   /** What "rollouts at once" means when left empty, for the group size the form shows. */
   private defaultRolloutsAtOnce(): number {
     const g = this.groupSizeShown;
@@ -444,7 +452,7 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
       if (s.dataset !== 'agent') return this.createDriver(s, this.dbName);
       if (!this.benchmark?.items.length) throw new Error('Import a benchmark file with at least one item first.');
       const benchmark = this.benchmark;
-      return this.onEngines((deps) => createAgentDriver(s, benchmark, deps, this.budget(s.groupSize)));
+      return this.onEngines((deps) => createAgentDriver(s, benchmark, deps, this.budget(s.groupSize), { extraRollouts: this.extraRollouts() }));
     }, false);
   }
 
@@ -509,7 +517,7 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
   private renderNoSignal(p: readonly TrainingStepPoint[]) {
     const n = noSignalText(p);
     if (!n) return nothing;
-    return n.run ? html`<p class="error" role="alert" data-testid="no-signal">${n.text}</p>` : html`<p class="note" data-testid="no-signal"><small>${n.text}</small></p>`;
+    return n.run ? html`<p class="warning" role="status" data-testid="no-signal">${n.text}</p>` : html`<p class="note" data-testid="no-signal"><small>${n.text}</small></p>`;
   }
 
   private renderProgress() {
@@ -653,6 +661,7 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
           <label>Other modules' tokens<input id="module-tokens" type="number" min="1" max="4096" value=${DEFAULT_AGENT_BUDGET.moduleTokens} /></label>
           <label>Queries per step<input id="queries" type="number" min="1" max="64" value=${DEFAULT_AGENT_BUDGET.queriesPerStep} /></label>
           <label>Micro-batch tokens<input id="micro-tokens" type="number" min="2" max="16384" value=${DEFAULT_AGENT_BUDGET.microBatchTokens} /></label>
+          <label title="A group whose rollouts all failed gets up to this many more, until one succeeds (0: none)">Extra rollouts (no success)<input id="extra-rollouts" type="number" min="0" max="4096" value=${DEFAULT_GRPO_CONFIG.extraRollouts} /></label>
           <label>Rollouts at once<input id="rollout-concurrency" type="number" min="1" max=${MAX_ROLLOUT_CONCURRENCY} step="1"
             placeholder=${String(this.defaultRolloutsAtOnce())} aria-describedby="rollout-concurrency-hint" /></label>
         </div>

@@ -90,6 +90,8 @@ async function tinyBudgets(page: Page, steps: number): Promise<void> {
   await page.getByRole('spinbutton', { name: "Other modules' tokens" }).fill('2');
   await page.getByRole('spinbutton', { name: 'Queries per step' }).fill('1');
   await page.getByRole('spinbutton', { name: 'Micro-batch tokens' }).fill('1536');
+  // The tiny planner never answers right: dynamic sampling would add 8 rollouts to each group (5× the time).
+  await page.getByRole('spinbutton', { name: 'Extra rollouts (no success)' }).fill('0');
 }
 
 describe('Training tab on the real planner', () => {
@@ -121,6 +123,8 @@ describe('Training tab on the real planner', () => {
     const alert = await inPanel(page, '[role="alert"]');
     expect(alert).toBe('');
     expect(await inPanel(page, '[data-testid="training-status"]')).toMatch(/^Done: step 1 of 1, reward \d\.\d\d$/);
+    // Every reward was 0, so no step learned from its rewards, and the tab says so (a warning, not an error).
+    expect(await inPanel(page, '[data-testid="no-signal"]')).toMatch(/^This run learned nothing: /);
     expect(await inPanel(page, '[data-testid="training-label"]')).toMatch(/Planner on agent rollouts of “tiny” \(planner:qwen2-tiny\), run agent-/);
 
     // Each chart now holds the step's value (reward, loss, KL, clip fraction, tokens/s, and from the
