@@ -29,6 +29,8 @@ export interface ElementTrainOptions {
   /** Start from a stored adapter (an id from the element's database) instead of a fresh one. */
   startAdapter?: { id: string; name: string };
   budget?: Partial<AgentBudget>;
+  /** Dynamic sampling: more rollouts, up to this many, for a group with no success (default 8; 0: none). */
+  extraRollouts?: number;
 }
 
 export interface ElementTrainingEvents {
@@ -78,6 +80,7 @@ export async function startElementTraining(o: ElementTrainOptions, on: Trainable
     adapter: o.startAdapter ? { kind: 'stored', ...o.startAdapter } : { kind: 'fresh', rank, alpha: 2 * rank, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] },
     ...(o.budget ? { budget: o.budget } : {}),
     judge: o.reward === 'judge',
+    ...(o.extraRollouts !== undefined ? { grpo: { extraRollouts: o.extraRollouts } } : {}),
   });
   const id = newRunId('embed');
   return TrainingRun.start(id, spec, deps(id, spec, on, tools, dbName));
