@@ -27,6 +27,8 @@ describe('RMSNorm backward', () => {
   }
 });
 
+const F32_MIN_NORMAL = 2 ** -126;
+
 describe('RMSNorm backward on rows far from 1 (huge activations)', () => {
   // rstd^3 underflows f32 once rms passes ~1e13 and the sum of w dy x overflows near f32's limit: the
   // kernel works on the normalised row x * rstd instead. Errors relative to each row's largest gradient.
@@ -45,7 +47,10 @@ describe('RMSNorm backward on rows far from 1 (huge activations)', () => {
     for (let r = 0; r < n; r++) {
       const idx = Array.from({ length: h }, (_, i) => r * h + i);
       const scale = Math.max(...idx.map((i) => Math.abs(want[i])));
-      expect(Math.max(...idx.map((i) => Math.abs(got[i] - want[i]))) / scale, `row ${r} (x ~ ${scales[r]})`).toBeLessThan(1e-5);
+      // WGSL lets an implementation flush subnormal results to zero (SwiftShader does): a gradient below f32's
+      // smallest normal (2^-126; the 1e37 row's are ~1e-37, some entries far smaller) may come out 0.
+      const flushable = (i: number) => (Math.abs(want[i]) < F32_MIN_NORMAL ? F32_MIN_NORMAL : 0);
+      expect(Math.max(...idx.map((i) => Math.max(0, Math.abs(got[i] - want[i]) - flushable(i)))) / scale, `row ${r} (x ~ ${scales[r]})`).toBeLessThan(1e-5);
     }
     for (const b of bufs) b.destroy();
   });
