@@ -14,6 +14,18 @@ export class UsageError extends AgentFlowError {
   }
 }
 
+/**
+ * Writes a command's failure to stderr and returns its exit code: 2 for a bad flag or file (with `usage` when
+ * given), 1 for anything else, named by its error class.
+ */
+export function reportFailure(e: unknown, usage?: string): 2 | 1 {
+  const err = e as Error | undefined;
+  const usageError = err instanceof UsageError;
+  const text = usageError ? (usage ? `${err.message}\n${usage}` : err.message) : `error: ${err?.name ?? 'Error'}: ${err?.message ?? String(e)}`;
+  process.stderr.write(`${text}\n`);
+  return usageError ? 2 : 1;
+}
+
 export const USAGE = `usage:
   cli score    --model DIR [--adapter DIR] --input FILE          FILE: {"sequences": [[id, ...], ...]}
   cli generate --model DIR [--adapter DIR] --prompt-ids 1,2,3 --max-new-tokens N

@@ -15,7 +15,7 @@ import { directorySource } from '../engine/io/sources';
 import type { ExperimentItemRecord, ExperimentRecord } from '../store/records';
 import type { Tool } from '../tools/types';
 import { DEFAULT_AGENT_BUDGET, rolloutAgentConfig } from '../trainer/run/agent-run';
-import { boundedInt, numberFlag, parseArgs, UsageError, type CliArgs } from './args';
+import { boundedInt, numberFlag, parseArgs, reportFailure, UsageError, type CliArgs } from './args';
 import { loadPlanner, makeTools } from './train';
 import { checkDir, parseTools, positiveInt, readData, rewardFlag, seedFlag } from './train-flags';
 import { MAX_SEED } from './train-limits';
@@ -224,9 +224,7 @@ export async function runEval(argv: string[]): Promise<number> {
     process.stdout.write(`${JSON.stringify({ ...summary, out: p.out })}\n`);
     return experiment.status === 'done' ? 0 : 130;
   } catch (e) {
-    const err = e as Error;
-    log(err instanceof UsageError ? `${err.message}\n${EVAL_USAGE}` : `error: ${err?.name ?? 'Error'}: ${err?.message ?? String(e)}`);
-    return err instanceof UsageError ? 2 : 1;
+    return reportFailure(e, EVAL_USAGE);
   } finally {
     close?.();
   }

@@ -11,7 +11,7 @@ import { Qwen2Runtime } from '../engine/runtime';
 import { runGrpoGrad } from '../trainer/cli-grpo-grad';
 import { runTrain } from './train';
 import { runEval } from './eval';
-import { numberFlag, parseArgs, parseIdList, parseSequencesJson, required, UsageError } from './args';
+import { numberFlag, parseArgs, parseIdList, parseSequencesJson, required, reportFailure, UsageError } from './args';
 
 const FLAGS = {
   score: ['model', 'adapter', 'input'],
@@ -99,10 +99,6 @@ function main(argv: string[]): void {
       // Dawn's threads keep the event loop alive: exit once stdout has drained.
       process.stdout.write(`${JSON.stringify(result)}\n`, () => process.exit(0));
     },
-    (e: unknown) => {
-      const err = e as Error;
-      log(err instanceof UsageError ? err.message : `error: ${err?.name ?? 'Error'}: ${err?.message ?? String(e)}`);
-      process.exit(err instanceof UsageError ? 2 : 1);
-    },
+    (e: unknown) => process.exit(reportFailure(e)),
   );
 }

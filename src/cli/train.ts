@@ -28,7 +28,7 @@ import { TOY_TRAINING, ToyTask, toyModel } from '../trainer/toy-task';
 import { newRunId, TrainingRun, type RunDeps, type RunSummary } from '../trainer/run/training-run';
 import { runtimePolicyHost } from '../trainer/runtime-policy-host';
 import { TrainingHost } from '../trainer/training-host';
-import { numberFlag, parseArgs, UsageError, type CliArgs } from './args';
+import { numberFlag, parseArgs, reportFailure, UsageError, type CliArgs } from './args';
 import { checkResumeFlags, resumeSteps } from './resume-flags';
 import { acquireRunLock, LockHeldError, type RunLock } from './run-lock';
 import { checkDir, extraRolloutsFlag, groupFlag, parseTools, positiveInt, readData, rewardFlag, seedFlag, stepsFlag } from './train-flags';
@@ -403,9 +403,7 @@ export async function runTrain(argv: string[]): Promise<number> {
     process.stdout.write(`${JSON.stringify(out)}\n`);
     return summary.status === 'done' ? 0 : 130;
   } catch (e) {
-    const err = e as Error;
-    log(err instanceof UsageError ? `${err.message}\n${TRAIN_USAGE}` : `error: ${err?.name ?? 'Error'}: ${err?.message ?? String(e)}`);
-    return err instanceof UsageError ? 2 : 1;
+    return reportFailure(e, TRAIN_USAGE);
   } finally {
     close?.();
     releaseLock();
