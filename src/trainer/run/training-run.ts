@@ -319,6 +319,7 @@ export class TrainingRun {
 
   private summary(stepsRun: number): RunSummary {
     const h = this.record.history;
+    const noLearning = noLearningNote(h);
     // A quarter of the run (at most the rolling window) at each end, so first and last never overlap.
     const w = Math.max(1, Math.min(this.spec.bestWindow, Math.floor(h.length / 4)));
     return {
@@ -330,7 +331,7 @@ export class TrainingRun {
       firstReward: mean(h.slice(0, w).map((m) => m.reward)),
       lastReward: mean(h.slice(-w).map((m) => m.reward)),
       learned: learnedFromReward(h),
-      ...(noLearningNote(h) ? { noLearning: noLearningNote(h)! } : {}),
+      ...(noLearning ? { noLearning } : {}),
     };
   }
 }
