@@ -22,6 +22,12 @@ export interface GenerateOptions {
   /** Ask for a JSON object (web-llm `response_format: {type: 'json_object'}`); planner engine ignores it. */
   json?: boolean;
   /**
+   * A JSON Schema (as JSON text) the reply must follow. The planner engine compiles it with
+   * @mlc-ai/web-xgrammar and masks every draw; web-llm gets it as `response_format: {type: 'json_schema'}`.
+   * Absent: unconstrained (the reply parser then has to cope). Takes precedence over `json`.
+   */
+  jsonSchema?: string;
+  /**
    * The LoRA adapter to sample with, by id, or null for the base model; default: the engine's active one.
    * Engines without adapters (web-llm) ignore it. Lets one planner engine serve the frozen modules with its
    * base weights while the planner's own calls use the adapter being trained.
@@ -41,6 +47,8 @@ export interface GenerationResult {
   /** Adapter active while sampling, or null for the base model. */
   adapterId: string | null;
   finishReason: FinishReason;
+  /** Under a jsonSchema: how many of `tokens` the grammar forced (jump-forward, no forward of their own). */
+  forcedTokens?: number;
   /** cachedPromptTokens: prompt tokens the engine did not prefill again (KV reused from its previous call). */
   timings: { prefillMs: number; decodeMs: number; cachedPromptTokens?: number };
 }
