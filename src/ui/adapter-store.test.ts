@@ -7,7 +7,7 @@ import { readSafetensors } from '../engine/io/safetensors';
 import { initLoraAdapter } from '../trainer/lora';
 import { ToyTask, toyModel } from '../trainer/toy-task';
 import { Rng } from '../util/rng';
-import { adapterShape, importAdapterFiles, importedAdapterName, listAdapters, loadStoredAdapter } from './adapter-store';
+import { adapterMisfit, adapterShape, importAdapterFiles, importedAdapterName, listAdapters, loadStoredAdapter } from './adapter-store';
 
 function toyFiles() {
   const adapter = initLoraAdapter(toyModel(new ToyTask(), { seed: 1 }).config, { r: 3, alpha: 6, modules: ['k', 'down'], baseModelNameOrPath: 'agentflow-toy' }, new Rng(9));
@@ -49,5 +49,17 @@ describe('adapter import', () => {
     expect(importedAdapterName('run-7 step 3.adapter_model.safetensors')).toBe('run-7 step 3');
     expect(importedAdapterName('my-lora.safetensors')).toBe('my-lora');
     expect(importedAdapterName('adapter_model.safetensors')).toBe('imported adapter');
+  });
+});
+
+describe('adapterMisfit', () => {
+  it('is null for the planner an adapter was made for, and names the layer count or width of another', async () => {
+    const db = `adapter-misfit-${Math.random()}`;
+    const f = toyFiles();
+    const rec = await importAdapterFiles('toy', f.config, f.weights, db);
+    const base = toyModel(new ToyTask(), { seed: 1 }).config;
+    expect(adapterMisfit(rec, base)).toBeNull();
+    expect(adapterMisfit(rec, { ...base, numLayers: 1 })).toMatch(/^it has layer 1; the loaded planner has 1 layers$/);
+    expect(adapterMisfit(rec, { ...base, hiddenSize: base.hiddenSize + 8 })).toMatch(/wide; the loaded planner’s is \d+$/);
   });
 });

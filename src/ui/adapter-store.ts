@@ -1,7 +1,7 @@
 // LoRA adapters stored in IndexedDB ('adapters'): list, delete, export as PEFT files and import PEFT
 // files (validated by the engine's PEFT parser, so a wrong file is refused with its name and tensor).
 import type { Qwen2Config } from '../engine/io/config';
-import { LORA_MODULES, MODULE_PATH, parseAdapter, type LoraAdapter, type LoraModule } from '../engine/io/peft';
+import { LORA_MODULES, MODULE_PATH, moduleShape, parseAdapter, type LoraAdapter, type LoraModule } from '../engine/io/peft';
 import { writeSafetensors } from '../engine/io/safetensors';
 import { describeStorageError, openAgentDb } from '../store/db';
 import type { AdapterRecord } from '../store/records';
@@ -83,4 +83,24 @@ export async function loadStoredAdapter(id: string, dbName?: string, base?: Qwen
   const rec = await (await openAgentDb(dbName)).get('adapters', id);
   if (!rec) throw new Error(`adapter '${id}' is not in this browser's storage (was it deleted?)`);
   return parseAdapter(rec.config, adapterFiles(rec).weights, { base, configFile: `adapter “${rec.name}” config`, weightsFile: `adapter “${rec.name}” tensors` });
+}
+
+/**
+ * Why a stored adapter cannot be applied to a planner with `base`'s shapes (its layer count or a LoRA
+ * tensor's shape differs), or null when it fits, read from its tensors without building the adapter.
+ */
+export function adapterMisfit(rec: AdapterRecord, base: Qwen2Config): string | null {
+  for (const [name, t] of Object.entries(rec.tensors)) {
+    const m = /layers\.(\d+)\.(self_attn|mlp)\.(\w+)\.lora_([AB])\.weight$/.exec(name);
+    const module = m ? LORA_MODULES.find((x) => MODULE_PATH[x] === `${m[2]}.${m[3]}`) : undefined;
+    if (!m || !module) continue;
+    const layer = Number(m[1]);
+    if (layer >= base.numLayers) return `it has layer ${layer}; the loaded planner has ${base.numLayers} layers`;
+    const want = moduleShape(base, module);
+    const [rows, cols] = t.shape;
+    if (m[4] === 'A' ? cols !== want.inFeatures : rows !== want.outFeatures) {
+      return `its ${MODULE_PATH[module]} is ${m[4] === 'A' ? cols : rows} wide; the loaded planner’s is ${m[4] === 'A' ? want.inFeatures : want.outFeatures}`;
+    }
+  }
+  return null;
 }
