@@ -39,6 +39,31 @@ export interface StepMetrics {
 }
 
 /**
+ * One held-out evaluation during a run (`cli train --eval-data`, eval.jsonl; the Training tab charts it beside
+ * the training reward): the adapter as it was after `step` (0: the adapter the run started from), every
+ * held-out item played once through the agent loop at temperature 0 and scored by the run's reward rule.
+ */
+export interface EvalPoint {
+  /** The training step whose adapter was evaluated; 0 is the starting adapter. */
+  step: number;
+  /** correct / total (0 when nothing was scored, e.g. the evaluation failed). */
+  accuracy: number;
+  correct: number;
+  /** Items scored (an item whose run threw counts, as wrong). */
+  total: number;
+  /** Items whose run threw (counted wrong): the rate a person should look at when accuracy is low. */
+  errors?: number;
+  /** Wall time of the evaluation. */
+  seconds: number;
+  /** The checkpoint evaluated: its adapter id (IndexedDB id, or the checkpoint directory). */
+  adapter: string;
+  /** The evaluation itself failed (not one item): why. accuracy, correct and total are then 0; charts skip it. */
+  error?: string;
+  /** The last evaluation of a finished run: its final step. */
+  final?: boolean;
+}
+
+/**
  * Whether any step of a run learned from its rewards: took an update with a reward signal. False for a run
  * whose every step had all-equal groups (or skipped its update): its adapter moved at most on the KL term,
  * which from a fresh adapter (equal to the reference) is no move at all.

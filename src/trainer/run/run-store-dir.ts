@@ -2,6 +2,7 @@
 //   run.json          the run's spec, status and result (replaced atomically)
 //   metrics.jsonl     one line per finished step (replaced atomically: never a torn line)
 //   rollouts.jsonl    one line per planner call trained on, TRL/verl-ready (appended and synced per step)
+//   eval.jsonl        one line per held-out evaluation (--eval-data): step, accuracy, counts, seconds, adapter
 //   checkpoints/      the optimizer's checkpoints (DiskCheckpointStore: PEFT adapter, moments, state)
 //   adapter/          the run's result as PEFT files (adapter_config.json, adapter_model.safetensors)
 // A run killed mid-step leaves the files of its finished steps; resuming forgets what came after the last
@@ -11,12 +12,13 @@ import * as fsp from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { rolloutsToJsonl } from '../../agent/rollouts';
 import type { RolloutRecord } from '../../store/records';
-import type { StepMetrics } from './metrics';
+import type { EvalPoint, StepMetrics } from './metrics';
 import type { RunResult, RunSpec, RunStore, StoredRun } from './run-store';
 
 export const RUN_FILE = 'run.json';
 export const METRICS_FILE = 'metrics.jsonl';
 export const ROLLOUTS_FILE = 'rollouts.jsonl';
+export const EVAL_FILE = 'eval.jsonl';
 export const CHECKPOINTS_DIR = 'checkpoints';
 export const ADAPTER_DIR = 'adapter';
 
@@ -49,6 +51,21 @@ export async function writeFileAtomic(file: string, data: string | Uint8Array, f
   } catch (e) {
     // A full disk keeps the partial file otherwise; removing it may leave room to record the failure.
     await fs.rm(tmp, { force: true }).catch(() => undefined);
+    throw namingFile(e, file);
+  }
+}
+
+/** Appends `data` to `file` and syncs it; an error names the file. */
+async function appendSynced(file: string, data: string, fs: StoreFs): Promise<void> {
+  try {
+    const h = await fs.open(file, 'a');
+    try {
+      await h.writeFile(data);
+      await h.sync();
+    } finally {
+      await h.close();
+    }
+  } catch (e) {
     throw namingFile(e, file);
   }
 }
@@ -143,12 +160,14 @@ export class DirRunStore implements RunStore {
     } catch (e) {
       throw namingFile(e, metricsFile);
     }
-    return { ...run, ...(run.result ? { result: { ...run.result, adapterId: this.located(run.result.adapterId) } } : {}), history };
+    const evals = this.parsed(join(this.dir, EVAL_FILE), await readText(join(this.dir, EVAL_FILE), this.fs)) as EvalPoint[];
+    return { ...run, ...(run.result ? { result: { ...run.result, adapterId: this.located(run.result.adapterId) } } : {}), history, ...(evals.length ? { evals } : {}) };
   }
 
   async save(run: StoredRun): Promise<void> {
     await this.fs.mkdir(this.dir, { recursive: true }).catch((e: unknown) => Promise.reject(namingFile(e, this.dir)));
-    const { history: _history, ...rest } = run;
+    // History and evaluations have files of their own, appended as they happen.
+    const { history: _history, evals: _evals, ...rest } = run;
     const stored = rest.result ? { ...rest, result: { ...rest.result, adapterId: this.portable(rest.result.adapterId) } } : rest;
     await writeFileAtomic(join(this.dir, RUN_FILE), `${JSON.stringify(stored, null, 2)}\n`, this.fs);
   }
@@ -156,21 +175,14 @@ export class DirRunStore implements RunStore {
   async appendStep(run: StoredRun, metrics: StepMetrics, rollouts: readonly RolloutRecord[]): Promise<void> {
     // Rollouts first: a crash between the two leaves rollouts of a step that metrics does not list yet,
     // which truncate() on resume removes; metrics never lists a step whose rollouts are missing.
-    const rolloutsFile = join(this.dir, ROLLOUTS_FILE);
-    try {
-      const h = await this.fs.open(rolloutsFile, 'a');
-      try {
-        await h.writeFile(rolloutsToJsonl([...rollouts]));
-        await h.sync();
-      } finally {
-        await h.close();
-      }
-    } catch (e) {
-      // A partly appended step is removed by truncate() when the run resumes.
-      throw namingFile(e, rolloutsFile);
-    }
+    // A partly appended step is removed by truncate() when the run resumes.
+    await appendSynced(join(this.dir, ROLLOUTS_FILE), rolloutsToJsonl([...rollouts]), this.fs);
     const lines = [...run.history, metrics].map((m) => JSON.stringify(m)).join('\n');
     await writeFileAtomic(join(this.dir, METRICS_FILE), `${lines}\n`, this.fs);
+  }
+
+  async appendEval(_run: StoredRun, point: EvalPoint): Promise<void> {
+    await appendSynced(join(this.dir, EVAL_FILE), `${JSON.stringify(point)}\n`, this.fs);
   }
 
   async truncate(_runId: string, step: number): Promise<void> {
@@ -181,6 +193,13 @@ export class DirRunStore implements RunStore {
     await writeFileAtomic(metricsFile, keptMetrics.map((m) => `${JSON.stringify(m)}\n`).join(''), this.fs);
     const rollouts = this.parsed(rolloutsFile, await readText(rolloutsFile, this.fs)) as Array<{ step?: number }>;
     await writeFileAtomic(rolloutsFile, rollouts.filter((r) => (r.step ?? 0) <= step).map((r) => `${JSON.stringify(r)}\n`).join(''), this.fs);
+    // Evaluations of forgotten steps judged adapters the resumed run throws away; the kept ones stay.
+    const evalFile = join(this.dir, EVAL_FILE);
+    const evalText = await readText(evalFile, this.fs);
+    if (evalText !== null) {
+      const evals = this.parsed(evalFile, evalText) as EvalPoint[];
+      await writeFileAtomic(evalFile, evals.filter((p) => p.step <= step).map((p) => `${JSON.stringify(p)}\n`).join(''), this.fs);
+    }
   }
 
   private parsed(file: string, text: string | null): unknown[] {

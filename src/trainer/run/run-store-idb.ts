@@ -8,7 +8,7 @@ import { describeStorageError, openAgentDb } from '../../store/db';
 import type { RolloutRecord, TrainingRunRecord } from '../../store/records';
 import type { RolloutStorage } from './agent-collector';
 import { legacyAgentRun } from './agent-run';
-import type { StepMetrics } from './metrics';
+import type { EvalPoint, StepMetrics } from './metrics';
 import type { RunResult, RunSpec, RunStore, StoredRun } from './run-store';
 
 /** `config.kind` of the run records this store writes. */
@@ -18,6 +18,8 @@ interface RunConfig {
   kind: typeof RUN_RECORD_KIND;
   spec: RunSpec;
   result: RunResult | null;
+  /** Held-out evaluations (few: one every `spec.evaluation.every` steps), kept with the record. */
+  evals?: EvalPoint[];
   error?: string;
 }
 
@@ -36,12 +38,13 @@ export function runFromRecord(rec: TrainingRunRecord): StoredRun | null {
     spec: c.spec,
     history: rec.stats as unknown as StepMetrics[],
     result: c.result ?? null,
+    ...(c.evals?.length ? { evals: c.evals } : {}),
     ...(c.error ? { error: c.error } : {}),
   };
 }
 
 function recordOf(run: StoredRun, history = run.history): TrainingRunRecord {
-  const config: RunConfig = { kind: RUN_RECORD_KIND, spec: run.spec, result: run.result, ...(run.error ? { error: run.error } : {}) };
+  const config: RunConfig = { kind: RUN_RECORD_KIND, spec: run.spec, result: run.result, ...(run.evals?.length ? { evals: run.evals } : {}), ...(run.error ? { error: run.error } : {}) };
   return {
     id: run.id,
     createdAt: run.createdAt,
@@ -50,6 +53,11 @@ function recordOf(run: StoredRun, history = run.history): TrainingRunRecord {
     config: config as unknown as Record<string, unknown>,
     stats: history.map((m) => ({ ...m })) as unknown as TrainingRunRecord['stats'],
   };
+}
+
+/** The evaluations a stored record holds: the store's own (appendEval), which a save of the run keeps. */
+function storedEvals(rec: TrainingRunRecord | undefined): EvalPoint[] | undefined {
+  return (rec?.config as Partial<RunConfig> | undefined)?.evals;
 }
 
 /** Runs in this database, newest first, with their specs (older records it cannot read are left out). */
@@ -75,7 +83,10 @@ export class IdbRunStore implements RunStore {
 
   async save(run: StoredRun): Promise<void> {
     try {
-      await (await openAgentDb(this.dbName)).put('trainingRuns', recordOf(run));
+      const tx = (await openAgentDb(this.dbName)).transaction('trainingRuns', 'readwrite');
+      const old = await tx.store.get(run.id);
+      await tx.store.put(recordOf({ ...run, evals: storedEvals(old) }));
+      await tx.done;
     } catch (e) {
       throw describeStorageError(e, `training run '${run.id}'`);
     }
@@ -85,13 +96,29 @@ export class IdbRunStore implements RunStore {
     const db = await openAgentDb(this.dbName);
     try {
       const tx = db.transaction(['trainingRuns', 'rollouts'], 'readwrite');
+      const runs = tx.objectStore('trainingRuns');
+      const old = await runs.get(run.id);
       await Promise.all([
         ...rollouts.map((r) => tx.objectStore('rollouts').put(r)),
-        tx.objectStore('trainingRuns').put(recordOf({ ...run, updatedAt: Date.now() }, [...run.history, metrics])),
+        runs.put(recordOf({ ...run, updatedAt: Date.now(), evals: storedEvals(old) }, [...run.history, metrics])),
         tx.done,
       ]);
     } catch (e) {
       throw describeStorageError(e, `step ${metrics.step} of training run '${run.id}'`);
+    }
+  }
+
+  async appendEval(run: StoredRun, point: EvalPoint): Promise<void> {
+    const db = await openAgentDb(this.dbName);
+    try {
+      const tx = db.transaction('trainingRuns', 'readwrite');
+      const rec = await tx.store.get(run.id);
+      if (!rec) throw new Error(`training run '${run.id}' is not in storage`);
+      const config = rec.config as unknown as RunConfig;
+      await tx.store.put({ ...rec, config: { ...config, evals: [...(config.evals ?? []), point] } as unknown as Record<string, unknown> });
+      await tx.done;
+    } catch (e) {
+      throw describeStorageError(e, `the evaluation at step ${point.step} of training run '${run.id}'`);
     }
   }
 
@@ -101,7 +128,11 @@ export class IdbRunStore implements RunStore {
       const tx = db.transaction(['trainingRuns', 'rollouts'], 'readwrite');
       const runs = tx.objectStore('trainingRuns');
       const rec = await runs.get(runId);
-      if (rec) await runs.put({ ...rec, stats: rec.stats.filter((m) => Number(m.step) <= step) });
+      if (rec) {
+        const config = rec.config as unknown as RunConfig;
+        const evals = config.evals?.filter((p) => p.step <= step);
+        await runs.put({ ...rec, stats: rec.stats.filter((m) => Number(m.step) <= step), ...(evals ? { config: { ...config, evals } as unknown as Record<string, unknown> } : {}) });
+      }
       const rollouts = tx.objectStore('rollouts');
       for (let c = await rollouts.index('byRun').openCursor(IDBKeyRange.only(runId)); c; c = await c.continue()) {
         if ((c.value.step ?? 0) > step) await c.delete();

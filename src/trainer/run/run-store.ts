@@ -6,13 +6,27 @@ import type { RolloutRecord } from '../../store/records';
 import type { GrpoConfig } from '../config';
 import type { LoraModule } from '../../engine/io/peft';
 import type { RolloutStorage } from './agent-collector';
-import type { StepMetrics } from './metrics';
+import type { RewardKind } from '../../agent/rewards';
+import type { TrainingItem } from './agent-collector';
+import type { EvalPoint, StepMetrics } from './metrics';
 
 /** The adapter a run starts from. */
 export type StartAdapterSpec =
   | { kind: 'fresh'; rank: number; alpha: number; targets: LoraModule[] }
   /** A stored adapter: its id where the PolicyTrainer finds it (IndexedDB id, or a PEFT directory), its name for people. */
   | { kind: 'stored'; id: string; name: string };
+
+/**
+ * Held-out evaluation during a run: these items, scored by `kind`, with the adapter of step 0 (the start), of
+ * every `every`-th step, and of the run's last step. Kept in the spec so a resumed run keeps its schedule.
+ */
+export interface RunEvaluation {
+  every: number;
+  /** The held-out data's name (a file name), for people. */
+  dataset: string;
+  kind: RewardKind;
+  items: TrainingItem[];
+}
 
 /** Everything a run needs to be continued later, by any front end that can rebuild its collector. */
 export interface RunSpec {
@@ -34,6 +48,8 @@ export interface RunSpec {
   collector: Record<string, unknown>;
   /** Control runs: every advantage forced to 0, so only the KL term moves the adapter. */
   zeroAdvantages?: boolean;
+  /** Held-out evaluation during the run (the front end supplies the evaluator: RunDeps.evaluator). */
+  evaluation?: RunEvaluation;
 }
 
 /** The run's result: the checkpoint of its best step by rolling reward (or its last step, before the window fills). */
@@ -57,20 +73,27 @@ export interface StoredRun {
   /** One entry per finished step, in order. */
   history: StepMetrics[];
   result: RunResult | null;
+  /** Held-out evaluations, in step order (absent in runs stored before evaluation existed). */
+  evals?: EvalPoint[];
   /** The last error, when status is 'error'. */
   error?: string;
 }
 
 export interface RunStore {
   load(runId: string): Promise<StoredRun | null>;
-  /** Writes the run's record (spec, status, result; history as the store keeps it), replacing the old one. */
+  /**
+   * Writes the run's record (spec, status, result; history as the store keeps it), replacing the old one.
+   * Evaluations are not written here: they are the store's (appendEval, truncate), whatever `run.evals` holds.
+   */
   save(run: StoredRun): Promise<void>;
   /**
    * Records one finished step: its metrics and the planner turns it trained on, together (a crash leaves
    * both or neither, and never a torn record).
    */
   appendStep(run: StoredRun, metrics: StepMetrics, rollouts: readonly RolloutRecord[]): Promise<void>;
-  /** Forgets steps after `step` (a resumed run redoes them from its checkpoint). */
+  /** Records one held-out evaluation (after its step is stored); the Node store appends it to eval.jsonl. */
+  appendEval(run: StoredRun, point: EvalPoint): Promise<void>;
+  /** Forgets steps, and evaluations, after `step` (a resumed run redoes them from its checkpoint). */
   truncate(runId: string, step: number): Promise<void>;
   /** Makes the result's adapter the run's published one (Node: `<out>/adapter/`); the page needs nothing. */
   publish?(run: StoredRun, result: RunResult): Promise<void>;

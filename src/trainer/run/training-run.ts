@@ -6,15 +6,32 @@
 //   -> normalise advantages within each query's group
 //   -> one clipped, KL-penalised update of the LoRA adapter (PolicyTrainer.trainStep -> grpoStep)
 //   -> record the step's metrics and trained-on turns (RunStore), checkpoint on the cadence and at a new
-//      best rolling reward, prune old checkpoints.
+//      best rolling reward, prune old checkpoints
+//   -> on the evaluation schedule (spec.evaluation: step 0, every K-th step, the last step), play the held-out
+//      items with the adapter as it now is (RunDeps.evaluator) and record the accuracy (RunStore.appendEval).
 // Progress goes out through the events given to run(); storage goes through the RunStore.
 import type { StepStats } from '../grpo-step';
 import type { PolicyTrainer, TrainSessionInfo } from '../training-host';
 import type { RolloutCollector, RolloutProgress } from './collector';
-import { BestTracker, DEFAULT_BEST_WINDOW, learnedFromReward, mean, noLearningNote, populationStd, type StepMetrics } from './metrics';
+import { BestTracker, DEFAULT_BEST_WINDOW, learnedFromReward, mean, noLearningNote, populationStd, type EvalPoint, type StepMetrics } from './metrics';
 import type { RunResult, RunSpec, RunStatus, RunStore, StoredRun } from './run-store';
 import { extraRollouts, planStep, type GroupPlan } from './schedule';
 import { stepBatch, type CollectedGroup } from './trajectory';
+
+/** What one held-out evaluation found: items scored, those right, and those whose run threw (counted wrong). */
+export interface EvalOutcome {
+  correct: number;
+  total: number;
+  errors: number;
+}
+
+/**
+ * Plays the run's held-out items (spec.evaluation) with the adapter the policy samples with now, and scores
+ * them. A front end builds it from its engines (agentRunEvaluator in run-evaluator.ts); the run decides when.
+ */
+export interface RunEvaluator {
+  evaluate(o: { step: number; signal?: AbortSignal; onItem?: (done: number, total: number) => void }): Promise<EvalOutcome>;
+}
 
 export interface RunDeps {
   collector: RolloutCollector;
@@ -24,6 +41,8 @@ export interface RunDeps {
   dbName?: string;
   /** The planner's decode counters (batching at work), when it reports them. */
   decodeStats?: () => Promise<{ steps: number; rows: number } | null>;
+  /** Held-out evaluation on spec.evaluation's schedule; without one a run with a schedule skips it, saying so. */
+  evaluator?: RunEvaluator;
 }
 
 export interface RunEvents {
@@ -36,6 +55,10 @@ export interface RunEvents {
    * the run goes on, so a front end can copy it before an older one is pruned at the next checkpoint.
    */
   onCheckpoint?: (c: { step: number; adapterId: string; best: boolean }) => void | Promise<void>;
+  /** A held-out evaluation is starting, and how far it is. */
+  onEvalProgress?: (p: { step: number; done: number; total: number }) => void;
+  /** A held-out evaluation was stored (a failed one too: its `error` says why, and the run goes on). */
+  onEval?: (p: EvalPoint) => void;
 }
 
 export interface RunSummary {
@@ -52,6 +75,8 @@ export interface RunSummary {
   learned: boolean;
   /** Why the run learned nothing, in words; absent when it learned. */
   noLearning?: string;
+  /** Held-out evaluations so far (runs with spec.evaluation). */
+  evals?: EvalPoint[];
 }
 
 export type RunState = 'idle' | 'running' | 'paused' | 'done' | 'error';
@@ -68,6 +93,11 @@ export function checkSpec(spec: RunSpec): void {
   if (!Number.isInteger(spec.steps) || spec.steps < 1) throw new Error(`training: steps must be a positive integer, got ${spec.steps}`);
   if (!Number.isInteger(spec.keepCheckpoints) || spec.keepCheckpoints < 1) throw new Error(`training: checkpoints to keep must be a positive integer, got ${spec.keepCheckpoints}`);
   if (!Number.isInteger(spec.bestWindow) || spec.bestWindow < 1) throw new Error(`training: the rolling-reward window must be a positive integer, got ${spec.bestWindow}`);
+  if (spec.evaluation) {
+    const e = spec.evaluation;
+    if (!Number.isInteger(e.every) || e.every < 1) throw new Error(`training: evaluate every N steps needs a positive integer N, got ${e.every}`);
+    if (!e.items.length) throw new Error(`training: the held-out data “${e.dataset}” has no item to evaluate on`);
+  }
   if (spec.adapter.kind === 'fresh') {
     if (!spec.adapter.targets.length) throw new Error('training: choose at least one target module for the LoRA adapter');
     if (!Number.isInteger(spec.adapter.rank) || spec.adapter.rank < 1) throw new Error(`training: LoRA rank must be a positive integer, got ${spec.adapter.rank}`);
@@ -79,6 +109,8 @@ export class TrainingRun {
   private pauseRequested = false;
   private abort: AbortController | null = null;
   private readonly best: BestTracker;
+  /** The newest checkpoint's step and adapter: what an evaluation right now judges. */
+  private lastCheckpoint: { step: number; adapterId: string };
 
   private constructor(
     readonly record: StoredRun,
@@ -92,6 +124,8 @@ export class TrainingRun {
     // A best step whose checkpoint was lost with the steps after the last one (a crash) is no result: the next
     // step that fills the window becomes the best and is checkpointed.
     if (!record.result) this.best.best = null;
+    this.lastCheckpoint = { step: info.step, adapterId: info.step > 0 ? `${info.adapterId} (checkpoint of step ${info.step})` : startAdapterName(record.spec) };
+    if (record.spec.evaluation && !deps.evaluator) notes.push('this run has a held-out evaluation schedule, but no evaluator was given: it is skipped');
     if (record.status === 'done') this.state = 'done';
     else if (record.history.length > 0 || info.step > 0) this.state = 'paused';
   }
@@ -115,6 +149,10 @@ export class TrainingRun {
 
   get result(): RunResult | null {
     return this.record.result;
+  }
+
+  get evals(): readonly EvalPoint[] {
+    return this.record.evals ?? [];
   }
 
   /** Starts a new run: checks the spec, starts the optimizer on its adapter, stores the record. */
@@ -155,6 +193,7 @@ export class TrainingRun {
     const lost = record.history.filter((m) => m.step > info.step).length;
     if (lost) notes.push(`step${lost === 1 ? '' : 's'} ${info.step + 1}–${info.step + lost} ran after the last checkpoint and will run again`);
     record.history = record.history.filter((m) => m.step <= info.step);
+    if (record.evals) record.evals = record.evals.filter((p) => p.step <= info.step);
     if (record.result && record.result.step > info.step) record.result = null;
     await deps.store.truncate(id, info.step);
     return new TrainingRun(record, deps, info, notes);
@@ -176,6 +215,8 @@ export class TrainingRun {
       this.state = 'running';
       try {
         await this.saveRecord('running');
+        // Step 0's evaluation, or one a pause or crash cut off after its step's checkpoint.
+        await this.evaluateIfDue(this.step, events);
         while (this.step < this.spec.steps && !this.pauseRequested) await this.runStep(events);
         await this.finish(events);
       } catch (e) {
@@ -237,9 +278,42 @@ export class TrainingRun {
     await store.appendStep(this.record, metrics, batch.records);
     this.record.history.push(metrics);
     const every = cfg.checkpointEvery;
-    if (best || (every > 0 && next % every === 0) || next === this.spec.steps) await this.checkpoint(next, best, events);
+    // An evaluated step is checkpointed, so the adapter its accuracy belongs to is on disk by that name.
+    if (best || (every > 0 && next % every === 0) || next === this.spec.steps || this.evalDue(next)) await this.checkpoint(next, best, events);
     events.onStep?.(metrics);
     await this.saveRecord('running');
+    await this.evaluateIfDue(next, events);
+  }
+
+  /** Whether `step` is on the evaluation schedule and not evaluated yet. */
+  private evalDue(step: number): boolean {
+    const e = this.spec.evaluation;
+    if (!e || !this.deps.evaluator) return false;
+    const scheduled = step === 0 || step % e.every === 0 || step === this.spec.steps;
+    return scheduled && !this.evals.some((p) => p.step === step);
+  }
+
+  /**
+   * Evaluates the adapter of `step` when the schedule says so. A failed evaluation is stored with its error and
+   * the run goes on (onEval tells the front end); one cut off by pause() is not stored and runs on resume.
+   */
+  private async evaluateIfDue(step: number, events: RunEvents): Promise<void> {
+    if (!this.evalDue(step) || this.pauseRequested) return;
+    const adapter = this.lastCheckpoint.step === step ? this.lastCheckpoint.adapterId : `${this.info.adapterId} (step ${step})`;
+    const t0 = now();
+    let point: EvalPoint;
+    try {
+      const signal = this.abort?.signal;
+      const o = await this.deps.evaluator!.evaluate({ step, ...(signal ? { signal } : {}), onItem: (done, total) => events.onEvalProgress?.({ step, done, total }) });
+      if (this.pauseRequested) return;
+      point = { step, accuracy: o.total ? o.correct / o.total : 0, correct: o.correct, total: o.total, ...(o.errors ? { errors: o.errors } : {}), seconds: (now() - t0) / 1000, adapter };
+    } catch (e) {
+      if (this.pauseRequested) return;
+      point = { step, accuracy: 0, correct: 0, total: 0, seconds: (now() - t0) / 1000, adapter, error: e instanceof Error ? e.message : String(e) };
+    }
+    await this.deps.store.appendEval(this.record, point);
+    (this.record.evals ??= []).push(point);
+    events.onEval?.(point);
   }
 
   /**
@@ -279,6 +353,7 @@ export class TrainingRun {
   private async checkpoint(step: number, best: boolean, events: RunEvents): Promise<void> {
     const bestStep = best ? step : this.best.best?.step;
     const c = await this.deps.policy.trainCheckpoint({ keep: this.spec.keepCheckpoints, protect: bestStep !== undefined ? [bestStep] : [] });
+    this.lastCheckpoint = { step: c.step, adapterId: c.adapterId };
     if (best) this.record.result = { step, adapterId: c.adapterId, rollingReward: this.best.best!.rollingReward, reason: 'best' };
     await events.onCheckpoint?.({ step: c.step, adapterId: c.adapterId, best });
   }
@@ -332,8 +407,14 @@ export class TrainingRun {
       lastReward: mean(h.slice(-w).map((m) => m.reward)),
       learned: learnedFromReward(h),
       ...(noLearning ? { noLearning } : {}),
+      ...(this.record.evals?.length ? { evals: [...this.record.evals] } : {}),
     };
   }
+}
+
+/** The adapter a run starts from, named for an evaluation of step 0. */
+function startAdapterName(spec: RunSpec): string {
+  return spec.adapter.kind === 'stored' ? spec.adapter.id : `fresh LoRA adapter (rank ${spec.adapter.rank}, B = 0)`;
 }
 
 /** Why a step had no reward signal: the groups' common rewards, extra rollouts drawn, runs without an answer. */
