@@ -39,7 +39,7 @@ import { markdownOrText } from './markdown';
 import { restoreToolSwitches } from './tool-switches';
 import { ProgressTracker, formatBytes } from './progress-tracker';
 import { renderTrajectory, trajectoryFromSteps } from './trajectory';
-import { callStat, conversationGroup, formatCall, formatLiveCall, liveHeading, livePreview, nextCall, startCall, tokenArrived, type CallClock, type CallStat, type ConversationGroup } from './chat-view';
+import { callOfStep, callStat, conversationGroup, formatCall, formatLiveCall, liveHeading, livePreview, startCall, tokenArrived, upcomingCall, type CallClock, type CallStat, type ConversationGroup } from './chat-view';
 import { driveTraining, resumeElementTraining, startElementTraining, type ElementTrainOptions, type TrainableEngines } from './element-training';
 import type { LoadedEngines } from './model-loader';
 import type { PolicyTrainer } from '../trainer/training-host';
@@ -105,6 +105,8 @@ interface Live {
   waitingForStorage: boolean;
   /** What the running tool says it is doing (ToolContext.note), e.g. starting Python; null for none. */
   toolNote: string | null;
+  /** A resumed run before its first call ends: the heading says where it picks up. */
+  resuming: boolean;
 }
 
 export class AgentFlowChat extends LitElement implements EngineUser {
@@ -348,8 +350,9 @@ export class AgentFlowChat extends LitElement implements EngineUser {
 
   private async init(): Promise<void> {
     try {
-      await markStaleRunsInterrupted(new Set(this.live ? [this.live.id] : []), this.dbName);
+      const cut = await markStaleRunsInterrupted(new Set(this.live ? [this.live.id] : []), this.dbName);
       await this.refreshList();
+      await this.reopenInterrupted(cut);
       await this.setUpTools();
     } catch (e) {
       this.error = storageOpenError(e);
@@ -409,6 +412,18 @@ export class AgentFlowChat extends LitElement implements EngineUser {
     } finally {
       this.loading = null;
     }
+  }
+
+  /**
+   * After a reload cut an answer off, its conversation comes back on screen (with Resume) rather than an
+   * empty chat: the newest of the user's own questions among `cut`, unless something is shown already.
+   */
+  private async reopenInterrupted(cut: string[]): Promise<void> {
+    const ids = new Set(cut);
+    const newest = this.conversations.filter((c) => ids.has(c.id) && conversationGroup(c) === 'chat').sort((a, b) => b.updatedAt - a.updatedAt)[0];
+    if (!newest || this.thread.length || this.live) return;
+    await this.loadSteps(newest.id);
+    if (!this.thread.length && !this.live) this.thread = [newest.id];
   }
 
   async refreshList(): Promise<void> {
@@ -529,7 +544,10 @@ export class AgentFlowChat extends LitElement implements EngineUser {
       return null;
     }
     if (!this.thread.includes(id)) this.thread = [id];
-    return this.run(id, engines, conv?.query ?? '', (opts) => resumeConversation(id, { ...opts, allowEngineChange }));
+    // Its stored steps say where it picks up ("Resuming at turn 3"), and the calls after them follow on.
+    await this.loadSteps(id).catch(() => undefined);
+    const at = upcomingCall(this.stepsById[id] ?? [], this.maxTurns);
+    return this.run(id, engines, conv?.query ?? '', (opts) => resumeConversation(id, { ...opts, allowEngineChange }), at);
   }
 
   private async run(
@@ -537,13 +555,27 @@ export class AgentFlowChat extends LitElement implements EngineUser {
     engines: AgentEngines,
     query: string,
     go: (opts: Parameters<typeof startConversation>[1]) => Promise<SessionResult>,
+    /** Where a resumed run picks up (its next call); absent for a new question. */
+    resumeAt: { module: ModuleName; turn: number } | null = null,
   ): Promise<SessionResult | null> {
     const controller = new AbortController();
     let ended!: () => void;
     this.liveOn = { engines, ended: new Promise<void>((r) => (ended = r)) };
     this.lastRunId = id;
     this.pending.set(id, query);
-    this.live = { id, module: null, turn: 0, text: '', answer: '', controller, call: startCall(performance.now()), calls: [], waitingForStorage: true, toolNote: null };
+    this.live = {
+      id,
+      module: resumeAt?.module ?? null,
+      turn: resumeAt?.turn ?? 0,
+      text: '',
+      answer: '',
+      controller,
+      call: startCall(performance.now()),
+      calls: [],
+      waitingForStorage: true,
+      toolNote: null,
+      resuming: resumeAt !== null,
+    };
     // Each question is its own conversation (the agent sees none of the earlier ones), so it gets a view of
     // its own; the earlier ones stay in the sidebar.
     this.thread = [id];
@@ -582,16 +614,18 @@ export class AgentFlowChat extends LitElement implements EngineUser {
           this.live = { ...l, module, turn, call, text: fresh ? piece : l.text + piece, answer: module === 'generator' ? (fresh ? piece : l.answer + piece) : l.answer };
         },
         onStep: (step) => {
-          this.stepsById = { ...this.stepsById, [id]: [...(this.stepsById[id] ?? []), step] };
+          const steps = [...(this.stepsById[id] ?? []), step];
+          this.stepsById = { ...this.stepsById, [id]: steps };
           // Say what runs next before its first token arrives (a slow prefill would otherwise show the last module).
           const l = this.live;
           if (l && l.id === id) {
             const t = performance.now();
-            const calls = step.kind === 'error' ? l.calls : [...l.calls, callStat(step.kind, step.turn, l.call, t, step)];
-            const next = nextCall(step, this.maxTurns);
+            const ended = callOfStep(step);
+            const calls = ended ? [...l.calls, callStat(ended.module, step.turn, l.call, t, step, ended.outcome)] : l.calls;
+            const next = upcomingCall(steps, this.maxTurns);
             this.live = next
-              ? { ...l, calls, call: startCall(t), module: next.module, turn: next.turn, text: '', toolNote: null }
-              : { ...l, calls, call: startCall(t), toolNote: null };
+              ? { ...l, calls, call: startCall(t), module: next.module, turn: next.turn, text: '', toolNote: null, resuming: false }
+              : { ...l, calls, call: startCall(t), toolNote: null, resuming: false };
           }
           if (step.kind === 'analysis') void this.refreshList();
           this.dispatchEvent(new CustomEvent<AgentflowTurnDetail>('agentflow-turn', { detail: { conversationId: id, turn: step.turn, kind: step.kind, step }, bubbles: true, composed: true }));
@@ -851,7 +885,7 @@ export class AgentFlowChat extends LitElement implements EngineUser {
       ${live
         ? // What a screen reader hears while the run works: the call in progress, once per change (the clock
           // and the streamed text below change several times a second, which a live region would read out).
-          html`<p class="visually-hidden" role="status" data-testid="live-phase">${live.waitingForStorage && this.storageNotice?.kind === 'blocked' ? WAITING_FOR_BLOCKED_STORAGE : liveHeading(live.module, live.turn, live.toolNote)}</p>`
+          html`<p class="visually-hidden" role="status" data-testid="live-phase">${live.waitingForStorage && this.storageNotice?.kind === 'blocked' ? WAITING_FOR_BLOCKED_STORAGE : liveHeading(live.module, live.turn, live.toolNote, live.resuming)}</p>`
         : nothing}
       <div class="message answer" part="message answer" data-testid="answer" data-conversation=${id} aria-live=${id === this.lastRunId ? 'polite' : 'off'} aria-busy=${live ? 'true' : 'false'}>
         ${scripted ? html`<p class="scripted" part="scripted" data-testid="scripted-label">Scripted demo: no model wrote this answer.</p>` : nothing}
@@ -861,7 +895,7 @@ export class AgentFlowChat extends LitElement implements EngineUser {
                 : nothing}
               ${live.waitingForStorage && this.storageNotice?.kind === 'blocked'
                 ? html`<div class="live" data-testid="live">${WAITING_FOR_BLOCKED_STORAGE}</div>`
-                : html`<div class="live" data-testid="live">${liveHeading(live.module, live.turn, live.toolNote)}
+                : html`<div class="live" data-testid="live">${liveHeading(live.module, live.turn, live.toolNote, live.resuming)}
 <span class="live-stats" data-testid="live-stats">${formatLiveCall(live.call, performance.now())}</span>
 ${livePreview(live.module, live.text, live.module === 'executor' ? this.plannedTool(id) : null)}</div>`}`
           : nothing}
@@ -891,12 +925,18 @@ ${livePreview(live.module, live.text, live.module === 'executor' ? this.plannedT
     return this.pending.get(id) ?? '';
   }
 
+  /** A run this view is executing reads 'running', whatever the list last read (a resumed one was 'interrupted'). */
+  private statusOf(c: ConversationRecord): string {
+    if (this.live?.id === c.id) return 'running';
+    return c.status === 'done' ? '' : c.status;
+  }
+
   private renderListItem(c: ConversationRecord) {
     return html`<li>
       <button type="button" class="open" part="button conversation" title=${c.query || c.title} aria-current=${this.thread.includes(c.id) ? 'true' : 'false'} @click=${() => this.open(c.id)}>
         ${c.title}
       </button>
-      <span class="status">${c.status === 'done' ? '' : c.status}</span>
+      <span class="status" data-testid="conversation-status">${this.statusOf(c)}</span>
       <button type="button" part="button" aria-label=${`Export conversation “${c.title}” as JSON`} title="Export as JSON" @click=${() => this.exportOne(c.id)}>⤓</button>
       ${this.deleting === c.id
         ? deleteQuestion(`conversation “${c.title}”`, 'this conversation', () => void this.deleteConversation(c.id), () => (this.deleting = null))

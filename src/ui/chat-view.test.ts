@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { StepRecord } from '../store/records';
-import { callStat, conversationGroup, executorPreview, formatCall, formatLiveCall, liveHeading, livePreview, nextCall, plannerPreview, oneLine, startCall, tailLine, tokenArrived, verifierPreview } from './chat-view';
+import { callOfStep, callStat, conversationGroup, executorPreview, formatCall, formatLiveCall, liveHeading, livePreview, nextCall, plannerPreview, oneLine, startCall, tailLine, tokenArrived, upcomingCall, verifierPreview } from './chat-view';
 
 const step = (kind: StepRecord['kind'], turn: number, data: Record<string, unknown> = {}): StepRecord => ({ conversationId: 'c', seq: 0, kind, turn, startedAt: 0, endedAt: 0, data }) as unknown as StepRecord;
 
@@ -99,10 +99,30 @@ describe('chat-view', () => {
   it('says which call comes next and where a conversation belongs', () => {
     expect(nextCall(step('analysis', 0))).toEqual({ module: 'planner', turn: 1 });
     expect(nextCall(step('verifier', 2, { verdict: 'CONTINUE' }))).toEqual({ module: 'planner', turn: 3 });
-    expect(nextCall(step('verifier', 2, { verdict: 'STOP' }))).toEqual({ module: 'generator', turn: 2 });
-    // The last turn asks no verifier: its tool call is followed by the answer.
-    expect(nextCall(step('executor', 2), 3)).toEqual({ module: 'verifier', turn: 2 });
     expect(nextCall(step('executor', 3), 3)).toEqual({ module: 'generator', turn: 3 });
+    // The steps so far, in order (seq), as the loop stored them.
+    const run = (...st: StepRecord[]) => st.map((x, seq) => ({ ...x, seq }) as StepRecord);
+    const plan = step('planner', 1, { action: { subGoal: 's', toolName: 'echo' } });
+    expect(upcomingCall([])).toEqual({ module: 'analysis', turn: 0 });
+    expect(upcomingCall(run(step('analysis', 0)))).toEqual({ module: 'planner', turn: 1 });
+    expect(upcomingCall(run(step('analysis', 0), plan))).toEqual({ module: 'executor', turn: 1 });
+    const turn1 = run(step('analysis', 0), plan, step('executor', 1), step('verifier', 1, { verdict: 'CONTINUE' }));
+    expect(upcomingCall(turn1)).toEqual({ module: 'planner', turn: 2 });
+    expect(upcomingCall(run(...turn1.slice(0, 3), step('verifier', 1, { verdict: 'STOP' })))).toEqual({ module: 'generator', turn: 1 });
+    // An unusable plan goes on to the next turn's planner, and after the last turn to the answer.
+    const unusable = step('error', 1, { module: 'planner', message: 'no sub_goal', errorKind: 'unusable-output' });
+    expect(upcomingCall(run(step('analysis', 0), unusable), 3)).toEqual({ module: 'planner', turn: 2 });
+    expect(upcomingCall(run(step('analysis', 0), unusable), 1)).toEqual({ module: 'generator', turn: 1 });
+    // The last turn asks no verifier: its tool call is followed by the answer.
+    expect(upcomingCall(run(step('analysis', 0), plan, step('executor', 1)), 3)).toEqual({ module: 'verifier', turn: 1 });
+    expect(upcomingCall(run(step('analysis', 0), plan, step('executor', 1)), 1)).toEqual({ module: 'generator', turn: 1 });
+    expect(upcomingCall(run(step('analysis', 0), plan, step('executor', 1), step('generator', 1, { text: 'a' })), 1)).toBeNull();
+    // A failed call is a call: listed as its module's, with how it ended.
+    expect(callOfStep(unusable)).toEqual({ module: 'planner', outcome: 'unusable' });
+    expect(callOfStep(step('error', 2, { module: 'verifier', message: 'x', errorKind: 'engine-error' }))).toEqual({ module: 'verifier', outcome: 'failed' });
+    expect(callOfStep(plan)).toEqual({ module: 'planner' });
+    expect(liveHeading('planner', 3, null, true)).toBe('Resuming at turn 3: planning…');
+    expect(liveHeading('analysis', 0, null, true)).toBe('Resuming at the start: analysing the query…');
     const conv = { id: 'x', title: 't', createdAt: 0, updatedAt: 0, status: 'done' as const, query: 'q' };
     expect(conversationGroup({ ...conv, settings: { rollouts: null } })).toBe('chat');
     expect(conversationGroup({ ...conv, reference: '"4"' })).toBe('experiment');

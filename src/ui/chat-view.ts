@@ -2,7 +2,7 @@
 // first token, tokens per second, elapsed), and which stored conversations are the user's own questions
 // rather than an experiment's items or a training run's rollouts. Pure functions; the element renders them.
 import type { ModuleName } from '../agent/prompts';
-import { nextModule } from '../agent/phases';
+import { nextModule, stateFromSteps } from '../agent/phases';
 import { extractJsonObjects, plannerDraft, verdictDraft } from '../agent/parse';
 import type { CallUsage, ConversationRecord, StepRecord } from '../store/records';
 
@@ -24,6 +24,20 @@ export interface CallStat {
   /** True when the engine counted the tokens; false when they are the streamed pieces (about one a token). */
   exact: boolean;
   tokensPerSecond: number | null;
+  /** How a call ended that left no step of its own kind: its reply could not be used, or the engine failed. */
+  outcome?: 'unusable' | 'failed';
+}
+
+/**
+ * The module call a stored step ends, or null for none. An error step ends one too: a planner reply that
+ * could not be used is stored as an error, and leaving those out hid every call of a planner that had not
+ * yet learnt the reply format (issue 28: never listed, even at turn 5).
+ */
+export function callOfStep(step: StepRecord): { module: ModuleName; outcome?: CallStat['outcome'] } | null {
+  if (step.kind !== 'error') return { module: step.kind };
+  const m = step.data.module;
+  if (!['analysis', 'planner', 'executor', 'verifier', 'generator'].includes(m)) return null;
+  return { module: m, outcome: step.data.errorKind === 'unusable-output' ? 'unusable' : 'failed' };
 }
 
 export function startCall(now: number): CallClock {
@@ -43,7 +57,7 @@ function streamedRate(c: CallClock): number | null {
  * A finished call: its stored step's token count and decode time when the engine reported them (the
  * planner does), else what streamed. The executor's time includes running its tool.
  */
-export function callStat(module: ModuleName, turn: number, c: CallClock, now: number, step?: StepRecord): CallStat {
+export function callStat(module: ModuleName, turn: number, c: CallClock, now: number, step?: StepRecord, outcome?: CallStat['outcome']): CallStat {
   const d: CallUsage = step?.data ?? {};
   const counted = typeof d.completionTokenCount === 'number' && d.completionTokenCount > 0 ? d.completionTokenCount : null;
   const decodeMs = d.timings?.decodeMs;
@@ -56,6 +70,7 @@ export function callStat(module: ModuleName, turn: number, c: CallClock, now: nu
     tokens: counted ?? c.pieces,
     exact: counted !== null,
     tokensPerSecond: rate,
+    ...(outcome ? { outcome } : {}),
   };
 }
 
@@ -73,6 +88,29 @@ export function nextCall(step: StepRecord, maxTurns = Infinity): { module: Modul
   return { module, turn };
 }
 
+/**
+ * The module call a run makes next after its stored `steps`, by the loop's own rules (agent/phases.ts), and
+ * its turn; null once answered. Unlike nextCall it follows failed calls too (an unusable plan goes on to the
+ * next turn's planner), and it says where a resumed run picks up.
+ */
+export function upcomingCall(steps: StepRecord[], maxTurns = Infinity): { module: ModuleName; turn: number } | null {
+  const s = stateFromSteps(steps);
+  switch (s.phase) {
+    case 'analysis':
+      return { module: 'analysis', turn: 0 };
+    case 'plan':
+      return s.turn > maxTurns ? { module: 'generator', turn: Math.min(s.turn, maxTurns) } : { module: 'planner', turn: s.turn };
+    case 'execute':
+      return { module: 'executor', turn: s.turn };
+    case 'verify':
+      return s.turn >= maxTurns ? { module: 'generator', turn: s.turn } : { module: 'verifier', turn: s.turn };
+    case 'generate':
+      return { module: 'generator', turn: Math.min(s.turn, maxTurns) };
+    default:
+      return null;
+  }
+}
+
 export function moduleLabel(m: ModuleName): string {
   return { analysis: 'Analysing the query', planner: 'Planning', executor: 'Calling a tool', verifier: 'Checking', generator: 'Answering' }[m];
 }
@@ -81,8 +119,10 @@ export function moduleLabel(m: ModuleName): string {
  * The live line's heading: "Planning (turn 1)…", or with what the running tool says it is doing,
  * "Calling a tool (turn 1): starting Python (first use)…".
  */
-export function liveHeading(module: ModuleName | null, turn: number, toolNote: string | null = null): string {
+export function liveHeading(module: ModuleName | null, turn: number, toolNote: string | null = null, resuming = false): string {
   if (!module) return 'Starting…';
+  // A resumed run says where it picks up until its first call ends ("Starting…" read as a fresh run).
+  if (resuming) return `Resuming at ${turn ? `turn ${turn}` : 'the start'}: ${moduleLabel(module).toLowerCase()}…`;
   return `${moduleLabel(module)}${turn ? ` (turn ${turn})` : ''}${toolNote ? `: ${oneLine(toolNote, 80)}` : ''}…`;
 }
 
@@ -197,10 +237,11 @@ export function formatLiveCall(c: CallClock, now: number): string {
 /** A finished call, one line: "Planning (turn 1): 3.1 s, first token after 1.2 s, 42 tokens at 21 tokens/s". */
 export function formatCall(s: CallStat): string {
   const head = `${moduleLabel(s.module)}${s.turn ? ` (turn ${s.turn})` : ''}: ${secs(s.ms)}`;
-  if (s.firstTokenMs === null && !s.exact) return `${head}, no tokens streamed`;
+  const end = s.outcome === 'unusable' ? ' — its reply could not be used' : s.outcome === 'failed' ? ' — failed' : '';
+  if (s.firstTokenMs === null && !s.exact) return `${head}, no tokens streamed${end}`;
   const first = s.firstTokenMs === null ? '' : `, first token after ${secs(s.firstTokenMs)}`;
   const n = `${s.exact ? '' : '≈'}${s.tokens} token${s.tokens === 1 ? '' : 's'}`;
-  return `${head}${first}, ${n}${s.tokensPerSecond === null ? '' : ` at ${rate(s.tokensPerSecond)}`}`;
+  return `${head}${first}, ${n}${s.tokensPerSecond === null ? '' : ` at ${rate(s.tokensPerSecond)}`}${end}`;
 }
 
 export type ConversationGroup = 'chat' | 'experiment' | 'training';
