@@ -18,6 +18,24 @@ export interface GenerateTokensOptions extends SamplingOptions {
   reusePrefix?: boolean;
   /** Sees the logits each token is sampled from (tests, diagnostics); do not keep the array. */
   onLogits?: (logits: Float32Array) => void;
+  /**
+   * A grammar every token must follow (grammar/json-schema-constraint.ts's SchemaMatcher for a JSON
+   * Schema): draws are masked to the tokens it allows, tokens it forces are appended without a draw, and the
+   * sequence stops once it terminates. Its rows decode in step (their draws need the mask on the CPU).
+   */
+  constraint?: TokenConstraint;
+}
+
+/** One sequence's grammar state, as the decode loop uses it (json-schema-constraint.ts implements it). */
+export interface TokenConstraint {
+  /** Bitmask of the tokens allowed next: bit (id & 31) of word (id >> 5) set means allowed. */
+  allowedMask(): Promise<Int32Array>;
+  /** Takes a drawn token; false when the grammar does not allow it. */
+  accept(id: number): boolean;
+  /** Up to `limit` tokens the grammar forces next, already accepted (jump-forward); empty on a choice. */
+  forced(limit: number): number[];
+  /** True once a stop token ended a complete value. */
+  readonly terminated: boolean;
 }
 
 export interface TokenGeneration {
@@ -37,6 +55,11 @@ export interface TokenGeneration {
    * lay within rounding of a boundary): each costs a round trip. 0 when the CPU drew every token.
    */
   redrawnTokens: number;
+  /**
+   * Under a constraint: forced[t] is true where token t was appended by jump-forward (the grammar allowed
+   * nothing else; no draw). Its logprob is still the model's own, from the forward that appended it.
+   */
+  forced?: boolean[];
 }
 
 /** One sequence of a generateBatch call. */

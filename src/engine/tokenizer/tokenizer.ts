@@ -29,6 +29,7 @@ export class Tokenizer {
       throw new Error(`tokenizer.json could not be loaded: ${(e as Error).message}`);
     }
     this.specialIds = new Set(this.tok.all_special_ids);
+    this.vocabType = vocabTypeOf(files.tokenizerJson as { decoder?: unknown });
     this.chatTemplate =
       hasChatTemplate(cfg)
         ? ChatTemplate.fromTokenizerConfig(cfg)
@@ -44,6 +45,15 @@ export class Tokenizer {
     const gen = (files.generationConfig as { eos_token_id?: unknown } | null | undefined)?.eos_token_id;
     for (const id of Array.isArray(gen) ? gen : gen === undefined ? [] : [gen]) if (Number.isInteger(id)) stops.add(id as number);
     this.stopTokenIds = [...stops];
+  }
+
+  /** How tokenizer.json's token strings spell bytes (read from its decoder), for the grammar library. */
+  readonly vocabType: 'byte_level' | 'byte_fallback' | 'raw';
+
+  /** Every token's string by id as tokenizer.json spells it (specials included): what a grammar compiles against. */
+  vocabulary(): { tokens: string[]; vocabType: 'byte_level' | 'byte_fallback' | 'raw'; specialIds: ReadonlySet<number> } {
+    const vocab = (this.tok.model as unknown as { vocab: string[] }).vocab;
+    return { tokens: Array.from(vocab, (t) => t ?? ''), vocabType: this.vocabType, specialIds: this.specialIds };
   }
 
   /** Token ids that end generation (see constructor). Add the model config's eos ids too. */
@@ -73,6 +83,19 @@ export class Tokenizer {
   encodeChat(messages: ChatMessage[], opts: RenderOptions = {}): number[] {
     return this.encode(this.renderChat(messages, opts));
   }
+}
+
+/** tokenizer.json's decoder as xgrammar names it: ByteLevel (GPT-2 / Qwen), ByteFallback (SentencePiece), else raw text. */
+function vocabTypeOf(json: { decoder?: unknown }): 'byte_level' | 'byte_fallback' | 'raw' {
+  const types: string[] = [];
+  const walk = (d: unknown) => {
+    if (!d || typeof d !== 'object') return;
+    const o = d as { type?: unknown; decoders?: unknown };
+    if (typeof o.type === 'string') types.push(o.type);
+    if (Array.isArray(o.decoders)) o.decoders.forEach(walk);
+  };
+  walk(json.decoder);
+  return types.includes('ByteLevel') ? 'byte_level' : types.includes('ByteFallback') ? 'byte_fallback' : 'raw';
 }
 
 /**
