@@ -2,23 +2,20 @@
 // the same agent loop and rollout settings `cli train` uses (the planner engine serving every module), scored
 // by the same rule (scoreRunInto: rewards' scoreAnswerDetail), into the item record the tab stores. --out gets
 // results.jsonl (a line per item and sample, appended as each finishes), summary.json and experiment.json (both
-// in one file), which the Experiments tab imports as a run (src/agent/experiment-file.ts). `cli train
-// --eval-data` evaluates the adapter it trains with evaluateItems here. Every flag and file is checked before
+// in one file), which the Experiments tab imports as a run (src/agent/experiment-file.ts). evaluateItems lives
+// in src/trainer/run/evaluate-items.ts, where `cli train --eval-data` and the page evaluate a run's adapter too. Every flag and file is checked before
 // anything is written; stdout gets the summary, stderr the progress.
 import { appendFileSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
-import type { BenchmarkItem } from '../agent/benchmark-import';
-import { referenceText, resultsJsonl, scoreRunInto, summaryOf, experimentFile, type EvalSummary } from '../agent/experiment-file';
-import { runAgent, type AgentEngines } from '../agent/loop';
-import { judgeAnswer, scoreAnswer, type RewardKind } from '../agent/rewards';
+import { resultsJsonl, summaryOf, experimentFile, type EvalSummary } from '../agent/experiment-file';
+import type { RewardKind } from '../agent/rewards';
 import { directorySource } from '../engine/io/sources';
-import type { ExperimentItemRecord, ExperimentRecord } from '../store/records';
-import type { Tool } from '../tools/types';
-import { DEFAULT_AGENT_BUDGET, rolloutAgentConfig } from '../trainer/run/agent-run';
+import type { ExperimentRecord } from '../store/records';
+import { DEFAULT_AGENT_BUDGET } from '../trainer/run/agent-run';
+import { evaluateItems, type EvalSettings } from '../trainer/run/evaluate-items';
 import { boundedInt, numberFlag, parseArgs, reportFailure, UsageError, type CliArgs } from './args';
 import { loadPlanner, makeTools } from './train';
 import { checkDir, parseTools, positiveInt, readData, rewardFlag, seedFlag } from './train-flags';
-import { MAX_SEED } from './train-limits';
 
 export const EVAL_FLAGS = ['model', 'adapter', 'data', 'out', 'tools', 'reward', 'max-turns', 'max-new-tokens', 'temperature', 'samples', 'seed', 'max-context'];
 
@@ -33,62 +30,7 @@ export const MAX_SAMPLES = 1024;
 
 const log = (msg: string) => process.stderr.write(`${msg}\n`);
 
-export interface EvalSettings {
-  maxTurns: number;
-  maxNewTokens: number;
-  temperature: number;
-  samples: number;
-  seed: number;
-}
-
-export interface EvaluateOptions extends EvalSettings {
-  items: readonly BenchmarkItem[];
-  kind: RewardKind;
-  /** Ask this engine about rule misses (the `judge` reward). */
-  judge?: AgentEngines['shared'];
-  engines: AgentEngines;
-  tools: Tool[];
-  experimentId: string;
-  signal?: AbortSignal;
-  onItem?: (rec: ExperimentItemRecord, done: number, total: number) => void;
-}
-
-/** Runs every item `samples` times through the agent loop and scores each run; stops early on `signal`. */
-export async function evaluateItems(o: EvaluateOptions): Promise<ExperimentItemRecord[]> {
-  const out: ExperimentItemRecord[] = [];
-  const total = o.items.length * o.samples;
-  const budget = { ...DEFAULT_AGENT_BUDGET, maxTurns: o.maxTurns, plannerTokens: o.maxNewTokens, moduleTokens: o.maxNewTokens };
-  for (const [i, item] of o.items.entries()) {
-    for (let s = 0; s < o.samples; s++) {
-      if (o.signal?.aborted) return out;
-      const t0 = Date.now();
-      const rec: ExperimentItemRecord = { experimentId: o.experimentId, index: out.length, number: i + 1, pid: item.pid, query: item.query, reference: referenceText(item.answer), ...(o.samples > 1 ? { sample: s } : {}) };
-      try {
-        const run = await runAgent({
-          conversationId: `${o.experimentId}-${i + 1}-${s}`,
-          query: item.query,
-          tools: o.tools,
-          engines: o.engines,
-          // The settings of a training rollout; the planner samples with this seed (one per sample of the item).
-          config: rolloutAgentConfig(budget, o.temperature, (o.seed + i * o.samples + s) % (MAX_SEED + 1)),
-          ...(o.signal ? { signal: o.signal } : {}),
-        });
-        let reward: number | undefined;
-        if (o.judge && run.finalAnswer !== null && item.answer !== undefined && item.answer !== null) {
-          reward = scoreAnswer({ kind: o.kind, prediction: run.finalAnswer, reference: item.answer, numbers: item.numbers, options: item.options });
-          if (reward === 0 && (await judgeAnswer(o.judge, item.query, run.finalAnswer, item.answer, o.signal).catch(() => null)) === true) reward = 1;
-        }
-        scoreRunInto(rec, item, o.kind, run, reward);
-      } catch (e) {
-        rec.errors = [(e as Error)?.message ?? String(e)];
-      }
-      rec.seconds = (Date.now() - t0) / 1000;
-      out.push(rec);
-      o.onItem?.(rec, out.length, total);
-    }
-  }
-  return out;
-}
+export { evaluateItems, type EvalSettings, type EvaluateOptions } from '../trainer/run/evaluate-items';
 
 /** --temperature: a decimal in [0, 2]. */
 export function temperatureFlag(args: CliArgs, fallback: number): number {
