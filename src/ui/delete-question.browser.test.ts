@@ -85,16 +85,19 @@ describe('deleting stored work asks first', () => {
     const dbName = `delete-adapter-${Math.random()}`;
     const db = await openAgentDb(dbName);
     await db.put('adapters', { id: 'a1', name: 'my adapter', createdAt: 0, baseModel: 'toy', config: {}, tensors: { w: { shape: [4], data: new Float32Array(4) } } });
-    const el = document.createElement('agentflow-training-panel') as AgentflowTrainingPanel;
-    el.dbName = dbName;
-    document.body.append(el);
+    const panel = document.createElement('agentflow-training-panel') as AgentflowTrainingPanel;
+    panel.dbName = dbName;
+    document.body.append(panel);
     try {
-      await el.refreshAdapters();
+      await panel.refreshAdapters();
+      await panel.updateComplete;
+      // The adapters are listed by the panel's <agentflow-training-adapters>.
+      const el = panel.renderRoot.querySelector('agentflow-training-adapters') as LitElement;
       const listed = () => !!el.renderRoot.querySelector('[data-testid="adapters"]');
       await expect.poll(listed).toBe(true);
       await askThenDelete(el, 'adapter my adapter', 'this adapter', 'Delete adapter my adapter', async () => (await listAdapters(dbName)).some((a) => a.id === 'a1'), listed);
     } finally {
-      el.remove();
+      panel.remove();
     }
   });
 });

@@ -41,6 +41,8 @@ async function mount(dbName: string): Promise<AgentflowTrainingPanel> {
 }
 
 const q = <T extends Element>(p: AgentflowTrainingPanel, sel: string) => p.shadowRoot!.querySelector(sel) as T;
+/** The shadow root of the panel's adapters list (<agentflow-training-adapters>). */
+const adaptersRoot = (p: AgentflowTrainingPanel) => p.shadowRoot!.querySelector('agentflow-training-adapters')!.shadowRoot!;
 
 async function choose(p: AgentflowTrainingPanel, sel: string, value: string): Promise<void> {
   const s = q<HTMLSelectElement>(p, sel);
@@ -285,14 +287,12 @@ describe('Training panel progress, stored runs and results', () => {
     const runId = /run (toy-\S+)/.exec(q(p, '[data-testid="training-label"]').textContent ?? '')![1];
     p.remove();
 
-    // A "reload": the run and its charts come back from IndexedDB.
+    // A "reload": the newest run comes back from IndexedDB, shown with its charts, without a click.
     const again = await mount(dbName);
-    await again.refreshAgentRuns();
-    await again.updateComplete;
-    const item = [...again.shadowRoot!.querySelectorAll('[data-testid="training-runs"] li')].find((li) => li.textContent!.includes('step 4 of 4 (done)'))!;
-    expect(item).toBeTruthy();
-    (item.querySelector(`button[aria-label="Show run ${runId}"]`) as HTMLButtonElement).click();
-    await again.updateComplete;
+    await expect.poll(() => q(again, '[data-testid="training-status"]').textContent).toMatch(/^Done: step 4 of 4, reward \d\.\d\d$/);
+    const item = q(again, `[data-testid="training-runs"] li[data-run="${runId}"]`);
+    expect(item.textContent!.replace(/\s+/g, ' ')).toMatch(/: step 4 of 4 — done, result step [1-4] \(shown above\)/);
+    expect(item.querySelector('button')).toBeNull(); // shown already, and done: nothing to show or resume
     // Points on each chart's canvas: the reward and its rolling mean, loss, KL, clip fraction, tokens/s, rollout time.
     const charts = () => [...again.shadowRoot!.querySelectorAll('[data-testid="training-charts"] agentflow-line-chart')];
     const points = () => charts().map((c) => c.shadowRoot?.querySelector<HTMLElement>('.plot')?.dataset.points ?? '');
@@ -334,10 +334,10 @@ describe('Training panel adapters table', () => {
     const tensors = { w: { shape: [1], data: new Float32Array(1) } };
     for (const name of ['first', 'second']) await db.put('adapters', { id: name, name, createdAt: 0, baseModel: 'toy', config: {}, tensors });
     const p = await mount(dbName);
-    const names = [...p.shadowRoot!.querySelectorAll('[data-testid="adapters"] button[aria-pressed]')].map((b) => b.getAttribute('aria-label'));
+    const names = [...adaptersRoot(p).querySelectorAll('[data-testid="adapters"] button[aria-pressed]')].map((b) => b.getAttribute('aria-label'));
     expect(names.sort()).toEqual(['Activate adapter first', 'Activate adapter second']);
     // A narrow screen scrolls the table in its own box (a keyboard can reach it) instead of squeezing it.
-    const box = p.shadowRoot!.querySelector('[data-testid="adapters"]')!.parentElement!;
+    const box = adaptersRoot(p).querySelector('[data-testid="adapters"]')!.parentElement!;
     expect([getComputedStyle(box).overflowX, box.getAttribute('role'), box.tabIndex]).toEqual(['auto', 'region', 0]);
     p.remove();
   });
@@ -351,17 +351,21 @@ describe('Training panel adapters table', () => {
     await db.put('adapters', { id: 'kept', name: 'my best', createdAt: at + 1, baseModel: 'toy', config: {}, tensors, trainingRunId: 'run-1', keep: true });
     await db.put('adapters', { id: 'imported', name: 'from PEFT', createdAt: at + 2, baseModel: 'toy', config: {}, tensors });
     const p = await mount(dbName);
-    const shown = (sel: string) => [...p.shadowRoot!.querySelectorAll<HTMLElement>(sel)].filter((e) => getComputedStyle(e).display !== 'none').length;
+    const root = adaptersRoot(p);
+    // Every group open (only the newest run's is, at first).
+    for (const d of root.querySelectorAll('details')) d.open = true;
+    const shown = (sel: string) => [...root.querySelectorAll<HTMLElement>(sel)].filter((e) => getComputedStyle(e).display !== 'none').length;
     try {
       await page.viewport(390, 800);
       await expect.poll(() => shown('[data-testid="adapters"] .created')).toBe(0);
       expect(shown('[data-testid="created-inline"]')).toBe(2);
-      const rows = [...p.shadowRoot!.querySelectorAll('[data-testid="adapters"] tbody tr')];
+      const rows = [...root.querySelectorAll('[data-testid="adapters"] tbody tr')];
       const inline = (name: string) => rows.find((r) => r.textContent?.includes(name))!.querySelector('[data-testid="created-inline"]')?.textContent;
       expect([inline('my best'), inline('from PEFT'), inline('run-1 step 3')]).toEqual([new Date(at + 1).toLocaleString(), new Date(at + 2).toLocaleString(), undefined]);
       // A wide screen has the column, and no second copy of the date.
       await page.viewport(1100, 800);
-      await expect.poll(() => shown('[data-testid="adapters"] .created')).toBe(4);
+      // Two groups (run-1's two, the imported one): a header and a cell per row in each.
+      await expect.poll(() => shown('[data-testid="adapters"] .created')).toBe(5);
       expect(shown('[data-testid="created-inline"]')).toBe(0);
     } finally {
       await page.viewport(414, 896);
@@ -417,7 +421,7 @@ describe('Training panel kept benchmarks', () => {
     try {
       await expect.poll(() => [...p.shadowRoot!.querySelectorAll('[data-testid="training-stored-benchmarks"] option')].map((o) => o.textContent!.replace(/ imported .*/, ''))).toEqual(['other: 2 items, exact,', 'tiny: 1 item, exact,']);
       await expect.poll(() => q(p, '[data-testid="training-benchmark-summary"]')?.textContent).toBe('Imported 1 item from “tiny” (reward: exact).');
-      expect(q(p, '[data-testid="agent-runs"]').textContent).toContain('agent-paused');
+      expect(q(p, '[data-testid="training-runs"]').textContent).toContain('agent-paused');
       const agentOption = q<HTMLOptionElement>(p, '#dataset option[value="agent"]');
       expect(agentOption.disabled).toBe(false);
       await choose(p, '#dataset', 'agent');

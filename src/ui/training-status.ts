@@ -3,10 +3,14 @@
 import { noLearningNote, type StepMetrics } from '../trainer/run/metrics';
 import type { TrainingState } from './training-driver';
 
-/** `last` is the newest step's point (none before the first step); `total` the run's steps, when known. */
-export function trainingStatusText(state: TrainingState, last: { step: number; reward: number } | undefined, total: number | null): string {
+/**
+ * `last` is the newest step's point (none before the first step); `total` the run's steps, when known;
+ * `interrupted`: a stored run that was running when the page went away (a reload), which nothing runs now.
+ */
+export function trainingStatusText(state: TrainingState, last: { step: number; reward: number } | undefined, total: number | null, interrupted = false): string {
   if (state === 'idle') return 'Not started.';
   const at = `step ${last?.step ?? 0}${total ? ` of ${total}` : ''}${last ? `, reward ${last.reward.toFixed(2)}` : ''}`;
+  if (interrupted && state === 'paused') return `Interrupted at ${at} (the page closed while it ran) — Resume continues it from its last checkpoint.`;
   return { running: `Running: ${at}`, paused: `Paused at ${at}`, done: `Done: ${at}`, error: `Failed at ${at}` }[state];
 }
 
@@ -22,4 +26,11 @@ export function noSignalText(points: ReadonlyArray<Pick<StepMetrics, 'step' | 'n
   if (!quiet.length) return null;
   const last = quiet[quiet.length - 1];
   return { run: false, text: `${quiet.length} of ${points.length} steps had no reward signal (step ${last.step}: ${last.noSignal}).` };
+}
+
+/** What a pause cost: the step it cut short, whose rollouts so far are dropped (a step is trained on whole or not at all). */
+export function droppedStepText(step: number, cause: 'pause' | 'swap', played: number | null): string {
+  const by = cause === 'swap' ? 'the model switch' : 'Pause';
+  const what = played ? `the ${played} rollout${played === 1 ? '' : 's'} it had played were dropped` : 'its rollouts so far were dropped';
+  return `Step ${step} was cut short by ${by}: ${what}, and Resume plays step ${step} again from its start.`;
 }

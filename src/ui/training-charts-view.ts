@@ -1,0 +1,40 @@
+// The Training tab's charts of a run's steps: reward, loss, drift from the base model (KL), clip fraction,
+// tokens/s, and, for agent runs, rollout time and planner batching; with the smoothing control. Each title
+// says it in plain words first and the technical term second.
+import { html, nothing } from 'lit';
+import { lineChart } from './charts';
+import type { TrainingStepPoint } from './training-driver';
+
+export function renderTrainingCharts(p: readonly TrainingStepPoint[], smoothing: number, setSmoothing: (w: number) => void) {
+  // Points stored before a field existed (or from a run that has no such figure) plot as gaps.
+  const series = (k: keyof TrainingStepPoint) => p.map((x) => (typeof x[k] === 'number' ? (x[k] as number) : NaN));
+  return html`<label class="smoothing">Smoothing
+      <select id="smoothing" @change=${(e: Event) => setSmoothing(Number((e.target as HTMLSelectElement).value))}>
+        ${[0, 0.6, 0.9].map((w) => html`<option value=${w} .selected=${smoothing === w}>${w ? `EMA ${w}` : 'off'}</option>`)}
+      </select></label>
+    <div class="charts" data-testid="training-charts">
+      ${lineChart(
+        'Reward: share of rollouts answered right',
+        [
+          { label: 'reward', values: series('reward') },
+          { label: 'rolling', values: series('rollingReward') },
+        ],
+        { smoothing, flat: (v) => (v === 0 ? 'no rollout was rewarded, so there is nothing to learn from yet' : v === 1 ? 'every rollout was rewarded, so groups give no learning signal' : null) },
+      )}
+      ${lineChart('Loss (the clipped policy objective)', [{ label: 'loss', values: series('loss') }], {
+        // The clipped objective's value at the sampling policy is -mean(advantage), and advantages are
+        // normalised within each group: ≈ 0 is its usual value, not a sign that nothing is learned.
+        zeroBelow: 1e-6,
+        log: true,
+        smoothing,
+        flat: (v) => (v === 0 ? 'usual for Flow-GRPO, whose advantages average 0 within a group; the reward shows the learning' : null),
+      })}
+      ${lineChart('Drift from the base model (KL to the base policy)', [{ label: 'KL', values: series('kl') }], { zeroBelow: 1e-9, log: true, smoothing, flat: (v) => (v === 0 ? 'the adapter has not moved the planner from its base model' : null) })}
+      ${lineChart('Updates held back (clip fraction)', [{ label: 'clip fraction', values: series('clipFraction') }], { smoothing, flat: (v) => (v === 0 ? 'no ratio was clipped (every update stayed within the clip range)' : null) })}
+      ${lineChart('Training speed (tokens per second)', [{ label: 'tokens/s', values: series('tokensPerSecond') }], { smoothing })}
+      ${p.some((x) => x.rolloutSeconds !== undefined) ? lineChart('Rollout time per step (s)', [{ label: 'rollouts s', values: series('rolloutSeconds') }], { smoothing }) : nothing}
+      ${p.some((x) => x.plannerSequencesPerStep !== undefined)
+        ? lineChart('Planner replies decoded together (sequences per decode step)', [{ label: 'sequences/step', values: series('plannerSequencesPerStep') }], { smoothing })
+        : nothing}
+    </div>`;
+}

@@ -1,0 +1,155 @@
+// The Training tab's settings: what to train (dataset, steps, starting adapter) in plain view, the Flow-GRPO
+// and LoRA knobs under an Advanced fold, each labelled in plain words with the technical term after it. The
+// agent-rollout part (benchmark import, rollout budgets) shows only when it applies: folded away in toy mode,
+// so on a phone the toy's Start button stays near the top. Fields show the shown run's settings when it has
+// them, so a 5000-step run is not shown beside a form that says 40.
+import { html, nothing } from 'lit';
+import type { ImportedBenchmark } from '../agent/benchmark-import';
+import { LORA_MODULES, type LoraModule } from '../engine/io/peft';
+import { benchmarkLabel } from '../store/benchmarks';
+import type { AdapterRecord, BenchmarkRecord } from '../store/records';
+import { DEFAULT_GRPO_CONFIG } from '../trainer/config';
+import type { RunSpec } from '../trainer/run/run-store';
+import { TOY_TRAINING } from '../trainer/toy-task';
+import { DEFAULT_AGENT_BUDGET, MAX_DEFAULT_ROLLOUT_CONCURRENCY, MAX_ROLLOUT_CONCURRENCY } from './agent-training-driver';
+import { adapterShape } from './adapter-store';
+
+export type TrainingMode = 'toy' | 'agent';
+
+export interface FormView {
+  mode: TrainingMode;
+  /** A planner is loaded that this page can train, and a benchmark with items is chosen. */
+  agentReady: boolean;
+  canTrainPlanner: boolean;
+  scriptedLoaded: boolean;
+  benchmark: ImportedBenchmark | null;
+  storedBenchmarks: readonly BenchmarkRecord[];
+  benchmarkChoice: string | null;
+  busy: boolean;
+  /** The learning rate field's value (typed for this mode, or the mode's default). */
+  lr: string;
+  startable: readonly AdapterRecord[];
+  start: AdapterRecord | undefined;
+  defaultRolloutsAtOnce: number;
+  /** The shown run's spec, when it is a run of the form's mode: its settings fill the fields. */
+  spec: RunSpec | null;
+  onDataset(value: string): void;
+  onGroupSize(value: number): void;
+  onLrInput(): void;
+  onStartChoice(id: string): void;
+  onBenchmarkFile(e: Event): void;
+  onChooseBenchmark(id: string): void;
+}
+
+/** The values the fields show: the shown run's where it has them, else the mode's defaults. */
+export function formValues(mode: TrainingMode, spec: RunSpec | null): { steps: number; groupSize: number; learningRate: number | null; rank: number; targets: readonly LoraModule[] } {
+  const agent = mode === 'agent';
+  const s = spec && spec.task === mode ? spec : null;
+  const fresh = s?.adapter.kind === 'fresh' ? s.adapter : null;
+  return {
+    steps: s?.steps ?? (agent ? 40 : TOY_TRAINING.steps),
+    groupSize: s?.grpo.groupSize ?? (agent ? 8 : TOY_TRAINING.groupSize),
+    learningRate: s?.grpo.learningRate ?? null,
+    rank: fresh?.rank ?? 4,
+    targets: fresh?.targets ?? LORA_MODULES,
+  };
+}
+
+function availability(v: FormView): string {
+  const b = v.benchmark;
+  if (!v.canTrainPlanner && v.scriptedLoaded) {
+    return 'The scripted demo is loaded: its answers are scripted, not a model’s, so there is no planner to train. Load a planner model in Models & GPU to train it on agent rollouts; the toy task shows Flow-GRPO learning meanwhile.';
+  }
+  if (!v.canTrainPlanner) {
+    return 'Imported benchmark (agent rollouts) trains the real planner and needs a planner model loaded in Models & GPU (it runs on this page’s WebGPU runtime; a planner on web-llm gives no token ids to train on). Until then the toy task shows Flow-GRPO learning in any browser.';
+  }
+  if (!b?.items.length) return 'Import a benchmark with reference answers below to train the loaded planner on agent rollouts.';
+  return `Agent rollouts: each step runs the agent group-size times on each of a few of the ${b.items.length} items of “${b.name}”, scores the answers against the references, and updates the planner’s adapter in its worker.`;
+}
+
+export function renderSettings(v: FormView) {
+  const agent = v.mode === 'agent';
+  const b = v.benchmark;
+  const f = formValues(v.mode, v.spec);
+  const start = v.start;
+  return html`<fieldset>
+    <legend>Training settings</legend>
+    <div class="grid">
+      <label class="dataset">What to train on (dataset)<select id="dataset" @change=${(e: Event) => v.onDataset((e.target as HTMLSelectElement).value)}>
+        <option value="toy" .selected=${!agent}>Toy task (two-turn tool use, tiny planner)</option>
+        <option value="agent" ?disabled=${!v.agentReady} .selected=${agent}>Imported benchmark (agent rollouts)</option>
+      </select></label>
+      <label>Training steps<input id="steps" type="number" min="1" max="10000" .value=${String(f.steps)} /></label>
+      <label>Start from<select id="start-adapter" @change=${(e: Event) => v.onStartChoice((e.target as HTMLSelectElement).value)}>
+        <option value="" .selected=${!start}>A fresh adapter</option>
+        ${v.startable.map((a) => html`<option value=${a.id} .selected=${start?.id === a.id}>${a.name}</option>`)}
+      </select></label>
+    </div>
+    ${start
+      ? html`<p data-testid="start-adapter-note"><small>Training continues the stored adapter “${start.name}” (rank ${adapterShape(start).rank}, targets ${adapterShape(start).targets.join(', ')}); the stored copy is kept.</small></p>`
+      : nothing}
+    <details class="advanced" data-testid="advanced">
+      <summary>Advanced: learning settings</summary>
+      <div class="grid">
+        <label>Scoring (reward)<select id="reward">${agent ? html`<option value="benchmark">Reference answers (${b!.kind})</option>` : html`<option value="toy">Toy: both turns right</option>`}</select></label>
+        <label>Tries per question (group size)<input id="group" type="number" min="2" max="64" .value=${String(f.groupSize)}
+          @input=${(e: Event) => v.onGroupSize(Number((e.target as HTMLInputElement).value))} /></label>
+        <label>Step size of each update (learning rate)<input id="lr" type="number" min="0" step="any" .value=${f.learningRate !== null ? String(f.learningRate) : v.lr}
+          @input=${() => v.onLrInput()} /></label>
+        <label>Adapter size (LoRA rank)<input id="rank" type="number" min="1" max="256" .value=${String(f.rank)} ?disabled=${!!start} /></label>
+      </div>
+      <div class="targets" role="group" aria-label="Layers the adapter changes (LoRA target modules)">
+        Layers the adapter changes (LoRA targets): ${LORA_MODULES.map((m) => html`<label><input type="checkbox" value=${m} .checked=${f.targets.includes(m)} ?disabled=${!!start} />${m}</label>`)}
+      </div>
+      ${agent ? renderAgentBudget(v) : nothing}
+    </details>
+    ${agent ? html`<p data-testid="agent-availability"><small>${availability(v)}</small></p>` : nothing}
+  </fieldset>`;
+}
+
+/** Rollout budgets of agent runs, inside the Advanced fold. */
+function renderAgentBudget(v: FormView) {
+  return html`<div class="grid" role="group" aria-label="Agent rollouts">
+      <label>Turns per answer (max turns)<input id="max-turns" type="number" min="1" max="10" value=${DEFAULT_AGENT_BUDGET.maxTurns} /></label>
+      <label>Planner reply length (planner tokens)<input id="planner-tokens" type="number" min="1" max="2048" value=${DEFAULT_AGENT_BUDGET.plannerTokens} /></label>
+      <label>Other modules' reply length (other modules' tokens)<input id="module-tokens" type="number" min="1" max="4096" value=${DEFAULT_AGENT_BUDGET.moduleTokens} /></label>
+      <label>Questions per step (queries per step)<input id="queries" type="number" min="1" max="64" value=${DEFAULT_AGENT_BUDGET.queriesPerStep} /></label>
+      <label>Tokens per update batch (micro-batch tokens)<input id="micro-tokens" type="number" min="2" max="16384" value=${DEFAULT_AGENT_BUDGET.microBatchTokens} /></label>
+      <label title="A group whose rollouts all failed gets up to this many more, until one succeeds (0: none)">More tries when all fail (extra rollouts)<input id="extra-rollouts" type="number" min="0" max="4096" value=${DEFAULT_GRPO_CONFIG.extraRollouts} /></label>
+      <label>Tries run together (rollouts at once)<input id="rollout-concurrency" type="number" min="1" max=${MAX_ROLLOUT_CONCURRENCY} step="1"
+        placeholder=${String(v.defaultRolloutsAtOnce)} aria-describedby="rollout-concurrency-hint" /></label>
+    </div>
+    <p id="rollout-concurrency-hint" data-testid="rollout-concurrency-hint"><small>Rollouts at once: a group's rollouts that run together have their planner calls decoded together, up to 8 sequences per step with 4-bit weights (4 with f16 weights); at most ${MAX_ROLLOUT_CONCURRENCY}; empty means min(group size, ${MAX_DEFAULT_ROLLOUT_CONCURRENCY}).</small></p>`;
+}
+
+/**
+ * Importing a benchmark to train the loaded planner on: open in agent mode, and in toy mode a closed fold
+ * below the run's controls (its text says why the option is greyed out until then).
+ */
+export function renderAgentSetup(v: FormView) {
+  const b = v.benchmark;
+  const agent = v.mode === 'agent';
+  const body = html`<div class="row">
+      <label>Benchmark file (AgentFlow data.json or JSONL)
+        <input type="file" accept=".json,.jsonl,.ndjson,application/json" data-testid="training-benchmark-file" @change=${(e: Event) => v.onBenchmarkFile(e)} />
+      </label>
+      ${v.storedBenchmarks.length
+        ? html`<label>Imported benchmarks
+            <select data-testid="training-stored-benchmarks" ?disabled=${v.busy} @change=${(e: Event) => v.onChooseBenchmark((e.target as HTMLSelectElement).value)}>
+              ${v.benchmarkChoice && !v.storedBenchmarks.some((r) => r.id === v.benchmarkChoice) ? html`<option value="" selected>${b?.name ?? ''} (being kept…)</option>` : nothing}
+              ${v.storedBenchmarks.map((r) => html`<option value=${r.id} .selected=${r.id === v.benchmarkChoice}>${benchmarkLabel(r)}</option>`)}
+            </select></label>`
+        : nothing}
+      ${b ? html`<span role="status" data-testid="training-benchmark-summary">Imported ${b.items.length} item${b.items.length === 1 ? '' : 's'} from “${b.name}” (reward: ${b.kind})${b.problems.length ? `; ${b.problems.length} skipped` : ''}.</span>` : nothing}
+    </div>
+    ${b?.problems.length
+      ? html`<ul class="error" data-testid="training-import-problems" aria-label="Problems in the file">${b.problems.map((p) => html`<li>${p.message}</li>`)}</ul>`
+      : nothing}`;
+  return agent
+    ? html`<fieldset data-testid="agent-setup"><legend>Agent rollouts: the benchmark</legend>${body}</fieldset>`
+    : html`<details class="agent-setup" data-testid="agent-setup">
+        <summary>Train the loaded planner on a benchmark instead</summary>
+        <p data-testid="agent-availability"><small>${availability(v)}</small></p>
+        ${body}
+      </details>`;
+}
