@@ -220,3 +220,35 @@ describe('agent runs: rollout concurrency and batching figures', () => {
     expect(stored.map((p) => p.plannerSequencesPerStep)).toEqual([2.5, 1.5, undefined]);
   });
 });
+
+describe('agent runs: held-out evaluation (spec.evaluation)', () => {
+  const mult = { name: 'mult', kind: 'numeric' as const, items: [{ query: 'What is 7 times 6?', answer: '42' }] };
+  // At temperature 0 with the run's seed 1, item i's planner draws with seed 1 + i: 7 (odd, stops) and 14.
+  const heldOut = [{ query: 'What is 7 times 1?', answer: '7' }, { query: 'What is 7 times 3?', answer: '21' }];
+
+  it('plays the held-out items through the agent loop at temperature 0 after each scheduled step and stores the accuracy', async () => {
+    const dbName = `agent-eval-${Math.random()}`;
+    const engine = new ProbeEngine(byCall);
+    const { trainer, batches } = steppingTrainer();
+    const spec = agentRunSpec({ ...settings, benchmark: mult, planner: 'probe', groupSize: 2, steps: 2, budget });
+    spec.evaluation = { every: 1, dataset: 'held-out.jsonl', kind: 'numeric', items: heldOut };
+    const seenItems: Array<[number, boolean | undefined]> = [];
+    const deps = agentRunDeps('run-e', spec, { ...env({ trainer, engines: { planner: engine, shared: engine }, dbName }), onEvalItem: (step, rec) => seenItems.push([step, rec.correct]) });
+    const run = await TrainingRun.start('run-e', spec, deps);
+    const trainingCalls = () => engine.calls.filter((c) => c.module === 'planner' && c.options.temperature !== 0).length;
+    const evalPlannerTemps: number[] = [];
+    await run.run({ onEval: () => evalPlannerTemps.push(engine.calls.filter((c) => c.module === 'planner' && c.options.temperature === 0).length) });
+    expect(batches).toHaveLength(2);
+    expect(run.evals.map((p) => [p.step, p.correct, p.total, p.accuracy, p.adapter])).toEqual([
+      [0, 1, 2, 0.5, 'fresh LoRA adapter (rank 4, B = 0)'],
+      [1, 1, 2, 0.5, 'ckpt-1'],
+      [2, 1, 2, 0.5, 'ckpt-2'],
+    ]);
+    expect(seenItems).toEqual([[0, true], [0, false], [1, true], [1, false], [2, true], [2, false]]);
+    // Each evaluation's planner calls are greedy, and the rollouts' are not.
+    expect(evalPlannerTemps[0]).toBeGreaterThanOrEqual(2);
+    expect(evalPlannerTemps).toEqual([...evalPlannerTemps].sort((a, b) => a - b));
+    expect(trainingCalls()).toBeGreaterThan(0);
+    expect((await new IdbRunStore(dbName).load('run-e'))!.evals?.map((p) => p.step)).toEqual([0, 1, 2]);
+  });
+});

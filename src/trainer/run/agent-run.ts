@@ -12,6 +12,7 @@ import type { PolicyTrainer } from '../training-host';
 import { AgentCollector, type TrainingItem } from './agent-collector';
 import { DEFAULT_BEST_WINDOW, type StepMetrics } from './metrics';
 import type { RunSpec, RunStore, StartAdapterSpec, StoredRun } from './run-store';
+import { agentRunEvaluator, type AgentEvalEnv } from './run-evaluator';
 import type { RunDeps } from './training-run';
 
 /** Rollout budgets: small ones keep a step short (and fit small models' contexts). */
@@ -146,6 +147,8 @@ export interface AgentRunEnv {
   store: RunStore;
   dbName?: string;
   decodeStats?: RunDeps['decodeStats'];
+  /** Each scored item of a held-out evaluation (spec.evaluation), for progress. */
+  onEvalItem?: AgentEvalEnv['onItem'];
 }
 
 /** Run `runId`'s dependencies for `spec` with these engines: the planner must be the one the run trains. */
@@ -165,7 +168,16 @@ export function agentRunDeps(runId: string, spec: RunSpec, env: AgentRunEnv): Ru
     concurrency: rolloutConcurrency(data.budget, groupSize),
     ...(env.store.rollouts ? { storage: env.store.rollouts } : {}),
   });
-  return { collector, policy: env.policy, store: env.store, ...(env.dbName !== undefined ? { dbName: env.dbName } : {}), ...(env.decodeStats ? { decodeStats: env.decodeStats } : {}) };
+  // The held-out evaluation plays on the same engines and tools, with the adapter as trained so far.
+  const evaluator = agentRunEvaluator(runId, spec, data, { engines: env.engines, tools: env.tools, ...(env.onEvalItem ? { onItem: env.onEvalItem } : {}) });
+  return {
+    collector,
+    policy: env.policy,
+    store: env.store,
+    ...(env.dbName !== undefined ? { dbName: env.dbName } : {}),
+    ...(env.decodeStats ? { decodeStats: env.decodeStats } : {}),
+    ...(evaluator ? { evaluator } : {}),
+  };
 }
 
 /** `config.kind` of agent runs stored before the training run became a library. */
