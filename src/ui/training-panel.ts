@@ -58,6 +58,7 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
   static override properties = {
     dbName: { type: String, attribute: 'db-name' },
     createDriver: { attribute: false },
+    resumeToyDriver: { attribute: false },
     points: { state: true },
     state: { state: true },
     error: { state: true },
@@ -86,6 +87,8 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
   declare dbName: string | undefined;
   /** Makes the driver for a settings choice; default: the toy driver. */
   declare createDriver: (s: TrainingSettings, dbName?: string) => Promise<TrainingDriver>;
+  /** Continues a stored toy run; default: in a worker where the browser has them. */
+  declare resumeToyDriver: (runId: string, dbName?: string) => Promise<TrainingDriver>;
   declare points: TrainingStepPoint[];
   declare state: TrainingDriver['state'];
   declare error: string | null;
@@ -150,6 +153,7 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
     super();
     // In a worker where the browser has them, so a step's computation never freezes the page.
     this.createDriver = (s, db) => (typeof Worker === 'function' ? WorkerToyTrainingDriver.create(s, db) : createToyDriver(s, db));
+    this.resumeToyDriver = (id, db) => (typeof Worker === 'function' ? WorkerToyTrainingDriver.resume(id, db) : resumeToyDriver(id, db));
     this.points = [];
     this.state = 'idle';
     this.error = null;
@@ -326,7 +330,7 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
 
   /** Continues a stored toy run (paused, or cut off by a reload) in a worker where the browser has them. */
   resumeToy(runId: string): Promise<void> {
-    return this.openRun(() => (typeof Worker === 'function' ? WorkerToyTrainingDriver.resume(runId, this.dbName) : resumeToyDriver(runId, this.dbName)), true);
+    return this.openRun(() => this.resumeToyDriver(runId, this.dbName), true);
   }
 
   /** Continues a stored agent-rollout run from its latest checkpoint. */
