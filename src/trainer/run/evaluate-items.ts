@@ -4,7 +4,7 @@
 // tab's rule (scoreRunInto), into the item record the tab stores. No Node or DOM APIs: the page uses it too.
 import type { BenchmarkItem } from '../../agent/benchmark-import';
 import { referenceText, scoreRunInto } from '../../agent/experiment-file';
-import { runAgent, type AgentEngines } from '../../agent/loop';
+import { runAgent, type AgentConfigInput, type AgentEngines } from '../../agent/loop';
 import { judgeAnswer, scoreAnswer, type RewardKind } from '../../agent/rewards';
 import type { ExperimentItemRecord } from '../../store/records';
 import type { Tool } from '../../tools/types';
@@ -31,6 +31,8 @@ export interface EvaluateOptions extends EvalSettings {
   experimentId: string;
   signal?: AbortSignal;
   onItem?: (rec: ExperimentItemRecord, done: number, total: number) => void;
+  /** Agent settings laid over the rollout's, key by key (a task's reply limits); leave `generation` out to keep its temperature and seed. */
+  agent?: AgentConfigInput;
 }
 
 /** Runs every item `samples` times through the agent loop and scores each run; stops early on `signal`. */
@@ -50,7 +52,7 @@ export async function evaluateItems(o: EvaluateOptions): Promise<ExperimentItemR
           tools: o.tools,
           engines: o.engines,
           // The settings of a training rollout; the planner samples with this seed (one per sample of the item).
-          config: rolloutAgentConfig(budget, o.temperature, (o.seed + i * o.samples + s) % SEEDS),
+          config: { ...rolloutAgentConfig(budget, o.temperature, (o.seed + i * o.samples + s) % SEEDS), ...o.agent },
           ...(o.signal ? { signal: o.signal } : {}),
         });
         let reward: number | undefined;
