@@ -13,6 +13,7 @@ import { WorkerGoneError } from '../util/worker-watch';
 import type { MemoryEntry } from './memory';
 import { memoryOfError, stateFromSteps, type LoopState } from './phases';
 import { extractAnswerTag, matchToolName, parsePlannerOutput, parseToolArgs, parseVerdict, type PlannerAction, type PlannerParse } from './parse';
+import { ReplySchemas, resolveReplyLimits, type ReplyLimits } from './reply-schemas';
 import {
   analysisMessages,
   DEFAULT_LIMITS,
@@ -50,6 +51,15 @@ export interface AgentConfig {
   engineFor: Record<ModuleName, keyof AgentEngines>;
   generation: Record<ModuleName, GenerateOptions>;
   limits: PromptLimits;
+  /**
+   * Decode the planner's, executor's and verifier's replies under their JSON Schemas (reply-schemas.ts): the
+   * tool name one of the enabled tools, the arguments the card's, the verdict STOP or CONTINUE. Off: the
+   * replies are free text and only the parsers make sense of them (as they must for engines that cannot
+   * constrain).
+   */
+  constrainReplies: boolean;
+  /** Characters of each free-text field of a constrained reply. */
+  replyLimits: ReplyLimits;
 }
 
 export const CHAT_DEFAULTS: AgentConfig = {
@@ -68,12 +78,15 @@ export const CHAT_DEFAULTS: AgentConfig = {
     generator: { maxNewTokens: 768, temperature: 0 },
   },
   limits: DEFAULT_LIMITS,
+  constrainReplies: true,
+  replyLimits: resolveReplyLimits(),
 };
 
-export type AgentConfigInput = Partial<Omit<AgentConfig, 'engineFor' | 'generation' | 'limits'>> & {
+export type AgentConfigInput = Partial<Omit<AgentConfig, 'engineFor' | 'generation' | 'limits' | 'replyLimits'>> & {
   engineFor?: Partial<AgentConfig['engineFor']>;
   generation?: Partial<AgentConfig['generation']>;
   limits?: Partial<PromptLimits>;
+  replyLimits?: Partial<ReplyLimits>;
 };
 
 export function resolveConfig(c: AgentConfigInput = {}): AgentConfig {
@@ -85,7 +98,9 @@ export function resolveConfig(c: AgentConfigInput = {}): AgentConfig {
     engineFor: { ...CHAT_DEFAULTS.engineFor, ...c.engineFor },
     generation,
     limits: { ...CHAT_DEFAULTS.limits, ...c.limits },
+    replyLimits: resolveReplyLimits({ ...CHAT_DEFAULTS.replyLimits, ...c.replyLimits }),
   };
+  if (typeof cfg.constrainReplies !== 'boolean') throw new Error(`agent config: constrainReplies must be true or false, got ${String(cfg.constrainReplies)}`);
   if (!Number.isInteger(cfg.maxTurns) || cfg.maxTurns < 1) throw new Error(`agent config: maxTurns must be a positive integer, got ${cfg.maxTurns}`);
   if (!(cfg.timeBudgetMs > 0)) throw new Error(`agent config: timeBudgetMs must be positive, got ${cfg.timeBudgetMs}`);
   if (!(cfg.toolTimeoutMs > 0)) throw new Error(`agent config: toolTimeoutMs must be positive, got ${cfg.toolTimeoutMs}`);
@@ -186,6 +201,7 @@ export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
   const state = stateFromSteps(steps);
   const tools = new Map(opts.tools.map((t) => [t.card.name, t]));
   const cards = opts.tools.map((t) => t.card);
+  const schemas = cfg.constrainReplies ? new ReplySchemas([...tools.keys()], cfg.replyLimits) : null;
   const userSignal = opts.signal ?? new AbortController().signal;
 
   // Turns run under the user's signal and the time budget; the generator only under the user's.
@@ -202,12 +218,14 @@ export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
     return step;
   };
 
-  const call = async (module: ModuleName, turn: number, messages: ChatMessage[], signal: AbortSignal) => {
+  const call = async (module: ModuleName, turn: number, messages: ChatMessage[], signal: AbortSignal, jsonSchema?: string | null) => {
     const engine = opts.engines[cfg.engineFor[module]];
     const onToken = opts.onToken ? (p: string) => opts.onToken!(module, turn, p) : undefined;
+    const options: GenerateOptions = { ...cfg.generation[module], signal, onToken };
+    if (jsonSchema) options.jsonSchema = jsonSchema;
     // Raced against the signal: an engine that never answers (its worker died) must not hold the run past
     // Stop or its time budget.
-    const result = await untilAborted(engine.chat(messages, { ...cfg.generation[module], signal, onToken }), signal);
+    const result = await untilAborted(engine.chat(messages, options), signal);
     signal.throwIfAborted();
     return { engine, result, usage: usage(engine, result) };
   };
@@ -340,7 +358,7 @@ export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
     const messages = plannerMessages({ query: opts.query, analysis: state.analysis, cards, memory: state.memory, turn, maxTurns: cfg.maxTurns, limits: cfg.limits });
     let res: Awaited<ReturnType<typeof call>>;
     try {
-      res = await call('planner', turn, messages, turnSignal);
+      res = await call('planner', turn, messages, turnSignal, schemas?.forPlanner());
     } catch (e) {
       // One failed call is recorded and the run goes on; a dead worker would fail every later call the same
       // way, so it ends the run (as in every module's catch here).
@@ -393,7 +411,7 @@ export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
     }
     let res: Awaited<ReturnType<typeof call>>;
     try {
-      res = await call('executor', turn, executorMessages(opts.query, action, tool.card), turnSignal);
+      res = await call('executor', turn, executorMessages(opts.query, action, tool.card), turnSignal, schemas?.forExecutor(tool.card));
     } catch (e) {
       if (turnSignal.aborted || e instanceof WorkerGoneError) throw e;
       const message = `executor engine failed: ${errorMessage(e)}`;
@@ -420,7 +438,7 @@ export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
   async function verifyTurn(startedAt: number): Promise<void> {
     const turn = state.turn;
     try {
-      const { result, usage: u } = await call('verifier', turn, verifierMessages(opts.query, state.analysis, state.memory, cfg.limits), turnSignal);
+      const { result, usage: u } = await call('verifier', turn, verifierMessages(opts.query, state.analysis, state.memory, cfg.limits), turnSignal, schemas?.forVerifier());
       const v = parseVerdict(result.text);
       await record('verifier', turn, startedAt, { raw: result.text, verdict: v.verdict, explanation: v.explanation, parseMethod: v.method, ...u });
       if (v.verdict === 'STOP') {

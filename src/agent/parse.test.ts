@@ -44,6 +44,13 @@ describe('extractJson', () => {
     expect(extractJson('{"flag": True, "none": None}')).toEqual({ flag: true, none: null });
     // Cut off by the token limit mid-object.
     expect(extractJson('{"sub_goal": "find x", "tool_name": "Web')).toEqual({ sub_goal: 'find x', tool_name: 'Web' });
+    // ... inside an escape (dropped), inside a key or after its colon (the member dropped), or in a nested object.
+    expect(extractJson('{"tool_name": "python", "sub_goal": "say \\')).toEqual({ tool_name: 'python', sub_goal: 'say ' });
+    expect(extractJson('{"a": "x\\\\')).toEqual({ a: 'x\\' });
+    expect(extractJson('{"a": "x\\u00')).toEqual({ a: 'x' });
+    expect(extractJson('{"tool_name": "python", "sub_goal": "s", "cont')).toEqual({ tool_name: 'python', sub_goal: 's' });
+    expect(extractJson('{"tool_name": "python", "sub_goal": "s", "context": ')).toEqual({ tool_name: 'python', sub_goal: 's' });
+    expect(extractJson('{"args": {"query": "x", "max_results": ')).toEqual({ args: { query: 'x' } });
     expect(extractJson('no braces here')).toBeNull();
     expect(extractJson('[1, 2]')).toBeNull();
   });

@@ -64,13 +64,19 @@ function balancedSpans(src: string, limit: number): string[] {
     let depth = 0;
     let inStr: string | null = null;
     let end = -1;
+    // The last comma between members, and the depth there: where a cut-off object's last whole member ends.
+    let lastComma = -1;
+    let commaDepth = 0;
     for (let j = i; j < src.length; j++) {
       const ch = src[j];
       if (inStr) {
         if (ch === '\\') j++;
         else if (ch === inStr) inStr = null;
       } else if (ch === '"') inStr = ch;
-      else if (ch === '{') depth++;
+      else if (ch === ',') {
+        lastComma = j;
+        commaDepth = depth;
+      } else if (ch === '{') depth++;
       else if (ch === '}') {
         depth--;
         if (depth === 0) {
@@ -80,14 +86,27 @@ function balancedSpans(src: string, limit: number): string[] {
       }
     }
     if (end < 0) {
-      // Generation cut off by the token limit: try closing what is open.
-      spans.push(src.slice(i) + (inStr ? inStr : '') + '}'.repeat(Math.max(1, depth)));
+      // Generation cut off by the token limit: close what is open (a string cut inside an escape loses the
+      // escape); failing that (cut inside a key, or after its colon), drop the member being written.
+      const head = inStr ? withoutOpenEscape(src.slice(i)) : src.slice(i);
+      spans.push(head + (inStr ? inStr : '') + '}'.repeat(Math.max(1, depth)));
+      if (lastComma > i && spans.length < limit) spans.push(src.slice(i, lastComma) + '}'.repeat(Math.max(1, commaDepth)));
       break;
     }
     spans.push(src.slice(i, end + 1));
     i = src.indexOf('{', end + 1);
   }
   return spans;
+}
+
+/** `s` without an escape its end cuts short (a lone backslash, or \\u with under four hex digits). */
+function withoutOpenEscape(s: string): string {
+  const m = /(\\+)(u[0-9a-fA-F]{0,3})?$/.exec(s);
+  if (!m) return s;
+  const slashes = m[1].length;
+  // An even run of backslashes is whole escaped backslashes; then only an odd one opens an escape.
+  if (slashes % 2 === 0) return s;
+  return s.slice(0, m.index + slashes - 1);
 }
 
 function parseLooseJson(s: string): Record<string, unknown> | null {

@@ -108,13 +108,14 @@ export interface PlannerPromptInput {
   limits?: PromptLimits;
 }
 
+/** The planner's reply names its decision first, in the order reply-schemas.ts constrains it to. */
 export function plannerMessages(p: PlannerPromptInput): ChatMessage[] {
   const limits = p.limits ?? DEFAULT_LIMITS;
   const names = p.cards.map((c) => c.name).join(', ');
   return [
     {
       role: 'system',
-      content: `${ROLE_LINE.planner} Choose the next step toward answering the query: one sub-goal and the one tool to reach it. Use the memory; do not repeat a step that already worked. Reply with JSON only, in this form:\n{"justification": "why this tool", "context": "facts from the query and memory the tool needs", "sub_goal": "one concrete task", "tool_name": "one of: ${names}"}`,
+      content: `${ROLE_LINE.planner} Choose the next step toward answering the query: one sub-goal and the one tool to reach it. Use the memory; do not repeat a step that already worked. Reply with JSON only, in this form:\n{"tool_name": "one of: ${names}", "sub_goal": "one concrete task", "context": "facts from the query and memory the tool needs", "justification": "why this tool"}`,
     },
     {
       role: 'user',

@@ -41,8 +41,8 @@ export const WIKIPEDIA_CARD: ToolCard = {
   input: {
     type: 'object',
     properties: {
-      query: { type: 'string', description: 'A short search phrase, like a Wikipedia article title (2-6 words). Not a full question.' },
-      max_results: { type: 'integer', description: 'How many articles to return, 1 to 5. Default 3.' },
+      query: { type: 'string', description: 'A short search phrase, like a Wikipedia article title (2-6 words). Not a full question.', maxLength: 200 },
+      max_results: { type: 'integer', description: 'How many articles to return, 1 to 5. Default 3.', minimum: 1, maximum: 5 },
     },
     required: ['query'],
   },
@@ -93,8 +93,8 @@ export const WEB_SEARCH_CARD: ToolCard = {
   input: {
     type: 'object',
     properties: {
-      query: { type: 'string', description: 'A short search phrase (2-8 words).' },
-      max_results: { type: 'integer', description: 'How many results to return, 1 to 10. Default 5.' },
+      query: { type: 'string', description: 'A short search phrase (2-8 words).', maxLength: 200 },
+      max_results: { type: 'integer', description: 'How many results to return, 1 to 10. Default 5.', minimum: 1, maximum: 10 },
     },
     required: ['query'],
   },

@@ -5,6 +5,13 @@ export interface JsonSchemaProperty {
   type: 'string' | 'number' | 'integer' | 'boolean';
   description: string;
   enum?: Array<string | number>;
+  /**
+   * Bounds that constrained decoding writes into the reply's grammar (src/agent/reply-schemas.ts), so a
+   * model cannot write a value without end. The tools themselves still clamp what they are given.
+   */
+  maxLength?: number;
+  minimum?: number;
+  maximum?: number;
 }
 
 export interface ToolCard {

@@ -99,6 +99,15 @@ describe('checkCard', () => {
     expect(problems.join('\n')).toMatch(/input field 'q' has no description/);
   });
 
+  it('reports bounds no value can meet, or on a field of the wrong type', () => {
+    const bounds = (properties: ToolCard['input']['properties']) => checkCard({ ...card, input: { type: 'object', properties, required: [] }, examples: [] }).join('\n');
+    expect(bounds({ q: { type: 'string', description: 'd', maxLength: 0 } })).toMatch(/input field 'q': maxLength must be a positive integer/);
+    expect(bounds({ n: { type: 'integer', description: 'd', maxLength: 3 } })).toMatch(/input field 'n': maxLength must be a positive integer on a string field/);
+    expect(bounds({ n: { type: 'integer', description: 'd', minimum: 5, maximum: 1 } })).toMatch(/input field 'n': minimum 5 is above maximum 1/);
+    expect(bounds({ q: { type: 'string', description: 'd', minimum: 1 } })).toMatch(/input field 'q': minimum must be a finite number on a number or integer field/);
+    expect(bounds({ n: { type: 'number', description: 'd', minimum: 0, maximum: 1 }, q: { type: 'string', description: 'd', maxLength: 10 } })).toBe('');
+  });
+
   it('rejects a card whose example does not pass its own schema', () => {
     const problems = checkCard({ ...card, examples: [{ goal: 'g', args: { count: 1 } }] });
     expect(problems).toHaveLength(1);

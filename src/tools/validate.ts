@@ -114,6 +114,12 @@ export function checkCard(card: ToolCard): string[] {
     for (const [k, p] of Object.entries(card.input.properties)) {
       if (!['string', 'number', 'integer', 'boolean'].includes(p.type)) problems.push(`input field '${k}' has unsupported type '${String(p.type)}'`);
       if (!p.description?.trim()) problems.push(`input field '${k}' has no description`);
+      // The bounds go into a decoding grammar: one that no value can meet would leave the model nothing to write.
+      if (p.maxLength !== undefined && (p.type !== 'string' || !Number.isInteger(p.maxLength) || p.maxLength < 1)) problems.push(`input field '${k}': maxLength must be a positive integer on a string field`);
+      for (const b of ['minimum', 'maximum'] as const) {
+        if (p[b] !== undefined && (p.type === 'string' || p.type === 'boolean' || !Number.isFinite(p[b]))) problems.push(`input field '${k}': ${b} must be a finite number on a number or integer field`);
+      }
+      if (p.minimum !== undefined && p.maximum !== undefined && p.minimum > p.maximum) problems.push(`input field '${k}': minimum ${p.minimum} is above maximum ${p.maximum}`);
     }
   }
   if (typeof card.output !== 'string' || !card.output.trim()) problems.push('output is empty');

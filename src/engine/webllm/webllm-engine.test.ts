@@ -1,6 +1,6 @@
 // The ChatEngine side of the web-llm engine, over a scripted stand-in for web-llm's worker client that
 // behaves as web-llm documents: a stream of OpenAI chunks, finish_reason 'abort' after interruptGenerate.
-import { prebuiltAppConfig, type ChatCompletionChunk, type ChatCompletionRequestStreaming, type ModelRecord, type WebWorkerMLCEngine } from '@mlc-ai/web-llm';
+import { ModelType, postInitAndCheckFieldsChatCompletion, prebuiltAppConfig, type ChatCompletionChunk, type ChatCompletionRequestStreaming, type ModelRecord, type WebWorkerMLCEngine } from '@mlc-ai/web-llm';
 import { watchWorker, WorkerGoneError } from '../../util/worker-watch';
 import { describe, expect, it } from 'vitest';
 import { classifyLoadError, toRequest, WebLlmChatEngine, WebLlmEngineError, withModelUrls } from './webllm-engine';
@@ -127,6 +127,26 @@ describe('web-llm request mapping', () => {
       response_format: { type: 'json_object' },
     });
     expect(toRequest([{ role: 'user', content: 'u' }], {})).toEqual({ messages: [{ role: 'user', content: 'u' }], stream: true });
+  });
+
+  it("sends a reply's JSON Schema as web-llm 0.2.86 reads one, which its own request check accepts", async () => {
+    const schema = JSON.stringify({ type: 'object', properties: { verdict: { type: 'string', enum: ['STOP', 'CONTINUE'] } }, required: ['verdict'] });
+    const req = toRequest([{ role: 'user', content: 'u' }], { json: true, jsonSchema: schema, temperature: 0 });
+    // The schema wins over plain JSON mode; web-llm compiles response_format.schema when the type is json_object.
+    expect(req.response_format).toEqual({ type: 'json_object', schema });
+    const id = 'Qwen2.5-1.5B-Instruct-q4f32_1-MLC';
+    expect(() => postInitAndCheckFieldsChatCompletion(structuredClone(req), id, ModelType.LLM)).not.toThrow();
+    // What OpenAI's API would take is refused by web-llm's check once a schema rides along.
+    expect(() => postInitAndCheckFieldsChatCompletion({ ...req, response_format: { type: 'json_schema', schema } as unknown as typeof req.response_format }, id, ModelType.LLM)).toThrow();
+    expect(() => toRequest([{ role: 'user', content: 'u' }], { jsonSchema: '{"type": ' })).toThrow(/jsonSchema is not JSON/);
+    expect(() => toRequest([{ role: 'user', content: 'u' }], { jsonSchema: '[1]' })).toThrow(/jsonSchema must be a JSON Schema object, got an array/);
+
+    // The engine sends it with the call, and a bad schema fails the call as a generation error naming it.
+    const mlc = new ScriptedMlc(['{"verdict": "STOP"}']);
+    const { e } = engine(mlc);
+    expect((await e.chat([{ role: 'user', content: 'u' }], { jsonSchema: schema })).text).toBe('{"verdict": "STOP"}');
+    expect(mlc.requests[0].response_format).toEqual({ type: 'json_object', schema });
+    await expect(e.chat([{ role: 'user', content: 'u' }], { jsonSchema: 'nope' })).rejects.toThrow(/web-llm generation with .* failed: GenerateOptions.jsonSchema is not JSON/);
   });
 
   it('points only the chosen record at the mirrors', () => {

@@ -146,7 +146,12 @@ export async function createWebLlmEngine(options: WebLlmEngineOptions = {}): Pro
   }
 }
 
-/** Maps GenerateOptions onto web-llm's OpenAI-style request. web-llm has no top-k; topK is ignored. */
+/**
+ * Maps GenerateOptions onto web-llm's OpenAI-style request. web-llm has no top-k; topK is ignored. A jsonSchema
+ * goes as web-llm 0.2.86 takes one: `response_format: {type: 'json_object', schema}` with the schema as JSON
+ * text (its XGrammar compiles it and masks every token). OpenAI's `{type: 'json_schema'}` is not a type web-llm
+ * knows: it would decode unconstrained without a word.
+ */
 export function toRequest(messages: ChatMessage[], options: GenerateOptions): ChatCompletionRequestStreaming {
   const req: ChatCompletionRequestStreaming = {
     messages: messages.map((m) => ({ role: m.role, content: m.content })) as ChatCompletionRequestStreaming['messages'],
@@ -157,8 +162,21 @@ export function toRequest(messages: ChatMessage[], options: GenerateOptions): Ch
   if (options.topP !== undefined) req.top_p = options.topP;
   if (options.seed !== undefined) req.seed = options.seed;
   if (options.stop?.length) req.stop = options.stop;
-  if (options.json) req.response_format = { type: 'json_object' };
+  if (options.jsonSchema !== undefined) req.response_format = { type: 'json_object', schema: checkedSchema(options.jsonSchema) };
+  else if (options.json) req.response_format = { type: 'json_object' };
   return req;
+}
+
+/** The schema text, once it is seen to be a JSON object: web-llm's worker would fail on anything else with less to say. */
+function checkedSchema(text: string): string {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (e) {
+    throw new Error(`GenerateOptions.jsonSchema is not JSON: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  if (!v || typeof v !== 'object' || Array.isArray(v)) throw new Error(`GenerateOptions.jsonSchema must be a JSON Schema object, got ${Array.isArray(v) ? 'an array' : String(v)}`);
+  return text;
 }
 
 export class WebLlmChatEngine implements ChatEngine {
