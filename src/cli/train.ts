@@ -30,6 +30,7 @@ import { runtimePolicyHost } from '../trainer/runtime-policy-host';
 import { TrainingHost } from '../trainer/training-host';
 import { numberFlag, parseArgs, reportFailure, UsageError, type CliArgs } from './args';
 import { checkResumeFlags, resumeSteps } from './resume-flags';
+import { checkEvalResume, DEFAULT_EVAL_EVERY, EVAL_TRAIN_FLAGS, evalLine, evaluationFlags } from './train-eval';
 import { acquireRunLock, LockHeldError, type RunLock } from './run-lock';
 import { checkDir, extraRolloutsFlag, groupFlag, parseTools, positiveInt, readData, rewardFlag, seedFlag, stepsFlag } from './train-flags';
 import { checkRank, checkStepMemory, MAX_GROUP, MAX_RANK, MAX_STEPS, modelShape } from './train-limits';
@@ -56,6 +57,7 @@ export const TRAIN_FLAGS = [
   'extra-rollouts',
   'backend',
   'resume',
+  ...EVAL_TRAIN_FLAGS,
 ];
 
 export const TRAIN_USAGE = `usage:
@@ -63,8 +65,11 @@ export const TRAIN_USAGE = `usage:
             [--steps N] [--group G] [--queries-per-step Q] [--max-turns T] [--max-new-tokens N]
             [--tools python,base_generator] [--reward exact|numeric|choice|gameof24|judge] [--lr X] [--seed S]
             [--rank R] [--micro-batch-tokens N] [--max-context N] [--keep-checkpoints K] [--extra-rollouts N] [--resume]
+            [--eval-data FILE [--eval-every K (default ${DEFAULT_EVAL_EVERY})]]
   cli train --task toy --out DIR [--steps N (default ${TOY_TRAINING.steps})] [--group G] [--lr X] [--seed S] [--rank R] [--extra-rollouts N] [--backend cpu|gpu] [--resume]
 --out DIR receives adapter/ (PEFT), rollouts.jsonl, metrics.jsonl, run.json and checkpoints/.
+--eval-data FILE: held-out items evaluated (temperature 0) with the start adapter, every K-th step's and the last
+step's; one line each in --out's eval.jsonl (step, accuracy, correct, total, seconds, adapter).
 --extra-rollouts N: more rollouts for a group with no success, N at most (default ${DEFAULT_GRPO_CONFIG.extraRollouts}, toy ${TOY_GRPO.extraRollouts}; 0: none).
 --resume continues the run in --out from its newest intact checkpoint; the run's own flags may be repeated
 (a different value is refused), and --steps N larger than the run's extends it.
@@ -180,6 +185,7 @@ async function prepareResume(args: CliArgs, store: DirRunStore, outFlag: string,
   }
   if (!stored) throw new UsageError(`--resume: ${outFlag} holds no run`);
   checkResumeFlags(args, stored.spec, outFlag);
+  checkEvalResume(args, stored.spec);
   const { steps, note } = resumeSteps(args, stored.spec);
   // Under our lock a run recorded as running is one whose process died without saying so.
   if (stored.status === 'running') notes.push(`${RUN_FILE} said the run was running: the process that ran it stopped without recording why (killed, or out of memory or disk space)`);
@@ -216,7 +222,7 @@ function newRun(args: CliArgs): RunSpec {
     adapterFlag !== undefined ? { kind: 'stored', id: checkDir(adapterFlag, 'adapter'), name: basename(resolve(adapterFlag)) } : { kind: 'fresh', rank, alpha: 2 * rank, targets: [...LORA_MODULES] };
 
   if (task === 'toy') {
-    for (const f of ['model', 'data', 'tools', 'reward', 'max-turns', 'max-new-tokens', 'queries-per-step', 'micro-batch-tokens', 'max-context']) {
+    for (const f of ['model', 'data', 'tools', 'reward', 'max-turns', 'max-new-tokens', 'queries-per-step', 'micro-batch-tokens', 'max-context', ...EVAL_TRAIN_FLAGS]) {
       if (args.flags.has(f)) throw new UsageError(`--${f} does not apply to --task toy`);
     }
     const backend = args.flags.get('backend') ?? 'cpu';
@@ -262,6 +268,8 @@ function newRun(args: CliArgs): RunSpec {
     keepCheckpoints,
   });
   spec.collector = { ...spec.collector, tools, model: resolve(modelFlag) };
+  const evaluation = evaluationFlags(args, reward === undefined ? undefined : kind);
+  if (evaluation) spec.evaluation = evaluation;
   return spec;
 }
 
@@ -379,6 +387,12 @@ export async function runTrain(argv: string[]): Promise<number> {
     const first = run.step;
     let lastProgress = 0;
     const summary: RunSummary = await run.run({
+      onEval: (pt) => log(evalLine(pt)),
+      onEvalProgress: (pr) => {
+        if (pr.done < pr.total && Date.now() - lastProgress < 10_000) return;
+        lastProgress = Date.now();
+        log(`eval at step ${pr.step}: item ${pr.done}/${pr.total}`);
+      },
       onStep: (m: StepMetrics) => {
         const done = m.step - first;
         const eta = ((Date.now() - t0) / 1000 / done) * (run.spec.steps - m.step);
