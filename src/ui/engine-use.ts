@@ -29,3 +29,24 @@ export function describeUses(uses: readonly EngineUse[]): string {
 export function manyUses(uses: readonly EngineUse[]): boolean {
   return uses.length > 1 || uses.some((u) => u.plural === true);
 }
+
+/** 'planner:tiny-chat' -> 'tiny-chat', 'web-llm:Qwen2.5-1.5B-Instruct-q4f16_1-MLC' -> 'Qwen2.5-1.5B-Instruct-q4f16_1-MLC'. */
+function modelName(engineId: string): string {
+  return engineId.replace(/^[\w-]+:/, '');
+}
+
+/**
+ * The loaded engines for people, plain words first and the engine ids second (they are what run records and
+ * error messages name): 'tiny-chat does every step: plans, runs tools, checks and answers (planner:tiny-chat,
+ * all modules)', or 'tiny-chat plans; Qwen… runs tools, checks and answers (planner:tiny-chat + web-llm:Qwen…)'.
+ */
+export function enginesLabel(plannerId: string, sharedId: string | null): string {
+  const planner = modelName(plannerId);
+  if (sharedId === null || sharedId === plannerId) return `${planner} does every step: plans, runs tools, checks and answers (${plannerId}, all modules)`;
+  return `${planner} plans; ${modelName(sharedId)} runs tools, checks and answers (${plannerId} + ${sharedId})`;
+}
+
+/** The engines line's adapter part: the name the user gave it, its id only when it has none. */
+export function adapterLabel(id: string, name?: string | null): string {
+  return name && name !== id ? `adapter “${name}”` : `adapter ${id}`;
+}

@@ -89,5 +89,13 @@ describe('webllmFiles', () => {
     const r = await webllmFiles(record, { caches: memoryCaches({}), network: true, fetch: () => Promise.reject(new TypeError('Failed to fetch')) });
     expect(r.complete).toBe(false);
     expect(r.unknown).toBeGreaterThan(0);
+    // The size is unknown because the hosts could not be reached (offline): each is named once.
+    expect(r.unreachable).toEqual([new URL(MLC).host, new URL(record.model_lib).host]);
+    expect(combine(r, r).unreachable).toEqual(r.unreachable);
+  });
+
+  it('names no host as unreachable when every server answered', async () => {
+    const hub = server(HF, { 'config.json': 10, 'model.safetensors': 20, 'tokenizer.json': 5 });
+    expect((await plannerFiles(HF, { network: true, fetch: hub.fetch, caches: memoryCaches({}) })).unreachable).toEqual([]);
   });
 });

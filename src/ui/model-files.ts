@@ -23,6 +23,11 @@ export interface SizeReport {
   unknown: number;
   /** Every file the load reads is in this browser: loading downloads nothing. */
   complete: boolean;
+  /**
+   * Hosts a request to which failed outright (offline, no such host, or a server that does not let this page
+   * read its answer): the sizes of their files are unknown for that reason, not because the server kept quiet.
+   */
+  unreachable: string[];
 }
 
 export interface SizeOptions {
@@ -38,7 +43,14 @@ type Probe = { state: 'present'; bytes: number | null; cached: boolean } | { sta
 const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'generation_config.json', 'chat_template.jinja'];
 
 class Prober {
+  /** See SizeReport.unreachable. */
+  readonly unreachable = new Set<string>();
   constructor(private readonly o: SizeOptions) {}
+
+  private failed(url: string, e: unknown): void {
+    if (this.o.signal?.aborted) throw e;
+    this.unreachable.add(new URL(url).host);
+  }
 
   private async cached(url: string): Promise<Response | null> {
     const storage = this.o.caches ?? globalThis.caches;
@@ -68,7 +80,7 @@ class Prober {
       const len = res.headers.get('content-length');
       return { state: 'present', bytes: len && /^\d+$/.test(len) ? Number(len) : null, cached: false };
     } catch (e) {
-      if (this.o.signal?.aborted) throw e;
+      this.failed(url, e);
       return { state: 'unknown' };
     }
   }
@@ -81,7 +93,7 @@ class Prober {
       try {
         res = await (this.o.fetch ?? globalThis.fetch)(url, { signal: this.o.signal });
       } catch (e) {
-        if (this.o.signal?.aborted) throw e;
+        this.failed(url, e);
         return { probe: { state: 'unknown' }, value: undefined };
       }
     }
@@ -116,7 +128,7 @@ export async function plannerFiles(base: string, o: SizeOptions & { mlc?: boolea
   const config: Probe = o.mlc ? { state: 'missing' } : await p.probe(at('config.json'));
   if (config.state === 'missing') {
     await mlcFiles(base, p, list, { tokenizerConfig: true });
-    return report(list.files);
+    return report(list.files, p.unreachable);
   }
   list.add(at('config.json'), config);
   const index = await p.json(at(SHARD_INDEX_FILE));
@@ -125,7 +137,7 @@ export async function plannerFiles(base: string, o: SizeOptions & { mlc?: boolea
   const weights = index.probe.state === 'missing' ? [SINGLE_FILE] : weightMap ? [...new Set(Object.values(weightMap))] : [];
   for (const f of weights) list.add(at(f), await p.probe(at(f)));
   for (const f of TOKENIZER_FILES) list.add(at(f), await p.probe(at(f)));
-  return report(list.files);
+  return report(list.files, p.unreachable);
 }
 
 /** A web-llm build's files under `base` (its '.../resolve/main/' URL), as web-llm and the planner read them. */
@@ -159,17 +171,17 @@ export async function webllmFiles(record: { model: string; model_lib: string }, 
   const list = new FileList();
   await mlcFiles(webllmModelUrl(record.model), p, list, { tokenizerConfig: false });
   list.add(record.model_lib, await p.probe(record.model_lib));
-  return report(list.files);
+  return report(list.files, p.unreachable);
 }
 
 /** Both engines' files together: a file both read (one download shared) counts once. */
 export function combine(...reports: SizeReport[]): SizeReport {
   const byUrl = new Map<string, ModelFile>();
   for (const r of reports) for (const f of r.files) if (!byUrl.has(f.url)) byUrl.set(f.url, f);
-  return report([...byUrl.values()]);
+  return report([...byUrl.values()], reports.flatMap((r) => r.unreachable));
 }
 
-function report(files: ModelFile[]): SizeReport {
+function report(files: ModelFile[], unreachable: Iterable<string> = []): SizeReport {
   let total = 0;
   let cached = 0;
   let unknown = 0;
@@ -178,5 +190,5 @@ function report(files: ModelFile[]): SizeReport {
     else total += f.bytes;
     if (f.cached && f.bytes !== null) cached += f.bytes;
   }
-  return { files, total, cached, unknown, complete: files.length > 0 && files.every((f) => f.cached) };
+  return { files, total, cached, unknown, complete: files.length > 0 && files.every((f) => f.cached), unreachable: [...new Set(unreachable)] };
 }

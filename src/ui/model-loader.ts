@@ -8,8 +8,15 @@ import type { PlannerTrainer } from '../engine/planner-client';
 import type { ChatEngine, LoadProgress } from '../engine/types';
 import { untilAborted } from '../util/abort';
 import { openAgentDb } from '../store/db';
+import { crossOriginAdvice, hostsInWords, isUnreachable } from './load-failure';
 
 const HUB_REPO = /^[A-Za-z0-9][\w.-]*\/[A-Za-z0-9][\w.-]*$/;
+
+/** Whether the planner field is read as a Hugging Face repo id ('models/x' is one: a folder is './models/x'). */
+export function isHubRepoId(modelOrUrl: string): boolean {
+  const s = modelOrUrl.trim();
+  return HUB_REPO.test(s) && !s.includes('..');
+}
 
 /**
  * 'Qwen/Qwen2.5-0.5B-Instruct' (or its page, https://huggingface.co/Qwen/Qwen2.5-0.5B-Instruct) -> the
@@ -21,7 +28,7 @@ const HUB_REPO = /^[A-Za-z0-9][\w.-]*\/[A-Za-z0-9][\w.-]*$/;
 export function plannerModelUrl(modelOrUrl: string, base = globalThis.location?.href ?? 'http://localhost/'): string {
   const s = modelOrUrl.trim();
   if (!s) throw new Error('planner model: give a URL of a folder with config.json and model.safetensors, or a Hugging Face repo id');
-  if (HUB_REPO.test(s) && !s.includes('..')) return `https://huggingface.co/${s}/resolve/main/`;
+  if (isHubRepoId(s)) return `https://huggingface.co/${s}/resolve/main/`;
   let url: URL;
   if (/^https?:\/\//i.test(s)) {
     try {
@@ -87,6 +94,39 @@ export interface LoadedEngines extends AgentEngines {
   notes: string[];
 }
 
+/**
+ * The planner loaded but the shared web-llm model did not (offline, its host unreachable, no GPU for it):
+ * `plannerAlone` holds the loaded planner serving every module, for the user to go on with or discard
+ * (dispose); nothing else of the load is kept.
+ */
+export class SharedModelUnavailableError extends AgentFlowError {
+  override readonly category: ErrorCategory = 'source';
+  constructor(
+    readonly sharedModel: string,
+    readonly plannerAlone: LoadedEngines,
+    readonly reason: string,
+  ) {
+    super(`The planner loaded, but the shared model ${sharedModel} could not be loaded: ${reason}.`);
+    this.name = 'SharedModelUnavailableError';
+  }
+}
+
+/** Why web-llm could not load `record`, in words: which host could not be reached (the first whose files are not cached). */
+async function sharedFailureReason(record: import('@mlc-ai/web-llm').ModelRecord, e: unknown): Promise<string> {
+  const msg = e instanceof Error ? e.message : String(e);
+  if (!isUnreachable(msg)) return msg;
+  const offline = globalThis.navigator?.onLine === false;
+  let hosts: string[] = [];
+  try {
+    const { webllmFiles } = await import('./model-files');
+    const files = (await webllmFiles(record)).files.filter((f) => !f.cached);
+    hosts = [...new Set((files.length ? files : [{ url: record.model }]).map((f) => new URL(f.url).host))].slice(0, 1);
+  } catch {
+    hosts = [new URL(record.model).host];
+  }
+  return `${hostsInWords(hosts)} could not be reached${offline ? ' (you appear to be offline)' : ''}, so its files could not be downloaded (${msg})`;
+}
+
 /** The planner's load spec and what to tell the user about it. */
 async function plannerSpec(o: LoadEnginesOptions): Promise<{ spec: { kind: 'url'; url: string; webllmCache?: 'cache' | 'indexeddb' | 'none'; cacheOnly?: boolean }; notes: string[] }> {
   if (!o.plannerFromShared) return { spec: { kind: 'url', url: plannerModelUrl(o.plannerModel), cacheOnly: o.cacheOnly }, notes: [] };
@@ -147,6 +187,9 @@ export async function loadEngines(o: LoadEnginesOptions): Promise<LoadedEngines>
       o.signal,
     ).catch((e: Error) => {
       if (e?.name === 'NotCachedError') throw new ModelNotCachedError(`the planner ${modelNameOf(plannerModelUrl(spec.url))}`);
+      // A folder on another origin that could not be read is usually a server without CORS headers.
+      const advice = !o.signal?.aborted && isUnreachable(e?.message ?? '') ? crossOriginAdvice(spec.url, globalThis.location?.href ?? spec.url, globalThis.navigator?.onLine !== false) : null;
+      if (advice) throw new Error(`${e.message.replace(/\.?$/, '.')} ${advice}`, { cause: e });
       throw e;
     });
     if (info.chatTemplateSource === 'mlc-chat-config.json conv_template') {
@@ -164,12 +207,20 @@ export async function loadEngines(o: LoadEnginesOptions): Promise<LoadedEngines>
     // The worker's warnings about what it loaded (shards without md5sum; an adapter made for another model).
     notes.push(...(o.adapterId ? (await client.info()).notes : info.notes));
     const planner = new RemotePlannerEngine(client, info.id, info.maxContext);
+    // Without a shared model the frozen modules run on the planner's base weights: the adapter is the planner's alone.
+    const alone = (): LoadedEngines => ({ planner, shared: baseModelView(planner), trainer: client, notes, dispose: () => client.terminate() });
     if (sharedRecord) {
       const { createWebLlmEngine } = await import('../engine/webllm/webllm-engine');
-      shared = await createWebLlmEngine({ modelId: sharedId, signal: o.signal, onProgress: (p) => o.onProgress?.('shared', p) });
+      try {
+        shared = await createWebLlmEngine({ modelId: sharedId, signal: o.signal, onProgress: (p) => o.onProgress?.('shared', p) });
+      } catch (e) {
+        if (o.signal?.aborted) throw e;
+        // The planner is loaded and serves every module: the user may go on with it (see SharedModelUnavailableError).
+        throw new SharedModelUnavailableError(sharedRecord.model_id, alone(), await sharedFailureReason(sharedRecord, e));
+      }
     }
-    // Without a shared model the frozen modules run on the planner's base weights: the adapter is the planner's alone.
-    const sharedEngine = shared ?? baseModelView(planner);
+    if (!shared) return alone();
+    const sharedEngine = shared;
     return {
       planner,
       shared: sharedEngine,
@@ -177,10 +228,11 @@ export async function loadEngines(o: LoadEnginesOptions): Promise<LoadedEngines>
       notes,
       dispose() {
         client.terminate();
-        void shared?.dispose?.();
+        void sharedEngine.dispose?.();
       },
     };
   } catch (e) {
+    if (e instanceof SharedModelUnavailableError) throw e;
     client.terminate();
     void shared?.dispose?.();
     throw e;

@@ -12,10 +12,12 @@ import type { LoadProgress } from '../engine/types';
 import type { ToolRegistry } from '../tools/registry';
 import { scriptedDemoEngines } from './demo-engines';
 import { deleteQuestion, deleteQuestionStyles, focusDeleteQuestion } from './delete-question';
-import { describeUses, manyUses, type EngineUse } from './engine-use';
+import { describeUses, enginesLabel, manyUses, type EngineUse } from './engine-use';
+import { hostsInWords, hubIdNote } from './load-failure';
 import { deleteCachedModel, listCachedModels, type CachedModel } from './model-cache';
 import { loadModelChoice, saveModelChoice, type ModelChoice } from './model-choice';
 import type { SizeReport } from './model-files';
+import type { LoadedEngines } from './model-loader';
 import { ProgressTracker, formatBytes, formatSeconds, type ProgressSummary } from './progress-tracker';
 import { resourceWarnings } from './resource-warnings';
 import './gpu-capabilities';
@@ -72,6 +74,8 @@ export class AgentflowModelsPanel extends LitElement {
     enginesInUse: { attribute: false },
     confirmSwap: { state: true },
     deleting: { state: true },
+    plannerFieldNote: { state: true },
+    partial: { state: true },
   };
   declare registry: ToolRegistry | undefined;
   declare dbName: string | undefined;
@@ -100,6 +104,13 @@ export class AgentflowModelsPanel extends LitElement {
   declare enginesInUse: () => readonly EngineUse[];
   /** A load or the demo waits for the user to accept stopping what runs on the engines in use. */
   declare confirmSwap: { uses: readonly EngineUse[]; action: string; when: string; button: string; go: () => void } | null;
+  /** What the planner field names, when that may not be what the user meant (a repo id typed for a folder). */
+  declare plannerFieldNote: string | null;
+  /**
+   * The planner loaded but the shared model did not: the planner alone, offered to go on with (it serves
+   * every module), disposed when the user declines or starts anything else.
+   */
+  declare partial: { engines: LoadedEngines; choice: ModelChoice; message: string } | null;
   /** The cached model (its key) whose Delete button asks first (see deleteQuestion). */
   declare deleting: string | null;
   /** Re-reads what runs on the engines while the swap question is open (see watchSwap). */
@@ -126,6 +137,8 @@ export class AgentflowModelsPanel extends LitElement {
     this.enginesInUse = () => [];
     this.confirmSwap = null;
     this.deleting = null;
+    this.plannerFieldNote = null;
+    this.partial = null;
   }
 
   static override styles = [
@@ -139,9 +152,16 @@ export class AgentflowModelsPanel extends LitElement {
     button { font: inherit; padding: 0.25rem 0.6rem; cursor: pointer; }
     button:focus-visible, input:focus-visible { outline: 2px solid var(--agentflow-accent, #2563eb); outline-offset: 2px; }
     .warn { color: var(--agentflow-error-color, #b00020); }
+    /* Notes that report, not warn (a cancelled load, what a field is read as): the text colour, on a faint box. */
+    .note { color: inherit; background: color-mix(in srgb, currentColor 6%, transparent); border-left: 3px solid color-mix(in srgb, currentColor 35%, transparent); padding: 0.3rem 0.6rem; max-width: 40rem; }
+    .field-note { font-size: 0.85rem; opacity: 0.85; max-width: 32rem; overflow-wrap: anywhere; }
+    [role='alert'], [role='status'] { overflow-wrap: anywhere; }
     table { border-collapse: collapse; }
     td, th { padding: 0.2rem 0.6rem; text-align: left; border-bottom: 1px solid color-mix(in srgb, currentColor 15%, transparent); }
-    td.num { text-align: right; font-variant-numeric: tabular-nums; }
+    td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+    /* A model's URL has no spaces: it may break anywhere, so the table fits a phone instead of running off it. */
+    td.model { overflow-wrap: anywhere; }
+    .sr { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
     progress { width: min(32rem, 100%); }
     .row { display: flex; gap: 0.5rem; flex-wrap: wrap; align-items: center; }
     .field-error { color: var(--agentflow-error-color, #b00020); font-size: 0.85rem; }
@@ -161,6 +181,7 @@ export class AgentflowModelsPanel extends LitElement {
     super.disconnectedCallback();
     this.removeEventListener('gpu-capabilities', this.onCaps as EventListener);
     this.watchSwap(false);
+    this.dropPartial();
   }
 
   protected override updated(): void {
@@ -251,22 +272,57 @@ export class AgentflowModelsPanel extends LitElement {
   private checkPlannerField(): void {
     if (this.plannerFromShared) {
       this.plannerFieldError = null;
+      this.plannerFieldNote = null;
       return;
     }
-    void import('./model-loader').then(({ plannerModelUrl }) => {
+    void import('./model-loader').then(({ plannerModelUrl, isHubRepoId }) => {
+      const field = this.plannerModel.trim() || DEFAULT_PLANNER_MODEL;
       try {
-        plannerModelUrl(this.plannerModel.trim() || DEFAULT_PLANNER_MODEL);
+        plannerModelUrl(field);
         this.plannerFieldError = null;
+        this.plannerFieldNote = hubIdNote(field, isHubRepoId(field));
       } catch (e) {
         this.plannerFieldError = (e as Error).message;
+        this.plannerFieldNote = null;
       }
     });
   }
 
+  /**
+   * An edited form no longer says what the last error or the last load's finished bars were about: both go,
+   * so a stale "could not be downloaded" or "100%" is never read as the answer to what the form says now.
+   */
+  private formChanged(): void {
+    this.error = null;
+    if (!this.busy) this.progress = {};
+  }
+
   private onField(which: 'plannerModel' | 'sharedModel' | 'adapterId', e: Event): void {
     this[which] = (e.target as HTMLInputElement).value;
+    this.formChanged();
     if (which === 'plannerModel') this.checkPlannerField();
     if (which !== 'adapterId') void this.estimateSizes(false);
+  }
+
+  /** Lets go of a planner kept for "go on with the planner alone" that the user did not take. */
+  private dropPartial(): void {
+    this.partial?.engines.dispose();
+    this.partial = null;
+  }
+
+  /** The user goes on with the planner alone: it serves every module, and the form says so (no shared model). */
+  private usePartial(): void {
+    const p = this.partial;
+    if (!p) return;
+    this.partial = null;
+    this.error = null;
+    this.sharedModel = '';
+    const choice = { ...p.choice, sharedModel: '' };
+    void saveModelChoice(choice, this.dbName).catch(() => undefined);
+    this.progress = Object.fromEntries(Object.entries(this.progress).filter(([k]) => k === 'planner'));
+    const label = enginesLabel(p.engines.planner.id, null);
+    this.choose({ engines: p.engines, trainer: p.engines.trainer, label: p.engines.notes.length ? `${label}; ${p.engines.notes.join('; ')}` : label });
+    void this.estimateSizes(false);
   }
 
   /**
@@ -310,8 +366,10 @@ export class AgentflowModelsPanel extends LitElement {
    */
   async load(o: { restoring?: boolean; confirmed?: boolean } = {}): Promise<void> {
     if (this.busy) return;
+    this.dropPartial();
     if (this.plannerFieldError && !this.plannerFromShared) {
       this.error = this.plannerFieldError;
+      this.progress = {};
       return;
     }
     if (!o.restoring && !o.confirmed && this.askFirst('Loading other models', ' once they are ready (until then nothing changes)', LOAD_BUTTON, () => void this.load({ ...o, confirmed: true }))) return;
@@ -343,13 +401,24 @@ export class AgentflowModelsPanel extends LitElement {
       });
       // The bars stay, marked finished, so the user sees what was loaded.
       this.progress = Object.fromEntries(Object.entries(this.progress).map(([k, s]) => [k, { ...s, secondsLeft: null, status: 'loaded' }]));
-      const label = servesAllModules(engines) ? `${engines.planner.id} (all modules)` : `${engines.planner.id} + ${engines.shared.id}`;
+      const label = enginesLabel(engines.planner.id, servesAllModules(engines) ? null : engines.shared.id);
       await saveModelChoice(c, this.dbName).catch(() => undefined);
       this.choose({ engines, trainer: engines.trainer, label: engines.notes.length ? `${label}; ${engines.notes.join('; ')}` : label });
     } catch (e) {
-      this.progress = {};
       const err = e as Error;
-      if (controller.signal.aborted) this.notice = `Loading ${what} was cancelled; nothing changed.`;
+      const { SharedModelUnavailableError } = await import('./model-loader');
+      const partial = e instanceof SharedModelUnavailableError ? e : null;
+      // A planner that loaded while the shared model did not stays on offer (renderPartial), its bar with it.
+      if (partial && !controller.signal.aborted) {
+        this.partial = { engines: partial.plannerAlone, choice: c, message: partial.message };
+        this.progress = this.progress.planner ? { planner: { ...this.progress.planner, secondsLeft: null, status: 'loaded' } } : {};
+      } else {
+        partial?.plannerAlone.dispose();
+        this.progress = {};
+      }
+      if (this.partial) {
+        // Said by the offer itself.
+      } else if (controller.signal.aborted) this.notice = `Loading ${what} was cancelled; nothing changed.`;
       else if (o.restoring && err?.name === 'ModelNotCachedError') {
         this.notice = `Your last models (${what}) were not reloaded: ${err.message}. Press “${LOAD_BUTTON}” to download them again.`;
       } else {
@@ -361,9 +430,22 @@ export class AgentflowModelsPanel extends LitElement {
       this.busy = false;
       this.controller = null;
       this.loading(null);
-      void this.refreshCache();
-      void this.estimateSizes(this.sizes?.checked ?? false);
+      await this.refreshCache();
+      await this.estimateSizes(this.sizes?.checked ?? false);
+      this.finishBars();
     }
+  }
+
+  /**
+   * The planner's worker reports progress for its weight files only (config and tokenizer files are read
+   * whole), so its bar ended a few KiB short of the size line, which counts every file a load reads. Once the
+   * planner is all in this browser, its finished bar shows the size line's total: the two agree.
+   */
+  private finishBars(): void {
+    const bar = this.progress.planner;
+    const planner = this.sizes?.planner;
+    if (!bar || bar.status !== 'loaded' || !planner?.complete) return;
+    this.progress = { ...this.progress, planner: { ...bar, bytesDone: planner.total, bytesTotal: planner.total, percent: 100 } };
   }
 
   /**
@@ -378,6 +460,8 @@ export class AgentflowModelsPanel extends LitElement {
 
   private useDemo(confirmed = false): void {
     if (!confirmed && this.askFirst('Switching to the scripted demo', '', DEMO_BUTTON, () => this.useDemo(true))) return;
+    this.dropPartial();
+    this.error = null;
     // The ids stay in the form; the next start no longer loads them on its own.
     void saveModelChoice(this.choice(false), this.dbName).catch(() => undefined);
     this.choose({ engines: scriptedDemoEngines(), label: 'scripted demo (no model)' });
@@ -411,6 +495,18 @@ export class AgentflowModelsPanel extends LitElement {
     </div>`;
   }
 
+  private renderPartial() {
+    const p = this.partial;
+    if (!p) return nothing;
+    return html`<div role="alert" class="warn" data-testid="partial-load">
+      <p>${p.message} The planner, ${p.engines.planner.id.replace(/^[\w-]+:/, '')}, can do every step on its own (plan, run tools, check and answer), until the shared model can be downloaded.</p>
+      <div class="row">
+        <button type="button" @click=${() => this.usePartial()}>Go on with the planner alone</button>
+        <button type="button" @click=${() => this.dropPartial()}>Keep the models in use</button>
+      </div>
+    </div>`;
+  }
+
   private renderSizes() {
     const z = this.sizes;
     if (!z || (z.error && this.plannerFieldError)) return nothing;
@@ -419,6 +515,10 @@ export class AgentflowModelsPanel extends LitElement {
       if (!r) return null;
       if (r.complete) return `${label}: ${formatBytes(r.total)}, all in this browser already`;
       const left = r.total - r.cached;
+      if (z.checked && r.unknown > 0 && r.unreachable.length) {
+        const offline = globalThis.navigator?.onLine === false ? ' (you appear to be offline)' : '';
+        return `${label}: size unknown, ${hostsInWords(r.unreachable)} could not be reached${offline}${r.cached ? `; ${formatBytes(r.cached)} already in this browser` : ''}`;
+      }
       if (r.unknown === 0) return `${label}: ${formatBytes(left)} to download${r.cached ? ` (${formatBytes(r.cached)} of ${formatBytes(r.total)} already in this browser)` : ''}`;
       if (z.checked) return `${label}: at least ${formatBytes(left)} to download (the server did not give every file's size)`;
       return `${label}: ${r.cached ? `${formatBytes(r.cached)} already in this browser, the rest` : 'not in this browser;'} size not checked yet`;
@@ -450,9 +550,11 @@ export class AgentflowModelsPanel extends LitElement {
             aria-invalid=${this.plannerFieldError ? 'true' : 'false'} aria-describedby="planner-model-error" @input=${(e: Event) => this.onField('plannerModel', e)} />
         </label>
         <div id="planner-model-error" class="field-error" data-testid="planner-model-error">${this.plannerFieldError ?? ''}</div>
+        ${this.plannerFieldNote ? html`<div class="field-note" data-testid="planner-model-note">${this.plannerFieldNote}</div>` : nothing}
         <label class="check">
           <input id="planner-from-shared" type="checkbox" .checked=${this.plannerFromShared} @change=${(e: Event) => {
             this.plannerFromShared = (e.target as HTMLInputElement).checked;
+            this.formChanged();
             this.checkPlannerField();
             void this.estimateSizes(false);
           }} />
@@ -472,9 +574,10 @@ export class AgentflowModelsPanel extends LitElement {
           <button type="button" ?disabled=${this.busy} @click=${() => this.useDemo()}>${DEMO_BUTTON}</button>
         </div>
         ${this.renderConfirmSwap()}
-        ${this.notice ? html`<p role="status" data-testid="models-notice">${this.notice}</p>` : nothing}
-        ${Object.entries(this.progress).map(([k, s]) => this.renderProgress(k, s))}
+        ${this.notice ? html`<p role="status" class="note" data-testid="models-notice">${this.notice}</p>` : nothing}
         ${this.error ? html`<p class="warn" role="alert">${this.error}</p>` : nothing}
+        ${this.renderPartial()}
+        ${Object.entries(this.progress).map(([k, s]) => this.renderProgress(k, s))}
       </section>
       <section aria-labelledby="cache-h">
         <h3 id="cache-h">Cached models</h3>
@@ -487,7 +590,7 @@ export class AgentflowModelsPanel extends LitElement {
                 <tbody>
                   ${this.cached.map(
                     (m) => html`<tr>
-                      <td>${m.label}</td><td class="num">${m.files}</td><td class="num">${formatBytes(m.bytes)}</td>
+                      <td class="model">${m.label}</td><td class="num">${m.files}</td><td class="num">${formatBytes(m.bytes)}</td>
                       <td>${this.deleting === m.key
                         ? deleteQuestion(`cached model ${m.label}`, 'this model’s files', () => void this.deleteModel(m), () => (this.deleting = null), `Loading it again downloads ${formatBytes(m.bytes)}.`)
                         : html`<button type="button" aria-label=${`Delete cached model ${m.label}`} @click=${() => {
