@@ -117,7 +117,7 @@ async function loadPlanner(page: Page, base: string): Promise<void> {
   await page.getByRole('textbox', { name: /Planner model/ }).fill(base);
   await page.getByRole('combobox', { name: /Shared model/ }).fill('');
   await page.getByRole('button', { name: 'Download and load models' }).click();
-  await expect.poll(() => text(enginesLine(page)), { timeout: 120_000 }).toMatch(/^Engines: planner:tiny-chat \(all modules\)/);
+  await expect.poll(() => text(enginesLine(page)), { timeout: 120_000 }).toMatch(/^Engines: tiny-chat does every step: .* \(planner:tiny-chat, all modules\)/);
 }
 
 const tinyChat = () => `${hub.url}/test-org/tiny-chat/resolve/main/`;
@@ -296,7 +296,7 @@ describe("a user's first hour", () => {
     // Once downloaded, the size line says loading downloads nothing.
     await page.getByRole('combobox', { name: /Shared model/ }).fill('');
     await page.getByRole('button', { name: 'Download and load models' }).click();
-    await expect.poll(() => text(enginesLine(page)), { timeout: 120_000 }).toMatch(/^Engines: planner:tiny-chat \(all modules\)/);
+    await expect.poll(() => text(enginesLine(page)), { timeout: 120_000 }).toMatch(/^Engines: tiny-chat does every step: .* \(planner:tiny-chat, all modules\)/);
     await expect.poll(() => text(size)).toBe(`Download size: Planner: ${formatBytes(planner)}, all in this browser already.`);
     expect(errors).toEqual([]);
     await context.close();
@@ -315,7 +315,7 @@ describe("a user's first hour", () => {
     });
     await page.goto(`${server.url}${SUB}#chat`);
     await page.reload();
-    await expect.poll(() => text(enginesLine(page)), { timeout: 120_000 }).toMatch(/^Engines: planner:tiny-chat \(all modules\)/);
+    await expect.poll(() => text(enginesLine(page)), { timeout: 120_000 }).toMatch(/^Engines: tiny-chat does every step: .* \(planner:tiny-chat, all modules\)/);
     expect(hub.requests.length).toBe(requests);
     const seen = (await page.evaluate(() => (window as unknown as { loadingSeen: unknown[] }).loadingSeen)) as Array<{ what: string; restoring: boolean; percent: number | null } | null>;
     expect(seen[0]).toEqual({ what: tinyChat(), restoring: true, percent: null });
@@ -385,7 +385,7 @@ describe("a user's first hour", () => {
     await expect.poll(() => text(enginesLine(page)), { timeout: 30_000 }).toMatch(/^Loading .*slow-chat/);
     await page.screenshot({ path: join(shots, 'loading-cancellable.png'), fullPage: true });
     await enginesLine(page).getByRole('button', { name: 'Cancel' }).click();
-    await expect.poll(() => text(enginesLine(page))).toMatch(/^Engines: planner:tiny-chat \(all modules\)/);
+    await expect.poll(() => text(enginesLine(page))).toMatch(/^Engines: tiny-chat does every step: .* \(planner:tiny-chat, all modules\)/);
     expect(await text(page.locator('agentflow-models-panel [data-testid="models-notice"]'))).toMatch(/^Loading .*slow-chat.* was cancelled; nothing changed\.$/);
 
     // An adapter trained for the toy model, activated on this planner: the error shows, the row is not active.

@@ -54,11 +54,11 @@ describe('Models & GPU with a real planner', () => {
     await page.getByRole('button', { name: 'Download and load models' }).click();
     const inUse = page.locator('agentflow-models-panel [data-testid="engines-in-use"]');
     await page.waitForFunction(
-      () => /^planner:/.test(document.querySelector('agentflow-app')?.shadowRoot?.querySelector('agentflow-models-panel')?.shadowRoot?.querySelector('[data-testid="engines-in-use"]')?.textContent ?? ''),
+      () => /\(planner:/.test(document.querySelector('agentflow-app')?.shadowRoot?.querySelector('agentflow-models-panel')?.shadowRoot?.querySelector('[data-testid="engines-in-use"]')?.textContent ?? ''),
       undefined,
       { timeout: 120_000 },
     );
-    expect(await inUse.textContent()).toMatch(/^planner:.*\(all modules\)$/);
+    expect(await inUse.textContent()).toMatch(/\(planner:.*, all modules\)$/);
     const total = ['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json'].reduce((s, f) => s + statSync(join(modelDir, f)).size, 0);
     const progress = (await page.locator('agentflow-models-panel [data-testid="progress-planner"] label').textContent()) ?? '';
     expect(progress).toMatch(/Planner: .* \(100%\)/);

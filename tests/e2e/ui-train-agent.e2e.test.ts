@@ -65,7 +65,7 @@ async function loadPlanner(page: Page): Promise<void> {
 /** Waits until Models & GPU shows a planner in use (loaded here, or brought back by the app), then opens Training. */
 async function plannerInUse(page: Page): Promise<void> {
   await page.waitForFunction(
-    () => /^planner:/.test(document.querySelector('agentflow-app')?.shadowRoot?.querySelector('agentflow-models-panel')?.shadowRoot?.querySelector('[data-testid="engines-in-use"]')?.textContent ?? ''),
+    () => /\(planner:/.test(document.querySelector('agentflow-app')?.shadowRoot?.querySelector('agentflow-models-panel')?.shadowRoot?.querySelector('[data-testid="engines-in-use"]')?.textContent ?? ''),
     undefined,
     { timeout: 120_000 },
   );
