@@ -14,7 +14,7 @@ export function renderTrainingCharts(p: readonly TrainingStepPoint[], smoothing:
       </select></label>
     <div class="charts" data-testid="training-charts">
       ${lineChart(
-        'Reward: share of rollouts answered right',
+        'Reward (share of rollouts answered right)',
         [
           { label: 'reward', values: series('reward') },
           { label: 'rolling', values: series('rollingReward') },

@@ -611,7 +611,7 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
         <button type="button" ?disabled=${this.busy} @click=${() => this.start()}>${agent ? 'Start training the planner' : 'Toy mode: start training'}</button>
         <button type="button" ?disabled=${this.state !== 'running'} @click=${() => this.pause()}>Pause</button>
         <button type="button" ?disabled=${this.state !== 'paused' || this.starting || (shown?.spec.task === 'agent' && !this.plannerTrainer() && !live)}
-          aria-label=${shown ? `Resume run ${shown.id}` : 'Resume'} @click=${() => this.resume()}>Resume</button>
+          @click=${() => this.resume()}>Resume</button>
         <span role="status" data-testid="training-status">${this.starting ? 'Starting…' : trainingStatusText(this.state, p.at(-1), this.totalSteps, this.interrupted)}</span>
       </div>
       ${this.renderProgress()}

@@ -1,9 +1,10 @@
 // Adapters through the Training tab's file pickers, on the production build: a toy run stores an adapter,
-// Export downloads its two PEFT files, Import reads them back under a new name with the same tensors,
+// Export downloads one zip holding a folder with its two PEFT files, Import reads them back under a new name with the same tensors,
 // corrupt or wrong-shaped files are refused with the file and tensor named and nothing stored changes,
 // and a new run starts from the imported adapter.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, readFileSync } from 'node:fs';
+import { unzipSync } from 'fflate';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
@@ -80,9 +81,20 @@ const waitStatus = (page: Page, re: RegExp) =>
     { timeout: 120_000, polling: 50 },
   );
 
+/** Text in the Training tab's adapters list (<agentflow-training-adapters>, inside the panel). */
+const adaptersText = (page: Page, selector: string) =>
+  page.evaluate(
+    (sel) =>
+      document.querySelector('agentflow-app')?.shadowRoot?.querySelector('agentflow-training-panel')?.shadowRoot?.querySelector('agentflow-training-adapters')?.shadowRoot?.querySelector(sel)?.textContent ?? '',
+    selector,
+  );
+
 const waitAlert = (page: Page, re: RegExp) =>
   page.waitForFunction(
-    (src) => new RegExp(src).test(document.querySelector('agentflow-app')?.shadowRoot?.querySelector('agentflow-training-panel')?.shadowRoot?.querySelector('[role="alert"]')?.textContent ?? ''),
+    (src) =>
+      new RegExp(src).test(
+        document.querySelector('agentflow-app')?.shadowRoot?.querySelector('agentflow-training-panel')?.shadowRoot?.querySelector('agentflow-training-adapters')?.shadowRoot?.querySelector('[role="alert"]')?.textContent ?? '',
+      ),
     re.source,
     { timeout: 30_000 },
   );
@@ -101,7 +113,8 @@ describe('adapter export and import in the Training tab', () => {
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(String(e)));
     await page.goto(`${server.url}${SUB}#training`);
-    await page.getByRole('spinbutton', { name: 'Steps' }).fill('1');
+    await page.getByRole('spinbutton', { name: 'Training steps' }).fill('1');
+    await page.getByText('Advanced: learning settings').click();
     await page.getByRole('spinbutton', { name: 'Group size' }).fill('2');
     await page.getByRole('button', { name: /Toy mode/ }).click();
     await waitStatus(page, /^Done: step 1 /);
@@ -110,20 +123,19 @@ describe('adapter export and import in the Training tab', () => {
     const [source] = await storedAdapters(page);
     expect(source.name).toMatch(/^toy-.* step 1$/);
 
-    // Export: two downloads, the PEFT config and the safetensors weights, holding what is stored.
+    // Export: one zip, a folder with PEFT's two file names (what from_pretrained reads), holding what is stored.
     const downloads: import('playwright-core').Download[] = [];
     page.on('download', (d) => downloads.push(d));
     await page.getByRole('button', { name: `Export adapter ${source.name}` }).click();
-    await expect.poll(() => downloads.length, { timeout: 30_000 }).toBe(2);
-    const files: Record<string, string> = {};
-    for (const d of downloads) {
-      files[d.suggestedFilename()] = join(saved, d.suggestedFilename());
-      await d.saveAs(files[d.suggestedFilename()]);
-    }
-    const base = source.name.replace(/[^\w.-]+/g, '_');
-    expect(Object.keys(files).sort()).toEqual([`${base}.adapter_config.json`, `${base}.adapter_model.safetensors`]);
-    const configBytes = readFileSync(files[`${base}.adapter_config.json`]);
-    const weightBytes = readFileSync(files[`${base}.adapter_model.safetensors`]);
+    await expect.poll(() => downloads.length, { timeout: 30_000 }).toBe(1);
+    const base = source.name.replace(/[^\w.-]+/g, '_').replace(/^[._]+|[._]+$/g, '');
+    expect(downloads[0].suggestedFilename()).toBe(`${base}.zip`);
+    const zipPath = join(saved, downloads[0].suggestedFilename());
+    await downloads[0].saveAs(zipPath);
+    const files = unzipSync(new Uint8Array(readFileSync(zipPath)));
+    expect(Object.keys(files).filter((n) => !n.endsWith('/')).sort()).toEqual([`${base}/adapter_config.json`, `${base}/adapter_model.safetensors`]);
+    const configBytes = Buffer.from(files[`${base}/adapter_config.json`]);
+    const weightBytes = Buffer.from(files[`${base}/adapter_model.safetensors`]);
     expect(JSON.parse(configBytes.toString('utf8'))).toEqual(source.config);
     const st = readSafetensors(new Uint8Array(weightBytes), 'exported');
     expect(st.names().sort()).toEqual(Object.keys(source.tensors).sort());
@@ -133,9 +145,9 @@ describe('adapter export and import in the Training tab', () => {
     }
 
     // Import the downloaded files back under a new name.
-    await importFiles(page, { name: `${base}.adapter_config.json`, buffer: configBytes }, { name: `${base}.adapter_model.safetensors`, buffer: weightBytes }, 'round-trip');
-    await page.locator('agentflow-training-panel [data-testid="import-status"]').waitFor();
-    expect(await panelText(page, '[data-testid="import-status"]')).toBe(`Imported “round-trip” from ${base}.adapter_model.safetensors.`);
+    await importFiles(page, { name: 'adapter_config.json', buffer: configBytes }, { name: 'adapter_model.safetensors', buffer: weightBytes }, 'round-trip');
+    await expect.poll(() => adaptersText(page, '[data-testid="import-status"]'), { timeout: 30_000 }).toBe('Imported “round-trip” from adapter_model.safetensors.');
+    expect(await adaptersText(page, '[role="alert"]')).toBe('');
     expect(await panelText(page, '[role="alert"]')).toBe('');
     const afterImport = await storedAdapters(page);
     expect(afterImport).toHaveLength(2);
@@ -160,7 +172,7 @@ describe('adapter export and import in the Training tab', () => {
     );
     await importFiles(page, { name: 'adapter_config.json', buffer: configBytes }, { name: 'wrong-shape.adapter_model.safetensors', buffer: Buffer.from(wrong) });
     await waitAlert(page, /^Import failed: wrong-shape\.adapter_model\.safetensors: /);
-    const wrongMessage = await panelText(page, '[role="alert"]');
+    const wrongMessage = await adaptersText(page, '[role="alert"]');
     expect(wrongMessage).toContain(`'${aName}' [${r + 1}, `);
     expect(wrongMessage).toContain(`disagree with r=${r} in adapter_config.json`);
     await importFiles(page, { name: 'broken.json', buffer: Buffer.from('{"peft_type": "LORA", ') }, { name: 'fine.safetensors', buffer: weightBytes });

@@ -66,8 +66,10 @@ describe('the app', () => {
     const { context, page, errors } = await fresh();
     const tabs = page.getByRole('tab');
     expect(await tabs.allTextContents()).toEqual(['Chat', 'Experiments', 'Training', 'Models & GPU']);
-    // First visit opens on Models & GPU, with the WebGPU report.
-    expect(await page.getByRole('tab', { name: 'Models & GPU' }).getAttribute('aria-selected')).toBe('true');
+    // First visit opens on Chat, with its short start; Models & GPU has the WebGPU report.
+    expect(await page.getByRole('tab', { name: 'Chat' }).getAttribute('aria-selected')).toBe('true');
+    expect(await page.locator('agentflow-chat [data-testid="start"]').getByRole('button').allTextContents()).toEqual(['Try the demo', 'Load a model', 'Train the toy']);
+    await page.getByRole('tab', { name: 'Models & GPU' }).click();
     await page.locator('gpu-capabilities [data-testid="gpu-report"]').waitFor({ timeout: 60_000 });
     await page.getByRole('tab', { name: 'Models & GPU' }).focus();
     const expected: Array<[string, string]> = [
@@ -211,6 +213,7 @@ describe('the app', () => {
   it('runs toy Flow-GRPO training with pause and resume, charts it and stores the adapter', async () => {
     const { context, page, errors } = await fresh('#training');
     await page.getByRole('spinbutton', { name: 'Steps' }).fill('12');
+    await page.getByText('Advanced: learning settings').click();
     await page.getByRole('spinbutton', { name: 'Group size' }).fill('4');
     const status = page.locator('agentflow-training-panel [data-testid="training-status"]');
     const statusText = () =>
@@ -237,8 +240,9 @@ describe('the app', () => {
     await poll(paths).toEqual([12, 12, 12, 12, 12, 12, 12]);
     const adapters = page.locator('agentflow-training-panel [data-testid="adapters"] tbody tr');
     await poll(textOf(adapters.first())).toMatch(/toy-.* step 12/);
-    await adapters.first().getByRole('button', { name: /^Activate adapter / }).click();
-    await poll(textOf(adapters.first())).toContain('(active)');
+    // A toy checkpoint is for the toy planner only: no Activate, and the row says why.
+    await poll(textOf(adapters.first())).toContain('Not for chat: made for the toy task’s tiny planner');
+    expect(await adapters.first().getByRole('button', { name: /^Activate adapter / }).count()).toBe(0);
     // Checkpoints at the pause and at the end each stored an adapter.
     expect(await adapters.count()).toBeGreaterThanOrEqual(2);
     await page.screenshot({ path: join(shots, 'training.png'), fullPage: true });

@@ -388,18 +388,17 @@ describe("a user's first hour", () => {
     await expect.poll(() => text(enginesLine(page))).toMatch(/^Engines: tiny-chat does every step: .* \(planner:tiny-chat, all modules\)/);
     expect(await text(page.locator('agentflow-models-panel [data-testid="models-notice"]'))).toMatch(/^Loading .*slow-chat.* was cancelled; nothing changed\.$/);
 
-    // An adapter trained for the toy model, activated on this planner: the error shows, the row is not active.
+    // An adapter trained for the toy model is not offered to this planner: no Activate, and the row says why.
     await page.getByRole('tab', { name: 'Training' }).click();
     await page.getByRole('spinbutton', { name: 'Steps' }).fill('1');
+    await page.getByText('Advanced: learning settings').click();
     await page.getByRole('spinbutton', { name: 'Group size' }).fill('2');
     await page.getByRole('button', { name: /Toy mode/ }).click();
     const adapters = page.locator('agentflow-training-panel [data-testid="adapters"] tbody tr');
     await adapters.first().waitFor({ timeout: 120_000 });
-    await adapters.first().getByRole('button', { name: /^Activate adapter / }).click();
-    const notice = page.locator('agentflow-app [data-testid="app-notice"]');
-    await expect.poll(() => text(notice), { timeout: 30_000 }).toMatch(/^Could not activate the adapter toy-/);
-    await expect.poll(() => text(adapters.first())).not.toContain('(active)');
-    expect(await adapters.first().getByRole('button', { name: /^Activate adapter / }).isVisible()).toBe(true);
+    await expect.poll(() => text(adapters.first())).toContain('Not for chat: made for the toy task’s tiny planner');
+    expect(await adapters.first().getByRole('button', { name: /^Activate adapter / }).count()).toBe(0);
+    expect(text(adapters.first())).not.toContain('(active)');
     await page.screenshot({ path: join(shots, 'adapter-refused.png'), fullPage: true });
 
     // The model deleted from the cache: the next start says so and downloads nothing on its own.

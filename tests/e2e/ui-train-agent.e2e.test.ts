@@ -82,6 +82,9 @@ async function importBench(page: Page): Promise<void> {
 }
 
 async function tinyBudgets(page: Page, steps: number): Promise<void> {
+  // The knobs are under the Advanced fold.
+  const advanced = page.locator('agentflow-training-panel details.advanced');
+  if (!(await advanced.evaluate((d) => (d as HTMLDetailsElement).open))) await advanced.locator('summary').click();
   await page.getByRole('spinbutton', { name: 'Group size' }).fill('2');
   await page.getByRole('spinbutton', { name: 'Steps' }).fill(String(steps));
   await page.getByRole('spinbutton', { name: 'LoRA rank' }).fill('2');
@@ -91,7 +94,7 @@ async function tinyBudgets(page: Page, steps: number): Promise<void> {
   await page.getByRole('spinbutton', { name: 'Queries per step' }).fill('1');
   await page.getByRole('spinbutton', { name: 'Micro-batch tokens' }).fill('1536');
   // The tiny planner never answers right: dynamic sampling would add 8 rollouts to each group (5× the time).
-  await page.getByRole('spinbutton', { name: 'Extra rollouts (no success)' }).fill('0');
+  await page.getByRole('spinbutton', { name: 'extra rollouts' }).fill('0');
 }
 
 describe('Training tab on the real planner', () => {
@@ -131,10 +134,10 @@ describe('Training tab on the real planner', () => {
     // planner worker: the rollouts' time and the sequences its decode steps served).
     const labels = await chartLabels();
     expect(labels).toHaveLength(7);
-    expect(labels[6]).toMatch(/^Planner sequences per decode step: sequences\/step [\d.]+$/);
+    expect(labels[6]).toMatch(/^Planner replies decoded together \(sequences per decode step\): sequences\/step [\d.]+$/);
     expect(Number(labels[6].split(' ').pop())).toBeGreaterThanOrEqual(1);
     for (const l of labels) expect(l).toMatch(/: [\w ,/.-]+ -?[\d.e+-]+$/);
-    expect(labels[0]).toMatch(/^Reward \(mean\): reward 0, rolling 0$/);
+    expect(labels[0]).toMatch(/^Reward \(share of rollouts answered right\): reward 0, rolling 0$/);
     // Every chart holds the step's point (the reward chart has the reward and its rolling mean).
     // Points on each chart's canvas, set once the chart has drawn the step (the next animation frame).
     const paths = () => page.locator('agentflow-training-panel [data-testid="training-charts"] [data-points]').evaluateAll((ps) => ps.flatMap((p) => (p as HTMLElement).dataset.points!.split(',').map(Number)));
@@ -190,9 +193,11 @@ describe('agent-rollout training across a reload', () => {
     // replace the engines the resumed run is using, which ends that run).
     await page.getByRole('tab', { name: 'Models & GPU' }).click();
     await plannerInUse(page);
-    const runs = page.locator('agentflow-training-panel [data-testid="agent-runs"] li');
-    await expect.poll(async () => (await runs.first().textContent()) ?? '', { timeout: 30_000 }).toMatch(new RegExp(`${runId}: step 1 of 2 \\((paused|running)\\)`));
-    await runs.first().getByRole('button', { name: `Resume run ${runId}`, exact: true }).click();
+    // The tab shows the run after the reload, paused, with one Resume (the tab's own).
+    const run = page.locator(`agentflow-training-panel [data-testid="training-runs"] li[data-run="${runId}"]`);
+    await expect.poll(async () => ((await run.textContent()) ?? '').replace(/\s+/g, ' '), { timeout: 30_000 }).toMatch(/: step 1 of 2 — (paused|interrupted) \(shown above\)/);
+    await expect.poll(() => inPanel(page, '[data-testid="training-status"]')).toMatch(/^(Paused|Interrupted) at step 1 of 2, reward 0\.00/);
+    await page.getByRole('button', { name: 'Resume', exact: true }).click();
     await waitStatus(page, /^(Done: step|Failed at step) 2 |Training stopped/, 300_000).catch(() => undefined);
     expect(await inPanel(page, '[role="alert"]')).toBe('');
     expect(await inPanel(page, '[data-testid="training-status"]')).toMatch(/^Done: step 2 of 2, reward \d\.\d\d$/);
