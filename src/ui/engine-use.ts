@@ -50,3 +50,10 @@ export function enginesLabel(plannerId: string, sharedId: string | null): string
 export function adapterLabel(id: string, name?: string | null): string {
   return name && name !== id ? `adapter “${name}”` : `adapter ${id}`;
 }
+
+/** adapterLabel for a stored adapter, its name read from this browser's storage (the id when it is gone). */
+export async function storedAdapterLabel(id: string, dbName?: string): Promise<string> {
+  const { openAgentDb } = await import('../store/db');
+  const rec = await (await openAgentDb(dbName)).get('adapters', id).catch(() => undefined);
+  return adapterLabel(id, rec?.name);
+}
