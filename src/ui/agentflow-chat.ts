@@ -134,6 +134,7 @@ export class AgentFlowChat extends LitElement implements EngineUser {
     toolStatus: { state: true },
     modelsLoading: { attribute: false },
     loadModelAction: { attribute: false },
+    trainToyAction: { attribute: false },
     confirmResume: { state: true },
     enginesLost: { state: true },
     failed: { state: true },
@@ -141,6 +142,7 @@ export class AgentFlowChat extends LitElement implements EngineUser {
     storageNotice: { state: true },
     hideStorageNotices: { attribute: false },
     openGroups: { state: true },
+    listOpen: { state: true },
     deleting: { state: true },
   };
 
@@ -192,6 +194,8 @@ export class AgentFlowChat extends LitElement implements EngineUser {
   declare modelsLoading: string | null;
   /** A host that can load models gives the "Load a model" action here (the app opens Models & GPU). */
   declare loadModelAction: (() => void) | undefined;
+  /** A host with a Training tab gives "Train the toy" here: the first screen's third way in, no download. */
+  declare trainToyAction: (() => void) | undefined;
   /** A resume that would switch engines, waiting for the user to say yes or no. */
   declare confirmResume: { id: string; message: string } | null;
   /** A worker behind the engines died: the chat offers to reload the models. */
@@ -206,6 +210,8 @@ export class AgentFlowChat extends LitElement implements EngineUser {
   declare storageNotice: StorageNotice | null;
   /** Sidebar groups (experiment items, training rollouts) the user has unfolded. */
   declare openGroups: Set<ConversationGroup>;
+  /** The conversation list is unfolded (it folds only where the element is narrow, as on a phone). */
+  declare listOpen: boolean;
   /** The conversation whose delete button asks first (see deleteQuestion). */
   declare deleting: string | null;
 
@@ -262,6 +268,7 @@ export class AgentFlowChat extends LitElement implements EngineUser {
     this.trainingNotice = null;
     this.storageNotice = null;
     this.openGroups = new Set();
+    this.listOpen = false;
     this.deleting = null;
   }
 
@@ -270,6 +277,8 @@ export class AgentFlowChat extends LitElement implements EngineUser {
     css`
     :host {
       display: block;
+      /* The element's own width, not the window's, decides its layout: a page may embed it in a narrow column. */
+      container-type: inline-size;
       font: var(--agentflow-font, 14px/1.45 system-ui, sans-serif);
       color: var(--agentflow-fg, inherit);
       background: var(--agentflow-bg, transparent);
@@ -279,10 +288,20 @@ export class AgentFlowChat extends LitElement implements EngineUser {
     }
     .layout { display: grid; grid-template-columns: minmax(11rem, 15rem) minmax(0, 1fr); gap: 1rem; }
     aside { border-right: 1px solid color-mix(in srgb, currentColor 15%, transparent); padding-right: 0.75rem; }
-    /* Stacked on a phone: the list sits above the chat, so its divider goes below it, not down its side. */
-    @media (max-width: 40rem) {
+    .aside-head { display: flex; justify-content: space-between; align-items: center; gap: 0.25rem; }
+    button.fold { display: none; }
+    /*
+     * Stacked on a phone: the list sits above the chat, so its divider goes below it, not down its side, and
+     * it folds into one line naming the conversation shown (unfolded, a long list pushed the chat off screen).
+     */
+    @container (max-width: 40rem) {
       .layout { grid-template-columns: minmax(0, 1fr); }
       aside { border-right: none; padding-right: 0; border-bottom: 1px solid color-mix(in srgb, currentColor 15%, transparent); padding-bottom: 0.5rem; }
+      button.fold { display: block; flex: 1; min-width: 0; text-align: left; border: none; padding: 0.2rem 0; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+      button.fold::before { content: '▸ '; }
+      button.fold[aria-expanded='true']::before { content: '▾ '; }
+      #conv-h { display: none; }
+      aside:not(.open) .conv-body { display: none; }
     }
     aside ul { list-style: none; margin: 0; padding: 0; }
     /* The question gets the sidebar's whole width, up to two lines (all of it on hover); status and actions below. */
@@ -323,7 +342,11 @@ export class AgentFlowChat extends LitElement implements EngineUser {
     .empty { color: var(--_muted); }
     .no-model { border: 1px solid color-mix(in srgb, currentColor 20%, transparent); border-radius: var(--_radius); padding: 0.6rem 0.75rem; }
     .no-model p { margin: 0 0 0.5rem; }
-    .no-model .row, .confirm .row { display: flex; gap: 0.5rem; flex-wrap: wrap; }
+    .confirm .row { display: flex; gap: 0.5rem; flex-wrap: wrap; }
+    .start { list-style: none; margin: 0; padding: 0; display: grid; gap: 0.4rem; }
+    .start li { display: flex; gap: 0.5rem; align-items: baseline; flex-wrap: wrap; }
+    .start li button { flex: none; min-width: 8.5rem; }
+    .start li span { flex: 1 1 12rem; color: var(--_muted); }
     .scripted { font-size: 0.75rem; color: #92400e; margin: 0 0 0.25rem; }
     .confirm { margin-top: 0.4rem; }
     aside li .delete-question { grid-column: 1 / -1; }
@@ -432,6 +455,12 @@ export class AgentFlowChat extends LitElement implements EngineUser {
 
   private async loadSteps(id: string): Promise<void> {
     this.stepsById = { ...this.stepsById, [id]: await getSteps(id, this.dbName) };
+  }
+
+  /** A question chosen in the list: shown, and a folded list (a phone's) folds again so the chat is in view. */
+  private openFromList(id: string): void {
+    this.listOpen = false;
+    void this.open(id);
   }
 
   /** Shows a stored conversation (reopen). */
@@ -933,7 +962,7 @@ ${livePreview(live.module, live.text, live.module === 'executor' ? this.plannedT
 
   private renderListItem(c: ConversationRecord) {
     return html`<li>
-      <button type="button" class="open" part="button conversation" title=${c.query || c.title} aria-current=${this.thread.includes(c.id) ? 'true' : 'false'} @click=${() => this.open(c.id)}>
+      <button type="button" class="open" part="button conversation" title=${c.query || c.title} aria-current=${this.thread.includes(c.id) ? 'true' : 'false'} @click=${() => this.openFromList(c.id)}>
         ${c.title}
       </button>
       <span class="status" data-testid="conversation-status">${this.statusOf(c)}</span>
@@ -945,6 +974,13 @@ ${livePreview(live.module, live.text, live.module === 'executor' ? this.plannedT
             void focusDeleteQuestion(this);
           }}>✕</button>`}
     </li>`;
+  }
+
+  /** The folded list's one line: how many questions, and the one on screen ("Conversations (4): What is 2+2?"). */
+  private foldLabel(questions: number): string {
+    const id = this.live?.id ?? this.thread[0];
+    const shown = id ? (this.conversations.find((c) => c.id === id)?.title ?? this.pending.get(id)) : undefined;
+    return `Conversations (${questions})${shown ? `: ${shown}` : ': new question'}`;
   }
 
   /** Runs the Experiments and Training tabs made: kept apart from the user's questions, folded until opened. */
@@ -970,11 +1006,15 @@ ${livePreview(live.module, live.text, live.module === 'executor' ? this.plannedT
     const groups: Record<ConversationGroup, ConversationRecord[]> = { chat: [], experiment: [], training: [] };
     for (const c of this.conversations) groups[conversationGroup(c)].push(c);
     return html`<div class="layout">
-      <aside part="sidebar" aria-label="Conversations">
-        <div style="display:flex;justify-content:space-between;align-items:center;gap:0.25rem">
+      <aside part="sidebar" aria-label="Conversations" class=${this.listOpen ? 'open' : ''}>
+        <div class="aside-head">
           <strong id="conv-h">Conversations</strong>
+          <button type="button" class="fold" part="button conversations-fold" data-testid="conversations-fold" aria-expanded=${this.listOpen ? 'true' : 'false'} aria-controls="conv-body" @click=${() => (this.listOpen = !this.listOpen)}>
+            ${this.foldLabel(groups.chat.length)}
+          </button>
           <button type="button" part="button" @click=${() => (this.thread = [])} ?disabled=${!!this.live}>New</button>
         </div>
+        <div class="conv-body" id="conv-body">
         ${groups.chat.length === 0 ? html`<p class="empty">None yet.</p>` : nothing}
         <ul aria-labelledby="conv-h" data-testid="conversation-list">
           ${groups.chat.map((c) => this.renderListItem(c))}
@@ -983,6 +1023,7 @@ ${livePreview(live.module, live.text, live.module === 'executor' ? this.plannedT
         ${this.renderGroup('training', 'Training rollouts', groups.training)}
         ${this.conversations.length ? html`<button type="button" part="button" @click=${() => this.exportAll()}>Export all</button>` : nothing}
         ${this.renderToolSwitches()}
+        </div>
       </aside>
       <section aria-label="Chat">
         <div class="messages" part="messages" role="log" aria-label="Messages">
@@ -1016,12 +1057,28 @@ ${livePreview(live.module, live.text, live.module === 'executor' ? this.plannedT
 
   private renderNoModel() {
     if (this.modelsLoading) return html`<div class="no-model" role="status" data-testid="no-model"><p>${this.modelsLoading}</p></div>`;
+    const host = !!this.loadModelAction;
+    // The first screen: three ways in, each a button to the place it names.
     return html`<div class="no-model" part="no-model" data-testid="no-model">
-      <p><strong>No model is loaded</strong>, so the agent cannot answer yet.${this.loadModelAction ? ' Load one (it downloads once and stays in this browser), or try the scripted demo: its answers are made up by a script, not written by a model.' : ' This page has given the chat no model (planner-model attribute or engines property); the scripted demo shows how it works: its answers are made up by a script.'}</p>
-      <div class="row">
-        ${this.loadModelAction ? html`<button type="button" class="primary" part="button" @click=${() => this.loadModelAction?.()}>Load a model</button>` : nothing}
-        <button type="button" part="button" @click=${() => this.useDemo()}>Try the demo</button>
-      </div>
+      <p><strong>No model is loaded</strong>, so the agent cannot answer yet.${host ? ' To start:' : ' This page has given the chat no model (planner-model attribute or engines property); the scripted demo shows how it works.'}</p>
+      <ul class="start" data-testid="start">
+        <li>
+          <button type="button" part="button" @click=${() => this.useDemo()}>Try the demo</button>
+          <span>a scripted agent answers at once, with no download; its answers are made up by a script, not written by a model.</span>
+        </li>
+        ${host
+          ? html`<li>
+              <button type="button" class="primary" part="button" @click=${() => this.loadModelAction?.()}>Load a model</button>
+              <span>for real answers: it downloads once and stays in this browser.</span>
+            </li>`
+          : nothing}
+        ${this.trainToyAction
+          ? html`<li>
+              <button type="button" part="button" @click=${() => this.trainToyAction?.()}>Train the toy</button>
+              <span>watch the planner's training (Flow-GRPO) on a tiny built-in task, in seconds and with no download.</span>
+            </li>`
+          : nothing}
+      </ul>
     </div>`;
   }
 

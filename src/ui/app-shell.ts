@@ -20,6 +20,7 @@ import type { AgentflowExperimentsPanel } from './experiments-panel';
 import './experiments-panel';
 import type { AgentflowModelsPanel, EnginesChosenDetail, ModelsLoadingDetail } from './models-panel';
 import './models-panel';
+import { noticeRole, noticeStyles, type NoticeKind } from './notice-styles';
 import { restoreToolSwitches } from './tool-switches';
 import { ACTIVE_ADAPTER_KEY, type AgentflowTrainingPanel } from './training-panel';
 import './training-panel';
@@ -35,11 +36,11 @@ export const TABS = [
 ] as const;
 export type TabId = (typeof TABS)[number]['id'];
 
-// Without a hash the page opens on Models & GPU: a first visit has to check WebGPU and load models
-// before the agent can answer for real.
+// Without a hash the page opens on Chat: a first visit meets what the app is for, with a short start (try
+// the demo, load a model, train the toy) rather than a table of GPU capabilities (issue 28 item 4).
 function tabFromHash(): TabId {
   const h = globalThis.location?.hash.replace(/^#/, '');
-  return (TABS.find((t) => t.id === h)?.id ?? 'models') as TabId;
+  return (TABS.find((t) => t.id === h)?.id ?? 'chat') as TabId;
 }
 
 export class AgentFlowApp extends LitElement {
@@ -49,6 +50,7 @@ export class AgentFlowApp extends LitElement {
     trainer: { state: true },
     enginesLabel: { state: true },
     notice: { state: true },
+    noticeKind: { state: true },
     loading: { state: true },
     storage: { state: true },
     dbName: { type: String, attribute: 'db-name' },
@@ -62,6 +64,8 @@ export class AgentFlowApp extends LitElement {
   declare trainer: PlannerTrainer | undefined;
   declare enginesLabel: string;
   declare notice: string | null;
+  /** How `notice` is drawn: a swap done is news, not a failure. */
+  declare noticeKind: NoticeKind;
   /** Models & GPU is loading models (at start: the last ones, from the cache). */
   declare loading: ModelsLoadingDetail | null;
   /** Another tab or the browser took the database away (or holds it up): shown above every tab. */
@@ -79,6 +83,7 @@ export class AgentFlowApp extends LitElement {
     this.trainer = undefined;
     this.enginesLabel = 'none';
     this.notice = null;
+    this.noticeKind = 'info';
     this.loading = null;
     this.storage = null;
     registerBuiltinTools(this.registry, {
@@ -90,7 +95,7 @@ export class AgentFlowApp extends LitElement {
     void restoreToolSwitches(this.registry);
   }
 
-  static override styles = css`
+  static override styles = [noticeStyles, css`
     :host { display: block; max-width: 72rem; margin: 0 auto; padding: 1rem; font: 14px/1.45 system-ui, sans-serif; }
     h1 { font-size: 1.4rem; margin: 0 0 0.25rem; }
     .privacy { font-size: 0.9rem; opacity: 0.8; margin: 0 0 0.75rem; }
@@ -102,9 +107,8 @@ export class AgentFlowApp extends LitElement {
     @media (max-width: 30rem) { [role='tablist'] { gap: 0; } [role='tab'] { padding: 0.45rem 0.5rem; } }
     .engines { font-size: 0.85rem; margin: 0 0 0.75rem; display: flex; gap: 0.5rem; align-items: center; flex-wrap: wrap; }
     .engines button { font: inherit; padding: 0.1rem 0.5rem; cursor: pointer; }
-    .demo { color: #92400e; }
-    .notice { color: var(--agentflow-error-color, #b00020); }
-  `;
+    .engines.none { color: color-mix(in srgb, currentColor 75%, transparent); }
+  `];
 
   override connectedCallback(): void {
     super.connectedCallback();
@@ -136,7 +140,7 @@ export class AgentFlowApp extends LitElement {
 
   private onEngines = (e: CustomEvent<EnginesChosenDetail>) => {
     const detail = e.detail;
-    this.swaps = this.swaps.then(() => this.swapEngines(detail)).catch((err: unknown) => void (this.notice = `Could not switch the models: ${(err as Error)?.message ?? String(err)}`));
+    this.swaps = this.swaps.then(() => this.swapEngines(detail)).catch((err: unknown) => this.say(`Could not switch the models: ${(err as Error)?.message ?? String(err)}`, 'error'));
   };
 
   /** What runs on the loaded engines now (a training run, an experiment, a chat answer), tab by tab. */
@@ -161,7 +165,7 @@ export class AgentFlowApp extends LitElement {
       // Something started while the last ones stopped is stopped too (a few rounds at most in practice).
       let uses = this.enginesInUse();
       for (let round = 0; uses.length && round < SWAP_STOP_ROUNDS; round++, uses = this.enginesInUse()) {
-        this.notice = `Stopping ${describeUses(uses)} to switch to the new models…`;
+        this.say(`Stopping ${describeUses(uses)} to switch to the new models…`, 'info');
         await Promise.all(uses.map((u) => u.stop().catch(() => undefined)));
         for (const u of uses) stopped.set(u.what, u);
       }
@@ -169,7 +173,7 @@ export class AgentFlowApp extends LitElement {
         // Still running after every round (it keeps restarting, or its stop did not take): disposing the old
         // engines would cut it mid-call, so the new ones go instead and nothing that runs is touched.
         (d.engines as { dispose?: () => void }).dispose?.();
-        this.notice = `Did not switch to ${d.label}: ${describeUses(uses)} kept running on the loaded models. Stop it, then load again.`;
+        this.say(`Did not switch to ${d.label}: ${describeUses(uses)} kept running on the loaded models. Stop it, then load again.`, 'error');
         return;
       }
       this.loaded?.dispose?.();
@@ -178,7 +182,7 @@ export class AgentFlowApp extends LitElement {
     this.engines = d.engines;
     this.trainer = d.trainer;
     this.enginesLabel = d.label;
-    this.notice = stopped.size ? `Switched to ${d.label}. Stopped first: ${[...stopped.values()].map((u) => `${u.what} (${u.kept})`).join('; ')}.` : null;
+    this.say(stopped.size ? `Switched to ${d.label}. Stopped first: ${[...stopped.values()].map((u) => `${u.what} (${u.kept})`).join('; ')}.` : null, 'info');
     void this.syncAdapter();
   }
 
@@ -190,8 +194,13 @@ export class AgentFlowApp extends LitElement {
     this.engines = undefined;
     this.trainer = undefined;
     this.enginesLabel = 'none';
-    this.notice = `The models stopped (${e.detail.error.message}). Load them again in Models & GPU.`;
+    this.say(`The models stopped (${e.detail.error.message}). Load them again in Models & GPU.`, 'error');
   };
+
+  private say(text: string | null, kind: NoticeKind): void {
+    this.notice = text;
+    this.noticeKind = kind;
+  }
 
   private get modelsPanel(): AgentflowModelsPanel | null {
     return this.renderRoot.querySelector('agentflow-models-panel');
@@ -235,7 +244,7 @@ export class AgentFlowApp extends LitElement {
     try {
       await activateStoredAdapter(client, id, this.dbName);
     } catch (err) {
-      this.notice = `Could not activate the adapter ${id}: ${(err as Error).message}`;
+      this.say(`Could not activate the adapter ${id}: ${(err as Error).message}`, 'error');
       await putSetting(ACTIVE_ADAPTER_KEY, (await client.info()).activeAdapter, this.dbName).catch(() => undefined);
     }
   }
@@ -258,6 +267,17 @@ export class AgentFlowApp extends LitElement {
       const panel = this.modelsPanel;
       await panel?.updateComplete;
       (panel?.renderRoot.querySelector('#planner-model') as HTMLElement | null)?.focus();
+    });
+  };
+
+  /** The chat's "Train the toy": the Training tab (the toy is its default task), at its start button. */
+  private readonly gotoToy = (): void => {
+    this.select('training');
+    void this.updateComplete.then(async () => {
+      const panel = this.renderRoot.querySelector<AgentflowTrainingPanel>('agentflow-training-panel');
+      await panel?.updateComplete;
+      const start = [...(panel?.renderRoot.querySelectorAll('button') ?? [])].find((b) => /start training/i.test(b.textContent ?? ''));
+      (start ?? (this.renderRoot.querySelector('#tab-training') as HTMLElement | null))?.focus();
     });
   };
 
@@ -286,10 +306,10 @@ export class AgentFlowApp extends LitElement {
       </p>`;
     }
     if (!this.engines) {
-      return html`<p class="engines demo" data-testid="engines">No model is loaded: load models in Models & GPU, or try the scripted demo from Chat.</p>`;
+      return html`<p class="engines none" data-testid="engines">No model is loaded: load models in Models & GPU, or try the scripted demo from Chat.</p>`;
     }
     const demo = isScripted(this.engines);
-    return html`<p class="engines ${demo ? 'demo' : ''}" data-testid="engines">Engines: ${this.enginesLabel}${demo ? ' — answers are scripted, no model writes them. Load models in Models & GPU.' : ''}</p>`;
+    return html`<p class="engines" data-testid="engines">Engines: ${this.enginesLabel}${demo ? ' — answers are scripted, no model writes them. Load models in Models & GPU.' : ''}</p>`;
   }
 
   override render() {
@@ -301,17 +321,17 @@ export class AgentFlowApp extends LitElement {
       </header>
       ${this.renderEngines()}
       ${this.storage
-        ? html`<p role="alert" class="notice" data-testid="storage-banner">${this.storage.message}
+        ? html`<p role="alert" class="notice error" data-testid="storage-banner">${this.storage.message}
             ${this.storage.kind === 'blocked' ? '' : html`<button type="button" @click=${() => location.reload()}>Reload</button>`}</p>`
         : ''}
-      ${this.notice ? html`<p role="alert" class="notice" data-testid="app-notice">${this.notice}</p>` : ''}
+      ${this.notice ? html`<p role=${noticeRole(this.noticeKind)} class="notice ${this.noticeKind}" data-testid="app-notice">${this.notice}</p>` : ''}
       <div role="tablist" aria-label="Sections" @keydown=${this.onTabKey}>
         ${TABS.map(
           (t) => html`<button role="tab" id=${`tab-${t.id}`} aria-selected=${this.tab === t.id ? 'true' : 'false'} aria-controls=${`panel-${t.id}`} tabindex=${this.tab === t.id ? 0 : -1} @click=${() => this.select(t.id)}>${t.label}</button>`,
         )}
       </div>
       <section role="tabpanel" id="panel-chat" aria-labelledby="tab-chat" ?hidden=${this.tab !== 'chat'}>
-        <agentflow-chat db-name=${this.dbName ?? nothing} .hideStorageNotices=${true} .engines=${this.engines} .registry=${this.registry} .modelsLoading=${loadingText} .loadModelAction=${this.gotoModels} @agentflow-engines-lost=${this.onEnginesLost}></agentflow-chat>
+        <agentflow-chat db-name=${this.dbName ?? nothing} .hideStorageNotices=${true} .engines=${this.engines} .registry=${this.registry} .modelsLoading=${loadingText} .loadModelAction=${this.gotoModels} .trainToyAction=${this.gotoToy} @agentflow-engines-lost=${this.onEnginesLost}></agentflow-chat>
       </section>
       <section role="tabpanel" id="panel-experiments" aria-labelledby="tab-experiments" ?hidden=${this.tab !== 'experiments'}>
         <agentflow-experiments-panel db-name=${this.dbName ?? nothing} .engines=${this.engines} .registry=${this.registry}></agentflow-experiments-panel>

@@ -60,6 +60,10 @@ describe('deleting stored work asks first', () => {
     try {
       const listed = () => [...el.renderRoot.querySelectorAll('[data-testid="conversation-list"] button.open')].some((b) => b.textContent?.includes('Keep me?'));
       await expect.poll(listed).toBe(true);
+      // The test page is phone-wide (414 px): the list is folded there, and unfolded as a user would.
+      await el.updateComplete;
+      const fold = el.renderRoot.querySelector<HTMLButtonElement>('[data-testid="conversations-fold"]')!;
+      if (fold.getBoundingClientRect().height > 0) fold.click();
       await askThenDelete(el, 'conversation “Keep me?”', 'this conversation', 'Delete conversation “Keep me?”', async () => !!(await getConversation(conv.id, dbName)), listed);
     } finally {
       el.remove();
