@@ -19,6 +19,7 @@ import { formatBytes } from '../../src/ui/progress-tracker';
 import { poll } from '../support/poll';
 import { explainFailure } from '../support/page-state';
 import { buildApp } from '../support/build-app';
+import { startDevServer } from '../support/vite-server';
 
 let server: StaticServer;
 /** The same model folder on another origin, served as `python3 -m http.server` serves it: no CORS headers. */
@@ -130,6 +131,25 @@ describe('the built site as an offline app', () => {
     await page.screenshot({ path: join(shots, 'offline-demo-python.png'), fullPage: true });
     expect(errors).toEqual([]);
     await context.close();
+  });
+});
+
+describe('the dev server', () => {
+  it('registers no service worker, so `npm start` always serves the current source', async () => {
+    const dev = await startDevServer();
+    const context = await browser.newContext();
+    try {
+      const page = await context.newPage();
+      await page.goto(`${dev.base}/#chat`);
+      await page.locator('agentflow-app [role="tablist"]').waitFor({ timeout: 120_000 });
+      // The page's load event has passed (when a build's registerSW.js registers): still no worker.
+      await page.waitForFunction(() => document.readyState === 'complete');
+      expect(await page.evaluate(async () => (await navigator.serviceWorker.getRegistrations()).length)).toBe(0);
+      expect(await page.locator('script[src*="registerSW"]').count()).toBe(0);
+    } finally {
+      await context.close();
+      await dev.close();
+    }
   });
 });
 
