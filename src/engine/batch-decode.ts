@@ -14,6 +14,8 @@ import { readBuffer } from '../gpu/buffers';
 import { DRAW_LOG_WORDS, parseDrawLog, type GpuSampler } from '../kernels/sampling/sampling';
 import { acceptToken, DECODE_AHEAD, REDRAW_WINDOW, type DecodeLoop } from './decode-loop';
 import { unlessStalled } from './decode-stall';
+import { logSumExp } from '../kernels/sampling/draw';
+import { drawMasked } from './grammar/masked-draw';
 
 /** Logits for a draw on the CPU: a sampler reads the first row of its buffer. */
 export interface BatchSlot {
@@ -43,6 +45,11 @@ export interface BatchRow {
   /** us[i]: the uniform of token i, drawn from l.rng in token order when first needed. */
   us: number[];
   done: boolean;
+  /**
+   * Its next token's logits are already at `at` (forced tokens were appended, their forward gave them):
+   * the next in-step round draws without a step for it.
+   */
+  ready?: boolean;
 }
 
 export interface BatchHost {
@@ -69,6 +76,13 @@ export interface BatchHost {
   unlessLost<T>(p: Promise<T>, doing: string): Promise<T>;
   /** How long one wait for a GPU read may last before the decode fails (decode-stall.ts). */
   stallMs: number;
+  /**
+   * Runs `run` (tokens of row r at positions start..) into its region of the cache in one forward, sets
+   * r.at to the last one's logits, and returns log p(run[j + 1]) for j < run.length - 1.
+   */
+  append(r: BatchRow, run: number[], start: number): Promise<Float32Array>;
+  /** Most tokens one append takes (its logprob rows). */
+  maxAppend: number;
 }
 
 /** `p` (a GPU read), failing if the device is lost or the read is still pending after h.stallMs. */
@@ -91,7 +105,9 @@ export async function decodeRows(h: BatchHost, rows: BatchRow[], ahead: boolean)
   }
   if (ahead && live.length) live = await decodeAhead(h, live, firstOnGpu ? 0 : 1);
   while (live.length) {
-    await h.step(live, live[0].l.tokens.length, 'cpu');
+    // Rows whose forced tokens were just appended have their logits already.
+    const stepping = live.filter((r) => !r.ready);
+    if (stepping.length) await h.step(stepping, stepping[0].l.tokens.length, 'cpu');
     await drawInStep(h, live);
     live = live.filter((r) => !r.done);
   }
@@ -99,6 +115,11 @@ export async function decodeRows(h: BatchHost, rows: BatchRow[], ahead: boolean)
 
 /** Every row's token from the logits its `at` holds, drawn on the CPU (their read-backs overlap). */
 async function drawInStep(h: BatchHost, rows: BatchRow[]): Promise<void> {
+  const free = rows.filter((r) => !r.l.o.constraint);
+  await Promise.all([drawFree(h, free), ...rows.filter((r) => r.l.o.constraint).map((r) => drawConstrained(h, r))]);
+}
+
+async function drawFree(h: BatchHost, rows: BatchRow[]): Promise<void> {
   const drawn = await Promise.all(
     rows.map(async (r) => {
       const i = r.l.tokens.length;
@@ -109,6 +130,52 @@ async function drawInStep(h: BatchHost, rows: BatchRow[]): Promise<void> {
   rows.forEach((r, j) => {
     if (!acceptToken(r.l, drawn[j].token, drawn[j].logprob)) r.done = true;
   });
+}
+
+/**
+ * A constrained row's turn: its logits read back whole, then either the tokens its grammar forces now (a
+ * reply's opening keys) or a draw among the tokens it allows, followed by any it forces after that draw.
+ * Forced tokens are appended in one forward with the drawn token (host.append), whose logits serve the
+ * next round; their logprobs are the model's own from that forward (the first's from these logits).
+ */
+async function drawConstrained(h: BatchHost, r: BatchRow): Promise<void> {
+  const c = r.l.o.constraint!;
+  const l = r.l;
+  const i = l.tokens.length;
+  const logits = new Float32Array(await settled(h, readBuffer(h.ctx, r.at.logits, h.vocab * 4), 'reading logits', () => `the logits of token ${i} (row ${r.b})`));
+  l.o.onLogits?.(logits);
+  r.ready = false;
+  // The cache holds the row's tokens before i; these logits are token i's.
+  const forcedNow = c.forced(Math.min(l.maxNew - i, h.maxAppend));
+  if (forcedNow.length) {
+    const lps = forcedNow.length > 1 ? await h.append(r, forcedNow, l.prompt.length + i) : null;
+    const lse = logSumExp(logits);
+    takeForced(r, forcedNow, [logits[forcedNow[0]] - lse, ...(lps ?? [])]);
+    // A single forced token was not run: the next step runs it, as a drawn one.
+    if (forcedNow.length > 1 && !r.done) r.ready = true;
+    return;
+  }
+  const mask = await c.allowedMask();
+  const d = drawMasked(logits, mask, l.o, uniform(r, i));
+  if (!c.accept(d.token)) throw new Error(`constrained decode: the grammar rejected token ${d.token}, which its own mask allowed (row ${r.b})`);
+  if (!acceptToken(l, d.token, d.logprob)) {
+    r.done = true;
+    return;
+  }
+  const after = c.forced(Math.min(l.maxNew - l.tokens.length, h.maxAppend));
+  if (!after.length) return;
+  const lps = await h.append(r, [d.token, ...after], l.prompt.length + i);
+  takeForced(r, after, Array.from(lps));
+  if (!r.done) r.ready = true;
+}
+
+function takeForced(r: BatchRow, ids: number[], logprobs: number[]): void {
+  for (const [j, id] of ids.entries()) {
+    if (!acceptToken(r.l, id, logprobs[j], true)) {
+      r.done = true;
+      return;
+    }
+  }
 }
 
 /**

@@ -14,13 +14,13 @@ import { batchLayout } from './batch-layout';
 import { generationOf, type DecodeLoop } from './decode-loop';
 import { recordedDecode } from './decode-record';
 import { recordLogits } from './forward';
-import { layoutRequest, loopFor, type CheckedRequest } from './generate-request';
+import { canShareHead, layoutRequest, loopFor, type CheckedRequest } from './generate-request';
 import type { TokenGeneration } from './generation';
 import { dispatchStep, encodeSteps, type Step } from './graph';
 import { submitSteps, unlessLost } from './gpu-calls';
 import type { KvCache } from './kv-cache';
 import { NonFiniteLogprob } from './non-finite';
-import { prefill } from './prefill';
+import { appendRun, prefill } from './prefill';
 import { decodeRowBucket } from './runtime-options';
 import type { RuntimeResources } from './runtime-resources';
 
@@ -97,7 +97,7 @@ export class BatchDecoder {
     const res = this.res;
     const { ctx } = res;
     const V = res.config.vocabSize;
-    const layout = batchLayout(reqs.map(layoutRequest), res.fusedDecode);
+    const layout = batchLayout(reqs.map(layoutRequest), canShareHead(reqs, res.fusedDecode));
     const { bases, offsets, shared, staging, rows } = layout;
     // Grown once to batchContext, not per batch size (growing drops what the cache held).
     const kv = await res.kvCache(rows > res.limits.maxContext ? res.limits.batchContext : res.limits.maxContext);
@@ -156,10 +156,14 @@ export class BatchDecoder {
       step: (rows, i, ids, us) => (i === 0 ? this.firstDraw(run, rows, us!) : this.step(run, rows, i, ids, us)),
       unlessLost: (p, doing) => unlessLost(ctx, p, doing),
       stallMs: res.limits.stallMs,
+      append: (r, tokens, start) => this.append(run, r, tokens, start),
+      // An append's logprobs take the prefill plan's logits rows, and its rows one chunk.
+      maxAppend: Math.max(1, Math.min(res.limits.logitsRows, res.limits.maxBatchRows - 1)),
     };
-    // The logits callback needs every row read back, and top-k above the GPU's candidates needs the CPU.
+    // The logits callback needs every row read back, top-k above the GPU's candidates needs the CPU, and a
+    // constrained row's draw needs its grammar's mask (so a batch with one decodes in step).
     try {
-      await decodeRows(host, batch, reqs.every((r) => !r.o.onLogits && gpuDrawServes(r.o, V)));
+      await decodeRows(host, batch, reqs.every((r) => !r.o.onLogits && !r.o.constraint && gpuDrawServes(r.o, V)));
     } catch (e) {
       if (e instanceof NonFiniteLogprob) e.request = loops.indexOf(e.loop as DecodeLoop);
       throw e;
@@ -177,6 +181,26 @@ export class BatchDecoder {
     this.slots = [];
     for (const b of [this.rowsBuffer, this.prefixes, this.scratch]) b?.destroy();
     this.rowsBuffer = this.prefixes = this.scratch = null;
+  }
+
+  /**
+   * BatchHost.append: `tokens` of row r run at positions start.. into its region (one forward), the last
+   * one's logits left where the row's next draw reads them (a batch's row: its slot).
+   */
+  private async append(run: BatchRun, r: BatchRow, tokens: number[], start: number): Promise<Float32Array> {
+    if (r.offset !== 0) throw new Error(`BatchDecoder: row ${r.b} shares a prompt head; forced tokens need its whole region`);
+    const res = this.res;
+    const { plan, logprobs } = await appendRun(res, tokens, start, r.base);
+    if (run.lone) {
+      r.at = { logits: plan.logits, sampler: await res.sampler(plan) };
+    } else {
+      if (!r.slot) throw new Error(`BatchDecoder: row ${r.b} has no logits slot`);
+      const enc = res.ctx.device.createCommandEncoder({ label: 'forced tokens logits' });
+      enc.copyBufferToBuffer(plan.logits, 0, r.slot.logits, 0, res.config.vocabSize * 4);
+      res.ctx.device.queue.submit([enc.finish()]);
+      r.at = r.slot;
+    }
+    return logprobs;
   }
 
   /** A buffer of at least `bytes` for copying prompt rows between regions of the cache (kept for later batches). */
@@ -246,14 +270,16 @@ export class BatchDecoder {
     // the pad row only, the token id its ids entry still holds (always a valid id); logits not used.
     const m = pad >= 0 ? decodeRowBucket(n, maxDecodeRows) : n;
     const padded = <T>(xs: T[], fill: T) => xs.concat(Array<T>(m - n).fill(fill));
-    const pos = rows.map((r) => r.l.prompt.length + i - 1);
+    // In step each row runs its own last token (rows that took forced tokens are ahead of the others).
+    const at = (r: BatchRow) => (ids === 'cpu' ? r.l.tokens.length : i);
+    const pos = rows.map((r) => r.l.prompt.length + at(r) - 1);
     const cacheRows = padded(rows.map((r, j) => r.base + pos[j] - r.offset), pad);
     writeBuffer(ctx, decode.pos, Uint32Array.from(padded(pos, 0)));
     writeBuffer(ctx, decode.ranges, Uint32Array.from(padded(rows.map((r, j): [number, number] => [r.base, cacheRows[j] + 1]), [pad, pad + 1]).flat()));
     if (!lone) writeBuffer(ctx, this.rowsBuffer!, Uint32Array.from(cacheRows));
     // The fused decode reads each row's shared prefix first (the general decode has whole regions).
     if (!lone && this.prefixes) writeBuffer(ctx, this.prefixes, Uint32Array.from(padded(rows.map((r): [number, number] => [0, r.offset]), [0, 0]).flat()));
-    if (ids === 'cpu') writeBuffer(ctx, decode.ids, Uint32Array.from(rows.map((r) => r.l.tokens[i - 1])));
+    if (ids === 'cpu') writeBuffer(ctx, decode.ids, Uint32Array.from(rows.map((r) => r.l.tokens[at(r) - 1])));
     // A batch of one is at cache row = position from row 0: the one-row decode, its K/V row an encode input.
     const forward = lone ? await recordedDecode(res, decode, kv, pos[0]) : await recordedDecode(res, decode, kv, Math.max(...pos), { n: m, rows: this.rowsBuffer!, prefixes: this.prefixes ?? undefined });
     const logitSteps = await res.records.get(`decodeLogits:${m}`, () => recordLogits(ctx, decode, res.weights, 0, m));

@@ -23,6 +23,8 @@ export interface DecodeLoop {
   t1: number;
   finishReason: TokenGeneration['finishReason'];
   redrawn: number;
+  /** forced[t]: token t was appended by the constraint's jump-forward, not drawn. */
+  forced: boolean[];
 }
 
 export const now = () => (typeof performance !== 'undefined' ? performance.now() : Date.now());
@@ -31,7 +33,7 @@ export const now = () => (typeof performance !== 'undefined' ? performance.now()
  * Takes token i, returns whether generation goes on: streams it, then applies EOS, the caller's stop and
  * the abort signal (the same checks, in the same order, on both decode paths).
  */
-export function acceptToken(l: DecodeLoop, id: number, logprob: number): boolean {
+export function acceptToken(l: DecodeLoop, id: number, logprob: number, forced = false): boolean {
   // Finite logits always give a finite log-prob: this token was drawn from activations that overflowed f32.
   if (!Number.isFinite(logprob)) throw new NonFiniteLogprob(l.prompt.concat(l.tokens), l);
   if (l.tokens.length === 0) {
@@ -40,8 +42,10 @@ export function acceptToken(l: DecodeLoop, id: number, logprob: number): boolean
   }
   l.tokens.push(id);
   l.logprobs.push(logprob);
+  l.forced.push(forced);
   const userStop = l.o.onToken?.(id, logprob) === true;
-  if (l.stop.has(id) || userStop) {
+  // A grammar that terminated allows nothing more (it ends on one of the stop ids, so this is a safeguard).
+  if (l.stop.has(id) || userStop || l.o.constraint?.terminated) {
     l.finishReason = 'stop';
     return false;
   }
@@ -60,5 +64,7 @@ export function emptyGeneration(finishReason: 'abort' | 'length'): TokenGenerati
 /** A finished loop's result; `reused` prompt tokens came from the KV cache. */
 export function generationOf(l: DecodeLoop, reused: number): TokenGeneration {
   const { tokens, logprobs, prefillMs, t1, finishReason, redrawn } = l;
-  return { tokens, logprobs, finishReason, prefillMs, decodeMs: tokens.length > 1 ? now() - t1 : 0, reusedPrefixTokens: reused, redrawnTokens: redrawn };
+  const g: TokenGeneration = { tokens, logprobs, finishReason, prefillMs, decodeMs: tokens.length > 1 ? now() - t1 : 0, reusedPrefixTokens: reused, redrawnTokens: redrawn };
+  if (l.o.constraint) g.forced = l.forced;
+  return g;
 }

@@ -270,6 +270,8 @@ function recording(o: GenerateTokensOptions, log: Streamed[]): GenerateTokensOpt
  * ends, as it did in the batch.
  */
 function replaying(o: GenerateTokensOptions, log: Streamed[]): { options: GenerateTokensOptions; release: () => void } {
+  // The failed batch moved the grammar on; the rerun starts from the reply's beginning.
+  o.constraint?.reset();
   const user = o.onToken;
   if (!user || log.length === 0) return { options: { ...o, reusePrefix: false }, release: () => undefined };
   const ac = new AbortController();

@@ -36,7 +36,13 @@ export function checkGenerate(config: Qwen2Config, maxContext: number, prompt: n
 
 /** A new decode loop's state for a checked request (a fresh Rng from its seed). */
 export function loopFor(c: CheckedRequest): DecodeLoop {
-  return { prompt: c.prompt, o: c.o, maxNew: c.maxNew, stop: c.stop, rng: new Rng(c.o.seed ?? 0), tokens: [], logprobs: [], t0: now(), prefillMs: 0, t1: 0, finishReason: 'length', redrawn: 0 };
+  return { prompt: c.prompt, o: c.o, maxNew: c.maxNew, stop: c.stop, rng: new Rng(c.o.seed ?? 0), tokens: [], logprobs: [], t0: now(), prefillMs: 0, t1: 0, finishReason: 'length', redrawn: 0, forced: [] };
+}
+
+/** Whether a batch of these requests may store a common prompt head once (fused decode, no constraint: a
+ * constrained row appends forced tokens with a prefill, whose attention reads one contiguous key range). */
+export function canShareHead(reqs: CheckedRequest[], fusedDecode: boolean): boolean {
+  return fusedDecode && !reqs.some((r) => r.o.constraint);
 }
 
 /** What batchLayout needs of a request. */

@@ -36,6 +36,8 @@ export interface TokenConstraint {
   forced(limit: number): number[];
   /** True once a stop token ended a complete value. */
   readonly terminated: boolean;
+  /** Back to the grammar's start (a call run again alone after its batch failed). */
+  reset(): void;
 }
 
 export interface TokenGeneration {

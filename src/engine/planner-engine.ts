@@ -10,9 +10,10 @@ import { defaultMaxContext, Qwen2Runtime, type GenerateTokensOptions, type Runti
 import { convTemplateProblem, MLC_CHAT_CONFIG } from './tokenizer/conv-template';
 import { StreamingDecoder, Tokenizer } from './tokenizer/tokenizer';
 import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from './types';
+import { SchemaGrammar, type GrammarTokenizer, type SchemaMatcher } from './grammar/json-schema-constraint';
 
-/** What the engine needs of a tokenizer (tokenizer/tokenizer.ts's Tokenizer). */
-export type ChatTokenizer = Pick<Tokenizer, 'encodeChat' | 'decode' | 'tokenId'>;
+/** What the engine needs of a tokenizer (tokenizer/tokenizer.ts's Tokenizer); a jsonSchema needs vocabulary and encode too. */
+export type ChatTokenizer = Pick<Tokenizer, 'encodeChat' | 'decode' | 'tokenId'> & Partial<Pick<Tokenizer, 'vocabulary' | 'encode'>>;
 
 export interface PlannerLoadOptions extends Omit<RuntimeOptions, 'onProgress'> {
   /** Shown in `id` ('planner:<name>'); default: the source's label. */
@@ -216,7 +217,17 @@ export class PlannerEngine implements ChatEngine {
         return false;
       },
     };
-    const out = await this.batcher.submit(promptTokens, g, adapterId);
+    const matcher = options.jsonSchema !== undefined ? await this.schemaMatcher(options.jsonSchema) : null;
+    if (matcher) g.constraint = matcher;
+    let out: Awaited<ReturnType<GenerateBatcher['submit']>>;
+    try {
+      out = await this.batcher.submit(promptTokens, g, adapterId);
+    } finally {
+      if (matcher) {
+        this.grammarMs += matcher.grammarMs;
+        matcher.dispose();
+      }
+    }
     let text: string;
     if (stoppedBy !== null) {
       text = decoder.text.slice(0, shown);
@@ -225,7 +236,7 @@ export class PlannerEngine implements ChatEngine {
       text = decoder.text;
       if (text.length > shown) options.onToken?.(text.slice(shown));
     }
-    return {
+    const result: GenerationResult = {
       text,
       promptTokens: [...promptTokens],
       tokens: out.tokens,
@@ -234,6 +245,23 @@ export class PlannerEngine implements ChatEngine {
       finishReason: out.finishReason,
       timings: { prefillMs: out.prefillMs, decodeMs: out.decodeMs, cachedPromptTokens: out.reusedPrefixTokens },
     };
+    if (matcher) {
+      result.forced = out.forced ?? out.tokens.map(() => false);
+      result.forcedTokens = result.forced.filter(Boolean).length;
+    }
+    return result;
+  }
+
+  /** Milliseconds spent in the grammar library (masks, accepts, jump-forward) over this engine's life. */
+  grammarMs = 0;
+
+  /** A fresh matcher for `schema` over this engine's tokenizer (the compiled grammar is cached). */
+  private async schemaMatcher(schema: string): Promise<SchemaMatcher> {
+    const t = this.tokenizer;
+    if (typeof schema !== 'string' || schema.trim() === '') throw new Error('jsonSchema must be JSON Schema text');
+    if (!t.vocabulary || !t.encode) throw new Error(`${this.id}: its tokenizer gives no vocabulary, so a jsonSchema cannot be compiled`);
+    const grammar = await SchemaGrammar.for(t as GrammarTokenizer, { vocabSize: this.runtime.config.vocabSize, stopIds: this.stopIds });
+    return grammar.matcher(schema);
   }
 
   destroy(): void {

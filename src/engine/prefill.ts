@@ -3,9 +3,9 @@
 // logits.
 import type { ActivationPlan } from './activations';
 import { packSequences, writeBatch } from './batch';
-import { recordForward, recordLogits, ROW0_INPUT } from './forward';
+import { recordForward, recordLogits, recordTargetLogprobs, ROW0_INPUT } from './forward';
 import type { Step } from './graph';
-import { submitSteps } from './gpu-calls';
+import { readF32, submitSteps } from './gpu-calls';
 import type { KvCache } from './kv-cache';
 import { bucket } from './runtime-options';
 import type { RuntimeResources } from './runtime-resources';
@@ -62,4 +62,35 @@ async function prefillChunk(res: RuntimeResources, tokens: number[], start: numb
   const logitSteps = await res.records.get(`lastLogits:${plan.rows}`, () => recordLogits(ctx, plan, weights, ROW0_INPUT, 1));
   submitSteps(ctx, [forward, logitSteps], 'prefill', { cacheRow: base + start, row0: P - 1 });
   return plan;
+}
+
+/**
+ * Appends `run` to a sequence in the cache: its tokens at positions start.. (cache rows base + start..),
+ * attending to the sequence's rows before them, exactly run.length rows (no padding rows: in a batch the
+ * rows past a sequence's tokens may be another's). Leaves the last token's logits in row 0 of the returned
+ * plan's logits, and returns log p(run[j + 1] | ...) for j < run.length - 1 (the model's own, temperature 1).
+ * Jump-forward under a constraint: the forced tokens enter the cache in one forward, not one each.
+ */
+export async function appendRun(res: RuntimeResources, run: number[], start: number, base: number): Promise<{ plan: ActivationPlan; logprobs: Float32Array }> {
+  const { ctx, weights } = res;
+  const P = run.length;
+  const kv = await res.kvCache();
+  if (P < 1 || P > res.limits.maxBatchRows) throw new Error(`appendRun: ${P} tokens, outside 1..${res.limits.maxBatchRows}`);
+  if (base + start + P > kv.maxCtx) throw new Error(`appendRun: ${P} tokens at cache row ${base + start} do not fit the cache's ${kv.maxCtx} rows`);
+  const plan = await res.plan('batch', P);
+  if (P - 1 > plan.logitsRows) throw new Error(`appendRun: ${P - 1} logprobs exceed the plan's ${plan.logitsRows} logits rows`);
+  const batch = packSequences([run], P);
+  for (let r = 0; r < P; r++) {
+    batch.pos[r] = start + r;
+    batch.ranges[2 * r] = base;
+    batch.ranges[2 * r + 1] = base + start + r + 1;
+  }
+  writeBatch(ctx, plan, batch);
+  const forward = await res.records.get(`prefill:${plan.rows}:${P}`, (adapter) => recordForward(ctx, { plan, weights, adapter, n: P, cache: { kv } }));
+  // Target logprobs first: they use the logits rows that the last row's logits then overwrite at row 0.
+  const targets = P > 1 ? await res.records.get(`appendLogprobs:${plan.rows}:${P - 1}`, () => recordTargetLogprobs(ctx, plan, weights, 0, P - 1)) : [];
+  const logitSteps = await res.records.get(`lastLogits:${plan.rows}`, () => recordLogits(ctx, plan, weights, ROW0_INPUT, 1));
+  submitSteps(ctx, [forward, targets, logitSteps], 'appending forced tokens', { cacheRow: base + start, row0: P - 1 });
+  const logprobs = P > 1 ? await readF32(ctx, plan.logprobs, P - 1, 0, 'appending forced tokens') : new Float32Array(0);
+  return { plan, logprobs };
 }

@@ -14,7 +14,7 @@ import { BatchDecoder } from './batch-host';
 import { batchLayout } from './batch-layout';
 import { emptyGeneration } from './decode-loop';
 import { decodeParamsBytes, prepareDecodeParams, releaseDecodeParams } from './decode-forward';
-import { checkGenerate, layoutRequest, type CheckedRequest } from './generate-request';
+import { canShareHead, checkGenerate, layoutRequest, type CheckedRequest } from './generate-request';
 import type { GenerateRequest, GenerateTokensOptions, TokenGeneration } from './generation';
 import { readF32 } from './gpu-calls';
 import type { Qwen2Config } from './io/config';
@@ -191,7 +191,7 @@ export class Qwen2Runtime {
         else live.push(i);
       });
       // Requests in order, as many at a time as fit the decode rows and the cache (batch-layout.ts).
-      const fits = (g: number[]) => batchLayout(g.map((i) => layoutRequest(checked[i])), this.res.fusedDecode).rows <= this.batchContext;
+      const fits = (g: number[]) => batchLayout(g.map((i) => layoutRequest(checked[i])), canShareHead(g.map((i) => checked[i]), this.res.fusedDecode)).rows <= this.batchContext;
       for (let k = 0; k < live.length; ) {
         const group = [live[k++]];
         while (k < live.length && group.length < this.maxDecodeRows && fits([...group, live[k]])) group.push(live[k++]);

@@ -49,6 +49,11 @@ export interface GenerationResult {
   finishReason: FinishReason;
   /** Under a jsonSchema: how many of `tokens` the grammar forced (jump-forward, no forward of their own). */
   forcedTokens?: number;
+  /**
+   * Under a jsonSchema: forced[t] is true where tokens[t] was forced (same length as tokens). Its logprob is
+   * the model's own all the same; the trainer leaves forced tokens out of the loss (TurnSample.forced).
+   */
+  forced?: boolean[];
   /** cachedPromptTokens: prompt tokens the engine did not prefill again (KV reused from its previous call). */
   timings: { prefillMs: number; decodeMs: number; cachedPromptTokens?: number };
 }

@@ -137,7 +137,8 @@ export async function grpoStep(backend: PolicyBackend, input: readonly TurnSampl
     const parts = cfg.miniBatches === 1 ? [all] : miniBatches(samples, cfg.miniBatches, ctx.random);
     for (const part of parts) {
       const micro = microBatches(samples, part, cfg.microBatchTokens).map((mb) => packBatch(samples, mb, backend.modelConfig.vocabSize));
-      const N = micro.reduce((n, b) => n + b.responseTokens, 0);
+      // At least 1: a mini-batch of forced tokens only has no loss rows (and nothing to divide).
+      const N = Math.max(1, micro.reduce((n, b) => n + b.responseTokens, 0));
       backend.zeroGrads();
       let sums = emptySums();
       for (const b of micro) {

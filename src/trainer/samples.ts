@@ -17,6 +17,12 @@ export interface TurnSample {
   reward: number;
   /** log p of each response token under the sampling policy, when recorded at sampling time. */
   oldLogprobs?: number[];
+  /**
+   * forced[k]: response token k was forced by the reply's grammar (jump-forward: the engine appended it, no
+   * draw chose it). Forced tokens are no action of the policy, so they take no part in the loss (README,
+   * "On-policy under masks"); they stay in the sequence as context.
+   */
+  forced?: boolean[];
   /** Filled by the step (group normalisation). */
   advantage?: number;
   /** log p of each response token with the adapter off; filled by the step. */
@@ -49,7 +55,7 @@ export interface PackedBatch {
   oldLogprobs: Float32Array;
   refLogprobs: Float32Array;
   seqs: PackedSequence[];
-  /** Number of response tokens (= lossRows.length). */
+  /** Number of response tokens in the loss (= lossRows.length): forced tokens are not. */
   responseTokens: number;
 }
 
@@ -63,6 +69,9 @@ export function validateSample(s: TurnSample, i: number, vocabSize?: number): vo
         throw new Error(`${where}: ${name} holds token id ${t}, outside the vocabulary${vocabSize !== undefined ? ` (size ${vocabSize})` : ''}`);
       }
     }
+  }
+  if (s.forced && s.forced.length !== s.responseTokens.length) {
+    throw new Error(`${where}: forced has ${s.forced.length} entries for ${s.responseTokens.length} response tokens`);
   }
   for (const name of ['oldLogprobs', 'refLogprobs'] as const) {
     const lp = s[name];
@@ -102,7 +111,7 @@ export function packBatch(samples: readonly TurnSample[], indices: readonly numb
       ranges[2 * row] = start;
       ranges[2 * row + 1] = row + 1;
       targets[row] = t + 1 < len ? tokens[t + 1] : 0;
-      if (t >= p - 1 && t < len - 1) {
+      if (t >= p - 1 && t < len - 1 && !s.forced?.[t - (p - 1)]) {
         const k = t - (p - 1); // index into the response
         lossMask[row] = 1;
         lossRows.push(row);

@@ -184,6 +184,11 @@ export class SchemaMatcher implements TokenConstraint {
     return out;
   }
 
+  reset(): void {
+    this.live();
+    this.m.reset();
+  }
+
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
