@@ -35,6 +35,16 @@ describe('packing turn samples', () => {
     ]);
   });
 
+  it('leaves forced (jump-forward) response tokens out of the loss, keeping them as context', () => {
+    const b = packBatch([s('r0', [5, 6], [7, 8, 9], { advantage: 1, oldLogprobs: [-1, -2, -3], forced: [false, true, false] })]);
+    expect([...b.ids]).toEqual([5, 6, 7, 8, 9]);
+    // Row 2 predicts the forced 8: no loss there.
+    expect([...b.lossRows]).toEqual([1, 3]);
+    expect([...b.oldLogprobs]).toEqual([0, -1, 0, -3, 0]);
+    expect(b.responseTokens).toBe(2);
+    expect(() => packBatch([s('r1', [1], [2, 3], { forced: [true] })])).toThrow(/forced has 1 entries for 2 response tokens/);
+  });
+
   it('packs a chosen subset in the given order', () => {
     const all = [s('a', [1], [2]), s('b', [3, 4], [5])];
     const b = packBatch(all, [1]);
