@@ -11,7 +11,8 @@ import type { AdapterRecord, BenchmarkRecord } from '../store/records';
 import { DEFAULT_GRPO_CONFIG } from '../trainer/config';
 import type { RunSpec } from '../trainer/run/run-store';
 import { TOY_TRAINING } from '../trainer/toy-task';
-import { DEFAULT_AGENT_BUDGET, MAX_DEFAULT_ROLLOUT_CONCURRENCY, MAX_ROLLOUT_CONCURRENCY } from './agent-training-driver';
+import { DEFAULT_AGENT_BUDGET, MAX_DEFAULT_ROLLOUT_CONCURRENCY, MAX_ROLLOUT_CONCURRENCY, rolloutConcurrency, type AgentBudget } from './agent-training-driver';
+import type { TrainingSettings } from './training-driver';
 import { adapterShape } from './adapter-store';
 
 export type TrainingMode = 'toy' | 'agent';
@@ -152,4 +153,36 @@ export function renderAgentSetup(v: FormView) {
         <p data-testid="agent-availability"><small>${availability(v)}</small></p>
         ${body}
       </details>`;
+}
+
+/** The form's settings for a new run; a stored adapter to start from brings its own rank and targets. */
+export function readSettings(root: ParentNode, start: AdapterRecord | undefined): TrainingSettings {
+  const v = (id: string) => (root.querySelector(`#${id}`) as HTMLInputElement | HTMLSelectElement).value;
+  const targets = [...root.querySelectorAll<HTMLInputElement>('.targets input:checked')].map((i) => i.value as LoraModule);
+  return {
+    dataset: v('dataset'),
+    reward: v('reward'),
+    groupSize: Number(v('group')),
+    steps: Number(v('steps')),
+    learningRate: Number(v('lr')),
+    ...(start ? { ...adapterShape(start), startAdapter: { id: start.id, name: start.name } } : { rank: Number(v('rank')), targets, startAdapter: null }),
+  };
+}
+
+/** The agent rollouts' budgets from the form; a bad "rollouts at once" is refused with the driver's message. */
+export function readBudget(root: ParentNode, groupSize: number): Partial<AgentBudget> {
+  const n = (id: string) => Number((root.querySelector(`#${id}`) as HTMLInputElement).value);
+  const budget: Partial<AgentBudget> = { maxTurns: n('max-turns'), plannerTokens: n('planner-tokens'), moduleTokens: n('module-tokens'), queriesPerStep: n('queries'), microBatchTokens: n('micro-tokens') };
+  // An empty field leaves the driver's default, min(group size, MAX_DEFAULT_ROLLOUT_CONCURRENCY).
+  const atOnce = (root.querySelector('#rollout-concurrency') as HTMLInputElement).value.trim();
+  // The driver's check, so a bad value is refused before anything starts.
+  if (atOnce !== '') budget.rolloutConcurrency = rolloutConcurrency({ rolloutConcurrency: Number(atOnce) }, groupSize);
+  return budget;
+}
+
+/** Dynamic sampling's budget per group with no success (0 turns it off); checked as GrpoConfig checks it. */
+export function readExtraRollouts(root: ParentNode): number {
+  const v = Number((root.querySelector('#extra-rollouts') as HTMLInputElement).value);
+  if (!Number.isInteger(v) || v < 0 || v > 4096) throw new Error(`Extra rollouts for a group with no success must be a whole number from 0 to 4096, got ${v}`);
+  return v;
 }

@@ -10,6 +10,9 @@ import { createToyDriver } from './training-driver';
 import type { AgentflowTrainingPanel } from './training-panel';
 import './training-panel';
 
+/** Real toy steps on a loaded 2-core machine can take seconds: polls wait this long for a run's state. */
+const SLOW = { timeout: 60_000 };
+
 async function mount(dbName: string): Promise<AgentflowTrainingPanel> {
   const p = document.createElement('agentflow-training-panel') as AgentflowTrainingPanel;
   p.dbName = dbName;
@@ -98,13 +101,13 @@ describe('Training tab words and layout', () => {
     d.dispose();
     await page.viewport(390, 800);
     const p = await mount(dbName);
-    await expect.poll(() => p.shadowRoot!.querySelector('[data-testid="training-status"]')?.textContent ?? '').toMatch(/^Paused at step 2 of 3/);
-    await expect.poll(() => p.shadowRoot!.querySelector('agentflow-training-adapters')!.shadowRoot!.querySelectorAll('tbody tr').length).toBeGreaterThan(0);
+    await expect.poll(() => p.shadowRoot!.querySelector('[data-testid="training-status"]')?.textContent ?? '', SLOW).toMatch(/^Paused at step 2 of 3/);
+    await expect.poll(() => p.shadowRoot!.querySelector('agentflow-training-adapters')!.shadowRoot!.querySelectorAll('tbody tr').length, SLOW).toBeGreaterThan(0);
     // Every fold open, so their contents are laid out and checked too.
     for (const root of [p.shadowRoot!, p.shadowRoot!.querySelector('agentflow-training-adapters')!.shadowRoot!]) for (const det of root.querySelectorAll('details')) det.open = true;
     p.notes = ['Step 3 was cut short by Pause: the 2 rollouts it had played were dropped, and Resume plays step 3 again from its start.'];
     await p.updateComplete;
-    await expect.poll(() => cramped(p)).toEqual([]);
+    await expect.poll(() => cramped(p), SLOW).toEqual([]);
     const note = p.shadowRoot!.querySelector('[data-testid="training-note"]')!;
     expect(getComputedStyle(note).color).toBe(getComputedStyle(p).color);
   });

@@ -13,6 +13,9 @@ import { createToyDriver, resumeToyDriver } from './training-driver';
 import type { AgentflowTrainingPanel } from './training-panel';
 import './training-panel';
 
+/** Real toy steps on a loaded 2-core machine can take seconds: polls wait this long for a run's state. */
+const SLOW = { timeout: 60_000 };
+
 async function mount(dbName: string): Promise<AgentflowTrainingPanel> {
   const p = document.createElement('agentflow-training-panel') as AgentflowTrainingPanel;
   p.dbName = dbName;
@@ -50,9 +53,9 @@ describe('Training tab after a reload', () => {
 
     const p = await mount(dbName);
     try {
-      await expect.poll(() => status(p)).toMatch(/^Interrupted at step 4 of 6, reward \d\.\d\d \(the page closed while it ran\) — Resume continues it from its last checkpoint\.$/);
+      await expect.poll(() => status(p), SLOW).toMatch(/^Interrupted at step 4 of 6, reward \d\.\d\d \(the page closed while it ran\) — Resume continues it from its last checkpoint\.$/);
       expect(runItem(p, id)).toMatch(/: step 4 of 6 — interrupted \(shown above\)$/);
-      await expect.poll(() => chartPoints(p)[0]).toBe('4,4');
+      await expect.poll(() => chartPoints(p)[0], SLOW).toBe('4,4');
       // The form shows the shown run's settings, not the defaults.
       expect([q<HTMLInputElement>(p, '#steps')!.value, q<HTMLInputElement>(p, '#group')!.value, q<HTMLInputElement>(p, '#lr')!.value, q<HTMLInputElement>(p, '#rank')!.value]).toEqual(['6', '2', '0.02', '2']);
       expect([...p.shadowRoot!.querySelectorAll<HTMLInputElement>('.targets input')].filter((i) => i.checked).map((i) => i.value)).toEqual(['q', 'v']);
@@ -68,12 +71,13 @@ describe('Training tab after a reload', () => {
         return d;
       };
       buttonsNamed(p, 'Resume')[0].click();
-      await expect.poll(() => text(q(p, '[data-testid="training-note"]'))).toBe('step 4–4 ran after the last checkpoint and will run again');
-      await expect.poll(() => runItem(p, id)).toMatch(/: step 5 of 6 — running \(shown above\)$/);
+      await expect.poll(() => text(q(p, '[data-testid="training-note"]')), SLOW).toBe('step 4–4 ran after the last checkpoint and will run again');
+      await expect.poll(() => runItem(p, id), SLOW).toMatch(/: step 5 of 6 — running \(shown above\)$/);
       expect(status(p)).toMatch(/^Running: step 5 of 6/);
       release();
-      await expect.poll(() => status(p)).toMatch(/^Done: step 6 of 6, reward \d\.\d\d$/);
-      expect(runItem(p, id)).toMatch(/: step 6 of 6 — done, result step \d \(shown above\)$/);
+      await expect.poll(() => status(p), SLOW).toMatch(/^Done: step 6 of 6, reward \d\.\d\d$/);
+      // The stored record (its result) is read again once the run has ended.
+      await expect.poll(() => runItem(p, id), SLOW).toMatch(/: step 6 of 6 — done, result step \d \(shown above\)$/);
       expect(q(p, '[data-testid="training-note"]')).toBeNull();
       expect(buttonsNamed(p, 'Resume')).toHaveLength(1);
       expect(buttonsNamed(p, 'Resume')[0].disabled).toBe(true);
@@ -89,7 +93,7 @@ describe('Training tab after a reload', () => {
     const newer = await pausedToyRun(dbName, 4, 2);
     const p = await mount(dbName);
     try {
-      await expect.poll(() => status(p)).toMatch(/^Paused at step 2 of 4/);
+      await expect.poll(() => status(p), SLOW).toMatch(/^Paused at step 2 of 4/);
       expect(runItem(p, newer)).toMatch(/— paused \(shown above\)$/);
       expect(runItem(p, older)).toMatch(/: step 1 of 4 — paused Show Resume$/);
       expect(buttonsNamed(p, 'Resume')).toHaveLength(2);
@@ -129,7 +133,7 @@ describe('Training tab when a model switch pauses a run', () => {
       q<HTMLInputElement>(p, '#group')!.value = '2';
       q<HTMLInputElement>(p, '#steps')!.value = '3';
       void p.start();
-      await expect.poll(() => calls.n).toBeGreaterThan(0);
+      await expect.poll(() => calls.n, SLOW).toBeGreaterThan(0);
       const use = p.engineUse()!;
       await use.stop();
       expect(use.kept).toMatch(/^it is paused with its checkpoints kept; resume it in Training\. Step 1 was cut short by the model switch: (the \d+ rollouts? it had played|its rollouts so far) were dropped, and Resume plays step 1 again from its start\.$/);
@@ -157,7 +161,7 @@ describe('Training tab adapters', () => {
     const p = await mount(dbName);
     try {
       const root = () => adaptersRoot(p);
-      await expect.poll(() => root().querySelectorAll('[data-testid="adapter-group"]').length).toBe(2);
+      await expect.poll(() => root().querySelectorAll('[data-testid="adapter-group"]').length, SLOW).toBe(2);
       const [runGroup, imported] = [...root().querySelectorAll<HTMLDetailsElement>('[data-testid="adapter-group"]')];
       const ckpts = (await db.getAll('adapters')).filter((a) => a.trainingRunId === d.runId);
       expect(text(runGroup.querySelector('summary'))).toBe(`Toy task (tiny planner, CPU), run ${d.runId}: ${ckpts.length} adapter${ckpts.length === 1 ? '' : 's'}, result step ${d.result!.step}`);
@@ -179,11 +183,11 @@ describe('Training tab adapters', () => {
         info: async () => ({ id: 'qwen2-tiny', config }),
       });
       p.trainer = withPlanner(base);
-      await expect.poll(() => p.planner?.id).toBe('qwen2-tiny');
+      await expect.poll(() => p.planner?.id, SLOW).toBe('qwen2-tiny');
       await p.updateComplete;
       expect(imported.querySelectorAll('button[aria-pressed]')).toHaveLength(1);
       p.trainer = withPlanner({ ...base, numLayers: 1 });
-      await expect.poll(() => text(root().querySelectorAll('[data-testid="adapter-group"]')[1].querySelector('[data-testid="activate-refusal"]'))).toMatch(
+      await expect.poll(() => text(root().querySelectorAll('[data-testid="adapter-group"]')[1].querySelector('[data-testid="activate-refusal"]')), SLOW).toMatch(
         /^Not for chat: made for another base model than qwen2-tiny: it has layer 1; the loaded planner has 1 layers\.$/,
       );
       expect(root().querySelectorAll('[data-testid="adapter-group"]')[1].querySelectorAll('button[aria-pressed]')).toHaveLength(0);

@@ -10,6 +10,9 @@ import { IdbRunStore } from '../trainer/run/run-store-idb';
 import { createToyDriver } from './training-driver';
 import { AgentflowTrainingPanel, DEFAULT_LEARNING_RATE } from './training-panel';
 
+/** Real toy steps on a loaded 2-core machine can take seconds: polls wait this long for a run's state. */
+const SLOW = { timeout: 60_000 };
+
 type StartCall = Parameters<PlannerTrainer['trainStart']>[0];
 
 /** Engines and a planner trainer that records trainStart and refuses it, so no rollout runs. */
@@ -91,7 +94,7 @@ describe('Training panel learning rate', () => {
 
     // What reaches the planner's trainer is the real-planner rate, not the toy one.
     startButton(p).click();
-    await expect.poll(() => starts.length).toBe(1);
+    await expect.poll(() => starts.length, SLOW).toBe(1);
     expect(starts[0].config?.learningRate).toBe(2e-5);
 
     await choose(p, '#dataset', 'toy');
@@ -109,7 +112,7 @@ describe('Training panel learning rate', () => {
     await choose(p, '#dataset', 'agent');
     expect(lr(p)).toBe('0.00003');
     startButton(p).click();
-    await expect.poll(() => starts.length).toBe(2);
+    await expect.poll(() => starts.length, SLOW).toBe(2);
     expect(starts[1].config?.learningRate).toBe(3e-5);
     p.remove();
   });
@@ -153,11 +156,11 @@ describe('Training panel start adapter', () => {
     expect(q<HTMLSelectElement>(p, '#start-adapter').value).toBe(''); // the toy choice does not carry over
     await choose(p, '#start-adapter', 'planner-adapter');
     startButton(p).click();
-    await expect.poll(() => starts.length).toBe(1);
+    await expect.poll(() => starts.length, SLOW).toBe(1);
     expect(starts[0].adapter).toEqual({ adapterId: 'planner-adapter' });
     await choose(p, '#start-adapter', '');
     startButton(p).click();
-    await expect.poll(() => starts.length).toBe(2);
+    await expect.poll(() => starts.length, SLOW).toBe(2);
     expect(starts[1].adapter).toEqual({ rank: 4, alpha: 8, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] });
     p.remove();
   });
@@ -275,7 +278,7 @@ describe('Training panel progress, stored runs and results', () => {
     // until the test has seen the progress.
     const release = holdToyRunAtCheckpoint(p, 4);
     const started = p.start();
-    await expect.poll(() => q(p, '[data-testid="training-progress"]')?.textContent ?? '').toMatch(/Step 3 of 4, about \d+ s left/);
+    await expect.poll(() => q(p, '[data-testid="training-progress"]')?.textContent ?? '', SLOW).toMatch(/Step 3 of 4, about \d+ s left/);
     expect(q<HTMLProgressElement>(p, '[data-testid="training-progress"] progress').value).toBe(3);
     expect(q(p, '[data-testid="training-status"]').textContent).toMatch(/^Running: step 3 of 4, reward \d\.\d\d$/);
     release();
@@ -289,14 +292,14 @@ describe('Training panel progress, stored runs and results', () => {
 
     // A "reload": the newest run comes back from IndexedDB, shown with its charts, without a click.
     const again = await mount(dbName);
-    await expect.poll(() => q(again, '[data-testid="training-status"]').textContent).toMatch(/^Done: step 4 of 4, reward \d\.\d\d$/);
+    await expect.poll(() => q(again, '[data-testid="training-status"]').textContent, SLOW).toMatch(/^Done: step 4 of 4, reward \d\.\d\d$/);
     const item = q(again, `[data-testid="training-runs"] li[data-run="${runId}"]`);
     expect(item.textContent!.replace(/\s+/g, ' ')).toMatch(/: step 4 of 4 — done, result step [1-4] \(shown above\)/);
     expect(item.querySelector('button')).toBeNull(); // shown already, and done: nothing to show or resume
     // Points on each chart's canvas: the reward and its rolling mean, loss, KL, clip fraction, tokens/s, rollout time.
     const charts = () => [...again.shadowRoot!.querySelectorAll('[data-testid="training-charts"] agentflow-line-chart')];
     const points = () => charts().map((c) => c.shadowRoot?.querySelector<HTMLElement>('.plot')?.dataset.points ?? '');
-    await expect.poll(points).toEqual(['4,4', '4', '4', '4', '4', '4']);
+    await expect.poll(points, SLOW).toEqual(['4,4', '4', '4', '4', '4', '4']);
     // The smoothing control draws each chart's EMA beside its raw points, which stay.
     const legend = () => charts()[0].shadowRoot?.querySelector('.u-legend')?.textContent ?? '';
     expect(legend()).not.toContain('(smoothed)');
@@ -304,8 +307,8 @@ describe('Training panel progress, stored runs and results', () => {
     expect([...smoothing.options].map((o) => o.textContent)).toEqual(['off', 'EMA 0.6', 'EMA 0.9']);
     smoothing.value = '0.9';
     smoothing.dispatchEvent(new Event('change'));
-    await expect.poll(legend).toMatch(/reward \(smoothed\).*rolling \(smoothed\)/);
-    await expect.poll(points).toEqual(['4,4', '4', '4', '4', '4', '4']);
+    await expect.poll(legend, SLOW).toMatch(/reward \(smoothed\).*rolling \(smoothed\)/);
+    await expect.poll(points, SLOW).toEqual(['4,4', '4', '4', '4', '4', '4']);
     // A stored run shown: its own length, from its spec.
     expect(q(again, '[data-testid="training-status"]').textContent).toMatch(/^Done: step 4 of 4, reward \d\.\d\d$/);
     expect(q(again, '[data-testid="training-result"]').textContent).toMatch(/^Result: the adapter of step [1-4]/);
@@ -319,7 +322,7 @@ describe('Training panel engine use', () => {
     const release = holdToyRunAtCheckpoint(p, 1);
     expect(p.engines).toBeUndefined();
     const started = p.start();
-    await expect.poll(() => p.state).toBe('running');
+    await expect.poll(() => p.state, SLOW).toBe('running');
     expect(p.engineUse()).toBeNull();
     release();
     await started;
@@ -357,7 +360,7 @@ describe('Training panel adapters table', () => {
     const shown = (sel: string) => [...root.querySelectorAll<HTMLElement>(sel)].filter((e) => getComputedStyle(e).display !== 'none').length;
     try {
       await page.viewport(390, 800);
-      await expect.poll(() => shown('[data-testid="adapters"] .created')).toBe(0);
+      await expect.poll(() => shown('[data-testid="adapters"] .created'), SLOW).toBe(0);
       expect(shown('[data-testid="created-inline"]')).toBe(2);
       const rows = [...root.querySelectorAll('[data-testid="adapters"] tbody tr')];
       const inline = (name: string) => rows.find((r) => r.textContent?.includes(name))!.querySelector('[data-testid="created-inline"]')?.textContent;
@@ -365,7 +368,7 @@ describe('Training panel adapters table', () => {
       // A wide screen has the column, and no second copy of the date.
       await page.viewport(1100, 800);
       // Two groups (run-1's two, the imported one): a header and a cell per row in each.
-      await expect.poll(() => shown('[data-testid="adapters"] .created')).toBe(5);
+      await expect.poll(() => shown('[data-testid="adapters"] .created'), SLOW).toBe(5);
       expect(shown('[data-testid="created-inline"]')).toBe(0);
     } finally {
       await page.viewport(414, 896);
@@ -398,10 +401,10 @@ describe('Training panel kept benchmarks', () => {
     first.engines = engines;
     first.trainer = trainer;
     first.importBenchmarkText(BENCH, 'tiny.json');
-    await expect.poll(() => first.shadowRoot!.querySelectorAll('[data-testid="training-stored-benchmarks"] option').length).toBe(1);
+    await expect.poll(() => first.shadowRoot!.querySelectorAll('[data-testid="training-stored-benchmarks"] option').length, SLOW).toBe(1);
     await new Promise((r) => setTimeout(r, 5)); // a later import time
     first.importBenchmarkText(JSON.stringify([{ pid: 'b', query: 'What is 2+2?', answer: '4' }, { pid: 'c', query: 'What is 3+3?', answer: '6' }]), 'other.json');
-    await expect.poll(() => [...first.shadowRoot!.querySelectorAll<HTMLOptionElement>('[data-testid="training-stored-benchmarks"] option')].filter((o) => o.value).length).toBe(2);
+    await expect.poll(() => [...first.shadowRoot!.querySelectorAll<HTMLOptionElement>('[data-testid="training-stored-benchmarks"] option')].filter((o) => o.value).length, SLOW).toBe(2);
     first.remove();
     // A run on “tiny” paused before the reload (the newest import is “other”).
     await new IdbRunStore(dbName).save({
@@ -419,8 +422,8 @@ describe('Training panel kept benchmarks', () => {
     p.engines = engines;
     p.trainer = trainer;
     try {
-      await expect.poll(() => [...p.shadowRoot!.querySelectorAll('[data-testid="training-stored-benchmarks"] option')].map((o) => o.textContent!.replace(/ imported .*/, ''))).toEqual(['other: 2 items, exact,', 'tiny: 1 item, exact,']);
-      await expect.poll(() => q(p, '[data-testid="training-benchmark-summary"]')?.textContent).toBe('Imported 1 item from “tiny” (reward: exact).');
+      await expect.poll(() => [...p.shadowRoot!.querySelectorAll('[data-testid="training-stored-benchmarks"] option')].map((o) => o.textContent!.replace(/ imported .*/, '')), SLOW).toEqual(['other: 2 items, exact,', 'tiny: 1 item, exact,']);
+      await expect.poll(() => q(p, '[data-testid="training-benchmark-summary"]')?.textContent, SLOW).toBe('Imported 1 item from “tiny” (reward: exact).');
       expect(q(p, '[data-testid="training-runs"]').textContent).toContain('agent-paused');
       const agentOption = q<HTMLOptionElement>(p, '#dataset option[value="agent"]');
       expect(agentOption.disabled).toBe(false);

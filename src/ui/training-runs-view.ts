@@ -3,12 +3,12 @@
 // A run stored as running that nothing runs was cut off (a reload, a closed tab): it says "interrupted".
 import { html, nothing } from 'lit';
 import type { StoredRun } from '../trainer/run/run-store';
-import type { TrainingStepPoint } from './training-driver';
+import type { TrainingState, TrainingStepPoint } from './training-driver';
 
 export interface RunsView {
   runs: readonly StoredRun[];
   /** The run going on in this page now, with its live steps (the stored record lags behind it). */
-  live: { id: string; points: readonly TrainingStepPoint[]; running: boolean } | null;
+  live: { id: string; points: readonly TrainingStepPoint[]; state: TrainingState } | null;
   /** The run the tab shows. */
   shownId: string | null;
   busy: boolean;
@@ -20,7 +20,8 @@ export interface RunsView {
 
 /** A stored run's status in words: a run stored as running that this page does not run was interrupted. */
 export function runStatusWord(run: Pick<StoredRun, 'id' | 'status'>, live: RunsView['live']): 'running' | 'interrupted' | 'paused' | 'done' | 'failed' {
-  if (live?.id === run.id) return live.running ? 'running' : run.status === 'done' ? 'done' : run.status === 'error' ? 'failed' : 'paused';
+  // The page's own run: its live state (the stored record is written after it).
+  if (live?.id === run.id) return live.state === 'error' ? 'failed' : live.state === 'idle' ? 'paused' : live.state;
   return run.status === 'running' ? 'interrupted' : run.status === 'error' ? 'failed' : run.status;
 }
 
