@@ -22,9 +22,10 @@ export const offlineApp = VitePWA({
     globIgnores: ['**/*.map'],
     // Pyodide's wasm is ~10 MB and the web-llm chunk several: the 2 MiB default would leave them out.
     maximumFileSizeToCacheInBytes: 64 * 2 ** 20,
-    // A navigation to any path of the app offline gets the shell; model folders served beside the app are
-    // fetched, not navigated to, so they never get index.html from here.
+    // A navigation to any path of the app offline gets the shell, but not one to a file (a model's config.json
+    // opened in a tab): that is left to the network, so a file is never answered with the app.
     navigateFallback: 'index.html',
+    navigateFallbackDenylist: [/\/[^/?#]+\.[^/?#]+$/],
     cleanupOutdatedCaches: true,
   },
 });
