@@ -9,7 +9,7 @@ describe('run.sh all: the plan', () => {
     const n = names();
     expect(n.slice(0, 3)).toEqual(['adapter', 'bench-0.5b-q4', 'bench-0.5b-f16']);
     const first15 = n.findIndex((x) => x.includes('1.5b'));
-    for (const x of ['peft-0.5b', 'decode-profile', 'train-profile', 'prefill-profile', 'e2e-0.5b-q4']) expect(n.indexOf(x)).toBeLessThan(first15);
+    for (const x of ['peft-0.5b', 'decode-profile', 'train-profile', 'prefill-profile', 'e2e-0.5b-q4', 'constrained-0.5b-q4']) expect(n.indexOf(x)).toBeLessThan(first15);
     expect(n).toContain('bench-1.5b-f16');
     expect(n).toContain('peft-1.5b');
   });
@@ -32,6 +32,7 @@ describe('run.sh all: the plan', () => {
       expect(a).not.toMatch(/qwen2\.5/);
       if ('node' in p.run && p.run.node === 'bench.mjs') expect(a).toMatch(/--models fixture(-q4)? .*--fixtures \/f/);
       if ('node' in p.run && p.run.node.includes('profile')) expect(a).toMatch(/--layers 1 --vocab \d+/);
+      if ('node' in p.run && p.run.node === 'constrained.mjs') expect(a).toMatch(/--model fixture-q4 --fixtures \/f/);
     }
   });
 

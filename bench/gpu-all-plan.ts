@@ -70,6 +70,13 @@ export function plan(o: PlanOptions): Part[] {
     { name: 'train-profile', what: 'where a 4-bit 0.5B Flow-GRPO update goes', capS: 90, run: { node: 'train-profile.mjs', args: ['--q4', '1', ...(o.smoke ? ['--layers', '1', '--vocab', '4096', '--tokens', '16', '--seqs', '2', '--response', '4', '--micro-batch', '32', '--reps', '1'] : [])] } },
     { name: 'prefill-profile', what: 'where a 512-token 0.5B prefill and its scoring go (r16 adapter)', capS: 40, run: { node: 'prefill-profile.mjs', args: ['--shape', '0.5b', '--rank', '16', ...(o.smoke ? ['--layers', '1', '--vocab', '4096', '--prompt', '24'] : ['--prompt', '512'])] } },
     { name: 'e2e-0.5b-q4', what: 'whole Flow-GRPO steps, Qwen2.5-0.5B q4f16_1', capS: 120, run: { node: 'bench.mjs', args: [...benchArgs('qwen2.5-0.5b-q4', 'e2e'), ...(o.smoke ? e2eSmoke : [])] } },
+    // Building the synthetic 151k-token vocabulary, its TokenizerInfo and the compiled schema take ~10 s of CPU.
+    {
+      name: 'constrained-0.5b-q4',
+      what: 'schema-constrained vs free decode tok/s, Qwen2.5-0.5B q4f16_1; grammar ms/token on a 151k vocabulary',
+      capS: 60,
+      run: { node: 'constrained.mjs', args: o.smoke ? ['--model', 'fixture-q4', ...fx, '--tokens', '16', '--calls', '1', '--grammar-replies', '1'] : ['--model', 'qwen2.5-0.5b-q4', '--tokens', '64', '--calls', '3'] },
+    },
     bench('bench-1.5b-q4', 'qwen2.5-1.5b-q4', 'Qwen2.5-1.5B q4f16_1: speed, memory, train', 90),
     bench('bench-1.5b-f16', 'qwen2.5-1.5b', 'Qwen2.5-1.5B f16: speed, memory, train', 100),
     { name: 'peft-1.5b', what: 'PyTorch + PEFT on the 1.5B shapes: LoRA step, decode', capS: 75, run: { python: 'peft_step.py', args: peft('1.5b') } },

@@ -41,6 +41,7 @@ bundle bench/prefill-profile.ts prefill-profile.mjs
 bundle src/cli/main.ts cli.mjs
 bundle bench/adapter-info.ts adapter.mjs
 bundle bench/gpu-all.ts all.mjs
+bundle bench/constrained.ts constrained.mjs
 cp bench/peft_step.py "$KIT/"
 dirty=$(git status --porcelain | grep -q . && echo true || echo false)
 printf '{"commit": "%s", "dirty": %s, "builtAt": "%s", "node": "%s"}\n' "$(git rev-parse HEAD)" "$dirty" "$(date -u +%FT%TZ)" "$(node -v)" > "$KIT/kit.json"
@@ -86,7 +87,7 @@ fi
 nv=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 if [ -z "${VK_ICD_FILENAMES:-}${VK_DRIVER_FILES:-}" ] && [ -f "$nv" ]; then export VK_DRIVER_FILES=$nv; fi
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
-what=${1:?usage: run.sh all OUTDIR [part ...] | bench|q4|profile|train-profile|prefill-profile|adapter|cli [args...]}
+what=${1:?usage: run.sh all OUTDIR [part ...] | bench|q4|profile|train-profile|prefill-profile|constrained|adapter|cli [args...]}
 shift
 case "$what" in
   all) exec "$work/node" "$work/all.mjs" "$@" ;;
@@ -96,8 +97,9 @@ case "$what" in
   profile) exec "$work/node" "$work/profile.mjs" "$@" ;;
   train-profile) exec "$work/node" "$work/train-profile.mjs" "$@" ;;
   prefill-profile) exec "$work/node" "$work/prefill-profile.mjs" "$@" ;;
+  constrained) exec "$work/node" "$work/constrained.mjs" "$@" ;;
   cli) exec "$work/node" "$work/cli.mjs" "$@" ;;
-  *) echo "run.sh: unknown command '$what' (all, adapter, bench, q4, profile, train-profile, prefill-profile, cli)" >&2; exit 2 ;;
+  *) echo "run.sh: unknown command '$what' (all, adapter, bench, q4, profile, train-profile, prefill-profile, constrained, cli)" >&2; exit 2 ;;
 esac
 EOF
 chmod +x "$KIT/run.sh"

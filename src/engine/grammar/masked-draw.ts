@@ -1,7 +1,7 @@
-// A draw from one row of logits restricted to the tokens a grammar allows: the sampling rule of
-// kernels/sampling/draw.ts (temperature, then top-k, then top-p; inverse CDF over the sorted candidates
-// with the row's own uniform) applied to the allowed tokens alone, on the CPU.
-import { candidateDistribution, logSumExp, pickIndex, sortRow, type SamplingOptions } from '../../kernels/sampling/draw';
+// A draw from one row of logits restricted to the tokens a grammar allows, on the CPU, with the row's own
+// uniform: temperature, then top-k, then top-p as kernels/sampling/draw.ts applies them (inverse CDF over
+// the sorted candidates) within the allowed tokens; pure temperature sampling walks them in id order.
+import { candidateDistribution, isPureTemperature, logSumExp, pickIndex, sortRow, type SamplingOptions } from '../../kernels/sampling/draw';
 import { isAllowed } from './json-schema-constraint';
 
 export interface MaskedDraw {
@@ -26,6 +26,23 @@ export function drawMasked(logits: Float32Array, mask: Int32Array, o: SamplingOp
     // Greedy: the largest allowed logit, ties to the lowest id (as the unconstrained argmax).
     token = allowed[0];
     for (const id of allowed) if (logits[id] > logits[token]) token = id;
+  } else if (isPureTemperature(o, allowed.length)) {
+    // The whole softmax over the allowed tokens: inverse CDF in id order, no sort (a 150k-token row sorted
+    // per token costs hundreds of ms on the CPU; any fixed order samples the same distribution).
+    let m = -Infinity;
+    for (const id of allowed) m = Math.max(m, logits[id] / T);
+    let z = 0;
+    for (const id of allowed) z += Math.exp(logits[id] / T - m);
+    const target = u * z;
+    let cum = 0;
+    token = allowed[allowed.length - 1];
+    for (const id of allowed) {
+      cum += Math.exp(logits[id] / T - m);
+      if (target < cum) {
+        token = id;
+        break;
+      }
+    }
   } else {
     const values = Float32Array.from(allowed, (id) => logits[id]);
     const sorted = sortRow(values);

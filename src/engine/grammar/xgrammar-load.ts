@@ -44,7 +44,14 @@ function lendCommonJsGlobals(): () => void {
   if (typeof getBuiltin !== 'function') throw new Error(`Node ${process.versions.node} has no process.getBuiltinModule (Node >= 20.16 needed)`);
   const { createRequire } = getBuiltin('node:module') as typeof import('node:module');
   const req = createRequire(import.meta.url);
-  const lent: Record<string, unknown> = { require: req, __filename: req.resolve('@mlc-ai/web-xgrammar') };
+  // Its own path only places the wasm file, which is inlined: in a bundle (the GPU kit) this file's will do.
+  let file: string;
+  try {
+    file = req.resolve('@mlc-ai/web-xgrammar');
+  } catch {
+    file = new URL(import.meta.url).pathname;
+  }
+  const lent: Record<string, unknown> = { require: req, __filename: file };
   const had = Object.keys(lent).filter((k) => k in g);
   for (const [k, v] of Object.entries(lent)) if (!had.includes(k)) g[k] = v;
   return () => {
