@@ -39,7 +39,7 @@ export class CpuPolicyBackend implements PolicyBackend {
     // A group's rollouts often repeat a turn exactly (same prompt, same token): one forward serves them all.
     for (const seqs of sameTokens(batch)) {
       const s0 = seqs[0];
-      const f = cpuForward(this.modelConfig, this.weights, Array.from(batch.ids.subarray(s0.start, s0.start + s0.length)), adapterOn ? this.adapter : null);
+      const f = cpuForward(this.modelConfig, this.weights, Array.from(batch.ids.subarray(s0.start, s0.start + s0.length)), adapterOn ? this.adapter : null, s0.promptLen - 1);
       for (const s of seqs) out.set(f.logprobs, s.start);
     }
     return out;
@@ -50,7 +50,8 @@ export class CpuPolicyBackend implements PolicyBackend {
     for (const seqs of sameTokens(batch)) {
       const s0 = seqs[0];
       const tokens = Array.from(batch.ids.subarray(s0.start, s0.start + s0.length));
-      const f = cpuForward(this.modelConfig, this.weights, tokens, this.adapter);
+      // Only the response's rows carry loss (the mask is 0 on the prompt), so only they need logits.
+      const f = cpuForward(this.modelConfig, this.weights, tokens, this.adapter, s0.promptLen - 1);
       const rows = s0.length - 1;
       // The backward is linear in dlogp: identical sequences share one forward and one backward of their
       // summed token gradients (each keeps its own old logprobs and advantage in the loss).

@@ -213,7 +213,12 @@ function pairOf(adapter: LoraAdapter | null, l: number, m: LoraModule): LoraPair
   return adapter?.pairs.get(loraKey(l, m));
 }
 
-export function cpuForward(cfg: Dims, w: HostQwen2Weights, tokens: number[], adapter: LoraAdapter | null): CpuForward {
+/**
+ * `logitsFrom`: the first position whose logits (and so logprobs) are wanted; earlier rows of `logits` and
+ * `logprobs` are left 0. The LM head is most of a tiny model's forward, and training reads only the response's
+ * rows, so the backend starts them at the prompt's last token.
+ */
+export function cpuForward(cfg: Dims, w: HostQwen2Weights, tokens: number[], adapter: LoraAdapter | null, logitsFrom = 0): CpuForward {
   const { hiddenSize: H, intermediateSize: I, numHeads: nH, numKvHeads: nKV, headDim: hd, vocabSize: V } = cfg;
   const T = tokens.length;
   const qd = nH * hd;
@@ -276,9 +281,11 @@ export function cpuForward(cfg: Dims, w: HostQwen2Weights, tokens: number[], ada
   const { y: nF, rstd: rstdF } = rmsFwd(x, T, H, w.finalNorm, cfg.rmsNormEps);
   const head = cfg.tieWordEmbeddings ? w.embed : w.lmHead;
   if (!head) throw new Error('cpuForward: an untied model needs lmHead');
-  const { y: logits } = linFwd(nF, T, H, V, { W: head }, undefined);
+  const from = Math.min(Math.max(0, Math.floor(logitsFrom)), T);
+  const logits = new Float64Array(T * V);
+  logits.set(linFwd(nF.subarray(from * H), T - from, H, V, { W: head }, undefined).y, from * V);
   const logprobs = new Float64Array(Math.max(0, T - 1));
-  for (let t = 0; t + 1 < T; t++) {
+  for (let t = from; t + 1 < T; t++) {
     let m = -Infinity;
     for (let j = 0; j < V; j++) m = Math.max(m, logits[t * V + j]);
     let z = 0;

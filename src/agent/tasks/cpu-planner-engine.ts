@@ -1,0 +1,167 @@
+// A ChatEngine over a tiny Qwen2 in float64 on the CPU (src/trainer/cpu-decode.ts): the planner of the
+// tool-choice task, trained by the float64 CPU backend, in any browser or in Node with no GPU. Prompts go through
+// the model's real tokenizer and chat template; a reply under `jsonSchema` is drawn from the tokens the schema's
+// grammar allows (the constraint comes from the caller: src/engine/grammar's matcher), tokens the grammar forces
+// are appended without a draw, and every token's logprob is the model's own (full softmax at temperature 1, no
+// mask), the number the trainer computes when it scores the sequence.
+import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../../engine/types';
+import type { Qwen2Config } from '../../engine/io/config';
+import type { LoraAdapter } from '../../engine/io/peft';
+import type { Tokenizer } from '../../engine/tokenizer/tokenizer';
+import { CpuDecoder } from '../../trainer/cpu-decode';
+import type { HostQwen2Weights } from '../../trainer/cpu-model';
+import { Rng } from '../../util/rng';
+
+/** One reply's grammar state, as src/engine/grammar/json-schema-constraint.ts's SchemaMatcher has it. */
+export interface ReplyConstraint {
+  /** Bit (id & 31) of word (id >> 5) set: id may come next. */
+  allowedMask(): Promise<Int32Array>;
+  accept(id: number): boolean;
+  /** A stop token was accepted after a complete value. */
+  readonly terminated: boolean;
+  /** Tokens the grammar leaves no choice on from here, already accepted. */
+  forced(limit?: number): number[];
+  dispose(): void;
+}
+
+export interface CpuPlannerOptions {
+  id: string;
+  config: Qwen2Config;
+  weights: HostQwen2Weights;
+  tokenizer: Tokenizer;
+  /** The adapter to sample with for a call's `adapter` option (undefined: the active one), and its id. */
+  adapter: (requested: string | null | undefined) => { adapter: LoraAdapter | null; id: string | null };
+  /** A fresh grammar state for a reply that must follow `schema` (absent: schemas are refused). */
+  constraint?: (schema: string) => Promise<ReplyConstraint>;
+  /** The most tokens a prompt and its reply may take together. */
+  contextTokens?: number;
+}
+
+function isAllowed(mask: Int32Array, id: number): boolean {
+  return ((mask[id >> 5] >>> (id & 31)) & 1) === 1;
+}
+
+export class CpuPlannerEngine implements ChatEngine {
+  readonly id: string;
+  readonly contextTokens: number | undefined;
+  /** Calls made and tokens the grammar forced, for reports. */
+  readonly counters = { calls: 0, tokens: 0, forcedTokens: 0 };
+
+  constructor(private readonly o: CpuPlannerOptions) {
+    this.id = o.id;
+    this.contextTokens = o.contextTokens;
+  }
+
+  get tokenizer(): Tokenizer {
+    return this.o.tokenizer;
+  }
+
+  async countPromptTokens(messages: ChatMessage[]): Promise<number> {
+    return this.o.tokenizer.encodeChat(messages, { addGenerationPrompt: true }).length;
+  }
+
+  async chat(messages: ChatMessage[], options: GenerateOptions = {}): Promise<GenerationResult> {
+    options.signal?.throwIfAborted();
+    const tok = this.o.tokenizer;
+    const promptTokens = tok.encodeChat(messages, { addGenerationPrompt: true });
+    const maxNew = options.maxNewTokens ?? 256;
+    if (this.contextTokens !== undefined && promptTokens.length + maxNew > this.contextTokens) {
+      throw new Error(`${this.id}: the prompt (${promptTokens.length} tokens) and its reply (${maxNew}) exceed the model's ${this.contextTokens}-token context`);
+    }
+    const { adapter, id: adapterId } = this.o.adapter(options.adapter);
+    const stops = new Set(tok.stopTokenIds);
+    const temperature = options.temperature ?? 0;
+    const rng = new Rng(options.seed ?? 0);
+    let constraint: ReplyConstraint | null = null;
+    if (options.jsonSchema !== undefined) {
+      if (!this.o.constraint) throw new Error(`${this.id}: this engine was made without a grammar, so it cannot follow a jsonSchema`);
+      constraint = await this.o.constraint(options.jsonSchema);
+    }
+    const t0 = performance.now();
+    const dec = new CpuDecoder(this.o.config, this.o.weights, adapter);
+    let logits = dec.feed(promptTokens);
+    const t1 = performance.now();
+    const tokens: number[] = [];
+    const logprobs: number[] = [];
+    let forcedTokens = 0;
+    let finishReason: GenerationResult['finishReason'] = 'length';
+    const take = (t: number) => {
+      logprobs.push(logSoftmaxAt(logits, t));
+      tokens.push(t);
+      if (!stops.has(t)) logits = dec.step(t);
+    };
+    try {
+      while (tokens.length < maxNew) {
+        options.signal?.throwIfAborted();
+        if (constraint) {
+          for (const f of constraint.forced(maxNew - tokens.length)) {
+            take(f);
+            forcedTokens++;
+          }
+          if (constraint.terminated) {
+            finishReason = 'stop';
+            break;
+          }
+          if (tokens.length >= maxNew) break;
+        }
+        const mask = constraint ? await constraint.allowedMask() : null;
+        const t = draw(logits, mask, temperature, rng);
+        if (constraint && !constraint.accept(t)) throw new Error(`${this.id}: the grammar refused token ${t}, which its own mask allowed`);
+        take(t);
+        if (stops.has(t) || constraint?.terminated) {
+          finishReason = 'stop';
+          break;
+        }
+        // Let a page's other work (and Stop) run between tokens.
+        if (tokens.length % 16 === 0) await new Promise((r) => setTimeout(r, 0));
+      }
+    } finally {
+      constraint?.dispose();
+    }
+    const body = tokens.filter((t) => !stops.has(t));
+    const text = tok.decode(body, { skipSpecialTokens: true });
+    options.onToken?.(text);
+    this.counters.calls++;
+    this.counters.tokens += tokens.length;
+    this.counters.forcedTokens += forcedTokens;
+    return {
+      text,
+      promptTokens,
+      tokens,
+      logprobs,
+      adapterId,
+      finishReason,
+      ...(constraint ? { forcedTokens } : {}),
+      timings: { prefillMs: t1 - t0, decodeMs: performance.now() - t1 },
+    };
+  }
+}
+
+function logSoftmaxAt(logits: Float64Array, t: number): number {
+  let m = -Infinity;
+  for (let i = 0; i < logits.length; i++) if (logits[i] > m) m = logits[i];
+  let z = 0;
+  for (let i = 0; i < logits.length; i++) z += Math.exp(logits[i] - m);
+  return logits[t] - m - Math.log(z);
+}
+
+/** Greedy (temperature 0) or a draw from softmax(logits / T), over the allowed tokens only. */
+function draw(logits: Float64Array, mask: Int32Array | null, temperature: number, rng: Rng): number {
+  const allowed: number[] = [];
+  for (let i = 0; i < logits.length; i++) if (!mask || isAllowed(mask, i)) allowed.push(i);
+  if (!allowed.length) throw new Error('the grammar allows no token of the vocabulary here');
+  if (temperature === 0) {
+    let best = allowed[0];
+    for (const i of allowed) if (logits[i] > logits[best]) best = i;
+    return best;
+  }
+  let m = -Infinity;
+  for (const i of allowed) if (logits[i] > m) m = logits[i];
+  const p = allowed.map((i) => Math.exp((logits[i] - m) / temperature));
+  let u = rng.next() * p.reduce((a, b) => a + b, 0);
+  for (let k = 0; k < allowed.length; k++) {
+    u -= p[k];
+    if (u < 0) return allowed[k];
+  }
+  return allowed[allowed.length - 1];
+}

@@ -1,0 +1,198 @@
+// The tool-choice task: a tiny Qwen2 planner (seeded random weights, a learned BPE tokenizer with Qwen's chat
+// template) plays the real AgentFlow loop — analysis, planner, executor, tool, verifier, generator — with the
+// other modules frozen (fixed-modules.ts) and four tools: Python (the app's own), a fact lookup table, a unit
+// converter, and the base generator (which knows nothing here). Only the planner's choice of tool at each turn
+// decides whether the answer is right. Everything is built from a seed with no download and no Node API, so
+// `cli train --task tools`, `cli eval --task tools` and a page build the same task.
+import type { Qwen2Config } from '../../engine/io/config';
+import type { LoraAdapter } from '../../engine/io/peft';
+import type { Tokenizer } from '../../engine/tokenizer/tokenizer';
+import { BaseGeneratorTool } from '../../tools/base-generator';
+import { FactLookupTool } from '../../tools/fact-lookup';
+import type { Tool, ToolCard } from '../../tools/types';
+import { UnitConvertTool } from '../../tools/unit-convert';
+import { CpuPolicyBackend } from '../../trainer/cpu-backend';
+import type { HostQwen2Weights } from '../../trainer/cpu-model';
+import { randomLayers } from '../../trainer/random-layers';
+import type { PolicyHost, TrainingHost } from '../../trainer/training-host';
+import { f16BitsToF32, f32ToF16Bits } from '../../util/half';
+import { Rng } from '../../util/rng';
+import type { AgentEngines } from '../loop';
+import type { MemoryEntry } from '../memory';
+import { plannerMessages } from '../prompts';
+import { CpuPlannerEngine, type ReplyConstraint } from './cpu-planner-engine';
+import { executorArgs, FIXED_ANALYSIS, FixedModulesEngine } from './fixed-modules';
+import { learnedTokenizer } from './task-tokenizer';
+import { parseQuestion, partAnswer, toolTaskSplits, type SplitOptions, type ToolTaskItem, type ToolTaskSplits } from './tool-task-data';
+
+/** The base model name the task's adapters carry. */
+export const TOOL_TASK_BASE_MODEL = 'agentflow-tool-task';
+
+/** The planner engine's id (a run records it; a resumed run must find the same). */
+export const TOOL_TASK_PLANNER_ID = 'planner:tool-task-tiny';
+
+/** The shape of the tiny planner. */
+export interface ToolTaskModelOptions {
+  hiddenSize?: number;
+  numHeads?: number;
+  numKvHeads?: number;
+  intermediateSize?: number;
+  numLayers?: number;
+  /** BPE merges learned for the tokenizer (its vocabulary is 259 + merges). */
+  merges?: number;
+  /** Seed of the random weights. */
+  modelSeed?: number;
+}
+
+export const TOOL_TASK_MODEL: Required<ToolTaskModelOptions> = { hiddenSize: 32, numHeads: 2, numKvHeads: 1, intermediateSize: 64, numLayers: 2, merges: 480, modelSeed: 1234 };
+
+/** A short card for the app's Python tool: the planner's prompt shows every card, and shorter is faster. */
+export const TASK_PYTHON_CARD: ToolCard = {
+  name: 'python',
+  description: 'Runs Python code and returns what it prints.',
+  input: { type: 'object', properties: { code: { type: 'string', description: 'Python 3 code that prints the result.' } }, required: ['code'] },
+  output: 'What the code printed.',
+  limitations: [],
+  examples: [{ goal: 'Compute 12 * 7.', args: { code: 'print(12 * 7)' } }],
+  usesNetwork: false,
+};
+
+export const TASK_BASE_GENERATOR_CARD: ToolCard = {
+  name: 'base_generator',
+  description: 'Asks a language model.',
+  input: { type: 'object', properties: { query: { type: 'string', description: 'The question.' } }, required: ['query'] },
+  output: 'Its answer as text.',
+  limitations: [],
+  examples: [{ goal: 'Explain rain.', args: { query: 'Explain rain.' } }],
+  usesNetwork: false,
+};
+
+/** The task's four tools around the given Python tool (the app's PythonTool in a page, the Node one in the CLI). */
+export function toolTaskTools(python: Tool, shared: FixedModulesEngine): Tool[] {
+  const base = new BaseGeneratorTool({ engine: shared, maxNewTokens: 32 });
+  return [
+    { card: TASK_PYTHON_CARD, run: (a, c) => python.run(a, c) },
+    new FactLookupTool(),
+    new UnitConvertTool(),
+    { card: TASK_BASE_GENERATOR_CARD, run: (a, c) => base.run(a, c) },
+  ];
+}
+
+/**
+ * Text like the planner's prompts and replies, for learning the tokenizer's merges: the planner's first and
+ * second turn on every training question (its memory holding the right call), the replies' JSON keys and tool
+ * names, and every entity and unit the task knows (so held-out questions are not spelled out byte by byte).
+ */
+export function toolTaskCorpus(items: readonly ToolTaskItem[], cards: ToolCard[]): string[] {
+  const texts: string[] = [];
+  for (const item of items) {
+    const parts = parseQuestion(item.query) ?? [];
+    const memory: MemoryEntry[] = parts.slice(0, 1).map((p) => ({ turn: 1, subGoal: 'Use the tool.', toolName: p.tool, args: executorArgs(item.query, p.tool), result: partAnswer(p), ok: true }));
+    for (const mem of [[], memory]) {
+      const m = plannerMessages({ query: item.query, analysis: FIXED_ANALYSIS, cards, memory: mem, turn: mem.length + 1, maxTurns: 2 });
+      texts.push(...m.map((x) => `<|im_start|>${x.role}\n${x.content}<|im_end|>\n`), '<|im_start|>assistant\n');
+    }
+  }
+  for (const c of cards) texts.push(`{"tool_name": "${c.name}", "sub_goal": "", "context": "", "justification": ""}`);
+  return texts;
+}
+
+export interface ToolTaskModel {
+  config: Qwen2Config;
+  weights: HostQwen2Weights;
+}
+
+/** A seeded random Qwen2 of the given vocabulary (untied LM head; matrices rounded to f16 as the GPU would read them). */
+export function toolTaskModel(vocabSize: number, o: ToolTaskModelOptions = {}): ToolTaskModel {
+  const d = { ...TOOL_TASK_MODEL, ...o };
+  const rng = new Rng(d.modelSeed);
+  const H = d.hiddenSize;
+  const headDim = H / d.numHeads;
+  if (!Number.isInteger(headDim) || headDim % 2) throw new Error(`tool task model: hiddenSize ${H} must split into ${d.numHeads} heads of even size`);
+  const config: Qwen2Config = {
+    hiddenSize: H,
+    numLayers: d.numLayers,
+    numHeads: d.numHeads,
+    numKvHeads: d.numKvHeads,
+    headDim,
+    intermediateSize: d.intermediateSize,
+    vocabSize,
+    ropeTheta: 10000,
+    rmsNormEps: 1e-6,
+    tieWordEmbeddings: false,
+    maxPositionEmbeddings: 4096,
+    bosTokenId: null,
+    eosTokenIds: [],
+    torchDtype: 'float16',
+  };
+  const half = (a: Float32Array) => a.map((v) => f16BitsToF32(f32ToF16Bits(v)));
+  const mat = (out: number, inp: number) => half(rng.fill(out * inp, 1 / Math.sqrt(inp)));
+  const vec = (n: number, mean: number, scale: number) => rng.fill(n, scale).map((v) => v + mean);
+  const embed = half(rng.fill(vocabSize * H, 1));
+  const lmHead = half(rng.fill(vocabSize * H, 1 / Math.sqrt(H)));
+  const layers = randomLayers(config, mat, vec);
+  return { config, weights: { embed, layers, finalNorm: vec(H, 1, 0.1), lmHead } };
+}
+
+export interface ToolTaskOptions extends SplitOptions {
+  /** Seed of the question splits. */
+  seed?: number;
+  model?: ToolTaskModelOptions;
+}
+
+export interface ToolTask {
+  splits: ToolTaskSplits;
+  tokenizer: Tokenizer;
+  model: ToolTaskModel;
+  /** The frozen modules (engines.shared). */
+  shared: FixedModulesEngine;
+  /** The cards the planner sees, in order. */
+  cards: ToolCard[];
+  /**
+   * The planner engine on these weights. `adapter` gives the adapter it samples with (null: the base model),
+   * `constraint` the grammar of a reply that must follow a JSON schema.
+   */
+  planner(o: { adapter: () => { adapter: LoraAdapter | null; id: string | null }; constraint?: (schema: string) => Promise<ReplyConstraint> }): CpuPlannerEngine;
+  /** The planner's host for a TrainingHost: the float64 CPU backend on these weights. */
+  policyHost(): PolicyHost;
+}
+
+/** The task from its seeds: the splits, the tokenizer learned from the training split's prompts, the model. */
+export function toolTask(o: ToolTaskOptions = {}): ToolTask {
+  const splits = toolTaskSplits(o.seed ?? 1, o);
+  const shared = new FixedModulesEngine();
+  const cards = toolTaskTools({ card: TASK_PYTHON_CARD, run: async () => ({ ok: false, output: '' }) }, shared).map((t) => t.card);
+  const merges = o.model?.merges ?? TOOL_TASK_MODEL.merges;
+  const { tokenizer, vocabSize } = learnedTokenizer(toolTaskCorpus(splits.train, cards), merges);
+  const model = toolTaskModel(vocabSize, o.model);
+  return {
+    splits,
+    tokenizer,
+    model,
+    shared,
+    cards,
+    planner: (p) => new CpuPlannerEngine({ id: TOOL_TASK_PLANNER_ID, config: model.config, weights: model.weights, tokenizer, adapter: () => p.adapter(), ...(p.constraint ? { constraint: p.constraint } : {}), contextTokens: model.config.maxPositionEmbeddings }),
+    policyHost: () => ({
+      modelConfig: model.config,
+      baseModel: TOOL_TASK_BASE_MODEL,
+      async createBackend(adapter) {
+        const backend = new CpuPolicyBackend(model.config, model.weights, adapter);
+        return { backend, adapterId: 'cpu', maxRows: Number.POSITIVE_INFINITY, destroy: () => undefined };
+      },
+    }),
+  };
+}
+
+/** The adapter a training session samples with: the live one of the host's CPU backend (on-policy). */
+export function liveAdapter(host: TrainingHost): () => { adapter: LoraAdapter | null; id: string | null } {
+  return () => {
+    const b = host.current?.backend;
+    if (!(b instanceof CpuPolicyBackend)) throw new Error('tool task: no training session on the CPU backend is running');
+    return { adapter: b.currentAdapter, id: 'cpu' };
+  };
+}
+
+/** The engines a run of the task uses: the tiny planner, and the frozen modules as the shared engine. */
+export function toolTaskEngines(task: ToolTask, planner: CpuPlannerEngine): AgentEngines {
+  return { planner, shared: task.shared };
+}
