@@ -73,7 +73,8 @@ export interface LoadOptions {
 
 /** Generation options that cross the worker boundary (no AbortSignal, no functions). */
 export type RemoteGenerateOptions = Omit<GenerateOptions, 'signal' | 'onToken'>;
-export type RemoteTokenOptions = Omit<GenerateTokensOptions, 'signal' | 'onToken' | 'onLogits'>;
+// A constraint is live grammar state (wasm handles): it cannot cross; chat's jsonSchema builds one in the worker.
+export type RemoteTokenOptions = Omit<GenerateTokensOptions, 'signal' | 'onToken' | 'onLogits' | 'constraint'>;
 
 /**
  * The planner worker's calls. Token streaming and progress come back through callbacks (Comlink proxies on
