@@ -138,6 +138,8 @@ export interface RunAgentOptions {
   onPlannerCall?: (call: PlannerCall) => Promise<void> | void;
   /** Streamed text of the module running now (for the UI). */
   onToken?: (module: ModuleName, turn: number, piece: string) => void;
+  /** A module call is about to be made (for the UI: its prompt's size explains a long wait for the first token). */
+  onCallStart?: (module: ModuleName, turn: number, engine: ChatEngine, messages: ChatMessage[]) => void;
   /** Steps already stored for this conversation: the run continues from them. */
   resumeFrom?: StepRecord[];
   now?: () => number;
@@ -221,6 +223,7 @@ export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
   const call = async (module: ModuleName, turn: number, messages: ChatMessage[], signal: AbortSignal, jsonSchema?: string | null) => {
     const engine = opts.engines[cfg.engineFor[module]];
     const onToken = opts.onToken ? (p: string) => opts.onToken!(module, turn, p) : undefined;
+    opts.onCallStart?.(module, turn, engine, messages);
     const options: GenerateOptions = { ...cfg.generation[module], signal, onToken };
     if (jsonSchema) options.jsonSchema = jsonSchema;
     // Raced against the signal: an engine that never answers (its worker died) must not hold the run past
