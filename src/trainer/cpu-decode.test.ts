@@ -56,3 +56,20 @@ describe('cpuForward logitsFrom', () => {
     }
   });
 });
+
+describe('CpuDecoder.fork', () => {
+  it('goes on from a prefix exactly as decoding the whole sequence does, leaving the original as it was', () => {
+    const { config, weights, adapter, tokens } = setup();
+    const dec = new CpuDecoder(config, weights, adapter);
+    dec.feed(tokens.slice(0, 30));
+    const fork = dec.fork(12);
+    expect(fork.length).toBe(12);
+    const viaFork = fork.feed(tokens.slice(12));
+    const whole = new CpuDecoder(config, weights, adapter).feed(tokens);
+    expect(Math.max(...Array.from(viaFork, (v, j) => Math.abs(v - whole[j])))).toBeLessThan(1e-12);
+    expect(dec.length).toBe(30);
+    const more = dec.feed(tokens.slice(30));
+    expect(Math.max(...Array.from(more, (v, j) => Math.abs(v - whole[j])))).toBeLessThan(1e-12);
+    expect(() => dec.fork(99)).toThrow(/not within the 37 positions/);
+  });
+});

@@ -24,6 +24,18 @@ export class CpuDecoder {
     this.values = Array.from({ length: cfg.numLayers }, () => new Float64Array(this.capacity * kvd));
   }
 
+  /** A decoder holding this one's first `length` positions (its keys and values copied), to go on from there. */
+  fork(length = this.length): CpuDecoder {
+    if (!Number.isInteger(length) || length < 0 || length > this.length) throw new Error(`CpuDecoder.fork: length ${length} is not within the ${this.length} positions decoded`);
+    const d = new CpuDecoder(this.cfg, this.weights, this.adapter);
+    d.grow(Math.max(1, length));
+    const n = length * this.cfg.numKvHeads * this.cfg.headDim;
+    this.keys.forEach((k, l) => d.keys[l].set(k.subarray(0, n)));
+    this.values.forEach((v, l) => d.values[l].set(v.subarray(0, n)));
+    d.length = length;
+    return d;
+  }
+
   /** Feeds each token in turn; returns the logits after the last (a copy of the vocabulary's row). */
   feed(tokens: readonly number[]): Float64Array {
     if (!tokens.length) throw new Error('CpuDecoder.feed: no tokens');

@@ -10,6 +10,7 @@ import type { LoraAdapter } from '../../engine/io/peft';
 import type { Tokenizer } from '../../engine/tokenizer/tokenizer';
 import { CpuDecoder } from '../../trainer/cpu-decode';
 import type { HostQwen2Weights } from '../../trainer/cpu-model';
+import { adapterTensors } from '../../trainer/lora';
 import { Rng } from '../../util/rng';
 
 /** One reply's grammar state, as src/engine/grammar/json-schema-constraint.ts's SchemaMatcher has it. */
@@ -37,6 +38,36 @@ export interface CpuPlannerOptions {
   contextTokens?: number;
 }
 
+/** Prompts whose keys and values are kept: a group's turns share their prompt, every prompt the system message. */
+const PREFIX_CACHE = 8;
+
+interface CachedPrompt {
+  adapter: LoraAdapter | null;
+  /** The adapter's weights when cached: training updates them in place, which makes the entry stale. */
+  snapshot: Float32Array | null;
+  tokens: number[];
+  decoder: CpuDecoder;
+}
+
+function snapshotOf(adapter: LoraAdapter | null): Float32Array | null {
+  if (!adapter) return null;
+  const parts = adapterTensors(adapter).map((t) => t.data);
+  const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+function sameWeights(a: Float32Array | null, b: Float32Array | null): boolean {
+  if (a === null || b === null) return a === b;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 function isAllowed(mask: Int32Array, id: number): boolean {
   return ((mask[id >> 5] >>> (id & 31)) & 1) === 1;
 }
@@ -45,7 +76,8 @@ export class CpuPlannerEngine implements ChatEngine {
   readonly id: string;
   readonly contextTokens: number | undefined;
   /** Calls made and tokens the grammar forced, for reports. */
-  readonly counters = { calls: 0, tokens: 0, forcedTokens: 0 };
+  readonly counters = { calls: 0, tokens: 0, forcedTokens: 0, promptTokens: 0, cachedPromptTokens: 0 };
+  private cache: CachedPrompt[] = [];
 
   constructor(private readonly o: CpuPlannerOptions) {
     this.id = o.id;
@@ -78,8 +110,9 @@ export class CpuPlannerEngine implements ChatEngine {
       constraint = await this.o.constraint(options.jsonSchema);
     }
     const t0 = performance.now();
-    const dec = new CpuDecoder(this.o.config, this.o.weights, adapter);
-    let logits = dec.feed(promptTokens);
+    const { decoder: dec, cached } = this.prefilled(adapter, promptTokens);
+    let logits = dec.feed(promptTokens.slice(cached));
+    this.remember(adapter, promptTokens, dec);
     const t1 = performance.now();
     const tokens: number[] = [];
     const logprobs: number[] = [];
@@ -132,8 +165,30 @@ export class CpuPlannerEngine implements ChatEngine {
       adapterId,
       finishReason,
       ...(constraint ? { forcedTokens } : {}),
-      timings: { prefillMs: t1 - t0, decodeMs: performance.now() - t1 },
+      timings: { prefillMs: t1 - t0, decodeMs: performance.now() - t1, cachedPromptTokens: cached },
     };
+  }
+
+  /** A decoder holding the longest prefix of `prompt` a kept prompt shares (never all of it: its last token gives the logits). */
+  private prefilled(adapter: LoraAdapter | null, prompt: number[]): { decoder: CpuDecoder; cached: number } {
+    const snapshot = snapshotOf(adapter);
+    this.cache = this.cache.filter((c) => c.adapter === adapter && sameWeights(c.snapshot, snapshot));
+    let best: CachedPrompt | null = null;
+    let bestLen = 0;
+    for (const c of this.cache) {
+      let n = 0;
+      const max = Math.min(c.tokens.length, prompt.length - 1);
+      while (n < max && c.tokens[n] === prompt[n]) n++;
+      if (n > bestLen) [best, bestLen] = [c, n];
+    }
+    this.counters.promptTokens += prompt.length;
+    this.counters.cachedPromptTokens += bestLen;
+    return best ? { decoder: best.decoder.fork(bestLen), cached: bestLen } : { decoder: new CpuDecoder(this.o.config, this.o.weights, adapter), cached: 0 };
+  }
+
+  private remember(adapter: LoraAdapter | null, prompt: number[], decoder: CpuDecoder): void {
+    this.cache.push({ adapter, snapshot: snapshotOf(adapter), tokens: prompt, decoder: decoder.fork() });
+    if (this.cache.length > PREFIX_CACHE) this.cache.shift();
   }
 }
 
