@@ -15,7 +15,7 @@ import { ToolRegistry } from '../tools/registry';
 import { registerBuiltinTools } from '../tools/builtin';
 import type { AgentFlowChat } from './agentflow-chat';
 import './agentflow-chat';
-import { describeUses, type EngineUse } from './engine-use';
+import { describeUses, storedAdapterLabel, type EngineUse } from './engine-use';
 import type { AgentflowExperimentsPanel } from './experiments-panel';
 import './experiments-panel';
 import type { AgentflowModelsPanel, EnginesChosenDetail, ModelsLoadingDetail } from './models-panel';
@@ -212,7 +212,13 @@ export class AgentFlowApp extends LitElement {
   }
 
   private labelAdapter(id: string | null): void {
-    this.enginesLabel = `${this.enginesLabel.replace(/ \[adapter [^\]]*\]$/, '')}${id ? ` [adapter ${id}]` : ''}`;
+    const base = this.enginesLabel.replace(/ \[adapter [^\]]*\]$/, '');
+    this.enginesLabel = `${base}${id ? ` [adapter ${id}]` : ''}`;
+    // The planner knows an adapter by its id; people by the name it was given (read from storage).
+    if (!id) return;
+    void storedAdapterLabel(id, this.dbName).then((l) => {
+      if (this.enginesLabel === `${base} [adapter ${id}]`) this.enginesLabel = `${base} [${l}]`;
+    });
   }
 
   /**
