@@ -76,6 +76,14 @@ async function open(context: BrowserContext, hash: string): Promise<{ page: Page
   return { page, errors };
 }
 
+/** A rank-2 PEFT adapter on q_proj of both layers of the planner above (hidden 32, 2 heads of 16). */
+const ADAPTER_TENSORS = Object.fromEntries(
+  [0, 1].flatMap((l) => [
+    [`base_model.model.model.layers.${l}.self_attn.q_proj.lora_A.weight`, { shape: [2, 32], data: Array.from({ length: 64 }, (_, i) => Math.sin(i + l) / 8) }],
+    [`base_model.model.model.layers.${l}.self_attn.q_proj.lora_B.weight`, { shape: [32, 2], data: Array.from({ length: 64 }, (_, i) => Math.cos(i + l) / 8) }],
+  ]),
+);
+
 const PLANNER_ALONE = /^Engines: tiny-chat does every step: plans, runs tools, checks and answers \(planner:tiny-chat, all modules\)/;
 
 describe('the built site as an offline app', () => {
@@ -234,6 +242,34 @@ describe('Models & GPU in words', () => {
     const bar = page.locator(`${PANEL} [data-testid="progress-planner"] label`);
     await explainFailure(page, STATE, () => poll(() => text(size)).toBe(`Download size: Planner: ${total}, all in this browser already.`));
     await poll(() => text(bar)).toBe(`Planner: ${total} of ${total} (100%)`);
+
+    // With a stored adapter (as a training run keeps it, under an id), the engines line names it by its name.
+    await page.evaluate(
+      ({ tensors }) =>
+        new Promise<void>((resolve, reject) => {
+          const req = indexedDB.open('agentflow');
+          req.onerror = () => reject(req.error);
+          req.onsuccess = () => {
+            const tx = req.result.transaction('adapters', 'readwrite');
+            const rec = {
+              id: 'agent-run-7f3a-step-12',
+              name: 'my tuned planner',
+              createdAt: Date.now(),
+              baseModel: 'tiny-chat',
+              config: { peft_type: 'LORA', r: 2, lora_alpha: 4, target_modules: ['q_proj'] },
+              tensors: Object.fromEntries(Object.entries(tensors).map(([k, t]) => [k, { shape: t.shape, data: Float32Array.from(t.data) }])),
+            };
+            tx.objectStore('adapters').put(rec);
+            tx.oncomplete = () => resolve();
+            tx.onerror = () => reject(tx.error);
+          };
+        }),
+      { tensors: ADAPTER_TENSORS },
+    );
+    await page.getByRole('textbox', { name: /LoRA adapter/ }).fill('agent-run-7f3a-step-12');
+    await load.click();
+    await explainFailure(page, STATE, () => poll(() => text(enginesLine(page)), 120_000).toMatch(/^Engines: tiny-chat does every step: .* \[adapter “my tuned planner”\]$/));
+    await page.getByRole('textbox', { name: /LoRA adapter/ }).fill('');
 
     // A new load refused before it starts: its error shows with no bar of the last load beside it.
     await field.fill('tiny-chat');
