@@ -31,6 +31,8 @@ export interface AgentBudget {
    * budget is multiplied by the number that run at once (concurrentRolloutConfig in src/agent/rollout-pool.ts).
    */
   rolloutConcurrency?: number;
+  /** Decode module replies under their JSON Schemas (AgentConfig.constrainReplies); absent: on. */
+  constrainReplies?: boolean;
 }
 
 export const DEFAULT_AGENT_BUDGET: Readonly<AgentBudget> = Object.freeze({ maxTurns: 3, plannerTokens: 256, moduleTokens: 256, queriesPerStep: 2, microBatchTokens: 2048 });
@@ -64,6 +66,7 @@ export function rolloutAgentConfig(budget: AgentBudget, temperature: number, see
     maxTurns: budget.maxTurns,
     answerTags: true,
     generation: { analysis: other, executor: other, verifier: other, generator: other, planner: { maxNewTokens: budget.plannerTokens, temperature, seed } },
+    ...(budget.constrainReplies === false ? { constrainReplies: false } : {}),
   };
 }
 

@@ -19,6 +19,8 @@ export interface EvalSettings {
   temperature: number;
   samples: number;
   seed: number;
+  /** Decode module replies under their JSON Schemas (AgentConfig.constrainReplies); absent: on. */
+  constrainReplies?: boolean;
 }
 
 export interface EvaluateOptions extends EvalSettings {
@@ -39,7 +41,7 @@ export interface EvaluateOptions extends EvalSettings {
 export async function evaluateItems(o: EvaluateOptions): Promise<ExperimentItemRecord[]> {
   const out: ExperimentItemRecord[] = [];
   const total = o.items.length * o.samples;
-  const budget = { ...DEFAULT_AGENT_BUDGET, maxTurns: o.maxTurns, plannerTokens: o.maxNewTokens, moduleTokens: o.maxNewTokens };
+  const budget = { ...DEFAULT_AGENT_BUDGET, maxTurns: o.maxTurns, plannerTokens: o.maxNewTokens, moduleTokens: o.maxNewTokens, ...(o.constrainReplies === false ? { constrainReplies: false } : {}) };
   for (const [i, item] of o.items.entries()) {
     for (let s = 0; s < o.samples; s++) {
       if (o.signal?.aborted) return out;
