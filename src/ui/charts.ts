@@ -11,6 +11,8 @@ export interface Series {
   label: string;
   values: number[];
   color?: string;
+  /** Few values among gaps (an evaluation every k steps): drawn as dots joined across the gaps. */
+  sparse?: boolean;
 }
 
 const PALETTE = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c'];
@@ -46,6 +48,8 @@ export interface LineChartOptions {
   log?: boolean;
   /** EMA weight of the drawn line (0 or absent: none); the raw points stay drawn, faint, and in the read-out. */
   smoothing?: number;
+  /** The step of each value (default 1, 2, …), for series that include a step 0 (an evaluation before training). */
+  x?: readonly number[];
 }
 
 /** What a line chart says about its data, before any drawing: the axis level if flat, the caption, the text alternative. */
@@ -232,12 +236,14 @@ export class AgentflowLineChart extends LitElement {
   private data(): uPlot.AlignedData {
     const v = this.view;
     const w = this.smoothing;
-    const x = Array.from({ length: v.n }, (_, i) => i + 1);
+    const given = this.options.x;
+    const x = Array.from({ length: v.n }, (_, i) => given?.[i] ?? i + 1);
     const ys: Array<Array<number | null>> = [];
     for (const s of this.series) {
       const raw = s.values.map((y) => (Number.isFinite(y) ? (v.constant ? v.level : y) : null));
       ys.push(raw);
-      if (w) ys.push(v.constant ? raw : ema(s.values, w));
+      // A sparse series is not smoothed (a few evaluations are no trend to average); its slot stays aligned.
+      if (w) ys.push(v.constant || s.sparse ? raw : ema(s.values, w));
     }
     return [x, ...ys] as uPlot.AlignedData;
   }
@@ -254,6 +260,11 @@ export class AgentflowLineChart extends LitElement {
       const c = s.color ?? PALETTE[k % PALETTE.length];
       // The read-out gives the value as recorded, even where the line is drawn at a flat level or smoothed.
       const raw = (_: uPlot, __: unknown, ___: number, i: number | null) => (i === null || !Number.isFinite(s.values[i]) ? '–' : fmt(s.values[i]));
+      if (s.sparse) {
+        series.push({ label: s.label, stroke: c, width: 1.5, spanGaps: true, points: { show: true, size: 6, fill: c }, value: raw });
+        if (w) series.push({ label: `${s.label} (as measured)`, show: false, value: raw });
+        return;
+      }
       series.push({ label: s.label, stroke: w ? `${c}55` : c, width: w ? 1 : 1.5, points: { show: false }, value: raw });
       if (w) series.push({ label: `${s.label} (smoothed)`, stroke: c, width: 2, points: { show: false }, value: (_, y) => (y === null || y === undefined ? '–' : fmt(y)) });
     });
@@ -310,7 +321,7 @@ export class AgentflowLineChart extends LitElement {
       },
     };
     const data = this.data();
-    this.lastX = this.view.n;
+    this.lastX = this.lastStep();
     this.zoomed = false;
     this.plot = new uPlot(opts, data, host);
     this.markDrawn(data);
@@ -322,7 +333,7 @@ export class AgentflowLineChart extends LitElement {
     if (!u) return;
     const data = this.data();
     const before = this.lastX;
-    const now = this.view.n;
+    const now = this.lastStep();
     if (!this.zoomed) {
       this.lastX = now;
       u.setData(data, true);
@@ -334,6 +345,12 @@ export class AgentflowLineChart extends LitElement {
       if (min !== undefined && max !== undefined && max >= before && now > before) u.setScale('x', { min: min + now - before, max: now });
     }
     this.markDrawn(data);
+  }
+
+  /** The newest step drawn (the x of the last value). */
+  private lastStep(): number {
+    const n = this.view.n;
+    return this.options.x?.[n - 1] ?? n;
   }
 
   /** Points each series has on the canvas, for anyone checking the chart without reading pixels. */

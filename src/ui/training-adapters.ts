@@ -5,6 +5,7 @@
 // and re-reads them on `training-adapters-changed`.
 import { LitElement, css, html, nothing } from 'lit';
 import type { Qwen2Config } from '../engine/io/config';
+import type { PlannerInfo } from '../engine/planner-protocol';
 import { keepAdapter } from '../store/training-storage';
 import type { AdapterRecord } from '../store/records';
 import { putSetting } from '../store/settings';
@@ -21,6 +22,13 @@ export const ACTIVE_ADAPTER_KEY = 'activeAdapter';
 export interface PlannerBase {
   id: string;
   config: Qwen2Config;
+}
+
+/** The planner behind the page's trainer (its worker's client answers info()); null for none, or one that cannot tell. */
+export async function plannerBaseOf(trainer: unknown): Promise<PlannerBase | null> {
+  const t = trainer as { info?: () => Promise<Partial<PlannerInfo>> } | undefined;
+  const info = await t?.info?.().catch(() => null);
+  return info?.config && info.id ? { id: info.id, config: info.config } : null;
 }
 
 interface Group {

@@ -196,3 +196,27 @@ describe('Training tab adapters', () => {
     }
   });
 });
+
+describe('Training tab held-out accuracy', () => {
+  it('charts a run’s held-out evaluations beside the training reward, on the same steps (step 0: before training)', async () => {
+    const dbName = `state-evals-${Math.random()}`;
+    const id = await pausedToyRun(dbName, 4, 3);
+    const store = new IdbRunStore(dbName);
+    const run = (await store.load(id))!;
+    await store.appendEval(run, { step: 0, accuracy: 0.25, correct: 1, total: 4, seconds: 1, adapter: 'start' });
+    await store.appendEval(run, { step: 2, accuracy: 0.5, correct: 2, total: 4, seconds: 1, adapter: 'ckpt-2' });
+    await store.appendEval(run, { step: 3, accuracy: 0, correct: 0, total: 0, seconds: 1, adapter: 'ckpt-3', error: 'the planner went away' });
+    const p = await mount(dbName);
+    try {
+      const reward = () => p.shadowRoot!.querySelector('[data-testid="training-charts"] agentflow-line-chart')!.shadowRoot;
+      await expect.poll(() => reward()?.querySelector('figcaption')?.textContent?.trim(), SLOW).toBe('Reward in training and accuracy on held-out items');
+      // Steps 0-3: reward and its rolling mean at steps 1-3, accuracy at steps 0 and 2 (the failed evaluation is left out).
+      await expect.poll(() => reward()?.querySelector<HTMLElement>('.plot')?.dataset.points, SLOW).toBe('3,3,2');
+      expect(reward()!.querySelector('.u-legend')!.textContent).toContain('held-out accuracy');
+      // The other charts keep their own steps.
+      expect(chartPoints(p).slice(1, 3)).toEqual(['3', '3']);
+    } finally {
+      p.remove();
+    }
+  });
+});

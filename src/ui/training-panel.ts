@@ -9,12 +9,12 @@ import { LitElement, html, nothing } from 'lit';
 import { importBenchmark, type ImportedBenchmark } from '../agent/benchmark-import';
 import { isScripted } from '../agent/engines-used';
 import type { AgentEngines } from '../agent/loop';
-import type { PlannerInfo } from '../engine/planner-protocol';
 import { benchmarkFromRecord, benchmarkId, listBenchmarks, saveBenchmark } from '../store/benchmarks';
 import type { AdapterRecord, BenchmarkRecord } from '../store/records';
 import { getSetting } from '../store/settings';
 import type { ToolRegistry } from '../tools/registry';
 import { DEFAULT_GRPO_CONFIG } from '../trainer/config';
+import type { EvalPoint } from '../trainer/run/metrics';
 import type { RunResult, RunSpec, StoredRun } from '../trainer/run/run-store';
 import { listRuns } from '../trainer/run/run-store-idb';
 import { TOY_TRAINING } from '../trainer/toy-task';
@@ -22,7 +22,7 @@ import type { PolicyTrainer } from '../trainer/training-host';
 import { listAdapters } from './adapter-store';
 import { createAgentDriver, MAX_DEFAULT_ROLLOUT_CONCURRENCY } from './agent-training-driver';
 import type { EngineUse, EngineUser } from './engine-use';
-import { ACTIVE_ADAPTER_KEY, type PlannerBase } from './training-adapters';
+import { ACTIVE_ADAPTER_KEY, plannerBaseOf, type PlannerBase } from './training-adapters';
 import './training-adapters';
 import { renderTrainingCharts } from './training-charts-view';
 import { TOY_BASE_MODEL, createToyDriver, resumeToyDriver, WorkerToyTrainingDriver, type TrainingDriver, type TrainingSettings, type TrainingStepPoint } from './training-driver';
@@ -50,6 +50,7 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
     createDriver: { attribute: false },
     resumeToyDriver: { attribute: false },
     points: { state: true },
+    evals: { state: true },
     state: { state: true },
     error: { state: true },
     adapters: { state: true },
@@ -80,6 +81,7 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
   /** Continues a stored toy run; default: in a worker where the browser has them. */
   declare resumeToyDriver: (runId: string, dbName?: string) => Promise<TrainingDriver>;
   declare points: TrainingStepPoint[];
+  declare evals: EvalPoint[];
   declare state: TrainingDriver['state'];
   declare error: string | null;
   declare adapters: AdapterRecord[];
@@ -131,6 +133,7 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
     this.createDriver = (s, db) => (typeof Worker === 'function' ? WorkerToyTrainingDriver.create(s, db) : createToyDriver(s, db));
     this.resumeToyDriver = (id, db) => (typeof Worker === 'function' ? WorkerToyTrainingDriver.resume(id, db) : resumeToyDriver(id, db));
     this.points = [];
+    this.evals = [];
     this.state = 'idle';
     this.error = null;
     this.adapters = [];
@@ -157,10 +160,6 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
 
   static override styles = trainingPanelStyles;
 
-  private get busy(): boolean {
-    return this.runner.busy;
-  }
-
   /** Agent-rollout runs that can be continued (paused, or cut off by a reload while running), newest first. */
   get agentRuns(): StoredRun[] {
     return this.runs.filter((r) => r.spec.task === 'agent' && (r.status === 'paused' || r.status === 'running'));
@@ -181,12 +180,11 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
     if (changed.has('trainer')) void this.readPlanner();
   }
 
-  /** The loaded planner's id and shapes (the page's trainer is its worker's client), for which adapters fit it. */
+  /** The loaded planner's id and shapes, for which adapters fit it. */
   private async readPlanner(): Promise<void> {
-    const t = this.trainer as (PolicyTrainer & { info?: () => Promise<Partial<PlannerInfo>> }) | undefined;
-    const info = await t?.info?.().catch(() => null);
-    if (this.trainer !== t) return;
-    this.planner = info?.config && info.id ? { id: info.id, config: info.config } : null;
+    const t = this.trainer;
+    const base = await plannerBaseOf(t);
+    if (this.trainer === t) this.planner = base;
   }
 
   /** The mode the form is in: the real planner only when it is chosen and can run. */
@@ -251,7 +249,7 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
     // After a reload the tab shows the newest run (its charts, settings and where it stands), not a blank "Not started."
     void this.refreshAgentRuns()
       .then(() => {
-        if (!this.runner.driverRunId && !this.busy && this.shownRunId === null && this.runs.length) this.showStored(this.runs[0]);
+        if (!this.runner.driverRunId && !this.runner.busy && this.shownRunId === null && this.runs.length) this.showStored(this.runs[0]);
       })
       .then(() => this.refreshBenchmarks());
   }
@@ -267,8 +265,9 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
 
   /** Shows a stored run's charts, settings and result (any run, finished or not). */
   showStored(run: StoredRun): void {
-    if (this.busy) return;
+    if (this.runner.busy) return;
     this.points = [...run.history];
+    this.evals = [...(run.evals ?? [])];
     this.label = `${run.spec.label}, run ${run.id}`;
     this.result = run.result;
     this.notes = [];
@@ -347,7 +346,7 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
       benchmark: this.benchmark,
       storedBenchmarks: this.storedBenchmarks,
       benchmarkChoice: this.benchmarkChoice,
-      busy: this.busy,
+      busy: this.runner.busy,
       lr: this.lrTyped[mode] ?? String(DEFAULT_LEARNING_RATE[mode]),
       startable: this.startableAdapters(mode),
       start: this.startAdapter(mode),
@@ -372,7 +371,7 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
       ${renderSettings(form)}
       ${agent ? renderAgentSetup(form) : nothing}
       <div class="row">
-        <button type="button" ?disabled=${this.busy} @click=${() => this.start()}>${agent ? 'Start training the planner' : 'Toy mode: start training'}</button>
+        <button type="button" ?disabled=${this.runner.busy} @click=${() => this.start()}>${agent ? 'Start training the planner' : 'Toy mode: start training'}</button>
         <button type="button" ?disabled=${this.state !== 'running'} @click=${() => this.pause()}>Pause</button>
         <button type="button" ?disabled=${this.state !== 'paused' || this.starting || (shown?.spec.task === 'agent' && !this.plannerTrainer() && !live)}
           @click=${() => this.resume()}>Resume</button>
@@ -381,12 +380,12 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
       ${renderRunState({ points: p, progress: this.progress, label: this.label, notes: this.notes, result: this.result })}
       ${this.error ? html`<p class="error" role="alert">${this.error}</p>` : nothing}
       ${agent ? nothing : renderAgentSetup(form)}
-      ${renderTrainingCharts(p, this.smoothing, (w) => (this.smoothing = w))}
+      ${renderTrainingCharts(p, this.evals, this.smoothing, (w) => (this.smoothing = w))}
       ${renderRunsList({
         runs: this.runs,
         live,
         shownId: this.shownRunId,
-        busy: this.busy,
+        busy: this.runner.busy,
         canResumeAgent: this.plannerTrainer() !== null,
         show: (r) => this.showStored(r),
         resume: (r) => void this.runner.resumeRun(r),

@@ -5,6 +5,7 @@
 import type { AgentEngines } from '../agent/loop';
 import { toolsFromRegistry } from '../agent/registry-tools';
 import type { RolloutProgress } from '../trainer/run/collector';
+import type { EvalPoint } from '../trainer/run/metrics';
 import type { RunResult, StoredRun } from '../trainer/run/run-store';
 import type { PolicyTrainer } from '../trainer/training-host';
 import type { ToolRegistry } from '../tools/registry';
@@ -25,6 +26,8 @@ export interface RunProgress {
 /** What the runner reads from the tab and writes into it (the panel's reactive state). */
 export interface RunnerHost {
   points: TrainingStepPoint[];
+  /** The run's held-out evaluations (runs that evaluate), charted beside the reward. */
+  evals: EvalPoint[];
   state: TrainingState;
   error: string | null;
   label: string;
@@ -94,7 +97,6 @@ export class TrainingRunner {
     const on = d ? this.driverEngines.get(d) : undefined;
     const running = h.state === 'running' && on !== undefined && on === h.engines;
     if (!(h.starting && this.startingOnEngines) && !running) return null;
-    // eslint-disable-next-line @typescript-eslint/no-this-alias
     const runner = this;
     return {
       what: `a training run${h.label ? ` (${h.label})` : ''}`,
@@ -138,6 +140,9 @@ export class TrainingRunner {
     }
     const d = this.driver!;
     h.points = resumed ? [...d.history] : [];
+    // A resumed run keeps the evaluations of the steps it kept (the stored record has them).
+    const last = h.points.at(-1)?.step ?? 0;
+    h.evals = resumed ? (h.runs.find((r) => r.id === d.runId)?.evals ?? []).filter((e) => e.step <= last) : [];
     if (!resumed) h.result = null;
     h.notes = d.notes ?? [];
     h.label = `${d.label}, run ${d.runId}`;
@@ -231,7 +236,7 @@ export class TrainingRunner {
           h.points = [...h.points, p];
           if (h.progress) h.progress = { ...h.progress, rollouts: null };
         },
-        { onProgress: (r) => h.progress && (h.progress = { ...h.progress, rollouts: r }) },
+        { onProgress: (r) => h.progress && (h.progress = { ...h.progress, rollouts: r }), onEval: (e) => (h.evals = [...h.evals, e]) },
       );
     } catch (e) {
       h.error = `Training stopped: ${(e as Error).message}`;
