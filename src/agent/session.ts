@@ -4,7 +4,7 @@ import type { ChatEngine } from '../engine/types';
 import { createConversation, getConversation, getSteps, idbStepSink, updateConversation } from '../store/conversations';
 import type { ConversationRecord } from '../store/records';
 import type { Tool } from '../tools/types';
-import { runAgent, type AgentConfigInput, type AgentEngines, type AgentRunResult, type PlannerCall } from './loop';
+import { runAgent, type AgentConfigInput, type AgentEngines, type AgentRunResult, type PlannerCall, type RunAgentOptions } from './loop';
 import type { ModuleName } from './prompts';
 import { recordReward, rolloutRecorder, type RolloutIds } from './rollouts';
 import { judgeAnswer, scoreAnswer, type RewardKind } from './rewards';
@@ -28,6 +28,7 @@ export interface SessionOptions {
   rollouts?: RolloutIds;
   reward?: RewardSpec;
   onToken?: (module: ModuleName, turn: number, piece: string) => void;
+  onCallStart?: RunAgentOptions['onCallStart'];
   onStep?: (step: import('../store/records').StepRecord) => void;
   dbName?: string;
 }
@@ -97,6 +98,7 @@ async function continueConversation(conv: ConversationRecord, steps: import('../
     },
     ...(record ? { onPlannerCall: (c: PlannerCall) => record(c) } : {}),
     ...(opts.onToken ? { onToken: opts.onToken } : {}),
+    ...(opts.onCallStart ? { onCallStart: opts.onCallStart } : {}),
     resumeFrom: steps,
   });
   const patch: Partial<ConversationRecord> = { status: result.status };

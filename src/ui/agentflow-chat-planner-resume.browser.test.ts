@@ -31,6 +31,10 @@ class PlannerEngine implements ChatEngine {
   private planner = 0;
   private verifier = 0;
   constructor(private readonly holdPlanner = false) {}
+  /** As the scripted engines count: one token per character of the rendered prompt. */
+  async countPromptTokens(messages: ChatMessage[]): Promise<number> {
+    return ScriptedEngine.renderPrompt(messages).length;
+  }
   async chat(messages: ChatMessage[], o: GenerateOptions = {}): Promise<GenerationResult> {
     const module = detectModule(messages);
     const text =
@@ -84,11 +88,14 @@ describe('<agentflow-chat>: the planner at work', () => {
       expect(result?.status).toBe('done');
       const calls = lists.at(-1) ?? '';
       // Turn 1's plan could not be used; it is listed with its time to first token and tokens/s all the same.
-      expect(calls).toMatch(/Planning \(turn 1\): \d+\.\d s, first token after \d+\.\d s, \d+ tokens at \d+(\.\d)? tokens\/s — its reply could not be used/);
-      expect(calls).toMatch(/Planning \(turn 2\): \d+\.\d s, first token after \d+\.\d s, \d+ tokens at \d+(\.\d)? tokens\/s(?! —)/);
+      // With the prompt's length, which is what the wait for the first token is spent reading.
+      expect(calls).toMatch(/Planning \(turn 1\): \d+\.\d s, first token after \d+\.\d s, \d+ tokens at \d+(\.\d)? tokens\/s, prompt [1-9][\d,]* tokens — its reply could not be used/);
+      expect(calls).toMatch(/Planning \(turn 2\): \d+\.\d s, first token after \d+\.\d s, \d+ tokens at \d+(\.\d)? tokens\/s, prompt [1-9][\d,]* tokens(?! —)/);
       expect(calls).toMatch(/Planning \(turn 3\): /);
       // After the unusable plan the line says turn 2's planner is next, before its first token.
-      expect(seen.some((t) => /^Planning \(turn 2\)… \d+\.\d s · waiting for the first token$/.test(t))).toBe(true);
+      expect(seen.some((t) => /^Planning \(turn 2\)… \d+\.\d s · waiting for the first token/.test(t))).toBe(true);
+      // While it waits, how long a prompt it is reading (the engine counted it).
+      expect(seen.some((t) => /^Planning \(turn 2\)… \d+\.\d s · waiting for the first token \(reading a prompt of [1-9][\d,]* tokens\)$/.test(t))).toBe(true);
       const turn2 = seen.findIndex((t) => t.startsWith('Planning (turn 2)'));
       expect(seen.slice(turn2).filter((t) => t.startsWith('Planning (turn 1)'))).toEqual([]);
     } finally {

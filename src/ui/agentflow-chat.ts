@@ -642,6 +642,19 @@ export class AgentFlowChat extends LitElement implements EngineUser {
           const call = tokenArrived(l.call, t);
           this.live = { ...l, module, turn, call, text: fresh ? piece : l.text + piece, answer: module === 'generator' ? (fresh ? piece : l.answer + piece) : l.answer };
         },
+        onCallStart: (_module, _turn, engine, messages) => {
+          const l = this.live;
+          if (!engine.countPromptTokens || l?.id !== id) return;
+          const startedAt = l.call.startedAt;
+          engine.countPromptTokens(messages).then(
+            (n) => {
+              const now = this.live;
+              // Counted for this call only: by now a later call may have its own clock.
+              if (now?.id === id && now.call.startedAt === startedAt) this.live = { ...now, call: { ...now.call, promptTokens: n } };
+            },
+            () => undefined, // only a hint; the call itself reports what failed
+          );
+        },
         onStep: (step) => {
           const steps = [...(this.stepsById[id] ?? []), step];
           this.stepsById = { ...this.stepsById, [id]: steps };

@@ -17,6 +17,10 @@ describe('chat-view', () => {
     const planned = callStat('planner', 1, c, 2600, step('planner', 1, { completionTokenCount: 50, timings: { prefillMs: 900, decodeMs: 2000 } }));
     expect(formatCall(planned)).toBe('Planning (turn 1): 1.6 s, first token after 1.0 s, 50 tokens at 25 tokens/s');
     expect(formatCall(callStat('executor', 1, startCall(0), 300))).toBe('Calling a tool (turn 1): 0.3 s, no tokens streamed');
+    // The prompt's length says what the wait for the first token is spent on, live and once done.
+    expect(formatLiveCall({ ...startCall(0), promptTokens: 2345 }, 8200)).toBe('8.2 s · waiting for the first token (reading a prompt of 2,345 tokens)');
+    const read = callStat('planner', 2, c, 2600, step('error', 2, { module: 'planner', errorKind: 'unusable-output', completionTokenCount: 50, promptTokenCount: 2345, timings: { prefillMs: 900, decodeMs: 2000, cachedPromptTokens: 2000 } }), 'unusable');
+    expect(formatCall(read)).toBe('Planning (turn 2): 1.6 s, first token after 1.0 s, 50 tokens at 25 tokens/s, prompt 2,345 tokens (2,000 reused) — its reply could not be used');
   });
 
   it('heads the live line with the call, and what its tool says it is doing', () => {

@@ -13,6 +13,8 @@ export interface CallClock {
   lastTokenAt: number | null;
   /** Streamed pieces so far (web-llm and the planner stream about one token a piece). */
   pieces: number;
+  /** The prompt's length in tokens, where the engine can count it: reading it is the wait before the first token. */
+  promptTokens?: number;
 }
 
 export interface CallStat {
@@ -24,6 +26,9 @@ export interface CallStat {
   /** True when the engine counted the tokens; false when they are the streamed pieces (about one a token). */
   exact: boolean;
   tokensPerSecond: number | null;
+  /** The prompt's tokens and how many of them the engine reused from its cache, where it reported them. */
+  promptTokens?: number;
+  cachedPromptTokens?: number;
   /** How a call ended that left no step of its own kind: its reply could not be used, or the engine failed. */
   outcome?: 'unusable' | 'failed';
 }
@@ -70,6 +75,8 @@ export function callStat(module: ModuleName, turn: number, c: CallClock, now: nu
     tokens: counted ?? c.pieces,
     exact: counted !== null,
     tokensPerSecond: rate,
+    ...(typeof d.promptTokenCount === 'number' && d.promptTokenCount > 0 ? { promptTokens: d.promptTokenCount } : {}),
+    ...(typeof d.timings?.cachedPromptTokens === 'number' && d.timings.cachedPromptTokens > 0 ? { cachedPromptTokens: d.timings.cachedPromptTokens } : {}),
     ...(outcome ? { outcome } : {}),
   };
 }
@@ -224,12 +231,14 @@ export function livePreview(module: ModuleName | null, text: string, toolName: s
 const ANALYSIS_CHARS = 400;
 
 const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+const count = (n: number) => n.toLocaleString('en-US');
 const rate = (r: number) => `${r < 10 ? r.toFixed(1) : Math.round(r)} tokens/s`;
 
 /** The call in progress: "2.4 s · waiting for the first token", or its first-token time and rate so far. */
 export function formatLiveCall(c: CallClock, now: number): string {
   const elapsed = secs(Math.max(0, now - c.startedAt));
-  if (c.firstTokenAt === null) return `${elapsed} · waiting for the first token`;
+  // A long prompt is read before the first token (the planner's grows each turn): its size says why the wait.
+  if (c.firstTokenAt === null) return `${elapsed} · waiting for the first token${c.promptTokens ? ` (reading a prompt of ${count(c.promptTokens)} tokens)` : ''}`;
   const r = streamedRate(c);
   return `${elapsed} · first token after ${secs(c.firstTokenAt - c.startedAt)} · ${c.pieces} token${c.pieces === 1 ? '' : 's'}${r === null ? '' : `, ${rate(r)}`}`;
 }
@@ -237,7 +246,8 @@ export function formatLiveCall(c: CallClock, now: number): string {
 /** A finished call, one line: "Planning (turn 1): 3.1 s, first token after 1.2 s, 42 tokens at 21 tokens/s". */
 export function formatCall(s: CallStat): string {
   const head = `${moduleLabel(s.module)}${s.turn ? ` (turn ${s.turn})` : ''}: ${secs(s.ms)}`;
-  const end = s.outcome === 'unusable' ? ' — its reply could not be used' : s.outcome === 'failed' ? ' — failed' : '';
+  const prompt = s.promptTokens ? `, prompt ${count(s.promptTokens)} tokens${s.cachedPromptTokens ? ` (${count(s.cachedPromptTokens)} reused)` : ''}` : '';
+  const end = `${prompt}${s.outcome === 'unusable' ? ' — its reply could not be used' : s.outcome === 'failed' ? ' — failed' : ''}`;
   if (s.firstTokenMs === null && !s.exact) return `${head}, no tokens streamed${end}`;
   const first = s.firstTokenMs === null ? '' : `, first token after ${secs(s.firstTokenMs)}`;
   const n = `${s.exact ? '' : '≈'}${s.tokens} token${s.tokens === 1 ? '' : 's'}`;
