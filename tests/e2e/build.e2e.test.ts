@@ -29,7 +29,7 @@ describe('production build', () => {
     const page = await browser.newPage();
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(String(e)));
-    await page.goto(`${server.url}/some/sub/path/`);
+    await page.goto(`${server.url}/some/sub/path/#models`);
     const report = page.locator('agentflow-app gpu-capabilities [data-testid="gpu-report"]');
     await report.waitFor({ timeout: 60_000 });
     expect(await page.locator('gpu-capabilities [data-testid="f16"]').textContent()).toContain('no');
@@ -61,7 +61,7 @@ describe('production build', () => {
     const noGpu = await launchChromium({ webgpu: false });
     try {
       const page = await noGpu.newPage();
-      await page.goto(`${server.url}/some/sub/path/`);
+      await page.goto(`${server.url}/some/sub/path/#models`);
       const alert = page.locator('gpu-capabilities [role="alert"]');
       await alert.waitFor({ timeout: 60_000 });
       const text = (await alert.textContent()) ?? '';
