@@ -22,15 +22,8 @@ import { byteTokenizerConfig, byteTokenizerJson } from '../tests/support/byte-to
 import { QWEN25_05B, shapedQ4Weights, shapedWeights } from './shaped-model';
 import { syntheticBpeTokenizer } from './synthetic-vocab';
 import { flag, log } from './flags';
+import { PLANNER_SCHEMA } from './planner-schema';
 
-export const PLANNER_SCHEMA = JSON.stringify({
-  type: 'object',
-  properties: {
-    tool_name: { enum: ['Python_Coder_Tool', 'Wikipedia_Search', 'Unit_Converter', 'Fact_Lookup'] },
-    sub_goal: { type: 'string', maxLength: 40 },
-  },
-  required: ['tool_name', 'sub_goal'],
-});
 
 function num(name: string, fallback: string): number {
   const v = Number(flag(name, fallback));
