@@ -166,6 +166,18 @@ export interface TrainingRunRecord {
   updatedAt: number;
   status: 'running' | 'paused' | 'done' | 'error';
   config: Record<string, unknown>;
+  /**
+   * Per-step metrics: the newest steps, after those sealed in 'trainingRunSteps' chunks (run-store-idb.ts), so a
+   * step rewrites a bounded record, not the whole history. Records written before v3 hold every step here.
+   */
+  stats: Array<Record<string, number | string | boolean>>;
+}
+
+/** A sealed, never rewritten run of consecutive steps of a training run's history (schema v3). */
+export interface TrainingRunChunk {
+  runId: string;
+  /** 0, 1, 2, … in step order. */
+  chunk: number;
   stats: Array<Record<string, number | string | boolean>>;
 }
 

@@ -12,6 +12,7 @@ import type {
   ExperimentRecord,
   RolloutRecord,
   StepRecord,
+  TrainingRunChunk,
   TrainingRunRecord,
 } from './records';
 
@@ -27,6 +28,8 @@ export interface AgentFlowDB extends DBSchema {
   /** Training checkpoints: adapter weights, optimizer moments, step, RNG state. */
   checkpoints: { key: string; value: CheckpointRecord; indexes: { byRun: string } };
   trainingRuns: { key: string; value: TrainingRunRecord; indexes: { byCreated: number } };
+  /** Sealed chunks of a run's per-step history (v3); the run record keeps only the steps after them. */
+  trainingRunSteps: { key: [string, number]; value: TrainingRunChunk };
   experiments: { key: string; value: ExperimentRecord; indexes: { byCreated: number } };
   experimentItems: { key: [string, number]; value: ExperimentItemRecord; indexes: { byExperiment: string } };
   /** Imported benchmark files (v2). */
@@ -56,6 +59,12 @@ export const MIGRATIONS: Migration[] = [
   // v2: imported benchmarks, which were kept only in the page until then.
   (db) => {
     db.createObjectStore('benchmarks', { keyPath: 'id' }).createIndex('byImported', 'importedAt');
+  },
+  // v3: a run's history in sealed chunks beside its record. Each step rewrote the record with every step so far,
+  // which slowed a long run step by step. Records stored before keep their whole history in `stats` and are
+  // read as they are; the run store moves it into chunks the next time it writes that run, in one transaction.
+  (db) => {
+    db.createObjectStore('trainingRunSteps', { keyPath: ['runId', 'chunk'] });
   },
 ];
 
