@@ -162,6 +162,7 @@ function plannerTurn(c: PlannerCall): PlannerTurn {
     promptTokens: r.promptTokens,
     responseTokens: r.tokens,
     logprobs: r.logprobs,
+    ...(r.forced ? { forced: r.forced } : {}),
     adapterId: r.adapterId,
     messages: c.messages.map((m) => ({ role: m.role, content: m.content })),
     prompt: c.messages.map((m) => `${m.role}: ${m.content}`).join('\n\n'),

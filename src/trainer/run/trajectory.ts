@@ -15,6 +15,8 @@ export interface PlannerTurn {
   responseTokens: number[];
   /** log p of each response token under the sampling policy (temperature 1). */
   logprobs: number[];
+  /** Under a reply schema: which response tokens the grammar forced (no draw: left out of the loss). */
+  forced?: boolean[];
   /** The adapter that sampled the response (null: the base model). */
   adapterId: string | null;
   /** The chat messages the planner saw, when it is a chat model. */
@@ -86,7 +88,7 @@ export function stepBatch(o: { runId: string; step: number; groups: readonly Col
           continue;
         }
         kept.push({ turn: t, trajectory: tr, groupId: g.groupId });
-        samples.push({ groupId: g.groupId, rolloutId: tr.rolloutId, turn: t.turn, promptTokens: [...t.promptTokens], responseTokens: [...t.responseTokens], reward: tr.reward, oldLogprobs: [...t.logprobs] });
+        samples.push({ groupId: g.groupId, rolloutId: tr.rolloutId, turn: t.turn, promptTokens: [...t.promptTokens], responseTokens: [...t.responseTokens], reward: tr.reward, oldLogprobs: [...t.logprobs], ...(t.forced ? { forced: [...t.forced] } : {}) });
       }
     }
   }
