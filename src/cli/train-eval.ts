@@ -54,6 +54,6 @@ export function checkEvalResume(args: CliArgs, spec: RunSpec): void {
 /** An evaluation's line on stderr; a failed one says so (the run goes on). */
 export function evalLine(p: EvalPoint): string {
   if (p.error) return `eval at step ${p.step} failed (the run goes on): ${p.error}`;
-  const errors = p.errors ? `, ${p.errors} item(s) threw (counted wrong)` : '';
+  const errors = p.errors ? `, ${p.errors} item(s) with errors (a reply that did not parse, a failed tool or engine)` : '';
   return `eval at step ${p.step}: accuracy ${p.accuracy.toFixed(3)} (${p.correct}/${p.total})${errors}, ${p.seconds.toFixed(1)} s, adapter ${p.adapter}`;
 }

@@ -49,9 +49,12 @@ export interface EvalPoint {
   /** correct / total (0 when nothing was scored, e.g. the evaluation failed). */
   accuracy: number;
   correct: number;
-  /** Items scored (an item whose run threw counts, as wrong). */
+  /** Items scored (an item whose run failed counts, as wrong). */
   total: number;
-  /** Items whose run threw (counted wrong): the rate a person should look at when accuracy is low. */
+  /**
+   * Items whose run recorded an error (a module reply that did not parse, a tool or engine failure, or the run
+   * threw): where to look when accuracy is low.
+   */
   errors?: number;
   /** Wall time of the evaluation. */
   seconds: number;

@@ -18,7 +18,7 @@ export interface AgentEvalEnv {
   onItem?: (step: number, rec: ExperimentItemRecord) => void;
 }
 
-/** How many items of an evaluation were right, scored, and threw (an item that threw counts as wrong). */
+/** How many items of an evaluation were right, scored, and recorded an error (a reply that did not parse, a throw). */
 export function evalOutcome(recs: readonly ExperimentItemRecord[]): EvalOutcome {
   return { correct: recs.filter((r) => r.correct === true).length, total: recs.length, errors: recs.filter((r) => r.errors?.length).length };
 }

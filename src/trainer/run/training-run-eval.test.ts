@@ -125,9 +125,13 @@ describe('TrainingRun: held-out evaluation', () => {
     expect(run.evals.map((p) => p.step)).toEqual([0, 2, 4, 5]);
   });
 
-  it('an evaluation cut off by pause() is not stored and runs first on resume; evaluations after the checkpoint are forgotten', async () => {
+  it.each([
+    ['memory', () => new MemoryRunStore()],
+    // The scripted checkpoints have no PEFT files to publish.
+    ['a directory (eval.jsonl)', () => Object.assign(new DirRunStore(mkdtempSync(join(tmpdir(), 'agentflow-eval-resume-'))), { publish: undefined })],
+  ] as Array<[string, () => RunStore]>)('in %s: an evaluation cut off by pause() is not stored and runs first on resume; evaluations after the checkpoint are forgotten', async (_where, makeStore) => {
     const saved: number[] = [];
-    const store = new MemoryRunStore();
+    const store = makeStore();
     const log: string[] = [];
     let run!: TrainingRun;
     const ev = evaluator(log, () => 1, (s) => s === 4 && run.pause());

@@ -18,7 +18,7 @@ import type { RunResult, RunSpec, RunStatus, RunStore, StoredRun } from './run-s
 import { extraRollouts, planStep, type GroupPlan } from './schedule';
 import { stepBatch, type CollectedGroup } from './trajectory';
 
-/** What one held-out evaluation found: items scored, those right, and those whose run threw (counted wrong). */
+/** What one held-out evaluation found: items scored, those right, and those whose run recorded an error. */
 export interface EvalOutcome {
   correct: number;
   total: number;
