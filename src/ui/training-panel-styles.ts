@@ -19,6 +19,7 @@ export const trainingPanelStyles = css`
   button { padding: 0.25rem 0.6rem; cursor: pointer; }
   button:focus-visible, input:focus-visible, select:focus-visible, summary:focus-visible { outline: 2px solid var(--agentflow-accent, #2563eb); outline-offset: 2px; }
   .row { display: flex; gap: 0.5rem; flex-wrap: wrap; align-items: center; margin: 0.5rem 0; }
+  label.smoothing { justify-items: start; }
   .charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(16rem, 1fr)); gap: 0.75rem; }
   figure { margin: 0; }
   figcaption { font-size: 0.8rem; text-align: center; }

@@ -427,6 +427,9 @@ describe('Training panel kept benchmarks', () => {
       expect(q(p, '[data-testid="training-runs"]').textContent).toContain('agent-paused');
       const agentOption = q<HTMLOptionElement>(p, '#dataset option[value="agent"]');
       expect(agentOption.disabled).toBe(false);
+      // The paused agent run is shown: the form is in its mode, with its steps.
+      await expect.poll(() => q<HTMLSelectElement>(p, '#dataset').value, SLOW).toBe('agent');
+      expect(q<HTMLInputElement>(p, '#steps').value).toBe('10');
       await choose(p, '#dataset', 'agent');
       expect(q<HTMLSelectElement>(p, '#reward').textContent!.trim()).toBe('Reference answers (exact)');
       // The other kept benchmark is one choice away.

@@ -160,17 +160,15 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
 
   static override styles = trainingPanelStyles;
 
-  /** Agent-rollout runs that can be continued (paused, or cut off by a reload while running), newest first. */
-  get agentRuns(): StoredRun[] {
-    return this.runs.filter((r) => r.spec.task === 'agent' && (r.status === 'paused' || r.status === 'running'));
-  }
-
   /** The real-planner run on the page's engines, for the app to stop before it replaces them (TrainingRunner). */
   engineUse(): EngineUse | null {
     return this.runner.engineUse();
   }
 
   override willUpdate(changed: Map<string, unknown>): void {
+    // A run shown (after a reload, from the list) puts the form in its mode, where the page can train it.
+    const task = changed.has('shownRunId') ? this.shownSpec?.task : undefined;
+    if (task) this.datasetChoice = task;
     const mode = this.mode;
     if (this.lrMode && mode !== this.lrMode && this.lrTouched.has(this.lrMode)) {
       const input = this.renderRoot.querySelector<HTMLInputElement>('#lr');
@@ -232,7 +230,7 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
       return;
     }
     if (this.benchmark || !this.storedBenchmarks.length) return;
-    const dataset = this.agentRuns[0]?.spec.dataset;
+    const dataset = this.runs.find((r) => r.spec.task === 'agent' && (r.status === 'paused' || r.status === 'running'))?.spec.dataset;
     this.chooseBenchmark((this.storedBenchmarks.find((r) => r.name === dataset) ?? this.storedBenchmarks[0]).id);
   }
 
