@@ -109,3 +109,11 @@ export function parseSequencesJson(text: string, file: string): number[][] {
   });
   return seqs as number[][];
 }
+
+/** A switch written `--name on` or `--name off` (every flag takes a value); `fallback` when absent. */
+export function onOffFlag(args: CliArgs, name: string, fallback: boolean): boolean {
+  const v = args.flags.get(name);
+  if (v === undefined) return fallback;
+  if (v === 'on' || v === 'off') return v === 'on';
+  throw new UsageError(`--${name} must be on or off, got '${v}'`);
+}

@@ -29,6 +29,7 @@ describe('cli eval', () => {
       [['--model', tmpdir(), '--data', data, '--out', out, '--temperature', '3'], /--temperature must be from 0 to 2, got 3/],
       [['--model', tmpdir(), '--data', data, '--out', out, '--max-turns', '1', '--max-turns', '2'], /--max-turns is given twice/],
       [['--model', tmpdir(), '--data', data, '--out', out, '--steps', '2'], /'eval' has no flag --steps/],
+      [['--model', tmpdir(), '--data', data, '--out', out, '--constrain-replies', 'maybe'], /--constrain-replies must be on or off, got 'maybe'/],
       [['--model', tmpdir(), '--data', data, '--out', held], /already holds an evaluation \(results\.jsonl\)/],
     ];
     for (const [args, message] of cases) {

@@ -13,16 +13,17 @@ import { directorySource } from '../engine/io/sources';
 import type { ExperimentRecord } from '../store/records';
 import { DEFAULT_AGENT_BUDGET } from '../trainer/run/agent-run';
 import { evaluateItems, type EvalSettings } from '../trainer/run/evaluate-items';
-import { boundedInt, numberFlag, parseArgs, reportFailure, UsageError, type CliArgs } from './args';
+import { boundedInt, numberFlag, onOffFlag, parseArgs, reportFailure, UsageError, type CliArgs } from './args';
 import { loadPlanner, makeTools } from './train';
 import { checkDir, parseTools, positiveInt, readData, rewardFlag, seedFlag } from './train-flags';
 
-export const EVAL_FLAGS = ['model', 'adapter', 'data', 'out', 'tools', 'reward', 'max-turns', 'max-new-tokens', 'temperature', 'samples', 'seed', 'max-context'];
+export const EVAL_FLAGS = ['model', 'adapter', 'data', 'out', 'tools', 'reward', 'max-turns', 'max-new-tokens', 'temperature', 'samples', 'seed', 'max-context', 'constrain-replies'];
 
 export const EVAL_USAGE = `usage:
   cli eval --model DIR [--adapter DIR] --data FILE --out DIR [--tools python,base_generator]
            [--reward exact|numeric|choice|gameof24|judge] [--max-turns T] [--max-new-tokens N]
            [--temperature X (default 0)] [--samples K (default 1)] [--seed S] [--max-context N]
+           [--constrain-replies on|off (default on: module replies decoded under their JSON Schemas)]
 --out DIR receives results.jsonl, summary.json and experiment.json (the Experiments tab imports either form).`;
 
 /** Most runs of one item (--samples). */
@@ -80,9 +81,10 @@ function prepare(argv: string[]): PreparedEval {
   const samples = samplesFlag(args);
   const seed = seedFlag(args);
   const maxContext = args.flags.has('max-context') ? positiveInt(args, 'max-context', 4096) : undefined;
+  const constrainReplies = onOffFlag(args, 'constrain-replies', true);
   const bench = readData(dataFlag);
   const kind: RewardKind = reward === undefined || reward === 'judge' ? (reward === 'judge' ? 'exact' : bench.kind) : reward;
-  return { modelDir, ...(adapterDir ? { adapterDir } : {}), out, dataFile: resolve(dataFlag), bench, kind, useJudge: reward === 'judge', tools, maxTurns, maxNewTokens, temperature, samples, seed, ...(maxContext !== undefined ? { maxContext } : {}) };
+  return { modelDir, ...(adapterDir ? { adapterDir } : {}), out, dataFile: resolve(dataFlag), bench, kind, useJudge: reward === 'judge', tools, maxTurns, maxNewTokens, temperature, samples, seed, constrainReplies, ...(maxContext !== undefined ? { maxContext } : {}) };
 }
 
 function runName(model: string, adapter: string | undefined, benchmark: string, items: number, turns: number, at: Date): string {
@@ -127,7 +129,7 @@ export async function runEval(argv: string[]): Promise<number> {
         adapter: adapter ? { id: p.adapterDir, name: adapter } : null,
         scripted: false,
         tools: made.tools.map((t) => t.card.name),
-        settings: { temperature: p.temperature, samples: p.samples, maxNewTokens: p.maxNewTokens, seed: p.seed, reward: p.useJudge ? 'judge' : p.kind, data: p.dataFile },
+        settings: { temperature: p.temperature, samples: p.samples, maxNewTokens: p.maxNewTokens, seed: p.seed, reward: p.useJudge ? 'judge' : p.kind, data: p.dataFile, constrainReplies: p.constrainReplies !== false },
       },
       total: p.bench.items.length * p.samples,
     };
