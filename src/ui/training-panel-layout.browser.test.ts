@@ -110,5 +110,14 @@ describe('Training tab words and layout', () => {
     await expect.poll(() => cramped(p), SLOW).toEqual([]);
     const note = p.shadowRoot!.querySelector('[data-testid="training-note"]')!;
     expect(getComputedStyle(note).color).toBe(getComputedStyle(p).color);
+
+    // Agent mode: the benchmark part and the rollout budgets, every fold open.
+    p.engines = { planner: new ScriptedEngine({}, 'planner:test'), shared: new ScriptedEngine({}, 'shared:test') };
+    p.trainer = { trainStart: () => Promise.reject(new Error('unused')), trainStep: () => Promise.reject(new Error('unused')), trainCheckpoint: () => Promise.reject(new Error('unused')), trainStop: () => undefined };
+    p.importBenchmarkText(JSON.stringify([{ pid: 'a', query: 'What is 1+1?', answer: '2' }]), 'tiny.json');
+    await p.updateComplete;
+    for (const det of p.shadowRoot!.querySelectorAll('details')) det.open = true;
+    expect(p.shadowRoot!.querySelector('#micro-tokens')).not.toBeNull();
+    await expect.poll(() => cramped(p)).toEqual([]);
   });
 });
