@@ -36,16 +36,15 @@ export class CpuDecoder {
     return d;
   }
 
-  /** Feeds each token in turn; returns the logits after the last (a copy of the vocabulary's row). */
+  /** Feeds each token in turn; returns the logits after the last (the LM head runs for it alone). */
   feed(tokens: readonly number[]): Float64Array {
     if (!tokens.length) throw new Error('CpuDecoder.feed: no tokens');
-    let logits: Float64Array | null = null;
-    for (const t of tokens) logits = this.step(t);
-    return logits!;
+    for (let i = 0; i + 1 < tokens.length; i++) this.step(tokens[i], false);
+    return this.step(tokens[tokens.length - 1]);
   }
 
-  /** Appends one token and returns the logits of the next. */
-  step(token: number): Float64Array {
+  /** Appends one token and returns the logits of the next (without `logits`, an empty array: the LM head is skipped). */
+  step(token: number, logits = true): Float64Array {
     const { hiddenSize: H, intermediateSize: I, numHeads: nH, numKvHeads: nKV, headDim: hd, vocabSize: V } = this.cfg;
     if (!Number.isInteger(token) || token < 0 || token >= V) throw new Error(`CpuDecoder: token id ${token} at position ${this.length} is outside the vocabulary (size ${V})`);
     const pos = this.length;
@@ -103,17 +102,18 @@ export class CpuDecoder {
       const d = this.lin(g, L.down, H, l, 'down');
       for (let i = 0; i < H; i++) x[i] += d[i];
     }
+    this.length = pos + 1;
+    if (!logits) return new Float64Array(0);
     const nF = rms(x, w.finalNorm, this.cfg.rmsNormEps);
     const head = this.cfg.tieWordEmbeddings ? w.embed : w.lmHead;
     if (!head) throw new Error('CpuDecoder: an untied model needs lmHead');
-    const logits = new Float64Array(V);
+    const out = new Float64Array(V);
     for (let t = 0; t < V; t++) {
       let s = 0;
       for (let i = 0; i < H; i++) s += head[t * H + i] * nF[i];
-      logits[t] = s;
+      out[t] = s;
     }
-    this.length = pos + 1;
-    return logits;
+    return out;
   }
 
   private lin(x: Float64Array, lin: HostLinear, out: number, layer: number, module: LoraModule): Float64Array {

@@ -12,6 +12,7 @@ import { FactLookupTool } from '../../tools/fact-lookup';
 import type { Tool, ToolCard } from '../../tools/types';
 import { UnitConvertTool } from '../../tools/unit-convert';
 import { CpuPolicyBackend } from '../../trainer/cpu-backend';
+import { PrefixSharingCpuBackend } from '../../trainer/cpu-prefix-backend';
 import type { HostQwen2Weights } from '../../trainer/cpu-model';
 import { randomLayers } from '../../trainer/random-layers';
 import type { PolicyHost, TrainingHost } from '../../trainer/training-host';
@@ -176,7 +177,7 @@ export function toolTask(o: ToolTaskOptions = {}): ToolTask {
       modelConfig: model.config,
       baseModel: TOOL_TASK_BASE_MODEL,
       async createBackend(adapter) {
-        const backend = new CpuPolicyBackend(model.config, model.weights, adapter);
+        const backend = new PrefixSharingCpuBackend(model.config, model.weights, adapter);
         return { backend, adapterId: 'cpu', maxRows: Number.POSITIVE_INFINITY, destroy: () => undefined };
       },
     }),
