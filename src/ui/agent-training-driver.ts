@@ -8,6 +8,7 @@ import type { Tool } from '../tools/types';
 import { agentRunDeps, agentRunSpec, type AgentBudget } from '../trainer/run/agent-run';
 import type { GrpoConfig } from '../trainer/config';
 import type { TrainingItem } from '../trainer/run/agent-collector';
+import { heldOutEvaluation } from '../trainer/run/run-evaluator';
 import { IdbRunStore, listRuns } from '../trainer/run/run-store-idb';
 import type { StoredRun } from '../trainer/run/run-store';
 import { newRunId, TrainingRun } from '../trainer/run/training-run';
@@ -34,13 +35,24 @@ function env(deps: AgentTrainingDeps) {
   return { engines: deps.engines, tools: deps.tools, policy: deps.trainer, store: new IdbRunStore(deps.dbName), dbName: deps.dbName, decodeStats: deps.trainer.decodeStats ? () => deps.trainer.decodeStats!() : undefined };
 }
 
-/** Starts a run of the planner on agent rollouts of `benchmark` with the form's settings. */
+/** Held-out evaluation during a run: another benchmark's items, every `every` steps (and at step 0 and the end). */
+export interface AgentHeldOut {
+  benchmark: AgentTrainingBenchmark;
+  every: number;
+}
+
+/**
+ * Starts a run of the planner on agent rollouts of `benchmark` with the form's settings. With `heldOut`, the run
+ * evaluates its adapter on those items on schedule (the driver's run() passes onEval through; the points are in
+ * `driver.trainingRun.evals` and the stored run's `evals`).
+ */
 export async function createAgentDriver(
   settings: TrainingSettings,
   benchmark: AgentTrainingBenchmark,
   deps: AgentTrainingDeps,
   budget: Partial<AgentBudget> = {},
   grpo: Partial<GrpoConfig> = {},
+  heldOut?: AgentHeldOut,
 ): Promise<RunDriver> {
   const spec = agentRunSpec({
     benchmark,
@@ -53,6 +65,7 @@ export async function createAgentDriver(
     budget,
     grpo,
   });
+  if (heldOut) spec.evaluation = heldOutEvaluation(heldOut.benchmark, heldOut.every);
   const id = newRunId('agent');
   return new RunDriver(await TrainingRun.start(id, spec, agentRunDeps(id, spec, env(deps))));
 }

@@ -8,7 +8,8 @@ import type { Tool } from '../tools/types';
 import { agentRunDeps, agentRunSpec, type AgentBudget } from '../trainer/run/agent-run';
 import type { TrainingItem } from '../trainer/run/agent-collector';
 import type { RolloutProgress } from '../trainer/run/collector';
-import type { StepMetrics } from '../trainer/run/metrics';
+import type { EvalPoint, StepMetrics } from '../trainer/run/metrics';
+import { heldOutEvaluation } from '../trainer/run/run-evaluator';
 import { IdbRunStore } from '../trainer/run/run-store-idb';
 import { newRunId, TrainingRun, type RunSummary } from '../trainer/run/training-run';
 import type { PolicyTrainer } from '../trainer/training-host';
@@ -31,11 +32,19 @@ export interface ElementTrainOptions {
   budget?: Partial<AgentBudget>;
   /** Dynamic sampling: more rollouts, up to this many, for a group with no success (default 8; 0: none). */
   extraRollouts?: number;
+  /**
+   * Held-out items (same shape as `items`) to evaluate the adapter on during the run: at step 0, every
+   * `evalEvery` steps (default 10) and at the last step, each once at temperature 0, scored like `items`.
+   */
+  evalItems?: ElementTrainOptions['items'];
+  evalEvery?: number;
 }
 
 export interface ElementTrainingEvents {
   onStep(runId: string, m: StepMetrics): void;
   onProgress(runId: string, p: RolloutProgress): void;
+  /** A held-out evaluation was stored (a failed one has `error`; the run goes on). */
+  onEval?(runId: string, p: EvalPoint): void;
 }
 
 /** The engines to train on and the optimizer next to their planner (the planner worker's), if any. */
@@ -61,13 +70,18 @@ function deps(runId: string, spec: ReturnType<typeof agentRunSpec>, { engines, t
   });
 }
 
-/** Starts a new run on the element's engines and tools (checked before anything is stored). */
-export async function startElementTraining(o: ElementTrainOptions, on: TrainableEngines, tools: Tool[], dbName?: string): Promise<TrainingRun> {
-  const items: TrainingItem[] = o.items.map((it, i) => {
+/** `items` as training items: each needs its query text (`query`, or `question`). */
+function trainingItems(list: ElementTrainOptions['items'], field: string): TrainingItem[] {
+  return list.map((it, i) => {
     const query = 'query' in it ? it.query : it.question;
-    if (typeof query !== 'string' || !query.trim()) throw new Error(`train(): items[${i}] has no 'query' (or 'question') text`);
+    if (typeof query !== 'string' || !query.trim()) throw new Error(`train(): ${field}[${i}] has no 'query' (or 'question') text`);
     return { ...it, query };
   });
+}
+
+/** Starts a new run on the element's engines and tools (checked before anything is stored). */
+export async function startElementTraining(o: ElementTrainOptions, on: TrainableEngines, tools: Tool[], dbName?: string): Promise<TrainingRun> {
+  const items = trainingItems(o.items, 'items');
   const kind: RewardKind = o.reward === undefined || o.reward === 'judge' ? 'exact' : o.reward;
   const rank = o.rank ?? 16;
   const spec = agentRunSpec({
@@ -82,6 +96,8 @@ export async function startElementTraining(o: ElementTrainOptions, on: Trainable
     judge: o.reward === 'judge',
     ...(o.extraRollouts !== undefined ? { grpo: { extraRollouts: o.extraRollouts } } : {}),
   });
+  if (o.evalItems) spec.evaluation = heldOutEvaluation({ name: `${o.name ?? 'embedded'} (held out)`, kind, items: trainingItems(o.evalItems, 'evalItems') }, o.evalEvery ?? 10);
+  else if (o.evalEvery !== undefined) throw new Error('train(): evalEvery needs evalItems (the held-out items to evaluate on)');
   const id = newRunId('embed');
   return TrainingRun.start(id, spec, deps(id, spec, on, tools, dbName));
 }
@@ -95,5 +111,5 @@ export async function resumeElementTraining(runId: string, on: TrainableEngines,
 
 /** Runs `run` to its end or until paused, reporting through `events`. */
 export function driveTraining(run: TrainingRun, events: ElementTrainingEvents): Promise<RunSummary> {
-  return run.run({ onStep: (m) => events.onStep(run.id, m), onProgress: (p) => events.onProgress(run.id, p) });
+  return run.run({ onStep: (m) => events.onStep(run.id, m), onProgress: (p) => events.onProgress(run.id, p), onEval: (p) => events.onEval?.(run.id, p) });
 }

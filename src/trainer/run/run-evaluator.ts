@@ -8,7 +8,9 @@ import type { ExperimentItemRecord } from '../../store/records';
 import type { Tool } from '../../tools/types';
 import type { AgentRunData } from './agent-run';
 import { evaluateItems } from './evaluate-items';
-import type { RunSpec } from './run-store';
+import type { RewardKind } from '../../agent/rewards';
+import type { TrainingItem } from './agent-collector';
+import type { RunEvaluation, RunSpec } from './run-store';
 import type { EvalOutcome, RunEvaluator } from './training-run';
 
 export interface AgentEvalEnv {
@@ -16,6 +18,13 @@ export interface AgentEvalEnv {
   tools: Tool[];
   /** Each scored item of an evaluation (the CLI's progress line; a page may list them). */
   onItem?: (step: number, rec: ExperimentItemRecord) => void;
+}
+
+/** A held-out schedule for a run's spec: the answered items of `data`, every `every` steps (checked by checkSpec). */
+export function heldOutEvaluation(data: { name: string; kind: RewardKind; items: readonly TrainingItem[] }, every: number): RunEvaluation {
+  const items = data.items.filter((i) => i.answer !== undefined && i.answer !== null).map((i) => ({ ...i }));
+  if (!items.length) throw new Error(`training: the held-out data “${data.name}” has no item with a reference answer to score against`);
+  return { every, dataset: data.name, kind: data.kind, items };
 }
 
 /** How many items of an evaluation were right, scored, and recorded an error (a reply that did not parse, a throw). */
