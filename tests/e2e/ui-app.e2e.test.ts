@@ -276,7 +276,7 @@ describe('the app', () => {
     const noGpu = await launchChromium({ webgpu: false });
     try {
       const page = await noGpu.newPage();
-      await page.goto(`${server.url}${SUB}`);
+      await page.goto(`${server.url}${SUB}#models`);
       const warnings = page.locator('agentflow-models-panel [data-testid="resource-warnings"]');
       await poll(textOf(warnings), 60_000).toContain('WebGPU is not available here, so the models cannot run in this browser');
       await poll(() => page.getByRole('button', { name: 'Download and load models' }).isDisabled()).toBe(true);
