@@ -1,7 +1,8 @@
 // The user's tool switches, one state per tool that says whether the agent will call it: off, on, or (a
 // tool whose card says it uses the network) on but waiting for the user's permission to use the network,
 // given with its own button. Switching a network tool off also withdraws that permission. Saved in
-// settings so consent survives a reload.
+// settings so consent survives a reload. Below them, the agent's one decoding switch: whether module replies
+// are decoded under their JSON Schemas (AgentConfig.constrainReplies), saved in settings too.
 import { LitElement, css, html, nothing } from 'lit';
 import { getSetting, putSetting } from '../store/settings';
 import type { ToolRegistry, ToolStatus, ToolSwitches } from '../tools/registry';
@@ -12,6 +13,16 @@ export function toolState(t: Pick<ToolStatus, 'enabled' | 'available'>): 'off' |
 }
 
 export const TOOL_SWITCHES_KEY = 'toolSwitches';
+export const CONSTRAIN_REPLIES_KEY = 'constrainReplies';
+
+/** Whether the agent decodes module replies under their JSON Schemas: the saved choice, else on. */
+export async function readConstrainReplies(dbName?: string): Promise<boolean> {
+  const saved = await getSetting<unknown>(CONSTRAIN_REPLIES_KEY, dbName).catch(() => undefined);
+  return typeof saved === 'boolean' ? saved : true;
+}
+
+// Every switch element on the page (the chat's and the Models tab's) shows the same choice.
+const constrainListeners = new Set<(on: boolean) => void>();
 
 export async function restoreToolSwitches(registry: ToolRegistry, dbName?: string): Promise<void> {
   const saved = await getSetting<Record<string, ToolSwitches>>(TOOL_SWITCHES_KEY, dbName).catch(() => undefined);
@@ -19,15 +30,29 @@ export async function restoreToolSwitches(registry: ToolRegistry, dbName?: strin
 }
 
 export class AgentflowToolSwitches extends LitElement {
-  static override properties = { registry: { attribute: false }, dbName: { type: String, attribute: 'db-name' }, list: { state: true } };
+  static override properties = { registry: { attribute: false }, dbName: { type: String, attribute: 'db-name' }, list: { state: true }, constrainReplies: { state: true } };
   declare registry: ToolRegistry | undefined;
   declare dbName: string | undefined;
   declare list: ToolStatus[];
+  declare constrainReplies: boolean;
   private unsubscribe: (() => void) | null = null;
+  private readonly onConstrain = (on: boolean) => (this.constrainReplies = on);
 
   constructor() {
     super();
     this.list = [];
+    this.constrainReplies = true;
+  }
+
+  override connectedCallback(): void {
+    super.connectedCallback();
+    constrainListeners.add(this.onConstrain);
+    void readConstrainReplies(this.dbName).then((on) => (this.constrainReplies = on));
+  }
+
+  private setConstrainReplies(on: boolean): void {
+    void putSetting(CONSTRAIN_REPLIES_KEY, on, this.dbName).catch(() => undefined);
+    for (const l of constrainListeners) l(on);
   }
 
   static override styles = css`
@@ -40,6 +65,7 @@ export class AgentflowToolSwitches extends LitElement {
     /* Under its tool, not after the state: on a phone the state and the button wrapped into each other. */
     .allow { display: block; margin: 0.2rem 0 0 1.5rem; font: inherit; font-size: 0.85em; padding: 0.05rem 0.4rem; cursor: pointer; }
     .desc { font-size: 0.8em; opacity: 0.75; margin-left: 1.5rem; }
+    .constrain { margin: 0.5rem 0 0.25rem; }
     input:focus-visible, button:focus-visible { outline: 2px solid var(--agentflow-accent, #2563eb); outline-offset: 2px; }
   `;
 
@@ -53,6 +79,7 @@ export class AgentflowToolSwitches extends LitElement {
 
   override disconnectedCallback(): void {
     super.disconnectedCallback();
+    constrainListeners.delete(this.onConstrain);
     this.unsubscribe?.();
     this.unsubscribe = null;
   }
@@ -89,7 +116,14 @@ export class AgentflowToolSwitches extends LitElement {
           ${t.usesNetwork && t.available ? html`<div class="desc">Sends the agent's queries off this device; switch it off to stop.</div>` : nothing}
         </li>`;
       })}
-    </ul>`;
+    </ul>
+    <div class="constrain">
+      <label>
+        <input type="checkbox" data-testid="constrain-replies" .checked=${this.constrainReplies} aria-describedby="constrain-desc" @change=${(e: Event) => this.setConstrainReplies((e.target as HTMLInputElement).checked)} />
+        Constrain replies to their JSON shape
+      </label>
+      <div id="constrain-desc" class="desc">The planner can only name an enabled tool, the executor only write the tool's inputs, the verifier only say STOP or CONTINUE. Off: replies are free text and read as well as they can be.</div>
+    </div>`;
   }
 }
 if (!customElements.get('agentflow-tool-switches')) customElements.define('agentflow-tool-switches', AgentflowToolSwitches);
