@@ -1,5 +1,5 @@
 // npx tsx bench/constrained.ts [--model fixture|fixture-q4|qwen2.5-0.5b|qwen2.5-0.5b-q4] [--fixtures DIR]
-//   [--tokens N] [--calls K] [--grammar-tokens M]
+//   [--tokens N] [--calls K] [--grammar-replies M] [--parts decode,grammar]
 // What schema-constrained decoding costs (issue 26), printed as JSON on stdout (progress on stderr):
 // - decode: the planner engine's decode tok/s at temperature 1 on the same prompts with and without a planner
 //   reply schema (tool_name enum + sub_goal string), and their ratio; tokens the grammar forced
@@ -133,13 +133,24 @@ async function main() {
   const modelName = flag('model', 'fixture');
   const tokens = num('tokens', '64');
   const calls = num('calls', '3');
+  const parts = new Set(flag('parts', 'decode,grammar').split(','));
+  for (const p of parts) if (!['decode', 'grammar'].includes(p)) throw new Error(`--parts: unknown part '${p}' (decode, grammar)`);
   const out: Record<string, unknown> = { model: modelName };
+  if (parts.has('decode')) out.decode = await decodeParts(modelName, fixtures, tokens, calls);
+  if (parts.has('grammar')) {
+    const g = await grammarBench(num('grammar-replies', '5'));
+    log(`grammar on a ${g.vocabulary}: mask ${g.maskMsPerToken.toFixed(3)} ms, masked draw ${g.maskedDrawMsPerToken.toFixed(3)} ms, accept + jump-forward ${g.acceptAndJumpForwardMsPerToken.toFixed(3)} ms per drawn token; compile ${g.schemaCompileMs.toFixed(0)} ms`);
+    out.grammar = g;
+  }
+  process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+}
+
+async function decodeParts(modelName: string, fixtures: string, tokens: number, calls: number) {
   const ctx = await requestGpu({});
   const m = await loadModel(modelName, fixtures);
   const rt = await Qwen2Runtime.create(ctx, m.config, m.source, { maxContext: 256 + tokens });
   m.release();
   const engine = new PlannerEngine(rt, m.tokenizer, modelName);
-  out.vocabulary = m.vocab;
   try {
     // Warm-up: pipelines, recorded steps, the compiled schema.
     await decodeBench(engine, 1, 8, undefined);
@@ -148,7 +159,8 @@ async function main() {
     log(`${modelName}: without a schema ${free.tokensPerSec.toFixed(2)} tok/s (${free.tokens} tokens)`);
     const constrained = await decodeBench(engine, calls, tokens, PLANNER_SCHEMA);
     log(`${modelName}: with the schema ${constrained.tokensPerSec.toFixed(2)} tok/s (${constrained.tokens} tokens, ${constrained.forcedTokens} forced), grammar ${(constrained.grammarMs / constrained.tokens).toFixed(3)} ms/token`);
-    out.decode = {
+    return {
+      vocabulary: m.vocab,
       free,
       constrained,
       ratio: constrained.tokensPerSec / free.tokensPerSec,
@@ -159,10 +171,6 @@ async function main() {
   } finally {
     rt.destroy();
   }
-  const g = await grammarBench(num('grammar-replies', '5'));
-  log(`grammar on a ${g.vocabulary}: mask ${g.maskMsPerToken.toFixed(3)} ms, masked draw ${g.maskedDrawMsPerToken.toFixed(3)} ms, accept + jump-forward ${g.acceptAndJumpForwardMsPerToken.toFixed(3)} ms per drawn token; compile ${g.schemaCompileMs.toFixed(0)} ms`);
-  out.grammar = g;
-  process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
 }
 
 main().then(

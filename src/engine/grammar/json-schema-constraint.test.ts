@@ -73,6 +73,10 @@ describe('SchemaGrammar', () => {
     }
     expect([...seen].sort()).toEqual([1, 2, 5]);
     expect(drawMasked(logits, mask, { temperature: 0 }, 0).token).toBe(5);
+    // Top-k within the allowed tokens: k = 1 is their argmax whatever u is.
+    expect(drawMasked(logits, mask, { temperature: 1, topK: 1 }, 0.99).token).toBe(5);
+    // Pure temperature: the inverse CDF over ids 1, 2, 5 in id order; u = 0 takes the first.
+    expect(drawMasked(logits, mask, { temperature: 1 }, 0).token).toBe(1);
     expect(() => drawMasked(logits, new Int32Array([0]), { temperature: 1 }, 0.5)).toThrow(/allows no token/);
   });
 });

@@ -1,49 +1,63 @@
 // A draw from one row of logits restricted to the tokens a grammar allows, on the CPU, with the row's own
 // uniform: temperature, then top-k, then top-p as kernels/sampling/draw.ts applies them (inverse CDF over
-// the sorted candidates) within the allowed tokens; pure temperature sampling walks them in id order.
+// the sorted candidates) within the allowed tokens; greedy and pure temperature sampling (the rollouts')
+// need no sort and walk the row in id order, in three passes at most (a Qwen-sized row is 151,936 logits,
+// drawn once per token).
 import { candidateDistribution, isPureTemperature, logSumExp, pickIndex, sortRow, type SamplingOptions } from '../../kernels/sampling/draw';
-import { isAllowed } from './json-schema-constraint';
 
 export interface MaskedDraw {
   token: number;
   /**
    * log p(token) under the model's own distribution (full softmax over the whole vocabulary at temperature
    * 1, no mask): the number the trainer gets back when it scores the sequence (see the README's
-   * "on-policy under masks").
+   * "On-policy under masks").
    */
   logprob: number;
 }
 
 /** Draws with uniform `u` from the allowed tokens of `logits`; throws when the mask allows none. */
 export function drawMasked(logits: Float32Array, mask: Int32Array, o: SamplingOptions, u: number): MaskedDraw {
-  const allowed: number[] = [];
-  for (let id = 0; id < logits.length; id++) if (isAllowed(mask, id) && logits[id] > -Infinity) allowed.push(id);
-  if (allowed.length === 0) throw new Error('drawMasked: the grammar allows no token of the vocabulary here');
-  const lse1 = logSumExp(logits);
+  const V = logits.length;
   const T = o.temperature ?? 0;
-  let token: number;
-  if (T === 0 || allowed.length === 1) {
-    // Greedy: the largest allowed logit, ties to the lowest id (as the unconstrained argmax).
-    token = allowed[0];
-    for (const id of allowed) if (logits[id] > logits[token]) token = id;
-  } else if (isPureTemperature(o, allowed.length)) {
-    // The whole softmax over the allowed tokens: inverse CDF in id order, no sort (a 150k-token row sorted
-    // per token costs hundreds of ms on the CPU; any fixed order samples the same distribution).
-    let m = -Infinity;
-    for (const id of allowed) m = Math.max(m, logits[id] / T);
-    let z = 0;
-    for (const id of allowed) z += Math.exp(logits[id] / T - m);
-    const target = u * z;
-    let cum = 0;
-    token = allowed[allowed.length - 1];
-    for (const id of allowed) {
-      cum += Math.exp(logits[id] / T - m);
-      if (target < cum) {
-        token = id;
-        break;
-      }
+  // Pass 1: the row's max (for its log-sum-exp) and the best allowed token (greedy; the max for the rest).
+  let max = -Infinity;
+  let best = -1;
+  let count = 0;
+  for (let id = 0; id < V; id++) {
+    const v = logits[id];
+    if (v > max) max = v;
+    if ((mask[id >>> 5] >>> (id & 31)) & 1 && v > -Infinity) {
+      count++;
+      // Strictly greater: ties go to the lowest id, as the unconstrained argmax.
+      if (best < 0 || v > logits[best]) best = id;
     }
-  } else {
+  }
+  if (best < 0) throw new Error('drawMasked: the grammar allows no token of the vocabulary here');
+  const pure = T > 0 && count > 1 && isPureTemperature(o, count);
+  // Pass 2: the row's sum for log p at temperature 1, and the allowed tokens' at temperature T.
+  const top = logits[best] / T;
+  let sum1 = 0;
+  let sumT = 0;
+  for (let id = 0; id < V; id++) {
+    const v = logits[id];
+    sum1 += Math.exp(v - max);
+    if (pure && (mask[id >>> 5] >>> (id & 31)) & 1) sumT += Math.exp(v / T - top);
+  }
+  const lse1 = max + Math.log(sum1);
+  let token = best;
+  if (pure) {
+    // Pass 3: inverse CDF over the allowed tokens in id order (any fixed order samples the same distribution).
+    const target = u * sumT;
+    let cum = 0;
+    for (let id = 0; id < V; id++) {
+      if (!((mask[id >>> 5] >>> (id & 31)) & 1) || !(logits[id] > -Infinity)) continue;
+      cum += Math.exp(logits[id] / T - top);
+      token = id;
+      if (target < cum) break;
+    }
+  } else if (T > 0 && count > 1) {
+    const allowed: number[] = [];
+    for (let id = 0; id < V; id++) if ((mask[id >>> 5] >>> (id & 31)) & 1 && logits[id] > -Infinity) allowed.push(id);
     const values = Float32Array.from(allowed, (id) => logits[id]);
     const sorted = sortRow(values);
     // The allowed tokens are the whole support: top-k and top-p apply within them.
