@@ -51,6 +51,8 @@ export function agentRunEvaluator(runId: string, spec: RunSpec, data: AgentRunDa
         temperature: 0,
         samples: 1,
         seed: spec.grpo.seed ?? 1,
+        // Replies decode under their schemas as the run's rollouts do.
+        ...(data.budget.constrainReplies === false ? { constrainReplies: false } : {}),
         ...(signal ? { signal } : {}),
         onItem: (rec, done, total) => {
           env.onItem?.(step, rec);
