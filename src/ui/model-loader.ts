@@ -105,6 +105,8 @@ export class SharedModelUnavailableError extends AgentFlowError {
     readonly sharedModel: string,
     readonly plannerAlone: LoadedEngines,
     readonly reason: string,
+    /** web-llm's own error, for a Details fold: the plain reason says what it means. */
+    readonly detail: string,
   ) {
     super(`The planner loaded, but the shared model ${sharedModel} could not be loaded: ${reason}.`);
     this.name = 'SharedModelUnavailableError';
@@ -124,7 +126,7 @@ async function sharedFailureReason(record: import('@mlc-ai/web-llm').ModelRecord
   } catch {
     hosts = [new URL(record.model).host];
   }
-  return `${hostsInWords(hosts)} could not be reached${offline ? ' (you appear to be offline)' : ''}, so its files could not be downloaded (${msg})`;
+  return `${hostsInWords(hosts)} could not be reached${offline ? ' (you appear to be offline)' : ''}, so its files could not be downloaded`;
 }
 
 /** The planner's load spec and what to tell the user about it. */
@@ -216,7 +218,7 @@ export async function loadEngines(o: LoadEnginesOptions): Promise<LoadedEngines>
       } catch (e) {
         if (o.signal?.aborted) throw e;
         // The planner is loaded and serves every module: the user may go on with it (see SharedModelUnavailableError).
-        throw new SharedModelUnavailableError(sharedRecord.model_id, alone(), await sharedFailureReason(sharedRecord, e));
+        throw new SharedModelUnavailableError(sharedRecord.model_id, alone(), await sharedFailureReason(sharedRecord, e), e instanceof Error ? e.message : String(e));
       }
     }
     if (!shared) return alone();

@@ -110,7 +110,7 @@ export class AgentflowModelsPanel extends LitElement {
    * The planner loaded but the shared model did not: the planner alone, offered to go on with (it serves
    * every module), disposed when the user declines or starts anything else.
    */
-  declare partial: { engines: LoadedEngines; choice: ModelChoice; message: string } | null;
+  declare partial: { engines: LoadedEngines; choice: ModelChoice; message: string; detail: string } | null;
   /** The cached model (its key) whose Delete button asks first (see deleteQuestion). */
   declare deleting: string | null;
   /** Re-reads what runs on the engines while the swap question is open (see watchSwap). */
@@ -410,7 +410,7 @@ export class AgentflowModelsPanel extends LitElement {
       const partial = e instanceof SharedModelUnavailableError ? e : null;
       // A planner that loaded while the shared model did not stays on offer (renderPartial), its bar with it.
       if (partial && !controller.signal.aborted) {
-        this.partial = { engines: partial.plannerAlone, choice: c, message: partial.message };
+        this.partial = { engines: partial.plannerAlone, choice: c, message: partial.message, detail: partial.detail };
         this.progress = this.progress.planner ? { planner: { ...this.progress.planner, secondsLeft: null, status: 'loaded' } } : {};
       } else {
         partial?.plannerAlone.dispose();
@@ -504,6 +504,7 @@ export class AgentflowModelsPanel extends LitElement {
         <button type="button" @click=${() => this.usePartial()}>Go on with the planner alone</button>
         <button type="button" @click=${() => this.dropPartial()}>Keep the models in use</button>
       </div>
+      ${p.detail !== p.message ? html`<details class="detail"><summary>What web-llm said</summary><p>${p.detail}</p></details>` : nothing}
     </div>`;
   }
 

@@ -119,7 +119,7 @@ describe('the built site as an offline app', () => {
     const offer = page.locator(`${PANEL} [data-testid="partial-load"]`);
     await explainFailure(page, STATE, () =>
       poll(() => text(offer), 120_000).toMatch(
-        /^The planner loaded, but the shared model Qwen2\.5-1\.5B-Instruct-q4f(16|32)_1-MLC could not be loaded: huggingface\.co could not be reached \(you appear to be offline\), so its files could not be downloaded \(.*\)\. The planner, tiny-chat, can do every step on its own/,
+        /^The planner loaded, but the shared model Qwen2\.5-1\.5B-Instruct-q4f(16|32)_1-MLC could not be loaded: huggingface\.co could not be reached \(you appear to be offline\), so its files could not be downloaded\. The planner, tiny-chat, can do every step on its own/,
       ),
     );
     await page.screenshot({ path: join(shots, 'partial-load-offer.png'), fullPage: true });
