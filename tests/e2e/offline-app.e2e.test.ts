@@ -123,6 +123,12 @@ describe('the built site as an offline app', () => {
       ),
     );
     await page.screenshot({ path: join(shots, 'partial-load-offer.png'), fullPage: true });
+    // The offer, the offline size line and the form fit a phone.
+    await page.setViewportSize({ width: 390, height: 844 });
+    await poll(() => page.evaluate(() => innerWidth)).toBe(390);
+    expect(await crampedText(page, 390)).toEqual([]);
+    await page.screenshot({ path: join(shots, 'partial-load-offer-390.png'), fullPage: true });
+    await page.setViewportSize({ width: 1200, height: 900 });
     await offer.getByRole('button', { name: 'Go on with the planner alone' }).click();
     await poll(() => text(enginesLine(page))).toMatch(PLANNER_ALONE);
     expect(await page.locator(`${PANEL} #shared-model`).inputValue()).toBe('');
