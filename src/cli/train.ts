@@ -26,6 +26,7 @@ import { TOY_GRPO, toyRunSetup, toyRunSpec } from '../trainer/run/toy-run';
 import { DEFAULT_GRPO_CONFIG } from '../trainer/config';
 import { TOY_TRAINING, ToyTask, toyModel } from '../trainer/toy-task';
 import { newRunId, TrainingRun, type RunDeps, type RunSummary } from '../trainer/run/training-run';
+import { toolTaskOf, toolTaskRunSetup, toolTaskRunSpec, TOOL_TASK_TRAINING } from '../agent/tasks/tool-task-run';
 import { runtimePolicyHost } from '../trainer/runtime-policy-host';
 import { TrainingHost } from '../trainer/training-host';
 import { numberFlag, parseArgs, reportFailure, UsageError, type CliArgs } from './args';
@@ -68,6 +69,9 @@ export const TRAIN_USAGE = `usage:
             [--eval-data FILE [--eval-every K (default ${DEFAULT_EVAL_EVERY})]]
   cli train --task toy --out DIR [--steps N (default ${TOY_TRAINING.steps})] [--group G] [--lr X] [--seed S] [--rank R] [--extra-rollouts N] [--backend cpu|gpu] [--resume]
 --out DIR receives adapter/ (PEFT), rollouts.jsonl, metrics.jsonl, run.json and checkpoints/.
+  cli train --task tools --out DIR [--steps N (default ${TOOL_TASK_TRAINING.steps})] [--group G] [--queries-per-step Q] [--lr X] [--seed S]
+            [--rank R] [--extra-rollouts N] [--eval-every K (default ${TOOL_TASK_TRAINING.evaluateEvery})] [--resume]
+--task tools: the tool-choice task (a tiny planner on the CPU, no download), evaluated on its own held-out split.
 --eval-data FILE: held-out items evaluated (temperature 0) with the start adapter, every K-th step's and the last
 step's; one line each in --out's eval.jsonl (step, accuracy, correct, total, seconds, adapter).
 --extra-rollouts N: more rollouts for a group with no success, N at most (default ${DEFAULT_GRPO_CONFIG.extraRollouts}, toy ${TOY_GRPO.extraRollouts}; 0: none).
@@ -172,7 +176,7 @@ async function prepare(argv: string[]): Promise<Prepared> {
     releaseLock();
     throw new UsageError(`--out ${outFlag} already holds a run (${RUN_FILE}); pass --resume to continue it, or choose another --out`);
   }
-  const id = newRunId(fresh.task === 'toy' ? 'toy' : 'agent');
+  const id = newRunId(fresh.task === 'toy' ? 'toy' : toolTaskOf(fresh) ? 'tools' : 'agent');
   return { store, start: { id, spec: fresh }, spec: fresh, notes: lock.notes, deps: () => depsFor(fresh, args, store, id) };
 }
 
@@ -204,7 +208,8 @@ async function prepareResume(args: CliArgs, store: DirRunStore, outFlag: string,
 /** A new run's spec from its flags, every one checked; nothing is written. */
 function newRun(args: CliArgs): RunSpec {
   const task = args.flags.get('task') ?? 'agent';
-  if (task !== 'agent' && task !== 'toy') throw new UsageError(`--task must be agent or toy, got '${task}'`);
+  if (task !== 'agent' && task !== 'toy' && task !== 'tools') throw new UsageError(`--task must be agent, toy or tools, got '${task}'`);
+  if (task === 'tools') return toolTaskRun(args);
   // The toy's default is its run length that reaches 0.9 for any seed (TOY_TRAINING.steps); 10 ended near 0.4.
   const steps = stepsFlag(args, task === 'toy' ? TOY_TRAINING.steps : 10);
   const groupSize = groupFlag(args, task === 'toy' ? TOY_TRAINING.groupSize : 8);
@@ -273,6 +278,30 @@ function newRun(args: CliArgs): RunSpec {
   return spec;
 }
 
+/** A new run of the tool-choice task from its flags (the task's own defaults; the CPU backend; its held-out split). */
+function toolTaskRun(args: CliArgs): RunSpec {
+  for (const f of ['model', 'data', 'tools', 'reward', 'max-turns', 'max-new-tokens', 'micro-batch-tokens', 'max-context', 'backend', 'eval-data']) {
+    if (args.flags.has(f)) throw new UsageError(`--${f} does not apply to --task tools`);
+  }
+  const rank = positiveInt(args, 'rank', TOOL_TASK_TRAINING.rank);
+  const adapterFlag = args.flags.get('adapter');
+  if (adapterFlag !== undefined && args.flags.has('rank')) throw new UsageError(`--rank does not apply with --adapter (the adapter ${adapterFlag} has its own rank)`);
+  const lr = numberFlag(args, 'lr', TOOL_TASK_TRAINING.learningRate) ?? TOOL_TASK_TRAINING.learningRate;
+  if (!(lr > 0 && lr <= 1)) throw new UsageError(`--lr must be > 0 and <= 1, got ${lr}`);
+  const extra = extraRolloutsFlag(args);
+  return toolTaskRunSpec({
+    steps: stepsFlag(args, TOOL_TASK_TRAINING.steps),
+    groupSize: groupFlag(args, TOOL_TASK_TRAINING.groupSize),
+    learningRate: lr,
+    seed: seedFlag(args),
+    adapter: adapterFlag !== undefined ? { kind: 'stored', id: checkDir(adapterFlag, 'adapter'), name: basename(resolve(adapterFlag)) } : { kind: 'fresh', rank, alpha: 2 * rank, targets: [...LORA_MODULES] },
+    ...(args.flags.has('queries-per-step') ? { queriesPerStep: positiveInt(args, 'queries-per-step', 1) } : {}),
+    keepCheckpoints: positiveInt(args, 'keep-checkpoints', 3),
+    evaluateEvery: positiveInt(args, 'eval-every', TOOL_TASK_TRAINING.evaluateEvery),
+    ...(extra !== undefined ? { grpo: { extraRollouts: extra } } : {}),
+  });
+}
+
 /** The toy planner's hidden size (toyModel's default), which bounds its LoRA rank. */
 function toyModelWidth(): number {
   return toyModel(new ToyTask()).config.hiddenSize;
@@ -302,6 +331,18 @@ async function depsFor(spec: RunSpec, args: CliArgs, store: DirRunStore, runId: 
     const backend = (spec.collector as { backend?: string }).backend === 'gpu' ? { gpu: await gpuContext() } : 'cpu';
     const setup = await toyRunSetup({ store, storage, backend });
     return { deps: setup.deps, close: () => setup.destroy() };
+  }
+  if (toolTaskOf(spec)) {
+    const { createNodePythonTool } = await import('../tools/python-node');
+    const python = createNodePythonTool();
+    const setup = toolTaskRunSetup({ runId, spec, store, storage, python });
+    return {
+      deps: setup.deps,
+      close: () => {
+        setup.destroy();
+        python.dispose();
+      },
+    };
   }
   const c = spec.collector as { model?: string; tools?: string[] };
   const modelDir = args.flags.get('model') !== undefined ? checkDir(args.flags.get('model')!, 'model') : c.model;

@@ -116,21 +116,19 @@ export class CpuPlannerEngine implements ChatEngine {
     const t1 = performance.now();
     const tokens: number[] = [];
     const logprobs: number[] = [];
-    let forcedTokens = 0;
+    const forced: boolean[] = [];
     let finishReason: GenerationResult['finishReason'] = 'length';
-    const take = (t: number) => {
+    const take = (t: number, wasForced: boolean) => {
       logprobs.push(logSoftmaxAt(logits, t));
       tokens.push(t);
+      forced.push(wasForced);
       if (!stops.has(t)) logits = dec.step(t);
     };
     try {
       while (tokens.length < maxNew) {
         options.signal?.throwIfAborted();
         if (constraint) {
-          for (const f of constraint.forced(maxNew - tokens.length)) {
-            take(f);
-            forcedTokens++;
-          }
+          for (const f of constraint.forced(maxNew - tokens.length)) take(f, true);
           if (constraint.terminated) {
             finishReason = 'stop';
             break;
@@ -140,7 +138,7 @@ export class CpuPlannerEngine implements ChatEngine {
         const mask = constraint ? await constraint.allowedMask() : null;
         const t = draw(logits, mask, temperature, rng);
         if (constraint && !constraint.accept(t)) throw new Error(`${this.id}: the grammar refused token ${t}, which its own mask allowed`);
-        take(t);
+        take(t, false);
         if (stops.has(t) || constraint?.terminated) {
           finishReason = 'stop';
           break;
@@ -151,6 +149,7 @@ export class CpuPlannerEngine implements ChatEngine {
     } finally {
       constraint?.dispose();
     }
+    const forcedTokens = forced.filter(Boolean).length;
     const body = tokens.filter((t) => !stops.has(t));
     const text = tok.decode(body, { skipSpecialTokens: true });
     options.onToken?.(text);
@@ -164,7 +163,7 @@ export class CpuPlannerEngine implements ChatEngine {
       logprobs,
       adapterId,
       finishReason,
-      ...(constraint ? { forcedTokens } : {}),
+      ...(constraint ? { forcedTokens, forced } : {}),
       timings: { prefillMs: t1 - t0, decodeMs: performance.now() - t1, cachedPromptTokens: cached },
     };
   }

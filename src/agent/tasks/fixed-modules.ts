@@ -30,9 +30,10 @@ export function queryOf(user: string): string {
 }
 
 /**
- * The memory entries of a verifier or generator prompt. The planner's sub-goal comes before each call and
- * may hold any text, so each entry is read from its last 'Call: ' line on (the call and the tool's result,
- * which the planner does not write).
+ * The memory entries of a verifier or generator prompt. The planner's sub-goal comes before each call, so each
+ * entry is read from its last 'Call: ' line on (the call and the tool's result, which the planner does not
+ * write). Under the planner's reply schema a sub-goal has no line break (reply-schemas.ts allows no control
+ * character), so it cannot pass for a call or a result; without the schema a planner could write one.
  */
 export function memoryOf(user: string): ShownEntry[] {
   const start = user.indexOf('\nMemory:\n');

@@ -1,0 +1,219 @@
+// The tool-choice task as a training run: the tiny planner (float64 CPU backend) plays the real AgentFlow loop
+// through the same AgentCollector and TrainingRun as a downloaded planner, with the frozen modules and the task's
+// tools, its replies decoded under the loop's JSON Schemas (src/engine/grammar). A run's spec is an agent run's
+// (its items the training split) that also records the task's seeds, so a resumed run — or a page — rebuilds
+// the same task. No Node API here: `cli train --task tools` and a page driver both build runs with it.
+import { SchemaGrammar } from '../../engine/grammar/json-schema-constraint';
+import type { LoraAdapter } from '../../engine/io/peft';
+import type { ExperimentItemRecord } from '../../store/records';
+import type { Tool } from '../../tools/types';
+import type { GrpoConfig } from '../../trainer/config';
+import { AgentCollector } from '../../trainer/run/agent-collector';
+import { agentRunData, agentRunSpec, rolloutAgentConfig, type AgentBudget } from '../../trainer/run/agent-run';
+import { evaluateItems } from '../../trainer/run/evaluate-items';
+import { evalOutcome } from '../../trainer/run/run-evaluator';
+import type { RunSpec, RunStore, StartAdapterSpec } from '../../trainer/run/run-store';
+import type { RunDeps, RunEvaluator } from '../../trainer/run/training-run';
+import { TrainingHost, type TrainStorage } from '../../trainer/training-host';
+import type { AgentConfigInput, AgentEngines } from '../loop';
+import type { ReplyConstraint } from './cpu-planner-engine';
+import { liveAdapter, toolTask, toolTaskTools, TOOL_TASK_PLANNER_ID, type ToolTask, type ToolTaskModelOptions } from './tool-task';
+
+/**
+ * Characters of the planner's free-text fields. The tool's name is the decision; the sub-goal, context and
+ * justification are what an untrained model writes at random until its string is closed, so they are kept to a
+ * few tokens: long ones would make each reply and each trained sequence several times longer.
+ */
+export const TOOL_TASK_REPLY_LIMITS = Object.freeze({ subGoal: 8, context: 1, justification: 1 });
+
+/**
+ * Rollout budgets: two turns (a two-part question needs both; a one-part question gets a second try), 48 new
+ * tokens per planner reply (a constrained reply takes 30-40), the frozen modules' replies are short.
+ */
+export const TOOL_TASK_BUDGET: Readonly<AgentBudget> = Object.freeze({ maxTurns: 2, plannerTokens: 48, moduleTokens: 64, queriesPerStep: 4, microBatchTokens: 2048, rolloutConcurrency: 1 });
+
+/** Training defaults (see the README's "Tool-choice task" for what they reach). */
+export const TOOL_TASK_TRAINING = Object.freeze({ steps: 60, groupSize: 8, learningRate: 0.01, rank: 4, evaluateEvery: 10 });
+
+/**
+ * Flow-GRPO settings: as the toy's (src/trainer/run/toy-run.ts TOY_GRPO: no weight decay, no KL term — which
+ * would cost a reference forward of every turn on the CPU — Adam beta2 0.99 and eps 1e-3), with the agent's
+ * dynamic sampling budget.
+ */
+export const TOOL_TASK_GRPO: Partial<GrpoConfig> = Object.freeze({ weightDecay: 0, beta: 0, adamBeta2: 0.99, adamEps: 1e-3, extraRollouts: 8 });
+
+/** What a run's spec records of the task (spec.collector.toolTask). */
+export interface ToolTaskSpecData {
+  seed: number;
+  trainPerKind?: number;
+  heldOutPerKind?: number;
+  /** The tiny planner's shape (default TOOL_TASK_MODEL). */
+  model?: ToolTaskModelOptions;
+}
+
+/** The agent settings of a rollout of the task: the run's rollout settings with the task's reply limits. */
+export function toolTaskAgentConfig(budget: AgentBudget, temperature: number, seed: number): AgentConfigInput {
+  return { ...rolloutAgentConfig(budget, temperature, seed), replyLimits: { ...TOOL_TASK_REPLY_LIMITS } };
+}
+
+export interface ToolTaskRunSettings {
+  task?: ToolTaskSpecData;
+  steps?: number;
+  groupSize?: number;
+  learningRate?: number;
+  seed?: number;
+  adapter?: StartAdapterSpec;
+  queriesPerStep?: number;
+  /** Held-out evaluation every this many steps (and at step 0 and the last); 0: none. */
+  evaluateEvery?: number;
+  keepCheckpoints?: number;
+  grpo?: Partial<GrpoConfig>;
+  label?: string;
+}
+
+/** A checked spec for a run of the task. */
+export function toolTaskRunSpec(s: ToolTaskRunSettings = {}): RunSpec {
+  const data: ToolTaskSpecData = { seed: 1, ...s.task };
+  const task = toolTask(data);
+  const rank = TOOL_TASK_TRAINING.rank;
+  const steps = s.steps ?? TOOL_TASK_TRAINING.steps;
+  const spec = agentRunSpec({
+    benchmark: { name: `tool-task-${data.seed}-train`, kind: 'exact', items: task.splits.train },
+    planner: TOOL_TASK_PLANNER_ID,
+    steps,
+    groupSize: s.groupSize ?? TOOL_TASK_TRAINING.groupSize,
+    learningRate: s.learningRate ?? TOOL_TASK_TRAINING.learningRate,
+    seed: s.seed ?? 1,
+    adapter: s.adapter ?? { kind: 'fresh', rank, alpha: 2 * rank, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] },
+    budget: { ...TOOL_TASK_BUDGET, ...(s.queriesPerStep !== undefined ? { queriesPerStep: s.queriesPerStep } : {}) },
+    grpo: { ...TOOL_TASK_GRPO, lrDecaySteps: steps, ...s.grpo },
+    checkpointEvery: 1,
+    ...(s.keepCheckpoints !== undefined ? { keepCheckpoints: s.keepCheckpoints } : {}),
+    label: s.label ?? `Tool-choice task (tiny planner, CPU), questions of seed ${data.seed}`,
+  });
+  spec.collector = { ...spec.collector, toolTask: { ...data } };
+  const every = s.evaluateEvery ?? TOOL_TASK_TRAINING.evaluateEvery;
+  if (every > 0) spec.evaluation = { every, dataset: `tool-task-${data.seed}-held-out`, kind: 'exact', items: task.splits.heldOut };
+  return spec;
+}
+
+/** The task a spec was made for, or null for any other run. */
+export function toolTaskOf(spec: RunSpec): ToolTaskSpecData | null {
+  const t = (spec.collector as { toolTask?: ToolTaskSpecData }).toolTask;
+  return t && typeof t.seed === 'number' ? t : null;
+}
+
+/** The grammar a reply of the task's planner must follow (compiled once per schema for its tokenizer). */
+export function toolTaskConstraint(task: ToolTask): (schema: string) => Promise<ReplyConstraint> {
+  const grammar = SchemaGrammar.for(task.tokenizer, { vocabSize: task.model.config.vocabSize, stopIds: task.tokenizer.stopTokenIds });
+  return async (schema) => (await grammar).matcher(schema);
+}
+
+export interface ToolTaskEvalOptions {
+  items: ToolTaskTaskItems;
+  temperature?: number;
+  samples?: number;
+  seed?: number;
+  experimentId?: string;
+  signal?: AbortSignal;
+  onItem?: (rec: ExperimentItemRecord, done: number, total: number) => void;
+}
+
+type ToolTaskTaskItems = ToolTask['splits']['heldOut'];
+
+/** Plays `items` through the loop on these engines and tools (evaluateItems: `cli eval`'s records). */
+export function evaluateToolTask(engines: AgentEngines, tools: Tool[], o: ToolTaskEvalOptions): Promise<ExperimentItemRecord[]> {
+  return evaluateItems({
+    items: o.items,
+    kind: 'exact',
+    engines,
+    tools,
+    experimentId: o.experimentId ?? 'tool-task-eval',
+    maxTurns: TOOL_TASK_BUDGET.maxTurns,
+    maxNewTokens: TOOL_TASK_BUDGET.plannerTokens,
+    temperature: o.temperature ?? 0,
+    samples: o.samples ?? 1,
+    seed: o.seed ?? 1,
+    agent: { replyLimits: { ...TOOL_TASK_REPLY_LIMITS } },
+    ...(o.signal ? { signal: o.signal } : {}),
+    ...(o.onItem ? { onItem: o.onItem } : {}),
+  });
+}
+
+/** Accuracy of evaluation records (an item that threw counts as wrong). */
+export function accuracyOf(recs: readonly ExperimentItemRecord[]): number {
+  return recs.length ? recs.filter((r) => r.correct === true).length / recs.length : 0;
+}
+
+export interface ToolTaskRunSetup {
+  task: ToolTask;
+  host: TrainingHost;
+  engines: AgentEngines;
+  tools: Tool[];
+  deps: RunDeps;
+  destroy(): void;
+}
+
+/**
+ * Everything a run of `spec` needs: the task rebuilt from its seeds, a TrainingHost on the CPU backend, the
+ * planner sampling with the live adapter under the grammar, the collector, and the held-out evaluator.
+ * `python` is the Python tool of the front end (the page's PythonTool, the CLI's Node one).
+ */
+export function toolTaskRunSetup(o: {
+  runId: string;
+  spec: RunSpec;
+  store: RunStore;
+  storage: (dbName?: string) => Promise<TrainStorage>;
+  python: Tool;
+  dbName?: string;
+  onEvalItem?: (step: number, rec: ExperimentItemRecord) => void;
+}): ToolTaskRunSetup {
+  const data = toolTaskOf(o.spec);
+  if (!data) throw new Error(`training run “${o.spec.label}” is not a tool-choice task run (its stored settings have no toolTask)`);
+  const agent = agentRunData(o.spec);
+  const task = toolTask(data);
+  const policyHost = task.policyHost();
+  const host = new TrainingHost(() => policyHost, o.storage);
+  const planner = task.planner({ adapter: liveAdapter(host), constraint: toolTaskConstraint(task) });
+  const engines: AgentEngines = { planner, shared: task.shared };
+  const tools = toolTaskTools(o.python, task.shared);
+  const collector = new AgentCollector({
+    runId: o.runId,
+    items: agent.benchmark.items,
+    engines,
+    tools,
+    agent: (seed) => toolTaskAgentConfig(agent.budget, o.spec.grpo.temperature ?? 1, seed),
+    reward: { kind: 'exact' },
+    concurrency: 1,
+    ...(o.store.rollouts ? { storage: o.store.rollouts } : {}),
+  });
+  const e = o.spec.evaluation;
+  const evaluator: RunEvaluator | undefined = e && {
+    async evaluate({ step, signal, onItem }) {
+      const recs = await evaluateToolTask(engines, tools, {
+        items: e.items as ToolTaskTaskItems,
+        experimentId: `${o.runId}-eval-step-${step}`,
+        ...(signal ? { signal } : {}),
+        onItem: (rec, done, total) => {
+          o.onEvalItem?.(step, rec);
+          onItem?.(done, total);
+        },
+      });
+      return evalOutcome(recs);
+    },
+  };
+  return {
+    task,
+    host,
+    engines,
+    tools,
+    deps: { collector, policy: host, store: o.store, ...(o.dbName !== undefined ? { dbName: o.dbName } : {}), ...(evaluator ? { evaluator } : {}) },
+    destroy: () => void host.trainStop(),
+  };
+}
+
+/** The task's planner with a fixed adapter (null: the untrained base model), under the grammar: for `cli eval`. */
+export function toolTaskEvalEngines(task: ToolTask, adapter: LoraAdapter | null, python: Tool): { engines: AgentEngines; tools: Tool[] } {
+  const planner = task.planner({ adapter: () => ({ adapter, id: adapter ? 'adapter' : null }), constraint: toolTaskConstraint(task) });
+  return { engines: { planner, shared: task.shared }, tools: toolTaskTools(python, task.shared) };
+}
