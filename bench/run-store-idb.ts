@@ -1,70 +1,44 @@
-// npx tsx bench/run-store-idb.ts [--at 100,1000,5000] [--steps 20] [--module path/to/run-store-idb.ts]
+// npx tsx bench/run-store-idb.ts [--at 100,1000,5000] [--steps 20] [--module path/to/run-store-idb.ts] [--browser]
 // What storing one training step costs in the page's run store (src/trainer/run/run-store-idb.ts) as a run
-// grows, on fake-indexeddb (the unit tests' IndexedDB, in Node): for each run length N, a run with N steps is
-// stored, then `--steps` more steps are stored as TrainingRun stores them (appendStep with the step's rollout
-// records, then save of the record), and the median ms per step is reported, with the time to load the run
-// back. Before the history was split off the run record, each step rewrote the whole history, twice.
+// grows: for each run length N, a run with N steps is stored, then `--steps` more steps are stored as
+// TrainingRun stores them (appendStep with the step's 16 rollout records, then save of the record), and the
+// median ms per step is reported, with the time to load the run back. On fake-indexeddb (the unit tests'
+// IndexedDB, in Node), or with --browser in headless Chromium (Debian's) on its real IndexedDB. Before the
+// history was split off the run record, each step rewrote the whole history, twice.
 // `--module`: time another copy of the store (an older commit's, saved beside the current one so its imports
-// resolve), e.g. `git show c727dce:src/trainer/run/run-store-idb.ts > src/trainer/run/run-store-idb.before.ts`.
-import 'fake-indexeddb/auto';
+// resolve), e.g. `git show c727dce:src/trainer/run/run-store-idb.ts > src/trainer/run/run-store-idb.before.ts`
+// (delete it afterwards: it does not type-check against today's RunStore).
 import { resolve } from 'node:path';
+import { build } from 'esbuild';
+import { launchChromium } from '../tests/support/chromium';
 import { flag, log } from './flags';
-import type { RolloutRecord } from '../src/store/records';
-import type { StepMetrics } from '../src/trainer/run/metrics';
-import { IdbRunStore as CurrentStore } from '../src/trainer/run/run-store-idb';
-import type { StoredRun } from '../src/trainer/run/run-store';
+import type { StoreBenchRow } from './run-store-idb-core';
 
 const at = flag('at', '100,1000,5000').split(',').map(Number);
 const steps = Number(flag('steps', '20'));
-const module = flag('module', '');
-const IdbRunStore: typeof CurrentStore = module ? ((await import(resolve(module))) as { IdbRunStore: typeof CurrentStore }).IdbRunStore : CurrentStore;
+const module = resolve(flag('module', new URL('../src/trainer/run/run-store-idb.ts', import.meta.url).pathname));
 
-function metrics(step: number): StepMetrics {
-  const r = (step % 16) / 16;
-  return { step, reward: r, rewardStd: 0.4, rollingReward: r, loss: 0.0123, kl: 0.00012, gradNorm: 0.8, clipFraction: 0.01, tokensPerSecond: 1234.5, plannerTokens: 512, samples: 16, noGradientGroups: 1, rolloutSeconds: 0.04, updateSeconds: 0.02, ...(step % 7 === 0 ? { best: true } : {}) };
-}
-
-/** The toy task's step: 16 one-turn rollouts. */
-function rollouts(runId: string, step: number): RolloutRecord[] {
-  return Array.from({ length: 16 }, (_, k) => ({ id: `${runId}:step${step}:r${k}`, runId, step, groupId: `${runId}:step${step}`, rollout: k, turn: 1, reward: k % 2, advantage: 0.5, createdAt: 0 }) as unknown as RolloutRecord);
-}
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-
-const out: Array<Record<string, number>> = [];
-// The first pass warms the JIT up and is not reported.
-for (const [i, n] of [at[0], ...at].entries()) {
-  const store = new IdbRunStore(`bench-run-store-${n}-${Math.random()}`);
-  const run: StoredRun = {
-    id: `toy-${n}`,
-    createdAt: 0,
-    updatedAt: 0,
-    status: 'running',
-    spec: { task: 'toy', label: 'bench', dataset: 'toy', steps: n + steps + 1, grpo: {}, adapter: { kind: 'fresh', rank: 4, alpha: 8, targets: ['q'] }, keepCheckpoints: 3, bestWindow: 20, collector: {} },
-    history: Array.from({ length: n - 1 }, (_, i) => metrics(i + 1)),
-    result: null,
-  };
-  await store.save(run);
-  // Step n (untimed) brings the run to n steps as a run of n steps would have stored them.
-  const step = async (s: number) => {
-    const m = metrics(s);
-    await store.appendStep(run, m, rollouts(run.id, s));
-    run.history.push(m);
-    await store.save(run);
-  };
-  await step(n);
-  const times: number[] = [];
-  for (let s = n + 1; s <= n + steps; s++) {
-    const t0 = performance.now();
-    await step(s);
-    times.push(performance.now() - t0);
+let out: StoreBenchRow[];
+if (process.argv.includes('--browser')) {
+  const entry = `import { IdbRunStore } from ${JSON.stringify(module)}; import { benchRunStore } from ${JSON.stringify(new URL('./run-store-idb-core.ts', import.meta.url).pathname)};
+    (globalThis as any).bench = (at: number[], steps: number) => benchRunStore(IdbRunStore, at, steps, (s) => console.log(s));`;
+  const bundle = await build({ stdin: { contents: entry, loader: 'ts', resolveDir: process.cwd() }, bundle: true, format: 'iife', write: false, nodePaths: [new URL('../node_modules', import.meta.url).pathname] });
+  const browser = await launchChromium({ webgpu: false });
+  try {
+    const page = await browser.newPage();
+    page.on('console', (m) => log(m.text()));
+    // IndexedDB needs an origin: the page is served by the route, never fetched.
+    await page.route('http://bench.invalid/', (r) => r.fulfill({ contentType: 'text/html', body: '<!doctype html><title>bench</title>' }));
+    await page.goto('http://bench.invalid/');
+    await page.addScriptTag({ content: bundle.outputFiles[0].text });
+    out = await page.evaluate(([a, s]) => (globalThis as unknown as { bench: (at: number[], steps: number) => Promise<StoreBenchRow[]> }).bench(a, s), [at, steps] as [number[], number]);
+  } finally {
+    await browser.close();
   }
-  const t0 = performance.now();
-  const back = await store.load(run.id);
-  const loadMs = performance.now() - t0;
-  if (back?.history.length !== run.history.length) throw new Error(`bench: loaded ${back?.history.length} steps of ${run.history.length}`);
-  if (i === 0) continue;
-  out.push({ steps: n, msPerStep: +median(times).toFixed(2), loadMs: +loadMs.toFixed(1) });
-  log(`at step ${n}: ${median(times).toFixed(2)} ms per step (median of ${steps}), load ${loadMs.toFixed(1)} ms`);
+} else {
+  await import('fake-indexeddb/auto');
+  const { benchRunStore } = await import('./run-store-idb-core');
+  const { IdbRunStore } = (await import(module)) as typeof import('../src/trainer/run/run-store-idb');
+  out = await benchRunStore(IdbRunStore, at, steps, log);
 }
 process.stdout.write(`${JSON.stringify(out)}\n`);
