@@ -15,6 +15,13 @@ export interface MaskedDraw {
   logprob: number;
 }
 
+let scratch = new Float64Array(0);
+/** A scratch row of at least V weights (kept: a decode draws one row per token). */
+function weights(V: number): Float64Array {
+  if (scratch.length < V) scratch = new Float64Array(V);
+  return scratch;
+}
+
 /** Draws with uniform `u` from the allowed tokens of `logits`; throws when the mask allows none. */
 export function drawMasked(logits: Float32Array, mask: Int32Array, o: SamplingOptions, u: number): MaskedDraw {
   const V = logits.length;
@@ -34,14 +41,21 @@ export function drawMasked(logits: Float32Array, mask: Int32Array, o: SamplingOp
   }
   if (best < 0) throw new Error('drawMasked: the grammar allows no token of the vocabulary here');
   const pure = T > 0 && count > 1 && isPureTemperature(o, count);
-  // Pass 2: the row's sum for log p at temperature 1, and the allowed tokens' at temperature T.
-  const top = logits[best] / T;
+  // Pass 2: the row's sum for log p at temperature 1, and the allowed tokens' weights at temperature T
+  // (kept, so the draw below needs no second exp; at T = 1 they are the same numbers).
+  const w = weights(V);
+  const top = logits[best];
   let sum1 = 0;
   let sumT = 0;
   for (let id = 0; id < V; id++) {
     const v = logits[id];
-    sum1 += Math.exp(v - max);
-    if (pure && (mask[id >>> 5] >>> (id & 31)) & 1) sumT += Math.exp(v / T - top);
+    const e = Math.exp(v - max);
+    sum1 += e;
+    if (pure && (mask[id >>> 5] >>> (id & 31)) & 1) {
+      const x = T === 1 ? e : Math.exp((v - top) / T);
+      w[id] = x;
+      sumT += x;
+    }
   }
   const lse1 = max + Math.log(sum1);
   let token = best;
@@ -51,7 +65,7 @@ export function drawMasked(logits: Float32Array, mask: Int32Array, o: SamplingOp
     let cum = 0;
     for (let id = 0; id < V; id++) {
       if (!((mask[id >>> 5] >>> (id & 31)) & 1) || !(logits[id] > -Infinity)) continue;
-      cum += Math.exp(logits[id] / T - top);
+      cum += w[id];
       token = id;
       if (target < cum) break;
     }
