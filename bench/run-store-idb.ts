@@ -8,6 +8,8 @@
 // `--module`: time another copy of the store (an older commit's, saved beside the current one so its imports
 // resolve), e.g. `git show c727dce:src/trainer/run/run-store-idb.ts > src/trainer/run/run-store-idb.before.ts`
 // (delete it afterwards: it does not type-check against today's RunStore).
+// Node's IndexedDB for the default mode (harmless with --browser, where the page has its own).
+import 'fake-indexeddb/auto';
 import { resolve } from 'node:path';
 import { build } from 'esbuild';
 import { launchChromium } from '../tests/support/chromium';
@@ -36,7 +38,6 @@ if (process.argv.includes('--browser')) {
     await browser.close();
   }
 } else {
-  await import('fake-indexeddb/auto');
   const { benchRunStore } = await import('./run-store-idb-core');
   const { IdbRunStore } = (await import(module)) as typeof import('../src/trainer/run/run-store-idb');
   out = await benchRunStore(IdbRunStore, at, steps, log);
