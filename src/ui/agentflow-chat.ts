@@ -573,10 +573,7 @@ export class AgentFlowChat extends LitElement implements EngineUser {
       return null;
     }
     if (!this.thread.includes(id)) this.thread = [id];
-    // Its stored steps say where it picks up ("Resuming at turn 3"), and the calls after them follow on.
-    await this.loadSteps(id).catch(() => undefined);
-    const at = upcomingCall(this.stepsById[id] ?? [], this.maxTurns);
-    return this.run(id, engines, conv?.query ?? '', (opts) => resumeConversation(id, { ...opts, allowEngineChange }), at);
+    return this.run(id, engines, conv?.query ?? '', (opts) => resumeConversation(id, { ...opts, allowEngineChange }), true);
   }
 
   private async run(
@@ -584,8 +581,8 @@ export class AgentFlowChat extends LitElement implements EngineUser {
     engines: AgentEngines,
     query: string,
     go: (opts: Parameters<typeof startConversation>[1]) => Promise<SessionResult>,
-    /** Where a resumed run picks up (its next call); absent for a new question. */
-    resumeAt: { module: ModuleName; turn: number } | null = null,
+    /** A stored run continued: the live line says where it picks up (read from its steps once storage opens). */
+    resuming = false,
   ): Promise<SessionResult | null> {
     const controller = new AbortController();
     let ended!: () => void;
@@ -594,8 +591,8 @@ export class AgentFlowChat extends LitElement implements EngineUser {
     this.pending.set(id, query);
     this.live = {
       id,
-      module: resumeAt?.module ?? null,
-      turn: resumeAt?.turn ?? 0,
+      module: null,
+      turn: 0,
       text: '',
       answer: '',
       controller,
@@ -603,7 +600,7 @@ export class AgentFlowChat extends LitElement implements EngineUser {
       calls: [],
       waitingForStorage: true,
       toolNote: null,
-      resuming: resumeAt !== null,
+      resuming,
     };
     // Each question is its own conversation (the agent sees none of the earlier ones), so it gets a view of
     // its own; the earlier ones stay in the sidebar.
@@ -621,6 +618,13 @@ export class AgentFlowChat extends LitElement implements EngineUser {
     try {
       opened = await this.storageOpened(id, query, controller.signal);
       if (!opened) return null;
+      if (resuming) {
+        // Its stored steps say where it picks up ("Resuming at turn 3"), and the calls after them follow on.
+        await this.loadSteps(id);
+        const at = upcomingCall(this.stepsById[id] ?? [], this.maxTurns);
+        const l = this.live;
+        if (at && l?.id === id) this.live = { ...l, module: at.module, turn: at.turn };
+      }
       const listed = this.refreshList();
       listed.catch(() => undefined); // awaited below; a run that throws first must not leave it unhandled
       result = await go({

@@ -127,6 +127,7 @@ describe('chat-view', () => {
     expect(callOfStep(plan)).toEqual({ module: 'planner' });
     expect(liveHeading('planner', 3, null, true)).toBe('Resuming at turn 3: planning…');
     expect(liveHeading('analysis', 0, null, true)).toBe('Resuming at the start: analysing the query…');
+    expect(liveHeading(null, 0, null, true)).toBe('Resuming…');
     const conv = { id: 'x', title: 't', createdAt: 0, updatedAt: 0, status: 'done' as const, query: 'q' };
     expect(conversationGroup({ ...conv, settings: { rollouts: null } })).toBe('chat');
     expect(conversationGroup({ ...conv, reference: '"4"' })).toBe('experiment');

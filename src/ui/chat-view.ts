@@ -127,8 +127,8 @@ export function moduleLabel(m: ModuleName): string {
  * "Calling a tool (turn 1): starting Python (first use)…".
  */
 export function liveHeading(module: ModuleName | null, turn: number, toolNote: string | null = null, resuming = false): string {
-  if (!module) return 'Starting…';
   // A resumed run says where it picks up until its first call ends ("Starting…" read as a fresh run).
+  if (!module) return resuming ? 'Resuming…' : 'Starting…';
   if (resuming) return `Resuming at ${turn ? `turn ${turn}` : 'the start'}: ${moduleLabel(module).toLowerCase()}…`;
   return `${moduleLabel(module)}${turn ? ` (turn ${turn})` : ''}${toolNote ? `: ${oneLine(toolNote, 80)}` : ''}…`;
 }
