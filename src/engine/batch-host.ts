@@ -187,7 +187,17 @@ export class BatchDecoder {
    * BatchHost.append: `tokens` of row r run at positions start.. into its region (one forward), the last
    * one's logits left where the row's next draw reads them (a batch's row: its slot).
    */
-  private async append(run: BatchRun, r: BatchRow, tokens: number[], start: number): Promise<Float32Array> {
+  private append(run: BatchRun, r: BatchRow, tokens: number[], start: number): Promise<Float32Array> {
+    // Rows draw concurrently, but appends share the prefill plan (its inputs, logits and logprobs): one at a
+    // time, each until its logits are in its row's slot.
+    const done = this.appending.then(() => this.appendNow(run, r, tokens, start));
+    this.appending = done.catch(() => undefined);
+    return done;
+  }
+
+  private appending: Promise<unknown> = Promise.resolve();
+
+  private async appendNow(run: BatchRun, r: BatchRow, tokens: number[], start: number): Promise<Float32Array> {
     if (r.offset !== 0) throw new Error(`BatchDecoder: row ${r.b} shares a prompt head; forced tokens need its whole region`);
     const res = this.res;
     const { plan, logprobs } = await appendRun(res, tokens, start, r.base);
