@@ -55,4 +55,14 @@ describe('run.sh all: headlines', () => {
     const bad = headlines(['prefill-profile'], () => pp([{ rows: 256, gpuMs: 10 }, { rows: 256 }]));
     expect(bad['prefill-profile']).toEqual({ prompt: 512, prefillGpuMs: null, prefillTokPerS: null, scoreGpuMs: 12.5 });
   });
+
+  it('gives the constrained decode part its tok/s with and without the schema, their ratios and the grammar cost', () => {
+    const part = {
+      decode: { free: { tokensPerSec: 80 }, constrained: { tokensPerSec: 120, drawnTokensPerSec: 40 }, ratio: 1.5, drawnRatio: 0.5, grammarMsPerDrawnToken: 4.2 },
+      grammar: { maskedDrawMsPerToken: 3.1 },
+    };
+    const h = headlines(['constrained-0.5b-q4'], (name) => (name === 'constrained-0.5b-q4' ? part : null));
+    expect(h['constrained-0.5b-q4']).toEqual({ freeTokPerS: 80, schemaTokPerS: 120, schemaDrawnTokPerS: 40, ratio: 1.5, drawnRatio: 0.5, grammarMsPerDrawnToken: 4.2, maskedDrawMsPerToken: 3.1 });
+    expect(headlines([], () => null)['constrained-0.5b-q4']).toBeUndefined();
+  });
 });

@@ -68,6 +68,18 @@ export function headlines(partNames: string[], read: (part: string) => unknown):
   out.trainVsPeft = trainVsPeft;
   const e2e = read('e2e-0.5b-q4');
   if (e2e) out['e2e-0.5b-q4'] = { stepSeconds: round(at(e2e, 'results', 0, 'e2e', 'steps', 0, 'stepSeconds')), rolloutSeconds: round(at(e2e, 'results', 0, 'e2e', 'steps', 0, 'rolloutSeconds')), updateSeconds: round(at(e2e, 'results', 0, 'e2e', 'steps', 0, 'updateSeconds')) };
+  const cd = read('constrained-0.5b-q4');
+  if (cd) {
+    out['constrained-0.5b-q4'] = {
+      freeTokPerS: round(at(cd, 'decode', 'free', 'tokensPerSec')),
+      schemaTokPerS: round(at(cd, 'decode', 'constrained', 'tokensPerSec')),
+      schemaDrawnTokPerS: round(at(cd, 'decode', 'constrained', 'drawnTokensPerSec')),
+      ratio: round(at(cd, 'decode', 'ratio')),
+      drawnRatio: round(at(cd, 'decode', 'drawnRatio')),
+      grammarMsPerDrawnToken: round(at(cd, 'decode', 'grammarMsPerDrawnToken')),
+      maskedDrawMsPerToken: round(at(cd, 'grammar', 'maskedDrawMsPerToken')),
+    };
+  }
   const dp = read('decode-profile');
   if (dp) out['decode-profile'] = { dispatchesPerToken: at(dp, 'dispatchesPerToken'), gpuMsPerTokenNoReadback: round(at(dp, 'gpuMsPerTokenNoReadback')), encodeMsPerToken: round(at(dp, 'encodeMsPerToken')), generateTokPerS: round(at(dp, 'generateTokensPerSec')) };
   const tp = read('train-profile');
