@@ -11,7 +11,17 @@ import { Rng } from '../src/util/rng';
 /** Qwen2.5's ordinary tokens (its 151,936 logits add specials and padding). */
 export const QWEN_VOCAB_TOKENS = 151_643;
 
+const made = new Map<string, Tokenizer>();
+
+/** The synthetic tokenizer (built once per size and seed: building a 151k vocabulary takes seconds). */
 export function syntheticBpeTokenizer(tokens = QWEN_VOCAB_TOKENS, seed = 1): Tokenizer {
+  const key = `${tokens}|${seed}`;
+  let t = made.get(key);
+  if (!t) made.set(key, (t = buildTokenizer(tokens, seed)));
+  return t;
+}
+
+function buildTokenizer(tokens: number, seed: number): Tokenizer {
   const rng = new Rng(seed);
   const have = new Set<string>();
   const merges: string[] = [];
