@@ -29,7 +29,7 @@ import { newRunId, TrainingRun, type RunDeps, type RunSummary } from '../trainer
 import { toolTaskOf, toolTaskRunSetup, toolTaskRunSpec, TOOL_TASK_TRAINING } from '../agent/tasks/tool-task-run';
 import { runtimePolicyHost } from '../trainer/runtime-policy-host';
 import { TrainingHost } from '../trainer/training-host';
-import { numberFlag, parseArgs, reportFailure, UsageError, type CliArgs } from './args';
+import { numberFlag, onOffFlag, parseArgs, reportFailure, UsageError, type CliArgs } from './args';
 import { checkResumeFlags, resumeSteps } from './resume-flags';
 import { checkEvalResume, DEFAULT_EVAL_EVERY, EVAL_TRAIN_FLAGS, evalLine, evaluationFlags } from './train-eval';
 import { acquireRunLock, LockHeldError, type RunLock } from './run-lock';
@@ -58,6 +58,7 @@ export const TRAIN_FLAGS = [
   'extra-rollouts',
   'backend',
   'resume',
+  'constrain-replies',
   ...EVAL_TRAIN_FLAGS,
 ];
 
@@ -66,6 +67,7 @@ export const TRAIN_USAGE = `usage:
             [--steps N] [--group G] [--queries-per-step Q] [--max-turns T] [--max-new-tokens N]
             [--tools python,base_generator] [--reward exact|numeric|choice|gameof24|judge] [--lr X] [--seed S]
             [--rank R] [--micro-batch-tokens N] [--max-context N] [--keep-checkpoints K] [--extra-rollouts N] [--resume]
+            [--constrain-replies on|off (default on: module replies decoded under their JSON Schemas)]
             [--eval-data FILE [--eval-every K (default ${DEFAULT_EVAL_EVERY})]]
   cli train --task toy --out DIR [--steps N (default ${TOY_TRAINING.steps})] [--group G] [--lr X] [--seed S] [--rank R] [--extra-rollouts N] [--backend cpu|gpu] [--resume]
 --out DIR receives adapter/ (PEFT), rollouts.jsonl, metrics.jsonl, run.json and checkpoints/.
@@ -227,7 +229,7 @@ function newRun(args: CliArgs): RunSpec {
     adapterFlag !== undefined ? { kind: 'stored', id: checkDir(adapterFlag, 'adapter'), name: basename(resolve(adapterFlag)) } : { kind: 'fresh', rank, alpha: 2 * rank, targets: [...LORA_MODULES] };
 
   if (task === 'toy') {
-    for (const f of ['model', 'data', 'tools', 'reward', 'max-turns', 'max-new-tokens', 'queries-per-step', 'micro-batch-tokens', 'max-context', ...EVAL_TRAIN_FLAGS]) {
+    for (const f of ['model', 'data', 'tools', 'reward', 'max-turns', 'max-new-tokens', 'queries-per-step', 'micro-batch-tokens', 'max-context', 'constrain-replies', ...EVAL_TRAIN_FLAGS]) {
       if (args.flags.has(f)) throw new UsageError(`--${f} does not apply to --task toy`);
     }
     const backend = args.flags.get('backend') ?? 'cpu';
@@ -266,7 +268,7 @@ function newRun(args: CliArgs): RunSpec {
     seed,
     adapter,
     judge: reward === 'judge',
-    budget: { maxTurns, plannerTokens: tokens, moduleTokens: tokens, queriesPerStep: queries, microBatchTokens },
+    budget: { maxTurns, plannerTokens: tokens, moduleTokens: tokens, queriesPerStep: queries, microBatchTokens, ...(onOffFlag(args, 'constrain-replies', true) ? {} : { constrainReplies: false }) },
     grpo: extraGrpo,
     // Each step checkpoints: a run killed mid-step loses at most that step.
     checkpointEvery: 1,
@@ -280,7 +282,7 @@ function newRun(args: CliArgs): RunSpec {
 
 /** A new run of the tool-choice task from its flags (the task's own defaults; the CPU backend; its held-out split). */
 function toolTaskRun(args: CliArgs): RunSpec {
-  for (const f of ['model', 'data', 'tools', 'reward', 'max-turns', 'max-new-tokens', 'micro-batch-tokens', 'max-context', 'backend', 'eval-data']) {
+  for (const f of ['model', 'data', 'tools', 'reward', 'max-turns', 'max-new-tokens', 'micro-batch-tokens', 'max-context', 'backend', 'eval-data', 'constrain-replies']) {
     if (args.flags.has(f)) throw new UsageError(`--${f} does not apply to --task tools`);
   }
   const rank = positiveInt(args, 'rank', TOOL_TASK_TRAINING.rank);
