@@ -14,6 +14,7 @@ import type { ExperimentRecord } from '../store/records';
 import { DEFAULT_AGENT_BUDGET } from '../trainer/run/agent-run';
 import { evaluateItems, type EvalSettings } from '../trainer/run/evaluate-items';
 import { boundedInt, numberFlag, onOffFlag, parseArgs, reportFailure, UsageError, type CliArgs } from './args';
+import { isToolTaskEval, runToolTaskEval } from './eval-tool-task';
 import { loadPlanner, makeTools } from './train';
 import { checkDir, parseTools, positiveInt, readData, rewardFlag, seedFlag } from './train-flags';
 
@@ -95,6 +96,8 @@ function runName(model: string, adapter: string | undefined, benchmark: string, 
 
 /** Runs `cli eval`; resolves with the exit status after printing the summary (or the error). */
 export async function runEval(argv: string[]): Promise<number> {
+  // The tool-choice task brings its own planner, items and tools (eval-tool-task.ts).
+  if (isToolTaskEval(argv)) return runToolTaskEval(argv);
   let close: (() => void) | undefined;
   try {
     const p = prepare(argv);

@@ -3,6 +3,7 @@
 // both values (the stored run decides; a changed group or data set would be another run).
 // --steps is the exception: a larger count extends the run (see resumeSteps).
 import { resolve } from 'node:path';
+import { toolTaskOf } from '../agent/tasks/tool-task-run';
 import type { AgentRunData } from '../trainer/run/agent-run';
 import type { RunSpec } from '../trainer/run/run-store';
 import { DEFAULT_GRPO_CONFIG } from '../trainer/config';
@@ -25,7 +26,7 @@ function compare(name: Setting, args: CliArgs, spec: RunSpec): { given: unknown;
   const raw = args.flags.get(name)!;
   switch (name) {
     case 'task':
-      return { given: raw, stored: spec.task };
+      return { given: raw, stored: toolTaskOf(spec) ? 'tools' : spec.task };
     case 'adapter':
       return { given: resolve(raw), stored: spec.adapter.kind === 'stored' ? spec.adapter.id : `a fresh rank-${spec.adapter.rank} adapter` };
     case 'data': {

@@ -334,15 +334,15 @@ async function depsFor(spec: RunSpec, args: CliArgs, store: DirRunStore, runId: 
     const setup = await toyRunSetup({ store, storage, backend });
     return { deps: setup.deps, close: () => setup.destroy() };
   }
-  if (toolTaskOf(spec)) {
-    const { createNodePythonTool } = await import('../tools/python-node');
-    const python = createNodePythonTool();
-    const setup = toolTaskRunSetup({ runId, spec, store, storage, python });
+  const toolTaskData = toolTaskOf(spec);
+  if (toolTaskData) {
+    const python = toolTaskData.arithmetic === 'python' ? (await import('../tools/python-node')).createNodePythonTool() : undefined;
+    const setup = toolTaskRunSetup({ runId, spec, store, storage, ...(python ? { python } : {}) });
     return {
       deps: setup.deps,
       close: () => {
         setup.destroy();
-        python.dispose();
+        python?.dispose();
       },
     };
   }

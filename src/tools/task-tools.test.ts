@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { checkCard } from './validate';
 import { FactLookupTool } from './fact-lookup';
 import { UnitConvertTool } from './unit-convert';
+import { CalculatorTool } from './calculator';
 
 describe('FactLookupTool', () => {
   const tool = new FactLookupTool();
@@ -26,6 +27,19 @@ describe('UnitConvertTool', () => {
   it('refuses a value that is not a number and units it cannot convert', async () => {
     expect((await tool.run({ value: 'five', from: 'mi', to: 'km' })).error).toBe("convert: 'value' must be a finite number");
     expect((await tool.run({ value: 1, from: 'kg', to: 'm' })).error).toBe('convert: cannot convert mass (kg) to length (m)');
+    expect(checkCard(tool.card)).toEqual([]);
+  });
+});
+
+describe('CalculatorTool', () => {
+  const tool = new CalculatorTool();
+  it('computes + - * with products first', async () => {
+    expect(await tool.run({ expression: '64 - 12 * 63' })).toEqual({ ok: true, output: '-692' });
+    expect(await tool.run({ expression: ' 2  + 3 ' })).toEqual({ ok: true, output: '5' });
+  });
+  it('refuses anything else, saying what it takes', async () => {
+    expect((await tool.run({ expression: '__import__("os")' })).error).toMatch(/is not whole numbers joined by \+ - \*/);
+    expect((await tool.run({ expression: 'What is the capital of Peru?' })).ok).toBe(false);
     expect(checkCard(tool.card)).toEqual([]);
   });
 });

@@ -8,6 +8,7 @@ import { executorMessages, generatorMessages, plannerMessages, verifierMessages 
 import { FIXED_ANALYSIS, FixedModulesEngine, NOT_ENOUGH } from './fixed-modules';
 import { FACT_LOOKUP_CARD } from '../../tools/fact-lookup';
 import { UNIT_CONVERT_CARD } from '../../tools/unit-convert';
+import { CALCULATOR_CARD } from '../../tools/calculator';
 import { TASK_BASE_GENERATOR_CARD, TASK_PYTHON_CARD } from './tool-task';
 
 const engine = new FixedModulesEngine();
@@ -17,13 +18,14 @@ const TWO = 'What is the capital of Peru, and what is 12 * 7?';
 
 describe('FixedModulesEngine', () => {
   it('writes the arguments that make the chosen tool answer its part of the query, and a useless call otherwise', async () => {
-    const args = async (query: string, card: typeof TASK_PYTHON_CARD) => JSON.parse(await say(executorMessages(query, { subGoal: 'x', toolName: card.name, context: 'Tool: lookup\nWhat it does: ' }, card))).args;
+    const args = async (query: string, card: typeof TASK_PYTHON_CARD) => JSON.parse(await say(executorMessages(query, { justification: '', subGoal: 'x', toolName: card.name, context: 'Tool: lookup\nWhat it does: ' }, card))).args;
     expect(await args(TWO, TASK_PYTHON_CARD)).toEqual({ code: 'print(12 * 7)' });
     expect(await args(TWO, FACT_LOOKUP_CARD)).toEqual({ entity: 'Peru', attribute: 'capital' });
     expect(await args('How many km are 5 mi?', UNIT_CONVERT_CARD)).toEqual({ value: 5, from: 'mi', to: 'km' });
     expect(await args(TWO, UNIT_CONVERT_CARD)).toEqual({ value: 0, from: 'm', to: 'kg' });
     expect(await args('What is the capital of Peru?', TASK_PYTHON_CARD)).toEqual({ code: 'print("no arithmetic in: What is the capital of Peru?")' });
     expect(await args(TWO, TASK_BASE_GENERATOR_CARD)).toEqual({ query: TWO });
+    expect(await args(TWO, CALCULATOR_CARD)).toEqual({ expression: '12 * 7' });
   });
 
   it('stops only when every part has a successful result of its tool, and answers from those results', async () => {
@@ -37,6 +39,7 @@ describe('FixedModulesEngine', () => {
     expect(await verdict([entry(1, 'python', '84'), entry(2, 'lookup', 'Lima')])).toBe('STOP');
     expect(await answer([entry(1, 'python', '84'), entry(2, 'lookup', 'Lima')])).toBe('<answer>Lima; 84</answer>');
     expect(await answer([entry(1, 'lookup', 'Lima')])).toBe(`${NOT_ENOUGH} <answer>unknown</answer>`);
+    expect(await answer([entry(1, 'calculator', '84'), entry(2, 'lookup', 'Lima')])).toBe('<answer>Lima; 84</answer>');
   });
 
   // Under the planner's reply schema a sub-goal holds no control character (reply-schemas.ts), so no line break.

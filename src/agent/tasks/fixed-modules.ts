@@ -63,6 +63,10 @@ export function executorArgs(query: string, tool: string): Record<string, unknow
     const p = part('python');
     return { code: p ? `print(${p.expression})` : `print(${JSON.stringify(`no arithmetic in: ${query}`)})` };
   }
+  if (tool === 'calculator') {
+    const p = part('python');
+    return { expression: p ? p.expression : query };
+  }
   if (tool === 'lookup') {
     const p = part('lookup');
     return p ? { entity: p.entity, attribute: p.attribute } : { entity: query, attribute: 'capital' };
@@ -75,12 +79,15 @@ export function executorArgs(query: string, tool: string): Record<string, unknow
   return { query };
 }
 
+/** The tools that answer a part: an arithmetic part Python or the calculator (a task offers one of them). */
+const ANSWERED_BY: Record<PartTool, readonly string[]> = { python: ['python', 'calculator'], lookup: ['lookup'], convert: ['convert'] };
+
 /** The result that answers `part` in the memory: the last successful one of its tool. */
 function resultFor(part: QuestionPart, memory: ShownEntry[]): string | null {
   for (let i = memory.length - 1; i >= 0; i--) {
     const e = memory[i];
-    if (e.tool !== part.tool || !e.ok || !e.result) continue;
-    // Python prints a number for an arithmetic part; anything else is not its answer.
+    if (!ANSWERED_BY[part.tool].includes(e.tool) || !e.ok || !e.result) continue;
+    // The arithmetic tool prints a number for an arithmetic part; anything else is not its answer.
     if (part.tool === 'python' && !/^-?\d+(\.\d+)?$/.test(e.result)) continue;
     return e.result;
   }

@@ -45,6 +45,8 @@ export const TOOL_TASK_GRPO: Partial<GrpoConfig> = Object.freeze({ weightDecay: 
 /** What a run's spec records of the task (spec.collector.toolTask). */
 export interface ToolTaskSpecData {
   seed: number;
+  /** The arithmetic tool (default the calculator; 'python' needs the front end's Python tool). */
+  arithmetic?: 'python' | 'calculator';
   trainPerKind?: number;
   heldOutPerKind?: number;
   /** The tiny planner's shape (default TOOL_TASK_MODEL). */
@@ -164,7 +166,8 @@ export function toolTaskRunSetup(o: {
   spec: RunSpec;
   store: RunStore;
   storage: (dbName?: string) => Promise<TrainStorage>;
-  python: Tool;
+  /** The front end's Python tool, for a task whose arithmetic tool is Python. */
+  python?: Tool;
   dbName?: string;
   onEvalItem?: (step: number, rec: ExperimentItemRecord) => void;
 }): ToolTaskRunSetup {
@@ -172,11 +175,12 @@ export function toolTaskRunSetup(o: {
   if (!data) throw new Error(`training run “${o.spec.label}” is not a tool-choice task run (its stored settings have no toolTask)`);
   const agent = agentRunData(o.spec);
   const task = toolTask(data);
+  if (data.arithmetic === 'python' && !o.python) throw new Error('tool task: this run computes with Python, but no Python tool was given');
   const policyHost = task.policyHost();
   const host = new TrainingHost(() => policyHost, o.storage);
   const planner = task.planner({ adapter: liveAdapter(host), constraint: toolTaskConstraint(task) });
   const engines: AgentEngines = { planner, shared: task.shared };
-  const tools = toolTaskTools(o.python, task.shared);
+  const tools = toolTaskTools(data.arithmetic === 'python' ? o.python! : null, task.shared);
   const collector = new AgentCollector({
     runId: o.runId,
     items: agent.benchmark.items,
@@ -213,7 +217,7 @@ export function toolTaskRunSetup(o: {
 }
 
 /** The task's planner with a fixed adapter (null: the untrained base model), under the grammar: for `cli eval`. */
-export function toolTaskEvalEngines(task: ToolTask, adapter: LoraAdapter | null, python: Tool): { engines: AgentEngines; tools: Tool[] } {
+export function toolTaskEvalEngines(task: ToolTask, adapter: LoraAdapter | null, python: Tool | null): { engines: AgentEngines; tools: Tool[] } {
   const planner = task.planner({ adapter: () => ({ adapter, id: adapter ? 'adapter' : null }), constraint: toolTaskConstraint(task) });
   return { engines: { planner, shared: task.shared }, tools: toolTaskTools(python, task.shared) };
 }

@@ -8,6 +8,7 @@ import type { Qwen2Config } from '../../engine/io/config';
 import type { LoraAdapter } from '../../engine/io/peft';
 import type { Tokenizer } from '../../engine/tokenizer/tokenizer';
 import { BaseGeneratorTool } from '../../tools/base-generator';
+import { CalculatorTool } from '../../tools/calculator';
 import { FactLookupTool } from '../../tools/fact-lookup';
 import type { Tool, ToolCard } from '../../tools/types';
 import { UnitConvertTool } from '../../tools/unit-convert';
@@ -68,11 +69,15 @@ export const TASK_BASE_GENERATOR_CARD: ToolCard = {
   usesNetwork: false,
 };
 
-/** The task's four tools around the given Python tool (the app's PythonTool in a page, the Node one in the CLI). */
-export function toolTaskTools(python: Tool, shared: FixedModulesEngine): Tool[] {
+/**
+ * The task's four tools: its arithmetic tool — the given Python tool (the app's PythonTool in a page, the Node
+ * one in the CLI) under a short card, or else the calculator — the lookup table, the converter and the base
+ * generator.
+ */
+export function toolTaskTools(python: Tool | null, shared: FixedModulesEngine): Tool[] {
   const base = new BaseGeneratorTool({ engine: shared, maxNewTokens: 32 });
   return [
-    { card: TASK_PYTHON_CARD, run: (a, c) => python.run(a, c) },
+    python ? { card: TASK_PYTHON_CARD, run: (a, c) => python.run(a, c) } : new CalculatorTool(),
     new FactLookupTool(),
     new UnitConvertTool(),
     { card: TASK_BASE_GENERATOR_CARD, run: (a, c) => base.run(a, c) },
@@ -138,6 +143,8 @@ export function toolTaskModel(vocabSize: number, o: ToolTaskModelOptions = {}): 
 export interface ToolTaskOptions extends SplitOptions {
   /** Seed of the question splits. */
   seed?: number;
+  /** The arithmetic tool: the app's Python, or the calculator (default: a Python run costs ~1.3 CPU-seconds). */
+  arithmetic?: 'python' | 'calculator';
   model?: ToolTaskModelOptions;
 }
 
@@ -162,7 +169,7 @@ export interface ToolTask {
 export function toolTask(o: ToolTaskOptions = {}): ToolTask {
   const splits = toolTaskSplits(o.seed ?? 1, o);
   const shared = new FixedModulesEngine();
-  const cards = toolTaskTools({ card: TASK_PYTHON_CARD, run: async () => ({ ok: false, output: '' }) }, shared).map((t) => t.card);
+  const cards = toolTaskTools(o.arithmetic === 'python' ? { card: TASK_PYTHON_CARD, run: async () => ({ ok: false, output: '' }) } : null, shared).map((t) => t.card);
   const merges = o.model?.merges ?? TOOL_TASK_MODEL.merges;
   const { tokenizer, vocabSize } = learnedTokenizer(toolTaskCorpus(splits.train, cards), merges);
   const model = toolTaskModel(vocabSize, o.model);
