@@ -89,6 +89,9 @@ export function plannerConfig(seeds = SEEDS): AgentConfigInput {
     // The first Python call starts a worker and loads Pyodide.
     toolTimeouts: { python: 180_000 },
     answerTags: false,
+    // Free text, as before reply schemas: the scenario is the parsers' fallbacks on what a random model writes
+    // (phrase tokens that sometimes spell an action). Constrained replies: src/agent/reply-schemas.test.ts.
+    constrainReplies: false,
     engineFor: { analysis: 'planner', planner: 'planner', executor: 'planner', verifier: 'planner', generator: 'planner' },
     generation: { analysis: gen(a), planner: gen(p), executor: gen(e), verifier: gen(v), generator: gen(g) },
   };
