@@ -8,7 +8,7 @@ import { runAgent, type AgentConfigInput, type AgentEngines } from '../../agent/
 import { judgeAnswer, scoreAnswer, type RewardKind } from '../../agent/rewards';
 import type { ExperimentItemRecord } from '../../store/records';
 import type { Tool } from '../../tools/types';
-import { DEFAULT_AGENT_BUDGET, rolloutAgentConfig } from './agent-run';
+import { DEFAULT_AGENT_BUDGET, rolloutAgentConfig } from './agent-budget';
 
 /** Planner seeds are 32-bit. */
 const SEEDS = 2 ** 32;

@@ -6,7 +6,7 @@
 import type { AgentEngines } from '../../agent/loop';
 import type { ExperimentItemRecord } from '../../store/records';
 import type { Tool } from '../../tools/types';
-import type { AgentRunData } from './agent-run';
+import type { AgentRunData } from './agent-budget';
 import { evaluateItems } from './evaluate-items';
 import type { RewardKind } from '../../agent/rewards';
 import type { TrainingItem } from './agent-collector';
