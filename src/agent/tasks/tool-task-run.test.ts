@@ -1,0 +1,88 @@
+// The tool-choice task through the real AgentFlow loop: a planner that chooses the right tools answers every
+// held-out question and one that chooses wrong answers none (the reward is the planner's choices alone); the
+// random-weight tiny planner's replies under the reply schema are all usable; and a short training run of it
+// through the same TrainingRun as any agent run plays, updates the live adapter and evaluates the held-out split.
+import { describe, expect, it } from 'vitest';
+import { runAgent } from '../loop';
+import { scoreAnswer } from '../rewards';
+import { ScriptedEngine } from '../scripted-engine';
+import { memoryTrainStorage } from '../../trainer/checkpoint-memory';
+import { CpuPolicyBackend } from '../../trainer/cpu-backend';
+import { MemoryRunStore } from '../../trainer/run/run-store-memory';
+import { TrainingRun } from '../../trainer/run/training-run';
+import { adapterTensors } from '../../trainer/lora';
+import type { ChatMessage } from '../../engine/types';
+import { toolTaskAgentConfig, toolTaskEvalEngines, toolTaskRunSetup, toolTaskRunSpec, TOOL_TASK_BUDGET } from './tool-task-run';
+import { toolTask, toolTaskTools } from './tool-task';
+import { parseQuestion } from './tool-task-data';
+
+const SMALL = { hiddenSize: 16, intermediateSize: 32 } as const;
+
+/** A planner that names, for the query in its prompt, the tool of the first part no result answers yet. */
+function choosing(right: boolean) {
+  return (messages: ChatMessage[]) => {
+    const user = messages.find((m) => m.role === 'user')!.content;
+    const query = /^Query: (.*)$/m.exec(user)![1];
+    const used = [...user.matchAll(/\nCall: ([a-z_]+) /g)].map((m) => m[1]);
+    const tools = (parseQuestion(query) ?? []).map((p) => (p.tool === 'python' ? 'calculator' : p.tool));
+    const next = tools.find((t) => !used.includes(t)) ?? tools[0];
+    const wrong = ['base_generator', 'convert', 'lookup'].find((t) => !(tools as string[]).includes(t))!;
+    return JSON.stringify({ tool_name: right ? next : wrong, sub_goal: 'x', context: '', justification: '' });
+  };
+}
+
+describe('tool-choice task', () => {
+  it('is answered through the real loop by the right tool choices and by no wrong ones', async () => {
+    const task = toolTask({ seed: 1, model: SMALL });
+    const tools = toolTaskTools(null, task.shared);
+    for (const right of [true, false]) {
+      let correct = 0;
+      for (const [i, item] of task.splits.heldOut.entries()) {
+        const planner = new ScriptedEngine({ planner: [choosing(right)] }, 'planner:scripted');
+        const run = await runAgent({ conversationId: `c${i}`, query: item.query, tools, engines: { planner, shared: task.shared }, config: toolTaskAgentConfig(TOOL_TASK_BUDGET, 0, 1) });
+        correct += run.finalAnswer !== null ? scoreAnswer({ kind: 'exact', prediction: run.finalAnswer, reference: item.answer }) : 0;
+      }
+      expect(correct).toBe(right ? task.splits.heldOut.length : 0);
+    }
+  });
+
+  it('gets only usable planner replies from the random-weight planner under the reply schema', async () => {
+    const task = toolTask({ seed: 1, model: SMALL });
+    const { engines, tools } = toolTaskEvalEngines(task, null, null);
+    let replies = 0;
+    let right = 0;
+    for (const [i, item] of task.splits.heldOut.slice(0, 12).entries()) {
+      const run = await runAgent({ conversationId: `u${i}`, query: item.query, tools, engines, config: toolTaskAgentConfig(TOOL_TASK_BUDGET, 1, 100 + i) });
+      const planned = run.steps.filter((s) => s.kind === 'planner');
+      const unusable = run.steps.filter((s) => s.kind === 'error' && s.data.module === 'planner');
+      expect(unusable.map((s) => String((s.data as { message?: unknown }).message))).toEqual([]);
+      expect(planned.length).toBe(run.turns);
+      replies += planned.length;
+      right += run.finalAnswer !== null ? scoreAnswer({ kind: 'exact', prediction: run.finalAnswer, reference: item.answer }) : 0;
+    }
+    expect(replies).toBeGreaterThanOrEqual(12);
+    expect(right).toBeLessThan(12);
+  });
+
+  it('trains the planner through the real loop: steps play, the live adapter is updated, the held-out split is evaluated', async () => {
+    const spec = toolTaskRunSpec({ steps: 2, groupSize: 4, queriesPerStep: 2, learningRate: 0.02, evaluateEvery: 2, task: { seed: 1, model: SMALL } });
+    const store = new MemoryRunStore();
+    const storage = memoryTrainStorage();
+    const setup = toolTaskRunSetup({ runId: 'r', spec, store, storage: async () => storage });
+    const run = await TrainingRun.start('r', spec, setup.deps);
+    // A fresh adapter has B = 0; it moves exactly when some group's rewards differed (a policy gradient).
+    const moved: boolean[] = [];
+    const summary = await run.run({
+      onStep: () => moved.push(adapterTensors((setup.host.current!.backend as CpuPolicyBackend).currentAdapter).some((t) => t.which === 'B' && t.data.some((v) => v !== 0))),
+    });
+    expect(summary.status).toBe('done');
+    const stored = (await store.load('r'))!;
+    expect(stored.history).toHaveLength(2);
+    for (const m of stored.history) expect(m.samples).toBeGreaterThan(0);
+    // Step 0 and the last step are evaluated on the whole held-out split.
+    expect(stored.evals?.map((e) => [e.step, e.total])).toEqual([[0, 32], [2, 32]]);
+    const learned = stored.history.map((m) => m.noGradientGroups < 2);
+    expect(moved).toEqual(learned.map((_, i) => learned.slice(0, i + 1).some(Boolean)));
+    setup.destroy();
+  });
+});
