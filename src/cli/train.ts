@@ -27,6 +27,7 @@ import { DEFAULT_GRPO_CONFIG } from '../trainer/config';
 import { TOY_TRAINING, ToyTask, toyModel } from '../trainer/toy-task';
 import { newRunId, TrainingRun, type RunDeps, type RunSummary } from '../trainer/run/training-run';
 import { toolTaskOf, toolTaskRunSetup, toolTaskRunSpec, TOOL_TASK_TRAINING } from '../agent/tasks/tool-task-run';
+import { TOOL_TASK_MODEL } from '../agent/tasks/tool-task';
 import { runtimePolicyHost } from '../trainer/runtime-policy-host';
 import { TrainingHost } from '../trainer/training-host';
 import { numberFlag, onOffFlag, parseArgs, reportFailure, UsageError, type CliArgs } from './args';
@@ -288,6 +289,7 @@ function toolTaskRun(args: CliArgs): RunSpec {
   const rank = positiveInt(args, 'rank', TOOL_TASK_TRAINING.rank);
   const adapterFlag = args.flags.get('adapter');
   if (adapterFlag !== undefined && args.flags.has('rank')) throw new UsageError(`--rank does not apply with --adapter (the adapter ${adapterFlag} has its own rank)`);
+  if (adapterFlag === undefined) checkRank(rank, TOOL_TASK_MODEL.hiddenSize, 'the tool-task planner');
   const lr = numberFlag(args, 'lr', TOOL_TASK_TRAINING.learningRate) ?? TOOL_TASK_TRAINING.learningRate;
   if (!(lr > 0 && lr <= 1)) throw new UsageError(`--lr must be > 0 and <= 1, got ${lr}`);
   const extra = extraRolloutsFlag(args);
