@@ -32,7 +32,7 @@ export const TOOL_TASK_REPLY_LIMITS = Object.freeze({ subGoal: 8, context: 1, ju
  */
 export const TOOL_TASK_BUDGET: Readonly<AgentBudget> = Object.freeze({ maxTurns: 2, plannerTokens: 48, moduleTokens: 64, queriesPerStep: 4, microBatchTokens: 2048, rolloutConcurrency: 1 });
 
-/** Training defaults (see the README's "Tool-choice task" for what they reach). */
+/** Training defaults: not tuned to learn — no setting tried reached learning (README, "Tool-choice task"). */
 export const TOOL_TASK_TRAINING = Object.freeze({ steps: 60, groupSize: 8, learningRate: 0.01, rank: 4, evaluateEvery: 10 });
 
 /**
