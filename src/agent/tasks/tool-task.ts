@@ -44,9 +44,11 @@ export interface ToolTaskModelOptions {
   merges?: number;
   /** Seed of the random weights. */
   modelSeed?: number;
+  /** Scale of the query and key projections' random weights (1: as the others); larger makes attention peakier. */
+  attentionScale?: number;
 }
 
-export const TOOL_TASK_MODEL: Required<ToolTaskModelOptions> = { hiddenSize: 32, numHeads: 2, numKvHeads: 1, intermediateSize: 64, numLayers: 2, merges: 480, modelSeed: 1234 };
+export const TOOL_TASK_MODEL: Required<ToolTaskModelOptions> = { hiddenSize: 32, numHeads: 2, numKvHeads: 1, intermediateSize: 64, numLayers: 2, merges: 480, modelSeed: 1234, attentionScale: 1 };
 
 /** A short card for the app's Python tool: the planner's prompt shows every card, and shorter is faster. */
 export const TASK_PYTHON_CARD: ToolCard = {
@@ -137,6 +139,7 @@ export function toolTaskModel(vocabSize: number, o: ToolTaskModelOptions = {}): 
   const embed = half(rng.fill(vocabSize * H, 1));
   const lmHead = half(rng.fill(vocabSize * H, 1 / Math.sqrt(H)));
   const layers = randomLayers(config, mat, vec);
+  if (d.attentionScale !== 1) for (const L of layers) for (const lin of [L.q, L.k]) lin.W = half(Float32Array.from(lin.W, (v) => v * d.attentionScale));
   return { config, weights: { embed, layers, finalNorm: vec(H, 1, 0.1), lmHead } };
 }
 
