@@ -36,7 +36,9 @@ describe('the agent training driver on the real planner (qwen2-tiny)', () => {
     const engines = { planner, shared };
     const settings = { dataset: 'agent', reward: 'benchmark', groupSize: 2, steps: 2, learningRate: 0.05, rank: 2, targets: ['q' as const, 'v' as const], seed: 3 };
     const benchmark = { name: 'mult', kind: 'exact' as const, items: [{ pid: '0', query: 'What is 2 times 3?', answer: '6' }, { pid: '1', query: 'No answer here' , answer: undefined }] };
-    const budget = { maxTurns: 1, plannerTokens: 4, moduleTokens: 32, queriesPerStep: 1, microBatchTokens: 1536 };
+    // Free replies: in 4 tokens a reply schema forces every token (jump-forward), and forced tokens are no
+    // loss rows, so no step would change the adapter.
+    const budget = { maxTurns: 1, plannerTokens: 4, moduleTokens: 32, queriesPerStep: 1, microBatchTokens: 1536, constrainReplies: false };
 
     const host = new TrainingHost(() => runtimePolicyHost(rt, 'qwen2-tiny'), idbTrainStorage);
     const d = await createAgentDriver(settings, benchmark, { trainer: host, engines, tools: [multiplyTool], dbName }, budget);
