@@ -23,7 +23,8 @@ export interface GenerateOptions {
   json?: boolean;
   /**
    * A JSON Schema (as JSON text) the reply must follow. The planner engine compiles it with
-   * @mlc-ai/web-xgrammar and masks every draw; web-llm gets it as `response_format: {type: 'json_schema'}`.
+   * @mlc-ai/web-xgrammar and masks every draw; web-llm (0.2.86, which has no 'json_schema' type) gets it as
+   * `response_format: {type: 'json_object', schema}`.
    * Absent: unconstrained (the reply parser then has to cope). Takes precedence over `json`.
    */
   jsonSchema?: string;

@@ -36,7 +36,7 @@ import type { Tool } from '../tools/types';
 import { scriptedDemoEngines } from './demo-engines';
 import { downloadText } from './download';
 import { markdownOrText } from './markdown';
-import { restoreToolSwitches } from './tool-switches';
+import { readConstrainReplies, restoreToolSwitches } from './tool-switches';
 import { ProgressTracker, formatBytes } from './progress-tracker';
 import { renderTrajectory, trajectoryFromSteps } from './trajectory';
 import { callOfStep, callStat, conversationGroup, formatCall, formatLiveCall, liveHeading, livePreview, startCall, tokenArrived, upcomingCall, type CallClock, type CallStat, type ConversationGroup } from './chat-view';
@@ -634,7 +634,8 @@ export class AgentFlowChat extends LitElement implements EngineUser {
           if (l?.id === id && l.module === 'executor') this.live = { ...l, toolNote: note };
         }),
         engines,
-        config: { maxTurns: this.maxTurns },
+        // The Tools settings' "Constrain replies" switch (on unless turned off): read per question, so a change applies at once.
+        config: { maxTurns: this.maxTurns, constrainReplies: await readConstrainReplies(this.dbName) },
         signal: controller.signal,
         dbName: this.dbName,
         onToken: (module, turn, piece) => {

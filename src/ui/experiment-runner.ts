@@ -2,6 +2,7 @@
 // reward scored against the item's reference; results go to IndexedDB as they complete. A run is named by
 // the model, adapter, benchmark, item count, turn budget and date it ran with, and made unique among the stored
 // runs (" (2)"), so runs told apart in the list are told apart in the chart and in Compare too.
+import { readConstrainReplies } from './tool-switches';
 import type { BenchmarkItem, ImportedBenchmark } from '../agent/benchmark-import';
 import { isScripted } from '../agent/engines-used';
 import { referenceText, scoreRunInto } from '../agent/experiment-file';
@@ -64,6 +65,8 @@ export async function runExperiment(o: ExperimentRunOptions): Promise<{ experime
   const createdAt = Date.now();
   const wanted = o.name ?? experimentName({ engines: o.engines, adapter: o.adapter, benchmark: o.benchmark.name, items: o.indices.length, maxTurns: o.maxTurns, at: new Date(createdAt) });
   const name = uniqueRunName(wanted, (await listExperiments(o.dbName)).map((r) => r.name));
+  // Recorded with the run: whether module replies were decoded under their JSON Schemas changes what a run measures.
+  const constrainReplies = await readConstrainReplies(o.dbName);
   const experiment: ExperimentRecord = {
     id,
     createdAt,
@@ -79,6 +82,7 @@ export async function runExperiment(o: ExperimentRunOptions): Promise<{ experime
       adapter: o.adapter ?? null,
       scripted: isScripted(o.engines),
       tools: o.tools.map((t) => t.card.name),
+      constrainReplies,
     },
     total: o.indices.length,
   };
@@ -97,7 +101,7 @@ export async function runExperiment(o: ExperimentRunOptions): Promise<{ experime
         const r = await startConversation(item.query, {
           tools: o.tools,
           engines: o.engines,
-          config: { maxTurns: o.maxTurns, answerTags: true },
+          config: { maxTurns: o.maxTurns, answerTags: true, constrainReplies },
           title: `${o.benchmark.name} #${index + 1}${item.pid !== String(index + 1) ? ` (${item.pid})` : ''}`,
           settings: { experiment: { id, name } },
           onStep: (step) => {
