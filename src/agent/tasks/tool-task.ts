@@ -48,7 +48,7 @@ export interface ToolTaskModelOptions {
   attentionScale?: number;
 }
 
-export const TOOL_TASK_MODEL: Required<ToolTaskModelOptions> = { hiddenSize: 32, numHeads: 2, numKvHeads: 1, intermediateSize: 64, numLayers: 2, merges: 480, modelSeed: 1234, attentionScale: 1 };
+export const TOOL_TASK_MODEL: Required<ToolTaskModelOptions> = { hiddenSize: 32, numHeads: 2, numKvHeads: 1, intermediateSize: 64, numLayers: 2, merges: 480, modelSeed: 1234, attentionScale: 3 };
 
 /** A short card for the app's Python tool: the planner's prompt shows every card, and shorter is faster. */
 export const TASK_PYTHON_CARD: ToolCard = {
