@@ -71,10 +71,12 @@ export const reverseTool: Tool = {
 
 export const MAX_TURNS = 2;
 /** Sampling seeds of analysis, planner, executor, verifier, generator. */
-// With these the fixture's run calls the Python tool successfully on turn 1, and on turn 2 the executor
-// writes Python's arguments for the reverse tool (a tool-calling error); the verifier's nonsense falls
-// back to CONTINUE. The test asserts those outcomes, which are reproducible, not hand-written.
-export const SEEDS: [number, number, number, number, number] = [11, 181, 182, 14, 15];
+// With these the fixture's run has the planner choose the reverse tool on turn 1, for which the executor
+// writes Python's arguments (a tool-calling error); the verifier's nonsense falls back to CONTINUE; on
+// turn 2 it calls the Python tool successfully. The test asserts those outcomes, which are reproducible,
+// not hand-written. The planner's prompt decides what these seeds draw: after a prompt change, find new
+// ones with bench/agent-planner-seeds.ts (the same run in Node) and confirm them with the e2e.
+export const SEEDS: [number, number, number, number, number] = [11, 1, 182, 14, 15];
 export const MAX_NEW_TOKENS = 12;
 
 /**
