@@ -4,7 +4,7 @@
 // default) and, in agent-training-driver.ts, the real planner on agent rollouts.
 import type { LoraModule } from '../engine/io/peft';
 import { idbTrainStorage } from '../trainer/checkpoint-idb';
-import type { StepMetrics } from '../trainer/run/metrics';
+import type { EvalPoint, StepMetrics } from '../trainer/run/metrics';
 import type { RolloutProgress } from '../trainer/run/collector';
 import type { RunResult, StartAdapterSpec } from '../trainer/run/run-store';
 import { IdbRunStore } from '../trainer/run/run-store-idb';
@@ -141,11 +141,15 @@ export async function resumeToyDriver(runId: string, dbName?: string): Promise<R
   return new RunDriver(await TrainingRun.resume(runId, setup.deps), () => setup.destroy());
 }
 
-/** What workers/toy-training.worker.ts serves (it implements this; the driver below calls it). */
+/** What toy-training.worker.ts and tool-task-training.worker.ts serve (they implement this; WorkerRunDriver calls it). */
 export interface ToyTrainingWorkerApi {
   create(settings: TrainingSettings, dbName?: string): Promise<ToyRunDescription>;
   resume(runId: string, dbName?: string): Promise<ToyRunDescription>;
-  run(onStep: (p: TrainingStepPoint) => void, onProgress?: (p: RolloutProgress) => void): Promise<{ state: RunDriver['state']; result: RunResult | null }>;
+  run(
+    onStep: (p: TrainingStepPoint) => void,
+    onProgress?: (p: RolloutProgress) => void,
+    onEval?: (e: EvalPoint) => void,
+  ): Promise<{ state: RunDriver['state']; result: RunResult | null }>;
   pause(): void;
 }
 
@@ -157,8 +161,16 @@ export interface ToyRunDescription {
   notes: string[];
 }
 
-/** The toy driver running in a module worker (the panel's default in a browser). */
-export class WorkerToyTrainingDriver implements TrainingDriver {
+/** A run's worker: how to start it (a literal `new Worker(new URL(...))`, which the bundler follows) and its name in errors. */
+export interface RunWorker {
+  start(): Worker;
+  name: string;
+}
+
+const TOY_WORKER: RunWorker = { start: () => new Worker(new URL('./toy-training.worker.ts', import.meta.url), { type: 'module', name: 'toy-training' }), name: 'toy training' };
+
+/** A run of a CPU task (the toy, the tool-choice task) in a module worker, so its steps never freeze the page. */
+export class WorkerRunDriver implements TrainingDriver {
   readonly history: TrainingStepPoint[] = [];
   state: TrainingState = 'idle';
   result: RunResult | null = null;
@@ -172,27 +184,25 @@ export class WorkerToyTrainingDriver implements TrainingDriver {
     private readonly api: import('comlink').Remote<ToyTrainingWorkerApi>,
   ) {}
 
-  static create(settings: TrainingSettings, dbName?: string): Promise<WorkerToyTrainingDriver> {
-    return WorkerToyTrainingDriver.start((api) => api.create(settings, dbName));
+  static create(worker: RunWorker, settings: TrainingSettings, dbName?: string): Promise<WorkerRunDriver> {
+    return WorkerRunDriver.start(worker, (api) => api.create(settings, dbName));
   }
 
-  /** Continues a stored toy run in a worker. */
-  static resume(runId: string, dbName?: string): Promise<WorkerToyTrainingDriver> {
-    return WorkerToyTrainingDriver.start((api) => api.resume(runId, dbName));
+  /** Continues a stored run in a worker. */
+  static resume(worker: RunWorker, runId: string, dbName?: string): Promise<WorkerRunDriver> {
+    return WorkerRunDriver.start(worker, (api) => api.resume(runId, dbName));
   }
 
-  private static async start(
-    open: (api: import('comlink').Remote<ToyTrainingWorkerApi>) => Promise<{ runId: string; label: string; steps: number; history: TrainingStepPoint[]; notes: string[] }>,
-  ): Promise<WorkerToyTrainingDriver> {
+  private static async start(w: RunWorker, open: (api: import('comlink').Remote<ToyTrainingWorkerApi>) => Promise<ToyRunDescription>): Promise<WorkerRunDriver> {
     const Comlink = await import('comlink');
-    const worker = new Worker(new URL('./toy-training.worker.ts', import.meta.url), { type: 'module', name: 'toy-training' });
+    const worker = w.start();
     // A worker that dies mid-run (out of memory, a lost device taking it down) fails the run at once,
     // with a WorkerGoneError naming it, instead of leaving the panel at "running" forever.
-    const watch = watchWorker(worker, 'toy training');
+    const watch = watchWorker(worker, w.name);
     const api = guardCalls(Comlink.wrap<ToyTrainingWorkerApi>(worker), watch);
     try {
       const { runId, label, steps, history, notes } = await open(api);
-      const d = new WorkerToyTrainingDriver(runId, `${label}, in a worker`, steps, watch, api);
+      const d = new WorkerRunDriver(runId, `${label}, in a worker`, steps, watch, api);
       d.history.push(...history);
       d.notes = notes;
       if (history.length) d.state = 'paused';
@@ -214,6 +224,7 @@ export class WorkerToyTrainingDriver implements TrainingDriver {
           onStep(p);
         }),
         events.onProgress ? Comlink.proxy(events.onProgress) : undefined,
+        events.onEval ? Comlink.proxy(events.onEval) : undefined,
       );
       this.state = out.state;
       this.result = out.result;
@@ -233,3 +244,9 @@ export class WorkerToyTrainingDriver implements TrainingDriver {
     if (this.state === 'running' || this.state === 'idle') this.state = 'paused';
   }
 }
+
+/** The toy driver running in a module worker (the panel's default in a browser). */
+export const WorkerToyTrainingDriver = {
+  create: (settings: TrainingSettings, dbName?: string): Promise<WorkerRunDriver> => WorkerRunDriver.create(TOY_WORKER, settings, dbName),
+  resume: (runId: string, dbName?: string): Promise<WorkerRunDriver> => WorkerRunDriver.resume(TOY_WORKER, runId, dbName),
+};

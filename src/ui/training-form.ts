@@ -1,7 +1,8 @@
 // The Training tab's settings: what to train (dataset, steps, starting adapter) in plain view, the Flow-GRPO
 // and LoRA knobs under an Advanced fold, each labelled in plain words with the technical term after it. The
 // agent-rollout part (benchmark import, rollout budgets) shows only when it applies: folded away in toy mode,
-// so on a phone the toy's Start button stays near the top. Fields show the shown run's settings when it has
+// so on a phone the toy's Start button stays near the top. The tool-choice task (no download) shows its own
+// few settings (questions per step, held-out evaluation) under the same fold. Fields show the shown run's settings when it has
 // them, so a 5000-step run is not shown beside a form that says 40.
 import { html, nothing } from 'lit';
 import type { ImportedBenchmark } from '../agent/benchmark-import';
@@ -14,8 +15,16 @@ import { TOY_TRAINING } from '../trainer/toy-task';
 import { DEFAULT_AGENT_BUDGET, MAX_DEFAULT_ROLLOUT_CONCURRENCY, MAX_ROLLOUT_CONCURRENCY, rolloutConcurrency, type AgentBudget } from './agent-training-driver';
 import type { TrainingSettings } from './training-driver';
 import { adapterShape } from './adapter-store';
+import { toolTaskOf } from '../agent/tasks/tool-task-run';
+import { TOOL_TASK_FORM_DEFAULTS, type ToolTaskSettings } from './tool-task-driver';
 
-export type TrainingMode = 'toy' | 'agent';
+/** toy: the toy task; tools: the tool-choice task (no download); agent: the loaded planner on a benchmark. */
+export type TrainingMode = 'toy' | 'tools' | 'agent';
+
+/** The mode a stored run was trained in (a tool-task run is an agent run whose spec records its task). */
+export function specMode(spec: RunSpec): TrainingMode {
+  return toolTaskOf(spec) ? 'tools' : spec.task === 'toy' ? 'toy' : 'agent';
+}
 
 export interface FormView {
   mode: TrainingMode;
@@ -44,14 +53,14 @@ export interface FormView {
 
 /** The values the fields show: the shown run's where it has them, else the mode's defaults. */
 export function formValues(mode: TrainingMode, spec: RunSpec | null): { steps: number; groupSize: number; learningRate: number | null; rank: number; targets: readonly LoraModule[] } {
-  const agent = mode === 'agent';
-  const s = spec && spec.task === mode ? spec : null;
+  const s = spec && specMode(spec) === mode ? spec : null;
   const fresh = s?.adapter.kind === 'fresh' ? s.adapter : null;
+  const defaults = mode === 'agent' ? { steps: 40, groupSize: 8 } : mode === 'tools' ? TOOL_TASK_FORM_DEFAULTS : TOY_TRAINING;
   return {
-    steps: s?.steps ?? (agent ? 40 : TOY_TRAINING.steps),
-    groupSize: s?.grpo.groupSize ?? (agent ? 8 : TOY_TRAINING.groupSize),
+    steps: s?.steps ?? defaults.steps,
+    groupSize: s?.grpo.groupSize ?? defaults.groupSize,
     learningRate: s?.grpo.learningRate ?? null,
-    rank: fresh?.rank ?? 4,
+    rank: fresh?.rank ?? (mode === 'tools' ? TOOL_TASK_FORM_DEFAULTS.rank : 4),
     targets: fresh?.targets ?? LORA_MODULES,
   };
 }
@@ -77,7 +86,8 @@ export function renderSettings(v: FormView) {
     <legend>Training settings</legend>
     <div class="grid">
       <label class="dataset">What to train on (dataset)<select id="dataset" @change=${(e: Event) => v.onDataset((e.target as HTMLSelectElement).value)}>
-        <option value="toy" .selected=${!agent}>Toy task (two-turn tool use, tiny planner)</option>
+        <option value="toy" .selected=${v.mode === 'toy'}>Toy task (two-turn tool use, tiny planner)</option>
+        <option value="tools" .selected=${v.mode === 'tools'}>Tool-choice task (no download)</option>
         <option value="agent" ?disabled=${!v.agentReady} .selected=${agent}>Imported benchmark (agent rollouts)</option>
       </select></label>
       <label>Training steps<input id="steps" type="number" min="1" max="10000" .value=${String(f.steps)} /></label>
@@ -92,7 +102,11 @@ export function renderSettings(v: FormView) {
     <details class="advanced" data-testid="advanced">
       <summary>Advanced: learning settings</summary>
       <div class="grid">
-        <label>Scoring (reward)<select id="reward">${agent ? html`<option value="benchmark">Reference answers (${b!.kind})</option>` : html`<option value="toy">Toy: both turns right</option>`}</select></label>
+        <label>Scoring (reward)<select id="reward">${agent
+          ? html`<option value="benchmark">Reference answers (${b!.kind})</option>`
+          : v.mode === 'tools'
+            ? html`<option value="exact">The answer, exactly (0 or 1)</option>`
+            : html`<option value="toy">Toy: both turns right</option>`}</select></label>
         <label>Tries per question (group size)<input id="group" type="number" min="2" max="64" .value=${String(f.groupSize)}
           @input=${(e: Event) => v.onGroupSize(Number((e.target as HTMLInputElement).value))} /></label>
         <label>Step size of each update (learning rate)<input id="lr" type="number" min="0" step="any" .value=${f.learningRate !== null ? String(f.learningRate) : v.lr}
@@ -102,10 +116,38 @@ export function renderSettings(v: FormView) {
       <div class="targets" role="group" aria-label="Layers the adapter changes (LoRA target modules)">
         Layers the adapter changes (LoRA targets): ${LORA_MODULES.map((m) => html`<label><input type="checkbox" value=${m} .checked=${f.targets.includes(m)} ?disabled=${!!start} />${m}</label>`)}
       </div>
-      ${agent ? renderAgentBudget(v) : nothing}
+      ${agent ? renderAgentBudget(v) : v.mode === 'tools' ? renderToolTaskSettings(v.spec) : nothing}
     </details>
     ${agent ? html`<p data-testid="agent-availability"><small>${availability(v)}</small></p>` : nothing}
+    ${v.mode === 'tools'
+      ? html`<p data-testid="tool-task-about"><small>A tiny planner (random weights, in this browser's CPU, nothing downloaded) learns which tool answers a question —
+          calculator, lookup table, unit converter — through the real agent loop; the other modules are fixed. Charts show its training reward and its
+          accuracy on held-out questions. A step takes seconds.</small></p>`
+      : nothing}
   </fieldset>`;
+}
+
+/** The tool-choice task's own settings, inside the Advanced fold: the shown run's, else the CLI's defaults. */
+function renderToolTaskSettings(spec: RunSpec | null) {
+  const s = spec && specMode(spec) === 'tools' ? spec : null;
+  const queries = (s?.collector as { budget?: { queriesPerStep?: number } } | undefined)?.budget?.queriesPerStep ?? TOOL_TASK_FORM_DEFAULTS.queriesPerStep;
+  const every = s ? (s.evaluation?.every ?? 0) : TOOL_TASK_FORM_DEFAULTS.evaluateEvery;
+  const extra = s?.grpo.extraRollouts ?? TOOL_TASK_FORM_DEFAULTS.extraRollouts;
+  return html`<div class="grid" role="group" aria-label="Tool-choice task">
+      <label>Questions per step (queries per step)<input id="queries" type="number" min="1" max="64" .value=${String(queries)} /></label>
+      <label title="Also at step 0 (before training) and the last step; 0: never">Test on held-out questions every (steps)<input id="eval-every" type="number" min="0" max="10000" .value=${String(every)} /></label>
+      <label title="A group whose rollouts all failed gets up to this many more, until one succeeds (0: none)">More tries when all fail (extra rollouts)<input id="extra-rollouts" type="number" min="0" max="4096" .value=${String(extra)} /></label>
+    </div>`;
+}
+
+/** The tool-choice task's settings from the form, each checked with a message naming its field. */
+export function readToolTaskSettings(root: ParentNode): ToolTaskSettings {
+  const n = (id: string) => Number((root.querySelector(`#${id}`) as HTMLInputElement).value);
+  const queriesPerStep = n('queries');
+  if (!Number.isInteger(queriesPerStep) || queriesPerStep < 1 || queriesPerStep > 64) throw new Error(`Questions per step must be a whole number from 1 to 64, got ${queriesPerStep}`);
+  const evaluateEvery = n('eval-every');
+  if (!Number.isInteger(evaluateEvery) || evaluateEvery < 0) throw new Error(`Test on held-out questions every … steps must be a whole number, 0 or more, got ${evaluateEvery}`);
+  return { queriesPerStep, evaluateEvery, extraRollouts: readExtraRollouts(root) };
 }
 
 /** Rollout budgets of agent runs, inside the Advanced fold. */

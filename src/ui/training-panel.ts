@@ -2,7 +2,8 @@
 // runs and the stored LoRA adapters. The learning rate defaults per mode (DEFAULT_LEARNING_RATE). "Toy mode"
 // trains the toy task's tiny planner (createToyDriver, in a worker); with a planner model loaded,
 // "Imported benchmark (agent rollouts)" trains the real planner (createAgentDriver); both are runs of the
-// library's TrainingRun. Any other TrainingDriver can be plugged in through `createDriver`. The views are in
+// library's TrainingRun. "Tool-choice task (no download)" trains a tiny planner through the real agent loop on
+// a built-in task (tool-task-driver.ts, in a worker), with held-out evaluations charted beside the reward. Any other TrainingDriver can be plugged in through `createDriver`. The views are in
 // training-form.ts, training-run-view.ts, training-runs-view.ts, training-charts-view.ts and
 // <agentflow-training-adapters>; training-runner.ts runs the runs; this element holds the state.
 import { LitElement, html, nothing } from 'lit';
@@ -26,7 +27,10 @@ import { ACTIVE_ADAPTER_KEY, plannerBaseOf, type PlannerBase } from './training-
 import './training-adapters';
 import { renderTrainingCharts } from './training-charts-view';
 import { TOY_BASE_MODEL, createToyDriver, resumeToyDriver, WorkerToyTrainingDriver, type TrainingDriver, type TrainingSettings, type TrainingStepPoint } from './training-driver';
-import { readBudget, readExtraRollouts, readSettings, renderAgentSetup, renderSettings, type FormView, type TrainingMode } from './training-form';
+import { readBudget, readExtraRollouts, readSettings, readToolTaskSettings, renderAgentSetup, renderSettings, specMode, type FormView, type TrainingMode } from './training-form';
+import { createToolTaskDriver, resumeToolTaskDriver, TOOL_TASK_FORM_DEFAULTS, type ToolTaskSettings } from './tool-task-driver';
+import { WorkerToolTaskDriver } from './tool-task-worker';
+import { TOOL_TASK_BASE_MODEL } from '../agent/tasks/tool-task';
 import { trainingPanelStyles } from './training-panel-styles';
 import { TrainingRunner, type RunProgress } from './training-runner';
 import { renderRunState } from './training-run-view';
@@ -41,14 +45,21 @@ export { ACTIVE_ADAPTER_KEY, type TrainingMode };
  *   training"); its tiny planner and zero-initialised adapter need large steps to learn within a short demo.
  * - agent: the trainer's default (DEFAULT_GRPO_CONFIG.learningRate, reasons in trainer/config.ts). The toy
  *   rate would rewrite a real planner's adapter within a few steps and wreck its language.
+ * - tools: the tool-choice task's (`cli train --task tools`'s default, the rate of its measured learning run).
  */
-export const DEFAULT_LEARNING_RATE: Readonly<Record<TrainingMode, number>> = Object.freeze({ toy: TOY_TRAINING.learningRate, agent: DEFAULT_GRPO_CONFIG.learningRate });
+export const DEFAULT_LEARNING_RATE: Readonly<Record<TrainingMode, number>> = Object.freeze({
+  toy: TOY_TRAINING.learningRate,
+  tools: TOOL_TASK_FORM_DEFAULTS.learningRate,
+  agent: DEFAULT_GRPO_CONFIG.learningRate,
+});
 
 export class AgentflowTrainingPanel extends LitElement implements EngineUser {
   static override properties = {
     dbName: { type: String, attribute: 'db-name' },
     createDriver: { attribute: false },
     resumeToyDriver: { attribute: false },
+    createToolTaskDriver: { attribute: false },
+    resumeToolTaskDriver: { attribute: false },
     points: { state: true },
     evals: { state: true },
     state: { state: true },
@@ -80,6 +91,9 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
   declare createDriver: (s: TrainingSettings, dbName?: string) => Promise<TrainingDriver>;
   /** Continues a stored toy run; default: in a worker where the browser has them. */
   declare resumeToyDriver: (runId: string, dbName?: string) => Promise<TrainingDriver>;
+  /** Starts and continues tool-choice task runs; default: in a worker where the browser has them. */
+  declare createToolTaskDriver: (s: TrainingSettings & { toolTask?: ToolTaskSettings }, dbName?: string) => Promise<TrainingDriver>;
+  declare resumeToolTaskDriver: (runId: string, dbName?: string) => Promise<TrainingDriver>;
   declare points: TrainingStepPoint[];
   declare evals: EvalPoint[];
   declare state: TrainingDriver['state'];
@@ -132,6 +146,8 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
     // In a worker where the browser has them, so a step's computation never freezes the page.
     this.createDriver = (s, db) => (typeof Worker === 'function' ? WorkerToyTrainingDriver.create(s, db) : createToyDriver(s, db));
     this.resumeToyDriver = (id, db) => (typeof Worker === 'function' ? WorkerToyTrainingDriver.resume(id, db) : resumeToyDriver(id, db));
+    this.createToolTaskDriver = (s, db) => (typeof Worker === 'function' ? WorkerToolTaskDriver.create(s, db) : createToolTaskDriver(s, db));
+    this.resumeToolTaskDriver = (id, db) => (typeof Worker === 'function' ? WorkerToolTaskDriver.resume(id, db) : resumeToolTaskDriver(id, db));
     this.points = [];
     this.evals = [];
     this.state = 'idle';
@@ -167,8 +183,8 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
 
   override willUpdate(changed: Map<string, unknown>): void {
     // A run shown (after a reload, from the list) puts the form in its mode, where the page can train it.
-    const task = changed.has('shownRunId') ? this.shownSpec?.task : undefined;
-    if (task) this.datasetChoice = task;
+    const spec = changed.has('shownRunId') ? this.shownSpec : null;
+    if (spec) this.datasetChoice = specMode(spec);
     const mode = this.mode;
     if (this.lrMode && mode !== this.lrMode && this.lrTouched.has(this.lrMode)) {
       const input = this.renderRoot.querySelector<HTMLInputElement>('#lr');
@@ -187,12 +203,14 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
 
   /** The mode the form is in: the real planner only when it is chosen and can run. */
   get mode(): TrainingMode {
+    if (this.datasetChoice === 'tools') return 'tools';
     return this.datasetChoice === 'agent' && this.plannerTrainer() !== null && !!this.benchmark?.items.length ? 'agent' : 'toy';
   }
 
-  /** Stored adapters a run of `mode` can start from: toy adapters for the toy planner, the others for the real one. */
+  /** Stored adapters a run of `mode` can start from: each tiny planner's own, the others for the real one. */
   startableAdapters(mode: TrainingMode): AdapterRecord[] {
-    return this.adapters.filter((a) => (a.baseModel === TOY_BASE_MODEL) === (mode === 'toy'));
+    const base = (a: AdapterRecord): TrainingMode => (a.baseModel === TOY_BASE_MODEL ? 'toy' : a.baseModel === TOOL_TASK_BASE_MODEL ? 'tools' : 'agent');
+    return this.adapters.filter((a) => base(a) === mode);
   }
 
   private startAdapter(mode: TrainingMode): AdapterRecord | undefined {
@@ -301,12 +319,13 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
     return Number.isInteger(g) && g > 0 ? Math.min(g, MAX_DEFAULT_ROLLOUT_CONCURRENCY) : MAX_DEFAULT_ROLLOUT_CONCURRENCY;
   }
 
-  /** Starts a new run with the form's settings (the Toy mode button). */
+  /** Starts a new run with the form's settings and mode. */
   start(): Promise<void> {
     return this.runner.open(async () => {
       const root = this.renderRoot;
       const dataset = (root.querySelector('#dataset') as HTMLSelectElement).value;
-      const s = readSettings(root, this.startAdapter(dataset === 'agent' ? 'agent' : 'toy'));
+      const s = readSettings(root, this.startAdapter(dataset === 'agent' ? 'agent' : dataset === 'tools' ? 'tools' : 'toy'));
+      if (s.dataset === 'tools') return this.createToolTaskDriver({ ...s, toolTask: readToolTaskSettings(root) }, this.dbName);
       if (s.dataset !== 'agent') return this.createDriver(s, this.dbName);
       if (!this.benchmark?.items.length) throw new Error('Import a benchmark file with at least one item first.');
       const benchmark = this.benchmark;
@@ -369,9 +388,9 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
       ${renderSettings(form)}
       ${agent ? renderAgentSetup(form) : nothing}
       <div class="row">
-        <button type="button" ?disabled=${this.runner.busy} @click=${() => this.start()}>${agent ? 'Start training the planner' : 'Toy mode: start training'}</button>
+        <button type="button" ?disabled=${this.runner.busy} @click=${() => this.start()}>${agent ? 'Start training the planner' : form.mode === 'tools' ? 'Tool-choice task: start training' : 'Toy mode: start training'}</button>
         <button type="button" ?disabled=${this.state !== 'running'} @click=${() => this.pause()}>Pause</button>
-        <button type="button" ?disabled=${this.state !== 'paused' || this.starting || (shown?.spec.task === 'agent' && !this.plannerTrainer() && !live)}
+        <button type="button" ?disabled=${this.state !== 'paused' || this.starting || (!!shown && specMode(shown.spec) === 'agent' && !this.plannerTrainer() && !live)}
           @click=${() => this.resume()}>Resume</button>
         <span role="status" data-testid="training-status">${this.starting ? 'Starting…' : trainingStatusText(this.state, p.at(-1), this.runner.totalSteps, this.interrupted)}</span>
       </div>

@@ -4,6 +4,7 @@
 // says so: the step's rollouts so far are dropped, and Resume plays that step again.
 import type { AgentEngines } from '../agent/loop';
 import { toolsFromRegistry } from '../agent/registry-tools';
+import { toolTaskOf } from '../agent/tasks/tool-task-run';
 import type { RolloutProgress } from '../trainer/run/collector';
 import type { EvalPoint } from '../trainer/run/metrics';
 import type { RunResult, StoredRun } from '../trainer/run/run-store';
@@ -42,6 +43,7 @@ export interface RunnerHost {
   engines: AgentEngines | undefined;
   registry: ToolRegistry | undefined;
   resumeToyDriver: (runId: string, dbName?: string) => Promise<TrainingDriver>;
+  resumeToolTaskDriver: (runId: string, dbName?: string) => Promise<TrainingDriver>;
   /** The trainer next to the engines' planner, when there are both. */
   plannerTrainer(): PolicyTrainer | null;
   refreshAdapters(): Promise<void>;
@@ -174,7 +176,10 @@ export class TrainingRunner {
 
   /** Continues any stored run (paused, or cut off by a reload), by its task. */
   resumeRun(run: Pick<StoredRun, 'id' | 'spec'>): Promise<void> {
-    return run.spec.task === 'toy' ? this.open(() => this.host.resumeToyDriver(run.id, this.host.dbName), true) : this.resumeStored(run.id);
+    if (run.spec.task === 'toy') return this.open(() => this.host.resumeToyDriver(run.id, this.host.dbName), true);
+    // A tool-choice task run is an agent run on its own tiny planner, not on the page's engines.
+    if (toolTaskOf(run.spec)) return this.open(() => this.host.resumeToolTaskDriver(run.id, this.host.dbName), true);
+    return this.resumeStored(run.id);
   }
 
   pause(): void {
