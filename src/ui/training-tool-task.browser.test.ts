@@ -2,7 +2,9 @@
 // a real run in its worker (the tiny planner through the real agent loop, float64 on the CPU, stored in
 // IndexedDB), the tab showing its step count, its training reward and its held-out accuracy (step 0: the
 // untrained planner). Only the task's question sets are shrunk (1 per kind), so the run fits a test.
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
+import { page } from 'vitest/browser';
+import { createToolTaskDriver } from './tool-task-driver';
 import { WorkerToolTaskDriver } from './tool-task-worker';
 import type { AgentflowTrainingPanel } from './training-panel';
 import './training-panel';
@@ -20,13 +22,29 @@ const set = (p: AgentflowTrainingPanel, id: string, value: string) => {
   el.dispatchEvent(new Event(el instanceof HTMLSelectElement ? 'change' : 'input', { bubbles: true }));
 };
 
+/** The task's question sets shrunk to 1 per kind: 4 training and 4 held-out questions. */
+const TINY_TASK = { seed: 1, trainPerKind: 1, heldOutPerKind: 1 };
+
+async function mount(dbName: string): Promise<AgentflowTrainingPanel> {
+  const p = document.createElement('agentflow-training-panel') as AgentflowTrainingPanel;
+  p.dbName = dbName;
+  document.body.append(p);
+  await p.updateComplete;
+  return p;
+}
+
+afterEach(async () => {
+  await page.viewport(414, 896);
+  document.body.replaceChildren();
+});
+
 describe('Training tab: the tool-choice task', () => {
   it('is a mode of the form with the CLI’s defaults, runs in a worker from Start, and shows its steps, reward and held-out accuracy', async () => {
     const p = document.createElement('agentflow-training-panel') as AgentflowTrainingPanel;
     p.dbName = `tool-task-${Math.random()}`;
     const started: string[] = [];
     p.createToolTaskDriver = async (s, db) => {
-      const d = await WorkerToolTaskDriver.create({ ...s, toolTask: { ...s.toolTask, task: { seed: 1, trainPerKind: 1, heldOutPerKind: 1 } } }, db);
+      const d = await WorkerToolTaskDriver.create({ ...s, toolTask: { ...s.toolTask, task: TINY_TASK } }, db);
       started.push(d.label);
       return d;
     };
@@ -63,4 +81,43 @@ describe('Training tab: the tool-choice task', () => {
       p.remove();
     }
   }, 180_000);
+
+  it('after a reload shows a paused run in its mode with its settings, and Resume continues it in a worker to the end', async () => {
+    const dbName = `tool-task-resume-${Math.random()}`;
+    const d = await createToolTaskDriver(
+      { dataset: 'tools', reward: 'exact', groupSize: 2, steps: 2, learningRate: 0.03, rank: 2, targets: ['q', 'v'], toolTask: { queriesPerStep: 1, evaluateEvery: 0, extraRollouts: 0, task: TINY_TASK } },
+      dbName,
+    );
+    await d.run((pt) => pt.step === 1 && d.pause());
+    d.dispose();
+    const p = await mount(dbName);
+    await expect.poll(() => status(p), SLOW).toMatch(/^Paused at step 1 of 2/);
+    expect(q<HTMLSelectElement>(p, '#dataset')!.value).toBe('tools');
+    expect(['steps', 'group', 'lr', 'rank', 'queries', 'eval-every'].map((id) => q<HTMLInputElement>(p, `#${id}`)!.value)).toEqual(['2', '2', '0.03', '2', '1', '0']);
+    const resume = [...p.shadowRoot!.querySelectorAll('button')].filter((b) => b.textContent?.trim() === 'Resume');
+    expect(resume).toHaveLength(1);
+    expect(resume[0].disabled).toBe(false);
+    resume[0].click();
+    await expect.poll(() => status(p), SLOW).toMatch(/^Done: step 2 of 2, reward \d\.\d\d$/);
+    expect(p.label).toMatch(/^Tool-choice task \(tiny planner, CPU\), in a worker, run /);
+  }, 180_000);
+
+  it('at 390 px keeps its settings and note readable, with Start near the top', async () => {
+    await page.viewport(390, 800);
+    const p = await mount(`tool-task-layout-${Math.random()}`);
+    set(p, 'dataset', 'tools');
+    await p.updateComplete;
+    q<HTMLDetailsElement>(p, 'details[data-testid="advanced"]')!.open = true;
+    await p.updateComplete;
+    const width = document.documentElement.clientWidth;
+    const bad: string[] = [];
+    for (const e of p.shadowRoot!.querySelectorAll<HTMLElement>('p, label, summary, legend, small, button, select, input')) {
+      const r = e.getBoundingClientRect();
+      if (r.width && r.right > width + 1) bad.push(`${e.tagName.toLowerCase()} “${text(e).slice(0, 50)}” ends at ${Math.round(r.right)} px of ${width}`);
+    }
+    expect(bad).toEqual([]);
+    q<HTMLDetailsElement>(p, 'details[data-testid="advanced"]')!.open = false;
+    const start = [...p.shadowRoot!.querySelectorAll('button')].find((b) => b.textContent?.trim() === 'Tool-choice task: start training')!;
+    expect(start.getBoundingClientRect().bottom).toBeLessThan(800);
+  });
 });
