@@ -1,6 +1,7 @@
 // The Training tab's list of stored runs: each with its step, a status in words, and Show / Resume. The run
 // the tab shows is resumed by the tab's own Resume button, so a paused run has one Resume, not one per list.
 // A run stored as running that nothing runs was cut off (a reload, a closed tab): it says "interrupted".
+import { toolTaskOf } from '../agent/tasks/tool-task-run';
 import { html, nothing } from 'lit';
 import type { StoredRun } from '../trainer/run/run-store';
 import type { TrainingState, TrainingStepPoint } from './training-driver';
@@ -32,7 +33,7 @@ export function renderRunsList(v: RunsView) {
       const live = v.live?.id === r.id ? v.live : null;
       const step = (live ? live.points.at(-1)?.step : r.history.at(-1)?.step) ?? 0;
       const word = runStatusWord(r, v.live);
-      const resumable = (word === 'paused' || word === 'interrupted') && (r.spec.task === 'toy' || v.canResumeAgent);
+      const resumable = (word === 'paused' || word === 'interrupted') && (r.spec.task === 'toy' || toolTaskOf(r.spec) !== null || v.canResumeAgent);
       const shown = v.shownId === r.id;
       return html`<li data-run=${r.id}>${r.spec.label}, run ${r.id}: step ${step} of ${r.spec.steps} — <span class="status">${word}</span>${r.result ? `, result step ${r.result.step}` : ''}${shown ? html` <small>(shown above)</small>` : nothing}
         ${shown ? nothing : html`<button type="button" ?disabled=${v.busy} aria-label=${`Show run ${r.id}`} @click=${() => v.show(r)}>Show</button>`}

@@ -84,17 +84,25 @@ describe('Training tab: the tool-choice task', () => {
 
   it('after a reload shows a paused run in its mode with its settings, and Resume continues it in a worker to the end', async () => {
     const dbName = `tool-task-resume-${Math.random()}`;
-    const d = await createToolTaskDriver(
-      { dataset: 'tools', reward: 'exact', groupSize: 2, steps: 2, learningRate: 0.03, rank: 2, targets: ['q', 'v'], toolTask: { queriesPerStep: 1, evaluateEvery: 0, extraRollouts: 0, task: TINY_TASK } },
-      dbName,
-    );
-    await d.run((pt) => pt.step === 1 && d.pause());
-    d.dispose();
+    const pausedRun = async (lr: number) => {
+      const d = await createToolTaskDriver(
+        { dataset: 'tools', reward: 'exact', groupSize: 2, steps: 2, learningRate: lr, rank: 2, targets: ['q', 'v'], toolTask: { queriesPerStep: 1, evaluateEvery: 0, extraRollouts: 0, task: TINY_TASK } },
+        dbName,
+      );
+      await d.run((pt) => pt.step === 1 && d.pause());
+      d.dispose();
+      return d.runId;
+    };
+    const older = await pausedRun(0.01);
+    await new Promise((r) => setTimeout(r, 5)); // a later update time
+    await pausedRun(0.03);
     const p = await mount(dbName);
     await expect.poll(() => status(p), SLOW).toMatch(/^Paused at step 1 of 2/);
     expect(q<HTMLSelectElement>(p, '#dataset')!.value).toBe('tools');
     expect(['steps', 'group', 'lr', 'rank', 'queries', 'eval-every'].map((id) => q<HTMLInputElement>(p, `#${id}`)!.value)).toEqual(['2', '2', '0.03', '2', '1', '0']);
-    const resume = [...p.shadowRoot!.querySelectorAll('button')].filter((b) => b.textContent?.trim() === 'Resume');
+    // The older paused run has its own Resume in the list (no planner model loaded: the task needs none).
+    expect(q(p, `[data-testid="training-runs"] button[aria-label="Resume run ${older}"]`)).not.toBeNull();
+    const resume = [...p.shadowRoot!.querySelectorAll('button')].filter((b) => b.textContent?.trim() === 'Resume' && !b.hasAttribute('aria-label'));
     expect(resume).toHaveLength(1);
     expect(resume[0].disabled).toBe(false);
     resume[0].click();
