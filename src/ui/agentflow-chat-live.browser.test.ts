@@ -118,7 +118,9 @@ describe('<agentflow-chat> while a module runs', () => {
       await expect.poll(() => el.renderRoot.querySelectorAll('[data-testid="conversation-list"] li').length).toBe(2);
 
       // Conversations an experiment made: not in the list of questions, but under their own folded heading.
-      await createConversation({ query: 'Benchmark item', title: 'bench #1', reference: '"4"', settings: { experiment: { id: 'x', name: 'x' } } }, dbName);
+      const bench1 = await createConversation({ query: 'Benchmark item', title: 'bench #1', reference: '"4"', settings: { experiment: { id: 'x', name: 'x' } } }, dbName);
+      // The list is newest first by update time in ms; two records made in the same ms come in id order.
+      await expect.poll(() => Date.now() > bench1.updatedAt).toBe(true);
       await createConversation({ query: 'Old benchmark item', title: 'bench #2', reference: '"5"' }, dbName);
       await createConversation({ query: 'Rollout', title: 'g #1', reference: '"5"', settings: { training: true, rollouts: { runId: 'r', groupId: 'g' } } }, dbName);
       await el.refreshList();
