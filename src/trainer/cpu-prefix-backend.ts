@@ -4,6 +4,7 @@
 // (cpu-decode.ts), each sequence forked from the previous one at their common prefix; the LM head runs only on
 // the response's rows. Training's forward and backward stay CpuPolicyBackend's.
 import type { LoraAdapter } from '../engine/io/peft';
+import { logSumExp } from '../kernels/sampling/draw';
 import { CpuPolicyBackend } from './cpu-backend';
 import { CpuDecoder } from './cpu-decode';
 import type { PackedBatch } from './samples';
@@ -28,7 +29,7 @@ export class PrefixSharingCpuBackend extends CpuPolicyBackend {
       } else decoder = new CpuDecoder(this.modelConfig, this.weights, adapter);
       for (let t = decoder.length; t + 1 < tokens.length; t++) {
         const logits = decoder.step(tokens[t], t >= first);
-        if (t >= first) out[s.start + t] = logSoftmaxAt(logits, tokens[t + 1]);
+        if (t >= first) out[s.start + t] = logits[tokens[t + 1]] - logSumExp(logits);
       }
       prev = { tokens, decoder };
     }
@@ -40,12 +41,4 @@ function compareTokens(a: number[], b: number[]): number {
   const n = Math.min(a.length, b.length);
   for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i] - b[i];
   return a.length - b.length;
-}
-
-function logSoftmaxAt(logits: Float64Array, t: number): number {
-  let m = -Infinity;
-  for (let i = 0; i < logits.length; i++) if (logits[i] > m) m = logits[i];
-  let z = 0;
-  for (let i = 0; i < logits.length; i++) z += Math.exp(logits[i] - m);
-  return logits[t] - m - Math.log(z);
 }

@@ -8,6 +8,7 @@ import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from 
 import type { Qwen2Config } from '../../engine/io/config';
 import type { LoraAdapter } from '../../engine/io/peft';
 import type { Tokenizer } from '../../engine/tokenizer/tokenizer';
+import { logSumExp } from '../../kernels/sampling/draw';
 import { CpuDecoder } from '../../trainer/cpu-decode';
 import type { HostQwen2Weights } from '../../trainer/cpu-model';
 import { adapterTensors } from '../../trainer/lora';
@@ -119,7 +120,7 @@ export class CpuPlannerEngine implements ChatEngine {
     const forced: boolean[] = [];
     let finishReason: GenerationResult['finishReason'] = 'length';
     const take = (t: number, wasForced: boolean) => {
-      logprobs.push(logSoftmaxAt(logits, t));
+      logprobs.push(logits[t] - logSumExp(logits));
       tokens.push(t);
       forced.push(wasForced);
       if (!stops.has(t)) logits = dec.step(t);
@@ -189,14 +190,6 @@ export class CpuPlannerEngine implements ChatEngine {
     this.cache.push({ adapter, snapshot: snapshotOf(adapter), tokens: prompt, decoder: decoder.fork() });
     if (this.cache.length > PREFIX_CACHE) this.cache.shift();
   }
-}
-
-function logSoftmaxAt(logits: Float64Array, t: number): number {
-  let m = -Infinity;
-  for (let i = 0; i < logits.length; i++) if (logits[i] > m) m = logits[i];
-  let z = 0;
-  for (let i = 0; i < logits.length; i++) z += Math.exp(logits[i] - m);
-  return logits[t] - m - Math.log(z);
 }
 
 /** Greedy (temperature 0) or a draw from softmax(logits / T), over the allowed tokens only. */
