@@ -42,13 +42,12 @@ export const MIN_PART_S = 5;
 /**
  * The parts in order of importance: what the README's table needs (0.5B speed, memory and training, the
  * PyTorch + PEFT step in the same call), then what tuning needs (the profiles), then the whole Flow-GRPO step,
- * then the 1.5B shapes. Caps are about twice the time expected from the one earlier H100 run (README: a 0.5B
- * training step 3.8-4.2 s, decode 70-90 tok/s, PEFT's eager decode 25 tok/s): a 0.5B bench part uploads its
- * model three times and runs a warm-up and a timed training step, about 40 s; PEFT about 30 s (its decode
- * timing is 6 x 64 tokens); the profiles 20-45 s (the prefill profile times each of ~20 kernel kinds of a
- * 512-token forward alone, after one model upload); e2e two steps of 8 rollouts, about 60 s; the 1.5B shapes
- * about 3 x the 0.5B compute, 50-70 s each. They add up to more than the budget on purpose: a part that
- * finishes early leaves its time to the later ones.
+ * then the 1.5B shapes. Caps are about 1.5-2 x the seconds each part took in the one full kit call on a GPU
+ * (H200, commit c924260, 418 s in all): adapter 1.1, bench 0.5B 22.4 (4-bit) and 23.8 (f16), PEFT 0.5B 51.9
+ * (importing torch and transformers is most of it), decode profile 129 (alone: it hit its old 50 s cap; ~90 s of
+ * it are the temperature-1 batch runs, slow while T=1 draws fall back to the CPU), train profile 39.4, prefill
+ * profile 2.4, e2e 60.8, constrained 26.6, bench 1.5B 34.3 (4-bit) and 44.6 (f16), PEFT 1.5B 56.9: 497 s,
+ * so within the 540 s budget every part runs; a part that finishes early leaves its time to the later ones.
  */
 export function plan(o: PlanOptions): Part[] {
   const bw = ['--bandwidth', String(o.bandwidthGBs)];
@@ -63,23 +62,23 @@ export function plan(o: PlanOptions): Part[] {
   const bench = (name: string, model: string, what: string, capS: number): Part => ({ name, what, capS, run: { node: 'bench.mjs', args: benchArgs(model, 'speed,memory,train') } });
   const parts: Part[] = [
     { name: 'adapter', what: 'adapter info: vendor, driver, features (subgroup matrix?), limits', capS: 20, run: { node: 'adapter.mjs', args: [] } },
-    bench('bench-0.5b-q4', 'qwen2.5-0.5b-q4', 'Qwen2.5-0.5B q4f16_1: speed, memory, train', 80),
-    bench('bench-0.5b-f16', 'qwen2.5-0.5b', 'Qwen2.5-0.5B f16: speed, memory, train', 80),
-    { name: 'peft-0.5b', what: 'PyTorch + PEFT on the 0.5B shapes: LoRA step, decode', capS: 75, run: { python: 'peft_step.py', args: peft('0.5b') } },
-    { name: 'decode-profile', what: 'where a 4-bit 0.5B decode token goes (r16 adapter)', capS: 50, run: { node: 'profile.mjs', args: ['--q4', '1', '--adapter', '1', ...(o.smoke ? ['--layers', '1', '--vocab', '4096', '--prompt', '24', '--tokens', '2'] : [])] } },
-    { name: 'train-profile', what: 'where a 4-bit 0.5B Flow-GRPO update goes', capS: 90, run: { node: 'train-profile.mjs', args: ['--q4', '1', ...(o.smoke ? ['--layers', '1', '--vocab', '4096', '--tokens', '16', '--seqs', '2', '--response', '4', '--micro-batch', '32', '--reps', '1'] : [])] } },
-    { name: 'prefill-profile', what: 'where a 512-token 0.5B prefill and its scoring go (r16 adapter)', capS: 40, run: { node: 'prefill-profile.mjs', args: ['--shape', '0.5b', '--rank', '16', ...(o.smoke ? ['--layers', '1', '--vocab', '4096', '--prompt', '24'] : ['--prompt', '512'])] } },
-    { name: 'e2e-0.5b-q4', what: 'whole Flow-GRPO steps, Qwen2.5-0.5B q4f16_1', capS: 120, run: { node: 'bench.mjs', args: [...benchArgs('qwen2.5-0.5b-q4', 'e2e'), ...(o.smoke ? e2eSmoke : [])] } },
+    bench('bench-0.5b-q4', 'qwen2.5-0.5b-q4', 'Qwen2.5-0.5B q4f16_1: speed, memory, train', 45),
+    bench('bench-0.5b-f16', 'qwen2.5-0.5b', 'Qwen2.5-0.5B f16: speed, memory, train', 50),
+    { name: 'peft-0.5b', what: 'PyTorch + PEFT on the 0.5B shapes: LoRA step, decode', capS: 85, run: { python: 'peft_step.py', args: peft('0.5b') } },
+    { name: 'decode-profile', what: 'where a 4-bit 0.5B decode token goes (r16 adapter)', capS: 150, run: { node: 'profile.mjs', args: ['--q4', '1', '--adapter', '1', ...(o.smoke ? ['--layers', '1', '--vocab', '4096', '--prompt', '24', '--tokens', '2'] : [])] } },
+    { name: 'train-profile', what: 'where a 4-bit 0.5B Flow-GRPO update goes', capS: 70, run: { node: 'train-profile.mjs', args: ['--q4', '1', ...(o.smoke ? ['--layers', '1', '--vocab', '4096', '--tokens', '16', '--seqs', '2', '--response', '4', '--micro-batch', '32', '--reps', '1'] : [])] } },
+    { name: 'prefill-profile', what: 'where a 512-token 0.5B prefill and its scoring go (r16 adapter)', capS: 30, run: { node: 'prefill-profile.mjs', args: ['--shape', '0.5b', '--rank', '16', ...(o.smoke ? ['--layers', '1', '--vocab', '4096', '--prompt', '24'] : ['--prompt', '512'])] } },
+    { name: 'e2e-0.5b-q4', what: 'whole Flow-GRPO steps, Qwen2.5-0.5B q4f16_1', capS: 100, run: { node: 'bench.mjs', args: [...benchArgs('qwen2.5-0.5b-q4', 'e2e'), ...(o.smoke ? e2eSmoke : [])] } },
     // Building the synthetic 151k-token vocabulary, its TokenizerInfo and the compiled schema take ~10 s of CPU.
     {
       name: 'constrained-0.5b-q4',
       what: 'schema-constrained vs free decode tok/s, Qwen2.5-0.5B q4f16_1; grammar ms/token on a 151k vocabulary',
-      capS: 60,
+      capS: 50,
       run: { node: 'constrained.mjs', args: o.smoke ? ['--model', 'fixture-q4', ...fx, '--tokens', '16', '--calls', '1', '--grammar-replies', '1'] : ['--model', 'qwen2.5-0.5b-q4', '--tokens', '64', '--calls', '3'] },
     },
-    bench('bench-1.5b-q4', 'qwen2.5-1.5b-q4', 'Qwen2.5-1.5B q4f16_1: speed, memory, train', 90),
-    bench('bench-1.5b-f16', 'qwen2.5-1.5b', 'Qwen2.5-1.5B f16: speed, memory, train', 100),
-    { name: 'peft-1.5b', what: 'PyTorch + PEFT on the 1.5B shapes: LoRA step, decode', capS: 75, run: { python: 'peft_step.py', args: peft('1.5b') } },
+    bench('bench-1.5b-q4', 'qwen2.5-1.5b-q4', 'Qwen2.5-1.5B q4f16_1: speed, memory, train', 65),
+    bench('bench-1.5b-f16', 'qwen2.5-1.5b', 'Qwen2.5-1.5B f16: speed, memory, train', 80),
+    { name: 'peft-1.5b', what: 'PyTorch + PEFT on the 1.5B shapes: LoRA step, decode', capS: 90, run: { python: 'peft_step.py', args: peft('1.5b') } },
   ];
   const known = new Set(parts.map((p) => p.name));
   for (const n of [...(o.only ?? []), ...Object.keys(o.caps ?? {})]) {
