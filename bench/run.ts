@@ -52,6 +52,7 @@ import { QWEN25_05B, QWEN25_15B, shapedQ4Weights, shapedWeights } from './shaped
 import { benchTraining, type TrainBenchOptions, type TrainResult } from './train';
 import { benchE2e, type E2eOptions, type E2eResult } from './e2e';
 import { flag, log } from './flags';
+import { timedGenerate } from './prefill-timing';
 
 /** A numeric flag, checked: a typo must not silently become NaN in the results. */
 function num(name: string, fallback: string, min = 1): number {
@@ -154,9 +155,8 @@ async function model(key: string): Promise<Model> {
 async function speed(rt: Qwen2Runtime, m: Model, prompt: number, decode: number, scoreSeqs: number, bandwidth: number | null, context: number): Promise<SpeedResult> {
   const config = m.config;
   const ids = Array.from({ length: prompt }, (_, i) => (i * 7919 + 13) % config.vocabSize);
-  // Warm-up compiles every pipeline and records the step lists for these shapes.
-  await rt.generate(ids, { maxNewTokens: 2, temperature: 0 });
-  const out = await rt.generate(ids, { maxNewTokens: decode, temperature: 0 });
+  // The whole prompt prefilled, after a warm-up that compiled every pipeline it runs (prefill-timing.ts).
+  const out = await timedGenerate(rt, ids, decode);
   // The first new token comes from the prefill's logits; each further one is one decode step.
   const steps = Math.max(0, out.tokens.length - 1);
   const decodeTps = steps > 0 ? steps / (out.decodeMs / 1000) : 0;
