@@ -9,7 +9,12 @@ import { loraBackward } from './lora.backward';
 import { loraBackwardRef, loraForwardRef, loraTRef } from './lora.backward.ref';
 
 describe('LoRA backward (dA, dB, dx accumulate)', () => {
-  for (const [n, inDim, outDim, r] of [[1, 3, 2, 1], [6, 19, 23, 4], [70, 33, 130, 8]] as const) {
+  // Shapes cover: a partial column tile (out, in not multiples of 8), fewer rows than row slices, n not a
+  // multiple of the slices or of the dt row tile, several rank chunks (r = 24: two of 12),
+  // and a trainer-like row count (520 rows over 16 ranks). Every buffer is f32 and no kernel reads halves, so
+  // one context without shader-f16 (as on NVIDIA under Dawn) covers both weight paths.
+  const shapes = [[1, 3, 2, 1], [6, 19, 23, 4], [70, 33, 130, 8], [37, 20, 9, 24], [520, 41, 24, 16]] as const;
+  for (const [n, inDim, outDim, r] of shapes) {
     it(`n=${n} in=${inDim} out=${outDim} r=${r}`, async () => {
       const ctx = await gpuFor('packed');
       const rng = new Rng(n + inDim * 3);

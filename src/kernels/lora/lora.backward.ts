@@ -1,7 +1,7 @@
 import type { GpuContext } from '../../gpu/device';
 import { getPipeline, grid1d, type Dispatch } from '../../gpu/pipelines';
 import { checkDims, paramsUniform } from '../common/params';
-import { LORA_BWD_WG, loraGradAWgsl, loraGradBWgsl, loraGradTWgsl, loraGradXWgsl } from './lora.backward.wgsl';
+import { DT_ROWS, LORA_BWD_WG, RR_COLS, loraGradTWgsl, loraGradXWgsl, loraRowReduceWgsl, rankChunk } from './lora.backward.wgsl';
 
 export interface LoraBackwardArgs {
   /** f32 [n, inDim]: the input of the adapted linear (saved activation) */
@@ -43,17 +43,26 @@ export async function loraBackward(ctx: GpuContext, a: LoraBackwardArgs): Promis
     if (b.size < count * 4) throw new Error(`loraBackward: '${k}' ('${b.label}') holds ${b.size / 4} floats, needs ${count}`);
   }
   const params = paramsUniform(ctx, 'loraBackward.params', [['u32', a.n], ['u32', a.inDim], ['u32', a.outDim], ['u32', a.rank], ['f32', a.scale]]);
-  const [pB, pT, pA, pX] = await Promise.all([
-    getPipeline(ctx, 'lora_backward_dB', loraGradBWgsl()),
-    getPipeline(ctx, 'lora_backward_dt', loraGradTWgsl()),
-    getPipeline(ctx, 'lora_backward_dA', loraGradAWgsl()),
+  // dB[o, j] (row-major [out, r]) and dA[j, i] (row-major [r, in]) share one kernel: strides say where (p, j) goes.
+  const paramsB = paramsUniform(ctx, 'loraBackward.dB.params', [['u32', a.n], ['u32', a.outDim], ['u32', a.rank], ['u32', 1], ['f32', a.scale]]);
+  const paramsA = paramsUniform(ctx, 'loraBackward.dA.params', [['u32', a.n], ['u32', a.inDim], ['u32', 1], ['u32', a.inDim], ['f32', 1]]);
+  const [pReduce, pT, pX] = await Promise.all([
+    getPipeline(ctx, 'lora_backward_rows', loraRowReduceWgsl(a.rank)),
+    getPipeline(ctx, 'lora_backward_dt', loraGradTWgsl(a.rank)),
     getPipeline(ctx, 'lora_backward_dx', loraGradXWgsl()),
   ]);
+  const chunks = a.rank / rankChunk(a.rank);
+  const max = ctx.caps.limits.maxComputeWorkgroupsPerDimension;
+  const grid = (what: string, x: number): [number, number] => {
+    if (x > max) throw new Error(`loraBackward: ${what} needs ${x} workgroups in x, the adapter allows ${max}`);
+    return [x, chunks];
+  };
   const per = (count: number) => grid1d(ctx, Math.ceil(count / LORA_BWD_WG));
   return [
-    { pipeline: pB, buffers: [a.dy, a.t, a.dB, params], workgroups: per(a.outDim * a.rank), label: 'lora_backward_dB' },
-    { pipeline: pT, buffers: [a.dy, a.B, a.dt, params], workgroups: grid1d(ctx, a.n * a.rank), label: 'lora_backward_dt' },
-    { pipeline: pA, buffers: [a.dt, a.x, a.dA, params], workgroups: per(a.rank * a.inDim), label: 'lora_backward_dA' },
+    { pipeline: pReduce, buffers: [a.dy, a.t, a.dB, paramsB], workgroups: grid('dB (outDim)', Math.ceil(a.outDim / RR_COLS)), label: 'lora_backward_dB' },
+    { pipeline: pT, buffers: [a.dy, a.B, a.dt, params], workgroups: grid('dt (n)', Math.ceil(a.n / DT_ROWS)), label: 'lora_backward_dt' },
+    { pipeline: pReduce, buffers: [a.x, a.dt, a.dA, paramsA], workgroups: grid('dA (inDim)', Math.ceil(a.inDim / RR_COLS)), label: 'lora_backward_dA' },
     { pipeline: pX, buffers: [a.dt, a.A, a.dx, params], workgroups: per(a.n * a.inDim), label: 'lora_backward_dx' },
   ];
 }
+
