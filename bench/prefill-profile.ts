@@ -1,4 +1,4 @@
-// npx tsx bench/prefill-profile.ts [--shape tiny|0.5b] [--layers N] [--vocab N] [--prompt 1100] [--rank 4]
+// npx tsx bench/prefill-profile.ts [--shape tiny|0.5b] [--q4 1] [--layers N] [--vocab N] [--prompt 1100] [--rank 4]
 // Where a prompt's prefill and a sequence's scoring spend GPU time, per kernel kind, on the shapes the
 // agent-planner e2e runs (tests/e2e/agent-planner.e2e.test.ts: the qwen2-tiny fixture with a rank-4 adapter
 // on all 7 targets, byte-level prompts of ~1100 tokens prefilled in chunks of up to 512 rows, and the
@@ -7,7 +7,12 @@
 // - prefill: each chunk of the prompt (its rows, start position) as prefill() runs it: whole-list GPU ms
 //   and per kind;
 // - score: one --prompt-token sequence scored as score() does (forward, then the target-logprob chunks of
-//   logitsRows rows): whole-list GPU ms and per kind.
+//   logitsRows rows): whole-list GPU ms and per kind;
+// - generate: the same prompt through generate() for one token, after a warm-up (bench/prefill-timing.ts: no
+//   prefix reuse): wall ms from call to first token, and the submissions and pipeline compiles in it (none:
+//   the warm-up compiled them), so wall time far above the chunks' GPU ms points at the host, not a kernel.
+// --q4 1: web-llm's q4f16_1 layout (4-bit weights, fused q/k/v and gate/up, as the planner downloads) instead
+// of f16; the 0.5B shapes only (4-bit groups of 32 need widths the tiny fixture's 176 is not a multiple of).
 // Also callable from a browser test (profilePrefill) to measure SwiftShader, what CI's e2e runs on. It reads
 // the runtime's resources through private members: a profiling tool, not an API.
 import type { GpuContext } from '../src/gpu/device';
@@ -23,7 +28,8 @@ import { bucket } from '../src/engine/runtime-options';
 import type { RuntimeResources } from '../src/engine/runtime-resources';
 import { initLoraAdapter } from '../src/trainer/lora';
 import { Rng } from '../src/util/rng';
-import { QWEN25_05B, shapedWeights } from './shaped-model';
+import { timedGenerate } from './prefill-timing';
+import { QWEN25_05B, shapedQ4Weights, shapedWeights } from './shaped-model';
 
 /** The qwen2-tiny fixture's config.json (../shared/fixtures/qwen2-tiny), as the runtime parses it. */
 export const QWEN2_TINY: Qwen2Config = {
@@ -48,10 +54,15 @@ export interface ProfileOptions {
   prompt: number;
   rank: number;
   maxContext: number;
+  /** 4-bit weights in web-llm's q4f16_1 layout (bench/shaped-model.ts) instead of f16. */
+  q4?: boolean;
 }
 
 interface Timed {
   gpuMs: number;
+  /** Compute dispatches and buffer copies the lists encode. */
+  dispatches: number;
+  copies: number;
   byKind: Record<string, { count: number; ms: number }>;
 }
 
@@ -78,12 +89,14 @@ async function timeByKind(ctx: GpuContext, lists: Array<[Step[], EncodeInputs]>)
     byKind[k] = { count: only.reduce((a, [s]) => a + s.length, 0), ms: await timeLists(ctx, only) };
   }
   const sorted = Object.fromEntries(Object.entries(byKind).sort((a, b) => b[1].ms - a[1].ms));
-  return { gpuMs, byKind: sorted };
+  const all = lists.flatMap(([s]) => s);
+  const copies = all.filter((x) => x.kind === 'copy').length;
+  return { gpuMs, dispatches: all.length - copies, copies, byKind: sorted };
 }
 
 export async function profilePrefill(ctx: GpuContext, o: ProfileOptions) {
   const c = o.config;
-  const rt = await Qwen2Runtime.create(ctx, c, shapedWeights(c), { maxContext: o.maxContext });
+  const rt = await Qwen2Runtime.create(ctx, c, o.q4 ? shapedQ4Weights(c) : shapedWeights(c), { maxContext: o.maxContext });
   await rt.addAdapter('lora', initLoraAdapter(c, { r: o.rank, alpha: 2 * o.rank }, new Rng(1)));
   rt.setActiveAdapter('lora');
   const res = (rt as unknown as { res: RuntimeResources }).res;
@@ -122,8 +135,35 @@ export async function profilePrefill(ctx: GpuContext, o: ProfileOptions) {
     lists.push([await recordTargetLogprobs(ctx, plan, rt.weights, ROW0_INPUT, rows), { row0: r0 }]);
   }
   const score = { rows: n, ...(await timeByKind(ctx, lists)) };
+  const generate = await countedGenerate(ctx, rt, tokens);
   rt.destroy();
-  return { caps: { isSoftware: ctx.caps.isSoftware, f16: ctx.caps.f16 }, prompt: o.prompt, rank: o.rank, prefill: chunks, score };
+  const weights = o.q4 ? 'q4f16_1' : 'f16';
+  return { caps: { isSoftware: ctx.caps.isSoftware, f16: ctx.caps.f16 }, weights, fusedDecode: res.fusedDecode, prompt: o.prompt, rank: o.rank, prefill: chunks, score, generate };
+}
+
+/**
+ * generate(tokens) for one token as the speed benchmark times it (prefill-timing.ts), counting the timed
+ * call's queue submissions and pipeline compiles (the device's methods wrapped for its duration).
+ */
+async function countedGenerate(ctx: GpuContext, rt: Qwen2Runtime, tokens: number[]) {
+  const dev = ctx.device as { createComputePipelineAsync: GPUDevice['createComputePipelineAsync'] };
+  const queue = ctx.device.queue as { submit: GPUQueue['submit'] };
+  const compile = dev.createComputePipelineAsync;
+  const submit = queue.submit;
+  const generate = rt.generate.bind(rt);
+  const count = { calls: 0, submits: 0, compiles: 0 };
+  // Only the second call (the timed one) is counted.
+  rt.generate = (p, opts) => (count.calls++, generate(p, opts));
+  dev.createComputePipelineAsync = (d) => (count.calls === 2 && count.compiles++, compile.call(ctx.device, d));
+  queue.submit = (b) => (count.calls === 2 && count.submits++, submit.call(ctx.device.queue, b));
+  try {
+    const out = await timedGenerate(rt, tokens, 1);
+    return { prefillMs: out.prefillMs, tokensPerSec: tokens.length / (out.prefillMs / 1000), submits: count.submits, compiles: count.compiles };
+  } finally {
+    dev.createComputePipelineAsync = compile;
+    queue.submit = submit;
+    rt.generate = generate;
+  }
 }
 
 async function main(): Promise<void> {
@@ -132,9 +172,13 @@ async function main(): Promise<void> {
   const shape = flag('shape', 'tiny');
   if (shape !== 'tiny' && shape !== '0.5b') throw new Error(`--shape must be tiny or 0.5b, got ${shape}`);
   const base = shape === 'tiny' ? QWEN2_TINY : QWEN25_05B;
+  const q4flag = flag('q4', '0');
+  if (q4flag !== '0' && q4flag !== '1') throw new Error(`--q4 must be 0 or 1, got ${q4flag}`);
+  const q4 = q4flag === '1';
+  if (q4 && shape === 'tiny') throw new Error('--q4 1 needs --shape 0.5b: 4-bit groups of 32 do not divide the tiny shape\'s intermediate width 176');
   const config = { ...base, numLayers: Number(flag('layers', String(base.numLayers))), vocabSize: Number(flag('vocab', String(base.vocabSize))) };
   const ctx = await requestGpu();
-  const out = await profilePrefill(ctx, { config, prompt: Number(flag('prompt', '1100')), rank: Number(flag('rank', '4')), maxContext: 2048 });
+  const out = await profilePrefill(ctx, { config, prompt: Number(flag('prompt', '1100')), rank: Number(flag('rank', '4')), maxContext: 2048, q4 });
   console.log(JSON.stringify(out, null, 1));
   process.exit(0);
 }
