@@ -137,11 +137,9 @@ export function isPureTemperature(o: SamplingOptions, vocab: number): boolean {
 }
 
 /**
- * Pure temperature sampling from the sorted top candidates alone, when `u` falls within their mass: the
- * inverse CDF over the whole sorted row starts with exactly these candidates, so the draw is the one the
- * full row would give (p = exp(v/T - lseT), the full softmax). Null when u lies past their mass: only
- * then does the caller need the whole row. Real LMs put most of the mass in the top 64, so this spares
- * the read-back and the sort of a 150k-entry row for most tokens.
+ * Pure temperature sampling, first step: inverse CDF over the sorted top candidates (p = exp(v/T - lseT),
+ * the full softmax). Null when u lies past their mass: the token then comes from the tail (drawTail), the
+ * rest of the vocabulary. Real LMs put most of the mass in the top 64, so most tokens end here.
  */
 export function pickFromPrefix(values: ArrayLike<number>, lseT: number, temperature: number, u: number): { index: number; prob: number } | null {
   let cum = 0;
@@ -149,6 +147,55 @@ export function pickFromPrefix(values: ArrayLike<number>, lseT: number, temperat
     const p = Math.exp(values[i] / temperature - lseT);
     cum += p;
     if (u < cum) return { index: i, prob: p };
+  }
+  return null;
+}
+
+// The tail draw. Pure temperature sampling (the rule GPU and CPU share, see gpu-draw.wgsl.ts): u picks among
+// the sorted top candidates while it lies within their mass; past it, the token is drawn from the other
+// tokens ("the tail") in proportion to exp(logit / T) by rejection sampling. Attempt k (0, 1, ...) proposes
+// id = x % V, where x = pcg(pcg(bits of f32(u)) + k) (x past the last whole multiple of V proposes nothing,
+// so every id is equally likely), and accepts a tail id with probability exp((logit - ref) / T), where ref
+// is the last candidate's logit (no tail logit exceeds it): the first accepted attempt is the token. The
+// uniform of attempt k is (2 * (pcg(x) >> 9) + 1) / 2^24, exact in f32 and never 0 or 1.
+// Each attempt decides "a < exp(...)" alone, with a tolerance of a few ulps where f32 could disagree with
+// float64, so the GPU decides nearly every tail draw (a prefix sum over 150k f32 terms could not: its
+// rounding is as wide as a token's interval on a flat row). Candidates are the top (value desc, id asc),
+// so an id belongs to them iff (logit, id) ranks at or before the last one's.
+
+/** Attempts after which the tail draw gives up and takes the last candidate (a tail of weight ~0). */
+export const TAIL_ATTEMPTS = 2 ** 20;
+
+/** PCG hash (Jarzynski & Olano 2020), u32 -> u32, the same integer operations as the WGSL's. */
+export function pcgHash(v: number): number {
+  const state = (Math.imul(v >>> 0, 747796405) + 2891336453) >>> 0;
+  const word = Math.imul(((state >>> ((state >>> 28) + 4)) ^ state) >>> 0, 277803737) >>> 0;
+  return ((word >>> 22) ^ word) >>> 0;
+}
+
+const f32Bits = (x: number) => new Uint32Array(Float32Array.of(x).buffer)[0];
+
+/** Attempt k of the tail draw seeded by u: the proposed id (-1: none) and its acceptance uniform. */
+export function tailAttempt(u: number, k: number, vocab: number, seed = pcgHash(f32Bits(u))): { id: number; a: number } {
+  const x = pcgHash((seed + k) >>> 0);
+  if (x >= Math.floor(0xffffffff / vocab) * vocab) return { id: -1, a: 1 };
+  return { id: x % vocab, a: (2 * (pcgHash(x) >>> 9) + 1) / 2 ** 24 };
+}
+
+/**
+ * The tail draw in float64 over a whole logits row (see above): `last` is the last of the top candidates
+ * (their count is below the vocabulary). Returns the token, or null when TAIL_ATTEMPTS found none (the
+ * caller takes the last candidate). A linear-time rule: no sort of the row.
+ */
+export function drawTail(row: ArrayLike<number>, temperature: number, last: { value: number; id: number }, u: number): number | null {
+  const V = row.length;
+  const seed = pcgHash(f32Bits(u));
+  for (let k = 0; k < TAIL_ATTEMPTS; k++) {
+    const { id, a } = tailAttempt(u, k, V, seed);
+    if (id < 0) continue;
+    const l = row[id];
+    if (!Number.isFinite(l) || l > last.value || (l === last.value && id <= last.id)) continue;
+    if (a < Math.exp((l - last.value) / temperature)) return id;
   }
   return null;
 }

@@ -9,6 +9,7 @@ import { DRAW_ANY_PLAN, DRAW_ENTRY_WORDS, DRAW_EPS, DRAW_LOG_WORDS, gpuDrawWgsl 
 import {
   candidateDistribution,
   checkSamplingOptions,
+  drawTail,
   isPureTemperature,
   logSumExp,
   pickFromPrefix,
@@ -268,8 +269,9 @@ export class GpuSampler {
 
   /**
    * The CPU rule of sampling with the uniform `u` in [0, 1): inverse CDF over the sorted distribution of
-   * candidateDistribution; for pure temperature over the sorted candidates while u is within their mass
-   * (pickFromPrefix), and over the whole sorted row only past it. The GPU draw follows the same rule.
+   * candidateDistribution. Pure temperature: over the sorted candidates while u is within their mass
+   * (pickFromPrefix), and past it the tail draw over the rest of the row in float64 (drawTail: a linear
+   * pass, no sort). The GPU draw follows the same rule.
    */
   async sampleWithU(o: SamplingOptions, u: number): Promise<SampleResult> {
     checkSamplingOptions(o);
@@ -278,6 +280,13 @@ export class GpuSampler {
       const c = await this.gather(Math.min(this.maxK, this.vocab), T);
       const hit = pickFromPrefix(c.values, c.lseT, T, u);
       if (hit) return { token: c.ids[hit.index], logprob: c.values[hit.index] - c.lse1, sampleLogprob: Math.log(hit.prob) };
+      const L = c.ids.length;
+      // Fewer candidates than the vocabulary: the tail decides (else u is past 1 by rounding only).
+      if (L === this.maxK && L < this.vocab) {
+        const row = await readF32(this.ctx, this.logits, this.vocab);
+        const token = drawTail(row, T, { value: c.values[L - 1], id: c.ids[L - 1] }, u) ?? c.ids[L - 1];
+        return { token, logprob: row[token] - c.lse1, sampleLogprob: row[token] / T - c.lseT };
+      }
     }
     const d = await this.distribution(o);
     const i = d.probs.length === 1 ? 0 : pickIndex(d.probs, u);
@@ -325,7 +334,7 @@ export class GpuSampler {
     ]);
     const draw: Dispatch = {
       pipeline,
-      buffers: [p.vals, p.ids, this.stats1, Tg !== 1 ? this.statsT : this.stats1, this.step, out.ids, out.log, params],
+      buffers: [p.vals, p.ids, this.stats1, Tg !== 1 ? this.statsT : this.stats1, this.step, out.ids, out.log, params, this.logits],
       workgroups: [rows],
       label: 'sampler_draw',
     };
