@@ -49,11 +49,11 @@ describe('run.sh all: headlines', () => {
   });
 
   it("sums the prefill profile's chunks into prefill tok/s; a chunk without a time gives nulls", () => {
-    const pp = (chunks: unknown[]) => ({ prompt: 512, prefill: chunks, score: { gpuMs: 12.5 } });
+    const pp = (chunks: unknown[]) => ({ prompt: 512, prefill: chunks, score: { gpuMs: 12.5 }, generate: { prefillMs: 61.6, tokensPerSec: 8316 } });
     const ok = headlines(['prefill-profile'], () => pp([{ rows: 256, gpuMs: 10 }, { rows: 256, gpuMs: 6 }]));
-    expect(ok['prefill-profile']).toEqual({ prompt: 512, prefillGpuMs: 16, prefillTokPerS: 32000, scoreGpuMs: 12.5 });
-    const bad = headlines(['prefill-profile'], () => pp([{ rows: 256, gpuMs: 10 }, { rows: 256 }]));
-    expect(bad['prefill-profile']).toEqual({ prompt: 512, prefillGpuMs: null, prefillTokPerS: null, scoreGpuMs: 12.5 });
+    expect(ok['prefill-profile']).toEqual({ prompt: 512, prefillGpuMs: 16, prefillTokPerS: 32000, scoreGpuMs: 12.5, generatePrefillTokPerS: 8316 });
+    const bad = headlines(['prefill-profile'], () => ({ ...pp([{ rows: 256, gpuMs: 10 }, { rows: 256 }]), generate: undefined }));
+    expect(bad['prefill-profile']).toEqual({ prompt: 512, prefillGpuMs: null, prefillTokPerS: null, scoreGpuMs: 12.5, generatePrefillTokPerS: null });
   });
 
   it('gives the constrained decode part its tok/s with and without the schema, their ratios and the grammar cost', () => {

@@ -95,6 +95,8 @@ export function headlines(partNames: string[], read: (part: string) => unknown):
       prefillGpuMs: chunks.length && Number.isFinite(prefillMs) ? round(prefillMs) : null,
       prefillTokPerS: chunks.length && typeof prompt === 'number' && Number.isFinite(prefillMs) && prefillMs > 0 ? round((prompt * 1000) / prefillMs) : null,
       scoreGpuMs: round(at(pp, 'score', 'gpuMs')),
+      // The same prompt through generate() (wall, to the first token): far above prefillTokPerS is host cost.
+      generatePrefillTokPerS: round(at(pp, 'generate', 'tokensPerSec')),
     };
   }
   return out;
