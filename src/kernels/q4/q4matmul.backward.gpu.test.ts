@@ -8,7 +8,8 @@ import { TILE_ROW_CHOICES } from '../common/tile.wgsl';
 import { centralDiff, dot } from '../finite-diff.ref';
 import { linearForwardRef, matmulBackwardRef } from '../matmul/matmul.backward.ref';
 import { dequantizeQ4, quantizeQ4, type Q4ScaleDtype } from './q4.ref';
-import { q4MatmulBackward } from './q4matmul.backward';
+import { q4MatmulBackward, q4MatmulBackwardSplitK } from './q4matmul.backward';
+import { splitKPartialsBytes } from '../matmul/matmul.splitk';
 import { destroyQ4, uploadQ4 } from './q4weight';
 
 describe('q4 matmul backward (dx = dy deq(W), frozen 4-bit W)', async () => {
@@ -86,7 +87,77 @@ describe('q4 matmul backward (dx = dy deq(W), frozen 4-bit W)', async () => {
       dyb.destroy();
       dxb.destroy();
     });
+    // Split-K (the LM head's path): slices of outDim into partials, then a fixed-order sum into dx. Slices
+    // are whole 16-output steps: 70 = 32 + 32 + 6, 83 = 48 + 35 (last slices partial).
+    const splitCases: Array<{ n: number; inDim: number; outDim: number; splits: number; accumulate: boolean; window: boolean }> = [
+      { n: 5, inDim: 96, outDim: 70, splits: 3, accumulate: false, window: false },
+      // A vocab chunk: dy columns at an offset of a wider dlogits, W rows from rowBase, accumulated onto dx.
+      { n: 6, inDim: 64, outDim: 83, splits: 2, accumulate: true, window: true },
+    ];
+    for (const { n, inDim, outDim, splits, accumulate, window } of splitCases) {
+      it(`${path}: split-K in ${splits}: n=${n} in=${inDim} out=${outDim} accumulate=${accumulate}${window ? ' (dyOffset/dyStride, rowBase)' : ''} matches float64`, async () => {
+        const ctx = await gpuFor(path);
+        const rng = new Rng(n * 13 + outDim);
+        const off = window ? 9 : 0;
+        const ld = window ? off + outDim + 5 : outDim;
+        const rows = off + outDim;
+        const q = quantizeQ4(rng.fill(rows * inDim), rows, inDim);
+        const dl = rng.fill(n * ld);
+        const dyChunk = new Float32Array(n * outDim);
+        for (let r = 0; r < n; r++) dyChunk.set(dl.subarray(r * ld + off, r * ld + off + outDim), r * outDim);
+        const dx0 = rng.fill(n * inDim);
+        const want = matmulBackwardRef(dyChunk, dequantizeQ4(q), n, inDim, outDim, off, accumulate ? dx0 : undefined);
+        const W = uploadQ4(ctx, 'W', q);
+        const dyb = f32Buffer(ctx, 'dy', dl);
+        const partials = createStorage(ctx, 'partials', splitKPartialsBytes(n, inDim));
+        const got: Float32Array[] = [];
+        for (let rep = 0; rep < 2; rep++) {
+          const dxb = f32Buffer(ctx, 'dx', dx0);
+          const ds = await q4MatmulBackwardSplitK(ctx, {
+            W: { ...W, rowBase: off }, dy: dyb, dx: dxb, n, inDim, outDim, dyStride: ld, dyOffset: off, accumulate, partials, splits,
+          });
+          expect(ds.map((d) => d.label)).toEqual([expect.stringMatching(/^q4_matmul_backward_splitk16_/), 'matmul_splitk_reduce']);
+          expect(ds[0].workgroups).toEqual([Math.ceil(inDim / 64), 1, splits]);
+          submitDispatches(ctx, ds);
+          got.push(await readF32(ctx, dxb, n * inDim));
+          dxb.destroy();
+        }
+        expect(relMaxErr(got[0], want)).toBeLessThan(1e-5);
+        // Deterministic: the slices are summed in a fixed order.
+        expect(bitDiffCount(got[0], got[1])).toBe(0);
+        destroyQ4(W);
+        for (const b of [dyb, partials]) b.destroy();
+      });
+    }
+    it(`${path}: split-K stays one plain dispatch (same bits) where the grid is large enough or outDim short`, async () => {
+      const ctx = await gpuFor(path);
+      const rng = new Rng(5);
+      const [n, inDim, outDim] = [40, 64, 48];
+      const q = quantizeQ4(rng.fill(outDim * inDim), outDim, inDim);
+      const W = uploadQ4(ctx, 'W', q);
+      const dyb = f32Buffer(ctx, 'dy', rng.fill(n * outDim));
+      const partials = createStorage(ctx, 'partials', splitKPartialsBytes(n, inDim));
+      const a = f32Buffer(ctx, 'dxA', new Float32Array(n * inDim));
+      const b = f32Buffer(ctx, 'dxB', new Float32Array(n * inDim));
+      const ds = await q4MatmulBackwardSplitK(ctx, { W, dy: dyb, dx: a, n, inDim, outDim, partials });
+      expect(ds.map((d) => d.label)).toEqual([expect.stringMatching(/^q4_matmul_backward_(f16|packed)/)]);
+      submitDispatches(ctx, [...ds, await q4MatmulBackward(ctx, { W, dy: dyb, dx: b, n, inDim, outDim })]);
+      expect(bitDiffCount(await readF32(ctx, a, n * inDim), await readF32(ctx, b, n * inDim))).toBe(0);
+      destroyQ4(W);
+      for (const x of [dyb, partials, a, b]) x.destroy();
+    });
   }
+  it('split-K: a missing or too small partials buffer is named', async () => {
+    const ctx = await gpuFor('packed');
+    const q = quantizeQ4(new Rng(1).fill(64 * 32), 64, 32);
+    const W = uploadQ4(ctx, 'W', q);
+    const d = createStorage(ctx, 'dy', 4 * 64 * 2);
+    const dx = createStorage(ctx, 'dx', 4 * 32 * 2);
+    const a = { W, dy: d, dx, n: 2, inDim: 32, outDim: 64, splits: 4 };
+    await expect(q4MatmulBackwardSplitK(ctx, a)).rejects.toThrow(/partials/);
+    await expect(q4MatmulBackwardSplitK(ctx, { ...a, partials: createStorage(ctx, 'tiny.partials', 16) })).rejects.toThrow(/tiny\.partials/);
+    destroyQ4(W);
+  });
   it('rejects a q_scale too small for the requested rows, naming it', async () => {
     const ctx = await gpuFor('packed');
     const d = createStorage(ctx, 'd', 1024);

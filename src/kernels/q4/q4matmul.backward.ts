@@ -6,6 +6,8 @@ import { q4PathName } from './q4.wgsl';
 import { checkTileRows, tileGrid, tileRowsFor, type TileRows } from '../common/tile.wgsl';
 import { q4MatmulBackwardWgsl } from './q4matmul.backward.wgsl';
 import { checkQ4Weight, q4Path, type Q4Weight } from './q4weight';
+import { checkPartials, planSplitK, splitKReduce, type SplitKArgs } from '../matmul/matmul.splitk';
+import { Q4_BWD_TILE_K } from './q4matmul.backward.wgsl';
 
 /** MatmulBackwardArgs with a frozen 4-bit W. */
 export interface Q4MatmulBackwardArgs extends Omit<MatmulBackwardArgs, 'W'> {
@@ -17,6 +19,24 @@ export interface Q4MatmulBackwardArgs extends Omit<MatmulBackwardArgs, 'W'> {
 
 /** dx (+)= dy · deq(W)[rowOffset .. rowOffset+outDim, :]. Buffers: dy f32 [n, dyStride], dx f32 [n, inDim]. */
 export async function q4MatmulBackward(ctx: GpuContext, a: Q4MatmulBackwardArgs): Promise<Dispatch> {
+  return (await build(ctx, a, false)).main;
+}
+
+/**
+ * q4MatmulBackward, split over outDim when dx has too few tiles for the reduction's length (the LM head;
+ * matmul.splitk.ts): [split dispatch into a.partials, reduce into dx], or [the plain dispatch] when
+ * splitting does not pay. Deterministic either way; the split sums differ from the plain ones by f32
+ * reordering only.
+ */
+export async function q4MatmulBackwardSplitK(ctx: GpuContext, a: Q4MatmulBackwardArgs & SplitKArgs): Promise<Dispatch[]> {
+  const b = await build(ctx, a, true);
+  if (b.splits === 1) return [b.main];
+  const reduce = await splitKReduce(ctx, { partials: a.partials!, dx: a.dx, n: a.n, inDim: a.inDim, splits: b.splits, accumulate: a.accumulate });
+  return [b.main, reduce];
+}
+
+/** The main dispatch; with `maySplit`, over the slices planSplitK picks (or a.splits). */
+async function build(ctx: GpuContext, a: Q4MatmulBackwardArgs & SplitKArgs, maySplit: boolean): Promise<{ main: Dispatch; splits: number }> {
   const rowOffset = a.rowOffset ?? 0;
   const dyStride = a.dyStride ?? a.outDim;
   const dyOffset = a.dyOffset ?? 0;
@@ -27,12 +47,17 @@ export async function q4MatmulBackward(ctx: GpuContext, a: Q4MatmulBackwardArgs)
   if (a.dx.size < a.n * a.inDim * 4) throw new Error(`q4MatmulBackward: dx ('${a.dx.label}') is smaller than [${a.n}, ${a.inDim}] f32`);
   if (a.dx === a.dy) throw new Error('q4MatmulBackward: dy and dx must be different buffers');
   const tileRows = checkTileRows('q4MatmulBackward', a.tileRows ?? tileRowsFor(a.n));
-  const workgroups = tileGrid('q4MatmulBackward', a.n, a.inDim, tileRows, ctx.caps.limits.maxComputeWorkgroupsPerDimension);
+  const [gx, gy] = tileGrid('q4MatmulBackward', a.n, a.inDim, tileRows, ctx.caps.limits.maxComputeWorkgroupsPerDimension);
+  const plan = maySplit ? planSplitK('q4MatmulBackward', gx * gy, a.outDim, Q4_BWD_TILE_K, a.splits) : { splits: 1, slice: a.outDim };
+  const split = plan.splits > 1;
+  const out = split ? checkPartials('q4MatmulBackward', a.partials, plan.splits, a.n, a.inDim) : a.dx;
+  if (split && (out === a.dy || out === a.dx)) throw new Error('q4MatmulBackward: partials must be a buffer of its own');
   const p = q4Path(ctx, a.W);
-  const name = `q4_matmul_backward${tileRows !== 64 ? tileRows : ''}_${q4PathName(p)}`;
-  const pipeline = await getPipeline(ctx, name, q4MatmulBackwardWgsl(p, tileRows));
+  const name = `q4_matmul_backward${split ? '_splitk' : ''}${tileRows !== 64 ? tileRows : ''}_${q4PathName(p)}`;
+  const pipeline = await getPipeline(ctx, name, q4MatmulBackwardWgsl(p, tileRows, split));
   const params = paramsUniform(ctx, 'q4MatmulBackward.params', [
     ['u32', a.n], ['u32', a.inDim], ['u32', a.outDim], ['u32', (a.W.rowBase ?? 0) + rowOffset], ['u32', a.accumulate ? 1 : 0], ['u32', dyStride], ['u32', dyOffset],
+    ['u32', plan.slice],
   ]);
-  return { pipeline, buffers: [a.W.qWeight, a.W.qScale, a.dy, a.dx, params], workgroups, label: name };
+  return { main: { pipeline, buffers: [a.W.qWeight, a.W.qScale, a.dy, out, params], workgroups: split ? [gx, gy, plan.splits] : [gx, gy], label: name }, splits: plan.splits };
 }
