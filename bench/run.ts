@@ -7,7 +7,7 @@
 // Models: the fixtures (../shared/fixtures, or --fixtures DIR), and Qwen2.5 shapes with random values,
 // qwen2.5-0.5b and qwen2.5-1.5b (f16) and their -q4 twins (not in the default set: name them).
 // The planner runtime's speed and memory, printed as JSON on stdout (progress on stderr):
-// - speed: scoring, prefill and decode tokens/s. Decode bytes/s is weight bytes x decode tokens/s: every
+// - speed: scoring, prefill (the whole --prompt, no KV-cache reuse: prefill-timing.ts) and decode tokens/s. Decode bytes/s is weight bytes x decode tokens/s: every
 //   decode step reads every weight once, so it shows how close decode runs to the memory bandwidth; with
 //   --bandwidth (the GPU's GB/s) the decode speed is also given as a fraction of the bandwidth floor.
 // - memory: what a generate() at --context positions (default 4096) holds at its peak, reserved with
