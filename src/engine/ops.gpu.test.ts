@@ -52,7 +52,7 @@ describe('engine ops dispatch on the weight kind', () => {
       submitDispatches(ctx, [
         await ops.linear(ctx, { x: xb, W, y: yb, n: N, inDim: IN, outDim: OUT }),
         await ops.linearBackward(ctx, W, { dy: dyb, dx: dxb, n: N, inDim: IN, outDim: OUT }),
-        await ops.lmHeadBackward(ctx, chunk, { dlogits: dlb, dx: dhb, rows: N, hidden: IN, ld, accumulate: false }),
+        ...(await ops.lmHeadBackward(ctx, chunk, { dlogits: dlb, dx: dhb, rows: N, hidden: IN, ld, accumulate: false })),
       ]);
       const wantY = new Float64Array(N * OUT);
       const wantDx = new Float64Array(N * IN);

@@ -6,7 +6,8 @@ import type { Dispatch } from '../gpu/pipelines';
 import { embedding } from '../kernels/embedding/embedding';
 import { rmsnorm as rmsnormKernel } from '../kernels/rmsnorm/rmsnorm';
 import { matmul, type MatmulArgs } from '../kernels/matmul/matmul';
-import { matmulBackward, type MatmulBackwardArgs } from '../kernels/matmul/matmul.backward';
+import { matmulBackward, matmulBackwardSplitK, type MatmulBackwardArgs } from '../kernels/matmul/matmul.backward';
+import { q4MatmulBackwardSplitK } from '../kernels/q4/q4matmul.backward';
 import { q4Embedding, q4Matmul, q4MatmulBackward } from '../kernels/q4';
 import { loraDown, loraUp } from '../kernels/lora/lora';
 import { loraDownGroup, loraUpGroup } from '../kernels/lora/lora.group';
@@ -79,13 +80,19 @@ export interface LmHeadBackwardChunkArgs {
   ld: number;
   /** false for the first chunk (overwrite), true for the rest. */
   accumulate: boolean;
+  /**
+   * f32 scratch of splitKPartialsBytes(rows, hidden) bytes (kernels/matmul/matmul.splitk.ts): with it the
+   * chunk's vocabulary is split over many workgroups and summed by a second dispatch; without, one dispatch.
+   */
+  partials?: GPUBuffer;
 }
 
-/** dx (+)= dlogits[:, chunk] · head[chunk]: one LM-head chunk's share of the final-norm gradient. */
-export function lmHeadBackward(ctx: GpuContext, ch: RowChunk, a: LmHeadBackwardChunkArgs): Promise<Dispatch> {
-  return linearBackward(ctx, ch.weight, {
-    dy: a.dlogits, dx: a.dx, n: a.rows, inDim: a.hidden, outDim: ch.rowCount, rowOffset: 0, accumulate: a.accumulate, dyStride: a.ld, dyOffset: ch.rowOffset,
-  });
+/** dx (+)= dlogits[:, chunk] · head[chunk]: one LM-head chunk's share of the final-norm gradient (1 or 2 dispatches). */
+export async function lmHeadBackward(ctx: GpuContext, ch: RowChunk, a: LmHeadBackwardChunkArgs): Promise<Dispatch[]> {
+  const W = ch.weight;
+  const args = { dy: a.dlogits, dx: a.dx, n: a.rows, inDim: a.hidden, outDim: ch.rowCount, rowOffset: 0, accumulate: a.accumulate, dyStride: a.ld, dyOffset: ch.rowOffset };
+  if (!a.partials) return [await linearBackward(ctx, W, args)];
+  return isQ4(W) ? q4MatmulBackwardSplitK(ctx, { ...args, W, partials: a.partials }) : matmulBackwardSplitK(ctx, { ...args, W, partials: a.partials });
 }
 
 export interface LoraOpArgs {

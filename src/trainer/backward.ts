@@ -26,6 +26,7 @@ import { grpoLoss as grpoKernel } from '../kernels/grpo/grpo';
 import { dlogits } from '../kernels/logits/logits.backward';
 import { loraBackward } from '../kernels/lora/lora.backward';
 import { linearBackward, lmHeadBackward } from '../engine/ops';
+import { splitKPartialsBytes } from '../kernels/matmul/matmul.splitk';
 import { rmsnormBackward } from '../kernels/rmsnorm/rmsnorm.backward';
 import { ropeBackward } from '../kernels/rope/rope.backward';
 import { swigluBackward } from '../kernels/swiglu/swiglu.backward';
@@ -54,8 +55,11 @@ type RowInputs = Record<RowInputField, GPUBuffer>;
 export class LoraBackwardPass {
   private plan!: ActivationPlan;
   private inputs!: RowInputs;
-  /** Scratch per row (training-memory.ts) and per logits chunk (dxChunk, chunkTargets, chunkLse, chunkDlogp). */
-  private s!: Record<ScratchField | 'dxChunk' | 'chunkTargets' | 'chunkLse' | 'chunkDlogp', GPUBuffer>;
+  /**
+   * Scratch per row (training-memory.ts) and per logits chunk (dxChunk, chunkTargets, chunkLse, chunkDlogp,
+   * and headPartials: the LM-head backward's split-K partial sums).
+   */
+  private s!: Record<ScratchField | 'dxChunk' | 'chunkTargets' | 'chunkLse' | 'chunkDlogp' | 'headPartials', GPUBuffer>;
   /** Forward and backward step lists per computed row count (see computedRows). */
   private records = new Map<number, { forward: Step[]; backward: Step[] }>();
   /** The grpo loss step per computed row count and loss settings. */
@@ -115,6 +119,7 @@ export class LoraBackwardPass {
       chunkTargets: await this.buf('chunkTargets', C * 4),
       chunkLse: await this.buf('chunkLse', C * f),
       chunkDlogp: await this.buf('chunkDlogp', C * f),
+      headPartials: await this.buf('headPartials', splitKPartialsBytes(C, H)),
     };
   }
 
@@ -193,6 +198,9 @@ export class LoraBackwardPass {
         await attentionBackward(ctx, {
           q: L.q, k: L.k, v: L.v, out: L.attn, lse: L.lse, dout: s.datt, ranges: this.plan.ranges, stats: s.attStats,
           dq: s.dq, dk: s.dk, dv: s.dv, n, kvRows: n, nHeads: c.numHeads, nKvHeads: c.numKvHeads, headDim: c.headDim, packed: true,
+          // dact (N x I) is dead until the next layer's down backward: it holds each query head's dk/dv share
+          // (2 * nH * hd per row), which gives the dk/dv pass nH/nKV times the workgroups.
+          ...(c.intermediateSize >= 2 * c.numHeads * c.headDim ? { partials: s.dact } : {}),
         }),
       );
       add(await ropeBackward(ctx, { dq: s.dq, dk: s.dk, pos: this.plan.pos, n, nHeads: c.numHeads, nKvHeads: c.numKvHeads, headDim: c.headDim, theta: c.ropeTheta }));
@@ -264,7 +272,8 @@ export class LoraBackwardPass {
       st.push(dispatchStep(await dlogits(ctx, { logits: this.plan.logits, dlogp: s.chunkDlogp, lse: s.chunkLse, targets: s.chunkTargets, rows, vc: ch.rowCount, v0: ch.rowOffset, ld: V, colOffset: ch.rowOffset })));
     }
     for (const [i, ch] of w.head.entries()) {
-      st.push(dispatchStep(await lmHeadBackward(ctx, ch, { dlogits: this.plan.logits, dx: s.dxChunk, rows, hidden: H, accumulate: i > 0, ld: V })));
+      const ds = await lmHeadBackward(ctx, ch, { dlogits: this.plan.logits, dx: s.dxChunk, rows, hidden: H, accumulate: i > 0, ld: V, partials: s.headPartials });
+      for (const d of ds) st.push(dispatchStep(d));
     }
     st.push(copyStep(s.dxChunk, s.dnF, rows * H * 4, at(H * 4)));
     this.chunkBwd.set(rows, st);
