@@ -25,7 +25,7 @@ function modules(rng: Rng, inDim: number, shapes: Array<[out: number, r: number]
 }
 
 /** Runs `mods` grouped (grouped=true) or one by one; returns each module's t and y. */
-async function run(ctx: GpuContext, x: Float32Array, n: number, inDim: number, mods: Module[], grouped: boolean) {
+async function run(ctx: GpuContext, x: Float32Array, n: number, inDim: number, mods: Module[], grouped: boolean, subgroups: boolean) {
   const made: GPUBuffer[] = [];
   const keep = (b: GPUBuffer) => (made.push(b), b);
   const xb = keep(f32Buffer(ctx, 'x', x));
@@ -36,7 +36,7 @@ async function run(ctx: GpuContext, x: Float32Array, n: number, inDim: number, m
     t: keep(emptyF32(ctx, `t${i}`, n * m.r)),
   }));
   if (grouped) {
-    const down = await loraDownGroup(ctx, { x: xb, n, inDim, modules: mods.map((m, i) => ({ A: bufs[i].A, t: bufs[i].t, rank: m.r })) });
+    const down = await loraDownGroup(ctx, { x: xb, n, inDim, subgroups, modules: mods.map((m, i) => ({ A: bufs[i].A, t: bufs[i].t, rank: m.r })) });
     const ups = [];
     for (let i = 0; i < mods.length; i += 2) {
       const pair = mods.slice(i, i + 2);
@@ -47,7 +47,7 @@ async function run(ctx: GpuContext, x: Float32Array, n: number, inDim: number, m
   } else {
     const ds = [];
     for (const [i, m] of mods.entries()) {
-      ds.push(await loraDown(ctx, { x: xb, A: bufs[i].A, t: bufs[i].t, n, inDim, rank: m.r }));
+      ds.push(await loraDown(ctx, { x: xb, A: bufs[i].A, t: bufs[i].t, n, inDim, rank: m.r, subgroups }));
       ds.push(await loraUp(ctx, { t: bufs[i].t, B: bufs[i].B, y: bufs[i].y, n, outDim: m.out, rank: m.r, scale: m.scale }));
     }
     submitDispatches(ctx, ds);
@@ -60,21 +60,25 @@ async function run(ctx: GpuContext, x: Float32Array, n: number, inDim: number, m
 
 describe('grouped lora kernels', async () => {
   for (const path of await weightPaths()) {
-    // q/k/v-like (three modules, unequal outputs, unequal ranks) and gate/up-like (two), odd sizes.
+    // q/k/v-like (three modules, unequal outputs, unequal ranks) and gate/up-like (two), odd sizes; decode's
+    // row counts (1, 3, 5, 8) and a prefill's (70), whose 4-rank tiles must not straddle two modules.
     const cases: Array<[n: number, inDim: number, shapes: Array<[number, number]>]> = [
       [1, 70, [[70, 8], [10, 8], [10, 8]]],
       [5, 33, [[17, 4], [9, 2], [40, 16]]],
       [3, 130, [[260, 8], [260, 3]]],
       [2, 1, [[1, 1], [3, 1]]],
+      [8, 1000, [[33, 16], [20, 16]]],
+      [70, 300, [[17, 6], [9, 2], [40, 16]]],
     ];
-    for (const [n, inDim, shapes] of cases) {
-      it(`${path}: n=${n} in=${inDim} modules ${JSON.stringify(shapes)}: float64 reference, and the bits of one-by-one`, async () => {
+    const sgs = (await gpuFor(path)).caps.subgroups ? [true, false] : [false];
+    for (const subgroups of sgs) for (const [n, inDim, shapes] of cases) {
+      it(`${path}${subgroups ? ' subgroups' : ''}: n=${n} in=${inDim} modules ${JSON.stringify(shapes)}: float64 reference, and the bits of one-by-one`, async () => {
         const ctx = await gpuFor(path);
         const rng = new Rng(n * 31 + inDim + shapes.length);
         const x = rng.fill(n * inDim);
         const mods = modules(rng, inDim, shapes, n);
-        const grouped = await run(ctx, x, n, inDim, mods, true);
-        const single = await run(ctx, x, n, inDim, mods, false);
+        const grouped = await run(ctx, x, n, inDim, mods, true, subgroups);
+        const single = await run(ctx, x, n, inDim, mods, false, subgroups);
         mods.forEach((m, i) => {
           const want = loraRef(x, m.A, m.B, m.y0, n, inDim, m.out, m.r, m.scale);
           expect(relMaxErr(grouped[i].t, want.t), `t${i}`).toBeLessThan(1e-5);
@@ -105,11 +109,11 @@ describe('grouped lora kernels', async () => {
 describe('grouped LoRA down with an RMSNorm prologue', () => {
   const eps = 1e-6;
   // The last: rows whose sum of squares overflows f32 (up to ~2.4e38) around an ordinary one.
-  for (const [k, storeXn, rowScale] of [[1, true, null], [2, true, null], [3, false, null], [2, true, [1e22, 1, 3e37]]] as const) {
-    it(`${k} module(s)${storeXn ? ' storing xn' : ''}${rowScale ? ', rows near f32\'s limit' : ''}: t = rmsnorm(x) * w · A^T in float64`, async () => {
+  const normCases = [[1, true, null, 3], [2, true, null, 1], [3, false, null, 8], [2, true, [1e22, 1, 3e37], 3]] as const;
+  for (const subgroups of [true, false]) for (const [k, storeXn, rowScale, n] of normCases) {
+    it(`${subgroups ? 'subgroups: ' : ''}${k} module(s)${storeXn ? ' storing xn' : ''}, ${n} row(s)${rowScale ? ', rows near f32\'s limit' : ''}: t = rmsnorm(x) * w · A^T in float64`, async () => {
       const ctx = await gpuFor('packed');
       const rng = new Rng(40 + k);
-      const n = 3;
       const inDim = 300;
       const ranks = [4, 8, 3].slice(0, k);
       const x = rng.fill(n * inDim, 2);
@@ -120,7 +124,7 @@ describe('grouped LoRA down with an RMSNorm prologue', () => {
       const wb = f32Buffer(ctx, 'normW', w);
       const xn = storeXn ? emptyF32(ctx, 'xn', n * inDim) : undefined;
       const mods = ranks.map((r, i) => ({ A: f32Buffer(ctx, `A${i}`, As[i]), t: emptyF32(ctx, `t${i}`, n * r), rank: r }));
-      submitDispatches(ctx, [await loraDownGroup(ctx, { x: xb, n, inDim, norm: { w: wb, eps, xn }, modules: mods })]);
+      submitDispatches(ctx, [await loraDownGroup(ctx, { x: xb, n, inDim, norm: { w: wb, eps, xn }, modules: mods, subgroups })]);
       // float64: xn = x / sqrt(mean(x^2) + eps) * w, t = xn · A^T.
       const wantXn = new Float64Array(n * inDim);
       for (let row = 0; row < n; row++) {

@@ -3,8 +3,8 @@
 import type { GpuContext } from '../../gpu/device';
 import { getPipeline, grid1d, type Dispatch } from '../../gpu/pipelines';
 import { checkDims, paramsUniform } from '../common/params';
-import { LORA_DOWN_ITEMS, LORA_UP_WG } from './lora.wgsl';
-import { LORA_GROUP_MAX_DOWN, LORA_GROUP_MAX_UP, loraDownGroupWgsl, loraUpGroupWgsl } from './lora.group.wgsl';
+import { LORA_UP_WG, loraDownShape, loraDownSlices, loraDownWorkgroups } from './lora.wgsl';
+import { LORA_DOWN_NORM_SHAPE, LORA_GROUP_MAX_DOWN, LORA_GROUP_MAX_UP, loraDownGroupWgsl, loraUpGroupWgsl } from './lora.group.wgsl';
 
 export interface LoraGroupDownArgs {
   /** f32 [N, in], read by every module. */
@@ -18,6 +18,8 @@ export interface LoraGroupDownArgs {
    * also receives it (at most 2 modules then: 8 storage bindings). With a norm, one module is allowed.
    */
   norm?: { w: GPUBuffer; eps: number; xn?: GPUBuffer };
+  /** Use subgroup reductions where the device has `subgroups` (default true; tests turn it off). */
+  subgroups?: boolean;
 }
 
 export interface LoraGroupUpArgs {
@@ -39,18 +41,19 @@ export async function loraDownGroup(ctx: GpuContext, a: LoraGroupDownArgs): Prom
     if (a.norm.xn === a.x) throw new Error('loraDownGroup: norm.xn must not be x');
   }
   checkDims('loraDownGroup', { n: a.n, inDim: a.inDim, ...Object.fromEntries(a.modules.map((m, i) => [`modules[${i}].rank`, m.rank])) });
-  const ranks = [0, 1, 2].map((i) => a.modules[i]?.rank ?? 0);
-  const total = ranks.reduce((s, r) => s + r, 0);
+  const ranks = a.modules.map((m) => m.rank);
   const norm = a.norm ? { storeXn: !!a.norm.xn } : null;
+  const shape = norm ? LORA_DOWN_NORM_SHAPE : loraDownShape(a.n);
+  const sg = a.subgroups !== false && ctx.caps.subgroups;
   const name = `lora_down_group${k}${norm ? (norm.storeXn ? '_norm_xn' : '_norm') : ''}`;
-  const pipeline = await getPipeline(ctx, name, loraDownGroupWgsl(k, norm));
-  const fields: Array<['u32' | 'f32', number]> = [['u32', a.n], ['u32', a.inDim], ['u32', total], ...ranks.map((r): ['u32', number] => ['u32', r])];
+  // The label is `name` (profiles count kinds by label); the pipeline name adds the variant.
+  const pipeline = await getPipeline(ctx, `${name}_${shape.rows}x${shape.ranks}${sg ? '_sg' : ''}`, loraDownGroupWgsl(k, shape, sg, norm));
+  const fields: Array<['u32' | 'f32', number]> = [['u32', a.n], ['u32', a.inDim], ['u32', loraDownSlices(shape, ranks)], ...[0, 1, 2].map((i): ['u32', number] => ['u32', ranks[i] ?? 0])];
   if (a.norm) fields.push(['f32', a.norm.eps]);
   const dims = paramsUniform(ctx, 'loraDownGroup.dims', fields);
   const buffers = [a.x, ...a.modules.map((m) => m.A), ...a.modules.map((m) => m.t), dims];
   if (a.norm) buffers.push(a.norm.w, ...(a.norm.xn ? [a.norm.xn] : []));
-  // A workgroup per item with a norm, else LORA_DOWN_ITEMS items per workgroup (lora.group.wgsl.ts).
-  return { pipeline, buffers, workgroups: grid1d(ctx, norm ? a.n * total : Math.ceil((a.n * total) / LORA_DOWN_ITEMS)), label: name };
+  return { pipeline, buffers, workgroups: grid1d(ctx, loraDownWorkgroups(shape, a.n, ranks)), label: name };
 }
 
 /** y_m += s_m · t_m · B_m^T for two modules in one dispatch. */

@@ -1,7 +1,7 @@
 import type { GpuContext } from '../../gpu/device';
 import { getPipeline, grid1d, type Dispatch } from '../../gpu/pipelines';
 import { checkDims, paramsUniform } from '../common/params';
-import { LORA_DOWN_ITEMS, LORA_UP_WG, loraDownWgsl, loraUpWgsl } from './lora.wgsl';
+import { LORA_UP_WG, loraDownShape, loraDownSlices, loraDownWgsl, loraDownWorkgroups, loraUpWgsl } from './lora.wgsl';
 
 export interface LoraDownArgs {
   /** f32 [N, in] layer input (the same x the base matmul reads). */
@@ -13,6 +13,8 @@ export interface LoraDownArgs {
   n: number;
   inDim: number;
   rank: number;
+  /** Use subgroup reductions where the device has `subgroups` (default true; tests turn it off). */
+  subgroups?: boolean;
 }
 
 export interface LoraUpArgs {
@@ -32,9 +34,12 @@ export interface LoraUpArgs {
 /** t[N, r] = x[N, in] · A^T with A f32 [r, in]. */
 export async function loraDown(ctx: GpuContext, a: LoraDownArgs): Promise<Dispatch> {
   checkDims('loraDown', { n: a.n, inDim: a.inDim, rank: a.rank });
-  const pipeline = await getPipeline(ctx, 'lora_down', loraDownWgsl());
-  const dims = paramsUniform(ctx, 'loraDown.dims', [['u32', a.n], ['u32', a.inDim], ['u32', a.rank]]);
-  return { pipeline, buffers: [a.x, a.A, a.t, dims], workgroups: grid1d(ctx, Math.ceil((a.n * a.rank) / LORA_DOWN_ITEMS)), label: 'lora_down' };
+  const shape = loraDownShape(a.n);
+  const sg = a.subgroups !== false && ctx.caps.subgroups;
+  // The label stays 'lora_down' (profiles count kinds by label); the pipeline name tells the variants apart.
+  const pipeline = await getPipeline(ctx, `lora_down_${shape.rows}x${shape.ranks}${sg ? '_sg' : ''}`, loraDownWgsl(shape, sg));
+  const dims = paramsUniform(ctx, 'loraDown.dims', [['u32', a.n], ['u32', a.inDim], ['u32', a.rank], ['u32', loraDownSlices(shape, [a.rank])]]);
+  return { pipeline, buffers: [a.x, a.A, a.t, dims], workgroups: grid1d(ctx, loraDownWorkgroups(shape, a.n, [a.rank])), label: 'lora_down' };
 }
 
 /** y[N, out] += scale · t[N, r] · B^T with B f32 [out, r]. */

@@ -1,42 +1,175 @@
 // LoRA forward in two dispatches: t = x A^T (down, [N, r], saved for the backward), then
 // y += s * t B^T (up). A and B are f32 (trainable), so there is no f16 weight path.
-// The down projection reduces over `in` (hundreds to thousands): each of a workgroup's threads strides over
-// `in` for LORA_DOWN_ITEMS work items (row, j), and one thread per item adds the 64 partial sums in a
-// barrier tree's order (common/tree-sum.wgsl.ts): one barrier for 8 items, where a workgroup per item and
-// a barrier tree cost 7 barriers for one (the same bits: same adds in the same order).
+//
+// The down projection is a tall, thin product: r (<= 64) outputs per row, each a dot product over `in`
+// (896 or 4864 for Qwen2.5-0.5B). In decode (1 to 8 rows) it is latency-bound: what matters is how many
+// threads walk `in` and how far each walks. So a workgroup of LORA_DOWN_WG threads owns a block of rows
+// and a slice of ranks (loraDownShape) and splits `in` among all its threads:
+// - with subgroups: `in` is cut into LORA_DOWN_KSLICES contiguous slices, one per subgroup (a subgroup
+//   that finds more slices than subgroups takes several), its lanes stride the slice, subgroupAdd sums
+//   them, and one thread per output adds the slices' sums in slice order;
+// - without: the threads stride `in`; their sums are added in runs of 16, then the runs.
+// Either way an output's sum depends only on (row, j) and the device, not on which block or slice holds
+// it, so a grouped dispatch gives the bits of the per-module one, and decode the bits of prefill.
 // The up projection reduces over r (<= 64): one thread per output element.
-import { treeSumWgsl } from '../common/tree-sum.wgsl';
+import { SUBGROUP_COUNTER_WGSL, SUBGROUP_INDEX_WGSL } from '../common/subgroups.wgsl';
 
-export const LORA_DOWN_WG = 64;
-/** Down-projection work items (row, j) per workgroup. */
-export const LORA_DOWN_ITEMS = 8;
+export const LORA_DOWN_WG = 256;
+/** Slices of `in` per workgroup on the subgroup path (one per 32-wide subgroup of LORA_DOWN_WG). */
+export const LORA_DOWN_KSLICES = 8;
+/** A slice's length is a multiple of this, so lanes read whole 128-byte lines. */
+const KSLICE_ALIGN = 32;
+/** Without subgroups, the per-thread sums are added in runs of SEG, then the runs. */
+const SEG = 16;
 export const LORA_UP_WG = 256;
 
-/**
- * A workgroup's sum of term(i) over i < dims.inDim, left in partial[0]: each thread strides over the range
- * into `acc`, then a tree reduction in `partial`. Ends with a barrier, so partial[0] is visible to all.
- */
-export function strideSumWgsl(term: (index: string) => string, acc = 'acc'): string {
-  return `  var ${acc} = 0.0;
-  for (var i = lid; i < dims.inDim; i += ${LORA_DOWN_WG}u) {
-    ${acc} += ${term('i')};
-  }
-  partial[lid] = ${acc};
-  workgroupBarrier();
-  for (var s = ${LORA_DOWN_WG / 2}u; s > 0u; s >>= 1u) {
-    if (lid < s) { partial[lid] += partial[lid + s]; }
-    workgroupBarrier();
-  }`;
+/** Rows and ranks one down-projection workgroup owns (a compile-time tile: rows x ranks accumulators). */
+export interface LoraDownShape {
+  rows: number;
+  ranks: number;
+}
+
+/** Decode (<= 8 rows): every row in one block, a rank per workgroup, so a 1-row r16 module gets 16 workgroups. */
+export const LORA_DOWN_FEW: LoraDownShape = { rows: 8, ranks: 1 };
+/** Prefill and training: 4 x 4 tiles, so x is read r/4 times and A n/4 times (from cache) instead of r and n. */
+export const LORA_DOWN_MANY: LoraDownShape = { rows: 4, ranks: 4 };
+
+export function loraDownShape(n: number): LoraDownShape {
+  return n <= LORA_DOWN_FEW.rows ? LORA_DOWN_FEW : LORA_DOWN_MANY;
+}
+
+/** Rank slices of modules with these ranks: each module's ranks cut into runs of shape.ranks. */
+export function loraDownSlices(shape: LoraDownShape, ranks: number[]): number {
+  return ranks.reduce((s, r) => s + Math.ceil(r / shape.ranks), 0);
+}
+
+/** Workgroups of a down projection over n rows. */
+export function loraDownWorkgroups(shape: LoraDownShape, n: number, ranks: number[]): number {
+  return Math.ceil(n / shape.rows) * loraDownSlices(shape, ranks);
+}
+
+const range = (k: number) => Array.from({ length: k }, (_, i) => i);
+
+export interface LoraDownBody {
+  shape: LoraDownShape;
+  subgroups: boolean;
+  /** Element i of row `row`'s input (x itself, or the norm variant's scaled x). */
+  readX: (row: string, i: string) => string;
+  /** Element `idx` of module m's A. */
+  readA: (m: string, idx: string) => string;
+  /** Statement storing `sum` as t_m[row, j] (rank `rank` of module m in scope). */
+  store: (row: string, m: string, j: string, sum: string) => string;
+  /** Statements after the block is located (row0, m, ...) and before the sums; must keep control flow uniform. */
+  prologue?: string;
 }
 
 /**
- * The down projection's sum for one (row, j) by a whole workgroup, left in partial[0] (the decode-only
- * norm variant of lora.group.wgsl, whose workgroup also normalises its row). `readA(i)` reads
- * A[j * in + i] (the grouped kernel picks the module's binding), `readX(i)` element i of the row's input
- * (default x itself; the norm variant scales it). Its adds are loraDownItemsWgsl's, in the same order.
+ * Module-scope declarations the body needs: the reduction scratch and, with subgroups, the counter.
+ * The module must also declare `fn slice(s: u32) -> vec3<u32>` (module, first rank, module rank) and
+ * `dims` with fields n, inDim and slices.
  */
-export function loraDownSumWgsl(readA: (index: string) => string, readX: (index: string) => string = (i) => `x[row * dims.inDim + ${i}]`): string {
-  return strideSumWgsl((i) => `${readX(i)} * ${readA(`j * dims.inDim + ${i}`)}`);
+export function loraDownSharedWgsl(shape: LoraDownShape, subgroups: boolean): string {
+  const outs = shape.rows * shape.ranks;
+  return subgroups
+    ? `var<workgroup> part: array<f32, ${outs * LORA_DOWN_KSLICES}>;\n${SUBGROUP_COUNTER_WGSL}`
+    : `var<workgroup> part: array<f32, ${outs * LORA_DOWN_WG}>;`;
+}
+
+/** `enable subgroups` and its diagnostic where the subgroup path is used (at the top of the module). */
+export function loraDownEnableWgsl(subgroups: boolean): string {
+  return subgroups ? 'enable subgroups;\ndiagnostic(off, subgroup_uniformity);\n' : '';
+}
+
+/**
+ * The down projection's `main` body. Workgroup w owns rows row0 .. row0 + nb of block w / dims.slices and
+ * ranks j0 .. j0 + jc of module m (slice w % dims.slices). Accumulators acc_r_c (row r, rank c of the tile)
+ * live in registers; the guards on r < nb and c < jc are workgroup-uniform.
+ */
+export function loraDownBodyWgsl(o: LoraDownBody): string {
+  const { rows: RB, ranks: JS } = o.shape;
+  const outs = RB * JS;
+  const accs = range(RB).flatMap((r) => range(JS).map((c) => ({ r, c, v: `acc_${r}_${c}` })));
+  const step = (i: string) => `${range(JS).map((c) => `var w${c} = 0.0;${c > 0 ? ` if (${c}u < jc)` : ''} { w${c} = ${o.readA('m', `(j0 + ${c}u) * dims.inDim + ${i}`)}; }`).join('\n      ')}
+      ${range(RB).map((r) => `if (${r}u < nb) { let x${r} = ${o.readX(`row0 + ${r}u`, i)}; ${range(JS).map((c) => `acc_${r}_${c} += x${r} * w${c};`).join(' ')} }`).join('\n      ')}`;
+  const declAcc = accs.map((a) => `var ${a.v} = 0.0;`).join(' ');
+  const finish = (sum: string) => `if (lid < ${outs}u) {
+    let r = lid / ${JS}u;
+    let c = lid - r * ${JS}u;
+    if (r < nb && c < jc) {
+      ${sum}
+      ${o.store('row0 + r', 'm', 'j0 + c', 'sum')}
+    }
+  }`;
+  const head = `let wgi = wg.x + wg.y * nwg.x;
+  let block = wgi / dims.slices;
+  let row0 = block * ${RB}u;
+  if (row0 >= dims.n) { return; }
+  let at = slice(wgi - block * dims.slices);
+  let m = at.x;
+  let j0 = at.y;
+  let rank = at.z;
+  let nb = min(${RB}u, dims.n - row0);
+  let jc = min(${JS}u, rank - j0);
+  ${o.prologue ?? ''}`;
+  if (o.subgroups) {
+    const S = LORA_DOWN_KSLICES;
+    return `  ${head}
+  ${SUBGROUP_INDEX_WGSL}
+  // Slice length: in / ${S} rounded up to whole lines; the last slices may be short or empty.
+  let kLen = ((dims.inDim + ${S * KSLICE_ALIGN - 1}u) / ${S * KSLICE_ALIGN}u) * ${KSLICE_ALIGN}u;
+  for (var ks = sgIndex; ks < ${S}u; ks += sgTotal) {
+    let k1 = min((ks + 1u) * kLen, dims.inDim);
+    ${declAcc}
+    for (var i = ks * kLen + sid; i < k1; i += sgSize) {
+      ${step('i')}
+    }
+    ${accs.map((a) => `let s_${a.r}_${a.c} = subgroupAdd(${a.v});`).join(' ')}
+    if (sid == 0u) {
+      ${accs.map((a) => `part[${(a.r * JS + a.c) * S}u + ks] = s_${a.r}_${a.c};`).join(' ')}
+    }
+  }
+  workgroupBarrier();
+  ${finish(`var sum = 0.0;
+      for (var q = 0u; q < ${S}u; q++) { sum += part[lid * ${S}u + q]; }`)}`;
+  }
+  const W = LORA_DOWN_WG;
+  return `  ${head}
+  ${declAcc}
+  for (var i = lid; i < dims.inDim; i += ${W}u) {
+    ${step('i')}
+  }
+  ${accs.map((a) => `part[${(a.r * JS + a.c) * W}u + lid] = ${a.v};`).join(' ')}
+  workgroupBarrier();
+  // Two short sequential levels (runs of ${SEG}, then the ${W / SEG} run sums) rather than a barrier per tree
+  // level: a software GPU (no subgroups) pays for every barrier, and compiles an unrolled tree slowly.
+  // The run sums go back into part (after everyone has read it), keeping the scratch within 16 KiB.
+  var run = 0.0;
+  if (lid < ${outs * (W / SEG)}u) {
+    for (var q = 0u; q < ${SEG}u; q++) { run += part[lid * ${SEG}u + q]; }
+  }
+  workgroupBarrier();
+  part[lid] = run;
+  workgroupBarrier();
+  ${finish(`var sum = 0.0;
+      for (var q = 0u; q < ${W / SEG}u; q++) { sum += part[lid * ${W / SEG}u + q]; }`)}`;
+}
+
+/** WGSL `fn slice(s) -> vec3(module, first rank, module rank)` over modules of ranks `ranks` (WGSL exprs). */
+export function loraSliceFnWgsl(shape: LoraDownShape, ranks: string[]): string {
+  const k = ranks.length;
+  const JS = shape.ranks;
+  return `fn slice(s0: u32) -> vec3<u32> {
+  var ranks = array<u32, ${k}>(${ranks.join(', ')});
+  var s = s0;
+  var m = 0u;
+  while (m < ${k - 1}u) {
+    let c = (ranks[m] + ${JS - 1}u) / ${JS}u;
+    if (s < c) { break; }
+    s -= c;
+    m++;
+  }
+  return vec3<u32>(m, s * ${JS}u, ranks[m]);
+}`;
 }
 
 /** The up projection for one output (`row`, `o` in scope): y[at] += scale * sum_j t[row, j] B[o, j]. */
@@ -46,64 +179,27 @@ export function loraUpSumWgsl(n: { t: string; B: string; y: string; rank: string
   ${n.y}[${n.at}] += ${n.scale} * acc;`;
 }
 
-/**
- * The body of a down projection over LORA_DOWN_ITEMS work items per workgroup, items `count` in all.
- * `locate(idx)` (a WGSL fn the kernel declares) gives the item's vec3(row, module, j); `readA(m, i)` reads
- * element i of module m's A; `store` writes `sum` for (row, m, j). Each item's sum is loraDownSumWgsl's:
- * thread lid adds the terms i = lid, lid + WG, ... in order from 0.0, then the 64 are added as its tree.
- */
-export function loraDownItemsWgsl(o: { count: string; readA: (m: string, i: string) => string; store: string }): string {
-  return `  let first = (wg.x + wg.y * nwg.x) * ${LORA_DOWN_ITEMS}u;
-  if (first >= ${o.count}) { return; }
-  for (var g = 0u; g < ${LORA_DOWN_ITEMS}u; g++) {
-    var acc = 0.0;
-    if (first + g < ${o.count}) {
-      let at = locate(first + g);
-      let row = at.x;
-      let j = at.z;
-      for (var i = lid; i < dims.inDim; i += ${LORA_DOWN_WG}u) {
-        acc += x[row * dims.inDim + i] * ${o.readA('at.y', 'j * dims.inDim + i')};
-      }
-    }
-    partial[g * ${LORA_DOWN_WG}u + lid] = acc;
-  }
-  workgroupBarrier();
-  if (lid < ${LORA_DOWN_ITEMS}u && first + lid < ${o.count}) {
-    let at = locate(first + lid);
-    let row = at.x;
-    let m = at.y;
-    let j = at.z;
-    let sum = itemSum(lid * ${LORA_DOWN_WG}u);
-    ${o.store}
-  }`;
-}
-
-/** Workgroup memory of loraDownItemsWgsl and its per-item tree sum. */
-export function loraDownItemsSharedWgsl(): string {
-  return `var<workgroup> partial: array<f32, ${LORA_DOWN_ITEMS * LORA_DOWN_WG}>;
-
-${treeSumWgsl('itemSum', 'b: u32', (i) => `partial[b + ${i}u]`, LORA_DOWN_WG)}`;
-}
-
-export function loraDownWgsl(): string {
-  return /* wgsl */ `
-struct Dims { n: u32, inDim: u32, rank: u32 }
+export function loraDownWgsl(shape: LoraDownShape, subgroups: boolean): string {
+  return /* wgsl */ `${loraDownEnableWgsl(subgroups)}
+struct Dims { n: u32, inDim: u32, rank: u32, slices: u32 }
 @group(0) @binding(0) var<storage, read> x: array<f32>;
 @group(0) @binding(1) var<storage, read> A: array<f32>;
 @group(0) @binding(2) var<storage, read_write> t: array<f32>;
 @group(0) @binding(3) var<uniform> dims: Dims;
 
-${loraDownItemsSharedWgsl()}
-
-fn locate(idx: u32) -> vec3<u32> {
-  let row = idx / dims.rank;
-  return vec3<u32>(row, 0u, idx - row * dims.rank);
-}
+${loraDownSharedWgsl(shape, subgroups)}
+${loraSliceFnWgsl(shape, ['dims.rank'])}
 
 @compute @workgroup_size(${LORA_DOWN_WG})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
-${loraDownItemsWgsl({ count: 'dims.n * dims.rank', readA: (_m, i) => `A[${i}]`, store: 't[row * dims.rank + j] = sum;' })}
+${loraDownBodyWgsl({
+  shape,
+  subgroups,
+  readX: (row, i) => `x[(${row}) * dims.inDim + ${i}]`,
+  readA: (_m, idx) => `A[${idx}]`,
+  store: (row, _m, j, sum) => `t[(${row}) * rank + ${j}] = ${sum};`,
+})}
 }
 `;
 }
