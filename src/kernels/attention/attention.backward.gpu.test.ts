@@ -13,18 +13,36 @@ interface Case {
   shape: AttnShape;
   ranges: Uint32Array;
   packed?: boolean;
+  /** Also run tile 4 (several tiles per range at these small shapes); each head dim and tile is a shader compile, slow on a software GPU. */
+  smallTiles?: boolean;
 }
 
 const cases: Case[] = [
-  { name: 'one row, one head', shape: { n: 1, m: 1, nH: 1, nKV: 1, hd: 2 }, ranges: packedRanges([1]) },
-  { name: 'packed 4+3, GQA 4/2', shape: { n: 7, m: 7, nH: 4, nKV: 2, hd: 8 }, ranges: packedRanges([4, 3]), packed: true },
+  { name: 'one row, one head', shape: { n: 1, m: 1, nH: 1, nKV: 1, hd: 8 }, ranges: packedRanges([1]) },
+  { name: 'packed 4+3, GQA 4/2', shape: { n: 7, m: 7, nH: 4, nKV: 2, hd: 8 }, ranges: packedRanges([4, 3]), packed: true, smallTiles: true },
   // Decode-like: 3 query rows over a 10-row KV cache, [0, pos+1).
   // Three sequences, the middle one spanning several 64-entry tiles (the packed scan's early stop).
-  { name: 'packed 3+40+30, GQA 4/1', shape: { n: 73, m: 73, nH: 4, nKV: 1, hd: 8 }, ranges: packedRanges([3, 40, 30]), packed: true },
-  { name: 'KV cache rows > query rows', shape: { n: 3, m: 10, nH: 2, nKV: 1, hd: 6 }, ranges: Uint32Array.from([0, 8, 0, 9, 0, 10]) },
+  { name: 'packed 3+40+30, GQA 4/1', shape: { n: 73, m: 73, nH: 4, nKV: 1, hd: 8 }, ranges: packedRanges([3, 40, 30]), packed: true, smallTiles: true },
+  // hd 6: tile 4 leaves the second column pass partly idle.
+  { name: 'KV cache rows > query rows', shape: { n: 3, m: 10, nH: 2, nKV: 1, hd: 6 }, ranges: Uint32Array.from([0, 8, 0, 9, 0, 10]), smallTiles: true },
   // More than one 64-key tile and more than one 64-entry tile of (query, head) pairs; hd > 64.
   { name: 'packed 70+5, hd 96, GQA 6/2', shape: { n: 75, m: 75, nH: 6, nKV: 2, hd: 96 }, ranges: packedRanges([70, 5]), packed: true },
+  // The trainer's layout at Qwen2.5-0.5B head shape (hd 64, GQA 7:1): sequences that end mid-tile and a
+  // one-row sequence, so tiles straddle sequence starts and the last key block is partial.
+  { name: 'packed 21+1+17, hd 64, GQA 7/1', shape: { n: 39, m: 39, nH: 7, nKV: 1, hd: 64 }, ranges: packedRanges([21, 1, 17]), packed: true },
+  // Ranges that are neither causal nor contiguous in row order, and an empty range.
+  { name: 'scattered ranges, one empty, GQA 6/3', shape: { n: 5, m: 23, nH: 6, nKV: 3, hd: 8 }, ranges: Uint32Array.from([3, 20, 0, 1, 7, 7, 10, 23, 1, 6]), smallTiles: true },
 ];
+
+// Tile 16 (the default on these devices) and, where asked, tile 4; with and without the per-head
+// partials (and their sum pass).
+const variants = (c: Case) =>
+  [
+    { tile: 16, partials: false },
+    { tile: 16, partials: true },
+    { tile: 4, partials: false },
+    { tile: 4, partials: true },
+  ].filter((x) => x.tile === 16 || c.smallTiles) as Array<{ tile: 16 | 4; partials: boolean }>;
 
 describe('attention backward (dq, dk, dv)', () => {
   for (const c of cases) {
@@ -46,17 +64,21 @@ describe('attention backward (dq, dk, dv)', () => {
         lse: f32Buffer(ctx, 'lse', fwd.lse), dout: f32Buffer(ctx, 'dout', dout), ranges: u32Buffer(ctx, 'ranges', c.ranges),
         stats: createStorage(ctx, 'stats', 2 * n * nH * 4), dq: createStorage(ctx, 'dq', n * nH * hd * 4),
         dk: createStorage(ctx, 'dk', m * nKV * hd * 4), dv: createStorage(ctx, 'dv', m * nKV * hd * 4),
+        partials: createStorage(ctx, 'partials', 2 * m * nH * hd * 4),
       };
+      const garbage = new Float32Array(Math.max(n * nH, m * nKV) * hd).fill(Number.NaN);
       // The general scan, and for packed batches also the packed shortcut.
       for (const packed of c.packed ? [false, true] : [false]) {
-        b.dk.destroy();
-        b.dv.destroy();
-        b.dk = createStorage(ctx, 'dk', m * nKV * hd * 4);
-        b.dv = createStorage(ctx, 'dv', m * nKV * hd * 4);
-        submitDispatches(ctx, await attentionBackward(ctx, { ...b, n, kvRows: m, nHeads: nH, nKvHeads: nKV, headDim: hd, packed }));
-        expect(relMaxErr(await readF32(ctx, b.dq, n * nH * hd), want.dq)).toBeLessThan(1e-4);
-        expect(relMaxErr(await readF32(ctx, b.dk, m * nKV * hd), want.dk)).toBeLessThan(1e-4);
-        expect(relMaxErr(await readF32(ctx, b.dv, m * nKV * hd), want.dv)).toBeLessThan(1e-4);
+        for (const { tile, partials } of variants(c)) {
+          // Outputs start as NaN: every element must be written.
+          for (const o of [b.dq, b.dk, b.dv]) ctx.device.queue.writeBuffer(o, 0, garbage, 0, o.size / 4);
+          const { partials: part, ...rest } = b;
+          submitDispatches(ctx, await attentionBackward(ctx, { ...rest, ...(partials ? { partials: part } : {}), n, kvRows: m, nHeads: nH, nKvHeads: nKV, headDim: hd, packed, tile }));
+          const what = `packed ${packed}, tile ${tile}, partials ${partials}`;
+          expect(relMaxErr(await readF32(ctx, b.dq, n * nH * hd), want.dq), what).toBeLessThan(1e-4);
+          expect(relMaxErr(await readF32(ctx, b.dk, m * nKV * hd), want.dk), what).toBeLessThan(1e-4);
+          expect(relMaxErr(await readF32(ctx, b.dv, m * nKV * hd), want.dv), what).toBeLessThan(1e-4);
+        }
       }
       for (const x of Object.values(b)) x.destroy();
     });
