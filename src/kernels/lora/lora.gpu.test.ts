@@ -16,8 +16,8 @@ describe('lora kernels', async () => {
       const tag = `${path}${subgroups ? ' subgroups' : ''}`;
       // Decode's row counts (1, 3, 8: one block of LORA_DOWN_FEW) and a prefill's (70: 4x4 tiles, the last
       // block short); widths below, across and far above one slice per subgroup (256 and 1000); ranks that
-      // do not fill a 4-rank tile.
-      const cases = [[1, 1, 1, 1], [3, 17, 9, 2], [8, 300, 67, 16], [70, 1000, 33, 6], [70, 130, 20, 16], [2, 64, 33, 64]] as const;
+      // do not fill a 4-rank tile; outputs across two up blocks and ranks across two t chunks (300, 70).
+      const cases = [[1, 1, 1, 1], [3, 17, 9, 2], [8, 300, 67, 16], [70, 1000, 33, 6], [70, 130, 20, 16], [2, 64, 33, 64], [3, 40, 300, 70]] as const;
       for (const [N, IN, OUT, R] of cases) {
         it(`${tag}: N=${N} in=${IN} out=${OUT} r=${R} matches float64 (t and y)`, async () => {
           const ctx = await gpuFor(path);

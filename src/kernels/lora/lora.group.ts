@@ -3,7 +3,7 @@
 import type { GpuContext } from '../../gpu/device';
 import { getPipeline, grid1d, type Dispatch } from '../../gpu/pipelines';
 import { checkDims, paramsUniform } from '../common/params';
-import { LORA_UP_WG, loraDownShape, loraDownSlices, loraDownWorkgroups } from './lora.wgsl';
+import { loraDownShape, loraDownSlices, loraDownWorkgroups, loraUpWorkgroups } from './lora.wgsl';
 import { LORA_DOWN_NORM_SHAPE, LORA_GROUP_MAX_DOWN, LORA_GROUP_MAX_UP, loraDownGroupWgsl, loraUpGroupWgsl } from './lora.group.wgsl';
 
 export interface LoraGroupDownArgs {
@@ -67,7 +67,7 @@ export async function loraUpGroup(ctx: GpuContext, a: LoraGroupUpArgs): Promise<
   return {
     pipeline,
     buffers: [m0.t, m1.t, m0.B, m1.B, m0.y, m1.y, dims],
-    workgroups: grid1d(ctx, Math.ceil((a.n * (m0.outDim + m1.outDim)) / LORA_UP_WG)),
+    workgroups: grid1d(ctx, loraUpWorkgroups(a.n, [m0.outDim, m1.outDim])),
     label: 'lora_up_group2',
   };
 }

@@ -5,10 +5,10 @@
 // module (down) and a thread serves a single module (up), so the switch never diverges within the work it
 // guards.
 //
-// The sums are lora.wgsl.ts's own (loraDownBodyWgsl, loraUpSumWgsl), so a group gives bit-identical results
+// The sums are lora.wgsl.ts's own (loraDownBodyWgsl, loraUpBlockWgsl), so a group gives bit-identical results
 // to the modules run one by one.
 import { RMS_SCALE_WGSL, rowRmsWgsl } from '../rmsnorm/rms-scale.wgsl';
-import { LORA_DOWN_WG, LORA_UP_WG, loraDownBodyWgsl, loraDownEnableWgsl, loraDownSharedWgsl, loraSliceFnWgsl, loraUpSumWgsl, type LoraDownShape } from './lora.wgsl';
+import { LORA_DOWN_WG, LORA_UP_ROWS, LORA_UP_SHARED_WGSL, LORA_UP_WG, loraDownBodyWgsl, loraDownEnableWgsl, loraDownSharedWgsl, loraSliceFnWgsl, loraUpBlockWgsl, type LoraDownShape } from './lora.wgsl';
 
 /** Most modules in one down group: x + 3 A + 3 t = 7 storage bindings, within WebGPU's default 8. */
 export const LORA_GROUP_MAX_DOWN = 3;
@@ -78,7 +78,7 @@ ${loraDownBodyWgsl({ shape, subgroups, readX, readA: (m, idx) => `readA(${m}, ${
 `;
 }
 
-/** y_m[N, out_m] += s_m · t_m · B_m^T for m < 2; work items: module 0's N*out_0 outputs, then module 1's. */
+/** y_m[N, out_m] += s_m · t_m · B_m^T for m < 2; per row block, module 0's output blocks, then module 1's. */
 export function loraUpGroupWgsl(): string {
   return /* wgsl */ `
 struct Dims { n: u32, out0: u32, out1: u32, r0: u32, r1: u32, s0: f32, s1: f32 }
@@ -89,22 +89,25 @@ struct Dims { n: u32, out0: u32, out1: u32, r0: u32, r1: u32, s0: f32, s1: f32 }
 @group(0) @binding(4) var<storage, read_write> y0: array<f32>;
 @group(0) @binding(5) var<storage, read_write> y1: array<f32>;
 @group(0) @binding(6) var<uniform> dims: Dims;
+${LORA_UP_SHARED_WGSL}
 
 @compute @workgroup_size(${LORA_UP_WG})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
-  let all = (wg.x + wg.y * nwg.x) * ${LORA_UP_WG}u + lid;
-  let n0 = dims.n * dims.out0;
-  if (all >= n0 + dims.n * dims.out1) { return; }
-  if (all < n0) {
-    let row = all / dims.out0;
-    let o = all - row * dims.out0;
-    ${loraUpSumWgsl({ t: 't0', B: 'B0', y: 'y0', rank: 'dims.r0', scale: 'dims.s0', at: 'all' })}
+  let wgi = wg.x + wg.y * nwg.x;
+  let blocks0 = (dims.out0 + ${LORA_UP_WG - 1}u) / ${LORA_UP_WG}u;
+  let blocks = blocks0 + (dims.out1 + ${LORA_UP_WG - 1}u) / ${LORA_UP_WG}u;
+  let rb = wgi / blocks;
+  let row0 = rb * ${LORA_UP_ROWS}u;
+  if (row0 >= dims.n) { return; }
+  let nb = min(${LORA_UP_ROWS}u, dims.n - row0);
+  let b = wgi - rb * blocks;
+  if (b < blocks0) {
+    let cb = b;
+    ${loraUpBlockWgsl({ t: 't0', B: 'B0', y: 'y0', rank: 'dims.r0', scale: 'dims.s0', outDim: 'dims.out0' })}
   } else {
-    let idx = all - n0;
-    let row = idx / dims.out1;
-    let o = idx - row * dims.out1;
-    ${loraUpSumWgsl({ t: 't1', B: 'B1', y: 'y1', rank: 'dims.r1', scale: 'dims.s1', at: 'idx' })}
+    let cb = b - blocks0;
+    ${loraUpBlockWgsl({ t: 't1', B: 'B1', y: 'y1', rank: 'dims.r1', scale: 'dims.s1', outDim: 'dims.out1' })}
   }
 }
 `;

@@ -1,7 +1,7 @@
 import type { GpuContext } from '../../gpu/device';
 import { getPipeline, grid1d, type Dispatch } from '../../gpu/pipelines';
 import { checkDims, paramsUniform } from '../common/params';
-import { LORA_UP_WG, loraDownShape, loraDownSlices, loraDownWgsl, loraDownWorkgroups, loraUpWgsl } from './lora.wgsl';
+import { loraDownShape, loraDownSlices, loraDownWgsl, loraDownWorkgroups, loraUpWgsl, loraUpWorkgroups } from './lora.wgsl';
 
 export interface LoraDownArgs {
   /** f32 [N, in] layer input (the same x the base matmul reads). */
@@ -48,7 +48,7 @@ export async function loraUp(ctx: GpuContext, a: LoraUpArgs): Promise<Dispatch> 
   if (!Number.isFinite(a.scale)) throw new Error(`loraUp: scale must be finite, got ${a.scale}`);
   const pipeline = await getPipeline(ctx, 'lora_up', loraUpWgsl());
   const dims = paramsUniform(ctx, 'loraUp.dims', [['u32', a.n], ['u32', a.outDim], ['u32', a.rank], ['f32', a.scale]]);
-  return { pipeline, buffers: [a.t, a.B, a.y, dims], workgroups: grid1d(ctx, Math.ceil((a.n * a.outDim) / LORA_UP_WG)), label: 'lora_up' };
+  return { pipeline, buffers: [a.t, a.B, a.y, dims], workgroups: grid1d(ctx, loraUpWorkgroups(a.n, [a.outDim])), label: 'lora_up' };
 }
 
 /**

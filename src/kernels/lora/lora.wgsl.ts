@@ -11,7 +11,7 @@
 // - without: the threads stride `in`; their sums are added in runs of 16, then the runs.
 // Either way an output's sum depends only on (row, j) and the device, not on which block or slice holds
 // it, so a grouped dispatch gives the bits of the per-module one, and decode the bits of prefill.
-// The up projection reduces over r (<= 64): one thread per output element.
+// The up projection reduces over r: a thread per output column of a block of rows (loraUpBlockWgsl).
 import { SUBGROUP_COUNTER_WGSL, SUBGROUP_INDEX_WGSL } from '../common/subgroups.wgsl';
 
 export const LORA_DOWN_WG = 256;
@@ -172,11 +172,53 @@ export function loraSliceFnWgsl(shape: LoraDownShape, ranks: string[]): string {
 }`;
 }
 
-/** The up projection for one output (`row`, `o` in scope): y[at] += scale * sum_j t[row, j] B[o, j]. */
-export function loraUpSumWgsl(n: { t: string; B: string; y: string; rank: string; scale: string; at: string }): string {
-  return `var acc = 0.0;
-  for (var j = 0u; j < ${n.rank}; j++) { acc += ${n.t}[row * ${n.rank} + j] * ${n.B}[o * ${n.rank} + j]; }
-  ${n.y}[${n.at}] += ${n.scale} * acc;`;
+/** Rows one up-projection workgroup serves: each thread reads its B row once for this many rows of y. */
+export const LORA_UP_ROWS = 8;
+/** Ranks of t staged in workgroup memory at a time (any rank works, in chunks of this many). */
+const LORA_UP_RCHUNK = 64;
+
+/** Up-projection workgroups: a block of LORA_UP_ROWS rows times a block of LORA_UP_WG outputs, per module. */
+export function loraUpWorkgroups(n: number, outDims: number[]): number {
+  return Math.ceil(n / LORA_UP_ROWS) * outDims.reduce((s, o) => s + Math.ceil(o / LORA_UP_WG), 0);
+}
+
+/** Workgroup memory of loraUpBlockWgsl: the block's rows of t, a rank chunk at a time. */
+export const LORA_UP_SHARED_WGSL = `var<workgroup> ts: array<f32, ${LORA_UP_ROWS * LORA_UP_RCHUNK}>;`;
+
+/**
+ * The up projection of one block (uniform `row0`, `nb` rows, output block `cb` in scope): thread lid owns
+ * output o = cb * LORA_UP_WG + lid of every row in the block, y[row, o] += scale * sum_j t[row, j] B[o, j],
+ * the sum in j order from 0.0 whatever the block (so grouped and per-module dispatches agree bit for bit).
+ * A thread used to serve one (row, o) and reread B's row (r floats, a stride of r between threads) for each
+ * row; now it reads it once per LORA_UP_ROWS rows, and t comes from workgroup memory.
+ */
+export function loraUpBlockWgsl(n: { t: string; B: string; y: string; rank: string; scale: string; outDim: string }): string {
+  const R = n.rank;
+  const rows = range(LORA_UP_ROWS);
+  return `{
+    let o = cb * ${LORA_UP_WG}u + lid;
+    let live = o < ${n.outDim};
+    ${rows.map((r) => `var acc${r} = 0.0;`).join(' ')}
+    for (var c0 = 0u; c0 < ${R}; c0 += ${LORA_UP_RCHUNK}u) {
+      let cn = min(${LORA_UP_RCHUNK}u, ${R} - c0);
+      workgroupBarrier();
+      for (var q = lid; q < nb * ${LORA_UP_RCHUNK}u; q += ${LORA_UP_WG}u) {
+        let r = q / ${LORA_UP_RCHUNK}u;
+        let c = q - r * ${LORA_UP_RCHUNK}u;
+        if (c < cn) { ts[q] = ${n.t}[(row0 + r) * ${R} + c0 + c]; }
+      }
+      workgroupBarrier();
+      if (live) {
+        for (var c = 0u; c < cn; c++) {
+          let b = ${n.B}[o * ${R} + c0 + c];
+          ${rows.map((r) => `acc${r} += ts[${r * LORA_UP_RCHUNK}u + c] * b;`).join(' ')}
+        }
+      }
+    }
+    if (live) {
+      ${rows.map((r) => `if (${r}u < nb) { ${n.y}[(row0 + ${r}u) * ${n.outDim} + o] += ${n.scale} * acc${r}; }`).join('\n      ')}
+    }
+  }`;
 }
 
 export function loraDownWgsl(shape: LoraDownShape, subgroups: boolean): string {
@@ -211,15 +253,19 @@ struct Dims { n: u32, outDim: u32, rank: u32, scale: f32 }
 @group(0) @binding(1) var<storage, read> B: array<f32>;
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
 @group(0) @binding(3) var<uniform> dims: Dims;
+${LORA_UP_SHARED_WGSL}
 
 @compute @workgroup_size(${LORA_UP_WG})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
-  let idx = (wg.x + wg.y * nwg.x) * ${LORA_UP_WG}u + lid;
-  if (idx >= dims.n * dims.outDim) { return; }
-  let row = idx / dims.outDim;
-  let o = idx - row * dims.outDim;
-  ${loraUpSumWgsl({ t: 't', B: 'B', y: 'y', rank: 'dims.rank', scale: 'dims.scale', at: 'idx' })}
+  let wgi = wg.x + wg.y * nwg.x;
+  let blocks = (dims.outDim + ${LORA_UP_WG - 1}u) / ${LORA_UP_WG}u;
+  let rb = wgi / blocks;
+  let row0 = rb * ${LORA_UP_ROWS}u;
+  if (row0 >= dims.n) { return; }
+  let nb = min(${LORA_UP_ROWS}u, dims.n - row0);
+  let cb = wgi - rb * blocks;
+  ${loraUpBlockWgsl({ t: 't', B: 'B', y: 'y', rank: 'dims.rank', scale: 'dims.scale', outDim: 'dims.outDim' })}
 }
 `;
 }
