@@ -2,7 +2,7 @@ import type { GpuContext } from '../../gpu/device';
 import { getPipeline, type Dispatch } from '../../gpu/pipelines';
 import { checkDims, paramsUniform } from '../common/params';
 import { MATMUL_BWD_TILE, matmulBackwardWgsl } from './matmul.backward.wgsl';
-import { checkPartials, planSplitK, splitKReduce, type SplitKArgs } from './matmul.splitk';
+import { checkPartials, partialsRoom, planSplitK, splitKReduce, type SplitKArgs } from './matmul.splitk';
 
 export interface MatmulBackwardArgs {
   /** f16 bits [rowOffset + outDim (at least), inDim]: the frozen weight (or an embedding chunk). */
@@ -32,7 +32,7 @@ export async function matmulBackward(ctx: GpuContext, a: MatmulBackwardArgs): Pr
 /**
  * matmulBackward, split over outDim when dx has too few tiles for the reduction's length (the LM head;
  * matmul.splitk.ts): [split dispatch into a.partials, reduce into dx], or [the plain dispatch] when
- * splitting does not pay. Deterministic either way; the split sums differ from the plain ones by f32
+ * splitting does not pay or a.partials holds fewer than 2 slices. Deterministic either way; the split sums differ from the plain ones by f32
  * reordering only.
  */
 export async function matmulBackwardSplitK(ctx: GpuContext, a: MatmulBackwardArgs & SplitKArgs): Promise<Dispatch[]> {
@@ -57,7 +57,7 @@ async function build(ctx: GpuContext, a: MatmulBackwardArgs & SplitKArgs, maySpl
   const wy = Math.ceil(a.n / MATMUL_BWD_TILE);
   const max = ctx.caps.limits.maxComputeWorkgroupsPerDimension;
   if (wx > max || wy > max) throw new Error(`matmulBackward: [${a.n}, ${a.inDim}] needs ${wx}x${wy} workgroups, over the limit ${max}`);
-  const plan = maySplit ? planSplitK('matmulBackward', wx * wy, a.outDim, MATMUL_BWD_TILE, a.splits) : { splits: 1, slice: a.outDim };
+  const plan = maySplit ? planSplitK('matmulBackward', wx * wy, a.outDim, MATMUL_BWD_TILE, a.splits, partialsRoom(a.partials, a.n, a.inDim)) : { splits: 1, slice: a.outDim };
   const split = plan.splits > 1;
   const out = split ? checkPartials('matmulBackward', a.partials, plan.splits, a.n, a.inDim) : a.dx;
   if (split && (out === a.dy || out === a.dx || out === a.W)) throw new Error('matmulBackward: partials must be a buffer of its own');

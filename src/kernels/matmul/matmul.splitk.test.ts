@@ -15,6 +15,13 @@ describe('planSplitK (how the input gradient of a frozen linear splits its reduc
     expect(planSplitK('q4', 1, 511, 16)).toEqual({ splits: 1, slice: 511 });
     expect(planSplitK('q4', 2048, 151936, 16).splits).toBe(1);
   });
+  it('a layer gate/up backward over 512 rows (64 x 64 q4 tiles: 14 x 8) splits 4864 outputs as the partials room allows', () => {
+    expect(planSplitK('q4', 112, 4864, 16)).toEqual({ splits: 9, slice: 544 });
+    // The trainer lends its dact scratch [rows, 4864], which holds 5 blocks of [rows, 896].
+    expect(planSplitK('q4', 112, 4864, 16, undefined, 5)).toEqual({ splits: 5, slice: 976 });
+    expect(planSplitK('q4', 112, 4864, 16, undefined, 1).splits).toBe(1);
+    expect(planSplitK('q4', 112, 4864, 16, undefined, 0).splits).toBe(1);
+  });
   it('forced slice counts round slices up to whole steps, and bad counts are rejected', () => {
     expect(planSplitK('k', 1, 70, 16, 3)).toEqual({ splits: 3, slice: 32 });
     expect(planSplitK('k', 1, 83, 16, 4)).toEqual({ splits: 3, slice: 32 });

@@ -3,7 +3,8 @@
 // makes 14 workgroups of 4-bit tiles (112 of f16 ones), each walking the whole vocabulary, on a GPU with
 // 132 multiprocessors. Splitting `out` into slices gives each (tile, slice) its own workgroup; each writes
 // its partial sum to `partials` [splits, n, in], and a second dispatch adds the slices in a fixed order.
-// Shapes whose grid is already large (the layers' n = 512 rows) stay on the plain single dispatch.
+// The same holds, less extremely, for the layers' gate and up backward over n = 512 rows (in = 896, out =
+// 4864: 112 workgroups of 64 x 64). Grids already about a wave deep, or short reductions, stay plain.
 
 import type { GpuContext } from '../../gpu/device';
 import { getPipeline, grid1d, type Dispatch } from '../../gpu/pipelines';
@@ -17,14 +18,17 @@ export const SPLIT_K_TARGET_WORKGROUPS = 1024;
 /** A slice walks at least this many outputs, so writing and re-reading its partial tile stays small. */
 export const SPLIT_K_MIN_SLICE = 512;
 
-/** Bytes of the partials scratch a caller must pass for up to n rows of width inDim. */
+/** Bytes of a partials scratch that allows every split for up to n rows of width inDim (a smaller one caps the slices). */
 export function splitKPartialsBytes(n: number, inDim: number): number {
   return SPLIT_K_MAX * n * inDim * 4;
 }
 
 /** Extra arguments of the split-K entry points (q4MatmulBackwardSplitK, matmulBackwardSplitK). */
 export interface SplitKArgs {
-  /** f32 scratch of splitKPartialsBytes(n, inDim) bytes (at least [splits, n, inDim]); overwritten. */
+  /**
+   * f32 scratch, overwritten: up to splitKPartialsBytes(n, inDim) bytes are used; a smaller buffer (any
+   * buffer dead during the call) caps the slices at the [n, inDim] blocks it holds. None: one dispatch.
+   */
   partials?: GPUBuffer;
   /** Force a slice count (tests); default planSplitK's choice. 1 = the plain kernel. */
   splits?: number;
@@ -39,21 +43,27 @@ export interface SplitKPlan {
 
 /**
  * How to split a reduction of `outDim` outputs walked in steps of `step` for a grid of `tiles` workgroups:
- * enough slices to reach SPLIT_K_TARGET_WORKGROUPS, none shorter than SPLIT_K_MIN_SLICE. `forced` (tests)
- * asks for a slice count directly; the plan may come out with fewer when slices round up to `step`.
+ * enough slices to reach SPLIT_K_TARGET_WORKGROUPS, none shorter than SPLIT_K_MIN_SLICE, at most `room`
+ * (the slices the caller's partials buffer holds). `forced` (tests) asks for a slice count directly; the
+ * plan may come out with fewer when slices round up to `step`.
  */
-export function planSplitK(kernel: string, tiles: number, outDim: number, step: number, forced?: number): SplitKPlan {
+export function planSplitK(kernel: string, tiles: number, outDim: number, step: number, forced?: number, room = SPLIT_K_MAX): SplitKPlan {
   let want: number;
   if (forced !== undefined) {
     if (!Number.isInteger(forced) || forced < 1 || forced > SPLIT_K_MAX) throw new Error(`${kernel}: splits must be an integer in 1..${SPLIT_K_MAX}, got ${forced}`);
     want = forced;
   } else {
-    want = Math.min(SPLIT_K_MAX, Math.ceil(SPLIT_K_TARGET_WORKGROUPS / tiles), Math.floor(outDim / SPLIT_K_MIN_SLICE));
+    want = Math.min(SPLIT_K_MAX, room, Math.ceil(SPLIT_K_TARGET_WORKGROUPS / tiles), Math.floor(outDim / SPLIT_K_MIN_SLICE));
   }
   if (want <= 1) return { splits: 1, slice: outDim };
   const slice = Math.ceil(outDim / want / step) * step;
   const splits = Math.ceil(outDim / slice);
   return splits <= 1 ? { splits: 1, slice: outDim } : { splits, slice };
+}
+
+/** Slices of [n, inDim] f32 that `partials` holds (0 without one). */
+export function partialsRoom(partials: GPUBuffer | undefined, n: number, inDim: number): number {
+  return partials ? Math.floor(partials.size / (n * inDim * 4)) : 0;
 }
 
 /** Throws, naming the kernel and the buffer, unless `partials` holds [splits, n, inDim] f32. */

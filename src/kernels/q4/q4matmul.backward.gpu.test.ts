@@ -146,6 +146,24 @@ describe('q4 matmul backward (dx = dy deq(W), frozen 4-bit W)', async () => {
       destroyQ4(W);
       for (const x of [dyb, partials, a, b]) x.destroy();
     });
+    it(`${path}: split-K planned by itself takes as many slices as the partials buffer holds`, async () => {
+      const ctx = await gpuFor(path);
+      const rng = new Rng(8);
+      // 4 x 512 outputs on a single tile: the plan wants 4 slices; a buffer of 2 [n, inDim] blocks allows 2.
+      const [n, inDim, outDim] = [4, 32, 2048];
+      const q = quantizeQ4(rng.fill(outDim * inDim), outDim, inDim);
+      const dy = rng.fill(n * outDim);
+      const W = uploadQ4(ctx, 'W', q);
+      const dyb = f32Buffer(ctx, 'dy', dy);
+      const dxb = createStorage(ctx, 'dx', n * inDim * 4);
+      const partials = createStorage(ctx, 'partials', 2 * n * inDim * 4 + 12);
+      const ds = await q4MatmulBackwardSplitK(ctx, { W, dy: dyb, dx: dxb, n, inDim, outDim, partials });
+      expect(ds.map((d) => d.workgroups)).toEqual([[1, 1, 2], [1, 1]]);
+      submitDispatches(ctx, ds);
+      expect(relMaxErr(await readF32(ctx, dxb, n * inDim), matmulBackwardRef(dy, dequantizeQ4(q), n, inDim, outDim, 0))).toBeLessThan(1e-5);
+      destroyQ4(W);
+      for (const x of [dyb, dxb, partials]) x.destroy();
+    });
   }
   it('split-K: a missing or too small partials buffer is named', async () => {
     const ctx = await gpuFor('packed');

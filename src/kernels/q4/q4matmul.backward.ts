@@ -6,7 +6,7 @@ import { q4PathName } from './q4.wgsl';
 import { checkTileRows, tileGrid, tileRowsFor, type TileRows } from '../common/tile.wgsl';
 import { q4MatmulBackwardWgsl } from './q4matmul.backward.wgsl';
 import { checkQ4Weight, q4Path, type Q4Weight } from './q4weight';
-import { checkPartials, planSplitK, splitKReduce, type SplitKArgs } from '../matmul/matmul.splitk';
+import { checkPartials, partialsRoom, planSplitK, splitKReduce, type SplitKArgs } from '../matmul/matmul.splitk';
 import { Q4_BWD_TILE_K } from './q4matmul.backward.wgsl';
 
 /** MatmulBackwardArgs with a frozen 4-bit W. */
@@ -25,7 +25,7 @@ export async function q4MatmulBackward(ctx: GpuContext, a: Q4MatmulBackwardArgs)
 /**
  * q4MatmulBackward, split over outDim when dx has too few tiles for the reduction's length (the LM head;
  * matmul.splitk.ts): [split dispatch into a.partials, reduce into dx], or [the plain dispatch] when
- * splitting does not pay. Deterministic either way; the split sums differ from the plain ones by f32
+ * splitting does not pay or a.partials holds fewer than 2 slices. Deterministic either way; the split sums differ from the plain ones by f32
  * reordering only.
  */
 export async function q4MatmulBackwardSplitK(ctx: GpuContext, a: Q4MatmulBackwardArgs & SplitKArgs): Promise<Dispatch[]> {
@@ -48,7 +48,7 @@ async function build(ctx: GpuContext, a: Q4MatmulBackwardArgs & SplitKArgs, mayS
   if (a.dx === a.dy) throw new Error('q4MatmulBackward: dy and dx must be different buffers');
   const tileRows = checkTileRows('q4MatmulBackward', a.tileRows ?? tileRowsFor(a.n));
   const [gx, gy] = tileGrid('q4MatmulBackward', a.n, a.inDim, tileRows, ctx.caps.limits.maxComputeWorkgroupsPerDimension);
-  const plan = maySplit ? planSplitK('q4MatmulBackward', gx * gy, a.outDim, Q4_BWD_TILE_K, a.splits) : { splits: 1, slice: a.outDim };
+  const plan = maySplit ? planSplitK('q4MatmulBackward', gx * gy, a.outDim, Q4_BWD_TILE_K, a.splits, partialsRoom(a.partials, a.n, a.inDim)) : { splits: 1, slice: a.outDim };
   const split = plan.splits > 1;
   const out = split ? checkPartials('q4MatmulBackward', a.partials, plan.splits, a.n, a.inDim) : a.dx;
   if (split && (out === a.dy || out === a.dx)) throw new Error('q4MatmulBackward: partials must be a buffer of its own');
