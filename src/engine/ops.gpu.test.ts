@@ -51,7 +51,7 @@ describe('engine ops dispatch on the weight kind', () => {
       const chunk = { weight: W, rowOffset: 3, rowCount: OUT };
       submitDispatches(ctx, [
         await ops.linear(ctx, { x: xb, W, y: yb, n: N, inDim: IN, outDim: OUT }),
-        await ops.linearBackward(ctx, W, { dy: dyb, dx: dxb, n: N, inDim: IN, outDim: OUT }),
+        ...(await ops.linearBackward(ctx, W, { dy: dyb, dx: dxb, n: N, inDim: IN, outDim: OUT })),
         ...(await ops.lmHeadBackward(ctx, chunk, { dlogits: dlb, dx: dhb, rows: N, hidden: IN, ld, accumulate: false })),
       ]);
       const wantY = new Float64Array(N * OUT);

@@ -6,9 +6,9 @@ import type { Dispatch } from '../gpu/pipelines';
 import { embedding } from '../kernels/embedding/embedding';
 import { rmsnorm as rmsnormKernel } from '../kernels/rmsnorm/rmsnorm';
 import { matmul, type MatmulArgs } from '../kernels/matmul/matmul';
-import { matmulBackward, matmulBackwardSplitK, type MatmulBackwardArgs } from '../kernels/matmul/matmul.backward';
+import { matmulBackwardSplitK, type MatmulBackwardArgs } from '../kernels/matmul/matmul.backward';
 import { q4MatmulBackwardSplitK } from '../kernels/q4/q4matmul.backward';
-import { q4Embedding, q4Matmul, q4MatmulBackward } from '../kernels/q4';
+import { q4Embedding, q4Matmul } from '../kernels/q4';
 import { loraDown, loraUp } from '../kernels/lora/lora';
 import { loraDownGroup, loraUpGroup } from '../kernels/lora/lora.group';
 import { LORA_GROUP_MAX_DOWN, LORA_GROUP_MAX_UP } from '../kernels/lora/lora.group.wgsl';
@@ -48,9 +48,13 @@ export function linear(ctx: GpuContext, a: LinearArgs): Promise<Dispatch> {
   return isQ4(W) ? q4Matmul(ctx, { ...a, W }) : matmul(ctx, { ...a, W });
 }
 
-/** dx (+)= dy · W[rowOffset .. rowOffset+outDim, :]: the input gradient of a frozen linear, W f16 or 4-bit. */
-export function linearBackward(ctx: GpuContext, W: MatrixWeight, a: Omit<MatmulBackwardArgs, 'W'>): Promise<Dispatch> {
-  return isQ4(W) ? q4MatmulBackward(ctx, { ...a, W }) : matmulBackward(ctx, { ...a, W });
+/**
+ * dx (+)= dy · W[rowOffset .. rowOffset+outDim, :]: the input gradient of a frozen linear, W f16 or 4-bit.
+ * With `partials` (f32 scratch, any buffer dead during the call), a long reduction over a small dx grid is
+ * split over outDim and summed by a second dispatch (kernels/matmul/matmul.splitk.ts): 1 or 2 dispatches.
+ */
+export function linearBackward(ctx: GpuContext, W: MatrixWeight, a: Omit<MatmulBackwardArgs, 'W'> & { partials?: GPUBuffer }): Promise<Dispatch[]> {
+  return isQ4(W) ? q4MatmulBackwardSplitK(ctx, { ...a, W }) : matmulBackwardSplitK(ctx, { ...a, W });
 }
 
 export interface LmHeadChunkArgs {
@@ -88,11 +92,10 @@ export interface LmHeadBackwardChunkArgs {
 }
 
 /** dx (+)= dlogits[:, chunk] · head[chunk]: one LM-head chunk's share of the final-norm gradient (1 or 2 dispatches). */
-export async function lmHeadBackward(ctx: GpuContext, ch: RowChunk, a: LmHeadBackwardChunkArgs): Promise<Dispatch[]> {
-  const W = ch.weight;
-  const args = { dy: a.dlogits, dx: a.dx, n: a.rows, inDim: a.hidden, outDim: ch.rowCount, rowOffset: 0, accumulate: a.accumulate, dyStride: a.ld, dyOffset: ch.rowOffset };
-  if (!a.partials) return [await linearBackward(ctx, W, args)];
-  return isQ4(W) ? q4MatmulBackwardSplitK(ctx, { ...args, W, partials: a.partials }) : matmulBackwardSplitK(ctx, { ...args, W, partials: a.partials });
+export function lmHeadBackward(ctx: GpuContext, ch: RowChunk, a: LmHeadBackwardChunkArgs): Promise<Dispatch[]> {
+  return linearBackward(ctx, ch.weight, {
+    dy: a.dlogits, dx: a.dx, n: a.rows, inDim: a.hidden, outDim: ch.rowCount, rowOffset: 0, accumulate: a.accumulate, dyStride: a.ld, dyOffset: ch.rowOffset, partials: a.partials,
+  });
 }
 
 export interface LoraOpArgs {

@@ -186,13 +186,16 @@ export class LoraBackwardPass {
       add(await linearBackward(ctx, W.down, { dy: s.dX, dx: s.dact, n, inDim: I, outDim: H }));
       await lora('down', L.act, s.dX, s.dact, I, H);
       add(await swigluBackward(ctx, { dact: s.dact, gate: L.gate, up: L.up, dgate: s.dgate, dup: s.dup, n, intermediate: I }));
-      add(await linearBackward(ctx, W.gate, { dy: s.dgate, dx: s.dn, n, inDim: H, outDim: I }));
+      // dact is dead from here to the next layer's down backward: it lends its [rows, I] as split-K partials
+      // (kernels/matmul/matmul.splitk.ts), which spread the long reductions of gate^T and up^T (over I)
+      // across more workgroups; shapes with grids deep enough stay one plain dispatch.
+      add(await linearBackward(ctx, W.gate, { dy: s.dgate, dx: s.dn, n, inDim: H, outDim: I, partials: s.dact }));
       await lora('gate', L.xn2, s.dgate, s.dn, H, I);
-      add(await linearBackward(ctx, W.up, { dy: s.dup, dx: s.dn, n, inDim: H, outDim: I, accumulate: true }));
+      add(await linearBackward(ctx, W.up, { dy: s.dup, dx: s.dn, n, inDim: H, outDim: I, accumulate: true, partials: s.dact }));
       await lora('up', L.xn2, s.dup, s.dn, H, I);
       add(await rmsnormBackward(ctx, { dy: s.dn, x: L.h, w: W.postNorm, rstd: L.rstd2, dx: s.dX, n, hidden: H, accumulate: true }));
       // Attention: h = x + o(attn); dX now holds d h.
-      add(await linearBackward(ctx, W.o, { dy: s.dX, dx: s.datt, n, inDim: qd, outDim: H }));
+      add(await linearBackward(ctx, W.o, { dy: s.dX, dx: s.datt, n, inDim: qd, outDim: H, partials: s.dact }));
       await lora('o', L.attn, s.dX, s.datt, qd, H);
       add(
         await attentionBackward(ctx, {
@@ -204,11 +207,11 @@ export class LoraBackwardPass {
         }),
       );
       add(await ropeBackward(ctx, { dq: s.dq, dk: s.dk, pos: this.plan.pos, n, nHeads: c.numHeads, nKvHeads: c.numKvHeads, headDim: c.headDim, theta: c.ropeTheta }));
-      add(await linearBackward(ctx, W.q, { dy: s.dq, dx: s.dn, n, inDim: H, outDim: qd }));
+      add(await linearBackward(ctx, W.q, { dy: s.dq, dx: s.dn, n, inDim: H, outDim: qd, partials: s.dact }));
       await lora('q', L.xn1, s.dq, s.dn, H, qd);
-      add(await linearBackward(ctx, W.k, { dy: s.dk, dx: s.dn, n, inDim: H, outDim: kvd, accumulate: true }));
+      add(await linearBackward(ctx, W.k, { dy: s.dk, dx: s.dn, n, inDim: H, outDim: kvd, accumulate: true, partials: s.dact }));
       await lora('k', L.xn1, s.dk, s.dn, H, kvd);
-      add(await linearBackward(ctx, W.v, { dy: s.dv, dx: s.dn, n, inDim: H, outDim: kvd, accumulate: true }));
+      add(await linearBackward(ctx, W.v, { dy: s.dv, dx: s.dn, n, inDim: H, outDim: kvd, accumulate: true, partials: s.dact }));
       await lora('v', L.xn1, s.dv, s.dn, H, kvd);
       add(await rmsnormBackward(ctx, { dy: s.dn, x: L.x, w: W.inputNorm, rstd: L.rstd1, dx: s.dX, n, hidden: H, accumulate: true }));
     }
