@@ -12,6 +12,7 @@ import type { Qwen2Weights } from './weights';
 import { cacheRowInput, copyStep, dispatchStep, encodeInput, type EncodeInputs, type Offset, type Step } from './graph';
 import * as ops from './ops';
 import { attentionSplit, splitAttentionPays } from '../kernels/attention/attention.split';
+import { attentionTrain } from '../kernels/attention/attention.train';
 import type { LoraModule } from './io/peft';
 
 export interface ForwardSpec {
@@ -97,6 +98,9 @@ export async function recordForward(ctx: GpuContext, s: ForwardSpec): Promise<St
     }
     const attn = { q: L.q, k: K, v: V, ranges: plan.ranges, out: L.attn, lse: L.lse, n, nHeads: c.numHeads, nKvHeads: c.numKvHeads, headDim: c.headDim };
     if (partials) for (const d of await attentionSplit(ctx, { ...attn, maxKeys, partials })) add(d);
+    // A training forward (keep) runs the tiled kernel: the single-pass one's arithmetic is pinned for
+    // prefill and scoring (e2e sampling seeds); both agree to f32 rounding.
+    else if (plan.keep) add(await attentionTrain(ctx, attn));
     else add(await ops.attention(ctx, attn));
     steps.push(copyStep(L.x, L.h, n * H * 4));
     add(await ops.linear(ctx, { x: L.attn, W: W.o, y: L.h, n, inDim: qd, outDim: H, accumulate: true }));
