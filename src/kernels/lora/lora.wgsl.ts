@@ -19,6 +19,8 @@ export const LORA_DOWN_WG = 256;
 export const LORA_DOWN_KSLICES = 8;
 /** A slice's length is a multiple of this, so lanes read whole 128-byte lines. */
 const KSLICE_ALIGN = 32;
+/** Positions of `in` a thread loads before adding (memory-level parallelism in a latency-bound loop). */
+const UNROLL = 4;
 /** Without subgroups, the per-thread sums are added in runs of SEG, then the runs. */
 const SEG = 16;
 export const LORA_UP_WG = 256;
@@ -89,8 +91,24 @@ export function loraDownBodyWgsl(o: LoraDownBody): string {
   const { rows: RB, ranks: JS } = o.shape;
   const outs = RB * JS;
   const accs = range(RB).flatMap((r) => range(JS).map((c) => ({ r, c, v: `acc_${r}_${c}` })));
-  const step = (i: string) => `${range(JS).map((c) => `var w${c} = 0.0;${c > 0 ? ` if (${c}u < jc)` : ''} { w${c} = ${o.readA('m', `(j0 + ${c}u) * dims.inDim + ${i}`)}; }`).join('\n      ')}
-      ${range(RB).map((r) => `if (${r}u < nb) { let x${r} = ${o.readX(`row0 + ${r}u`, i)}; ${range(JS).map((c) => `acc_${r}_${c} += x${r} * w${c};`).join(' ')} }`).join('\n      ')}`;
+  // Terms at positions is[0], is[1], ...: every load first (so that many are in flight at once, whatever
+  // the compiler unrolls), then the adds in position order, as a plain loop would make them.
+  const step = (is: string[]) => {
+    const loads = is.flatMap((i, u) => [
+      ...range(JS).map((c) => `var w${c}_${u} = 0.0;${c > 0 ? ` if (${c}u < jc)` : ''} { w${c}_${u} = ${o.readA('m', `(j0 + ${c}u) * dims.inDim + ${i}`)}; }`),
+      ...range(RB).map((r) => `var x${r}_${u} = 0.0;${r > 0 ? ` if (${r}u < nb)` : ''} { x${r}_${u} = ${o.readX(`row0 + ${r}u`, i)}; }`),
+    ]);
+    const adds = range(RB).map((r) => `${r > 0 ? `if (${r}u < nb) ` : ''}{ ${is.flatMap((_, u) => range(JS).map((c) => `acc_${r}_${c} += x${r}_${u} * w${c}_${u};`)).join(' ')} }`);
+    return [...loads, ...adds].join('\n      ');
+  };
+  // A loop over i from `from` by `by` to `to`, UNROLL positions an iteration, then the rest one by one.
+  const loop = (from: string, by: string, to: string) => `var i = ${from};
+    for (; i + ${UNROLL - 1}u * ${by} < ${to}; i += ${UNROLL}u * ${by}) {
+      ${step(range(UNROLL).map((u) => (u === 0 ? 'i' : `i + ${u}u * ${by}`)))}
+    }
+    for (; i < ${to}; i += ${by}) {
+      ${step(['i'])}
+    }`;
   const declAcc = accs.map((a) => `var ${a.v} = 0.0;`).join(' ');
   const finish = (sum: string) => `if (lid < ${outs}u) {
     let r = lid / ${JS}u;
@@ -120,9 +138,7 @@ export function loraDownBodyWgsl(o: LoraDownBody): string {
   for (var ks = sgIndex; ks < ${S}u; ks += sgTotal) {
     let k1 = min((ks + 1u) * kLen, dims.inDim);
     ${declAcc}
-    for (var i = ks * kLen + sid; i < k1; i += sgSize) {
-      ${step('i')}
-    }
+    ${loop('ks * kLen + sid', 'sgSize', 'k1')}
     ${accs.map((a) => `let s_${a.r}_${a.c} = subgroupAdd(${a.v});`).join(' ')}
     if (sid == 0u) {
       ${accs.map((a) => `part[${(a.r * JS + a.c) * S}u + ks] = s_${a.r}_${a.c};`).join(' ')}
@@ -135,8 +151,8 @@ export function loraDownBodyWgsl(o: LoraDownBody): string {
   const W = LORA_DOWN_WG;
   return `  ${head}
   ${declAcc}
-  for (var i = lid; i < dims.inDim; i += ${W}u) {
-    ${step('i')}
+  {
+    ${loop('lid', `${W}u`, 'dims.inDim')}
   }
   ${accs.map((a) => `part[${(a.r * JS + a.c) * W}u + lid] = ${a.v};`).join(' ')}
   workgroupBarrier();
