@@ -27,6 +27,8 @@ interface Case {
   /** Rows of the stored matrix before the window. */
   rowBase?: number;
   rowsPerWorkgroup?: number;
+  /** K slices per row pair in the subgroup kernel (default from inDim). */
+  kSplit?: number;
   /** LoRA up epilogue on these output slots (segments, or 0 = gate / 1 = up with swiglu), rank 3. */
   lora?: number[];
   /** Row r of x multiplied by rowScale[r]: rows whose sum of squares overflows f32 (the norm pre-scales them). */
@@ -53,6 +55,12 @@ const CASES: Case[] = [
   { name: 'swiglu + LoRA on gate and up, 8 rows', n: 8, inDim: 64, swiglu: 45, lora: [0, 1], scale: 'f16', rowsPerWorkgroup: 8 },
   // Finite rows whose squares overflow f32 (up to ~2.4e38, near f32's limit) between ordinary ones.
   { name: 'c_attn-like, rows near f32\'s limit', n: 3, inDim: 96, segs: [37, 9, 9], bias: 'packed', norm: 'xn', scale: 'f16', rowScale: [1e20, 1, 3e37] },
+  // K split over slices whose sums meet in workgroup memory (the subgroup kernel's down_proj shape), with
+  // more groups than one pass of a subgroup's lanes takes, so each lane prefetches a next group.
+  { name: 'down-like, K in 4 slices: residual + LoRA up', n: 2, inDim: 1056, segs: [21], residual: 'separate', lora: [0], scale: 'f16', kSplit: 4 },
+  { name: 'wide K, default slices: swiglu + LoRA on gate, norm', n: 3, inDim: 2080, swiglu: 13, lora: [0], norm: 'plain', scale: 'f32' },
+  { name: 'c_attn-like, 8 rows, K in 8 slices', n: 8, inDim: 512, segs: [37, 9, 9], bias: 'packed', norm: 'xn', scale: 'f16', kSplit: 8 },
+  { name: 'segments, LoRA on the second, K in 2 slices', n: 5, inDim: 256, segs: [30, 21], bias: 'packed', lora: [1], scale: 'f32', kSplit: 2 },
   { name: 'swiglu with norm, 4 rows, two of them huge', n: 4, inDim: 64, swiglu: 45, norm: 'plain', scale: 'f32', rowScale: [1, 1e25, 1, 2e36] },
 ];
 
@@ -86,7 +94,7 @@ describe('q4DecodeLinear (fused decode linear) vs float64', async () => {
           const xb = keep(f32Buffer(ctx, 'x', x));
           // Packed: [junk 3 | norm w | bias0 | bias1 | bias2], as the decode forward packs them.
           const packed = keep(f32Buffer(ctx, 'params', [1, 2, 3, ...normW, ...biases.flatMap((b) => Array.from(b))]));
-          const args: Q4DecodeArgs = { W: { ...W, rowBase: base }, x: xb, n: c.n, inDim: c.inDim, subgroups, rowsPerWorkgroup: c.rowsPerWorkgroup, cacheX };
+          const args: Q4DecodeArgs = { W: { ...W, rowBase: base }, x: xb, n: c.n, inDim: c.inDim, subgroups, rowsPerWorkgroup: c.rowsPerWorkgroup, kSplit: c.kSplit, cacheX };
           if (c.norm) {
             const w = c.bias === 'packed' ? { buffer: packed, offset: 3 } : { buffer: keep(f32Buffer(ctx, 'normW', normW)) };
             args.norm = { w, eps: 1e-5, xn: c.norm === 'xn' ? keep(createStorage(ctx, 'xn', c.n * c.inDim * 4)) : undefined };

@@ -3,7 +3,7 @@ import { getPipeline, grid1d, type Dispatch } from '../../gpu/pipelines';
 import { checkDims, paramsUniform } from '../common/params';
 import { q4PathName } from './q4.wgsl';
 import { Q4_ROWS, Q4_ROWS_CHOICES, Q4_SMALL_N } from './q4matmul.wgsl';
-import { Q4D_MAX_SEGMENTS, q4DecodeBindings, q4DecodeWgsl, type Q4DecodeVariant } from './q4decode.wgsl';
+import { Q4D_KSPLIT_CHOICES, Q4D_MAX_SEGMENTS, Q4D_SG_WG, Q4D_WG, q4DecodeBindings, q4DecodeWgsl, type Q4DecodeVariant } from './q4decode.wgsl';
 import { checkQ4Weight, q4Path, type Q4Weight } from './q4weight';
 
 /** Storage bindings one dispatch may use: the WebGPU default (Chromium / SwiftShader offer no more). */
@@ -63,8 +63,25 @@ export interface Q4DecodeArgs {
   cacheX?: boolean;
   /** Use subgroups where the device has them (default true; tests turn it off). */
   subgroups?: boolean;
-  /** Weight rows per workgroup (one of Q4_ROWS_CHOICES, default Q4_ROWS). */
+  /**
+   * Weight rows per workgroup (one of Q4_ROWS_CHOICES). Default: Q4_ROWS without subgroups; with them
+   * 16 / kSplit (at least 2), so a workgroup holds 8 (pair, K slice) items, one per 32-wide subgroup.
+   */
   rowsPerWorkgroup?: number;
+  /**
+   * Subgroup kernel: K slices per row pair (one of Q4D_KSPLIT_CHOICES). Default: enough that a 32-wide
+   * subgroup's lanes each take at most ~2 groups of a row (inDim / 32 groups: 1 up to 1024 wide, 4 at 4864).
+   * Ignored without subgroups (the lanes of a pair split K there).
+   */
+  kSplit?: number;
+}
+
+/** Default K slices: the power of two <= ceil(groups / 32), capped at 8 (one 32-lane subgroup per slice pass). */
+export function q4DecodeKSplit(inDim: number): number {
+  const want = Math.ceil(inDim / 32 / 32);
+  let k = 1;
+  while (k * 2 <= Math.min(want, 8)) k *= 2;
+  return k;
 }
 
 const label = (b: GPUBuffer) => `'${b.label}'`;
@@ -84,7 +101,10 @@ export async function q4DecodeLinear(ctx: GpuContext, a: Q4DecodeArgs): Promise<
   if (a.swiglu) checkDims(K, { 'swiglu.intermediate': a.swiglu.intermediate });
   const outRows = a.swiglu ? a.swiglu.intermediate : segs.reduce((t, s) => t + s.rows, 0);
   checkQ4Weight(K, a.W, a.inDim, a.swiglu ? 2 * outRows : outRows);
-  const rows = a.rowsPerWorkgroup ?? Q4_ROWS;
+  const sg = a.subgroups !== false && ctx.caps.subgroups;
+  const kSplit = sg ? (a.kSplit ?? q4DecodeKSplit(a.inDim)) : 1;
+  if (sg && !Q4D_KSPLIT_CHOICES.includes(kSplit)) throw new Error(`${K}: kSplit must be one of ${Q4D_KSPLIT_CHOICES.join(', ')}, got ${kSplit}`);
+  const rows = a.rowsPerWorkgroup ?? (sg ? Math.max(2, Q4_ROWS / kSplit) : Q4_ROWS);
   if (!Q4_ROWS_CHOICES.includes(rows)) throw new Error(`${K}: rowsPerWorkgroup must be one of ${Q4_ROWS_CHOICES.join(', ')}, got ${rows}`);
 
   const need = (b: GPUBuffer, what: string, floats: number) => {
@@ -147,15 +167,16 @@ export async function q4DecodeLinear(ctx: GpuContext, a: Q4DecodeArgs): Promise<
     need(lo.B, `${what}.B`, slotRows[s] * lo.rank);
     for (const b of [lo.t, lo.B]) if (written.includes(b)) throw new Error(`${K}: ${what} reads ${label(b)}, which this dispatch writes`);
   });
-  const sg = a.subgroups !== false && ctx.caps.subgroups;
-  // Workgroup bytes with the rows cached: xs, the norm tree and its flag word, and the subgroup counter or reduction arrays.
-  const wgBytes = a.n * a.inDim * 4 + a.n * 256 + 4 + (sg ? 4 : 2 * a.n * 256);
+  // Workgroup bytes with the rows cached: xs, the norm tree and its flag word, and the subgroup counter and
+  // slice sums or the reduction arrays.
+  const wg = sg ? Q4D_SG_WG : Q4D_WG;
+  const wgBytes = a.n * a.inDim * 4 + a.n * wg * 4 + 4 + (sg ? 4 + (kSplit > 1 ? (rows / 2) * kSplit * a.n * 2 * 4 : 0) : 2 * a.n * wg * 4);
   const fits = wgBytes <= ctx.caps.limits.maxComputeWorkgroupStorageSize;
   if (a.cacheX && !fits) throw new Error(`${K}: cacheX needs ${wgBytes} B of workgroup memory, the device allows ${ctx.caps.limits.maxComputeWorkgroupStorageSize}`);
   const xCache = a.norm && a.cacheX !== false && fits ? a.inDim / 4 : 0;
   const v: Q4DecodeVariant = {
     nr: a.n, rows, subgroups: sg, params: params.length, normParam, xCache, storeXn: !!a.norm?.xn,
-    segments: a.swiglu ? 1 : segs.length, biasParam, residual, swiglu: !!a.swiglu, lora: loras.map((l) => !!l),
+    segments: a.swiglu ? 1 : segs.length, biasParam, residual, swiglu: !!a.swiglu, lora: loras.map((l) => !!l), kSplit,
   };
   const roles = q4DecodeBindings(v);
   const storage = roles.length - 1; // all but the uniform
@@ -165,7 +186,7 @@ export async function q4DecodeLinear(ctx: GpuContext, a: Q4DecodeArgs): Promise<
   }
   const p = q4Path(ctx, a.W);
   const name = [
-    `q4_decode${a.n}x${rows}${sg ? '_sg' : ''}_${q4PathName(p)}`,
+    `q4_decode${a.n}x${rows}${kSplit > 1 ? `k${kSplit}` : ''}${sg ? '_sg' : ''}_${q4PathName(p)}`,
     a.norm ? `_norm${xCache ? `cached${a.inDim}` : ''}${v.storeXn ? '_xn' : ''}` : '',
     a.swiglu ? '_swiglu' : `_seg${segs.length}`,
     biasParam.some((b) => b >= 0) ? `_bias${biasParam.join('')}` : '',

@@ -9,14 +9,23 @@
 // - segmented output: the out rows go to up to three buffers (fused c_attn -> q, k, v);
 // - swiglu epilogue: a "pair" is gate row i and up row I + i of the fused gate_up_proj, so the workgroup
 //   that computes both writes act[i] = silu(gate_i) * up_i and neither gate nor up is stored.
-// The inner loop is the rows kernel's (q4matmul.wgsl.ts): one vec4<u32> load per group of 32 weights, two
-// weight rows per pass, the rows of x multiplied while the words are in registers; the reduction is a
-// subgroupAdd where the device has subgroups, else a tree in workgroup memory.
-//
-// - LoRA up epilogue: y += scale * t · B^T per output (t from a LoRA down dispatched before), so the
-//   adapter's up projection of o, down, gate and up needs no dispatch of its own.
+// - LoRA up: y += scale * t · B^T per output (t from a LoRA down dispatched before), so the adapter's up
+//   projection of o, down, gate and up needs no dispatch of its own. The rank's terms are spread over the
+//   lanes that reduce the output's dot product and added to their partial sums before the reduction (not a
+//   serial rank-long loop of loads in one thread after it).
 // Read-only f32 vectors (norm weight, biases) live in "param" buffers bound once each with element
 // offsets in the uniform, so a caller can pack them into one buffer to stay within 8 storage bindings.
+//
+// The inner loop reads one vec4<u32> (a group of 32 weights) plus one scale per lane and row, two weight
+// rows per pass, the rows of x multiplied while the words are in registers. A decode matvec moves a few MB:
+// at GPU bandwidth that is ~1-2 us, so its time is the memory latency of each thread's chain of dependent
+// loads, not bandwidth. With subgroups the kernel is therefore shaped for memory-level parallelism:
+// Q4D_SG_WG (256) invocations, each subgroup owning one (row pair, K slice) item (kSplit slices of a row
+// pair's groups, each slice's partials summed through workgroup memory), the item's first weight words
+// requested before the norm prologue so their latency overlaps it, and the next words prefetched while
+// the current ones are multiplied. At 0.5B shapes with 32-wide subgroups each subgroup has one item and
+// each lane one (K = 896) or at most two (K = 4864, kSplit 4) groups per row. Without subgroups, Q4D_WG
+// (64) invocations share the rows, 64 / (rows / 2) lanes per pair, reduced by a tree in workgroup memory.
 
 import { pairPartialsWgsl, pairTreeSumWgsl, q4Enables, q4ScaleDecl, Q4_UNPACK_WGSL, type Q4Path } from './q4.wgsl';
 import { SUBGROUP_COUNTER_WGSL, SUBGROUP_INDEX_WGSL } from '../common/subgroups.wgsl';
@@ -24,6 +33,10 @@ import { Q4_SMALL_N } from './q4matmul.wgsl';
 import { RMS_SCALE_WGSL } from '../rmsnorm/rms-scale.wgsl';
 
 export const Q4D_WG = 64;
+/** Invocations per workgroup of the subgroup kernel: 8 subgroups of 32, each with one item at the default shapes. */
+export const Q4D_SG_WG = 256;
+/** K splits the subgroup kernel can be built for. */
+export const Q4D_KSPLIT_CHOICES = [1, 2, 4, 8];
 export const Q4D_MAX_SEGMENTS = 3;
 
 export interface Q4DecodeVariant {
@@ -56,6 +69,11 @@ export interface Q4DecodeVariant {
    * scale_s * t_s[row, :] · B_s[col, :] from a LoRA down computed before this dispatch.
    */
   lora: boolean[];
+  /**
+   * Subgroup kernel only: slices each row pair's groups are split into (one of Q4D_KSPLIT_CHOICES); each
+   * (pair, slice) is one subgroup's item and the slices' sums meet in workgroup memory. 1 without subgroups.
+   */
+  kSplit: number;
 }
 
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
@@ -76,11 +94,15 @@ export function q4DecodeWgsl(p: Q4Path, v: Q4DecodeVariant): string {
   const { nr, rows, subgroups } = v;
   if (!Number.isInteger(nr) || nr < 1 || nr > Q4_SMALL_N) throw new Error(`q4DecodeWgsl: nr must be 1..${Q4_SMALL_N}, got ${nr}`);
   if (![2, 4, 8, 16, 32, 64].includes(rows)) throw new Error(`q4DecodeWgsl: rows must be a power of two in 2..64, got ${rows}`);
+  if (!Q4D_KSPLIT_CHOICES.includes(v.kSplit)) throw new Error(`q4DecodeWgsl: kSplit must be one of ${Q4D_KSPLIT_CHOICES.join(', ')}, got ${v.kSplit}`);
+  if (!subgroups && v.kSplit !== 1) throw new Error(`q4DecodeWgsl: kSplit ${v.kSplit} needs the subgroup kernel (without subgroups the lanes of a pair already split K)`);
   const norm = v.normParam >= 0;
   const cache = norm && v.xCache > 0;
   if (cache && !Number.isInteger(v.xCache)) throw new Error(`q4DecodeWgsl: xCache must be an integer, got ${v.xCache}`);
+  const WG = subgroups ? Q4D_SG_WG : Q4D_WG;
   const pairs = rows / 2;
   const lanes = Q4D_WG / pairs;
+  const S = v.kSplit;
   const decl: string[] = [];
   q4DecodeBindings(v).forEach((name, i) => {
     if (name === 'Wq') decl.push(`@group(0) @binding(${i}) var<storage, read> Wq: array<vec4<u32>>;`);
@@ -99,18 +121,20 @@ export function q4DecodeWgsl(p: Q4Path, v: Q4DecodeVariant): string {
     ? `fn nw4(j: u32) -> vec4<f32> { let b = dims.normOff + 4u * j; return vec4<f32>(P${v.normParam}[b], P${v.normParam}[b + 1u], P${v.normParam}[b + 2u], P${v.normParam}[b + 3u]); }`
     : '';
 
-  // Which weight rows a pair multiplies, and whether it exists. Plain: rows o, o + 1 of the out rows;
+  // Which weight rows pair `pr` multiplies (defines i, hasB, aRow, bRow). Plain: out rows i, i + 1;
   // swiglu: gate row i and up row I + i (dims.outRows = I).
-  const iExpr = v.swiglu ? `wgi * ${pairs}u + pr` : `wgi * ${rows}u + 2u * pr`;
-  const pairRows = v.swiglu
-    ? `let hasB = true;
+  const pairDecl = (pr: string) =>
+    v.swiglu
+      ? `let i = wgi * ${pairs}u + ${pr};
+    let hasB = true;
     let aRow = i;
     let bRow = dims.outRows + i;`
-    : `let hasB = i + 1u < dims.outRows;
+      : `let i = wgi * ${rows}u + 2u * ${pr};
+    let hasB = i + 1u < dims.outRows;
     let aRow = i;
     let bRow = i + 1u;`;
 
-  // x row r, vec4 v of group g, normalised in registers when there is a norm prologue (same expression
+  // x row r, vec4 k of group g, normalised in registers when there is a norm prologue (same expression
   // as the rmsnorm kernel: x * sc * rstd * w).
   const xs = (r: number) =>
     range(8)
@@ -124,24 +148,51 @@ export function q4DecodeWgsl(p: Q4Path, v: Q4DecodeVariant): string {
     range(4)
       .map((c) => `dot(q4lo(${q}.${'xyzw'[c]}), x${r}_${2 * c}) + dot(q4hi(${q}.${'xyzw'[c]}), x${r}_${2 * c + 1})`)
       .join(' + ');
+  // Group g's words qa / qb with scales sa / sb (sb = 0 when the pair has no second row) times every x row.
+  const groupMath = `${norm && !cache ? range(8).map((k) => `let w_${k} = ${nw(`g * 8u + ${k}u`)};`).join(' ') : ''}
+        ${range(nr).map((r) => `{ ${xs(r)}
+          acc${r} += sa * (${dots('qa', r)});
+          bcc${r} += sb * (${dots('qb', r)}); }`).join('\n        ')}`;
   const groupBody = `let qa = Wq[abase + g];
         let sa = S_at(abase + g);
         var qb = vec4<u32>(0x77777777u);
         var sb = 0.0;
         if (hasB) { qb = Wq[bbase + g]; sb = S_at(bbase + g); }
-        ${norm && !cache ? range(8).map((k) => `let w_${k} = ${nw(`g * 8u + ${k}u`)};`).join(' ') : ''}
-        ${range(nr).map((r) => `{ ${xs(r)}
-          acc${r} += sa * (${dots('qa', r)});
-          bcc${r} += sb * (${dots('qb', r)}); }`).join('\n        ')}`;
+        ${groupMath}`;
 
-  // Writes of one finished pair: ta<r> / tb<r> are rows aRow / bRow of x-row r.
+  // LoRA up terms of rank index j for x row r: loraA<r> for the pair's first row, loraB for its second.
+  // Plain rows pick their segment's slot from the out row; with swiglu slot 0 is gate i and slot 1 up i.
+  const loraSeg = (s: number, col: string) =>
+    `if (j < dims.lr${s}) { return dims.ls${s} * T${s}[r * dims.lr${s} + j] * B${s}[(${col}) * dims.lr${s} + j]; } return 0.0;`;
+  const anyLora = v.lora.some((l) => l);
+  const loraFns = !anyLora
+    ? ''
+    : v.swiglu
+      ? `fn loraA(r: u32, o: u32, j: u32) -> f32 { ${v.lora[0] ? loraSeg(0, 'o') : 'return 0.0;'} }
+fn loraB(r: u32, o: u32, j: u32) -> f32 { ${v.lora[1] ? loraSeg(1, 'o') : 'return 0.0;'} }`
+      : `fn loraA(r: u32, o: u32, j: u32) -> f32 {
+  ${range(v.segments)
+    .map((s) => {
+      const inSeg = s === v.segments - 1 ? '' : s === 0 ? 'if (o < dims.e0) ' : 'if (o < dims.e1) ';
+      const col = s === 0 ? 'o' : s === 1 ? 'o - dims.e0' : 'o - dims.e1';
+      const act = v.lora[s] ? `{ ${loraSeg(s, col)} }` : '{ return 0.0; }';
+      return `${inSeg}${act}`;
+    })
+    .join('\n  ')}
+}
+fn loraB(r: u32, o: u32, j: u32) -> f32 { return loraA(r, o, j); }`;
+  // The rank terms of one pair, spread over its lanes (`lane` of `count`), added to the partials.
+  const loraTerms = (lane: string, count: string) =>
+    anyLora
+      ? `for (var j = ${lane}; j < lrMax; j += ${count}) {
+        ${range(nr).map((r) => `acc${r} += loraA(${r}u, ${v.swiglu ? 'i' : 'aRow'}, j); if (hasB) { bcc${r} += loraB(${r}u, ${v.swiglu ? 'i' : 'bRow'}, j); }`).join('\n        ')}
+      }`
+      : '';
+
+  // Writes of one finished pair: ta<r> / tb<r> are rows aRow / bRow of x-row r (LoRA already in them).
   const storeBody = v.swiglu
     ? range(nr)
-        .map((r) => {
-          const g = v.lora[0] ? `ta${r} + dims.ls0 * lora0(${r}u, i)` : `ta${r}`;
-          const u = v.lora[1] ? `tb${r} + dims.ls1 * lora1(${r}u, i)` : `tb${r}`;
-          return `{ let g = ${g}; y0[${r}u * dims.outRows + i] = g / (1.0 + exp(-g)) * (${u}); }`;
-        })
+        .map((r) => `{ let g = ta${r}; y0[${r}u * dims.outRows + i] = g / (1.0 + exp(-g)) * tb${r}; }`)
         .join(' ')
     : `${range(nr).map((r) => `store(${r}u, i, ta${r});`).join(' ')}
       if (hasB) { ${range(nr).map((r) => `store(${r}u, i + 1u, tb${r});`).join(' ')} }`;
@@ -152,7 +203,6 @@ export function q4DecodeWgsl(p: Q4Path, v: Q4DecodeVariant): string {
     const col = s === 0 ? 'o' : s === 1 ? 'o - dims.e0' : 'o - dims.e1';
     return `{ let c = ${col}; let idx = row * (${len}) + c; var val = acc;
       ${bp >= 0 ? `val += P${bp}[dims.bias${s} + c];` : ''}
-      ${v.lora[s] ? `val += dims.ls${s} * lora${s}(row, c);` : ''}
       ${v.residual === 'separate' ? 'val += res[idx];' : v.residual === 'inplace' ? `val += ${base}[idx];` : ''}
       ${base}[idx] = val; }`;
   };
@@ -174,24 +224,24 @@ export function q4DecodeWgsl(p: Q4Path, v: Q4DecodeVariant): string {
   // comes out negative (RMS_SCALE_MARK); thread 0 gathers the rows that did into one word, so ordinary
   // steps pay a single extra barrier, and only flagged rows are read again.
   const treeOf = (op: (a: string, b: string) => string) => `workgroupBarrier();
-      for (var st = ${Q4D_WG / 2}u; st > 0u; st >>= 1u) {
+      for (var st = ${WG / 2}u; st > 0u; st >>= 1u) {
         if (lid < st) { nrm[o + lid] = ${op('nrm[o + lid]', 'nrm[o + lid + st]')}; }
         workgroupBarrier();
       }`;
   const prologue = norm
     ? `${range(nr).map((r) => `var ss${r} = 0.0; var big${r} = false;`).join(' ')}
-  for (var j = lid; j < in4; j += ${Q4D_WG}u) {
+  for (var j = lid; j < in4; j += ${WG}u) {
     ${range(nr).map((r) => `{ let t = x[${r}u * in4 + j]; ss${r} += dot(t, t); let a = abs(t); big${r} = big${r} || max(max(a.x, a.y), max(a.z, a.w)) >= RMS_SCALE_FROM; }`).join(' ')}
   }
-  ${range(nr).map((r) => `nrm[${r * Q4D_WG}u + lid] = select(ss${r}, RMS_SCALE_MARK, big${r});`).join(' ')}
+  ${range(nr).map((r) => `nrm[${r * WG}u + lid] = select(ss${r}, RMS_SCALE_MARK, big${r});`).join(' ')}
   workgroupBarrier();
-  for (var st = ${Q4D_WG / 2}u; st > 0u; st >>= 1u) {
-    if (lid < st) { ${range(nr).map((r) => `nrm[${r * Q4D_WG}u + lid] += nrm[${r * Q4D_WG}u + lid + st];`).join(' ')} }
+  for (var st = ${WG / 2}u; st > 0u; st >>= 1u) {
+    if (lid < st) { ${range(nr).map((r) => `nrm[${r * WG}u + lid] += nrm[${r * WG}u + lid + st];`).join(' ')} }
     workgroupBarrier();
   }
   if (lid == 0u) {
     var mask = 0u;
-    for (var r = 0u; r < ${nr}u; r++) { if (nrm[r * ${Q4D_WG}u] < 0.0) { mask |= 1u << r; } }
+    for (var r = 0u; r < ${nr}u; r++) { if (nrm[r * ${WG}u] < 0.0) { mask |= 1u << r; } }
     nbig = mask;
   }
   let bigRows = workgroupUniformLoad(&nbig);
@@ -200,15 +250,15 @@ export function q4DecodeWgsl(p: Q4Path, v: Q4DecodeVariant): string {
   for (var r = 0u; r < ${nr}u; r++) {
     scs[r] = 1.0;
     if (((bigRows >> r) & 1u) != 0u) {
-      let o = r * ${Q4D_WG}u;
+      let o = r * ${WG}u;
       var mx = 0.0;
-      for (var j = lid; j < in4; j += ${Q4D_WG}u) { let a = abs(x[r * in4 + j]); mx = max(mx, max(max(a.x, a.y), max(a.z, a.w))); }
+      for (var j = lid; j < in4; j += ${WG}u) { let a = abs(x[r * in4 + j]); mx = max(mx, max(max(a.x, a.y), max(a.z, a.w))); }
       nrm[o + lid] = mx;
       ${treeOf((a, b) => `max(${a}, ${b})`)}
       let s = rms_scale(workgroupUniformLoad(&nrm[o]));
       scs[r] = s;
       var ss = 0.0;
-      for (var j = lid; j < in4; j += ${Q4D_WG}u) { let t = x[r * in4 + j] * s; ss += dot(t, t); }
+      for (var j = lid; j < in4; j += ${WG}u) { let t = x[r * in4 + j] * s; ss += dot(t, t); }
       // Every thread has loaded the maximum before its word is overwritten.
       workgroupBarrier();
       nrm[o + lid] = ss;
@@ -217,10 +267,10 @@ export function q4DecodeWgsl(p: Q4Path, v: Q4DecodeVariant): string {
   }
   ${range(nr).map((r) => `let sc${r} = scs[${r}];`).join(' ')}
   // 1/sqrt as the rmsnorm kernel does (inverseSqrt is only ~2 ulp by spec).
-  ${range(nr).map((r) => `let rs${r} = 1.0 / sqrt(nrm[${r * Q4D_WG}u] / f32(dims.inDim) + dims.eps * sc${r} * sc${r});`).join('\n  ')}
+  ${range(nr).map((r) => `let rs${r} = 1.0 / sqrt(nrm[${r * WG}u] / f32(dims.inDim) + dims.eps * sc${r} * sc${r});`).join('\n  ')}
   ${
     cache
-      ? `for (var j = lid; j < in4; j += ${Q4D_WG}u) {
+      ? `for (var j = lid; j < in4; j += ${WG}u) {
     let w4 = ${nw('j')};
     ${range(nr).map((r) => `xs[${r * v.xCache}u + j] = x[${r}u * in4 + j] * sc${r} * rs${r} * w4;`).join(' ')}
   }
@@ -230,7 +280,7 @@ export function q4DecodeWgsl(p: Q4Path, v: Q4DecodeVariant): string {
   ${
     v.storeXn
       ? `if (wgi == 0u) {
-    for (var j = lid; j < in4; j += ${Q4D_WG}u) {
+    for (var j = lid; j < in4; j += ${WG}u) {
       ${cache ? '' : `let w4 = ${nw('j')};`}
       ${range(nr).map((r) => (cache ? `xn[${r}u * in4 + j] = xs[${r * v.xCache}u + j];` : `xn[${r}u * in4 + j] = x[${r}u * in4 + j] * sc${r} * rs${r} * w4;`)).join(' ')}
     }
@@ -239,18 +289,6 @@ export function q4DecodeWgsl(p: Q4Path, v: Q4DecodeVariant): string {
   }`
     : '';
 
-  // LoRA up of one output: sum_j t[row, j] B[col, j] over the slot's rank.
-  const loraFns = v.lora
-    .map((on, s) =>
-      on
-        ? `fn lora${s}(row: u32, col: u32) -> f32 {
-  var a = 0.0;
-  for (var j = 0u; j < dims.lr${s}; j++) { a += T${s}[row * dims.lr${s} + j] * B${s}[col * dims.lr${s} + j]; }
-  return a;
-}`
-        : '',
-    )
-    .join('\n');
   const common = `struct Dims { n: u32, inDim: u32, wRow: u32, outRows: u32, e0: u32, e1: u32, normOff: u32, eps: f32, bias0: u32, bias1: u32, bias2: u32,
   lr0: u32, ls0: f32, lr1: u32, ls1: f32, lr2: u32, ls2: f32 }
 ${decl.join('\n')}
@@ -258,47 +296,109 @@ ${loraFns}
 ${Q4_UNPACK_WGSL}
 ${normFns}
 ${storeFn}
-${norm ? `var<workgroup> nrm: array<f32, ${Q4D_WG * nr}>;\nvar<workgroup> nbig: u32;\n${RMS_SCALE_WGSL}` : ''}
+${norm ? `var<workgroup> nrm: array<f32, ${WG * nr}>;\nvar<workgroup> nbig: u32;\n${RMS_SCALE_WGSL}` : ''}
 ${cache ? `var<workgroup> xs: array<vec4<f32>, ${nr * v.xCache}>;` : ''}`;
 
   const accDecl = `${range(nr).map((r) => `var acc${r} = 0.0;`).join(' ')} ${range(nr).map((r) => `var bcc${r} = 0.0;`).join(' ')}`;
 
-  // Both variants: one workgroup per `rows` weight rows, the input's sizes, then the norm prologue.
-  const entry = `@compute @workgroup_size(${Q4D_WG})
+  // Both variants: one workgroup per `rows` weight rows and the input's sizes.
+  const entry = `@compute @workgroup_size(${WG})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
   let wgi = wg.x + wg.y * nwg.x;
   let in4 = dims.inDim / 4u;
   let G = dims.inDim / 32u;
-  ${prologue}`;
+  ${anyLora ? 'let lrMax = max(dims.lr0, max(dims.lr1, dims.lr2));' : ''}`;
 
   if (subgroups) {
-    // As in q4matmul.wgsl.ts: subgroups get a dense index from a workgroup counter and own whole pairs;
-    // the branches around subgroupAdd depend only on subgroup-uniform values.
+    // Items: pair pr = it % pairs, K slice it / pairs; a subgroup (dense index from a workgroup counter, as
+    // in q4matmul.wgsl.ts) takes items sgIndex, sgIndex + sgTotal, ... Its lanes take the slice's groups
+    // slice * sgSize + sid, then every S * sgSize-th. The branches around subgroupAdd depend only on
+    // subgroup-uniform values.
+    const items = pairs * S;
+    const itemDecl = (it: string) => `let pr = ${it} % ${pairs}u;
+    let slice = ${it} / ${pairs}u;
+    ${pairDecl('pr')}
+    let live = i < dims.outRows;
+    let abase = (dims.wRow + aRow) * G;
+    let bbase = (dims.wRow + bRow) * G;`;
+    // Group g's words into qa, sa, qb, sb (neutral b when the pair has no second row).
+    const load = `qa = Wq[abase + g]; sa = S_at(abase + g);
+        if (hasB) { qb = Wq[bbase + g]; sb = S_at(bbase + g); } else { qb = vec4<u32>(0x77777777u); sb = 0.0; }`;
+    const red = S > 1 ? `var<workgroup> red: array<f32, ${items * nr * 2}>;` : '';
+    // Slice sums of pair pr, x row r: red[((pr * nr + r) * 2 + {0: a, 1: b}) * S + slice].
+    const redAt = (pr: string, r: number, ab: number, sl: string) => `red[((${pr} * ${nr}u + ${r}u) * 2u + ${ab}u) * ${S}u + ${sl}]`;
+    const finish =
+      S === 1
+        ? `if (live && sid == 0u) {
+      ${storeBody}
+    }`
+        : `if (sid == 0u) {
+      ${range(nr).map((r) => `${redAt('pr', r, 0, 'slice')} = ta${r}; ${redAt('pr', r, 1, 'slice')} = tb${r};`).join('\n      ')}
+    }`;
+    const combine =
+      S === 1
+        ? ''
+        : `// The slices' sums of each pair, in slice order, then the epilogue.
+  workgroupBarrier();
+  for (var pr = lid; pr < ${pairs}u; pr += ${WG}u) {
+    ${pairDecl('pr')}
+    if (i < dims.outRows) {
+      ${range(nr).map((r) => `var ta${r} = 0.0; var tb${r} = 0.0;`).join(' ')}
+      for (var sl = 0u; sl < ${S}u; sl++) {
+        ${range(nr).map((r) => `ta${r} += ${redAt('pr', r, 0, 'sl')}; tb${r} += ${redAt('pr', r, 1, 'sl')};`).join('\n        ')}
+      }
+      ${storeBody}
+    }
+  }`;
     return /* wgsl */ `${q4Enables(p, true)}diagnostic(off, subgroup_uniformity);
 ${common}
 ${SUBGROUP_COUNTER_WGSL}
+${red}
 
 ${entry}
   ${SUBGROUP_INDEX_WGSL}
-  for (var pr = sgIndex; pr < ${pairs}u; pr += sgTotal) {
-    let i = ${iExpr};
-    if (i >= dims.outRows) { break; }
-    ${pairRows}
+  let gStep = ${S}u * sgSize;
+  // The first item's first words, requested before the norm prologue so that their latency overlaps it.
+  var qa = vec4<u32>(0x77777777u); var sa = 0.0; var qb = vec4<u32>(0x77777777u); var sb = 0.0;
+  if (sgIndex < ${items}u) {
+    ${itemDecl('sgIndex')}
+    let g = slice * sgSize + sid;
+    if (live && g < G) {
+      ${load}
+    }
+  }
+  ${prologue}
+  for (var it = sgIndex; it < ${items}u; it += sgTotal) {
+    ${itemDecl('it')}
     ${accDecl}
-    let abase = (dims.wRow + aRow) * G;
-    let bbase = (dims.wRow + bRow) * G;
-    for (var g0 = 0u; g0 < G; g0 += sgSize) {
-      let g = g0 + sid;
-      if (g < G) {
-        ${groupBody}
+    if (live) {
+      var g = slice * sgSize + sid;
+      if (it != sgIndex && g < G) {
+        ${load}
+      }
+      ${S > 1 ? 'if (slice == 0u) {' : '{'}
+      ${loraTerms('sid', 'sgSize')}
+      }
+      while (g < G) {
+        // Next words in flight while these are multiplied.
+        let wa = qa; let ca = sa; let wb = qb; let cb = sb;
+        let gn = g + gStep;
+        if (gn < G) {
+          let g = gn;
+          ${load}
+        }
+        {
+          let qa = wa; let sa = ca; let qb = wb; let sb = cb;
+          ${groupMath}
+        }
+        g = gn;
       }
     }
     ${range(nr).map((r) => `let ta${r} = subgroupAdd(acc${r}); let tb${r} = subgroupAdd(bcc${r});`).join('\n    ')}
-    if (sid == 0u) {
-      ${storeBody}
-    }
+    ${finish}
   }
+  ${combine}
 }
 `;
   }
@@ -308,13 +408,14 @@ ${common}
 ${pairPartialsWgsl(P, nr)}
 
 ${entry}
+  ${prologue}
   let lane = lid % ${lanes}u;
   let pr = lid / ${lanes}u;
   ${accDecl}
-  let i = ${iExpr};
+  ${pairDecl('pr')}
   let live = i < dims.outRows;
-  ${pairRows}
   if (live) {
+    ${loraTerms('lane', `${lanes}u`)}
     let abase = (dims.wRow + aRow) * G;
     let bbase = (dims.wRow + bRow) * G;
     for (var g = lane; g < G; g += ${lanes}u) {
