@@ -6,7 +6,8 @@
 //   one scale load, and all N rows of x are multiplied with it while it is in registers. A workgroup of 64
 //   threads owns Q4_ROWS output rows, taken in pairs so that the x values a lane loads serve two rows and
 //   two weight loads are in flight. With `subgroups` each subgroup owns whole pairs (its lanes stride over
-//   the rows' groups, subgroupAdd reduces), so no workgroup memory or barriers are in the reduction.
+//   the rows' groups, subgroupAdd reduces), so no workgroup memory or barriers are in the reduction; that
+//   kernel has Q4_ROWS_SG_WG invocations so that 32-wide subgroups each own one pair at Q4_ROWS.
 //   Without, 64 / (rows / 2) lanes per pair reduce through workgroup memory.
 // - tiled (prefill / training): common/tile.wgsl.ts with 16, 32 or 64 rows x 64 columns per workgroup, K
 //   step 32 = one quantization group, so a W tile row needs 4 words and 1 scale; the tile is dequantized
@@ -32,6 +33,12 @@ export const Q4_SMALL_N = 8;
 /** Output rows per workgroup of the rows kernel (both reductions work on row pairs). */
 export const Q4_ROWS = 16;
 export const Q4_ROWS_WG = 64;
+/**
+ * Invocations per workgroup of the rows kernel with subgroups: 8 subgroups of 32, so at Q4_ROWS each
+ * owns one row pair. A decode matvec is bound by the latency of each subgroup's chain of loads, not by
+ * bandwidth (the lm-head's 77 MB at Qwen2.5-0.5B shapes), so pairs run side by side rather than in turn.
+ */
+export const Q4_ROWS_SG_WG = 256;
 /** Rows per workgroup the rows kernel can be built for: lanes per pair (64 / (rows / 2)) stay a power of two >= 2. */
 export const Q4_ROWS_CHOICES = [2, 4, 8, 16, 32, 64];
 
@@ -85,7 +92,7 @@ export function q4RowsWgsl(p: Q4Path, v: Q4MatmulVariant, nr: number, subgroups:
 ${header(p, v, 'vec4<u32>', 'vec4<f32>')}
 ${SUBGROUP_COUNTER_WGSL}
 
-@compute @workgroup_size(${Q4_ROWS_WG})
+@compute @workgroup_size(${Q4_ROWS_SG_WG})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   ${SUBGROUP_INDEX_WGSL}
   let row0 = (wg.x + wg.y * nwg.x) * ${rows}u;
