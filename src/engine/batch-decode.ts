@@ -232,9 +232,10 @@ async function decodeAhead(h: BatchHost, rows: BatchRow[], start: 0 | 1): Promis
     });
     next = i + 1;
     ids = 'cpu';
-    // Rows this flat (random weights, a very high temperature) make most draws undecided, and each costs
-    // a drained pipeline plus a recomputed step on top of the whole-row draw the in-step path pays too:
-    // when half the recent steps needed one, go on one token per round trip instead.
+    // A top-p nucleus wider than the GPU's candidates (flat rows: random weights, a high temperature) makes
+    // every draw undecided, and each costs a drained pipeline plus a recomputed step on top of the whole-row
+    // draw the in-step path pays too: when half the recent steps needed one, go on one token per round trip
+    // instead. (Pure temperature past the candidates is drawn on the GPU: only near-boundary draws come here.)
     redrawnAt.push(i);
     if (redrawnAt.filter((j) => j > i - REDRAW_WINDOW).length >= REDRAW_WINDOW / 2) return rows.filter((r) => !r.done);
   }
