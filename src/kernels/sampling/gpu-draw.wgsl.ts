@@ -26,7 +26,7 @@ export const DRAW_EPS = 1e-4;
 /** Threads of a row's draw: tail attempts per round. */
 export const TAIL_WG = 256;
 /** Rounds of tail attempts before the GPU leaves the draw to the CPU (TAIL_WG * TAIL_ROUNDS attempts). */
-export const TAIL_ROUNDS = 128;
+export const TAIL_ROUNDS = 512;
 /**
  * Relative tolerance of a tail acceptance test a < exp(x), per unit and per |x|, in units of 2^-23: WGSL
  * allows exp 3 + 2|x| ulp, f32 rounds x (and 1/T) by |x| ulp more; these are about four times that.
