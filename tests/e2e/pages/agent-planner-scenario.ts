@@ -76,7 +76,7 @@ export const MAX_TURNS = 2;
 // turn 2 it calls the Python tool successfully. The test asserts those outcomes, which are reproducible,
 // not hand-written. The planner's prompt decides what these seeds draw: after a prompt change, find new
 // ones with bench/agent-planner-seeds.ts (the same run in Node) and confirm them with the e2e.
-export const SEEDS: [number, number, number, number, number] = [11, 1, 182, 14, 15];
+export const SEEDS: [number, number, number, number, number] = [11, 5, 182, 14, 15];
 export const MAX_NEW_TOKENS = 12;
 
 /**
