@@ -20,6 +20,8 @@
 // dkv scan starts at the block's first key row and stops at the first tile that starts a later sequence.
 // Shaders are generated per head dim (constant loop bounds) and tile size.
 
+import { KV_TILE_LOAD } from './attention.tile.wgsl';
+
 export const ATTN_BWD_WG = 64;
 export const ATTN_BWD_MAX_HD = 256;
 /** Tile sizes tried, largest first: T keys x T pairs, T*T threads. */
@@ -123,20 +125,7 @@ ${RANGE_UNION}  let lo = workgroupUniformLoad(&wLo);
   for (var j0 = lo; j0 < hi; j0 += T) {
     // Every thread has finished the previous tile's sk/sv/sds.
     workgroupBarrier();
-    for (var i = lid; i < T * HD; i += T * T) {
-      let j = i / HD;
-      let d = i % HD;
-      var kx = 0.0;
-      var vx = 0.0;
-      if (j0 + j < hi) {
-        let b = (j0 + j) * kvStride + g * HD + d;
-        kx = k[b];
-        vx = v[b];
-      }
-      sk[j * PAD + d] = kx;
-      sv[j * PAD + d] = vx;
-    }
-    workgroupBarrier();
+${KV_TILE_LOAD}    workgroupBarrier();
     let key = j0 + lane;
     var ds = 0.0;
     if (rs <= key && key < re) {

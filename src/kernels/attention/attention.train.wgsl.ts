@@ -12,6 +12,7 @@
 // match scoring's to f32 rounding, not bit for bit.
 
 import { ATTN_NEG } from './attention.wgsl';
+import { KV_TILE_LOAD } from './attention.tile.wgsl';
 
 /** Tile sizes tried, largest first. */
 export const ATTN_TRAIN_TILES = [16, 8, 4] as const;
@@ -90,20 +91,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
   for (var j0 = lo; j0 < hi; j0 += T) {
     // Every thread has finished the previous tile's sk/sv/ps.
     workgroupBarrier();
-    for (var i = lid; i < T * HD; i += T * T) {
-      let j = i / HD;
-      let d = i % HD;
-      var kx = 0.0;
-      var vx = 0.0;
-      if (j0 + j < hi) {
-        let b = (j0 + j) * kvStride + g * HD + d;
-        kx = k[b];
-        vx = v[b];
-      }
-      sk[j * PAD + d] = kx;
-      sv[j * PAD + d] = vx;
-    }
-    workgroupBarrier();
+${KV_TILE_LOAD}    workgroupBarrier();
     let key = j0 + lane;
     let live = rs <= key && key < re;
     var score = NEG;
