@@ -2,7 +2,7 @@
 // models (scripted engines) or to give it its own tools.
 export { AgentFlowChat, type AgentflowAnswerDetail, type AgentflowTurnDetail } from './ui/agentflow-chat';
 export { AgentflowToolSwitches } from './ui/tool-switches';
-export { isScripted, scriptedDemoEngines } from './ui/demo-engines';
+export { isScripted, scriptedDemoEngines } from './controllers/engines/demo-engines';
 export { renderMarkdown } from './ui/markdown';
 export { onStorageNotice, storageNotice, type StorageNotice } from './store/db';
 export { ScriptedEngine, type Script, type ScriptedReply } from './agent/scripted-engine';

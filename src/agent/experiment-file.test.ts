@@ -2,7 +2,7 @@
 // summary.json imports as a run Compare matches item by item, and a bad line is named.
 import { describe, expect, it } from 'vitest';
 import type { ExperimentItemRecord, ExperimentRecord } from '../store/records';
-import { compareRuns } from '../ui/experiment-compare';
+import { compareRuns } from '../controllers/experiments/experiment-compare';
 import { experimentFile, parseExperimentFile, resultsJsonl, summaryOf } from './experiment-file';
 
 const exp: ExperimentRecord = { id: 'tab', createdAt: 1, name: 'Qwen · bamboogle × 2 · 3 turns · 2026-01-01 10:00', status: 'done', config: { benchmark: 'bamboogle', rewardKind: 'exact', engines: ['planner:Qwen', 'shared:Qwen'], adapter: null, maxTurns: 3, tools: ['python'] }, total: 2 };

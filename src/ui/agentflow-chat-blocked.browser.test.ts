@@ -3,7 +3,7 @@
 // wait with the question kept (in the input, and shown as not answered) and nothing stored.
 import { openDB, type IDBPDatabase } from 'idb';
 import { describe, expect, it, vi } from 'vitest';
-import { scriptedDemoEngines } from './demo-engines';
+import { scriptedDemoEngines } from '../controllers/engines/demo-engines';
 import { STORAGE_MESSAGES } from '../store/db';
 import type { AgentFlowDB } from '../store/schema';
 import './agentflow-chat';

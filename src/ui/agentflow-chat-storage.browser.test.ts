@@ -2,7 +2,7 @@
 // the reason where its answer would be (not an empty answer), and a newer tab upgrading the database makes
 // the chat let go of it and say "reload this tab", which a later question repeats.
 import { describe, expect, it } from 'vitest';
-import { scriptedDemoEngines } from './demo-engines';
+import { scriptedDemoEngines } from '../controllers/engines/demo-engines';
 import { STORAGE_MESSAGES } from '../store/db';
 import './agentflow-chat';
 import type { AgentFlowChat } from './agentflow-chat';

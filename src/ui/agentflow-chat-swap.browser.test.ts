@@ -1,7 +1,7 @@
 // <agentflow-chat> asked for what runs on its engines (engineUse, which the app stops before replacing them)
 // while a question is still being checked (its token count, before the run starts), in Chromium.
 import { describe, expect, it } from 'vitest';
-import { scriptedDemoEngines } from './demo-engines';
+import { scriptedDemoEngines } from '../controllers/engines/demo-engines';
 import './agentflow-chat';
 import type { AgentFlowChat } from './agentflow-chat';
 

@@ -26,22 +26,22 @@ import {
 } from '../store/conversations';
 import { onStorageNotice, openAgentDb, storageNotice, storageOpenError, type StorageNotice } from '../store/db';
 import { untilAborted } from '../util/abort';
-import { describeUses, type EngineUse, type EngineUser } from './engine-use';
+import { describeUses, type EngineUse, type EngineUser } from '../controllers/engines/engine-use';
 import { deleteQuestion, deleteQuestionStyles, focusDeleteQuestion } from './delete-question';
 import type { ConversationRecord, PlannerStepData, StepRecord } from '../store/records';
 import { DB_NAME } from '../store/schema';
 import { ToolRegistry } from '../tools/registry';
 import { registerBuiltinTools } from '../tools/builtin';
 import type { Tool } from '../tools/types';
-import { scriptedDemoEngines } from './demo-engines';
+import { scriptedDemoEngines } from '../controllers/engines/demo-engines';
 import { downloadText } from './download';
 import { markdownOrText } from './markdown';
 import { readConstrainReplies, restoreToolSwitches } from './tool-switches';
 import { ProgressTracker, formatBytes } from './progress-tracker';
 import { renderTrajectory, trajectoryFromSteps } from './trajectory';
 import { callOfStep, callStat, conversationGroup, formatCall, formatLiveCall, liveHeading, livePreview, startCall, tokenArrived, upcomingCall, type CallClock, type CallStat, type ConversationGroup } from './chat-view';
-import { driveTraining, resumeElementTraining, startElementTraining, type ElementTrainOptions, type TrainableEngines } from './element-training';
-import type { LoadedEngines } from './model-loader';
+import { driveTraining, resumeElementTraining, startElementTraining, type ElementTrainOptions, type TrainableEngines } from '../controllers/training/element-training';
+import type { LoadedEngines } from '../controllers/engines/model-loader';
 import type { PolicyTrainer } from '../trainer/training-host';
 import type { StepMetrics } from '../trainer/run/metrics';
 import type { RunSummary, TrainingRun } from '../trainer/run/training-run';
@@ -419,7 +419,7 @@ export class AgentFlowChat extends LitElement implements EngineUser {
     const tracker = new ProgressTracker();
     this.loading = { tracker, which: 'models' };
     try {
-      const { loadEngines } = await import('./model-loader');
+      const { loadEngines } = await import('../controllers/engines/model-loader');
       this.loadedEngines = await loadEngines({
         plannerModel: this.plannerModel ?? '',
         plannerFromShared: !!this.plannerFromShared,

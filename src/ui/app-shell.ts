@@ -15,7 +15,7 @@ import { ToolRegistry } from '../tools/registry';
 import { registerBuiltinTools } from '../tools/builtin';
 import type { AgentFlowChat } from './agentflow-chat';
 import './agentflow-chat';
-import { describeUses, storedAdapterLabel, type EngineUse } from './engine-use';
+import { describeUses, storedAdapterLabel, type EngineUse } from '../controllers/engines/engine-use';
 import type { AgentflowExperimentsPanel } from './experiments-panel';
 import './experiments-panel';
 import type { AgentflowModelsPanel, EnginesChosenDetail, ModelsLoadingDetail } from './models-panel';
@@ -246,7 +246,7 @@ export class AgentFlowApp extends LitElement {
 
   /** Activates a stored adapter; on failure the planner's real state goes back into settings, and the user is told. */
   private async activate(client: PlannerTrainer, id: string | null): Promise<void> {
-    const { activateStoredAdapter } = await import('./model-loader');
+    const { activateStoredAdapter } = await import('../controllers/engines/model-loader');
     try {
       await activateStoredAdapter(client, id, this.dbName);
     } catch (err) {

@@ -8,10 +8,10 @@ import { createConversation, getConversation } from '../store/conversations';
 import { openAgentDb } from '../store/db';
 import './agentflow-chat';
 import type { AgentFlowChat } from './agentflow-chat';
-import { putExperiment, listExperiments } from './experiment-store';
+import { putExperiment, listExperiments } from '../controllers/experiments/experiment-store';
 import './experiments-panel';
 import type { AgentflowExperimentsPanel } from './experiments-panel';
-import { listAdapters } from './adapter-store';
+import { listAdapters } from '../controllers/training/adapter-store';
 import './training-panel';
 import type { AgentflowTrainingPanel } from './training-panel';
 

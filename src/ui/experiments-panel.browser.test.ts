@@ -6,7 +6,7 @@ import { ProbeEngine, type ProbeReplyFn } from '../agent/probe-engine';
 import { ToolRegistry } from '../tools/registry';
 import type { Tool } from '../tools/types';
 import { listConversations } from '../store/conversations';
-import { listExperiments } from './experiment-store';
+import { listExperiments } from '../controllers/experiments/experiment-store';
 import './experiments-panel';
 import type { AgentflowExperimentsPanel } from './experiments-panel';
 

@@ -15,16 +15,16 @@ import type { BenchmarkRecord, ExperimentItemRecord, ExperimentRecord, StepRecor
 import type { ToolRegistry } from '../tools/registry';
 import { barChart } from './charts';
 import { deleteQuestion, deleteQuestionStyles, focusDeleteQuestion } from './delete-question';
-import { compareRuns, describeComparison, distinctLabels } from './experiment-compare';
+import { compareRuns, describeComparison, distinctLabels } from '../controllers/experiments/experiment-compare';
 import { downloadText } from './download';
-import { runExperiment, type ExperimentProgress } from './experiment-runner';
+import { runExperiment, type ExperimentProgress } from '../controllers/experiments/experiment-runner';
 import { moduleLabel } from './chat-view';
 import { openAgentDb, storageOpenError } from '../store/db';
-import type { EngineUse, EngineUser } from './engine-use';
-import { InFlight } from './in-flight';
+import type { EngineUse, EngineUser } from '../controllers/engines/engine-use';
+import { InFlight } from '../controllers/in-flight';
 import type { PlannerClient } from '../engine/planner-client';
-import { parseSubset } from './experiment-subset';
-import { deleteExperiment, exportExperiment, importExperiment, getExperimentItems, listExperiments, markStaleExperiments, renameExperiment, summarize } from './experiment-store';
+import { parseSubset } from '../controllers/experiments/experiment-subset';
+import { deleteExperiment, exportExperiment, importExperiment, getExperimentItems, listExperiments, markStaleExperiments, renameExperiment, summarize } from '../controllers/experiments/experiment-store';
 import { renderTrajectory, trajectoryFromSteps } from './trajectory';
 
 export class AgentflowExperimentsPanel extends LitElement implements EngineUser {

@@ -8,7 +8,7 @@ import { ProbeEngine, type ProbeReplyFn } from '../agent/probe-engine';
 import { ToolRegistry } from '../tools/registry';
 import type { Tool } from '../tools/types';
 import type { AgentEngines } from '../agent/loop';
-import { scriptedDemoEngines } from './demo-engines';
+import { scriptedDemoEngines } from '../controllers/engines/demo-engines';
 import './experiments-panel';
 import type { AgentflowExperimentsPanel } from './experiments-panel';
 

@@ -10,14 +10,14 @@ import type { GpuCapabilities } from '../gpu/device';
 import type { PlannerTrainer } from '../engine/planner-client';
 import type { LoadProgress } from '../engine/types';
 import type { ToolRegistry } from '../tools/registry';
-import { scriptedDemoEngines } from './demo-engines';
+import { scriptedDemoEngines } from '../controllers/engines/demo-engines';
 import { deleteQuestion, deleteQuestionStyles, focusDeleteQuestion } from './delete-question';
-import { describeUses, enginesLabel, manyUses, type EngineUse } from './engine-use';
-import { hostsInWords, hubIdNote } from './load-failure';
-import { deleteCachedModel, listCachedModels, type CachedModel } from './model-cache';
-import { loadModelChoice, saveModelChoice, type ModelChoice } from './model-choice';
-import type { SizeReport } from './model-files';
-import type { LoadedEngines } from './model-loader';
+import { describeUses, enginesLabel, manyUses, type EngineUse } from '../controllers/engines/engine-use';
+import { hostsInWords, hubIdNote } from '../controllers/engines/load-failure';
+import { deleteCachedModel, listCachedModels, type CachedModel } from '../controllers/engines/model-cache';
+import { loadModelChoice, saveModelChoice, type ModelChoice } from '../controllers/engines/model-choice';
+import type { SizeReport } from '../controllers/engines/model-files';
+import type { LoadedEngines } from '../controllers/engines/model-loader';
 import { ProgressTracker, formatBytes, formatSeconds, type ProgressSummary } from './progress-tracker';
 import { resourceWarnings } from './resource-warnings';
 import './gpu-capabilities';
@@ -275,7 +275,7 @@ export class AgentflowModelsPanel extends LitElement {
       this.plannerFieldNote = null;
       return;
     }
-    void import('./model-loader').then(({ plannerModelUrl, isHubRepoId }) => {
+    void import('../controllers/engines/model-loader').then(({ plannerModelUrl, isHubRepoId }) => {
       const field = this.plannerModel.trim() || DEFAULT_PLANNER_MODEL;
       try {
         plannerModelUrl(field);
@@ -335,8 +335,8 @@ export class AgentflowModelsPanel extends LitElement {
     const c = this.choice(false);
     try {
       const [{ plannerFiles, webllmFiles, combine }, { plannerModelUrl, sharedModelRecord }, { webllmModelUrl }] = await Promise.all([
-        import('./model-files'),
-        import('./model-loader'),
+        import('../controllers/engines/model-files'),
+        import('../controllers/engines/model-loader'),
         import('../engine/io/webllm-cache'),
       ]);
       const record = c.sharedModel ? await sharedModelRecord(c.sharedModel) : null;
@@ -384,7 +384,7 @@ export class AgentflowModelsPanel extends LitElement {
     const trackers: Record<string, ProgressTracker> = { planner: new ProgressTracker(), shared: new ProgressTracker() };
     this.loading({ what, restoring: !!o.restoring, percent: null });
     try {
-      const { loadEngines } = await import('./model-loader');
+      const { loadEngines } = await import('../controllers/engines/model-loader');
       const engines = await loadEngines({
         plannerModel: c.plannerModel,
         plannerFromShared: c.plannerFromShared,
@@ -406,7 +406,7 @@ export class AgentflowModelsPanel extends LitElement {
       this.choose({ engines, trainer: engines.trainer, label: engines.notes.length ? `${label}; ${engines.notes.join('; ')}` : label });
     } catch (e) {
       const err = e as Error;
-      const { SharedModelUnavailableError } = await import('./model-loader');
+      const { SharedModelUnavailableError } = await import('../controllers/engines/model-loader');
       const partial = e instanceof SharedModelUnavailableError ? e : null;
       // A planner that loaded while the shared model did not stays on offer (renderPartial), its bar with it.
       if (partial && !controller.signal.aborted) {

@@ -11,8 +11,8 @@ import type { AdapterRecord } from '../store/records';
 import { putSetting } from '../store/settings';
 import type { StoredRun } from '../trainer/run/run-store';
 import { TOY_BASE_MODEL } from '../trainer/run/toy-run';
-import { adapterZip } from './adapter-export';
-import { adapterMisfit, deleteAdapter, importAdapterFiles, importedAdapterName } from './adapter-store';
+import { adapterZip } from '../controllers/training/adapter-export';
+import { adapterMisfit, deleteAdapter, importAdapterFiles, importedAdapterName } from '../controllers/training/adapter-store';
 import { deleteQuestion, deleteQuestionStyles, focusDeleteQuestion } from './delete-question';
 import { downloadBlob } from './download';
 

@@ -4,7 +4,7 @@
 import { html, nothing } from 'lit';
 import type { EvalPoint } from '../trainer/run/metrics';
 import { lineChart, type Series } from './charts';
-import type { TrainingStepPoint } from './training-driver';
+import type { TrainingStepPoint } from '../controllers/training/training-driver';
 
 /**
  * The reward chart's series: the training reward and its rolling mean and, when the run evaluates on held-out

@@ -12,11 +12,11 @@ import type { AdapterRecord, BenchmarkRecord } from '../store/records';
 import { DEFAULT_GRPO_CONFIG } from '../trainer/config';
 import type { RunSpec } from '../trainer/run/run-store';
 import { TOY_TRAINING } from '../trainer/toy-task';
-import { DEFAULT_AGENT_BUDGET, MAX_DEFAULT_ROLLOUT_CONCURRENCY, MAX_ROLLOUT_CONCURRENCY, rolloutConcurrency, type AgentBudget } from './agent-training-driver';
-import type { TrainingSettings } from './training-driver';
-import { adapterShape } from './adapter-store';
+import { DEFAULT_AGENT_BUDGET, MAX_DEFAULT_ROLLOUT_CONCURRENCY, MAX_ROLLOUT_CONCURRENCY, rolloutConcurrency, type AgentBudget } from '../controllers/training/agent-training-driver';
+import type { TrainingSettings } from '../controllers/training/training-driver';
+import { adapterShape } from '../controllers/training/adapter-store';
 import { toolTaskOf } from '../agent/tasks/tool-task-run';
-import { TOOL_TASK_FORM_DEFAULTS, type ToolTaskSettings } from './tool-task-driver';
+import { TOOL_TASK_FORM_DEFAULTS, type ToolTaskSettings } from '../controllers/training/tool-task-driver';
 
 /** toy: the toy task; tools: the tool-choice task (no download); agent: the loaded planner on a benchmark. */
 export type TrainingMode = 'toy' | 'tools' | 'agent';

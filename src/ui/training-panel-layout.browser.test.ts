@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { page } from 'vitest/browser';
 import { ScriptedEngine } from '../agent/scripted-engine';
 import type { PolicyTrainer } from '../trainer/training-host';
-import { createToyDriver } from './training-driver';
+import { createToyDriver } from '../controllers/training/training-driver';
 import type { AgentflowTrainingPanel } from './training-panel';
 import './training-panel';
 

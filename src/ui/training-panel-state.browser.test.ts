@@ -9,7 +9,7 @@ import { resolveGrpoConfig } from '../trainer/config';
 import type { PolicyTrainer } from '../trainer/training-host';
 import { IdbRunStore } from '../trainer/run/run-store-idb';
 import { ToyTask, toyModel } from '../trainer/toy-task';
-import { createToyDriver, resumeToyDriver } from './training-driver';
+import { createToyDriver, resumeToyDriver } from '../controllers/training/training-driver';
 import type { AgentflowTrainingPanel } from './training-panel';
 import './training-panel';
 

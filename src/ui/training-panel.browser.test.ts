@@ -7,7 +7,7 @@ import { ScriptedEngine } from '../agent/scripted-engine';
 import type { PolicyTrainer as PlannerTrainer } from '../trainer/training-host';
 import { openAgentDb } from '../store/db';
 import { IdbRunStore } from '../trainer/run/run-store-idb';
-import { createToyDriver } from './training-driver';
+import { createToyDriver } from '../controllers/training/training-driver';
 import { AgentflowTrainingPanel, DEFAULT_LEARNING_RATE } from './training-panel';
 
 /** Real toy steps on a loaded 2-core machine can take seconds: polls wait this long for a run's state. */

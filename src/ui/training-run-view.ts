@@ -3,8 +3,8 @@
 import { html, nothing } from 'lit';
 import type { RunResult } from '../trainer/run/run-store';
 import { formatSeconds } from './progress-tracker';
-import type { TrainingStepPoint } from './training-driver';
-import type { RunProgress } from './training-runner';
+import type { TrainingStepPoint } from '../controllers/training/training-driver';
+import type { RunProgress } from '../controllers/training/training-runner';
 import { noSignalText } from './training-status';
 
 export interface RunView {

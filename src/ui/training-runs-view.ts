@@ -4,7 +4,7 @@
 import { toolTaskOf } from '../agent/tasks/tool-task-run';
 import { html, nothing } from 'lit';
 import type { StoredRun } from '../trainer/run/run-store';
-import type { TrainingState, TrainingStepPoint } from './training-driver';
+import type { TrainingState, TrainingStepPoint } from '../controllers/training/training-driver';
 
 export interface RunsView {
   runs: readonly StoredRun[];

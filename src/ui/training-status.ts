@@ -1,7 +1,7 @@
 // The Training tab's one-line status: where the run stands, as a sentence ("Paused at step 17 of 40,
 // reward 0.76") rather than the driver's state name.
 import { noLearningNote, type StepMetrics } from '../trainer/run/metrics';
-import type { TrainingState } from './training-driver';
+import type { TrainingState } from '../controllers/training/training-driver';
 
 /**
  * `last` is the newest step's point (none before the first step); `total` the run's steps, when known;

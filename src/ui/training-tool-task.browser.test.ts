@@ -4,8 +4,8 @@
 // untrained planner). Only the task's question sets are shrunk (1 per kind), so the run fits a test.
 import { afterEach, describe, expect, it } from 'vitest';
 import { page } from 'vitest/browser';
-import { createToolTaskDriver } from './tool-task-driver';
-import { WorkerToolTaskDriver } from './tool-task-worker';
+import { createToolTaskDriver } from '../controllers/training/tool-task-driver';
+import { WorkerToolTaskDriver } from '../controllers/training/tool-task-worker';
 import type { AgentflowTrainingPanel } from './training-panel';
 import './training-panel';
 

@@ -1,6 +1,6 @@
 // Two experiment runs item by item: what a user comparing a base planner with a trained adapter wants to
 // see is which items changed, not two tables to read against each other. Pure; the Experiments tab renders it.
-import type { ExperimentItemRecord } from '../store/records';
+import type { ExperimentItemRecord } from '../../store/records';
 
 /** How an item fared in run A and run B. */
 export type ItemChange = 'both-right' | 'both-wrong' | 'right-in-a' | 'right-in-b' | 'only-in-a' | 'only-in-b' | 'unscored';

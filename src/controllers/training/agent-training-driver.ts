@@ -2,20 +2,20 @@
 // (src/trainer/run/agent-run.ts) on the page's engines and tools, with the optimizer in the planner worker
 // (PlannerClient implements PolicyTrainer) and the run stored in IndexedDB, so a paused run resumes after a
 // reload. Everything else (rollouts, rewards, advantages, the update, checkpoints) is the library's.
-import type { AgentEngines } from '../agent/loop';
-import type { RewardKind } from '../agent/rewards';
-import type { Tool } from '../tools/types';
-import { agentRunDeps, agentRunSpec, type AgentBudget } from '../trainer/run/agent-run';
-import type { GrpoConfig } from '../trainer/config';
-import type { TrainingItem } from '../trainer/run/agent-collector';
-import { heldOutEvaluation } from '../trainer/run/run-evaluator';
-import { IdbRunStore, listRuns } from '../trainer/run/run-store-idb';
-import type { StoredRun } from '../trainer/run/run-store';
-import { newRunId, TrainingRun } from '../trainer/run/training-run';
-import type { PolicyTrainer } from '../trainer/training-host';
+import type { AgentEngines } from '../../agent/loop';
+import type { RewardKind } from '../../agent/rewards';
+import type { Tool } from '../../tools/types';
+import { agentRunDeps, agentRunSpec, type AgentBudget } from '../../trainer/run/agent-run';
+import type { GrpoConfig } from '../../trainer/config';
+import type { TrainingItem } from '../../trainer/run/agent-collector';
+import { heldOutEvaluation } from '../../trainer/run/run-evaluator';
+import { IdbRunStore, listRuns } from '../../trainer/run/run-store-idb';
+import type { StoredRun } from '../../trainer/run/run-store';
+import { newRunId, TrainingRun } from '../../trainer/run/training-run';
+import type { PolicyTrainer } from '../../trainer/training-host';
 import { RunDriver, startAdapterSpec, type TrainingSettings } from './training-driver';
 
-export { DEFAULT_AGENT_BUDGET, MAX_DEFAULT_ROLLOUT_CONCURRENCY, MAX_ROLLOUT_CONCURRENCY, rolloutConcurrency, type AgentBudget } from '../trainer/run/agent-run';
+export { DEFAULT_AGENT_BUDGET, MAX_DEFAULT_ROLLOUT_CONCURRENCY, MAX_ROLLOUT_CONCURRENCY, rolloutConcurrency, type AgentBudget } from '../../trainer/run/agent-run';
 
 export interface AgentTrainingBenchmark {
   name: string;

@@ -53,7 +53,7 @@ export function adapterLabel(id: string, name?: string | null): string {
 
 /** adapterLabel for a stored adapter, its name read from this browser's storage (the id when it is gone). */
 export async function storedAdapterLabel(id: string, dbName?: string): Promise<string> {
-  const { openAgentDb } = await import('../store/db');
+  const { openAgentDb } = await import('../../store/db');
   const rec = await (await openAgentDb(dbName)).get('adapters', id).catch(() => undefined);
   return adapterLabel(id, rec?.name);
 }

@@ -2,17 +2,17 @@
 // with reference answers, through the library's TrainingRun (the same run as the Training tab and
 // `cli train`), with the optimizer next to the planner (the planner worker) and the run in the element's
 // IndexedDB database. Kept apart from the element so the element stays a chat view.
-import type { AgentEngines } from '../agent/loop';
-import type { RewardKind } from '../agent/rewards';
-import type { Tool } from '../tools/types';
-import { agentRunDeps, agentRunSpec, type AgentBudget } from '../trainer/run/agent-run';
-import type { TrainingItem } from '../trainer/run/agent-collector';
-import type { RolloutProgress } from '../trainer/run/collector';
-import type { EvalPoint, StepMetrics } from '../trainer/run/metrics';
-import { heldOutEvaluation } from '../trainer/run/run-evaluator';
-import { IdbRunStore } from '../trainer/run/run-store-idb';
-import { newRunId, TrainingRun, type RunSummary } from '../trainer/run/training-run';
-import type { PolicyTrainer } from '../trainer/training-host';
+import type { AgentEngines } from '../../agent/loop';
+import type { RewardKind } from '../../agent/rewards';
+import type { Tool } from '../../tools/types';
+import { agentRunDeps, agentRunSpec, type AgentBudget } from '../../trainer/run/agent-run';
+import type { TrainingItem } from '../../trainer/run/agent-collector';
+import type { RolloutProgress } from '../../trainer/run/collector';
+import type { EvalPoint, StepMetrics } from '../../trainer/run/metrics';
+import { heldOutEvaluation } from '../../trainer/run/run-evaluator';
+import { IdbRunStore } from '../../trainer/run/run-store-idb';
+import { newRunId, TrainingRun, type RunSummary } from '../../trainer/run/training-run';
+import type { PolicyTrainer } from '../../trainer/training-host';
 
 export interface ElementTrainOptions {
   /** Queries with reference answers: AgentFlow data.json items (`query` or `question`, `answer`). */

@@ -4,7 +4,7 @@ import type { ToolTaskSettings } from './tool-task-driver';
 import { WorkerRunDriver, type RunWorker, type TrainingSettings } from './training-driver';
 
 const TOOL_TASK_WORKER: RunWorker = {
-  start: () => new Worker(new URL('./tool-task-training.worker.ts', import.meta.url), { type: 'module', name: 'tool-task-training' }),
+  start: () => new Worker(new URL('../../../workers/tool-task-training.worker.ts', import.meta.url), { type: 'module', name: 'tool-task-training' }),
   name: 'tool-choice task training',
 };
 

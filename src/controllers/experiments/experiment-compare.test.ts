@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ExperimentItemRecord } from '../store/records';
+import type { ExperimentItemRecord } from '../../store/records';
 import { compareRuns, describeComparison, distinctLabels } from './experiment-compare';
 
 const item = (experimentId: string, number: number | undefined, pid: string, query: string, correct?: boolean): ExperimentItemRecord => ({

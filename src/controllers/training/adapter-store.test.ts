@@ -2,11 +2,11 @@
 // an accepted one stores exactly the file's tensors.
 import 'fake-indexeddb/auto';
 import { describe, expect, it } from 'vitest';
-import { exportAdapter } from '../engine/io/peft';
-import { readSafetensors } from '../engine/io/safetensors';
-import { initLoraAdapter } from '../trainer/lora';
-import { ToyTask, toyModel } from '../trainer/toy-task';
-import { Rng } from '../util/rng';
+import { exportAdapter } from '../../engine/io/peft';
+import { readSafetensors } from '../../engine/io/safetensors';
+import { initLoraAdapter } from '../../trainer/lora';
+import { ToyTask, toyModel } from '../../trainer/toy-task';
+import { Rng } from '../../util/rng';
 import { adapterMisfit, adapterShape, importAdapterFiles, importedAdapterName, listAdapters, loadStoredAdapter } from './adapter-store';
 
 function toyFiles() {

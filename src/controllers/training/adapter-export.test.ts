@@ -3,9 +3,9 @@
 import { readFileSync } from 'node:fs';
 import { strFromU8, unzipSync } from 'fflate';
 import { describe, expect, it } from 'vitest';
-import { parseAdapter } from '../engine/io/peft';
-import { readSafetensors } from '../engine/io/safetensors';
-import type { AdapterRecord } from '../store/records';
+import { parseAdapter } from '../../engine/io/peft';
+import { readSafetensors } from '../../engine/io/safetensors';
+import type { AdapterRecord } from '../../store/records';
 import { adapterFolderName, adapterZip } from './adapter-export';
 
 const FIXTURE = '/work/shared/fixtures/qwen2-tiny/adapter';

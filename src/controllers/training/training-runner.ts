@@ -2,19 +2,19 @@
 // and writes where it stands into the tab's state (points, state, progress, result, notes), pauses it, and
 // stops a real-planner run before the page replaces the engines it runs on. A pause that cuts a step short
 // says so: the step's rollouts so far are dropped, and Resume plays that step again.
-import type { AgentEngines } from '../agent/loop';
-import { toolsFromRegistry } from '../agent/registry-tools';
-import { toolTaskOf } from '../agent/tasks/tool-task-run';
-import type { RolloutProgress } from '../trainer/run/collector';
-import type { EvalPoint } from '../trainer/run/metrics';
-import type { RunResult, StoredRun } from '../trainer/run/run-store';
-import type { PolicyTrainer } from '../trainer/training-host';
-import type { ToolRegistry } from '../tools/registry';
+import type { AgentEngines } from '../../agent/loop';
+import { toolsFromRegistry } from '../../agent/registry-tools';
+import { toolTaskOf } from '../../agent/tasks/tool-task-run';
+import type { RolloutProgress } from '../../trainer/run/collector';
+import type { EvalPoint } from '../../trainer/run/metrics';
+import type { RunResult, StoredRun } from '../../trainer/run/run-store';
+import type { PolicyTrainer } from '../../trainer/training-host';
+import type { ToolRegistry } from '../../tools/registry';
 import { resumeAgentDriver } from './agent-training-driver';
-import type { EngineUse } from './engine-use';
-import { InFlight } from './in-flight';
+import type { EngineUse } from '../engines/engine-use';
+import { InFlight } from '../in-flight';
 import type { TrainingDriver, TrainingState, TrainingStepPoint } from './training-driver';
-import { droppedStepText } from './training-status';
+import { droppedStepText } from '../../ui/training-status';
 
 /** The run's position while it goes: steps done of all, its pace, and where the current step's rollouts are. */
 export interface RunProgress {

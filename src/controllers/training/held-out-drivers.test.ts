@@ -3,13 +3,13 @@
 // the run in (fake) IndexedDB: the evaluations are stored with the run and reported as they happen.
 import 'fake-indexeddb/auto';
 import { describe, expect, it } from 'vitest';
-import { multiplyTool } from '../../tests/support/test-tools';
-import { ProbeEngine, type ProbeReplyFn } from '../agent/probe-engine';
-import { resolveGrpoConfig } from '../trainer/config';
-import type { StepStats } from '../trainer/grpo-step';
-import type { EvalPoint } from '../trainer/run/metrics';
-import { IdbRunStore } from '../trainer/run/run-store-idb';
-import type { PolicyTrainer } from '../trainer/training-host';
+import { multiplyTool } from '../../../tests/support/test-tools';
+import { ProbeEngine, type ProbeReplyFn } from '../../agent/probe-engine';
+import { resolveGrpoConfig } from '../../trainer/config';
+import type { StepStats } from '../../trainer/grpo-step';
+import type { EvalPoint } from '../../trainer/run/metrics';
+import { IdbRunStore } from '../../trainer/run/run-store-idb';
+import type { PolicyTrainer } from '../../trainer/training-host';
 import { createAgentDriver } from './agent-training-driver';
 import { driveTraining, startElementTraining } from './element-training';
 

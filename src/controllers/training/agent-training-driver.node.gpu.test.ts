@@ -4,16 +4,16 @@
 // the IndexedDB checkpoint to the end; a new run then starts from the stored adapter.
 import 'fake-indexeddb/auto';
 import { describe, expect, it } from 'vitest';
-import { gpuFor } from '../../tests/support/gpu';
-import { multiplyTool } from '../../tests/support/test-tools';
-import { tinyPlanner } from '../../tests/support/tiny-agent';
-import { maxAbsDiff } from '../../tests/support/compare';
-import { ScriptedEngine } from '../agent/scripted-engine';
-import { readSafetensors } from '../engine/io/safetensors';
-import { openAgentDb } from '../store/db';
-import { idbTrainStorage } from '../trainer/checkpoint-idb';
-import { runtimePolicyHost } from '../trainer/runtime-policy-host';
-import { TrainingHost } from '../trainer/training-host';
+import { gpuFor } from '../../../tests/support/gpu';
+import { multiplyTool } from '../../../tests/support/test-tools';
+import { tinyPlanner } from '../../../tests/support/tiny-agent';
+import { maxAbsDiff } from '../../../tests/support/compare';
+import { ScriptedEngine } from '../../agent/scripted-engine';
+import { readSafetensors } from '../../engine/io/safetensors';
+import { openAgentDb } from '../../store/db';
+import { idbTrainStorage } from '../../trainer/checkpoint-idb';
+import { runtimePolicyHost } from '../../trainer/runtime-policy-host';
+import { TrainingHost } from '../../trainer/training-host';
 import { createAgentDriver, resumableAgentRuns, resumeAgentDriver } from './agent-training-driver';
 import type { TrainingStepPoint } from './training-driver';
 

@@ -1,8 +1,8 @@
 // Benchmark runs in IndexedDB ('experiments' and 'experimentItems'): one record per run with its config
 // and summary, one per item with the answer, correctness, tool calls and errors.
-import { describeStorageError, openAgentDb } from '../store/db';
-import type { ExperimentItemRecord, ExperimentRecord } from '../store/records';
-import { experimentFile, parseExperimentFile } from '../agent/experiment-file';
+import { describeStorageError, openAgentDb } from '../../store/db';
+import type { ExperimentItemRecord, ExperimentRecord } from '../../store/records';
+import { experimentFile, parseExperimentFile } from '../../agent/experiment-file';
 
 export async function putExperiment(rec: ExperimentRecord, dbName?: string): Promise<void> {
   try {
@@ -80,7 +80,7 @@ export async function markStaleExperiments(live: ReadonlySet<string>, dbName?: s
   await tx.done;
 }
 
-export { summarize, type ExperimentSummary } from '../agent/experiment-file';
+export { summarize, type ExperimentSummary } from '../../agent/experiment-file';
 
 export async function exportExperiment(id: string, dbName?: string): Promise<string> {
   const db = await openAgentDb(dbName);

@@ -2,10 +2,10 @@ import 'fake-indexeddb/auto';
 import { describe, expect, it } from 'vitest';
 import { adapterFiles, adapterShape, listAdapters } from './adapter-store';
 import { createToyDriver, type TrainingSettings } from './training-driver';
-import { idbTrainStorage } from '../trainer/checkpoint-idb';
-import { maxAbsDiff } from '../../tests/support/compare';
-import { openAgentDb } from '../store/db';
-import { parseAdapter } from '../engine/io/peft';
+import { idbTrainStorage } from '../../trainer/checkpoint-idb';
+import { maxAbsDiff } from '../../../tests/support/compare';
+import { openAgentDb } from '../../store/db';
+import { parseAdapter } from '../../engine/io/peft';
 
 describe('the toy training driver', () => {
   it('pauses after a step, resumes to the end, stores the run and a PEFT adapter that parses back', async () => {

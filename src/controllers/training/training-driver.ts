@@ -2,15 +2,15 @@
 // each step. Every driver here is a thin wrapper of the library's TrainingRun (src/trainer/run/): the toy
 // task's tiny planner on the float64 CPU backend (any browser, with or without WebGPU; in a worker by
 // default) and, in agent-training-driver.ts, the real planner on agent rollouts.
-import type { LoraModule } from '../engine/io/peft';
-import { idbTrainStorage } from '../trainer/checkpoint-idb';
-import type { EvalPoint, StepMetrics } from '../trainer/run/metrics';
-import type { RolloutProgress } from '../trainer/run/collector';
-import type { RunResult, StartAdapterSpec } from '../trainer/run/run-store';
-import { IdbRunStore } from '../trainer/run/run-store-idb';
-import { TOY_BASE_MODEL, toyRunSetup, toyRunSpec } from '../trainer/run/toy-run';
-import { newRunId, TrainingRun, type RunEvents } from '../trainer/run/training-run';
-import { guardCalls, watchWorker, type WorkerWatch } from '../util/worker-watch';
+import type { LoraModule } from '../../engine/io/peft';
+import { idbTrainStorage } from '../../trainer/checkpoint-idb';
+import type { EvalPoint, StepMetrics } from '../../trainer/run/metrics';
+import type { RolloutProgress } from '../../trainer/run/collector';
+import type { RunResult, StartAdapterSpec } from '../../trainer/run/run-store';
+import { IdbRunStore } from '../../trainer/run/run-store-idb';
+import { TOY_BASE_MODEL, toyRunSetup, toyRunSpec } from '../../trainer/run/toy-run';
+import { newRunId, TrainingRun, type RunEvents } from '../../trainer/run/training-run';
+import { guardCalls, watchWorker, type WorkerWatch } from '../../util/worker-watch';
 
 export { TOY_BASE_MODEL };
 
@@ -136,7 +136,7 @@ export async function resumeToyDriver(runId: string, dbName?: string): Promise<R
   const stored = await store.load(runId);
   if (!stored) throw new Error(`training run '${runId}' is not in this browser's storage`);
   if (stored.spec.task !== 'toy') throw new Error(`training run '${runId}' is not a toy run`);
-  const task = (stored.spec.collector as { task?: import('../trainer/toy-task').ToyTaskOptions }).task;
+  const task = (stored.spec.collector as { task?: import('../../trainer/toy-task').ToyTaskOptions }).task;
   const setup = await toyRunSetup({ store, storage: idbTrainStorage, backend: 'cpu', dbName, ...(task ? { task } : {}) });
   return new RunDriver(await TrainingRun.resume(runId, setup.deps), () => setup.destroy());
 }
@@ -167,7 +167,7 @@ export interface RunWorker {
   name: string;
 }
 
-const TOY_WORKER: RunWorker = { start: () => new Worker(new URL('./toy-training.worker.ts', import.meta.url), { type: 'module', name: 'toy-training' }), name: 'toy training' };
+const TOY_WORKER: RunWorker = { start: () => new Worker(new URL('../../../workers/toy-training.worker.ts', import.meta.url), { type: 'module', name: 'toy-training' }), name: 'toy training' };
 
 /** A run of a CPU task (the toy, the tool-choice task) in a module worker, so its steps never freeze the page. */
 export class WorkerRunDriver implements TrainingDriver {

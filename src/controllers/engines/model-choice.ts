@@ -1,6 +1,6 @@
 // The models the user last loaded, kept in settings so a reload brings them back from the cache instead of
 // dropping the page to "no model" (and the form to its default ids).
-import { getSetting, putSetting } from '../store/settings';
+import { getSetting, putSetting } from '../../store/settings';
 
 export const MODEL_CHOICE_KEY = 'models';
 

@@ -2,9 +2,9 @@
 // the Pause button) must stay responsive while it runs. IndexedDB works in workers, so the checkpoints and
 // the run record are stored from here.
 import * as Comlink from 'comlink';
-import type { RunResult } from '../trainer/run/run-store';
-import type { RolloutProgress } from '../trainer/run/collector';
-import { createToyDriver, resumeToyDriver, type RunDriver, type ToyRunDescription, type ToyTrainingWorkerApi, type TrainingSettings, type TrainingStepPoint } from './training-driver';
+import type { RunResult } from '../src/trainer/run/run-store';
+import type { RolloutProgress } from '../src/trainer/run/collector';
+import { createToyDriver, resumeToyDriver, type RunDriver, type ToyRunDescription, type ToyTrainingWorkerApi, type TrainingSettings, type TrainingStepPoint } from '../src/controllers/training/training-driver';
 
 let driver: RunDriver | null = null;
 

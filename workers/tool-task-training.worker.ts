@@ -2,11 +2,11 @@
 // the agent loop, then the update), and the page (charts, the Pause button) must stay responsive meanwhile.
 // It serves the toy worker's API, so the panel drives both with WorkerRunDriver.
 import * as Comlink from 'comlink';
-import type { RolloutProgress } from '../trainer/run/collector';
-import type { EvalPoint } from '../trainer/run/metrics';
-import type { RunResult } from '../trainer/run/run-store';
-import { createToolTaskDriver, resumeToolTaskDriver, type ToolTaskSettings } from './tool-task-driver';
-import type { RunDriver, ToyRunDescription, ToyTrainingWorkerApi, TrainingSettings, TrainingStepPoint } from './training-driver';
+import type { RolloutProgress } from '../src/trainer/run/collector';
+import type { EvalPoint } from '../src/trainer/run/metrics';
+import type { RunResult } from '../src/trainer/run/run-store';
+import { createToolTaskDriver, resumeToolTaskDriver, type ToolTaskSettings } from '../src/controllers/training/tool-task-driver';
+import type { RunDriver, ToyRunDescription, ToyTrainingWorkerApi, TrainingSettings, TrainingStepPoint } from '../src/controllers/training/training-driver';
 
 let driver: RunDriver | null = null;
 

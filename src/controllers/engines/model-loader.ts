@@ -1,13 +1,13 @@
 // Loads the two real engines: the planner (our WebGPU runtime, in its worker) from a URL or a Hugging
 // Face repo id, with an optional stored LoRA adapter made active; and the shared web-llm engine. Heavy
 // modules are imported on demand so a page that only uses injected engines never downloads them.
-import { AgentFlowError, type ErrorCategory } from '../errors';
-import { baseModelView } from '../engine/base-model-view';
-import type { AgentEngines } from '../agent/loop';
-import type { PlannerTrainer } from '../engine/planner-client';
-import type { ChatEngine, LoadProgress } from '../engine/types';
-import { untilAborted } from '../util/abort';
-import { openAgentDb } from '../store/db';
+import { AgentFlowError, type ErrorCategory } from '../../errors';
+import { baseModelView } from '../../engine/base-model-view';
+import type { AgentEngines } from '../../agent/loop';
+import type { PlannerTrainer } from '../../engine/planner-client';
+import type { ChatEngine, LoadProgress } from '../../engine/types';
+import { untilAborted } from '../../util/abort';
+import { openAgentDb } from '../../store/db';
 import { crossOriginAdvice, hostsInWords, isUnreachable } from './load-failure';
 
 const HUB_REPO = /^[A-Za-z0-9][\w.-]*\/[A-Za-z0-9][\w.-]*$/;
@@ -20,7 +20,7 @@ export function isHubRepoId(modelOrUrl: string): boolean {
 
 /**
  * 'Qwen/Qwen2.5-0.5B-Instruct' (or its page, https://huggingface.co/Qwen/Qwen2.5-0.5B-Instruct) -> the
- * hub's resolve URL; http(s) URLs and paths starting with '/', './' or '../' (resolved against the page)
+ * hub's resolve URL; http(s) URLs and paths starting with '/', '../../ui' or '../..' (resolved against the page)
  * pass through. Anything else is refused before any request: a bare 'Qwen2.5-0.5B' would otherwise be
  * fetched from this app's own origin, where a host that answers every path with its index.html serves a
  * web page for config.json.
@@ -136,8 +136,8 @@ async function plannerSpec(o: LoadEnginesOptions): Promise<{ spec: { kind: 'url'
   if (!shared) throw new Error('planner model: "use the shared model\'s download" needs a shared web-llm model');
   const [{ prebuiltAppConfig }, { plannerSourceForWebLlmModel }, { getGpu }] = await Promise.all([
     import('@mlc-ai/web-llm'),
-    import('../engine/webllm/model-select'),
-    import('../gpu/device'),
+    import('../../engine/webllm/model-select'),
+    import('../../gpu/device'),
   ]);
   const s = plannerSourceForWebLlmModel({ f16: (await getGpu()).caps.f16 }, prebuiltAppConfig, shared);
   return { spec: { kind: 'url', url: s.url, webllmCache: s.webllmCache, cacheOnly: o.cacheOnly }, notes: s.fallbackReason ? [s.fallbackReason] : [] };
@@ -150,7 +150,7 @@ export async function activateStoredAdapter(client: PlannerTrainer, id: string |
   if (!info.adapters.includes(id)) {
     const rec = await (await openAgentDb(dbName)).get('adapters', id);
     if (!rec) throw new Error(`adapter '${id}' is not in this browser's storage (Training tab lists the stored adapters)`);
-    const { writeSafetensors } = await import('../engine/io/safetensors');
+    const { writeSafetensors } = await import('../../engine/io/safetensors');
     const bytes = writeSafetensors(Object.entries(rec.tensors).map(([name, t]) => ({ name, shape: t.shape, data: t.data })));
     await client.addAdapterBytes(id, rec.config, bytes);
   }
@@ -159,7 +159,7 @@ export async function activateStoredAdapter(client: PlannerTrainer, id: string |
 
 /** The web-llm record `modelId` resolves to on this GPU (its q4f32 sibling without shader-f16); throws naming a bad id. */
 export async function sharedModelRecord(modelId: string): Promise<import('@mlc-ai/web-llm').ModelRecord> {
-  const [{ prebuiltAppConfig }, { selectWebLlmModel }, { getGpu }] = await Promise.all([import('@mlc-ai/web-llm'), import('../engine/webllm/model-select'), import('../gpu/device')]);
+  const [{ prebuiltAppConfig }, { selectWebLlmModel }, { getGpu }] = await Promise.all([import('@mlc-ai/web-llm'), import('../../engine/webllm/model-select'), import('../../gpu/device')]);
   let choice: { modelId: string };
   try {
     choice = selectWebLlmModel({ f16: (await getGpu()).caps.f16 }, prebuiltAppConfig, modelId);
@@ -178,7 +178,7 @@ export async function loadEngines(o: LoadEnginesOptions): Promise<LoadedEngines>
     const { webllmFiles } = await import('./model-files');
     if (!(await webllmFiles(sharedRecord)).complete) throw new ModelNotCachedError(`the shared model ${sharedRecord.model_id}`);
   }
-  const { PlannerClient, RemotePlannerEngine } = await import('../engine/planner-client');
+  const { PlannerClient, RemotePlannerEngine } = await import('../../engine/planner-client');
   o.signal?.throwIfAborted();
   const client = new PlannerClient();
   let shared: (ChatEngine & { dispose?: () => Promise<void> }) | null = null;
@@ -212,7 +212,7 @@ export async function loadEngines(o: LoadEnginesOptions): Promise<LoadedEngines>
     // Without a shared model the frozen modules run on the planner's base weights: the adapter is the planner's alone.
     const alone = (): LoadedEngines => ({ planner, shared: baseModelView(planner), trainer: client, notes, dispose: () => client.terminate() });
     if (sharedRecord) {
-      const { createWebLlmEngine } = await import('../engine/webllm/webllm-engine');
+      const { createWebLlmEngine } = await import('../../engine/webllm/webllm-engine');
       try {
         shared = await createWebLlmEngine({ modelId: sharedId, signal: o.signal, onProgress: (p) => o.onProgress?.('shared', p) });
       } catch (e) {

@@ -2,17 +2,17 @@
 // reward scored against the item's reference; results go to IndexedDB as they complete. A run is named by
 // the model, adapter, benchmark, item count, turn budget and date it ran with, and made unique among the stored
 // runs (" (2)"), so runs told apart in the list are told apart in the chart and in Compare too.
-import { readConstrainReplies } from './tool-switches';
-import type { BenchmarkItem, ImportedBenchmark } from '../agent/benchmark-import';
-import { isScripted } from '../agent/engines-used';
-import { referenceText, scoreRunInto } from '../agent/experiment-file';
-import type { AgentEngines } from '../agent/loop';
-import type { ModuleName } from '../agent/prompts';
-import { startConversation } from '../agent/session';
-import type { ExperimentItemRecord, ExperimentRecord } from '../store/records';
-import type { Tool } from '../tools/types';
+import { readConstrainReplies } from '../../ui/tool-switches';
+import type { BenchmarkItem, ImportedBenchmark } from '../../agent/benchmark-import';
+import { isScripted } from '../../agent/engines-used';
+import { referenceText, scoreRunInto } from '../../agent/experiment-file';
+import type { AgentEngines } from '../../agent/loop';
+import type { ModuleName } from '../../agent/prompts';
+import { startConversation } from '../../agent/session';
+import type { ExperimentItemRecord, ExperimentRecord } from '../../store/records';
+import type { Tool } from '../../tools/types';
 import { getExperiment, listExperiments, putExperiment, putExperimentItem, summarize, uniqueRunName } from './experiment-store';
-import { nextCall } from './chat-view';
+import { nextCall } from '../../ui/chat-view';
 
 /** Where a run is: item `item` of `total` (1-based, `number` as the subset box counts), and its module and turn. */
 export interface ExperimentProgress {
