@@ -1,6 +1,6 @@
 import { defineConfig } from 'vite';
 import { VitePWA } from 'vite-plugin-pwa';
-import { pyodideAssets, PYODIDE_FILES } from './src/tools/pyodide-assets.ts';
+import { pyodideAssets, PYODIDE_FILES } from './build/pyodide-assets.ts';
 
 /**
  * The built site as an offline app: a Workbox service worker precaches the app shell, its chunks and workers,

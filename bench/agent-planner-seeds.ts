@@ -10,7 +10,7 @@ import { join, resolve } from 'node:path';
 import { runAgent, type AgentRunResult } from '../src/agent/loop';
 import type { StepRecord } from '../src/store/records';
 import { requestGpu } from '../src/gpu/device';
-import { directorySource } from '../src/engine/io/sources';
+import { directorySource } from '../src/io/sources';
 import { PlannerEngine } from '../src/engine/planner-engine';
 import { createNodePythonTool } from '../src/tools/python-node';
 import { FIRST_PHRASE_ID, LAST_PHRASE_ID, MAX_NEW_TOKENS, MAX_TURNS, QUERY, SEEDS, plannerConfig, plannerTokenizerConfig, plannerTokenizerJson, reverseTool } from '../tests/e2e/pages/agent-planner-scenario';

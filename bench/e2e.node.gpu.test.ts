@@ -3,8 +3,8 @@
 // every module call generates exactly its set number of tokens (the fixture's eos id ignored), the planner's
 // turns carry token ids and logprobs the update trains on, and the two rollouts' planner calls decode together.
 import { describe, expect, it } from 'vitest';
-import { loadCheckpoint } from '../src/engine/io/checkpoint';
-import { directorySource } from '../src/engine/io/sources';
+import { loadCheckpoint } from '../src/engine/load-checkpoint';
+import { directorySource } from '../src/io/sources';
 import { Qwen2Runtime } from '../src/engine/runtime';
 import { gpuFor } from '../tests/support/gpu';
 import { TINY } from '../tests/support/qwen2-fixture';

@@ -9,10 +9,10 @@
 // the trained tokens; and the GPU memory peak over the whole run (BufferTracker).
 import type { ModuleName } from '../src/agent/prompts';
 import { baseModelView } from '../src/engine/base-model-view';
-import type { Qwen2Config } from '../src/engine/io/config';
-import { LORA_MODULES } from '../src/engine/io/peft';
+import type { Qwen2Config } from '../src/io/qwen2-config';
+import { LORA_MODULES } from '../src/io/peft';
 import { Qwen2Runtime, type GpuMemoryReport } from '../src/engine/runtime';
-import type { Q4WeightSource, WeightSource } from '../src/engine/weights';
+import type { Q4WeightSource, WeightSource } from '../src/model/weights';
 import type { GpuContext } from '../src/gpu/device';
 import { memoryTrainStorage } from '../src/trainer/checkpoint-memory';
 import { agentRunDeps, agentRunSpec } from '../src/trainer/run/agent-run';

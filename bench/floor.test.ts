@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { bandwidthFloor, batchBandwidthFloor } from './floor';
-import type { Qwen2Config } from '../src/engine/io/config';
+import type { Qwen2Config } from '../src/io/qwen2-config';
 
 // Only the fields the floor reads: 2 layers x 1 KV head x 4 dims -> a KV row is 2 * 2 * 1 * 4 * 4 = 64 bytes.
 const config = { numLayers: 2, numKvHeads: 1, headDim: 4 } as Qwen2Config;

@@ -1,6 +1,6 @@
 // Decode speed against the memory-bandwidth floor: the fastest a decode step can run if it only had to read,
 // once and at the GPU's full bandwidth, the bytes it cannot avoid reading.
-import type { Qwen2Config } from '../src/engine/io/config';
+import type { Qwen2Config } from '../src/io/qwen2-config';
 
 /** Bytes of one KV-cache row (every layer's f32 K and V at one position). */
 export const kvRowBytes = (c: Qwen2Config): number => 2 * c.numLayers * c.numKvHeads * c.headDim * 4;

@@ -7,10 +7,10 @@
 // and the MD5 check; run it on an older commit for the time without them. JSON on stdout, best of --reps.
 import { md5Hex } from '../src/util/md5';
 import { toF16Array, f32ToBf16Bits } from '../src/util/half';
-import { loadCheckpoint } from '../src/engine/io/checkpoint';
-import { expectedQwen2Tensors } from '../src/engine/io/config';
-import { expectedMlcQwen2Tensors, loadMlcCheckpoint } from '../src/engine/io/mlc';
-import { writeSafetensors, type WritableTensor } from '../src/engine/io/safetensors';
+import { loadCheckpoint } from '../src/engine/load-checkpoint';
+import { expectedQwen2Tensors } from '../src/io/qwen2-config';
+import { expectedMlcQwen2Tensors, loadMlcCheckpoint } from '../src/io/mlc';
+import { writeSafetensors, type WritableTensor } from '../src/io/safetensors';
 import { memorySource } from '../src/engine/memory-source';
 import { Rng } from '../src/util/rng';
 import { QWEN25_05B } from './shaped-model';

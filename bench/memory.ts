@@ -1,10 +1,10 @@
 // GPU memory of a planner at a given context (decode speed against the bandwidth floor: floor.ts).
 import type { GpuContext } from '../src/gpu/device';
-import type { Qwen2Config } from '../src/engine/io/config';
-import { LORA_MODULES } from '../src/engine/io/peft';
+import type { Qwen2Config } from '../src/io/qwen2-config';
+import { LORA_MODULES } from '../src/io/peft';
 import { Qwen2Runtime, type GpuMemoryReport } from '../src/engine/runtime';
-import type { Q4WeightSource, WeightSource } from '../src/engine/weights';
-import { initLoraAdapter } from '../src/trainer/lora';
+import type { Q4WeightSource, WeightSource } from '../src/model/weights';
+import { initLoraAdapter } from '../src/trainer/lora-init';
 import { Rng } from '../src/util/rng';
 import type { BufferTracker } from './buffer-tracker';
 

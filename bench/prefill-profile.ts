@@ -16,17 +16,17 @@
 // Also callable from a browser test (profilePrefill) to measure SwiftShader, what CI's e2e runs on. It reads
 // the runtime's resources through private members: a profiling tool, not an API.
 import type { GpuContext } from '../src/gpu/device';
-import type { ActivationPlan } from '../src/engine/activations';
+import type { ActivationPlan } from '../src/model/activations';
 import { packSequences, writeBatch } from '../src/engine/batch';
-import { recordForward, recordLogits, recordTargetLogprobs, ROW0_INPUT } from '../src/engine/forward';
-import { encodeSteps, type EncodeInputs, type Step } from '../src/engine/graph';
-import type { Qwen2Config } from '../src/engine/io/config';
-import type { KvCache } from '../src/engine/kv-cache';
+import { recordForward, recordLogits, recordTargetLogprobs, ROW0_INPUT } from '../src/model/forward';
+import { encodeSteps, type EncodeInputs, type Step } from '../src/model/graph';
+import type { Qwen2Config } from '../src/io/qwen2-config';
+import type { KvCache } from '../src/model/kv-cache';
 import { prefillRows } from '../src/engine/prefill';
 import { Qwen2Runtime } from '../src/engine/runtime';
 import { bucket } from '../src/engine/runtime-options';
 import type { RuntimeResources } from '../src/engine/runtime-resources';
-import { initLoraAdapter } from '../src/trainer/lora';
+import { initLoraAdapter } from '../src/trainer/lora-init';
 import { Rng } from '../src/util/rng';
 import { timedGenerate } from './prefill-timing';
 import { QWEN25_05B, shapedQ4Weights, shapedWeights } from './shaped-model';

@@ -2,8 +2,8 @@
 // 4-bit build, on both weight paths (native f16 and the packed f32 fallback NVIDIA runs): the timed generate prefills the whole prompt even though the cache already holds it, and runs
 // only pipelines its warm-up compiled (on 4-bit weights a one-token prefill compiles the 1-row matmuls).
 import { describe, expect, it } from 'vitest';
-import { loadCheckpoint } from '../src/engine/io/checkpoint';
-import { directorySource } from '../src/engine/io/sources';
+import { loadCheckpoint } from '../src/engine/load-checkpoint';
+import { directorySource } from '../src/io/sources';
 import { Qwen2Runtime } from '../src/engine/runtime';
 import { gpuFor } from '../tests/support/gpu';
 import { TINY, TINY_MLC } from '../tests/support/qwen2-fixture';

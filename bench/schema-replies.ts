@@ -19,7 +19,7 @@ import type { GenerationResult } from '../src/engine/types';
 import { mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { TINY } from '../src/engine/io/test-fixtures';
+import { TINY } from '../src/io/test-fixtures';
 import { byteTokenizerConfig, byteTokenizerJson } from '../tests/support/byte-tokenizer';
 import { flag, log } from './flags';
 

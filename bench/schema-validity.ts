@@ -9,8 +9,8 @@
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { requestGpu } from '../src/gpu/device';
-import { loadCheckpoint } from '../src/engine/io/checkpoint';
-import { directorySource } from '../src/engine/io/sources';
+import { loadCheckpoint } from '../src/engine/load-checkpoint';
+import { directorySource } from '../src/io/sources';
 import { PlannerEngine } from '../src/engine/planner-engine';
 import { Qwen2Runtime } from '../src/engine/runtime';
 import { Tokenizer } from '../src/engine/tokenizer/tokenizer';

@@ -1,9 +1,9 @@
 // A model with a real checkpoint's shapes and cheap pseudo-random values, for speed measurements: the
 // runtime's speed depends on shapes only, and drawing half a billion normals on the CPU would dominate.
-import type { Qwen2Config } from '../src/engine/io/config';
-import { expectedQwen2Tensors } from '../src/engine/io/config';
-import type { Q4WeightSource, TensorSource, WeightSource } from '../src/engine/weights';
-import { expectedMlcQwen2Tensors } from '../src/engine/io/mlc';
+import type { Qwen2Config } from '../src/io/qwen2-config';
+import { expectedQwen2Tensors } from '../src/io/qwen2-config';
+import type { Q4WeightSource, TensorSource, WeightSource } from '../src/model/weights';
+import { expectedMlcQwen2Tensors } from '../src/io/mlc';
 import { q4SourceFromRecords } from '../src/engine/q4-source';
 import { toF16Array } from '../src/util/half';
 import { Rng } from '../src/util/rng';

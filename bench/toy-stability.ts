@@ -8,7 +8,7 @@
 // Tune on one seed list and report on another: the toy defaults were tuned on 1-10 and 105, 106, 110, and
 // reported on 201-220 (README).
 import { memoryTrainStorage } from '../src/trainer/checkpoint-memory';
-import type { GrpoConfig } from '../src/trainer/config';
+import type { GrpoConfig } from '../src/trainer/grpo-config';
 import { MemoryRunStore } from '../src/trainer/run/run-store-memory';
 import { toyRunSetup, toyRunSpec } from '../src/trainer/run/toy-run';
 import { TrainingRun } from '../src/trainer/run/training-run';

@@ -17,16 +17,16 @@
 // --layers N shrinks the model for a software GPU; numbers there say nothing about GPU speed.
 import { requestGpu, type GpuContext } from '../src/gpu/device';
 import { encodeDispatch, type Dispatch } from '../src/gpu/pipelines';
-import { encodeSteps, dispatchStep, type Step } from '../src/engine/graph';
+import { encodeSteps, dispatchStep, type Step } from '../src/model/graph';
 import { Qwen2Runtime } from '../src/engine/runtime';
-import type { ActivationPlan } from '../src/engine/activations';
-import { LORA_MODULES } from '../src/engine/io/peft';
-import { DEFAULT_GRPO_CONFIG } from '../src/trainer/config';
+import type { ActivationPlan } from '../src/model/activations';
+import { LORA_MODULES } from '../src/io/peft';
+import { DEFAULT_GRPO_CONFIG } from '../src/trainer/grpo-config';
 import { GpuPolicyBackend } from '../src/trainer/gpu-backend';
-import type { LoraBackwardPass } from '../src/trainer/backward';
-import type { GrpoLossParams } from '../src/trainer/loss';
-import { initLoraAdapter } from '../src/trainer/lora';
-import { microBatches, packBatch, type PackedBatch, type TurnSample } from '../src/trainer/samples';
+import type { LoraBackwardPass } from '../src/model/backward';
+import type { GrpoLossParams } from '../src/model/loss';
+import { initLoraAdapter } from '../src/trainer/lora-init';
+import { microBatches, packBatch, type PackedBatch, type TurnSample } from '../src/model/samples';
 import { Rng } from '../src/util/rng';
 import { flag, log } from './flags';
 import { shapedQ4Weights, shapedWeights, shapeNamed } from './shaped-model';

@@ -4,12 +4,12 @@
 // group of synthetic planner turns. Old logprobs are scored before the timed step, as the agent records them
 // while sampling. GPU memory is counted by a BufferTracker on the device (every buffer, peak over the run).
 import type { GpuContext } from '../src/gpu/device';
-import type { Qwen2Config } from '../src/engine/io/config';
-import { LORA_MODULES } from '../src/engine/io/peft';
+import type { Qwen2Config } from '../src/io/qwen2-config';
+import { LORA_MODULES } from '../src/io/peft';
 import { Qwen2Runtime, type GpuMemoryReport } from '../src/engine/runtime';
-import type { Q4WeightSource, WeightSource } from '../src/engine/weights';
+import type { Q4WeightSource, WeightSource } from '../src/model/weights';
 import type { StepStats } from '../src/trainer/grpo-step';
-import type { TurnSample } from '../src/trainer/samples';
+import type { TurnSample } from '../src/model/samples';
 import { memoryTrainStorage } from '../src/trainer/checkpoint-memory';
 import { runtimePolicyHost } from '../src/trainer/runtime-policy-host';
 import { TrainingSession } from '../src/trainer/training-host';

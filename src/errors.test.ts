@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { QueryTooLongError } from './agent/query-fit';
-import { CorruptShardError, MlcFormatError } from './engine/io/mlc';
+import { CorruptShardError, MlcFormatError } from './io/mlc';
 import { GpuDeviceLostError } from './gpu/device';
 import { describeStorageError, StorageError } from './store/db';
 import { AgentFlowError, errorCategory } from './errors';

@@ -2,6 +2,6 @@
 // src/engine/planner-host.ts's PlannerHost (its protocol: src/engine/planner-protocol.ts); the page talks to
 // it with comlink through src/engine/planner-client.ts.
 import * as Comlink from 'comlink';
-import { PlannerHost } from '../src/engine/planner-host';
+import { PlannerHost } from '../src/planner/planner-host';
 
 Comlink.expose(new PlannerHost());

@@ -1,7 +1,7 @@
 import 'fake-indexeddb/auto';
 import { describe, expect, it } from 'vitest';
 import type { RolloutRecord } from '../store/records';
-import { deleteRolloutsByRun, getRolloutsByGroup, getRolloutsByRun, putRollout, setAdvantages } from '../store/rollouts';
+import { deleteRolloutsByRun, getRolloutsByGroup, getRolloutsByRun, putRollout, setAdvantages } from '../store/rollout-store';
 import type { PlannerCall } from './loop';
 import { exportRunJsonl, recordReward, rolloutFromPlannerCall, rolloutRecorder, rolloutsToJsonl, type RolloutJsonLine } from './rollouts';
 

@@ -2,8 +2,8 @@
 // the adapter that sampled them, the group (same query, several rollouts) and the run; the run's final
 // reward is broadcast to every planner call of that conversation. Exported as JSONL for TRL/verl.
 import type { RolloutRecord } from '../store/records';
-import { groupAdvantages } from '../trainer/advantages';
-import { getRolloutsByRun, putRollout, setConversationReward } from '../store/rollouts';
+import { groupAdvantages } from './advantages';
+import { getRolloutsByRun, putRollout, setConversationReward } from '../store/rollout-store';
 import type { PlannerCall } from './loop';
 
 export interface RolloutIds {

@@ -3,7 +3,7 @@
 import 'fake-indexeddb/auto';
 import { describe, expect, it } from 'vitest';
 import { getConversation, getSteps, listConversations, markStaleRunsInterrupted } from '../store/conversations';
-import { getRolloutsByRun } from '../store/rollouts';
+import { getRolloutsByRun } from '../store/rollout-store';
 import { ProbeEngine, type ProbeReplyFn } from './probe-engine';
 import { ScriptedEngine, type Script } from './scripted-engine';
 import { EngineMismatchError } from './engines-used';

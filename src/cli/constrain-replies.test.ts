@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { TINY } from '../engine/io/test-fixtures';
+import { TINY } from '../io/test-fixtures';
 import { runCli } from './cli-spawn';
 import { TRAIN_USAGE } from './train';
 import { resolveConfig } from '../agent/loop';

@@ -9,7 +9,7 @@ import { appendFileSync, existsSync, mkdirSync, readdirSync, statSync, writeFile
 import { basename, join, resolve } from 'node:path';
 import { resultsJsonl, summaryOf, experimentFile, type EvalSummary } from '../agent/experiment-file';
 import type { RewardKind } from '../agent/rewards';
-import { directorySource } from '../engine/io/sources';
+import { directorySource } from '../io/sources';
 import type { ExperimentRecord } from '../store/records';
 import { DEFAULT_AGENT_BUDGET } from '../trainer/run/agent-run';
 import { evaluateItems, type EvalSettings } from '../trainer/run/evaluate-items';

@@ -4,11 +4,11 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { requestGpu } from '../gpu/device';
-import { loadAdapter, loadCheckpoint } from '../engine/io/checkpoint';
-import { adapterBaseWarning } from '../engine/io/peft';
-import { directorySource } from '../engine/io/sources';
+import { loadAdapter, loadCheckpoint } from '../engine/load-checkpoint';
+import { adapterBaseWarning } from '../io/peft';
+import { directorySource } from '../io/sources';
 import { Qwen2Runtime } from '../engine/runtime';
-import { runGrpoGrad } from '../trainer/cli-grpo-grad';
+import { runGrpoGrad } from './grpo-grad-command';
 import { runTrain } from './train';
 import { runEval } from './eval';
 import { numberFlag, parseArgs, parseIdList, parseSequencesJson, required, reportFailure, UsageError } from './args';

@@ -6,7 +6,7 @@ import { resolve } from 'node:path';
 import { toolTaskOf } from '../agent/tasks/tool-task-run';
 import type { AgentRunData } from '../trainer/run/agent-run';
 import type { RunSpec } from '../trainer/run/run-store';
-import { DEFAULT_GRPO_CONFIG } from '../trainer/config';
+import { DEFAULT_GRPO_CONFIG } from '../trainer/grpo-config';
 import { TOY_TRAINING } from '../trainer/toy-task';
 import { TOY_GRPO } from '../trainer/run/toy-run';
 import { numberFlag, UsageError, type CliArgs } from './args';

@@ -4,8 +4,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { getHeapStatistics } from 'node:v8';
-import { parseQwen2Config, type Qwen2Config } from '../engine/io/config';
-import { parseMlcChatConfig } from '../engine/io/mlc';
+import { parseQwen2Config, type Qwen2Config } from '../io/qwen2-config';
+import { parseMlcChatConfig } from '../io/mlc';
 import { UsageError } from './args';
 
 /** A million steps is years of agent rollouts; more is a slip of the keyboard. */

@@ -4,7 +4,7 @@
 // Rows past the sequences are padding that attends only to itself.
 import type { GpuContext } from '../gpu/device';
 import { writeBuffer } from '../gpu/buffers';
-import type { ActivationPlan } from './activations';
+import type { ActivationPlan } from '../model/activations';
 
 export interface PackedBatch {
   /** Rows the kernels run over (>= the tokens; the rest is padding). */

@@ -1,11 +1,11 @@
 // Which decode forward a step runs, recorded once per adapter and shape (step-records.ts): the fused 4-bit
 // decode kernels of decode-forward.ts where the weights allow, else the general forward over the KV cache.
 import { ATTN_DECODE_SINGLE_MAX_KEYS } from '../kernels/attention/attention.decode';
-import type { ActivationPlan } from './activations';
-import { recordDecodeForward } from './decode-forward';
-import { recordForward } from './forward';
-import type { Step } from './graph';
-import type { KvCache } from './kv-cache';
+import type { ActivationPlan } from '../model/activations';
+import { recordDecodeForward } from '../model/decode-forward';
+import { recordForward } from '../model/forward';
+import type { Step } from '../model/graph';
+import type { KvCache } from '../model/kv-cache';
 import type { RuntimeResources } from './runtime-resources';
 
 /** A generateBatch step's rows: each a sequence in its own region of the cache. */

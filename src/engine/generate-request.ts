@@ -5,7 +5,7 @@ import { checkSamplingOptions } from '../kernels/sampling/draw';
 import { Rng } from '../util/rng';
 import { now, type DecodeLoop } from './decode-loop';
 import type { GenerateTokensOptions } from './generation';
-import type { Qwen2Config } from './io/config';
+import type { Qwen2Config } from '../io/qwen2-config';
 
 /** A generate request after checkGenerate: its options, token budget, stop ids and cache rows needed. */
 export interface CheckedRequest {

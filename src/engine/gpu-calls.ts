@@ -2,7 +2,7 @@
 // device is lost instead of hanging.
 import { assertDeviceAlive, GpuDeviceLostError, type GpuContext } from '../gpu/device';
 import { readBuffer } from '../gpu/buffers';
-import { encodeSteps, type EncodeInputs, type Step } from './graph';
+import { encodeSteps, type EncodeInputs, type Step } from '../model/graph';
 
 /** Step lists encoded in order (all with the same encode inputs) and submitted as one command buffer. */
 export function submitSteps(ctx: GpuContext, steps: Step[][], doing: string, inputs: EncodeInputs = {}): void {

@@ -1,5 +1,5 @@
 // Model files already in memory (bytes handed to the planner worker, or made by a test) as a FileSource.
-import { MissingFileError, SourceError, type FileSource, type ProgressCallback } from './io/sources';
+import { MissingFileError, SourceError, type FileSource, type ProgressCallback } from '../io/sources';
 
 export function memorySource(files: Record<string, Uint8Array>, label = 'in-memory files'): FileSource {
   const get = (name: string) => {

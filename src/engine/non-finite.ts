@@ -5,10 +5,10 @@
 // token. Only then is the offending position run once more, through the general forward with a copy of its
 // residual row after every layer's attention and MLP, to name where it first went non-finite.
 import { AgentFlowError } from '../errors';
-import { ActivationPlan } from './activations';
+import { ActivationPlan } from '../model/activations';
 import { packSequences, writeBatch } from './batch';
-import { recordForward, recordLogits } from './forward';
-import { encodeSteps } from './graph';
+import { recordForward, recordLogits } from '../model/forward';
+import { encodeSteps } from '../model/graph';
 import { readF32 } from './gpu-calls';
 import { createStorage } from '../gpu/buffers';
 import type { RuntimeResources } from './runtime-resources';

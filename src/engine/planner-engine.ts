@@ -3,9 +3,9 @@
 // produced them: everything Flow-GRPO needs to score the same tokens again.
 import type { GpuContext } from '../gpu/device';
 import { GenerateBatcher } from './generate-batcher';
-import { loadAdapter, loadCheckpoint, type ChatTemplateSource, type Checkpoint } from './io/checkpoint';
-import type { LoraAdapter } from './io/peft';
-import type { FileSource, ProgressCallback } from './io/sources';
+import { loadAdapter, loadCheckpoint, type ChatTemplateSource, type Checkpoint } from './load-checkpoint';
+import type { LoraAdapter } from '../io/peft';
+import type { FileSource, ProgressCallback } from '../io/sources';
 import { defaultMaxContext, Qwen2Runtime, type GenerateTokensOptions, type RuntimeOptions } from './runtime';
 import { convTemplateProblem, MLC_CHAT_CONFIG } from './tokenizer/conv-template';
 import { StreamingDecoder, Tokenizer } from './tokenizer/tokenizer';

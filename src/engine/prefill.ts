@@ -1,12 +1,12 @@
 // Prefill: a prompt run through the model in the scoring / prefill plan, its K/V written to the KV cache (or
 // to a generateBatch sequence's region of it), leaving the last position's logits in row 0 of the plan's
 // logits.
-import type { ActivationPlan } from './activations';
+import type { ActivationPlan } from '../model/activations';
 import { packSequences, writeBatch } from './batch';
-import { recordForward, recordLogits, recordTargetLogprobs, ROW0_INPUT } from './forward';
-import type { Step } from './graph';
+import { recordForward, recordLogits, recordTargetLogprobs, ROW0_INPUT } from '../model/forward';
+import type { Step } from '../model/graph';
 import { readF32, submitSteps } from './gpu-calls';
-import type { KvCache } from './kv-cache';
+import type { KvCache } from '../model/kv-cache';
 import { bucket } from './runtime-options';
 import type { RuntimeResources } from './runtime-resources';
 

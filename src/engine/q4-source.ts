@@ -1,8 +1,8 @@
 // A 4-bit weight source made in memory from MLC-named records (tests, benchmarks, or any producer that is
 // not a tensor-cache.json folder): the same shape of input io/mlc's MlcCheckpoint gives the runtime.
 import { f16BitsToF32 } from '../util/half';
-import type { Qwen2Config } from './io/config';
-import type { Q4WeightSource } from './weights';
+import type { Qwen2Config } from '../io/qwen2-config';
+import type { Q4WeightSource } from '../model/weights';
 
 /**
  * `records` maps MLC names (`model.layers.0.self_attn.c_attn.q_weight`, `...c_attn.bias`, ...) to their

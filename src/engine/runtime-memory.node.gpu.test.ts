@@ -7,7 +7,7 @@ import { BufferTracker } from '../../bench/buffer-tracker';
 import { QWEN25_05B, shapedQ4Weights } from '../../bench/shaped-model';
 import { gpuFor } from '../../tests/support/gpu';
 import { randomAdapter, randomQwen2, randomTokens, toLoraAdapter, toQwen2Config, toWeightSource } from '../../tests/support/random-qwen2';
-import { initLoraAdapter } from '../trainer/lora';
+import { initLoraAdapter } from '../trainer/lora-init';
 import { Rng } from '../util/rng';
 import { Qwen2Runtime, type GpuMemoryReport } from './runtime';
 import { quantizeModel } from '../../tests/support/q4-model';

@@ -11,10 +11,10 @@ import { gpuFor } from '../../tests/support/gpu';
 import { maxAbsDiff } from '../../tests/support/compare';
 import { TINY_MLC, type MlcFixtureExpected } from '../../tests/support/qwen2-fixture';
 import { runCli } from '../cli/cli-spawn';
-import { loadAdapter, loadCheckpoint } from './io/checkpoint';
-import { directorySource } from './io/sources';
+import { loadAdapter, loadCheckpoint } from './load-checkpoint';
+import { directorySource } from '../io/sources';
 import { Qwen2Runtime } from './runtime';
-import { isQ4 } from './weights';
+import { isQ4 } from '../model/weights';
 
 const expected = JSON.parse(readFileSync(join(TINY_MLC, 'expected.json'), 'utf8')) as MlcFixtureExpected;
 const ADAPTER = join(TINY_MLC, 'adapter');

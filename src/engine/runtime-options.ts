@@ -2,8 +2,8 @@
 import { Q4_SMALL_N } from '../kernels/q4/q4matmul.wgsl';
 import { SMALL_N } from '../kernels/matmul/matmul.wgsl';
 import { checkStallMs } from './decode-stall';
-import type { Qwen2Config } from './io/config';
-import type { UploadProgress } from './weights';
+import type { Qwen2Config } from '../io/qwen2-config';
+import type { UploadProgress } from '../model/weights';
 
 export interface RuntimeOptions {
   /** Longest prompt + generation (KV cache rows). Default min(max_position_embeddings, 4096). */

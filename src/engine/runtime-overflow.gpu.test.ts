@@ -10,7 +10,7 @@ import { qwen2RefForward, type Qwen2RefConfig, type Qwen2RefWeights } from '../.
 import { toQwen2Config, toWeightSource } from '../../tests/support/random-qwen2';
 import { NonFiniteActivationError } from './non-finite';
 import { Qwen2Runtime } from './runtime';
-import { isQ4 } from './weights';
+import { isQ4 } from '../model/weights';
 
 const SEQS = [[3, 9, 14, 2, 30, 5], [1, 2, 3], [44, 0, 17, 8]];
 

@@ -11,10 +11,10 @@ import type { Q4ScaleDtype } from '../kernels/q4';
 import { quantizeModel, type Rec } from '../../tests/support/q4-model';
 import { f16BitsToF32, toF16Array } from '../util/half';
 import { Rng } from '../util/rng';
-import { expectedQwen2Tensors, type Qwen2Config } from './io/config';
+import { expectedQwen2Tensors, type Qwen2Config } from '../io/qwen2-config';
 import { q4SourceFromRecords } from './q4-source';
 import { Qwen2Runtime } from './runtime';
-import { isQ4, type TensorSource, type Q4WeightSource } from './weights';
+import { isQ4, type TensorSource, type Q4WeightSource } from '../model/weights';
 
 const SHAPES: Array<[string, RandomQwen2Options, Q4ScaleDtype, number | undefined]> = [
   ['q4f16_1, 4 heads / 2 KV, tied', { numHeads: 4, numKvHeads: 2, headDim: 16, intermediateSize: 96, vocabSize: 70, tie: true }, 'f16', undefined],

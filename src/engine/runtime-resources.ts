@@ -5,14 +5,14 @@
 import { createStorage } from '../gpu/buffers';
 import type { GpuContext } from '../gpu/device';
 import { DRAW_LOG_WORDS, GpuSampler } from '../kernels/sampling/sampling';
-import { ActivationPlan } from './activations';
-import type { AdapterSet, GpuAdapter } from './adapters';
-import { canFuseDecode } from './decode-forward';
-import type { Qwen2Config } from './io/config';
-import { KvCache } from './kv-cache';
+import { ActivationPlan } from '../model/activations';
+import type { AdapterSet, GpuAdapter } from '../model/adapters';
+import { canFuseDecode } from '../model/decode-forward';
+import type { Qwen2Config } from '../io/qwen2-config';
+import { KvCache } from '../model/kv-cache';
 import { GENERAL_DECODE_ROWS, MAX_DECODE_ROWS, type RuntimeLimits } from './runtime-options';
 import { StepRecords } from './step-records';
-import type { Qwen2Weights } from './weights';
+import type { Qwen2Weights } from '../model/weights';
 
 export class RuntimeResources {
   readonly records: StepRecords;

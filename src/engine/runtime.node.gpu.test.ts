@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { gpuFor, weightPaths } from '../../tests/support/gpu';
 import { maxAbsDiff } from '../../tests/support/compare';
 import { readExpected, TINY } from '../../tests/support/qwen2-fixture';
-import { loadAdapter, loadCheckpoint } from './io/checkpoint';
-import { directorySource } from './io/sources';
+import { loadAdapter, loadCheckpoint } from './load-checkpoint';
+import { directorySource } from '../io/sources';
 import { Qwen2Runtime } from './runtime';
 
 const expected = readExpected();

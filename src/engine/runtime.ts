@@ -7,24 +7,24 @@
 //   batch-host.ts         decoding: generate() is a batch of one, generateBatch decodes in lockstep
 import { assertDeviceAlive, type GpuContext } from '../gpu/device';
 import { validateTokenIds } from '../kernels/embedding/embedding';
-import type { ActivationPlan } from './activations';
-import { AdapterSet, type GpuAdapter } from './adapters';
+import type { ActivationPlan } from '../model/activations';
+import { AdapterSet, type GpuAdapter } from '../model/adapters';
 import type { PackedBatch } from './batch';
 import { BatchDecoder } from './batch-host';
 import { batchLayout } from './batch-layout';
 import { emptyGeneration } from './decode-loop';
-import { decodeParamsBytes, prepareDecodeParams, releaseDecodeParams } from './decode-forward';
+import { decodeParamsBytes, prepareDecodeParams, releaseDecodeParams } from '../model/decode-forward';
 import { canShareHead, checkGenerate, layoutRequest, type CheckedRequest } from './generate-request';
 import type { GenerateRequest, GenerateTokensOptions, TokenGeneration } from './generation';
 import { readF32 } from './gpu-calls';
-import type { Qwen2Config } from './io/config';
-import type { LoraAdapter } from './io/peft';
+import type { Qwen2Config } from '../io/qwen2-config';
+import type { LoraAdapter } from '../io/peft';
 import { prefill, prefillRows } from './prefill';
 import { runtimeLimits, type GpuMemoryReport, type RuntimeOptions } from './runtime-options';
 import { RuntimeResources } from './runtime-resources';
 import { firstNonFinite, nonFiniteError, NonFiniteLogprob } from './non-finite';
 import { forwardKeeping, scoreSequences } from './scoring';
-import { Qwen2Weights, type Q4WeightSource, type WeightSource } from './weights';
+import { Qwen2Weights, type Q4WeightSource, type WeightSource } from '../model/weights';
 
 // The generation contract lives in generation.ts (decode-loop and batch-decode use it without importing
 // the runtime); re-exported here for the runtime's callers, as are its options and row limits.

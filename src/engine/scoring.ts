@@ -2,10 +2,10 @@
 // each plus log p(next token) of every row, read back per sequence.
 import { assertDeviceAlive } from '../gpu/device';
 import { validateTokenIds } from '../kernels/embedding/embedding';
-import { ActivationPlan } from './activations';
+import { ActivationPlan } from '../model/activations';
 import { packSequences, unpackLogprobs, writeBatch, type PackedBatch } from './batch';
-import { recordForward, recordTargetLogprobs, ROW0_INPUT } from './forward';
-import { encodeSteps } from './graph';
+import { recordForward, recordTargetLogprobs, ROW0_INPUT } from '../model/forward';
+import { encodeSteps } from '../model/graph';
 import { readF32 } from './gpu-calls';
 import { firstNonFinite, nonFiniteError } from './non-finite';
 import { bucket } from './runtime-options';

@@ -1,8 +1,8 @@
 // The runtime's recorded step lists (graph.ts): each forward shape is recorded once per adapter and reused
 // by every later call, until the buffers it binds go (a plan or the KV cache replaced: clear()).
-import type { ActivationPlan } from './activations';
-import type { AdapterSet, GpuAdapter } from './adapters';
-import type { Step } from './graph';
+import type { ActivationPlan } from '../model/activations';
+import type { AdapterSet, GpuAdapter } from '../model/adapters';
+import type { Step } from '../model/graph';
 
 const BASE = { id: '(base)' };
 

@@ -1,10 +1,10 @@
 // What a Flow-GRPO step needs from the hardware, so the step logic is written once and runs on the GPU
 // (src/trainer/gpu-backend.ts) or, for tiny models, in float64 on the CPU (cpu-backend.ts).
-import type { Qwen2Config } from '../engine/io/config';
-import type { LoraAdapter } from '../engine/io/peft';
-import type { AdamWParams } from './adamw';
-import type { GrpoLossParams, GrpoLossSums } from './loss';
-import type { PackedBatch } from './samples';
+import type { Qwen2Config } from '../io/qwen2-config';
+import type { LoraAdapter } from '../io/peft';
+import type { AdamWParams } from './adamw-cpu';
+import type { GrpoLossParams, GrpoLossSums } from '../model/loss';
+import type { PackedBatch } from '../model/samples';
 
 /** AdamW moments by PEFT tensor name. */
 export type Moments = Map<string, { m: Float32Array; v: Float32Array }>;

@@ -3,15 +3,15 @@
 // never finds a checkpoint without its adapter. Pruning deletes a checkpoint with its adapter, unless the
 // user saved that adapter under a name of their own (AdapterRecord.keep): then only the moments go.
 import type { IDBPDatabase } from 'idb';
-import { exportAdapter, parseAdapter } from '../engine/io/peft';
-import { writeSafetensors } from '../engine/io/safetensors';
+import { exportAdapter, parseAdapter } from '../io/peft';
+import { writeSafetensors } from '../io/safetensors';
 import { describeStorageError, openAgentDb } from '../store/db';
 import type { AdapterRecord, CheckpointRecord } from '../store/records';
 import type { AgentFlowDB } from '../store/schema';
 import type { Moments } from './backend';
-import { CheckpointError, checkPrune, noIntactCheckpoint, type CheckpointStore, type PruneOptions, type TrainingCheckpoint } from './checkpoint';
-import { resolveGrpoConfig, type GrpoConfig } from './config';
-import { adapterTensors } from './lora';
+import { CheckpointError, checkPrune, noIntactCheckpoint, type CheckpointStore, type PruneOptions, type TrainingCheckpoint } from './checkpoint-store';
+import { resolveGrpoConfig, type GrpoConfig } from './grpo-config';
+import { adapterTensors } from './lora-init';
 import type { TrainStorage } from './training-host';
 
 /** CheckpointRecord plus the fields the trainer needs to resume exactly (IndexedDB stores whole objects). */

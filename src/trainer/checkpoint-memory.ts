@@ -1,6 +1,6 @@
 // Checkpoints kept in memory: for benchmarks and tests that need a TrainStorage but nothing on disk.
-import { checkPrune, type CheckpointStore, type PruneOptions, type TrainingCheckpoint } from './checkpoint';
-import { cloneAdapter } from './lora';
+import { checkPrune, type CheckpointStore, type PruneOptions, type TrainingCheckpoint } from './checkpoint-store';
+import { cloneAdapter } from './lora-init';
 import type { TrainStorage } from './training-host';
 
 export class MemoryCheckpointStore implements CheckpointStore {

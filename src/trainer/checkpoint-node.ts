@@ -9,14 +9,14 @@
 import { createHash } from 'node:crypto';
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { exportAdapter, parseAdapter } from '../engine/io/peft';
-import { readSafetensors, writeSafetensors } from '../engine/io/safetensors';
+import { exportAdapter, parseAdapter } from '../io/peft';
+import { readSafetensors, writeSafetensors } from '../io/safetensors';
 import type { Moments } from './backend';
-import { CheckpointError, checkPrune, noIntactCheckpoint, type CheckpointStore, type PruneOptions, type TrainingCheckpoint } from './checkpoint';
-import { resolveGrpoConfig } from './config';
+import { CheckpointError, checkPrune, noIntactCheckpoint, type CheckpointStore, type PruneOptions, type TrainingCheckpoint } from './checkpoint-store';
+import { resolveGrpoConfig } from './grpo-config';
 import type { TrainStorage } from './training-host';
-import { loadAdapter } from '../engine/io/checkpoint';
-import { directorySource } from '../engine/io/sources';
+import { loadAdapter } from '../engine/load-checkpoint';
+import { directorySource } from '../io/sources';
 
 export const MANIFEST_FILE = 'manifest.json';
 const CHECKPOINT_FILES = ['adapter_config.json', 'adapter_model.safetensors', 'optimizer.safetensors', 'trainer_state.json'] as const;

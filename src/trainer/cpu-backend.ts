@@ -1,13 +1,13 @@
 // The Flow-GRPO backend in float64 on the CPU, for tiny models (toy mode, loop tests, and the reference
 // the GPU backend is compared with). Parameters and moments are f32 like on the GPU.
-import type { Qwen2Config } from '../engine/io/config';
-import type { LoraAdapter } from '../engine/io/peft';
-import { adamwUpdate, type AdamWParams } from './adamw';
+import type { Qwen2Config } from '../io/qwen2-config';
+import type { LoraAdapter } from '../io/peft';
+import { adamwUpdate, type AdamWParams } from './adamw-cpu';
 import type { Moments, PolicyBackend, TrainableState } from './backend';
 import { cpuBackward, cpuForward, zeroLoraGrads, type HostQwen2Weights, type LoraGrads } from './cpu-model';
-import { adapterTensors, cloneAdapter } from './lora';
-import { grpoLoss, addSums, emptySums, type GrpoLossParams, type GrpoLossSums } from './loss';
-import type { PackedBatch } from './samples';
+import { adapterTensors, cloneAdapter } from './lora-init';
+import { grpoLoss, addSums, emptySums, type GrpoLossParams, type GrpoLossSums } from '../model/loss';
+import type { PackedBatch } from '../model/samples';
 import { sampleFromLogits, type TokenPolicy } from './toy-task';
 
 export class CpuPolicyBackend implements PolicyBackend {

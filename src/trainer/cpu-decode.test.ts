@@ -6,7 +6,7 @@ import { toolTaskModel } from '../agent/tasks/tool-task';
 import { Rng } from '../util/rng';
 import { CpuDecoder } from './cpu-decode';
 import { cpuForward } from './cpu-model';
-import { adapterTensors, initLoraAdapter } from './lora';
+import { adapterTensors, initLoraAdapter } from './lora-init';
 
 function setup() {
   const { config, weights } = toolTaskModel(61, { hiddenSize: 16, numHeads: 2, numKvHeads: 1, intermediateSize: 24, numLayers: 2, modelSeed: 7 });

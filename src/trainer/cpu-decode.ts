@@ -1,8 +1,8 @@
 // Token-by-token float64 decoding of a tiny Qwen2 with LoRA, keeping each layer's keys and values, so a
 // CPU planner generates a reply in one forward per token rather than one over the whole sequence per token.
 // The arithmetic is cpu-model.ts's cpuForward, one position at a time (cpu-decode.test.ts checks they agree).
-import type { Qwen2Config } from '../engine/io/config';
-import { loraKey, type LoraAdapter, type LoraModule } from '../engine/io/peft';
+import type { Qwen2Config } from '../io/qwen2-config';
+import { loraKey, type LoraAdapter, type LoraModule } from '../io/peft';
 import type { HostLinear, HostQwen2Weights } from './cpu-model';
 
 type Dims = Pick<Qwen2Config, 'hiddenSize' | 'intermediateSize' | 'numHeads' | 'numKvHeads' | 'headDim' | 'numLayers' | 'vocabSize' | 'ropeTheta' | 'rmsNormEps' | 'tieWordEmbeddings'>;

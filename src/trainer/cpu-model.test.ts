@@ -10,8 +10,8 @@ import { loraToRefAdapter, refAdapterToLora, toQwen2Config } from '../../tests/s
 import { relL2, maxAbsDiff } from '../../tests/support/compare';
 import { Rng } from '../util/rng';
 import { cpuBackward, cpuForward, zeroLoraGrads } from './cpu-model';
-import { adapterTensors } from './lora';
-import { grpoLoss } from './loss';
+import { adapterTensors } from './lora-init';
+import { grpoLoss } from '../model/loss';
 
 describe('float64 CPU forward/backward with LoRA', () => {
   it('matches the fixture Flow-GRPO loss and all LoRA gradients', () => {

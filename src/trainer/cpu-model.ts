@@ -3,8 +3,8 @@
 // backend (toy mode without a usable GPU, unit tests of the training loop) and an analytic reference for
 // the GPU backward, itself checked against the PyTorch fixture gradients and finite differences.
 // One sequence at a time, no KV cache; every intermediate the backward needs is kept (tiny models only).
-import type { Qwen2Config } from '../engine/io/config';
-import { loraKey, type LoraAdapter, type LoraModule, type LoraPair } from '../engine/io/peft';
+import type { Qwen2Config } from '../io/qwen2-config';
+import { loraKey, type LoraAdapter, type LoraModule, type LoraPair } from '../io/peft';
 
 type Dims = Pick<Qwen2Config, 'hiddenSize' | 'intermediateSize' | 'numHeads' | 'numKvHeads' | 'headDim' | 'numLayers' | 'vocabSize' | 'ropeTheta' | 'rmsNormEps' | 'tieWordEmbeddings'>;
 

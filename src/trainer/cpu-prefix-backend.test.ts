@@ -5,8 +5,8 @@ import { toolTaskModel } from '../agent/tasks/tool-task';
 import { Rng } from '../util/rng';
 import { CpuPolicyBackend } from './cpu-backend';
 import { PrefixSharingCpuBackend } from './cpu-prefix-backend';
-import { adapterTensors, initLoraAdapter } from './lora';
-import { packBatch, type TurnSample } from './samples';
+import { adapterTensors, initLoraAdapter } from './lora-init';
+import { packBatch, type TurnSample } from '../model/samples';
 
 describe('PrefixSharingCpuBackend.logprobs', () => {
   it('equals CpuPolicyBackend.logprobs on every loss row', async () => {

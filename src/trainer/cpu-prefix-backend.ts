@@ -3,11 +3,11 @@
 // logprobs, and old ones when missing) is a forward only, so it runs token by token with the keys and values kept
 // (cpu-decode.ts), each sequence forked from the previous one at their common prefix; the LM head runs only on
 // the response's rows. Training's forward and backward stay CpuPolicyBackend's.
-import type { LoraAdapter } from '../engine/io/peft';
+import type { LoraAdapter } from '../io/peft';
 import { logSumExp } from '../kernels/sampling/draw';
 import { CpuPolicyBackend } from './cpu-backend';
 import { CpuDecoder } from './cpu-decode';
-import type { PackedBatch } from './samples';
+import type { PackedBatch } from '../model/samples';
 
 export class PrefixSharingCpuBackend extends CpuPolicyBackend {
   override async logprobs(batch: PackedBatch, adapterOn: boolean): Promise<Float32Array> {

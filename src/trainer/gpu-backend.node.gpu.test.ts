@@ -6,11 +6,11 @@ import { relL2 } from '../../tests/support/compare';
 import { Qwen2Runtime } from '../engine/runtime';
 import { Rng } from '../util/rng';
 import { MemoryCheckpointStore } from './checkpoint-memory';
-import { resolveGrpoConfig } from './config';
+import { resolveGrpoConfig } from './grpo-config';
 import { CpuPolicyBackend, cpuTokenPolicy } from './cpu-backend';
 import { GpuPolicyBackend, gpuTokenPolicy } from './gpu-backend';
 import { grpoStep } from './grpo-step';
-import { adapterTensors, initLoraAdapter } from './lora';
+import { adapterTensors, initLoraAdapter } from './lora-init';
 import { ToyTask, playToyRollouts, toyModel } from './toy-task';
 import { GrpoTrainer } from './trainer';
 

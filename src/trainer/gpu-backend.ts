@@ -5,17 +5,17 @@
 import type { GpuContext } from '../gpu/device';
 import { createStorageChecked, readBuffer, writeBuffer } from '../gpu/buffers';
 import { submitDispatches, type Dispatch } from '../gpu/pipelines';
-import type { GpuAdapter } from '../engine/adapters';
-import { LORA_MODULES, loraKey, type LoraAdapter, type LoraPair } from '../engine/io/peft';
+import type { GpuAdapter } from '../model/adapters';
+import { LORA_MODULES, loraKey, type LoraAdapter, type LoraPair } from '../io/peft';
 import type { Qwen2Runtime } from '../engine/runtime';
 import { ADAMW_HYPER_BYTES, adamw as adamwKernel, writeAdamwHyper } from '../kernels/adamw/adamw';
 import { sumOfSquares } from '../kernels/reduce/reduce';
-import type { AdamWParams } from './adamw';
+import type { AdamWParams } from './adamw-cpu';
 import type { Moments, PolicyBackend, TrainableState } from './backend';
-import { LoraBackwardPass, createLoraGrads, type GpuLoraGrad } from './backward';
-import { peftName } from './lora';
-import { grpoLoss, type GrpoLossParams, type GrpoLossSums } from './loss';
-import type { PackedBatch } from './samples';
+import { LoraBackwardPass, createLoraGrads, type GpuLoraGrad } from '../model/backward';
+import { peftName } from './lora-init';
+import { grpoLoss, type GrpoLossParams, type GrpoLossSums } from '../model/loss';
+import type { PackedBatch } from '../model/samples';
 import { sampleFromLogits, type TokenPolicy } from './toy-task';
 
 export interface GpuBackendOptions {

@@ -6,12 +6,12 @@ import { join } from 'node:path';
 import { gpuFor, weightPaths } from '../../tests/support/gpu';
 import { maxAbsDiff, relL2 } from '../../tests/support/compare';
 import { TINY, readSafetensorsF32 } from '../../tests/support/qwen2-fixture';
-import { loadAdapter, loadCheckpoint } from '../engine/io/checkpoint';
-import { directorySource } from '../engine/io/sources';
+import { loadAdapter, loadCheckpoint } from '../engine/load-checkpoint';
+import { directorySource } from '../io/sources';
 import { Qwen2Runtime } from '../engine/runtime';
 import { GpuPolicyBackend } from './gpu-backend';
 import { grpoLossAndGrads } from './grpo-grad';
-import { fromFixtureSamples, type FixtureSample } from './samples';
+import { fromFixtureSamples, type FixtureSample } from '../model/samples';
 
 const f = JSON.parse(readFileSync(join(TINY, 'expected.json'), 'utf8')).flowgrpo as {
   samples: Array<FixtureSample & { ref_logprobs: number[]; cur_logprobs: number[] }>;

@@ -2,8 +2,8 @@
 // the fixture, and the `grpo-grad` CLI. Reference logprobs missing from a sample are computed by the
 // backend with the adapter off.
 import type { PolicyBackend } from './backend';
-import { addSums, emptySums, type GrpoLossParams } from './loss';
-import { microBatches, packBatch, type TurnSample } from './samples';
+import { addSums, emptySums, type GrpoLossParams } from '../model/loss';
+import { microBatches, packBatch, type TurnSample } from '../model/samples';
 
 export interface GrpoGradResult {
   loss: number;

@@ -3,15 +3,15 @@
 // logprobs, and the update equal to a hand-driven AdamW on the float64 gradient.
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../util/rng';
-import { adamwUpdate, clipFactor } from './adamw';
-import { resolveGrpoConfig } from './config';
+import { adamwUpdate, clipFactor } from './adamw-cpu';
+import { resolveGrpoConfig } from './grpo-config';
 import { CpuPolicyBackend } from './cpu-backend';
 import { cpuBackward, cpuForward, zeroLoraGrads } from './cpu-model';
 import { grpoStep, learningRateAt, rolloutRewardMean } from './grpo-step';
-import { adapterTensors, cloneAdapter, initLoraAdapter } from './lora';
-import { grpoLoss } from './loss';
+import { adapterTensors, cloneAdapter, initLoraAdapter } from './lora-init';
+import { grpoLoss } from '../model/loss';
 import { ToyTask, toyModel } from './toy-task';
-import type { TurnSample } from './samples';
+import type { TurnSample } from '../model/samples';
 
 const task = new ToyTask({ numQueries: 4 });
 const model = toyModel(task, { seed: 3, hiddenSize: 16, intermediateSize: 24, numLayers: 1 });

@@ -1,12 +1,12 @@
 // One Flow-GRPO optimisation step over a batch of planner-turn samples: group advantages, old logprobs
 // (recorded at sampling, or recomputed), reference logprobs (adapter off), then for each epoch and
 // mini-batch: forward+backward over micro-batches with gradient accumulation, global-norm clip, AdamW.
-import { clipFactor } from './adamw';
-import { groupAdvantages, type GroupStats } from './advantages';
+import { clipFactor } from './adamw-cpu';
+import { groupAdvantages, type GroupStats } from '../agent/advantages';
 import type { PolicyBackend } from './backend';
-import type { GrpoConfig } from './config';
-import { addSums, emptySums, type GrpoLossSums } from './loss';
-import { microBatches, miniBatches, packBatch, type TurnSample } from './samples';
+import type { GrpoConfig } from './grpo-config';
+import { addSums, emptySums, type GrpoLossSums } from '../model/loss';
+import { microBatches, miniBatches, packBatch, type TurnSample } from '../model/samples';
 
 export interface StepStats {
   /** 1-based index of this training step. */

@@ -3,13 +3,13 @@
 // Qwen2.5-0.5B figures follow from it.
 import { describe, expect, it } from 'vitest';
 import { gpuFor } from '../../tests/support/gpu';
-import type { Qwen2Config } from '../engine/io/config';
+import type { Qwen2Config } from '../io/qwen2-config';
 import { Qwen2Runtime } from '../engine/runtime';
 import { Rng } from '../util/rng';
-import { LoraBackwardPass, createLoraGrads } from './backward';
-import { initLoraAdapter } from './lora';
+import { LoraBackwardPass, createLoraGrads } from '../model/backward';
+import { initLoraAdapter } from './lora-init';
 import { ToyTask, toyModel } from './toy-task';
-import { trainingBytesPerRow } from './training-memory';
+import { trainingBytesPerRow } from '../model/training-memory';
 
 describe('training memory plan', () => {
   it('per-row bytes of a training pass match trainingBytesPerRow (toy model on the GPU)', async () => {

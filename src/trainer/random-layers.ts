@@ -1,7 +1,7 @@
 // Seeded random Qwen2 decoder layers. The draws come in one fixed order (so a seed always gives the same
 // model): the toy task's base model and the tests' random models both build their layers here, each with
 // its own way of drawing a matrix or a vector.
-import type { Qwen2Config } from '../engine/io/config';
+import type { Qwen2Config } from '../io/qwen2-config';
 import type { HostQwen2Weights } from './cpu-model';
 
 type LayerDims = Pick<Qwen2Config, 'hiddenSize' | 'intermediateSize' | 'numHeads' | 'numKvHeads' | 'headDim' | 'numLayers'>;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { checkWeights } from '../engine/io/config';
+import { checkWeights } from '../io/qwen2-config';
 import { Rng } from '../util/rng';
-import { initLoraAdapter, peftName } from './lora';
+import { initLoraAdapter, peftName } from './lora-init';
 import { ToyTask, sampleFromLogits, toyModel } from './toy-task';
 
 describe('toy task', () => {

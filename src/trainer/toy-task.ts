@@ -11,13 +11,13 @@
 // The base model has a "format prior" (like a pretrained planner that knows it must answer with an action
 // but not which one): a dedicated hidden direction, constant in every embedding, is read by the LM head
 // as +prior on action tokens and -prior elsewhere. Chance reward is then about 1/K².
-import type { Qwen2Config } from '../engine/io/config';
-import type { TensorSource, WeightSource } from '../engine/weights';
+import type { Qwen2Config } from '../io/qwen2-config';
+import type { TensorSource, WeightSource } from '../model/weights';
 import { Rng } from '../util/rng';
 import { f16BitsToF32, f32ToF16Bits, toF16Array } from '../util/half';
 import type { HostQwen2Weights } from './cpu-model';
 import { randomLayers } from './random-layers';
-import type { TurnSample } from './samples';
+import type { TurnSample } from '../model/samples';
 
 export interface ToyTaskOptions {
   numQueries?: number;

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { openAgentDb } from '../store/db';
 import { dirTrainStorage } from './checkpoint-node';
 import { idbTrainStorage } from './checkpoint-idb';
-import { adapterTensors } from './lora';
+import { adapterTensors } from './lora-init';
 import type { RunSpec, RunStore } from './run/run-store';
 import { DirRunStore } from './run/run-store-dir';
 import { IdbRunStore } from './run/run-store-idb';

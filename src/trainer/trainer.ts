@@ -4,11 +4,11 @@
 // checkpoint, so a resumed run takes the same next step as an uninterrupted one.
 import { Rng } from '../util/rng';
 import type { PolicyBackend } from './backend';
-import type { CheckpointStore, TrainingCheckpoint } from './checkpoint';
-import { CheckpointError } from './checkpoint';
-import type { GrpoConfig } from './config';
+import type { CheckpointStore, TrainingCheckpoint } from './checkpoint-store';
+import { CheckpointError } from './checkpoint-store';
+import type { GrpoConfig } from './grpo-config';
 import { grpoStep, type StepStats } from './grpo-step';
-import type { TurnSample } from './samples';
+import type { TurnSample } from '../model/samples';
 
 export interface TrainerOptions {
   runId: string;

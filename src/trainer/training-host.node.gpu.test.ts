@@ -18,11 +18,11 @@ import type { GpuPolicyBackend } from './gpu-backend';
 import { AgentCollector } from './run/agent-collector';
 import { rolloutAgentConfig } from './run/agent-run';
 import { idbRolloutStorage } from './run/run-store-idb';
-import { stepBatch } from './run/trajectory';
+import { stepBatch } from './run/rollout-samples';
 import { runtimePolicyHost } from './runtime-policy-host';
 import { CpuPolicyBackend } from './cpu-backend';
 import { grpoStep } from './grpo-step';
-import { adapterTensors, initLoraAdapter, peftName } from './lora';
+import { adapterTensors, initLoraAdapter, peftName } from './lora-init';
 import { TrainingSession } from './training-host';
 
 describe('worker training session on agent rollouts (qwen2-tiny)', () => {

@@ -4,15 +4,15 @@
 // float64 CPU backend. The run (src/trainer/run/training-run.ts) plays the rollouts and pushes each step's
 // turn samples here through PolicyTrainer; counters, RNG and checkpoints are the GrpoTrainer's, so a
 // resumed run continues exactly.
-import type { Qwen2Config } from '../engine/io/config';
-import { exportAdapter, type LoraAdapter, type LoraModule } from '../engine/io/peft';
+import type { Qwen2Config } from '../io/qwen2-config';
+import { exportAdapter, type LoraAdapter, type LoraModule } from '../io/peft';
 import { Rng } from '../util/rng';
 import type { PolicyBackend } from './backend';
-import type { CheckpointStore } from './checkpoint';
-import { resolveGrpoConfig, type GrpoConfig } from './config';
+import type { CheckpointStore } from './checkpoint-store';
+import { resolveGrpoConfig, type GrpoConfig } from './grpo-config';
 import type { StepStats } from './grpo-step';
-import { cloneAdapter, initLoraAdapter } from './lora';
-import type { TurnSample } from './samples';
+import { cloneAdapter, initLoraAdapter } from './lora-init';
+import type { TurnSample } from '../model/samples';
 import { GrpoTrainer } from './trainer';
 
 /** How a session gets its adapter: fresh (PEFT init, B = 0), a stored one by id, or one given in memory. */

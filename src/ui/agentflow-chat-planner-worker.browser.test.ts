@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { byteTokenizerConfig, byteTokenizerJson } from '../../tests/support/byte-tokenizer';
 import { baseModelView } from '../engine/base-model-view';
-import { PlannerClient, RemotePlannerEngine } from '../engine/planner-client';
+import { PlannerClient, RemotePlannerEngine } from '../planner/planner-client';
 import './agentflow-chat';
 import type { AgentFlowChat } from './agentflow-chat';
 

@@ -6,10 +6,10 @@
 // old engines go, never dispose the engines under them.
 import { describe, expect, it } from 'vitest';
 import { detectModule } from '../agent/prompts';
-import type { PlannerTrainer } from '../engine/planner-client';
-import type { PlannerInfo } from '../engine/planner-protocol';
+import type { PlannerTrainer } from '../planner/planner-client';
+import type { PlannerInfo } from '../planner/planner-protocol';
 import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../engine/types';
-import { resolveGrpoConfig } from '../trainer/config';
+import { resolveGrpoConfig } from '../trainer/grpo-config';
 import { listRuns } from '../trainer/run/run-store-idb';
 import type { AgentFlowChat } from './agentflow-chat';
 import type { AgentFlowApp } from './app-shell';

@@ -7,7 +7,7 @@
 import { LitElement, css, html, nothing } from 'lit';
 import { isScripted } from '../agent/engines-used';
 import type { AgentEngines } from '../agent/loop';
-import type { PlannerTrainer } from '../engine/planner-client';
+import type { PlannerTrainer } from '../planner/planner-client';
 import { onStorageNotice, storageNotice, type StorageNotice } from '../store/db';
 import { getSetting, putSetting } from '../store/settings';
 import { DB_NAME } from '../store/schema';

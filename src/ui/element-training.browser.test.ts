@@ -6,9 +6,9 @@
 import { describe, expect, it } from 'vitest';
 import { ProbeEngine, type ProbeReplyFn } from '../agent/probe-engine';
 import { ScriptedEngine } from '../agent/scripted-engine';
-import { resolveGrpoConfig } from '../trainer/config';
+import { resolveGrpoConfig } from '../trainer/grpo-config';
 import type { StepStats } from '../trainer/grpo-step';
-import type { TurnSample } from '../trainer/samples';
+import type { TurnSample } from '../model/samples';
 import type { PolicyTrainer } from '../trainer/training-host';
 import { IdbRunStore } from '../trainer/run/run-store-idb';
 import './agentflow-chat';

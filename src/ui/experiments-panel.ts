@@ -22,7 +22,7 @@ import { moduleLabel } from './chat-view';
 import { openAgentDb, storageOpenError } from '../store/db';
 import type { EngineUse, EngineUser } from '../controllers/engines/engine-use';
 import { InFlight } from '../controllers/in-flight';
-import type { PlannerClient } from '../engine/planner-client';
+import type { PlannerClient } from '../planner/planner-client';
 import { parseSubset } from '../controllers/experiments/experiment-subset';
 import { deleteExperiment, exportExperiment, importExperiment, getExperimentItems, listExperiments, markStaleExperiments, renameExperiment, summarize } from '../controllers/experiments/experiment-store';
 import { renderTrajectory, trajectoryFromSteps } from './trajectory';

@@ -7,7 +7,7 @@ import { servesAllModules } from '../engine/base-model-view';
 import { LitElement, css, html, nothing } from 'lit';
 import type { AgentEngines } from '../agent/loop';
 import type { GpuCapabilities } from '../gpu/device';
-import type { PlannerTrainer } from '../engine/planner-client';
+import type { PlannerTrainer } from '../planner/planner-client';
 import type { LoadProgress } from '../engine/types';
 import type { ToolRegistry } from '../tools/registry';
 import { scriptedDemoEngines } from '../controllers/engines/demo-engines';
@@ -337,7 +337,7 @@ export class AgentflowModelsPanel extends LitElement {
       const [{ plannerFiles, webllmFiles, combine }, { plannerModelUrl, sharedModelRecord }, { webllmModelUrl }] = await Promise.all([
         import('../controllers/engines/model-files'),
         import('../controllers/engines/model-loader'),
-        import('../engine/io/webllm-cache'),
+        import('../io/webllm-cache'),
       ]);
       const record = c.sharedModel ? await sharedModelRecord(c.sharedModel) : null;
       const shared = record ? await webllmFiles(record, { network }) : null;

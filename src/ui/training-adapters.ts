@@ -4,8 +4,8 @@
 // planner loaded, only for adapters whose shapes fit it (the others say why). The panel hands the lists in
 // and re-reads them on `training-adapters-changed`.
 import { LitElement, css, html, nothing } from 'lit';
-import type { Qwen2Config } from '../engine/io/config';
-import type { PlannerInfo } from '../engine/planner-protocol';
+import type { Qwen2Config } from '../io/qwen2-config';
+import type { PlannerInfo } from '../planner/planner-protocol';
 import { keepAdapter } from '../store/training-storage';
 import type { AdapterRecord } from '../store/records';
 import { putSetting } from '../store/settings';

@@ -6,10 +6,10 @@
 // them, so a 5000-step run is not shown beside a form that says 40.
 import { html, nothing } from 'lit';
 import type { ImportedBenchmark } from '../agent/benchmark-import';
-import { LORA_MODULES, type LoraModule } from '../engine/io/peft';
+import { LORA_MODULES, type LoraModule } from '../io/peft';
 import { benchmarkLabel } from '../store/benchmarks';
 import type { AdapterRecord, BenchmarkRecord } from '../store/records';
-import { DEFAULT_GRPO_CONFIG } from '../trainer/config';
+import { DEFAULT_GRPO_CONFIG } from '../trainer/grpo-config';
 import type { RunSpec } from '../trainer/run/run-store';
 import { TOY_TRAINING } from '../trainer/toy-task';
 import { DEFAULT_AGENT_BUDGET, MAX_DEFAULT_ROLLOUT_CONCURRENCY, MAX_ROLLOUT_CONCURRENCY, rolloutConcurrency, type AgentBudget } from '../controllers/training/agent-training-driver';

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ChatEngine, GenerationResult } from '../engine/types';
 import { openAgentDb } from '../store/db';
-import { resolveGrpoConfig } from '../trainer/config';
+import { resolveGrpoConfig } from '../trainer/grpo-config';
 import type { PolicyTrainer } from '../trainer/training-host';
 import { IdbRunStore } from '../trainer/run/run-store-idb';
 import { ToyTask, toyModel } from '../trainer/toy-task';

@@ -14,7 +14,7 @@ import { benchmarkFromRecord, benchmarkId, listBenchmarks, saveBenchmark } from 
 import type { AdapterRecord, BenchmarkRecord } from '../store/records';
 import { getSetting } from '../store/settings';
 import type { ToolRegistry } from '../tools/registry';
-import { DEFAULT_GRPO_CONFIG } from '../trainer/config';
+import { DEFAULT_GRPO_CONFIG } from '../trainer/grpo-config';
 import type { EvalPoint } from '../trainer/run/metrics';
 import type { RunResult, RunSpec, StoredRun } from '../trainer/run/run-store';
 import { listRuns } from '../trainer/run/run-store-idb';

@@ -6,9 +6,9 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { devServerAndChromium } from '../support/dev-browser';
 import { serveHub, type HubServer } from '../support/hub-server';
-import { loadCheckpoint } from '../../src/engine/io/checkpoint';
-import { directorySource } from '../../src/engine/io/sources';
-import { TINY } from '../../src/engine/io/test-fixtures';
+import { loadCheckpoint } from '../../src/engine/load-checkpoint';
+import { directorySource } from '../../src/io/sources';
+import { TINY } from '../../src/io/test-fixtures';
 
 const dev = devServerAndChromium({ webgpu: false });
 let hub: HubServer;

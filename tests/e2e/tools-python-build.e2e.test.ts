@@ -8,7 +8,7 @@ import type { Browser } from 'playwright-core';
 import { buildApp } from '../support/build-app';
 import { launchChromium } from '../support/chromium';
 import { serveStatic, type StaticServer } from '../support/static-server';
-import { PYODIDE_FILES } from '../../src/tools/pyodide-assets';
+import { PYODIDE_FILES } from '../../build/pyodide-assets';
 
 let server: StaticServer;
 let browser: Browser;

@@ -8,7 +8,7 @@ import { unzipSync } from 'fflate';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { readSafetensors, writeSafetensors } from '../../src/engine/io/safetensors';
+import { readSafetensors, writeSafetensors } from '../../src/io/safetensors';
 import { launchChromium } from '../support/chromium';
 import { serveStatic, type StaticServer } from '../support/static-server';
 import { buildApp } from '../support/build-app';

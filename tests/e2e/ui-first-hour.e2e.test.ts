@@ -14,7 +14,7 @@ import { launchChromium } from '../support/chromium';
 import { serveHub, type HubServer } from '../support/hub-server';
 import { randomQwen2, toHfFiles } from '../support/random-qwen2';
 import { serveStatic, type StaticServer } from '../support/static-server';
-import { TINY_MLC } from '../../src/engine/io/test-fixtures';
+import { TINY_MLC } from '../../src/io/test-fixtures';
 import { formatBytes } from '../../src/ui/progress-tracker';
 import { poll } from '../support/poll';
 import { explainFailure } from '../support/page-state';

@@ -11,7 +11,7 @@ import { launchChromium } from '../support/chromium';
 import { serveHub, type HubServer } from '../support/hub-server';
 import { randomQwen2, toHfFiles } from '../support/random-qwen2';
 import { serveStatic, type StaticServer } from '../support/static-server';
-import { MLC_MANIFEST_05B, TINY_MLC } from '../../src/engine/io/test-fixtures';
+import { MLC_MANIFEST_05B, TINY_MLC } from '../../src/io/test-fixtures';
 import { buildApp } from '../support/build-app';
 
 let server: StaticServer;

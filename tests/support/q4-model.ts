@@ -5,7 +5,7 @@ import { toQwen2Config } from './random-qwen2';
 import { dequantizeQ4, quantizeQ4, type Q4ScaleDtype } from '../../src/kernels/q4';
 import { f16BitsToF32, toF16Array } from '../../src/util/half';
 import { q4SourceFromRecords } from '../../src/engine/q4-source';
-import type { Q4WeightSource } from '../../src/engine/weights';
+import type { Q4WeightSource } from '../../src/model/weights';
 
 export type Rec = Uint32Array | Uint16Array | Float32Array;
 

@@ -3,7 +3,7 @@
 // a loader bug with the engine it checks. Node only.
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { MODULE_PATH } from '../../src/engine/io/peft';
+import { MODULE_PATH } from '../../src/io/peft';
 import { bf16BitsToF32, f16BitsToF32 } from '../../src/util/half';
 import type { LoraModule, Qwen2RefAdapter, Qwen2RefConfig, Qwen2RefLayer, Qwen2RefWeights } from './qwen2-ref';
 

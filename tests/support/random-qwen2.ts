@@ -3,10 +3,10 @@
 // float64 reference sees exactly the values the GPU reads; norms and biases stay f32 like on the GPU.
 import { Rng } from '../../src/util/rng';
 import { roundToF16, toF16Array } from '../../src/util/half';
-import type { Qwen2Config } from '../../src/engine/io/config';
-import { loraKey, moduleShape, type LoraAdapter, type LoraModule, type LoraPair } from '../../src/engine/io/peft';
-import type { TensorSource, WeightSource } from '../../src/engine/weights';
-import { writeSafetensors } from '../../src/engine/io/safetensors';
+import type { Qwen2Config } from '../../src/io/qwen2-config';
+import { loraKey, moduleShape, type LoraAdapter, type LoraModule, type LoraPair } from '../../src/io/peft';
+import type { TensorSource, WeightSource } from '../../src/model/weights';
+import { writeSafetensors } from '../../src/io/safetensors';
 import { randomLayers } from '../../src/trainer/random-layers';
 import { LORA_MODULES, type Qwen2RefAdapter, type Qwen2RefConfig, type Qwen2RefWeights, type RefLoraPair } from './qwen2-ref';
 

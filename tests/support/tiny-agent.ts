@@ -2,8 +2,8 @@
 // the agent and training tests and the planner engine's own.
 import { join } from 'node:path';
 import type { GpuContext } from '../../src/gpu/device';
-import { loadAdapter, loadCheckpoint } from '../../src/engine/io/checkpoint';
-import { directorySource } from '../../src/engine/io/sources';
+import { loadAdapter, loadCheckpoint } from '../../src/engine/load-checkpoint';
+import { directorySource } from '../../src/io/sources';
 import { PlannerEngine } from '../../src/engine/planner-engine';
 import { Qwen2Runtime } from '../../src/engine/runtime';
 import { Tokenizer } from '../../src/engine/tokenizer/tokenizer';

@@ -1,8 +1,8 @@
 // Bridges between the float64 reference's shapes (tests/support/qwen2-ref.ts) and the engine's
 // (Qwen2Config, LoraAdapter), so trainer tests can feed the same model to the reference, the CPU backend
 // and the GPU runtime without going through the engine's own loaders.
-import type { Qwen2Config } from '../../src/engine/io/config';
-import { LORA_MODULES, MODULE_PATH, loraKey, type LoraAdapter, type LoraPair } from '../../src/engine/io/peft';
+import type { Qwen2Config } from '../../src/io/qwen2-config';
+import { LORA_MODULES, MODULE_PATH, loraKey, type LoraAdapter, type LoraPair } from '../../src/io/peft';
 import type { Qwen2RefAdapter, Qwen2RefConfig } from './qwen2-ref';
 
 export function toQwen2Config(c: Qwen2RefConfig): Qwen2Config {

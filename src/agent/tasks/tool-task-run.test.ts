@@ -10,7 +10,7 @@ import { memoryTrainStorage } from '../../trainer/checkpoint-memory';
 import { CpuPolicyBackend } from '../../trainer/cpu-backend';
 import { MemoryRunStore } from '../../trainer/run/run-store-memory';
 import { TrainingRun } from '../../trainer/run/training-run';
-import { adapterTensors } from '../../trainer/lora';
+import { adapterTensors } from '../../trainer/lora-init';
 import type { ChatMessage } from '../../engine/types';
 import { toolTaskAgentConfig, toolTaskEvalEngines, toolTaskRunSetup, toolTaskRunSpec, TOOL_TASK_BUDGET } from './tool-task-run';
 import { toolTask, toolTaskTools } from './tool-task';

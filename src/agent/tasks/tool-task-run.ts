@@ -4,10 +4,10 @@
 // (its items the training split) that also records the task's seeds, so a resumed run — or a page — rebuilds
 // the same task. No Node API here: `cli train --task tools` and a page driver both build runs with it.
 import { SchemaGrammar } from '../../engine/grammar/json-schema-constraint';
-import type { LoraAdapter } from '../../engine/io/peft';
+import type { LoraAdapter } from '../../io/peft';
 import type { ExperimentItemRecord } from '../../store/records';
 import type { Tool } from '../../tools/types';
-import type { GrpoConfig } from '../../trainer/config';
+import type { GrpoConfig } from '../../trainer/grpo-config';
 import { AgentCollector } from '../../trainer/run/agent-collector';
 import { agentRunData, agentRunSpec, rolloutAgentConfig, type AgentBudget } from '../../trainer/run/agent-run';
 import { evaluateItems } from '../../trainer/run/evaluate-items';

@@ -4,8 +4,8 @@
 // converter, and the base generator (which knows nothing here). Only the planner's choice of tool at each turn
 // decides whether the answer is right. Everything is built from a seed with no download and no Node API, so
 // `cli train --task tools`, `cli eval --task tools` and a page build the same task.
-import type { Qwen2Config } from '../../engine/io/config';
-import type { LoraAdapter } from '../../engine/io/peft';
+import type { Qwen2Config } from '../../io/qwen2-config';
+import type { LoraAdapter } from '../../io/peft';
 import type { Tokenizer } from '../../engine/tokenizer/tokenizer';
 import { BaseGeneratorTool } from '../../tools/base-generator';
 import { CalculatorTool } from '../../tools/calculator';

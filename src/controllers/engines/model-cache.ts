@@ -1,7 +1,7 @@
 // Models kept in Cache Storage: ours ('agentflow-models', see engine/io/sources.ts) and web-llm's caches
 // ('webllm/model', 'webllm/wasm', 'webllm/config'). Entries are grouped into one row per model: the URL
 // up to '/resolve/' for hub files, else the URL's folder.
-import { MODEL_CACHE_NAME } from '../../engine/io/sources';
+import { MODEL_CACHE_NAME } from '../../io/sources';
 
 export interface CachedModel {
   /** The model's URL prefix; deleteCachedModel takes it. */

@@ -2,8 +2,8 @@
 // the planner (a Hugging Face folder, or a web-llm build read 4-bit) and the shared web-llm model. The cache
 // is always consulted; the network only when the caller says so (the user pressed "Check download size"):
 // HEAD requests for file sizes, and GETs of the small JSON indexes that list a model's weight files.
-import { SHARD_INDEX_FILE, SINGLE_FILE } from '../../engine/io/shards';
-import { webllmModelUrl } from '../../engine/io/webllm-cache';
+import { SHARD_INDEX_FILE, SINGLE_FILE } from '../../io/shards';
+import { webllmModelUrl } from '../../io/webllm-cache';
 import { isModelCache, sizeOf } from './model-cache';
 
 export interface ModelFile {

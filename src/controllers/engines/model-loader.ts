@@ -4,7 +4,7 @@
 import { AgentFlowError, type ErrorCategory } from '../../errors';
 import { baseModelView } from '../../engine/base-model-view';
 import type { AgentEngines } from '../../agent/loop';
-import type { PlannerTrainer } from '../../engine/planner-client';
+import type { PlannerTrainer } from '../../planner/planner-client';
 import type { ChatEngine, LoadProgress } from '../../engine/types';
 import { untilAborted } from '../../util/abort';
 import { openAgentDb } from '../../store/db';
@@ -150,7 +150,7 @@ export async function activateStoredAdapter(client: PlannerTrainer, id: string |
   if (!info.adapters.includes(id)) {
     const rec = await (await openAgentDb(dbName)).get('adapters', id);
     if (!rec) throw new Error(`adapter '${id}' is not in this browser's storage (Training tab lists the stored adapters)`);
-    const { writeSafetensors } = await import('../../engine/io/safetensors');
+    const { writeSafetensors } = await import('../../io/safetensors');
     const bytes = writeSafetensors(Object.entries(rec.tensors).map(([name, t]) => ({ name, shape: t.shape, data: t.data })));
     await client.addAdapterBytes(id, rec.config, bytes);
   }
@@ -178,7 +178,7 @@ export async function loadEngines(o: LoadEnginesOptions): Promise<LoadedEngines>
     const { webllmFiles } = await import('./model-files');
     if (!(await webllmFiles(sharedRecord)).complete) throw new ModelNotCachedError(`the shared model ${sharedRecord.model_id}`);
   }
-  const { PlannerClient, RemotePlannerEngine } = await import('../../engine/planner-client');
+  const { PlannerClient, RemotePlannerEngine } = await import('../../planner/planner-client');
   o.signal?.throwIfAborted();
   const client = new PlannerClient();
   let shared: (ChatEngine & { dispose?: () => Promise<void> }) | null = null;

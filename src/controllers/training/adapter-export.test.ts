@@ -3,8 +3,8 @@
 import { readFileSync } from 'node:fs';
 import { strFromU8, unzipSync } from 'fflate';
 import { describe, expect, it } from 'vitest';
-import { parseAdapter } from '../../engine/io/peft';
-import { readSafetensors } from '../../engine/io/safetensors';
+import { parseAdapter } from '../../io/peft';
+import { readSafetensors } from '../../io/safetensors';
 import type { AdapterRecord } from '../../store/records';
 import { adapterFolderName, adapterZip } from './adapter-export';
 

@@ -2,7 +2,7 @@
 // adapter_model.safetensors), so `PeftModel.from_pretrained(model, "<folder>")` loads it as unzipped, with no
 // renaming. The weights carry safetensors' `format: pt` metadata, as PEFT's own saves do.
 import { strToU8, zipSync } from 'fflate';
-import { writeSafetensors } from '../../engine/io/safetensors';
+import { writeSafetensors } from '../../io/safetensors';
 import type { AdapterRecord } from '../../store/records';
 
 /** The folder (and zip) name for an adapter: its name with anything a file system may refuse replaced by '_'. */

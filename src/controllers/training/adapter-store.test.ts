@@ -2,9 +2,9 @@
 // an accepted one stores exactly the file's tensors.
 import 'fake-indexeddb/auto';
 import { describe, expect, it } from 'vitest';
-import { exportAdapter } from '../../engine/io/peft';
-import { readSafetensors } from '../../engine/io/safetensors';
-import { initLoraAdapter } from '../../trainer/lora';
+import { exportAdapter } from '../../io/peft';
+import { readSafetensors } from '../../io/safetensors';
+import { initLoraAdapter } from '../../trainer/lora-init';
 import { ToyTask, toyModel } from '../../trainer/toy-task';
 import { Rng } from '../../util/rng';
 import { adapterMisfit, adapterShape, importAdapterFiles, importedAdapterName, listAdapters, loadStoredAdapter } from './adapter-store';

@@ -1,11 +1,11 @@
 // LoRA adapters stored in IndexedDB ('adapters'): list, delete, export as PEFT files and import PEFT
 // files (validated by the engine's PEFT parser, so a wrong file is refused with its name and tensor).
-import type { Qwen2Config } from '../../engine/io/config';
-import { LORA_MODULES, MODULE_PATH, moduleShape, parseAdapter, type LoraAdapter, type LoraModule } from '../../engine/io/peft';
-import { writeSafetensors } from '../../engine/io/safetensors';
+import type { Qwen2Config } from '../../io/qwen2-config';
+import { LORA_MODULES, MODULE_PATH, moduleShape, parseAdapter, type LoraAdapter, type LoraModule } from '../../io/peft';
+import { writeSafetensors } from '../../io/safetensors';
 import { describeStorageError, openAgentDb } from '../../store/db';
 import type { AdapterRecord } from '../../store/records';
-import { adapterTensors } from '../../trainer/lora';
+import { adapterTensors } from '../../trainer/lora-init';
 
 export async function listAdapters(dbName?: string): Promise<AdapterRecord[]> {
   return (await (await openAgentDb(dbName)).getAllFromIndex('adapters', 'byCreated')).reverse();

@@ -9,7 +9,7 @@ import { multiplyTool } from '../../../tests/support/test-tools';
 import { tinyPlanner } from '../../../tests/support/tiny-agent';
 import { maxAbsDiff } from '../../../tests/support/compare';
 import { ScriptedEngine } from '../../agent/scripted-engine';
-import { readSafetensors } from '../../engine/io/safetensors';
+import { readSafetensors } from '../../io/safetensors';
 import { openAgentDb } from '../../store/db';
 import { idbTrainStorage } from '../../trainer/checkpoint-idb';
 import { runtimePolicyHost } from '../../trainer/runtime-policy-host';

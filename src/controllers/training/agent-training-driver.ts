@@ -6,7 +6,7 @@ import type { AgentEngines } from '../../agent/loop';
 import type { RewardKind } from '../../agent/rewards';
 import type { Tool } from '../../tools/types';
 import { agentRunDeps, agentRunSpec, type AgentBudget } from '../../trainer/run/agent-run';
-import type { GrpoConfig } from '../../trainer/config';
+import type { GrpoConfig } from '../../trainer/grpo-config';
 import type { TrainingItem } from '../../trainer/run/agent-collector';
 import { heldOutEvaluation } from '../../trainer/run/run-evaluator';
 import { IdbRunStore, listRuns } from '../../trainer/run/run-store-idb';

@@ -5,7 +5,7 @@ import 'fake-indexeddb/auto';
 import { describe, expect, it } from 'vitest';
 import { multiplyTool } from '../../../tests/support/test-tools';
 import { ProbeEngine, type ProbeReplyFn } from '../../agent/probe-engine';
-import { resolveGrpoConfig } from '../../trainer/config';
+import { resolveGrpoConfig } from '../../trainer/grpo-config';
 import type { StepStats } from '../../trainer/grpo-step';
 import type { EvalPoint } from '../../trainer/run/metrics';
 import { IdbRunStore } from '../../trainer/run/run-store-idb';

@@ -5,7 +5,7 @@ import { createToyDriver, type TrainingSettings } from './training-driver';
 import { idbTrainStorage } from '../../trainer/checkpoint-idb';
 import { maxAbsDiff } from '../../../tests/support/compare';
 import { openAgentDb } from '../../store/db';
-import { parseAdapter } from '../../engine/io/peft';
+import { parseAdapter } from '../../io/peft';
 
 describe('the toy training driver', () => {
   it('pauses after a step, resumes to the end, stores the run and a PEFT adapter that parses back', async () => {

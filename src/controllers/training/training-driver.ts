@@ -2,7 +2,7 @@
 // each step. Every driver here is a thin wrapper of the library's TrainingRun (src/trainer/run/): the toy
 // task's tiny planner on the float64 CPU backend (any browser, with or without WebGPU; in a worker by
 // default) and, in agent-training-driver.ts, the real planner on agent rollouts.
-import type { LoraModule } from '../../engine/io/peft';
+import type { LoraModule } from '../../io/peft';
 import { idbTrainStorage } from '../../trainer/checkpoint-idb';
 import type { EvalPoint, StepMetrics } from '../../trainer/run/metrics';
 import type { RolloutProgress } from '../../trainer/run/collector';

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ChatTemplate } from './chat-template.ts';
 import { chatTemplateFromMlcChatConfig, convTemplateToJinja } from './conv-template.ts';
-import { MLC_MANIFEST_05B, TINY_MLC } from '../io/test-fixtures.ts';
+import { MLC_MANIFEST_05B, TINY_MLC } from '../../io/test-fixtures.ts';
 import type { ChatMessage } from '../types.ts';
 
 const readJson = (p: string) => JSON.parse(readFileSync(p, 'utf8'));

@@ -3,7 +3,7 @@
 // than letting web-llm fail with ShaderF16SupportError after the download has started.
 import { AgentFlowError, type ErrorCategory } from '../../errors';
 import type { AppConfig, ModelRecord } from '@mlc-ai/web-llm';
-import { MLC_Q4_QUANTIZATIONS } from '../io/mlc';
+import { MLC_Q4_QUANTIZATIONS } from '../../io/mlc';
 
 export const DEFAULT_WEBLLM_MODEL = 'Qwen2.5-1.5B-Instruct-q4f16_1-MLC';
 

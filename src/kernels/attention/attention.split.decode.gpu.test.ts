@@ -6,11 +6,11 @@ import { maxAbsDiff } from '../../../tests/support/compare';
 import { qwen2RefForward } from '../../../tests/support/qwen2-ref';
 import { randomQwen2, randomTokens, toQwen2Config, toWeightSource } from '../../../tests/support/random-qwen2';
 import { Rng } from '../../util/rng';
-import { ActivationPlan } from '../../engine/activations';
-import { recordForward } from '../../engine/forward';
-import { KvCache } from '../../engine/kv-cache';
+import { ActivationPlan } from '../../model/activations';
+import { recordForward } from '../../model/forward';
+import { KvCache } from '../../model/kv-cache';
 import { Qwen2Runtime } from '../../engine/runtime';
-import { Qwen2Weights } from '../../engine/weights';
+import { Qwen2Weights } from '../../model/weights';
 import { ATTN_SPLIT_MIN_KEYS } from './attention.split';
 
 // GQA 4/2 with head dim 16, the qwen2-tiny fixture's attention shape.

@@ -10,7 +10,7 @@ import { Rng } from '../../util/rng';
 import { FIXTURES, TINY, readSafetensorsF32 } from '../../../tests/support/qwen2-fixture';
 import { gpuFor, weightPaths } from '../../../tests/support/gpu';
 import { f32Buffer, relMaxErr, u32Buffer } from '../common/testing';
-import { dequantizeQ4f16_1 } from '../../engine/io/mlc';
+import { dequantizeQ4f16_1 } from '../../io/mlc';
 import { embeddingRef } from '../embedding/embedding.ref';
 import { matmulRef } from '../matmul/matmul.ref';
 import { dequantizeQ4, quantizeQ4, type Q4Matrix } from './q4.ref';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../../util/rng';
 import { f16BitsToF32 } from '../../util/half';
-import { dequantizeQ4f16_1 } from '../../engine/io/mlc';
+import { dequantizeQ4f16_1 } from '../../io/mlc';
 import { dequantizeQ4, q4Bytes, quantizeQ4 } from './q4.ref';
 
 describe('q4 CPU quantizer / dequantizer (mlc-llm group quantization)', () => {

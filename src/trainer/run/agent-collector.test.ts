@@ -9,7 +9,7 @@ import { getConversation, getSteps, listConversations } from '../../store/conver
 import { AgentCollector, type AgentCollectorOptions } from './agent-collector';
 import { idbRolloutStorage } from './run-store-idb';
 import type { GroupPlan } from './schedule';
-import { stepBatch } from './trajectory';
+import { stepBatch } from './rollout-samples';
 import { answerFromMemory, multiplyPlan as plan, multiplyTool } from '../../../tests/support/test-tools';
 
 let n = 0;

@@ -9,7 +9,7 @@ import type { ChatEngine, GenerationResult } from '../../engine/types';
 import type { Tool } from '../../tools/types';
 import type { CollectContext, RolloutCollector } from './collector';
 import type { GroupPlan } from './schedule';
-import type { CollectedGroup, PlannerTurn, Trajectory } from './trajectory';
+import type { CollectedGroup, PlannerTurn, Trajectory } from './rollout-samples';
 
 /** A query with a verifiable answer (benchmark-import's BenchmarkItem has this shape). */
 export interface TrainingItem {

@@ -2,7 +2,7 @@
 // toy task's tiny planner (toy-collector.ts). A collector plays the groups the run planned and returns them
 // scored; it never computes advantages or touches the optimizer.
 import type { GroupPlan } from './schedule';
-import type { CollectedGroup } from './trajectory';
+import type { CollectedGroup } from './rollout-samples';
 
 /** What a collector reports while it plays (the UI's and the CLI's progress lines). */
 export interface RolloutProgress {

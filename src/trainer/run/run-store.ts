@@ -3,8 +3,8 @@
 // for the page (run-store-idb.ts) and a directory for Node (run-store-dir.ts). Checkpoints are the
 // optimizer's (PolicyTrainer), which sits next to the model: the run only asks for them.
 import type { RolloutRecord } from '../../store/records';
-import type { GrpoConfig } from '../config';
-import type { LoraModule } from '../../engine/io/peft';
+import type { GrpoConfig } from '../grpo-config';
+import type { LoraModule } from '../../io/peft';
 import type { RolloutStorage } from './agent-collector';
 import type { RewardKind } from '../../agent/rewards';
 import type { TrainingItem } from './agent-collector';

@@ -5,7 +5,7 @@ import { Rng } from '../../util/rng';
 import { mixSeed, type GroupPlan } from './schedule';
 import type { CollectContext, RolloutCollector } from './collector';
 import { playToyRollouts, type TokenPolicy, type ToyTask } from '../toy-task';
-import type { CollectedGroup, Trajectory } from './trajectory';
+import type { CollectedGroup, Trajectory } from './rollout-samples';
 
 export class ToyCollector implements RolloutCollector {
   /**

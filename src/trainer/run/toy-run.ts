@@ -12,7 +12,7 @@ import { TrainingHost, type PolicyHost, type TrainStorage } from '../training-ho
 import { ToyCollector } from './toy-collector';
 import type { RunDeps } from './training-run';
 import type { RunSpec, RunStore, StartAdapterSpec } from './run-store';
-import { DEFAULT_GRPO_CONFIG, type GrpoConfig } from '../config';
+import { DEFAULT_GRPO_CONFIG, type GrpoConfig } from '../grpo-config';
 import { DEFAULT_BEST_WINDOW } from './metrics';
 
 /** The base model name toy adapters carry (the adapter list offers only these for toy runs). */

@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { resolveGrpoConfig } from '../config';
+import { resolveGrpoConfig } from '../grpo-config';
 import type { StepStats } from '../grpo-step';
 import type { PolicyTrainer } from '../training-host';
 import type { RolloutCollector } from './collector';
@@ -15,7 +15,7 @@ import { EVAL_FILE, DirRunStore } from './run-store-dir';
 import { IdbRunStore } from './run-store-idb';
 import { MemoryRunStore } from './run-store-memory';
 import type { RunSpec, RunStore } from './run-store';
-import type { CollectedGroup } from './trajectory';
+import type { CollectedGroup } from './rollout-samples';
 import { checkSpec, TrainingRun, type RunEvaluator } from './training-run';
 
 const collector: RolloutCollector = {

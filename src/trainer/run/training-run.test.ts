@@ -2,8 +2,8 @@
 // the run's bookkeeping around an optimizer that skips a non-finite update, a step with nothing to train on,
 // a spec refused before anything starts, and the best-step tracker.
 import { describe, expect, it } from 'vitest';
-import { groupAdvantages } from '../advantages';
-import { resolveGrpoConfig } from '../config';
+import { groupAdvantages } from '../../agent/advantages';
+import { resolveGrpoConfig } from '../grpo-config';
 import type { StepStats } from '../grpo-step';
 import type { PolicyTrainer } from '../training-host';
 import type { RolloutCollector } from './collector';
@@ -11,7 +11,7 @@ import { BestTracker } from './metrics';
 import { MemoryRunStore } from './run-store-memory';
 import type { RunSpec } from './run-store';
 import { mixSeed, planStep, stepItems } from './schedule';
-import type { CollectedGroup } from './trajectory';
+import type { CollectedGroup } from './rollout-samples';
 import { checkSpec, TrainingRun } from './training-run';
 
 describe('schedule', () => {

@@ -16,7 +16,7 @@ import type { RolloutCollector, RolloutProgress } from './collector';
 import { BestTracker, DEFAULT_BEST_WINDOW, learnedFromReward, mean, noLearningNote, populationStd, type EvalPoint, type StepMetrics } from './metrics';
 import type { RunResult, RunSpec, RunStatus, RunStore, StoredRun } from './run-store';
 import { extraRollouts, planStep, type GroupPlan } from './schedule';
-import { stepBatch, type CollectedGroup } from './trajectory';
+import { stepBatch, type CollectedGroup } from './rollout-samples';
 
 /** What one held-out evaluation found: items scored, those right, and those whose run recorded an error. */
 export interface EvalOutcome {

@@ -1,2 +1,0 @@
-export { Tokenizer, StreamingDecoder, type TokenizerSources } from './tokenizer.ts';
-export { ChatTemplate, chatTemplateOf, type RenderOptions } from './chat-template.ts';

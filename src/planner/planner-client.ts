@@ -1,0 +1,179 @@
+// Main-thread handle on the planner worker (its protocol: planner-protocol.ts): starts it, forwards calls
+// over comlink, turns callbacks into Comlink proxies and AbortSignals into abort(generationId).
+// `RemotePlannerEngine` is the ChatEngine the agent uses when the planner runs in the worker; the client
+// itself is the PlannerTrainer the app hands to its Training tab.
+import * as Comlink from 'comlink';
+import type { StepStats } from '../trainer/grpo-step';
+import type { TurnSample } from '../model/samples';
+import type { PolicyTrainer, SavedCheckpoint, TrainSessionInfo } from '../trainer/training-host';
+import type { DecodeStats, ModelSpec, LoadOptions, PlannerInfo, PlannerWorkerApi, RemoteTokenOptions, TrainStartOptions } from './planner-protocol';
+import type { TokenGeneration } from '../engine/runtime';
+import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult, LoadProgress } from '../engine/types';
+import { guardCalls, watchWorker, type WorkerGoneError, type WorkerWatch } from '../util/worker-watch';
+
+export type { DecodeStats, ModelSpec, LoadOptions, PlannerInfo, TrainStartOptions, TrainAdapterSpec } from './planner-protocol';
+export type { TrainSessionInfo } from '../trainer/training-host';
+
+/**
+ * The planner worker as the app hands it to its panels: the optimizer next to the policy (PolicyTrainer,
+ * what a training run drives) and the adapters the planner samples with (what the app activates).
+ * PlannerClient implements it; the page gets it from loadEngines beside the engines, never from them.
+ */
+export interface PlannerTrainer extends PolicyTrainer {
+  decodeStats(): Promise<DecodeStats>;
+  info(): Promise<PlannerInfo>;
+  setActiveAdapter(id: string | null): Promise<void>;
+  addAdapterBytes(id: string, adapterConfig: unknown, weights: Uint8Array): Promise<PlannerInfo>;
+}
+
+export interface TokenStreamOptions extends RemoteTokenOptions {
+  signal?: AbortSignal;
+  onToken?: (id: number, logprob: number) => void;
+}
+
+let nextGeneration = 1;
+
+export class PlannerClient implements PlannerTrainer {
+  /** The worker's API; every call rejects with a WorkerGoneError once the worker is gone. */
+  readonly api: Comlink.Remote<PlannerWorkerApi>;
+  private readonly raw: Comlink.Remote<PlannerWorkerApi>;
+  private readonly watch: WorkerWatch;
+
+  /**
+   * Rejects with a WorkerGoneError when the worker is gone: it reported an error it did not handle (e.g. its
+   * script could not be loaded, offline), sent an unreadable message, or was terminated.
+   */
+  readonly failed: Promise<never>;
+
+  constructor(createWorker: () => Worker = () => new Worker(new URL('../../workers/planner.worker.ts', import.meta.url), { type: 'module', name: 'planner' })) {
+    const worker = createWorker();
+    this.watch = watchWorker(worker, 'planner');
+    this.raw = Comlink.wrap<PlannerWorkerApi>(worker);
+    this.api = guardCalls(this.raw, this.watch);
+    this.failed = this.watch.gone;
+  }
+
+  /** Why the worker is gone (a WorkerGoneError), or null while it runs. */
+  get goneReason(): WorkerGoneError | null {
+    return this.watch.goneReason;
+  }
+
+  load(spec: ModelSpec, opts: LoadOptions = {}, onProgress?: (p: LoadProgress) => void): Promise<PlannerInfo> {
+    return this.api.load(spec, opts, onProgress ? Comlink.proxy(onProgress) : undefined);
+  }
+
+  info(): Promise<PlannerInfo> {
+    return this.api.info();
+  }
+
+  loadAdapter(id: string, spec: ModelSpec, onProgress?: (p: LoadProgress) => void): Promise<PlannerInfo> {
+    return this.api.loadAdapter(id, spec, onProgress ? Comlink.proxy(onProgress) : undefined);
+  }
+
+  addAdapterBytes(id: string, adapterConfig: unknown, weights: Uint8Array): Promise<PlannerInfo> {
+    return this.api.addAdapterBytes(id, adapterConfig, weights);
+  }
+
+  /** The planner runtime's decode steps so far and the sequences they served (batching at work). */
+  decodeStats(): Promise<DecodeStats> {
+    return this.api.decodeStats();
+  }
+
+  /** See ChatEngine.expectConcurrentCalls: the worker's batcher holds calls for that many. */
+  expectConcurrentCalls(n: number): Promise<void> {
+    return this.api.expectConcurrentCalls(n);
+  }
+
+  setActiveAdapter(id: string | null): Promise<void> {
+    return this.api.setActiveAdapter(id);
+  }
+
+  score(sequences: number[][]): Promise<number[][]> {
+    return this.api.score(sequences);
+  }
+
+  /** Tokens of `messages` as chat() would prompt the model with them. */
+  promptTokens(messages: ChatMessage[]): Promise<number> {
+    return this.api.promptTokens(messages);
+  }
+
+  async chat(messages: ChatMessage[], options: GenerateOptions = {}): Promise<GenerationResult> {
+    const { signal, onToken, ...rest } = options;
+    return this.withAbort(signal, (id) => this.api.chat(messages, rest, onToken ? Comlink.proxy(onToken) : undefined, id));
+  }
+
+  async generateIds(promptIds: number[], options: TokenStreamOptions = {}): Promise<TokenGeneration> {
+    const { signal, onToken, ...rest } = options;
+    return this.withAbort(signal, (id) => this.api.generateIds(promptIds, rest, onToken ? Comlink.proxy(onToken) : undefined, id));
+  }
+
+  /** Starts training a LoRA adapter in the worker (it becomes the planner's active adapter). */
+  trainStart(o: TrainStartOptions): Promise<TrainSessionInfo> {
+    return this.api.trainStart(o);
+  }
+
+  trainStep(samples: TurnSample[]): Promise<StepStats> {
+    return this.api.trainStep(samples);
+  }
+
+  trainCheckpoint(o?: { keep?: number; protect?: number[] }): Promise<SavedCheckpoint> {
+    return this.api.trainCheckpoint(o);
+  }
+
+  trainInfo(): Promise<TrainSessionInfo | null> {
+    return this.api.trainInfo();
+  }
+
+  exportAdapter(): Promise<{ config: Record<string, unknown>; weights: Uint8Array }> {
+    return this.api.exportAdapter();
+  }
+
+  trainStop(): Promise<void> {
+    return this.api.trainStop();
+  }
+
+  /** Ends the worker; pending and later calls reject with a WorkerGoneError ('terminated'). */
+  terminate(): void {
+    this.raw[Comlink.releaseProxy]();
+    this.watch.terminate();
+  }
+
+  private async withAbort<T>(signal: AbortSignal | undefined, run: (generationId: number) => Promise<T>): Promise<T> {
+    const id = nextGeneration++;
+    const onAbort = () => void this.api.abort(id).catch(() => undefined);
+    if (signal?.aborted) onAbort();
+    signal?.addEventListener('abort', onAbort);
+    try {
+      return await run(id);
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+}
+
+/** The planner as a ChatEngine, running in the worker. */
+export class RemotePlannerEngine implements ChatEngine {
+  constructor(
+    private readonly client: PlannerClient,
+    readonly id: string,
+    /** PlannerInfo.maxContext: prompt and reply together. */
+    readonly contextTokens?: number,
+  ) {}
+
+  get gone(): Error | null {
+    return this.client.goneReason;
+  }
+
+  countPromptTokens(messages: ChatMessage[]): Promise<number> {
+    return this.client.promptTokens(messages);
+  }
+
+  chat(messages: ChatMessage[], options?: GenerateOptions): Promise<GenerationResult> {
+    return this.client.chat(messages, options);
+  }
+
+  expectConcurrentCalls(n: number): void {
+    // A hint: a worker that cannot take it (no model yet) simply does not wait.
+    this.client.expectConcurrentCalls(n).catch(() => undefined);
+  }
+}

@@ -1,0 +1,211 @@
+// The planner worker's side of its protocol (planner-protocol.ts): one loaded model (its runtime, chat
+// engine and batcher), the generations running on it and the training session next to it. The worker
+// file only exposes an instance with Comlink; the page talks to it through planner-client.ts.
+import { getGpu } from '../gpu/device';
+import { idbTrainStorage } from '../trainer/checkpoint-idb';
+import type { StepStats } from '../trainer/grpo-step';
+import { runtimePolicyHost } from '../trainer/runtime-policy-host';
+import type { TurnSample } from '../model/samples';
+import { TrainingHost, type SavedCheckpoint, type TrainSessionInfo, type TrainStartOptions } from '../trainer/training-host';
+import { GenerateBatcher } from '../engine/generate-batcher';
+import { loadAdapter } from '../engine/load-checkpoint';
+import { adapterBaseWarning, parseAdapter, type LoraAdapterConfig } from '../io/peft';
+import { pickedFilesSource, type FileSource } from '../io/sources';
+import { modelUrlSource } from '../io/webllm-cache';
+import { memorySource } from '../engine/memory-source';
+import { PlannerEngine } from '../engine/planner-engine';
+import type { DecodeStats, LoadOptions, ModelSpec, PlannerInfo, PlannerWorkerApi, RemoteGenerateOptions, RemoteTokenOptions } from './planner-protocol';
+import type { Qwen2Runtime, TokenGeneration } from '../engine/runtime';
+import type { ChatMessage, GenerationResult, LoadProgress } from '../engine/types';
+
+function sourceOf(spec: ModelSpec): FileSource {
+  switch (spec.kind) {
+    case 'url':
+      // A hub URL shares web-llm's cache (Cache Storage or IndexedDB): an MLC build web-llm downloaded loads
+      // with no request, and what the planner downloads, web-llm finds (one download for both engines). A
+      // plain folder URL is read as it is.
+      return modelUrlSource(spec.url, { ...(spec.webllmCache ? { webllmCache: spec.webllmCache } : {}), cacheOnly: spec.cacheOnly });
+    case 'files':
+      return pickedFilesSource(spec.files);
+    case 'bytes':
+      return memorySource(spec.files, spec.label);
+  }
+}
+
+export class PlannerHost implements PlannerWorkerApi {
+  private runtime: Qwen2Runtime | null = null;
+  private engine: PlannerEngine | null = null;
+  // One per runtime, shared by chat() and generateIds(): generations that overlap (the rollouts of a GRPO
+  // group) are decoded together whichever of the two they came through.
+  private batcher: GenerateBatcher | null = null;
+  private name = 'qwen2';
+  /** PlannerInfo.notes: the loaded model's, then each added adapter's. */
+  private notes: string[] = [];
+  /** Why the loaded model has no chat engine (see PlannerInfo.noChat). */
+  private noChat: string | null = null;
+  private readonly aborts = new Map<number, AbortController>();
+  // abort() can arrive before the generation it names has started (the page aborted at once).
+  private readonly earlyAborts = new Set<number>();
+  private readonly training = new TrainingHost(() => runtimePolicyHost(this.need(), this.name), idbTrainStorage);
+
+  private need(): Qwen2Runtime {
+    if (!this.runtime) throw new Error('no model is loaded in the planner worker; call load() first');
+    return this.runtime;
+  }
+
+  private needBatcher(): GenerateBatcher {
+    const rt = this.need();
+    if (this.batcher?.runtime !== rt) this.batcher = new GenerateBatcher(rt);
+    return this.batcher;
+  }
+
+  private needChat(what: string): PlannerEngine {
+    if (!this.engine) throw new Error(`this model has no tokenizer.json / chat_template: ${what}`);
+    return this.engine;
+  }
+
+  /** Frees the model and, since a trained adapter's buffers live on its runtime, the training session. */
+  private drop(): void {
+    this.training.trainStop();
+    this.runtime?.destroy();
+    this.runtime = this.engine = this.batcher = null;
+  }
+
+  async load(spec: ModelSpec, opts: LoadOptions = {}, onProgress?: (p: LoadProgress) => void): Promise<PlannerInfo> {
+    const { name, maxContext, maxBatchRows, batchContext } = opts;
+    // The old model goes once the new checkpoint is read, before the new runtime is built.
+    const m = await PlannerEngine.loadModel(() => getGpu(), sourceOf(spec), { name, maxContext, maxBatchRows, batchContext, onProgress, beforeRuntime: () => this.drop() });
+    this.name = m.name;
+    this.notes = [...m.notes];
+    this.runtime = m.runtime;
+    this.engine = m.engine;
+    // Without a tokenizer or a chat template the model still scores and generates from ids; chat says why not.
+    this.noChat = m.noChat;
+    this.batcher = m.engine?.batcher ?? null;
+    this.needBatcher();
+    return this.info();
+  }
+
+  async info(): Promise<PlannerInfo> {
+    const rt = this.need();
+    return {
+      id: this.engine?.id ?? `planner:${this.name}`,
+      config: rt.config,
+      hasTokenizer: !!this.engine,
+      chatTemplateSource: this.engine?.chatTemplateSource ?? null,
+      noChat: this.engine ? null : this.noChat,
+      adapters: rt.adapters.ids(),
+      activeAdapter: rt.activeAdapterId,
+      memory: rt.memory(),
+      f16: rt.ctx.caps.f16,
+      maxContext: rt.maxContext,
+      notes: [...this.notes],
+    };
+  }
+
+  async loadAdapter(id: string, spec: ModelSpec, onProgress?: (p: LoadProgress) => void): Promise<PlannerInfo> {
+    const rt = this.need();
+    const lora = await loadAdapter(sourceOf(spec), rt.config, { onProgress });
+    await rt.addAdapter(id, lora);
+    this.noteAdapter(id, lora.config);
+    return this.info();
+  }
+
+  async addAdapterBytes(id: string, adapterConfig: unknown, weights: Uint8Array): Promise<PlannerInfo> {
+    const rt = this.need();
+    const lora = parseAdapter(adapterConfig, weights, { base: rt.config });
+    await rt.addAdapter(id, lora);
+    this.noteAdapter(id, lora.config);
+    return this.info();
+  }
+
+  /** An adapter made for another base model loads (its shapes fit), with a warning in info().notes. */
+  private noteAdapter(id: string, config: LoraAdapterConfig): void {
+    const w = adapterBaseWarning(config, this.name, `'${id}'`);
+    if (w && !this.notes.includes(w)) this.notes.push(w);
+  }
+
+  removeAdapter(id: string): void {
+    this.need().adapters.remove(id);
+  }
+
+  decodeStats(): DecodeStats {
+    const rt = this.need();
+    return { ...rt.decodeCounters, maxRows: rt.maxDecodeRows };
+  }
+
+  expectConcurrentCalls(n: number): void {
+    this.needBatcher().expect(n);
+  }
+
+  setActiveAdapter(id: string | null): void {
+    this.need().setActiveAdapter(id);
+  }
+
+  score(sequences: number[][]): Promise<number[][]> {
+    return this.need().score(sequences);
+  }
+
+  logitsLast(tokens: number[]): Promise<Float32Array> {
+    return this.need().logitsLast(tokens);
+  }
+
+  promptTokens(messages: ChatMessage[]): number {
+    return this.needChat('it cannot count chat tokens').promptIds(messages).length;
+  }
+
+  chat(messages: ChatMessage[], opts: RemoteGenerateOptions = {}, onToken?: (piece: string) => void, generationId?: number): Promise<GenerationResult> {
+    const e = this.needChat('use generateIds with token ids');
+    return this.withAbort(generationId, (signal) => e.chat(messages, { ...opts, signal, onToken: onToken ? (p) => void onToken(p) : undefined }));
+  }
+
+  generateIds(promptIds: number[], opts: RemoteTokenOptions = {}, onToken?: (id: number, logprob: number) => void, generationId?: number): Promise<TokenGeneration> {
+    const b = this.needBatcher();
+    return this.withAbort(generationId, (signal) => b.submit(promptIds, { ...opts, signal, onToken: onToken ? (id, lp) => void onToken(id, lp) : undefined }));
+  }
+
+  abort(generationId: number): void {
+    const ac = this.aborts.get(generationId);
+    if (ac) ac.abort();
+    else this.earlyAborts.add(generationId);
+  }
+
+  trainStart(o: TrainStartOptions): Promise<TrainSessionInfo> {
+    return this.training.trainStart(o);
+  }
+
+  trainStep(samples: TurnSample[]): Promise<StepStats> {
+    return this.training.trainStep(samples);
+  }
+
+  trainCheckpoint(o?: { keep?: number; protect?: number[] }): Promise<SavedCheckpoint> {
+    return this.training.trainCheckpoint(o);
+  }
+
+  trainInfo(): TrainSessionInfo | null {
+    return this.training.trainInfo();
+  }
+
+  exportAdapter(): Promise<{ config: Record<string, unknown>; weights: Uint8Array }> {
+    return this.training.exportAdapter();
+  }
+
+  trainStop(): void {
+    this.training.trainStop();
+  }
+
+  unload(): void {
+    this.drop();
+  }
+
+  private withAbort<T>(generationId: number | undefined, run: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const ac = new AbortController();
+    if (generationId !== undefined) {
+      this.aborts.set(generationId, ac);
+      if (this.earlyAborts.delete(generationId)) ac.abort();
+    }
+    return run(ac.signal).finally(() => {
+      if (generationId !== undefined) this.aborts.delete(generationId);
+    });
+  }
+}

@@ -1,0 +1,128 @@
+// What crosses the planner worker's boundary: the calls the worker answers (PlannerWorkerApi, served by
+// PlannerHost in workers/planner.worker.ts) and the plain data they take and return. Both sides import it
+// from here; neither imports the other. Only structured-cloneable data and Comlink-proxied callbacks pass.
+import type { ChatTemplateSource } from '../engine/load-checkpoint';
+import type { Qwen2Config } from '../io/qwen2-config';
+import type { GenerateTokensOptions, GpuMemoryReport, TokenGeneration } from '../engine/runtime';
+import type { ChatMessage, GenerateOptions, GenerationResult, LoadProgress } from '../engine/types';
+import type { StepStats } from '../trainer/grpo-step';
+import type { TurnSample } from '../model/samples';
+import type { SavedCheckpoint, TrainSessionInfo, TrainStartOptions } from '../trainer/training-host';
+
+export type { TrainAdapterSpec, TrainStartOptions } from '../trainer/training-host';
+
+/** Where the model (or an adapter) comes from. */
+export type ModelSpec =
+  | {
+      kind: 'url';
+      url: string;
+      /** Which of web-llm's caches holds (or receives) the MLC files: its engine's appConfig.cacheBackend. */
+      webllmCache?: 'cache' | 'indexeddb' | 'none';
+      /** Read only what this browser has cached; a missing file fails the load with a NotCachedError. */
+      cacheOnly?: boolean;
+    }
+  | { kind: 'files'; files: File[] }
+  | { kind: 'bytes'; files: Record<string, Uint8Array>; label?: string };
+
+export interface PlannerInfo {
+  id: string;
+  config: Qwen2Config;
+  /** False when the checkpoint has no tokenizer or chat template: score/generateIds work, chat does not. */
+  hasTokenizer: boolean;
+  /**
+   * Where the chat template comes from: tokenizer_config.json or chat_template.jinja (Hugging Face's), or,
+   * for a web-llm build whose tokenizer_config.json is not on this machine nor reachable, the template
+   * rebuilt from mlc-chat-config.json's conv_template (as web-llm renders prompts). Null without chat.
+   */
+  chatTemplateSource: ChatTemplateSource | null;
+  /** Why chat is unavailable (no tokenizer.json, no chat template), or null. */
+  noChat: string | null;
+  adapters: string[];
+  activeAdapter: string | null;
+  memory: GpuMemoryReport;
+  f16: boolean;
+  /** The most tokens a prompt and its reply may take together (the KV cache's length). */
+  maxContext: number;
+  /**
+   * Warnings about what was loaded: the model's (shards read without an md5sum to check) and each adapter's
+   * added since (made for another base model), for the page to show beside the model.
+   */
+  notes: string[];
+}
+
+/** The runtime's decode counters (Qwen2Runtime.decodeCounters) and how many sequences a step can take. */
+export interface DecodeStats {
+  steps: number;
+  /** Sequences' rows the steps computed: rows / steps is how many sequences a step served on average. */
+  rows: number;
+  padRows: number;
+  maxRows: number;
+}
+
+export interface LoadOptions {
+  name?: string;
+  maxContext?: number;
+  maxBatchRows?: number;
+  /**
+   * KV-cache rows that overlapping generations decoded together may use (RuntimeOptions.batchContext).
+   * Default twice the context: four rollouts' planner turns of ~1,500 prompt + 256 new tokens fit one
+   * batch. The cache grows to it only when a batch needs it (24 KiB a row for Qwen2.5-0.5B).
+   */
+  batchContext?: number;
+}
+
+/** Generation options that cross the worker boundary (no AbortSignal, no functions). */
+export type RemoteGenerateOptions = Omit<GenerateOptions, 'signal' | 'onToken'>;
+// A constraint is live grammar state (wasm handles): it cannot cross; chat's jsonSchema builds one in the worker.
+export type RemoteTokenOptions = Omit<GenerateTokensOptions, 'signal' | 'onToken' | 'onLogits' | 'constraint'>;
+
+/**
+ * The planner worker's calls. Token streaming and progress come back through callbacks (Comlink proxies on
+ * the page's side); a generation is stopped by abort(generationId), since an AbortSignal cannot cross.
+ */
+export interface PlannerWorkerApi {
+  /** Loads config, weights and (when present) the tokenizer; replaces any model loaded before. */
+  load(spec: ModelSpec, opts?: LoadOptions, onProgress?: (p: LoadProgress) => void): Promise<PlannerInfo>;
+  info(): Promise<PlannerInfo>;
+  /** Loads a PEFT adapter folder under `id` (validated against the base model); does not activate it. */
+  loadAdapter(id: string, spec: ModelSpec, onProgress?: (p: LoadProgress) => void): Promise<PlannerInfo>;
+  /** An adapter from its two PEFT files' contents (e.g. a checkpoint kept in IndexedDB). */
+  addAdapterBytes(id: string, adapterConfig: unknown, weights: Uint8Array): Promise<PlannerInfo>;
+  removeAdapter(id: string): void;
+  /** Decode steps run since the model loaded and the sequences they served (how well calls were batched). */
+  decodeStats(): DecodeStats;
+  /** n generations will overlap from now on (a group's live rollouts): the batcher holds calls for them. */
+  expectConcurrentCalls(n: number): void;
+  setActiveAdapter(id: string | null): void;
+  score(sequences: number[][]): Promise<number[][]>;
+  logitsLast(tokens: number[]): Promise<Float32Array>;
+  /** How many tokens `messages` take as the prompt chat() would feed the model (template applied). */
+  promptTokens(messages: ChatMessage[]): number;
+  /** Chat through the tokenizer's template; text pieces stream to `onToken`. */
+  chat(messages: ChatMessage[], opts?: RemoteGenerateOptions, onToken?: (piece: string) => void, generationId?: number): Promise<GenerationResult>;
+  /**
+   * Generation from token ids; each sampled id and its logprob stream to `onToken`. Merged with the chat()
+   * and generateIds() calls it overlaps, as chat() is.
+   */
+  generateIds(promptIds: number[], opts?: RemoteTokenOptions, onToken?: (id: number, logprob: number) => void, generationId?: number): Promise<TokenGeneration>;
+  /** Stops generation `generationId` after its current token (also when it has not started yet). */
+  abort(generationId: number): void;
+  /**
+   * Starts Flow-GRPO training of a LoRA adapter on the loaded model; the adapter becomes active, so the
+   * planner's next generations sample from the policy being trained. Replaces any session before.
+   */
+  trainStart(o: TrainStartOptions): Promise<TrainSessionInfo>;
+  /** One optimizer step on the planner turns of this step's rollout groups. */
+  trainStep(samples: TurnSample[]): Promise<StepStats>;
+  /**
+   * Saves adapter, AdamW moments, counters and RNG to IndexedDB (once per step), then prunes the run's older
+   * checkpoints to `keep` besides `protect`; returns the step and the stored adapter's id.
+   */
+  trainCheckpoint(o?: { keep?: number; protect?: number[] }): Promise<SavedCheckpoint>;
+  trainInfo(): TrainSessionInfo | null;
+  /** The trained adapter as PEFT files. */
+  exportAdapter(): Promise<{ config: Record<string, unknown>; weights: Uint8Array }>;
+  /** Ends the session: frees its buffers and removes its adapter (stored checkpoints stay). */
+  trainStop(): void;
+  unload(): void;
+}

@@ -1,0 +1,121 @@
+// What a step's rollouts become: each trajectory's verifiable reward is broadcast to every planner turn it
+// made, advantages are normalised within each query's group (the rule grpoStep itself applies, so the
+// export shows exactly what was trained on), and every planner turn becomes a turn sample for the update
+// and a rollout record for storage and the TRL/verl JSONL export.
+import { rolloutId as rolloutRecordId } from '../../agent/rollouts';
+import type { RolloutRecord } from '../../store/records';
+import { groupAdvantages } from '../../agent/advantages';
+import type { TurnSample } from '../../model/samples';
+
+/** One planner call of a trajectory, with what training and the export need. */
+export interface PlannerTurn {
+  /** The loop's turn number (1-based in the agent; 0-based turns of the toy task are stored as given). */
+  turn: number;
+  promptTokens: number[];
+  responseTokens: number[];
+  /** log p of each response token under the sampling policy (temperature 1). */
+  logprobs: number[];
+  /** Under a reply schema: which response tokens the grammar forced (no draw: left out of the loss). */
+  forced?: boolean[];
+  /** The adapter that sampled the response (null: the base model). */
+  adapterId: string | null;
+  /** The chat messages the planner saw, when it is a chat model. */
+  messages?: Array<{ role: 'system' | 'user' | 'assistant'; content: string }>;
+  prompt: string;
+  completion: string;
+  engineId?: string;
+  parsedOk?: boolean;
+  finishReason?: 'stop' | 'length' | 'abort';
+}
+
+/** One rollout: its planner turns and the 0/1 reward of its final answer. */
+export interface Trajectory {
+  rolloutId: string;
+  /** Index within its group (0 .. G-1). */
+  rollout: number;
+  reward: number;
+  turns: PlannerTurn[];
+  /** How the rollout ended; an interrupted one never reaches a step's update. */
+  status: 'done' | 'error' | 'interrupted';
+  answer: string | null;
+  /** Planner calls that cannot be trained on, each with why (e.g. an engine that exposes no token ids). */
+  skipped: string[];
+}
+
+export interface CollectedGroup {
+  groupId: string;
+  /** The query's index in the run's items. */
+  item: number;
+  trajectories: Trajectory[];
+}
+
+/** Why a planner turn cannot be trained on, or null when it can. */
+export function untrainable(t: PlannerTurn): string | null {
+  if (!t.promptTokens.length || !t.responseTokens.length) return 'no token ids (sampled by an engine that does not expose them)';
+  if (t.logprobs.length !== t.responseTokens.length) return `${t.logprobs.length} logprobs for ${t.responseTokens.length} tokens`;
+  return null;
+}
+
+export interface StepBatch {
+  /** The update's input: one per trainable planner turn, reward broadcast, advantage set. */
+  samples: TurnSample[];
+  /** Every trainable planner turn as stored and exported, with its reward and advantage. */
+  records: RolloutRecord[];
+  /** Untrainable turns, each "rollout turn: why". */
+  skipped: string[];
+  /** Rewards of the step's trajectories (one per rollout, in group then rollout order). */
+  rewards: number[];
+}
+
+/**
+ * The step's batch from its groups, in group, rollout and turn order. Advantages: A = (R - mean) / (std +
+ * eps) over each group's turns (groupAdvantages, as grpoStep computes them).
+ */
+export function stepBatch(o: { runId: string; step: number; groups: readonly CollectedGroup[]; advantageEps: number; createdAt?: number }): StepBatch {
+  const samples: TurnSample[] = [];
+  const kept: Array<{ turn: PlannerTurn; trajectory: Trajectory; groupId: string }> = [];
+  const skipped: string[] = [];
+  const rewards: number[] = [];
+  for (const g of o.groups) {
+    for (const tr of g.trajectories) {
+      if (!Number.isFinite(tr.reward)) throw new Error(`rollout '${tr.rolloutId}' has reward ${tr.reward}; a reward must be a finite number`);
+      rewards.push(tr.reward);
+      skipped.push(...tr.skipped.map((why) => `${tr.rolloutId}: ${why}`));
+      for (const t of tr.turns) {
+        const why = untrainable(t);
+        if (why) {
+          skipped.push(`${tr.rolloutId} turn ${t.turn}: ${why}`);
+          continue;
+        }
+        kept.push({ turn: t, trajectory: tr, groupId: g.groupId });
+        samples.push({ groupId: g.groupId, rolloutId: tr.rolloutId, turn: t.turn, promptTokens: [...t.promptTokens], responseTokens: [...t.responseTokens], reward: tr.reward, oldLogprobs: [...t.logprobs], ...(t.forced ? { forced: [...t.forced] } : {}) });
+      }
+    }
+  }
+  const { advantages } = groupAdvantages(samples, o.advantageEps);
+  samples.forEach((s, i) => (s.advantage = advantages[i]));
+  const createdAt = o.createdAt ?? Date.now();
+  const records = kept.map(({ turn: t, trajectory: tr, groupId }, i): RolloutRecord => ({
+    id: rolloutRecordId(o.runId, tr.rolloutId, t.turn),
+    runId: o.runId,
+    groupId,
+    conversationId: tr.rolloutId,
+    turn: t.turn,
+    step: o.step,
+    rollout: tr.rollout,
+    adapterId: t.adapterId,
+    promptTokens: [...t.promptTokens],
+    tokens: [...t.responseTokens],
+    logprobs: [...t.logprobs],
+    reward: tr.reward,
+    advantage: advantages[i],
+    prompt: t.prompt,
+    completion: t.completion,
+    createdAt,
+    ...(t.messages ? { messages: t.messages.map((m) => ({ role: m.role, content: m.content })) } : {}),
+    ...(t.engineId !== undefined ? { engineId: t.engineId } : {}),
+    ...(t.parsedOk !== undefined ? { parsedOk: t.parsedOk } : {}),
+    ...(t.finishReason !== undefined ? { finishReason: t.finishReason } : {}),
+  }));
+  return { samples, records, skipped, rewards };
+}
