@@ -9,7 +9,7 @@ import { putSetting } from '../store/settings';
 import type { Tool } from '../tools/types';
 import './agentflow-chat';
 import type { AgentFlowChat } from './agentflow-chat';
-import { CONSTRAIN_REPLIES_KEY } from './tool-switches';
+import { CONSTRAIN_REPLIES_KEY } from '../controllers/tools/tool-settings';
 
 /** Answers every module in one go and keeps, per call, the module and whether it came with a schema. */
 class RecordingEngine implements ChatEngine {

@@ -21,7 +21,7 @@ import './experiments-panel';
 import type { AgentflowModelsPanel, EnginesChosenDetail, ModelsLoadingDetail } from './models-panel';
 import './models-panel';
 import { noticeRole, noticeStyles, type NoticeKind } from './notice-styles';
-import { restoreToolSwitches } from './tool-switches';
+import { restoreToolSwitches } from '../controllers/tools/tool-settings';
 import { ACTIVE_ADAPTER_KEY, type AgentflowTrainingPanel } from './training-panel';
 import './training-panel';
 

@@ -18,7 +18,7 @@ import { deleteCachedModel, listCachedModels, type CachedModel } from '../contro
 import { loadModelChoice, saveModelChoice, type ModelChoice } from '../controllers/engines/model-choice';
 import type { SizeReport } from '../controllers/engines/model-files';
 import type { LoadedEngines } from '../controllers/engines/model-loader';
-import { ProgressTracker, formatBytes, formatSeconds, type ProgressSummary } from './progress-tracker';
+import { ProgressTracker, formatBytes, formatSeconds, type ProgressSummary } from '../controllers/progress-tracker';
 import { resourceWarnings } from './resource-warnings';
 import './gpu-capabilities';
 import './tool-switches';

@@ -1,7 +1,7 @@
 // Plain-language warnings about this device before anything is downloaded: no WebGPU, GPU buffers too
 // small for the planner, or too little free browser storage to keep the models.
 import type { GpuCapabilities } from '../gpu/device';
-import { formatBytes } from './progress-tracker';
+import { formatBytes } from '../controllers/progress-tracker';
 
 /** Qwen2.5-0.5B's embedding table in f16 (151936 × 896 × 2 bytes): the largest single GPU buffer it needs. */
 export const PLANNER_LARGEST_BUFFER = 151936 * 896 * 2;

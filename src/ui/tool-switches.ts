@@ -4,30 +4,16 @@
 // settings so consent survives a reload. Below them, the agent's one decoding switch: whether module replies
 // are decoded under their JSON Schemas (AgentConfig.constrainReplies), saved in settings too.
 import { LitElement, css, html, nothing } from 'lit';
-import { getSetting, putSetting } from '../store/settings';
-import type { ToolRegistry, ToolStatus, ToolSwitches } from '../tools/registry';
+import { readConstrainReplies, saveConstrainReplies, saveToolSwitches } from '../controllers/tools/tool-settings';
+import type { ToolRegistry, ToolStatus } from '../tools/registry';
 
 /** Whether the agent will call the tool, in words. */
 export function toolState(t: Pick<ToolStatus, 'enabled' | 'available'>): 'off' | 'on' | 'on, waiting for network permission' {
   return !t.enabled ? 'off' : t.available ? 'on' : 'on, waiting for network permission';
 }
 
-export const TOOL_SWITCHES_KEY = 'toolSwitches';
-export const CONSTRAIN_REPLIES_KEY = 'constrainReplies';
-
-/** Whether the agent decodes module replies under their JSON Schemas: the saved choice, else on. */
-export async function readConstrainReplies(dbName?: string): Promise<boolean> {
-  const saved = await getSetting<unknown>(CONSTRAIN_REPLIES_KEY, dbName).catch(() => undefined);
-  return typeof saved === 'boolean' ? saved : true;
-}
-
 // Every switch element on the page (the chat's and the Models tab's) shows the same choice.
 const constrainListeners = new Set<(on: boolean) => void>();
-
-export async function restoreToolSwitches(registry: ToolRegistry, dbName?: string): Promise<void> {
-  const saved = await getSetting<Record<string, ToolSwitches>>(TOOL_SWITCHES_KEY, dbName).catch(() => undefined);
-  if (saved) registry.applySwitches(saved);
-}
 
 export class AgentflowToolSwitches extends LitElement {
   static override properties = { registry: { attribute: false }, dbName: { type: String, attribute: 'db-name' }, list: { state: true }, constrainReplies: { state: true } };
@@ -51,7 +37,7 @@ export class AgentflowToolSwitches extends LitElement {
   }
 
   private setConstrainReplies(on: boolean): void {
-    void putSetting(CONSTRAIN_REPLIES_KEY, on, this.dbName).catch(() => undefined);
+    saveConstrainReplies(on, this.dbName);
     for (const l of constrainListeners) l(on);
   }
 
@@ -85,7 +71,7 @@ export class AgentflowToolSwitches extends LitElement {
   }
 
   private save(): void {
-    if (this.registry) void putSetting(TOOL_SWITCHES_KEY, this.registry.exportSwitches(), this.dbName).catch(() => undefined);
+    if (this.registry) saveToolSwitches(this.registry, this.dbName);
   }
 
   override render() {

@@ -2,7 +2,7 @@
 // current step's rollouts), its label and notes, its result, steps with no reward signal and skipped updates.
 import { html, nothing } from 'lit';
 import type { RunResult } from '../trainer/run/run-store';
-import { formatSeconds } from './progress-tracker';
+import { formatSeconds } from '../controllers/progress-tracker';
 import type { TrainingStepPoint } from '../controllers/training/training-driver';
 import type { RunProgress } from '../controllers/training/training-runner';
 import { noSignalText } from './training-status';

@@ -3,7 +3,7 @@
 // need (src/store/training-storage.ts says what is kept). Shown in Models & GPU next to the model cache.
 import { LitElement, css, html, nothing } from 'lit';
 import { freeTrainingStorage, trainingStorageUsage, type TrainingStorageUsage } from '../store/training-storage';
-import { formatBytes } from './progress-tracker';
+import { formatBytes } from '../controllers/progress-tracker';
 
 const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;
 

@@ -15,7 +15,7 @@ import { BYTE_SPECIALS, byteTokenizerConfig, byteTokenizerJson } from '../suppor
 import { launchChromium } from '../support/chromium';
 import { randomQwen2, toHfFiles } from '../support/random-qwen2';
 import { serveStatic, type StaticServer } from '../support/static-server';
-import { formatBytes } from '../../src/ui/progress-tracker';
+import { formatBytes } from '../../src/controllers/progress-tracker';
 import { poll } from '../support/poll';
 import { explainFailure } from '../support/page-state';
 import { buildApp } from '../support/build-app';

@@ -15,7 +15,7 @@ import { serveHub, type HubServer } from '../support/hub-server';
 import { randomQwen2, toHfFiles } from '../support/random-qwen2';
 import { serveStatic, type StaticServer } from '../support/static-server';
 import { TINY_MLC } from '../../src/io/test-fixtures';
-import { formatBytes } from '../../src/ui/progress-tracker';
+import { formatBytes } from '../../src/controllers/progress-tracker';
 import { poll } from '../support/poll';
 import { explainFailure } from '../support/page-state';
 import { buildApp } from '../support/build-app';

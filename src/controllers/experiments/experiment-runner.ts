@@ -2,7 +2,7 @@
 // reward scored against the item's reference; results go to IndexedDB as they complete. A run is named by
 // the model, adapter, benchmark, item count, turn budget and date it ran with, and made unique among the stored
 // runs (" (2)"), so runs told apart in the list are told apart in the chart and in Compare too.
-import { readConstrainReplies } from '../../ui/tool-switches';
+import { readConstrainReplies } from '../tools/tool-settings';
 import type { BenchmarkItem, ImportedBenchmark } from '../../agent/benchmark-import';
 import { isScripted } from '../../agent/engines-used';
 import { referenceText, scoreRunInto } from '../../agent/experiment-file';
