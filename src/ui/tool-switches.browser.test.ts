@@ -5,7 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { ToolRegistry } from '../tools/registry';
 import { adderTool } from '../../tests/support/test-tools';
 import { readConstrainReplies } from '../controllers/tools/tool-settings';
-import { AgentflowToolSwitches } from './tool-switches';
+import type { AgentflowToolSwitches } from './tool-switches';
+import './tool-switches';
 
 function mount(registry: ToolRegistry, dbName: string): AgentflowToolSwitches {
   const el = document.createElement('agentflow-tool-switches') as AgentflowToolSwitches;
