@@ -18,7 +18,7 @@ export default mergeConfig(
             // Vitest's 5 s default turns CPU-bound tests into timed tests on a loaded 2-core machine (a 63k-value
             // sweep took 5.4 s there); a hang still fails, after a minute.
             testTimeout: 60_000,
-            include: ['src/**/*.test.ts', 'bench/**/*.test.ts', 'tests/unit/**/*.test.ts'],
+            include: ['src/**/*.test.ts', 'bench/**/*.test.ts', 'build/**/*.test.ts', 'tests/unit/**/*.test.ts'],
             exclude: ['**/*.gpu.test.ts', '**/*.browser.test.ts', '**/*.e2e.test.ts', 'node_modules/**'],
           },
         },

@@ -1,6 +1,6 @@
 // web-llm / MLC model folders: tensor-cache.json (formerly ndarray-cache.json) + params_shard_N.bin +
 // mlc-chat-config.json, and a CPU dequantizer for q4f16_1 / q4f32_1 weights (the runtime itself keeps
-// the 4-bit bytes: see engine/weights.ts uploadQ4).
+// the 4-bit bytes: see model/weights.ts uploadQ4).
 //
 // Manifest format, as the tvmjs runtime bundled in @mlc-ai/web-llm 0.2.86 reads it
 // (node_modules/@mlc-ai/web-llm/lib/index.js: getTensorCacheRecordBytes, loadTensorCacheRecordData,

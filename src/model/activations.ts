@@ -11,7 +11,7 @@ import { LORA_MODULES, type LoraModule } from '../io/peft';
  * One layer's activations for a packed batch of N rows (llm.c's ActivationTensors, per layer). Every
  * field is row-major f32 with N rows; its width per row is in layerActivationWidths() below, the one
  * place the layout is written in numbers (allocation and the trainer's memory plan both read it).
- * The forward (engine/forward.ts) writes them top to bottom; the backward (trainer/backward.ts) reads
+ * The forward (model/forward.ts) writes them top to bottom; the backward (model/backward.ts) reads
  * them bottom to top.
  */
 export interface LayerActivations {

@@ -159,7 +159,7 @@ export class LoraBackwardPass {
     };
     // Final norm: dnF (filled chunk by chunk) -> dX.
     add(await rmsnormBackward(ctx, { dy: s.dnF, x: this.plan.xOut, w: w.finalNorm, rstd: this.plan.rstdFinal, dx: s.dX, n, hidden: H }));
-    // One layer's forward (engine/forward.ts, run top down) beside its backward below (run bottom up).
+    // One layer's forward (model/forward.ts, run top down) beside its backward below (run bottom up).
     // The backward reads the kept activations L.* (LayerActivations) and writes the scratch s.*:
     //   forward                              backward                                       reads
     //   xn1, rstd1 = rms1(x)                 dX  += rms1'(dn)                               x, rstd1

@@ -1,5 +1,5 @@
 // The memory plan of a training pass (LoraBackwardPass, backward.ts), in one place: what is kept from the
-// forward per layer (LayerActivations, engine/activations.ts), the trainer's scratch and per-row inputs
+// forward per layer (LayerActivations, model/activations.ts), the trainer's scratch and per-row inputs
 // (below), and trainingBytesPerRow(), which both add up. memory-plan.node.gpu.test.ts checks the sum
 // against what the GPU actually allocates.
 //

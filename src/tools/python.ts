@@ -49,7 +49,7 @@ export class PythonToolError extends AgentFlowError {
 
 /**
  * Where Pyodide's files are served. In development Vite serves node_modules directly. The production build
- * has them in `pyodide/` at the top of dist/ (see pyodide-assets.ts), a sibling of the `assets/` folder
+ * has them in `pyodide/` at the top of dist/ (see build/pyodide-assets.ts), a sibling of the `assets/` folder
  * this module's chunk lands in, so the folder is found from the chunk's own URL: that works from any
  * sub-path and from any page of the build.
  */

@@ -43,7 +43,7 @@ export { ACTIVE_ADAPTER_KEY, type TrainingMode };
  * The learning rate the form shows for each mode until the user types one for that mode.
  * - toy: TOY_TRAINING.learningRate (0.01), the rate the toy's stability runs were measured at (README, "Toy
  *   training"); its tiny planner and zero-initialised adapter need large steps to learn within a short demo.
- * - agent: the trainer's default (DEFAULT_GRPO_CONFIG.learningRate, reasons in trainer/config.ts). The toy
+ * - agent: the trainer's default (DEFAULT_GRPO_CONFIG.learningRate, reasons in trainer/grpo-config.ts). The toy
  *   rate would rewrite a real planner's adapter within a few steps and wreck its language.
  * - tools: the tool-choice task's (`cli train --task tools`'s default, the rate of its measured learning run).
  */

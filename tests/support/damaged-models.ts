@@ -1,6 +1,6 @@
 // Copies of the tiny fixtures with one thing broken (a NaN in a weight, a flipped byte in a shard), written
 // to a fresh temporary folder, for the loaders' error tests. Edits go through the files' own layouts (the
-// safetensors header, tensor-cache.json), not through src/engine/io, so a loader bug cannot hide itself.
+// safetensors header, tensor-cache.json), not through src/io, so a loader bug cannot hide itself.
 import { createHash } from 'node:crypto';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

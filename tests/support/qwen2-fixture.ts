@@ -1,5 +1,5 @@
 // Reads the qwen2-tiny fixture (Hugging Face config + safetensors + PEFT adapter) into the float64
-// reference's shapes. Deliberately independent of src/engine/io so that the reference does not share
+// reference's shapes. Deliberately independent of src/io so that the reference does not share
 // a loader bug with the engine it checks. Node only.
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';

@@ -73,7 +73,7 @@ describe('source layout', () => {
 
   it('finds the imports it checks', () => {
     // Guards the checker itself: the runtime's resources import the KV cache, and the loop its parser.
-    expect(graph.get('src/engine/runtime-resources.ts')).toContain('src/engine/kv-cache.ts');
+    expect(graph.get('src/engine/runtime-resources.ts')).toContain('src/model/kv-cache.ts');
     expect(graph.get('src/agent/loop.ts')).toContain('src/agent/parse.ts');
   });
 

@@ -1,4 +1,4 @@
-// Models kept in Cache Storage: ours ('agentflow-models', see engine/io/sources.ts) and web-llm's caches
+// Models kept in Cache Storage: ours ('agentflow-models', see io/sources.ts) and web-llm's caches
 // ('webllm/model', 'webllm/wasm', 'webllm/config'). Entries are grouped into one row per model: the URL
 // up to '/resolve/' for hub files, else the URL's folder.
 import { MODEL_CACHE_NAME } from '../../io/sources';

@@ -23,7 +23,7 @@ const MLC = join(FIXTURES, 'qwen2-tiny-q4f16_1-MLC');
 
 interface Rec { name: string; shape: number[]; dtype: string; nbytes: number; byteOffset: number }
 
-/** tensor-cache.json read here, independently of src/engine/io, so a loader bug cannot hide in both. */
+/** tensor-cache.json read here, independently of src/io, so a loader bug cannot hide in both. */
 function readMlcShard(): { recs: Map<string, Rec>; shard: Buffer } {
   const cache = JSON.parse(readFileSync(join(MLC, 'tensor-cache.json'), 'utf8')) as { records: Array<{ dataPath: string; records: Rec[] }> };
   expect(cache.records.length).toBe(1);
