@@ -85,11 +85,5 @@ export interface ChatEngine {
   expectConcurrentCalls?(n: number): void;
 }
 
-export interface LoadProgress {
-  /** File being fetched or read, e.g. 'model.safetensors'. */
-  file: string;
-  bytesDone: number;
-  bytesTotal: number;
-  /** True when the bytes came from the browser's cache rather than the network. */
-  fromCache: boolean;
-}
+// Defined where files are read (io/ sits below engine/); re-exported because every engine reports it.
+export type { LoadProgress } from '../io/sources';

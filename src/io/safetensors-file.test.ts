@@ -10,7 +10,7 @@ import { expectedQwen2Tensors, parseQwen2Config } from './qwen2-config.ts';
 import { planSlices, SLICE_BYTES } from './safetensors-file.ts';
 import type { TensorDescriptor } from './safetensors.ts';
 import { directorySource, type FileSource } from './sources.ts';
-import type { LoadProgress } from '../engine/types.ts';
+import type { LoadProgress } from './sources.ts';
 import { TINY } from './test-fixtures.ts';
 
 /** A source that logs every read: whole files and ranges. */

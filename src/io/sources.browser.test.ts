@@ -1,14 +1,14 @@
 // In Chromium: the loaders import without pulling node: modules into the page, and a model "picked" as
 // File objects (a directory pick) loads with the same result as from disk.
 import { describe, expect, it } from 'vitest';
-import configUrl from '../../../../shared/fixtures/qwen2-tiny/config.json?url';
-import weightsUrl from '../../../../shared/fixtures/qwen2-tiny/model.safetensors?url';
-import adapterCfgUrl from '../../../../shared/fixtures/qwen2-tiny/adapter/adapter_config.json?url';
-import adapterUrl from '../../../../shared/fixtures/qwen2-tiny/adapter/adapter_model.safetensors?url';
+import configUrl from '../../../shared/fixtures/qwen2-tiny/config.json?url';
+import weightsUrl from '../../../shared/fixtures/qwen2-tiny/model.safetensors?url';
+import adapterCfgUrl from '../../../shared/fixtures/qwen2-tiny/adapter/adapter_config.json?url';
+import adapterUrl from '../../../shared/fixtures/qwen2-tiny/adapter/adapter_model.safetensors?url';
 import { loadAdapter, loadCheckpoint } from '../engine/load-checkpoint.ts';
 import { loraKey } from './peft.ts';
 import { pickedFilesSource } from './sources.ts';
-import type { LoadProgress } from '../engine/types.ts';
+import type { LoadProgress } from './sources.ts';
 
 async function pickedFile(url: string, relPath: string): Promise<File> {
   const res = await fetch(url);

@@ -2,7 +2,7 @@
 // tests/e2e/model-download.e2e.test.ts), and pickedFilesSource with real File objects.
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { MissingFileError, NotCachedError, pickedFilesSource, urlSource } from './sources.ts';
-import type { LoadProgress } from '../engine/types.ts';
+import type { LoadProgress } from './sources.ts';
 
 const BASE = 'https://hub.example/Qwen/Tiny/resolve/main/';
 

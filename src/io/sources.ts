@@ -2,7 +2,16 @@
 // base such as https://huggingface.co/Qwen/Qwen2.5-0.5B-Instruct/resolve/main/ (streamed, kept in Cache
 // Storage so the second load downloads nothing). Loaders only see the FileSource interface.
 import { AgentFlowError, type ErrorCategory } from '../errors';
-import type { LoadProgress } from '../engine/types.ts';
+
+/** How far a model load has got: what the engines report to the page. */
+export interface LoadProgress {
+  /** File being fetched or read, e.g. 'model.safetensors'. */
+  file: string;
+  bytesDone: number;
+  bytesTotal: number;
+  /** True when the bytes came from the browser's cache rather than the network. */
+  fromCache: boolean;
+}
 
 export type ProgressCallback = (p: LoadProgress) => void;
 
