@@ -7,9 +7,7 @@
 //   batch-host.ts         decoding: generate() is a batch of one, generateBatch decodes in lockstep
 import { assertDeviceAlive, type GpuContext } from '../gpu/device';
 import { validateTokenIds } from '../kernels/embedding/embedding';
-import type { ActivationPlan } from '../model/activations';
 import { AdapterSet, type GpuAdapter } from '../model/adapters';
-import type { PackedBatch } from './batch';
 import { BatchDecoder } from './batch-host';
 import { batchLayout } from './batch-layout';
 import { emptyGeneration } from './decode-loop';
@@ -23,7 +21,7 @@ import { prefill, prefillRows } from './prefill';
 import { runtimeLimits, type GpuMemoryReport, type RuntimeOptions } from './runtime-options';
 import { RuntimeResources } from './runtime-resources';
 import { firstNonFinite, nonFiniteError, NonFiniteLogprob } from './non-finite';
-import { forwardKeeping, scoreSequences } from './scoring';
+import { scoreSequences } from './scoring';
 import { Qwen2Weights, type Q4WeightSource, type WeightSource } from '../model/weights';
 
 // The generation contract lives in generation.ts (decode-loop and batch-decode use it without importing
@@ -200,15 +198,6 @@ export class Qwen2Runtime {
       }
       return out;
     });
-  }
-
-  /**
-   * For the trainer: runs the forward of `sequences` (one packed batch, active adapter) into a new plan
-   * that keeps every layer's activations, plus target logprobs and the final log-sum-exp per row. The
-   * caller owns the returned plan (destroy it) and may record backward passes over its buffers.
-   */
-  forwardForBackward(sequences: number[][], o: { logitsRows?: number } = {}): Promise<{ plan: ActivationPlan; batch: PackedBatch; logprobs: number[][] }> {
-    return this.serial(() => forwardKeeping(this.res, sequences, o.logitsRows ?? this.logitsRows));
   }
 
   destroy(): void {

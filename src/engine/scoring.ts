@@ -2,7 +2,7 @@
 // each plus log p(next token) of every row, read back per sequence.
 import { assertDeviceAlive } from '../gpu/device';
 import { validateTokenIds } from '../kernels/embedding/embedding';
-import { ActivationPlan } from '../model/activations';
+import type { ActivationPlan } from '../model/activations';
 import { packSequences, unpackLogprobs, writeBatch, type PackedBatch } from './batch';
 import { recordForward, recordTargetLogprobs, ROW0_INPUT } from '../model/forward';
 import { encodeSteps } from '../model/graph';
@@ -47,33 +47,13 @@ async function scoreBatch(res: RuntimeResources, sequences: number[][], ids: num
   const lp = await runPacked(res, plan, batch, 'scoring');
   const rows = unpackLogprobs(batch, lp);
   // NaN or infinity means activations overflowed f32 (the weights were checked as they loaded): fail
-  // naming the first such position rather than return it. The training forward (forwardKeeping) does not
-  // check: the trainer skips a step whose loss is not finite.
+  // naming the first such position rather than return it. The training forward (model/backward.ts) does
+  // not check: the trainer skips a step whose loss is not finite.
   for (const [j, row] of rows.entries()) {
     const t = firstNonFinite(row);
     if (t >= 0) throw await nonFiniteError(res, 'score', seqs[j].slice(0, t + 1), ids[j]);
   }
   rows.forEach((row, j) => out[ids[j]].push(...row));
-}
-
-/**
- * For the trainer: the forward of `sequences` (one packed batch, active adapter) into a new plan that keeps
- * every layer's activations, plus target logprobs and the final log-sum-exp per row (see
- * Qwen2Runtime.forwardForBackward).
- */
-export async function forwardKeeping(res: RuntimeResources, sequences: number[][], logitsRows: number): Promise<{ plan: ActivationPlan; batch: PackedBatch; logprobs: number[][] }> {
-  sequences.forEach((s, i) => validateTokenIds(s, res.config.vocabSize, `forwardForBackward: sequence ${i}`));
-  const total = sequences.reduce((a, s) => a + s.length, 0);
-  if (total === 0) throw new Error('forwardForBackward: no tokens');
-  const plan = await ActivationPlan.create(res.ctx, res.config, { rows: total, keep: true, loraRank: res.adapters.maxRank(), logitsRows });
-  try {
-    const batch = packSequences(sequences, total);
-    const lp = await runPacked(res, plan, batch, 'the training forward');
-    return { plan, batch, logprobs: unpackLogprobs(batch, lp) };
-  } catch (e) {
-    plan.destroy();
-    throw e;
-  }
 }
 
 /**
@@ -84,15 +64,14 @@ async function runPacked(res: RuntimeResources, plan: ActivationPlan, batch: Pac
   const { ctx, weights } = res;
   const n = batch.rows;
   writeBatch(ctx, plan, batch);
-  const kind = plan.keep ? 'keep' : 'score';
-  const forward = await res.records.get(`${kind}:${plan.rows}:${n}`, (adapter) => recordForward(ctx, { plan, weights, adapter, n }), plan);
+  const forward = await res.records.get(`score:${plan.rows}:${n}`, (adapter) => recordForward(ctx, { plan, weights, adapter, n }), plan);
   const C = plan.logitsRows;
   assertDeviceAlive(ctx, doing);
   const enc = ctx.device.createCommandEncoder({ label: doing });
   encodeSteps(ctx, enc, forward);
   for (let r0 = 0; r0 < batch.tokens; r0 += C) {
     const rows = Math.min(C, batch.tokens - r0);
-    const chunk = await res.records.get(`${kind}Chunk:${plan.rows}:${rows}`, () => recordTargetLogprobs(ctx, plan, weights, ROW0_INPUT, rows), plan);
+    const chunk = await res.records.get(`scoreChunk:${plan.rows}:${rows}`, () => recordTargetLogprobs(ctx, plan, weights, ROW0_INPUT, rows), plan);
     encodeSteps(ctx, enc, chunk, { row0: r0 });
   }
   ctx.device.queue.submit([enc.finish()]);
