@@ -1,0 +1,48 @@
+// The benchmark the Experiments tab runs: imported from a file (and kept in IndexedDB for later), or chosen
+// among the kept ones; with none chosen, the newest kept one is (a reload comes back to it).
+import type { ReactiveControllerHost } from 'lit';
+import { importBenchmark, type ImportedBenchmark } from '../../agent/benchmark-import';
+import { benchmarkFromRecord, benchmarkId, listBenchmarks, saveBenchmark } from '../../store/benchmarks';
+import type { BenchmarkRecord } from '../../store/records';
+
+export class BenchmarkChoice {
+  benchmark: ImportedBenchmark | null = null;
+  /** Imported benchmarks kept in IndexedDB, newest first. */
+  stored: BenchmarkRecord[] = [];
+  /** The chosen one's id. */
+  chosen: string | null = null;
+
+  constructor(
+    private readonly host: ReactiveControllerHost & { readonly dbName: string | undefined },
+    /** Where a benchmark that could not be kept is reported (the tab's error line). */
+    private readonly fail: (error: string) => void,
+  ) {}
+
+  async refresh(): Promise<void> {
+    this.stored = await listBenchmarks(this.host.dbName);
+    this.host.requestUpdate();
+    if (!this.benchmark && this.stored.length) this.choose(this.stored[0].id);
+  }
+
+  choose(id: string): void {
+    const rec = this.stored.find((r) => r.id === id);
+    if (!rec) return;
+    this.chosen = id;
+    this.benchmark = benchmarkFromRecord(rec);
+    this.host.requestUpdate();
+  }
+
+  /** Imports a benchmark from text (a file's contents) and keeps it when it has items. */
+  importText(text: string, fileName: string): ImportedBenchmark {
+    const b = importBenchmark(text, fileName);
+    this.benchmark = b;
+    this.chosen = b.items.length ? benchmarkId(b) : null;
+    this.host.requestUpdate();
+    if (b.items.length) {
+      void saveBenchmark(b, fileName, this.host.dbName)
+        .then(() => this.refresh())
+        .catch((e) => this.fail(`The benchmark is imported but could not be kept for later: ${(e as Error).message}`));
+    }
+    return b;
+  }
+}
