@@ -6,7 +6,7 @@
 // 151k-entry vocabulary holds most short ones whole. Each piece of up to CHUNK_CHARS characters is one token,
 // a longer one a token per CHUNK_CHARS characters. Ids are a hash of the chunk: the same text always gives
 // the same ids, so prompt heads are shared exactly where the real tokenizer would share them.
-import type { ChatMessage } from '../src/engine/types';
+import type { ChatMessage } from '../src/engine/chat-engine';
 
 /** Qwen2's pre-tokenizer split (tokenizer.json `pre_tokenizer`), as in tests/support/byte-tokenizer.ts. */
 const QWEN_SPLIT = /'s|'t|'re|'ve|'m|'ll|'d|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+/giu;

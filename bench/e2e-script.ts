@@ -7,7 +7,7 @@
 import type { ModuleName } from '../src/agent/prompts';
 import type { TrainingItem } from '../src/trainer/run/agent-collector';
 import { BASE_GENERATOR_CARD, PYTHON_CARD } from '../src/tools/cards';
-import type { Tool, ToolCard } from '../src/tools/types';
+import type { Tool, ToolCard } from '../src/tools/tool';
 
 export const E2E_ITEM: TrainingItem = {
   query: 'A train leaves Zurich at 9:40 and reaches Milan at 13:05 the same day. How many minutes does the trip take?',

@@ -12,7 +12,7 @@
 import { detectModule, type ModuleName } from '../src/agent/prompts';
 import { GenerateBatcher } from '../src/engine/generate-batcher';
 import type { Qwen2Runtime } from '../src/engine/runtime';
-import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../src/engine/types';
+import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../src/engine/chat-engine';
 import { ChunkTokenizer } from './chunk-tokenizer';
 import { LoggedRuntime } from './runtime-log';
 

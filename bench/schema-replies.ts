@@ -15,7 +15,7 @@ import { ReplySchemas } from '../src/agent/reply-schemas';
 import { loadPlanner } from '../src/cli/train';
 import { DEFAULT_AGENT_BUDGET } from '../src/trainer/run/agent-run';
 import { BUILTIN_CARDS } from '../src/tools/cards';
-import type { GenerationResult } from '../src/engine/types';
+import type { GenerationResult } from '../src/engine/chat-engine';
 import { mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

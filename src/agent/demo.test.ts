@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ToolRegistry } from '../tools/registry';
-import type { Tool } from '../tools/types';
+import type { Tool } from '../tools/tool';
 import { arithmeticIn, demoEngines, demoScript } from './demo';
 import { runAgent } from './loop';
 import { toolsFromRegistry } from './registry-tools';

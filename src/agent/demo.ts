@@ -1,7 +1,7 @@
 // A demo of the agent without any model: scripted engines whose replies are built from the prompts they
 // get, so the loop runs for any query and any set of tools. Each reply is what a model would have to write;
 // the answer is what the last tool call returned, as it stands.
-import type { ChatMessage } from '../engine/types';
+import type { ChatMessage } from '../engine/chat-engine';
 import { ScriptedEngine, type Script } from './scripted-engine';
 
 function user(m: ChatMessage[]): string {

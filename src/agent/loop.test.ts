@@ -2,7 +2,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { StepRecord } from '../store/records';
 import { ToolRegistry } from '../tools/registry';
-import type { Tool, ToolContext, ToolResult } from '../tools/types';
+import type { Tool, ToolContext, ToolResult } from '../tools/tool';
 import { runAgent, stateFromSteps, type AgentConfigInput, type PlannerCall } from './loop';
 import { toolsFromRegistry } from './registry-tools';
 import { ScriptedEngine, scriptedLogprob, scriptedTokenIds, type Script } from './scripted-engine';
@@ -533,9 +533,9 @@ function deadEngine(id: string) {
     calls,
     engine: {
       id,
-      chat: (messages: import('../engine/types').ChatMessage[]) => {
+      chat: (messages: import('../engine/chat-engine').ChatMessage[]) => {
         calls.push(messages[0].content.slice(0, 20));
-        return new Promise<import('../engine/types').GenerationResult>(() => undefined);
+        return new Promise<import('../engine/chat-engine').GenerationResult>(() => undefined);
       },
     },
   };

@@ -3,9 +3,9 @@
 // generator. Every completed step goes to the sink as it completes, so a reload loses at most the step in
 // flight, and a run can be resumed from its stored steps. Model nonsense never ends a run: an unusable
 // output becomes an error step and the loop goes on.
-import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../engine/types';
+import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../engine/chat-engine';
 import type { CallUsage, ErrorStepData, ExecutorStepData, StepDataOf, StepKind, StepOf, StepRecord } from '../store/records';
-import type { Tool } from '../tools/types';
+import type { Tool } from '../tools/tool';
 import { runTool } from '../tools/run-tool';
 import { anySignal, untilAborted } from '../util/abort';
 import { timerCanHold } from '../util/timers';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../util/rng';
-import type { ToolCard } from '../tools/types';
+import type { ToolCard } from '../tools/tool';
 import {
   extractAnswerTag,
   extractJson,

@@ -1,7 +1,7 @@
 // Parsers for what the agent's modules write. Small models break format often, so every parser tries
 // structured JSON first (bare, fenced, or followed by chatter), then labelled fields ("Sub-Goal: ..."),
 // then a safe default, and says which of the three it used. No parser throws on any input.
-import type { ToolCard } from '../tools/types';
+import type { ToolCard } from '../tools/tool';
 import { normalizeKey, validateArgs } from '../tools/validate';
 
 /** Bounds the work a parser does on a runaway generation. */

@@ -2,7 +2,7 @@
 // options such as the planner's seed), never of call order, so interleaved conversations get the same
 // replies as sequential ones (ScriptedEngine answers lists in call order, which interleaving reshuffles).
 // It counts the calls in flight, so a test can prove that calls overlapped, and can hold calls back.
-import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../engine/types';
+import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../engine/chat-engine';
 import { detectModule, type ModuleName } from './prompts';
 import { untilAborted } from '../util/abort';
 import { scriptedResult, sleep } from './scripted-engine';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ToolCard } from '../tools/types';
+import type { ToolCard } from '../tools/tool';
 import { trimForPrompt, type MemoryEntry } from './memory';
 import {
   analysisMessages,

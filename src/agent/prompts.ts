@@ -1,7 +1,7 @@
 // Prompts for the four modules and the query analysis: short, structured, one job each, asking for JSON
 // where the loop needs fields. Written for 0.5B-3B models: plain words, the exact JSON shape, no long rules.
-import type { ChatMessage } from '../engine/types';
-import type { ToolCard } from '../tools/types';
+import type { ChatMessage } from '../engine/chat-engine';
+import type { ToolCard } from '../tools/tool';
 import { trimForPrompt, type MemoryEntry } from './memory';
 import type { PlannerAction } from './parse';
 

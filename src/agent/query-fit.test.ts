@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ChatEngine, ChatMessage } from '../engine/types';
+import type { ChatEngine, ChatMessage } from '../engine/chat-engine';
 import { PYTHON_CARD } from '../tools/cards';
 import { checkQueryFits, QueryTooLongError } from './query-fit';
 import { ScriptedEngine } from './scripted-engine';

@@ -3,8 +3,8 @@
 // reply it may write, must fit the engine's context. Otherwise every module fails, turn after turn, on the
 // context limit, after the question was stored as a run.
 import { AgentFlowError, type ErrorCategory } from '../errors';
-import type { ChatEngine, ChatMessage } from '../engine/types';
-import type { ToolCard } from '../tools/types';
+import type { ChatEngine, ChatMessage } from '../engine/chat-engine';
+import type { ToolCard } from '../tools/tool';
 import { resolveConfig, type AgentConfigInput, type AgentEngines } from './loop';
 import { analysisMessages, plannerMessages, type ModuleName } from './prompts';
 

@@ -9,7 +9,7 @@ import { xgrammar } from '../engine/grammar/xgrammar-load';
 import { Tokenizer } from '../engine/tokenizer/tokenizer';
 import { BUILTIN_CARDS, PYTHON_CARD, WIKIPEDIA_CARD } from '../tools/cards';
 import { ToolRegistry } from '../tools/registry';
-import type { Tool } from '../tools/types';
+import type { Tool } from '../tools/tool';
 import { Rng } from '../util/rng';
 import { BYTE_SPECIALS, byteTokenizerConfig, byteTokenizerJson } from '../../tests/support/byte-tokenizer';
 import { adderTool, testCard } from '../../tests/support/test-tools';

@@ -9,7 +9,7 @@
 // excludes them (and the quote and backslash, so a bounded field has no escapes: a model quotes with ').
 // Bounded fields cost grammar-compile time in proportion to their length times the vocabulary, once per
 // schema (engines cache compiled grammars), so the bounds are modest.
-import type { JsonSchemaProperty, ToolCard } from '../tools/types';
+import type { JsonSchemaProperty, ToolCard } from '../tools/tool';
 
 /** Characters each free-text field may hold. */
 export interface ReplyLimits {

@@ -1,7 +1,7 @@
 // Reward functions against the real answers of the AgentFlow benchmarks in ../shared/benchmarks.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import type { ChatEngine, ChatMessage, GenerationResult } from '../engine/types';
+import type { ChatEngine, ChatMessage, GenerationResult } from '../engine/chat-engine';
 import {
   checkGame24,
   choiceLetter,

@@ -1,6 +1,6 @@
 // Rewards for finished runs: a single verifiable outcome per run that Flow-GRPO broadcasts to every planner
 // turn. Each checker is strict about what counts as right and tolerant about formatting.
-import type { ChatEngine } from '../engine/types';
+import type { ChatEngine } from '../engine/chat-engine';
 import { extractAnswerTag, parseYesNo } from './parse';
 
 // -------------------------------------------------------------------------------------- exact match

@@ -1,7 +1,7 @@
 // runRollouts with tasks the test finishes by hand, in an order unlike the start order.
 import { describe, expect, it } from 'vitest';
 import { CHAT_DEFAULTS } from './loop';
-import type { ChatEngine } from '../engine/types';
+import type { ChatEngine } from '../engine/chat-engine';
 import { checkConcurrency, concurrentRolloutConfig, runPlannerRollouts, runRollouts } from './rollout-pool';
 
 /** Tasks that wait until the test settles them; records which started, and how many ran at once. */

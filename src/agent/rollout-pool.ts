@@ -1,7 +1,7 @@
 // Runs the rollouts of a GRPO group a few at a time, so their planner calls reach the planner engine
 // together (and can be decoded as one batch). Rollout i is always started before rollout i + 1, and every
 // outcome is kept at its rollout's index, so callers see the same order whatever finished first.
-import type { ChatEngine } from '../engine/types';
+import type { ChatEngine } from '../engine/chat-engine';
 import { CHAT_DEFAULTS, type AgentConfigInput } from './loop';
 
 export type RolloutOutcome<T> = { ok: true; value: T } | { ok: false; error: unknown };

@@ -1,7 +1,7 @@
 // A real ChatEngine that replays scripted replies, one list per agent module, for tests and the UI demo.
 // It reports deterministic token ids and log-probabilities (one token per UTF-16 unit) so that rollout
 // recording can be checked end to end without a model.
-import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../engine/types';
+import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../engine/chat-engine';
 import { detectModule, type ModuleName } from './prompts';
 
 export interface ScriptedReplyObject {

@@ -1,9 +1,9 @@
 // A run of the agent tied to storage: the conversation record, its steps written as they complete, planner
 // calls recorded as rollouts, and, when the query has a reference answer, the reward scored and broadcast.
-import type { ChatEngine } from '../engine/types';
+import type { ChatEngine } from '../engine/chat-engine';
 import { createConversation, getConversation, getSteps, idbStepSink, updateConversation } from '../store/conversations';
 import type { ConversationRecord } from '../store/records';
-import type { Tool } from '../tools/types';
+import type { Tool } from '../tools/tool';
 import { runAgent, type AgentConfigInput, type AgentEngines, type AgentRunResult, type PlannerCall, type RunAgentOptions } from './loop';
 import type { ModuleName } from './prompts';
 import { recordReward, rolloutRecorder, type RolloutIds } from './rollouts';

@@ -13,7 +13,7 @@ import { directorySource } from '../io/sources';
 import { PlannerEngine } from '../engine/planner-engine';
 import { requestGpu } from '../gpu/device';
 import { BaseGeneratorTool } from '../tools/base-generator';
-import type { Tool } from '../tools/types';
+import type { Tool } from '../tools/tool';
 import { WikipediaTool } from '../tools/wikipedia';
 import { dirTrainStorage } from '../trainer/checkpoint-node';
 import { agentRunDeps, agentRunSpec, DEFAULT_AGENT_BUDGET } from '../trainer/run/agent-run';

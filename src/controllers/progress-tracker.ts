@@ -3,7 +3,7 @@
 // ("… params (shard 3/27)"), so shards of one model are folded into one row; its reports without bytes
 // (bytesTotal 1: compiling, "finish loading") are status lines, not files. The wait after the last byte is
 // named too: web-llm's shader compilation by its count, and after any loader's files, the GPU setup.
-import type { LoadProgress } from '../engine/types';
+import type { LoadProgress } from '../engine/chat-engine';
 
 export interface ProgressRow {
   key: string;

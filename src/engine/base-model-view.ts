@@ -3,7 +3,7 @@
 // planner). This view asks the same engine for its base weights on every call; because it is the same
 // engine underneath, a group's executor calls still meet in its batcher and decode together. (It does not
 // forward expectConcurrentCalls: the planner's count is the rollouts' to set, through engines.planner.)
-import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from './types';
+import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from './chat-engine';
 
 export class BaseModelView implements ChatEngine {
   readonly id: string;

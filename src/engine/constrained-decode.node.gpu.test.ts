@@ -17,7 +17,7 @@ import { directorySource } from '../io/sources';
 import { PlannerEngine } from './planner-engine';
 import { Qwen2Runtime } from './runtime';
 import { Tokenizer } from './tokenizer/tokenizer';
-import type { GenerationResult } from './types';
+import type { GenerationResult } from './chat-engine';
 
 const TOOLS = ['Python_Coder_Tool', 'Wikipedia_Search', 'Unit_Converter'];
 const PLAN = { type: 'object', properties: { tool_name: { enum: TOOLS }, sub_goal: { type: 'string', maxLength: 8 } }, required: ['tool_name', 'sub_goal'] };

@@ -12,7 +12,7 @@ import { loadCheckpoint } from './load-checkpoint.ts';
 import { urlSource } from '../io/sources.ts';
 import { MLC_MANIFEST_05B, TINY_MLC } from '../io/test-fixtures.ts';
 import { PlannerEngine, plannerTokenizer } from './planner-engine.ts';
-import type { ChatMessage } from './types.ts';
+import type { ChatMessage } from './chat-engine.ts';
 
 const BASE = 'https://hub.example/mlc-ai/Tiny-q4f16_1-MLC/resolve/main/';
 const readJson = (p: string) => JSON.parse(readFileSync(p, 'utf8'));

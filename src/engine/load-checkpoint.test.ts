@@ -8,7 +8,7 @@ import { loadAdapter, loadCheckpoint } from './load-checkpoint.ts';
 import { loraKey } from '../io/peft.ts';
 import { writeSafetensors } from '../io/safetensors.ts';
 import { directorySource, MissingFileError } from '../io/sources.ts';
-import type { LoadProgress } from './types.ts';
+import type { LoadProgress } from './chat-engine.ts';
 import { TINY } from '../io/test-fixtures.ts';
 
 describe('loadCheckpoint from a directory', () => {

@@ -9,7 +9,7 @@ import type { FileSource, ProgressCallback } from '../io/sources';
 import { defaultMaxContext, Qwen2Runtime, type GenerateTokensOptions, type RuntimeOptions } from './runtime';
 import { convTemplateProblem, MLC_CHAT_CONFIG } from './tokenizer/conv-template';
 import { StreamingDecoder, Tokenizer } from './tokenizer/tokenizer';
-import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from './types';
+import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from './chat-engine';
 import { SchemaGrammar, type GrammarTokenizer, type SchemaMatcher } from './grammar/json-schema-constraint';
 
 /** What the engine needs of a tokenizer (tokenizer/tokenizer.ts's Tokenizer); a jsonSchema needs vocabulary and encode too. */

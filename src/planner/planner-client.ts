@@ -8,7 +8,7 @@ import type { TurnSample } from '../model/samples';
 import type { PolicyTrainer, SavedCheckpoint, TrainSessionInfo } from '../trainer/training-host';
 import type { DecodeStats, ModelSpec, LoadOptions, PlannerInfo, PlannerWorkerApi, RemoteTokenOptions, TrainStartOptions } from './planner-protocol';
 import type { TokenGeneration } from '../engine/runtime';
-import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult, LoadProgress } from '../engine/types';
+import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult, LoadProgress } from '../engine/chat-engine';
 import { guardCalls, watchWorker, type WorkerGoneError, type WorkerWatch } from '../util/worker-watch';
 
 export type { DecodeStats, ModelSpec, LoadOptions, PlannerInfo, TrainStartOptions, TrainAdapterSpec } from './planner-protocol';

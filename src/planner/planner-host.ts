@@ -16,7 +16,7 @@ import { memorySource } from '../engine/memory-source';
 import { PlannerEngine } from '../engine/planner-engine';
 import type { DecodeStats, LoadOptions, ModelSpec, PlannerInfo, PlannerWorkerApi, RemoteGenerateOptions, RemoteTokenOptions } from './planner-protocol';
 import type { Qwen2Runtime, TokenGeneration } from '../engine/runtime';
-import type { ChatMessage, GenerationResult, LoadProgress } from '../engine/types';
+import type { ChatMessage, GenerationResult, LoadProgress } from '../engine/chat-engine';
 
 function sourceOf(spec: ModelSpec): FileSource {
   switch (spec.kind) {

@@ -4,7 +4,7 @@
 import type { ChatTemplateSource } from '../engine/load-checkpoint';
 import type { Qwen2Config } from '../io/qwen2-config';
 import type { GenerateTokensOptions, GpuMemoryReport, TokenGeneration } from '../engine/runtime';
-import type { ChatMessage, GenerateOptions, GenerationResult, LoadProgress } from '../engine/types';
+import type { ChatMessage, GenerateOptions, GenerationResult, LoadProgress } from '../engine/chat-engine';
 import type { StepStats } from '../trainer/grpo-step';
 import type { TurnSample } from '../model/samples';
 import type { SavedCheckpoint, TrainSessionInfo, TrainStartOptions } from '../trainer/training-host';

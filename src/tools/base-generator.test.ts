@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { BaseGeneratorTool, BASE_GENERATOR_SYSTEM_PROMPT } from './base-generator';
-import type { ChatEngine, ChatMessage, FinishReason, GenerateOptions, GenerationResult } from '../engine/types';
+import type { ChatEngine, ChatMessage, FinishReason, GenerateOptions, GenerationResult } from '../engine/chat-engine';
 
 /** An engine that answers with the reversed user message, recording what it was asked. */
 class ReversingEngine implements ChatEngine {

@@ -1,8 +1,8 @@
 // The base generator tool: the shared chat engine (web-llm) answers a sub-question from its own knowledge,
 // with no memory of the conversation, so the planner must put all needed context into the query.
-import type { ChatEngine, GenerateOptions } from '../engine/types';
+import type { ChatEngine, GenerateOptions } from '../engine/chat-engine';
 import { BASE_GENERATOR_CARD } from './cards';
-import type { Tool, ToolContext, ToolResult } from './types';
+import type { Tool, ToolContext, ToolResult } from './tool';
 
 export const BASE_GENERATOR_SYSTEM_PROMPT =
   'You are a helpful assistant. Answer the request accurately and concisely. If you are not sure of a fact, say so.';

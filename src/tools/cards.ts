@@ -2,7 +2,7 @@
 // They are written for small models: short sentences, one job per tool, concrete examples whose arguments
 // are exactly what the executor should emit, and limitations that steer the model away from misuse.
 
-import type { ToolCard } from './types';
+import type { ToolCard } from './tool';
 
 export const PYTHON_CARD: ToolCard = {
   name: 'python',

@@ -2,7 +2,7 @@
 // on the device. It answers only what the table holds, so a question about one of its facts is answerable
 // through it and through nothing else the task offers.
 import { CAPITALS, SYMBOLS } from '../agent/tasks/tool-task-data';
-import type { Tool, ToolCard, ToolResult } from './types';
+import type { Tool, ToolCard, ToolResult } from './tool';
 
 export const FACT_LOOKUP_CARD: ToolCard = {
   name: 'lookup',

@@ -2,7 +2,7 @@
 // The hostile-program cases are the ones #18 found in the browser; the same sandbox core runs in both.
 import { afterAll, describe, expect, it } from 'vitest';
 import { createNodePythonTool } from './python-node';
-import type { ToolContext } from './types';
+import type { ToolContext } from './tool';
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';

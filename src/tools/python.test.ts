@@ -4,7 +4,7 @@ import * as Comlink from 'comlink';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { PythonRunResult } from './python-sandbox';
 import { PythonTool } from './python';
-import type { ToolContext } from './types';
+import type { ToolContext } from './tool';
 
 interface Gate {
   promise: Promise<void>;

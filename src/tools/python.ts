@@ -11,7 +11,7 @@ import { untilAborted } from '../util/abort';
 import type { PythonRunResult, PythonWorkerApi } from './python-sandbox';
 import { watchWorker, type WorkerWatch } from '../util/worker-watch';
 import { PYTHON_CARD } from './cards';
-import type { Tool, ToolContext, ToolResult } from './types';
+import type { Tool, ToolContext, ToolResult } from './tool';
 
 /** A started Python worker: its API and the watch that tells when it is gone. */
 export interface PythonWorkerHandle {

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ToolRegistry } from './registry';
-import type { Tool, ToolCard, ToolContext } from './types';
+import type { Tool, ToolCard, ToolContext } from './tool';
 
 function card(name: string, usesNetwork = false): ToolCard {
   return {

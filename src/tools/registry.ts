@@ -4,7 +4,7 @@
 // validates the arguments against the card, enforces the time limit and turns any throw into a ToolResult.
 
 import { AgentFlowError, type ErrorCategory } from '../errors';
-import type { Tool, ToolCard, ToolContext, ToolResult } from './types';
+import type { Tool, ToolCard, ToolContext, ToolResult } from './tool';
 import { startToolClock, type ToolClock } from './tool-clock';
 import { checkCard, validateArgs, type ValidationResult } from './validate';
 

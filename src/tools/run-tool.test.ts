@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { toolsFromRegistry } from '../agent/registry-tools';
 import { ToolRegistry } from './registry';
 import { runTool } from './run-tool';
-import type { Tool, ToolContext, ToolResult } from './types';
+import type { Tool, ToolContext, ToolResult } from './tool';
 import { adderTool as adder, testCard as card } from '../../tests/support/test-tools';
 
 describe('runTool', () => {

@@ -1,6 +1,6 @@
 // Runs one tool call under its time limit and the caller's signal (the agent loop's executor step).
 import { QUEUE_LIMIT_PER_TIME_LIMIT, startToolClock } from './tool-clock';
-import type { Tool, ToolResult } from './types';
+import type { Tool, ToolResult } from './tool';
 
 class ToolTimeout extends Error {}
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { checkCard, validateArgs } from './validate';
-import type { ToolCard } from './types';
+import type { ToolCard } from './tool';
 
 const card: ToolCard = {
   name: 'demo',

@@ -4,7 +4,7 @@
 // coerced rather than rejected; anything that cannot be read as the declared type is an error that names the
 // field, so the executor can retry with a precise hint.
 
-import type { JsonSchemaProperty, ToolCard } from './types';
+import type { JsonSchemaProperty, ToolCard } from './tool';
 
 export type ValidationResult =
   | { ok: true; args: Record<string, unknown>; /** Fields the card does not declare; dropped. */ ignored: string[] }

@@ -4,7 +4,7 @@
 // provider until the user configures one, and as a network tool it is off until the user allows it.
 import { WEB_SEARCH_CARD } from './cards';
 import { DEFAULT_MAX_RESPONSE_BYTES, fetchJson, ToolHttpError, trimText } from './http-json';
-import type { Tool, ToolContext, ToolResult } from './types';
+import type { Tool, ToolContext, ToolResult } from './tool';
 
 export interface WebSearchResult {
   title: string;

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WikipediaTool } from './wikipedia';
-import type { ToolContext } from './types';
+import type { ToolContext } from './tool';
 
 const FIX = join(import.meta.dirname, '../../tests/fixtures-local/wikipedia');
 const fixture = (name: string) => readFileSync(join(FIX, name), 'utf8');

@@ -4,7 +4,7 @@
 // tried once: small models often misspell names.
 import { WIKIPEDIA_CARD } from './cards';
 import { DEFAULT_MAX_RESPONSE_BYTES, fetchJson, ToolHttpError, trimText } from './http-json';
-import type { Tool, ToolContext, ToolResult } from './types';
+import type { Tool, ToolContext, ToolResult } from './tool';
 
 export const DEFAULT_WIKIPEDIA_API = 'https://en.wikipedia.org/w/api.php';
 

@@ -4,9 +4,9 @@
 import { describe, expect, it } from 'vitest';
 import { detectModule } from '../agent/prompts';
 import { scriptedResult } from '../agent/scripted-engine';
-import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../engine/types';
+import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../engine/chat-engine';
 import { putSetting } from '../store/settings';
-import type { Tool } from '../tools/types';
+import type { Tool } from '../tools/tool';
 import './agentflow-chat';
 import type { AgentFlowChat } from './agentflow-chat';
 import { CONSTRAIN_REPLIES_KEY } from '../controllers/tools/tool-settings';

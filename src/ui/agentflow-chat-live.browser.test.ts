@@ -5,9 +5,9 @@
 import { describe, expect, it } from 'vitest';
 import { detectModule } from '../agent/prompts';
 import { scriptedResult, sleep } from '../agent/scripted-engine';
-import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../engine/types';
+import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../engine/chat-engine';
 import { createConversation } from '../store/conversations';
-import type { Tool } from '../tools/types';
+import type { Tool } from '../tools/tool';
 import './agentflow-chat';
 import type { AgentFlowChat } from './agentflow-chat';
 

@@ -3,7 +3,7 @@
 // ends a call that never answers, and the next question on working engines is answered.
 import { describe, expect, it } from 'vitest';
 import { ProbeEngine, type ProbeReplyFn } from '../agent/probe-engine';
-import type { ChatEngine, GenerationResult } from '../engine/types';
+import type { ChatEngine, GenerationResult } from '../engine/chat-engine';
 import { WorkerGoneError } from '../util/worker-watch';
 import './agentflow-chat';
 import type { AgentFlowChat } from './agentflow-chat';

@@ -3,7 +3,7 @@
 // Markdown, and reopening the conversation in a new element (a reload) shows it again.
 import { describe, expect, it } from 'vitest';
 import { ProbeEngine, type ProbeReplyFn } from '../agent/probe-engine';
-import type { Tool } from '../tools/types';
+import type { Tool } from '../tools/tool';
 import './agentflow-chat';
 import type { AgentFlowChat } from './agentflow-chat';
 

@@ -28,7 +28,7 @@ import { onStorageNotice, storageNotice, storageOpenError, type StorageNotice } 
 import type { ConversationRecord, StepRecord } from '../store/records';
 import { DB_NAME } from '../store/schema';
 import type { ToolRegistry } from '../tools/registry';
-import type { Tool } from '../tools/types';
+import type { Tool } from '../tools/tool';
 import type { RunSummary } from '../trainer/run/training-run';
 import type { PolicyTrainer } from '../trainer/training-host';
 import { agentflowChatStyles } from './agentflow-chat-styles';

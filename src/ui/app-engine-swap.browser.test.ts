@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { detectModule } from '../agent/prompts';
 import type { PlannerTrainer } from '../planner/planner-client';
 import type { PlannerInfo } from '../planner/planner-protocol';
-import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../engine/types';
+import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../engine/chat-engine';
 import { resolveGrpoConfig } from '../trainer/grpo-config';
 import { listRuns } from '../trainer/run/run-store-idb';
 import type { AgentFlowChat } from './agentflow-chat';

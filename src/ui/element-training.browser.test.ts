@@ -60,7 +60,7 @@ function steppingTrainer(): PolicyTrainer & { batches: TurnSample[][] } {
   };
 }
 
-async function mount(engines: { planner: import('../engine/types').ChatEngine; shared: import('../engine/types').ChatEngine }, trainer?: PolicyTrainer): Promise<AgentFlowChat> {
+async function mount(engines: { planner: import('../engine/chat-engine').ChatEngine; shared: import('../engine/chat-engine').ChatEngine }, trainer?: PolicyTrainer): Promise<AgentFlowChat> {
   const el = document.createElement('agentflow-chat') as AgentFlowChat;
   el.dbName = `element-train-${Math.random()}`;
   el.engines = engines;

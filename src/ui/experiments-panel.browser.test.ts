@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { ProbeEngine, type ProbeReplyFn } from '../agent/probe-engine';
 import { ToolRegistry } from '../tools/registry';
-import type { Tool } from '../tools/types';
+import type { Tool } from '../tools/tool';
 import { listConversations } from '../store/conversations';
 import { listExperiments } from '../controllers/experiments/experiment-store';
 import './experiments-panel';

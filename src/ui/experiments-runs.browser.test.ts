@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ProbeEngine, type ProbeReplyFn } from '../agent/probe-engine';
 import { ToolRegistry } from '../tools/registry';
-import type { Tool } from '../tools/types';
+import type { Tool } from '../tools/tool';
 import type { AgentEngines } from '../agent/loop';
 import { scriptedDemoEngines } from '../controllers/engines/demo-engines';
 import './experiments-panel';

@@ -4,7 +4,7 @@
 // conversation list folds into one line naming the conversation shown, in the element and in the app.
 import { describe, expect, it } from 'vitest';
 import type { AgentEngines } from '../agent/loop';
-import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../engine/types';
+import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../engine/chat-engine';
 import { createConversation, updateConversation } from '../store/conversations';
 import './agentflow-chat';
 import type { AgentFlowChat } from './agentflow-chat';

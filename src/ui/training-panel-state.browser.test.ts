@@ -3,7 +3,7 @@
 // the form, one Resume, a list entry that follows the live run, restart notes gone once the run is done, the
 // step a swap cut short, and adapters grouped under their run with Activate only where the base fits.
 import { describe, expect, it } from 'vitest';
-import type { ChatEngine, GenerationResult } from '../engine/types';
+import type { ChatEngine, GenerationResult } from '../engine/chat-engine';
 import { openAgentDb } from '../store/db';
 import { resolveGrpoConfig } from '../trainer/grpo-config';
 import type { PolicyTrainer } from '../trainer/training-host';

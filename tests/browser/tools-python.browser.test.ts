@@ -1,7 +1,7 @@
 // The Python tool end to end in Chromium: Pyodide from node_modules in a real module worker.
 import { afterAll, describe, expect, it } from 'vitest';
 import { PythonTool } from '../../src/tools/python';
-import type { ToolContext } from '../../src/tools/types';
+import type { ToolContext } from '../../src/tools/tool';
 import { AFTER_FORGE, FORGE, LEAVE_BUSY_WORK } from '../support/python-hostile';
 import { aloneBlocked, ALONE_ESCAPES, ASYNCIO_OUTPUT, ESCAPES, escapedAttempts, escapeProgram, ORDINARY_OUTPUT } from '../support/python-escapes';
 

@@ -1,6 +1,6 @@
 // Small tools the agent and tool tests run: real computations the tests can check, on cards built the
 // same way.
-import type { Tool, ToolCard } from '../../src/tools/types';
+import type { Tool, ToolCard } from '../../src/tools/tool';
 
 /** A card for an in-test tool: `props` and `required` are its input schema; the rest is filler. */
 export function testCard(name: string, props: ToolCard['input']['properties'], required: string[]): ToolCard {

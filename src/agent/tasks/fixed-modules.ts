@@ -6,7 +6,7 @@
 //   can do when the query has no such part: a call that cannot help);
 // - verifier: STOP once the memory holds a successful result of the right tool for every part of the query;
 // - generator: the answer from those results, or that the memory is not enough.
-import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../../engine/types';
+import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../../engine/chat-engine';
 import { detectModule } from '../prompts';
 import { ANSWER_JOIN, parseQuestion, type PartTool, type QuestionPart } from './tool-task-data';
 

@@ -11,7 +11,7 @@ import { CpuPolicyBackend } from '../../trainer/cpu-backend';
 import { MemoryRunStore } from '../../trainer/run/run-store-memory';
 import { TrainingRun } from '../../trainer/run/training-run';
 import { adapterTensors } from '../../trainer/lora-init';
-import type { ChatMessage } from '../../engine/types';
+import type { ChatMessage } from '../../engine/chat-engine';
 import { toolTaskAgentConfig, toolTaskEvalEngines, toolTaskRunSetup, toolTaskRunSpec, TOOL_TASK_BUDGET } from './tool-task-run';
 import { toolTask, toolTaskTools } from './tool-task';
 import { parseQuestion } from './tool-task-data';

@@ -6,7 +6,7 @@
 import { SchemaGrammar } from '../../engine/grammar/json-schema-constraint';
 import type { LoraAdapter } from '../../io/peft';
 import type { ExperimentItemRecord } from '../../store/records';
-import type { Tool } from '../../tools/types';
+import type { Tool } from '../../tools/tool';
 import type { GrpoConfig } from '../../trainer/grpo-config';
 import { AgentCollector } from '../../trainer/run/agent-collector';
 import { agentRunData, agentRunSpec, rolloutAgentConfig, type AgentBudget } from '../../trainer/run/agent-run';

@@ -10,7 +10,7 @@ import type { Tokenizer } from '../../engine/tokenizer/tokenizer';
 import { BaseGeneratorTool } from '../../tools/base-generator';
 import { CalculatorTool } from '../../tools/calculator';
 import { FactLookupTool } from '../../tools/fact-lookup';
-import type { Tool, ToolCard } from '../../tools/types';
+import type { Tool, ToolCard } from '../../tools/tool';
 import { UnitConvertTool } from '../../tools/unit-convert';
 import { CpuPolicyBackend } from '../../trainer/cpu-backend';
 import { PrefixSharingCpuBackend } from '../../trainer/cpu-prefix-backend';

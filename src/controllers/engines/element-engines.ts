@@ -3,7 +3,7 @@
 // so a question, a resume and a training run all take the same engines and see the same lost worker.
 import type { ReactiveControllerHost } from 'lit';
 import type { AgentEngines } from '../../agent/loop';
-import type { LoadProgress } from '../../engine/types';
+import type { LoadProgress } from '../../engine/chat-engine';
 import type { PolicyTrainer } from '../../trainer/training-host';
 import { ProgressTracker } from '../progress-tracker';
 import type { TrainableEngines } from '../training/element-training';

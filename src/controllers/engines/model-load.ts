@@ -4,7 +4,7 @@
 import type { ReactiveControllerHost } from 'lit';
 import type { AgentEngines } from '../../agent/loop';
 import { servesAllModules } from '../../engine/base-model-view';
-import type { LoadProgress } from '../../engine/types';
+import type { LoadProgress } from '../../engine/chat-engine';
 import type { PlannerTrainer } from '../../planner/planner-client';
 import { ProgressTracker, type ProgressSummary } from '../progress-tracker';
 import { enginesLabel } from './engine-use';

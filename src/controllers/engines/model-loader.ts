@@ -5,7 +5,7 @@ import { AgentFlowError, type ErrorCategory } from '../../errors';
 import { baseModelView } from '../../engine/base-model-view';
 import type { AgentEngines } from '../../agent/loop';
 import type { PlannerTrainer } from '../../planner/planner-client';
-import type { ChatEngine, LoadProgress } from '../../engine/types';
+import type { ChatEngine, LoadProgress } from '../../engine/chat-engine';
 import { untilAborted } from '../../util/abort';
 import { openAgentDb } from '../../store/db';
 import { crossOriginAdvice, hostsInWords, isUnreachable } from './load-failure';

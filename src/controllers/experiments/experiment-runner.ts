@@ -10,7 +10,7 @@ import type { AgentEngines } from '../../agent/loop';
 import type { ModuleName } from '../../agent/prompts';
 import { startConversation } from '../../agent/session';
 import type { ExperimentItemRecord, ExperimentRecord } from '../../store/records';
-import type { Tool } from '../../tools/types';
+import type { Tool } from '../../tools/tool';
 import { getExperiment, listExperiments, putExperiment, putExperimentItem, summarize, uniqueRunName } from './experiment-store';
 import { nextCall } from '../../ui/chat-view';
 

@@ -2,10 +2,10 @@
 // otherwise the element's own with the built-in tools; the page's extra tools are added to either, and the
 // switches come from storage, or from the `tools` attribute when it is set.
 import type { ReactiveControllerHost } from 'lit';
-import type { ChatEngine } from '../../engine/types';
+import type { ChatEngine } from '../../engine/chat-engine';
 import { registerBuiltinTools } from '../../tools/builtin';
 import { ToolRegistry } from '../../tools/registry';
-import type { Tool } from '../../tools/types';
+import type { Tool } from '../../tools/tool';
 import { restoreToolSwitches } from './tool-settings';
 
 export interface ToolsHost extends ReactiveControllerHost {

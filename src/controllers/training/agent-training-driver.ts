@@ -4,7 +4,7 @@
 // reload. Everything else (rollouts, rewards, advantages, the update, checkpoints) is the library's.
 import type { AgentEngines } from '../../agent/loop';
 import type { RewardKind } from '../../agent/rewards';
-import type { Tool } from '../../tools/types';
+import type { Tool } from '../../tools/tool';
 import { agentRunDeps, agentRunSpec, type AgentBudget } from '../../trainer/run/agent-run';
 import type { GrpoConfig } from '../../trainer/grpo-config';
 import type { TrainingItem } from '../../trainer/run/agent-collector';

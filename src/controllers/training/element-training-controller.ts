@@ -2,7 +2,7 @@
 // what the page must stop before it replaces them, and the pause that replacing them causes by itself.
 import type { ReactiveControllerHost } from 'lit';
 import type { AgentEngines } from '../../agent/loop';
-import type { Tool } from '../../tools/types';
+import type { Tool } from '../../tools/tool';
 import type { StepMetrics } from '../../trainer/run/metrics';
 import type { RunSummary, TrainingRun } from '../../trainer/run/training-run';
 import type { PolicyTrainer } from '../../trainer/training-host';

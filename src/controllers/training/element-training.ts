@@ -4,7 +4,7 @@
 // IndexedDB database. Kept apart from the element so the element stays a chat view.
 import type { AgentEngines } from '../../agent/loop';
 import type { RewardKind } from '../../agent/rewards';
-import type { Tool } from '../../tools/types';
+import type { Tool } from '../../tools/tool';
 import { agentRunDeps, agentRunSpec, type AgentBudget } from '../../trainer/run/agent-run';
 import type { TrainingItem } from '../../trainer/run/agent-collector';
 import type { RolloutProgress } from '../../trainer/run/collector';

@@ -3,7 +3,7 @@
 // @huggingface/jinja's Template lexes with trim_blocks and lstrip_blocks on, as transformers' sandboxed
 // environment does, so whitespace control matches.
 import { Template } from '@huggingface/jinja';
-import type { ChatMessage } from '../types.ts';
+import type { ChatMessage } from '../chat-engine.ts';
 
 export interface RenderOptions {
   addGenerationPrompt?: boolean;

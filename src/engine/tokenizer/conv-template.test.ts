@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { ChatTemplate } from './chat-template.ts';
 import { chatTemplateFromMlcChatConfig, convTemplateToJinja } from './conv-template.ts';
 import { MLC_MANIFEST_05B, TINY_MLC } from '../../io/test-fixtures.ts';
-import type { ChatMessage } from '../types.ts';
+import type { ChatMessage } from '../chat-engine.ts';
 
 const readJson = (p: string) => JSON.parse(readFileSync(p, 'utf8'));
 const chatConfig = readJson(join(MLC_MANIFEST_05B, 'mlc-chat-config.json'));

@@ -1,6 +1,6 @@
 // Byte-level BPE tokenizer (Qwen2's tokenizer.json) via @lenml/tokenizers, plus the model's chat template.
 import { TokenizerLoader } from '@lenml/tokenizers';
-import type { ChatMessage } from '../types.ts';
+import type { ChatMessage } from '../chat-engine.ts';
 import { ChatTemplate, hasChatTemplate, type RenderOptions } from './chat-template.ts';
 
 type LenmlTokenizer = ReturnType<typeof TokenizerLoader.fromPreTrained>;

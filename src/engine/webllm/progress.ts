@@ -3,7 +3,7 @@
 // parsed from there; reports without bytes (compiling shaders, "Finish loading") carry the fraction as
 // bytesDone/bytesTotal with bytesTotal = 1.
 import type { InitProgressReport } from '@mlc-ai/web-llm';
-import type { LoadProgress } from '../types';
+import type { LoadProgress } from '../chat-engine';
 
 const MIB = 1024 * 1024;
 const PARAMS = /^(Fetching param cache|Loading model from cache)\[(\d+)\/(\d+)\]: (\d+)MB (?:fetched|loaded)/;

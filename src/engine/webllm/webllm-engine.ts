@@ -5,7 +5,7 @@
 import { AgentFlowError, type ErrorCategory } from '../../errors';
 import { watchWorker, type WorkerWatch } from '../../util/worker-watch';
 import { CreateWebWorkerMLCEngine, prebuiltAppConfig, type AppConfig, type ChatCompletionChunk, type ChatCompletionRequestStreaming, type InitProgressReport, type ModelRecord, type WebWorkerMLCEngine } from '@mlc-ai/web-llm';
-import type { ChatEngine, ChatMessage, FinishReason, GenerateOptions, GenerationResult, LoadProgress } from '../types';
+import type { ChatEngine, ChatMessage, FinishReason, GenerateOptions, GenerationResult, LoadProgress } from '../chat-engine';
 import { DEFAULT_WEBLLM_MODEL, selectWebLlmModel, type ModelChoice } from './model-select';
 import { toLoadProgress } from './progress';
 

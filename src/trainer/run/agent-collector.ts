@@ -5,8 +5,8 @@
 import { runAgent, type AgentConfigInput, type AgentEngines, type AgentRunResult, type PlannerCall, type StepSink } from '../../agent/loop';
 import { judgeAnswer, scoreAnswer, type RewardKind } from '../../agent/rewards';
 import { checkConcurrency, concurrentRolloutConfig, runPlannerRollouts, type PlannerPresence } from '../../agent/rollout-pool';
-import type { ChatEngine, GenerationResult } from '../../engine/types';
-import type { Tool } from '../../tools/types';
+import type { ChatEngine, GenerationResult } from '../../engine/chat-engine';
+import type { Tool } from '../../tools/tool';
 import type { CollectContext, RolloutCollector } from './collector';
 import type { GroupPlan } from './schedule';
 import type { CollectedGroup, PlannerTurn, Trajectory } from './rollout-samples';

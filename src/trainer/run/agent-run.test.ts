@@ -35,7 +35,7 @@ function recordingTrainer(): PolicyTrainer & { starts: Array<Parameters<PolicyTr
 
 const settings: AgentRunSettings = { benchmark: { name: 'mini', kind: 'exact', items: [{ query: 'What is 2+2?', answer: '4' }] }, planner: 'planner:test', groupSize: 2, steps: 3, learningRate: 2e-5, adapter: { kind: 'fresh', rank: 4, alpha: 8, targets: ['q', 'v'] } };
 
-function env(o: { trainer: PolicyTrainer; engines: { planner: import('../../engine/types').ChatEngine; shared: import('../../engine/types').ChatEngine }; dbName: string; decodeStats?: () => Promise<{ steps: number; rows: number }> }) {
+function env(o: { trainer: PolicyTrainer; engines: { planner: import('../../engine/chat-engine').ChatEngine; shared: import('../../engine/chat-engine').ChatEngine }; dbName: string; decodeStats?: () => Promise<{ steps: number; rows: number }> }) {
   return { engines: o.engines, tools: [multiplyTool], policy: o.trainer, store: new IdbRunStore(o.dbName), dbName: o.dbName, ...(o.decodeStats ? { decodeStats: o.decodeStats } : {}) };
 }
 

@@ -4,7 +4,7 @@
 import type { AgentEngines } from '../../agent/loop';
 import type { RewardKind } from '../../agent/rewards';
 import type { TrainingRunRecord } from '../../store/records';
-import type { Tool } from '../../tools/types';
+import type { Tool } from '../../tools/tool';
 import type { LoraModule } from '../../io/peft';
 import type { GrpoConfig } from '../grpo-config';
 import type { PolicyTrainer } from '../training-host';

@@ -7,7 +7,7 @@ import { referenceText, scoreRunInto } from '../../agent/experiment-file';
 import { runAgent, type AgentConfigInput, type AgentEngines } from '../../agent/loop';
 import { judgeAnswer, scoreAnswer, type RewardKind } from '../../agent/rewards';
 import type { ExperimentItemRecord } from '../../store/records';
-import type { Tool } from '../../tools/types';
+import type { Tool } from '../../tools/tool';
 import { DEFAULT_AGENT_BUDGET, rolloutAgentConfig } from './agent-budget';
 
 /** Planner seeds are 32-bit. */

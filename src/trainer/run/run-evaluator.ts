@@ -5,7 +5,7 @@
 // run's rollouts do) — evaluateItems, the same code as `cli eval`.
 import type { AgentEngines } from '../../agent/loop';
 import type { ExperimentItemRecord } from '../../store/records';
-import type { Tool } from '../../tools/types';
+import type { Tool } from '../../tools/tool';
 import type { AgentRunData } from './agent-budget';
 import { evaluateItems } from './evaluate-items';
 import type { RewardKind } from '../../agent/rewards';

@@ -9,7 +9,7 @@
 // random model samples them now and then, so its otherwise meaningless text sometimes parses and the loop
 // really calls a tool, and sometimes does not and the parsers' fallbacks run.
 import { BYTE_SPECIALS, byteTokenizerConfig, byteTokenizerJson } from '../../support/byte-tokenizer';
-import type { Tool } from '../../../src/tools/types';
+import type { Tool } from '../../../src/tools/tool';
 import type { AgentConfigInput } from '../../../src/agent/loop';
 
 export const QUERY = 'Reverse the word hello.';

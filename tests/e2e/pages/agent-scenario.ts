@@ -1,7 +1,7 @@
 // A two-turn agent run on scripted engines, shared by the agent browser test and the reload e2e page.
 // The tool really computes; the scripted generator reads its answer out of the memory in its prompt.
 import { ScriptedEngine, type Script } from '../../../src/agent/scripted-engine';
-import type { Tool } from '../../../src/tools/types';
+import type { Tool } from '../../../src/tools/tool';
 
 export const QUERY = 'Multiply 6 by 7, then multiply the result by 10.';
 export const EXPECTED_ANSWER = '420';
