@@ -5,14 +5,15 @@ import { gpuFor } from '../../tests/support/gpu';
 import { relL2 } from '../../tests/support/compare';
 import { Qwen2Runtime } from '../engine/runtime';
 import { Rng } from '../util/rng';
-import { MemoryCheckpointStore } from './checkpoint-memory';
+import { memoryTrainStorage } from './checkpoint-memory';
 import { resolveGrpoConfig } from './grpo-config';
 import { CpuPolicyBackend, cpuTokenPolicy } from './cpu-backend';
 import { GpuPolicyBackend, gpuTokenPolicy } from './gpu-backend';
 import { grpoStep } from './grpo-step';
 import { adapterTensors, initLoraAdapter } from './lora-init';
 import { ToyTask, playToyRollouts, toyModel } from './toy-task';
-import { GrpoTrainer } from './trainer';
+import { runtimePolicyHost } from './runtime-policy-host';
+import { TrainingHost } from './training-host';
 
 const task = new ToyTask();
 const model = toyModel(task, { seed: 77 });
@@ -58,35 +59,40 @@ describe('GPU Flow-GRPO backend', () => {
   });
 
   it('a checkpoint exported from the GPU and imported into a fresh backend reproduces the next step', async () => {
-    const store = new MemoryCheckpointStore();
-    const cfg = resolveGrpoConfig({ learningRate: 0.01, groupSize: 4, queriesPerStep: 3, seed: 9, microBatchTokens: 256 });
-    const make = async (seed: number) => {
-      const { rt, backend } = await gpuBackend(seed);
-      return { rt, backend, trainer: new GrpoTrainer(backend, cfg, { runId: 'gpu-run', store }) };
+    // The path a run takes: a training host on the runtime saves the checkpoint, and a fresh runtime and host
+    // resume the run from it.
+    const storage = memoryTrainStorage();
+    const config = { learningRate: 0.01, groupSize: 4, queriesPerStep: 3, seed: 9, microBatchTokens: 256 };
+    const make = async () => {
+      const rt = await Qwen2Runtime.create(await gpuFor('native'), model.config, model.source, { maxContext: 16, maxBatchRows: 256 });
+      return { rt, host: new TrainingHost(() => runtimePolicyHost(rt, 'toy'), async () => storage) };
     };
     // A step's rollouts come from the policy as it is, with a sampling stream fixed by the step.
-    const step = async (t: { backend: GpuPolicyBackend; trainer: GrpoTrainer }) => {
-      const { samples } = await playToyRollouts(task, gpuTokenPolicy(t.backend), [0, 1, 2], cfg.groupSize, 1, new Rng(100 + t.trainer.step), `s${t.trainer.step + 1}`);
-      return t.trainer.trainStep(samples);
+    const step = async (host: TrainingHost) => {
+      const done = host.trainInfo()!.step;
+      const backend = host.current!.backend as GpuPolicyBackend;
+      const { samples } = await playToyRollouts(task, gpuTokenPolicy(backend), [0, 1, 2], config.groupSize, 1, new Rng(100 + done), `s${done + 1}`);
+      return host.trainStep(samples);
     };
-    const a = await make(1);
-    await step(a);
-    await step(a);
-    await a.trainer.saveCheckpoint();
-    const s3 = await step(a);
-    const want = adapterTensors((await a.backend.exportState()).adapter);
-    a.backend.destroy();
+    const a = await make();
+    await a.host.trainStart({ runId: 'gpu-run', adapter: { rank: 4, alpha: 8 }, config });
+    await step(a.host);
+    await step(a.host);
+    await a.host.trainCheckpoint();
+    const s3 = await step(a.host);
+    const want = adapterTensors((await a.host.current!.backend.exportState()).adapter);
+    a.host.trainStop();
     a.rt.destroy();
-    const b = await make(2);
-    expect(await b.trainer.resume()).toBe(true);
-    const again = await step(b);
+    const b = await make();
+    expect(await b.host.trainStart({ runId: 'gpu-run', adapter: { rank: 4, alpha: 8 }, resume: true })).toMatchObject({ step: 2, resumed: true });
+    const again = await step(b.host);
     expect(again.rewardMean).toBe(s3.rewardMean);
     expect(again.gradNorm).toBeCloseTo(s3.gradNorm, 6);
-    const got = adapterTensors((await b.backend.exportState()).adapter);
+    const got = adapterTensors((await b.host.current!.backend.exportState()).adapter);
     got.forEach((t, i) => {
       for (let j = 0; j < t.data.length; j++) expect(Math.abs(t.data[j] - want[i].data[j]), t.name).toBeLessThan(1e-6);
     });
-    b.backend.destroy();
+    b.host.trainStop();
     b.rt.destroy();
   });
 

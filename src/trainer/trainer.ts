@@ -1,10 +1,10 @@
 // The optimizer side of Flow-GRPO: given a step's planner-turn samples (pushed by whoever played the
-// rollouts: src/trainer/run/training-run.ts), run one step, record statistics, save a checkpoint every
-// `checkpointEvery` steps. Mini-batch shuffling draws from one seeded Rng whose state is saved with the
-// checkpoint, so a resumed run takes the same next step as an uninterrupted one.
+// rollouts: src/trainer/run/training-run.ts), run one step and record statistics. Mini-batch shuffling draws
+// from one seeded Rng whose state goes into the checkpoint (the session saves it: training-host.ts), so a
+// resumed run takes the same next step as an uninterrupted one.
 import { Rng } from '../util/rng';
 import type { PolicyBackend } from './backend';
-import type { CheckpointStore, TrainingCheckpoint } from './checkpoint-store';
+import type { TrainingCheckpoint } from './checkpoint-store';
 import { CheckpointError } from './checkpoint-store';
 import type { GrpoConfig } from './grpo-config';
 import { grpoStep, type StepStats } from './grpo-step';
@@ -12,18 +12,15 @@ import type { TurnSample } from '../model/samples';
 
 export interface TrainerOptions {
   runId: string;
-  store?: CheckpointStore;
   baseModel?: string;
   /** Control runs: see StepContext.zeroAdvantages. */
   zeroAdvantages?: boolean;
-  onStep?: (s: StepStats) => void;
 }
 
 export class GrpoTrainer {
   step = 0;
   optimizerSteps = 0;
   readonly rng: Rng;
-  readonly history: StepStats[] = [];
 
   constructor(readonly backend: PolicyBackend, readonly config: GrpoConfig, readonly options: TrainerOptions) {
     this.rng = new Rng(config.seed);
@@ -31,7 +28,7 @@ export class GrpoTrainer {
 
   /**
    * One Flow-GRPO step on `samples`: the planner turns of this step's groups, each carrying its rollout's
-   * reward (and the sampling logprobs when they were recorded). Checkpoints on the config's cadence.
+   * reward (and the sampling logprobs when they were recorded).
    */
   async trainStep(samples: readonly TurnSample[]): Promise<StepStats> {
     const next = this.step + 1;
@@ -43,9 +40,6 @@ export class GrpoTrainer {
     });
     this.step = next;
     this.optimizerSteps = stats.optimizerSteps;
-    this.history.push(stats);
-    this.options.onStep?.(stats);
-    if (this.options.store && this.config.checkpointEvery > 0 && this.step % this.config.checkpointEvery === 0) await this.saveCheckpoint();
     return stats;
   }
 
@@ -64,13 +58,6 @@ export class GrpoTrainer {
     };
   }
 
-  async saveCheckpoint(): Promise<TrainingCheckpoint> {
-    if (!this.options.store) throw new CheckpointError('no checkpoint store was given to the trainer');
-    const c = await this.checkpoint();
-    await this.options.store.save(c);
-    return c;
-  }
-
   /** Restores adapter, moments, step counters and RNG from `c` into this trainer and its backend. */
   async restore(c: TrainingCheckpoint): Promise<void> {
     if (c.runId !== this.options.runId) throw new CheckpointError(`checkpoint belongs to run '${c.runId}', not '${this.options.runId}'`);
@@ -78,14 +65,5 @@ export class GrpoTrainer {
     this.step = c.step;
     this.optimizerSteps = c.optimizerSteps;
     this.rng.state = c.rngState >>> 0;
-  }
-
-  /** Restores the run's latest checkpoint from the store; false when there is none. */
-  async resume(): Promise<boolean> {
-    if (!this.options.store) throw new CheckpointError('no checkpoint store was given to the trainer');
-    const c = await this.options.store.latest(this.options.runId);
-    if (!c) return false;
-    await this.restore(c);
-    return true;
   }
 }
