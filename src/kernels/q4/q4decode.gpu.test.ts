@@ -33,103 +33,138 @@ interface Case {
   lora?: number[];
   /** Row r of x multiplied by rowScale[r]: rows whose sum of squares overflows f32 (the norm pre-scales them). */
   rowScale?: number[];
+  /** Runs besides the subgroup kernel on the first weight path (with a norm: rows cached in workgroup memory). */
+  also?: Run[];
 }
 
+/**
+ * A run of a case: `sg: false` the kernel without subgroups; `registers` with a norm, normalising in registers
+ * instead of caching the rows; `packed` the packed-u32 f16 path where the adapter also has native f16.
+ */
+interface Run {
+  sg?: false;
+  registers?: true;
+  packed?: true;
+}
+
+// Every case runs on the subgroup kernel; the other kernels and paths each run a subset that still reaches
+// every part of their code (on a software GPU a case costs its shader's compile, up to a minute at 8 rows):
+// - without subgroups: every prologue / epilogue kind (norm cached and in registers, xn, rows near f32's
+//   limit, biases, both residuals, swiglu, LoRA on segments and on gate/up, 1 to 8 rows, a lane walking
+//   several groups); K slices exist only in the subgroup kernel;
+// - normalised in registers: c_attn with xn, swiglu with and without LoRA, rows near f32's limit, wide K;
+// - packed f16 scales (where native f16 also runs; the browser project runs every case packed): both
+//   kernels, segments, swiglu, norm + xn, LoRA. f32 scales read no f16, so their WGSL is the same on both paths.
+const NO_SG: Run = { sg: false };
+const REG: Run = { registers: true };
+const NO_SG_REG: Run = { sg: false, registers: true };
+const PACKED: Run = { packed: true };
+const PACKED_NO_SG: Run = { packed: true, sg: false };
+
 const CASES: Case[] = [
-  { name: 'plain', n: 1, inDim: 64, segs: [41], scale: 'f16' },
-  { name: 'c_attn-like: norm + xn + 3 segments, biases packed with the norm weight', n: 2, inDim: 96, segs: [37, 9, 9], bias: 'packed', norm: 'xn', scale: 'f32', rowBase: 5 },
-  { name: '2 segments, separate biases, no norm', n: 3, inDim: 64, segs: [48, 17], bias: 'separate', scale: 'f16' },
-  { name: 'residual from another buffer', n: 4, inDim: 128, segs: [70], residual: 'separate', scale: 'f16' },
-  { name: 'residual in place, with norm', n: 3, inDim: 64, segs: [200], residual: 'inplace', norm: 'plain', scale: 'f32' },
-  { name: 'swiglu with norm', n: 1, inDim: 64, swiglu: 45, norm: 'plain', scale: 'f16', rowBase: 3 },
-  { name: 'swiglu, 4 rows, no norm', n: 4, inDim: 96, swiglu: 61, scale: 'f32', rowsPerWorkgroup: 64 },
-  { name: 'o/down-like: residual + LoRA up', n: 2, inDim: 96, segs: [70], residual: 'separate', lora: [0], scale: 'f16' },
-  { name: 'in-place residual + LoRA up', n: 1, inDim: 64, segs: [33], residual: 'inplace', lora: [0], scale: 'f32' },
-  { name: 'swiglu + LoRA on gate and up', n: 2, inDim: 64, swiglu: 45, lora: [0, 1], scale: 'f16', rowBase: 2 },
-  { name: 'swiglu + LoRA on up only, with norm', n: 1, inDim: 64, swiglu: 40, lora: [1], norm: 'plain', scale: 'f32' },
-  { name: 'segments, LoRA on the second', n: 3, inDim: 64, segs: [21, 30], bias: 'packed', lora: [1], scale: 'f16' },
-  { name: 'gate/up segments with norm + xn', n: 2, inDim: 128, segs: [40, 40], norm: 'xn', scale: 'f16', rowsPerWorkgroup: 2 },
+  { name: 'plain', n: 1, inDim: 64, segs: [41], scale: 'f16', also: [NO_SG, PACKED, PACKED_NO_SG] },
+  { name: 'c_attn-like: norm + xn + 3 segments, biases packed with the norm weight', n: 2, inDim: 96, segs: [37, 9, 9], bias: 'packed', norm: 'xn', scale: 'f32', rowBase: 5, also: [REG, NO_SG, NO_SG_REG] },
+  { name: '2 segments, separate biases, no norm', n: 3, inDim: 64, segs: [48, 17], bias: 'separate', scale: 'f16', also: [NO_SG] },
+  { name: 'residual from another buffer', n: 4, inDim: 128, segs: [70], residual: 'separate', scale: 'f16', also: [NO_SG] },
+  { name: 'residual in place, with norm', n: 3, inDim: 64, segs: [200], residual: 'inplace', norm: 'plain', scale: 'f32', also: [NO_SG] },
+  { name: 'swiglu with norm', n: 1, inDim: 64, swiglu: 45, norm: 'plain', scale: 'f16', rowBase: 3, also: [REG, NO_SG, NO_SG_REG, PACKED] },
+  { name: 'swiglu, 4 rows, no norm', n: 4, inDim: 96, swiglu: 61, scale: 'f32', rowsPerWorkgroup: 64, also: [NO_SG] },
+  { name: 'o/down-like: residual + LoRA up', n: 2, inDim: 96, segs: [70], residual: 'separate', lora: [0], scale: 'f16', also: [NO_SG, PACKED] },
+  { name: 'in-place residual + LoRA up', n: 1, inDim: 64, segs: [33], residual: 'inplace', lora: [0], scale: 'f32', also: [NO_SG] },
+  { name: 'swiglu + LoRA on gate and up', n: 2, inDim: 64, swiglu: 45, lora: [0, 1], scale: 'f16', rowBase: 2, also: [NO_SG, PACKED_NO_SG] },
+  { name: 'swiglu + LoRA on up only, with norm', n: 1, inDim: 64, swiglu: 40, lora: [1], norm: 'plain', scale: 'f32', also: [REG, NO_SG] },
+  { name: 'segments, LoRA on the second', n: 3, inDim: 64, segs: [21, 30], bias: 'packed', lora: [1], scale: 'f16', also: [NO_SG] },
+  { name: 'gate/up segments with norm + xn', n: 2, inDim: 128, segs: [40, 40], norm: 'xn', scale: 'f16', rowsPerWorkgroup: 2, also: [NO_SG, PACKED] },
   // Decode steps of a whole Flow-GRPO group (8 sequences): c_attn, o/down and gate/up shapes.
   { name: 'c_attn-like, 8 rows', n: 8, inDim: 96, segs: [37, 9, 9], bias: 'packed', norm: 'xn', scale: 'f16', rowBase: 1 },
   { name: 'o/down-like, 7 rows: residual + LoRA up', n: 7, inDim: 128, segs: [70], residual: 'separate', lora: [0], scale: 'f32' },
-  { name: 'swiglu + LoRA on gate and up, 8 rows', n: 8, inDim: 64, swiglu: 45, lora: [0, 1], scale: 'f16', rowsPerWorkgroup: 8 },
+  { name: 'swiglu + LoRA on gate and up, 8 rows', n: 8, inDim: 64, swiglu: 45, lora: [0, 1], scale: 'f16', rowsPerWorkgroup: 8, also: [NO_SG] },
   // Finite rows whose squares overflow f32 (up to ~2.4e38, near f32's limit) between ordinary ones.
-  { name: 'c_attn-like, rows near f32\'s limit', n: 3, inDim: 96, segs: [37, 9, 9], bias: 'packed', norm: 'xn', scale: 'f16', rowScale: [1e20, 1, 3e37] },
+  { name: 'c_attn-like, rows near f32\'s limit', n: 3, inDim: 96, segs: [37, 9, 9], bias: 'packed', norm: 'xn', scale: 'f16', rowScale: [1e20, 1, 3e37], also: [NO_SG] },
   // K split over slices whose sums meet in workgroup memory (the subgroup kernel's down_proj shape), with
   // more groups than one pass of a subgroup's lanes takes, so each lane prefetches a next group.
-  { name: 'down-like, K in 4 slices: residual + LoRA up', n: 2, inDim: 1056, segs: [21], residual: 'separate', lora: [0], scale: 'f16', kSplit: 4 },
-  { name: 'wide K, default slices: swiglu + LoRA on gate, norm', n: 3, inDim: 2080, swiglu: 13, lora: [0], norm: 'plain', scale: 'f32' },
+  { name: 'down-like, K in 4 slices: residual + LoRA up', n: 2, inDim: 1056, segs: [21], residual: 'separate', lora: [0], scale: 'f16', kSplit: 4, also: [NO_SG] },
+  { name: 'wide K, default slices: swiglu + LoRA on gate, norm', n: 3, inDim: 2080, swiglu: 13, lora: [0], norm: 'plain', scale: 'f32', also: [REG] },
   { name: 'c_attn-like, 8 rows, K in 8 slices', n: 8, inDim: 512, segs: [37, 9, 9], bias: 'packed', norm: 'xn', scale: 'f16', kSplit: 8 },
   { name: 'segments, LoRA on the second, K in 2 slices', n: 5, inDim: 256, segs: [30, 21], bias: 'packed', lora: [1], scale: 'f32', kSplit: 2 },
-  { name: 'swiglu with norm, 4 rows, two of them huge', n: 4, inDim: 64, swiglu: 45, norm: 'plain', scale: 'f32', rowScale: [1, 1e25, 1, 2e36] },
+  { name: 'swiglu with norm, 4 rows, two of them huge', n: 4, inDim: 64, swiglu: 45, norm: 'plain', scale: 'f32', rowScale: [1, 1e25, 1, 2e36], also: [REG, NO_SG_REG] },
 ];
 
 describe('q4DecodeLinear (fused decode linear) vs float64', async () => {
-  for (const path of await weightPaths()) {
-    const ctxP = gpuFor(path);
-    const sgModes = (await ctxP).caps.subgroups ? [true, false] : [false];
-    for (const subgroups of sgModes) {
-      // With a norm, both the workgroup-memory copy of the normalised rows and normalising in registers.
-      for (const [ci, c, cacheX] of CASES.flatMap((c, i) => (c.norm ? [true, false] : [undefined]).map((k) => [i, c, k] as const))) {
-        it(`${path}${subgroups ? ' subgroups' : ' no-subgroups'}: ${c.name}${cacheX === false ? ', normalised in registers' : ''} (n=${c.n} in=${c.inDim} scale=${c.scale})`, async () => {
-          const ctx = await ctxP;
-          const rng = new Rng(100 + ci);
-          const out = c.swiglu ? 2 * c.swiglu : c.segs!.reduce((a, b) => a + b, 0);
-          const base = c.rowBase ?? 0;
-          const total = base + out + 3;
-          const q = quantizeQ4(rng.fill(total * c.inDim, 0.5), total, c.inDim, c.scale);
-          const Wd = dequantizeQ4(q, base, out);
-          const x = rng.fill(c.n * c.inDim, 2);
-          if (c.rowScale) x.forEach((v, i) => (x[i] = v * c.rowScale![Math.floor(i / c.inDim)]));
-          const normW = Array.from(rng.fill(c.inDim, 0.2), (v) => v + 1);
-          const biases = (c.segs ?? []).map((r) => rng.fill(r));
-          const residual = c.residual ? rng.fill(c.n * out) : undefined;
-          const R = 3;
-          const slotRows = c.swiglu ? [c.swiglu, c.swiglu] : c.segs!;
-          const loraRef = slotRows.map((rows, s) => (c.lora?.includes(s) ? { t: rng.fill(c.n * R), B: rng.fill(rows * R), rank: R, scale: 0.5 + s } : undefined));
-          const made: GPUBuffer[] = [];
-          const keep = (b: GPUBuffer) => (made.push(b), b);
-          const loraGpu = loraRef.map((l, s) => l && { t: keep(f32Buffer(ctx, `t${s}`, l.t)), B: keep(f32Buffer(ctx, `B${s}`, l.B)), rank: R, scale: l.scale });
-          const W = uploadQ4(ctx, 'W', q);
-          const xb = keep(f32Buffer(ctx, 'x', x));
-          // Packed: [junk 3 | norm w | bias0 | bias1 | bias2], as the decode forward packs them.
-          const packed = keep(f32Buffer(ctx, 'params', [1, 2, 3, ...normW, ...biases.flatMap((b) => Array.from(b))]));
-          const args: Q4DecodeArgs = { W: { ...W, rowBase: base }, x: xb, n: c.n, inDim: c.inDim, subgroups, rowsPerWorkgroup: c.rowsPerWorkgroup, kSplit: c.kSplit, cacheX };
-          if (c.norm) {
-            const w = c.bias === 'packed' ? { buffer: packed, offset: 3 } : { buffer: keep(f32Buffer(ctx, 'normW', normW)) };
-            args.norm = { w, eps: 1e-5, xn: c.norm === 'xn' ? keep(createStorage(ctx, 'xn', c.n * c.inDim * 4)) : undefined };
-          }
-          if (c.swiglu) args.swiglu = { act: keep(createStorage(ctx, 'act', c.n * c.swiglu * 4)), intermediate: c.swiglu, gateLora: loraGpu[0], upLora: loraGpu[1] };
-          else {
-            let off = 3 + c.inDim;
-            args.outputs = c.segs!.map((rows, s) => {
-              const y = keep(c.residual === 'inplace' ? f32Buffer(ctx, `y${s}`, residual!) : createStorage(ctx, `y${s}`, c.n * rows * 4));
-              let bias;
-              if (c.bias === 'packed') bias = { buffer: packed, offset: off };
-              else if (c.bias === 'separate') bias = { buffer: keep(f32Buffer(ctx, `b${s}`, biases[s])) };
-              off += rows;
-              return { y, rows, bias, lora: loraGpu[s] };
-            });
-            if (c.residual === 'separate') args.residual = keep(f32Buffer(ctx, 'res', residual!));
-            if (c.residual === 'inplace') args.residual = args.outputs[0].y;
-          }
-          const d = await q4DecodeLinear(ctx, args);
-          expect(d.label?.includes('_sg')).toBe(subgroups);
-          expect(d.label?.includes('_normcached')).toBe(cacheX === true);
-          submitDispatches(ctx, [d]);
-          const want = q4DecodeRef({
-            Wd, x, n: c.n, inDim: c.inDim, norm: c.norm ? { w: normW, eps: 1e-5 } : undefined,
-            segments: c.segs?.map((rows, s) => ({ rows, bias: c.bias ? biases[s] : undefined, lora: loraRef[s] })), residual, swiglu: c.swiglu,
-            gateLora: c.swiglu ? loraRef[0] : undefined, upLora: c.swiglu ? loraRef[1] : undefined,
-          });
-          const got = c.swiglu ? [await readF32(ctx, args.swiglu!.act, c.n * c.swiglu)] : await Promise.all(args.outputs!.map((s) => readF32(ctx, s.y, c.n * s.rows)));
-          want.outs.forEach((w, s) => expect(relMaxErr(got[s], w), `segment ${s}`).toBeLessThan(TOL));
-          if (c.norm === 'xn') expect(relMaxErr(await readF32(ctx, args.norm!.xn!, c.n * c.inDim), want.xn!)).toBeLessThan(1e-6);
-          destroyQ4(W);
-          for (const b of made) b.destroy();
-        });
+  const paths = await weightPaths();
+  const hasSg = (await gpuFor(paths[0])).caps.subgroups;
+  // Each case's runs on this adapter, without repeats: where a kernel or path is missing, or f32 scales make
+  // the packed path's WGSL the native one's, a run is the same program as one already listed.
+  const runs = CASES.flatMap((c, ci) => {
+    const seen = new Set<string>();
+    return [{}, ...(c.also ?? [])].flatMap((r: Run) => {
+      const path = r.packed && c.scale === 'f16' ? paths[paths.length - 1] : paths[0];
+      const subgroups = hasSg && r.sg !== false;
+      const cacheX = c.norm ? !r.registers : undefined;
+      const key = `${path} ${subgroups} ${cacheX}`;
+      if (seen.has(key)) return [];
+      seen.add(key);
+      return [{ ci, c, path, subgroups, cacheX }];
+    });
+  });
+  for (const { ci, c, path, subgroups, cacheX } of runs) {
+    it(`${path}${subgroups ? ' subgroups' : ' no-subgroups'}: ${c.name}${cacheX === false ? ', normalised in registers' : ''} (n=${c.n} in=${c.inDim} scale=${c.scale})`, async () => {
+      const ctx = await gpuFor(path);
+      const rng = new Rng(100 + ci);
+      const out = c.swiglu ? 2 * c.swiglu : c.segs!.reduce((a, b) => a + b, 0);
+      const base = c.rowBase ?? 0;
+      const total = base + out + 3;
+      const q = quantizeQ4(rng.fill(total * c.inDim, 0.5), total, c.inDim, c.scale);
+      const Wd = dequantizeQ4(q, base, out);
+      const x = rng.fill(c.n * c.inDim, 2);
+      if (c.rowScale) x.forEach((v, i) => (x[i] = v * c.rowScale![Math.floor(i / c.inDim)]));
+      const normW = Array.from(rng.fill(c.inDim, 0.2), (v) => v + 1);
+      const biases = (c.segs ?? []).map((r) => rng.fill(r));
+      const residual = c.residual ? rng.fill(c.n * out) : undefined;
+      const R = 3;
+      const slotRows = c.swiglu ? [c.swiglu, c.swiglu] : c.segs!;
+      const loraRef = slotRows.map((rows, s) => (c.lora?.includes(s) ? { t: rng.fill(c.n * R), B: rng.fill(rows * R), rank: R, scale: 0.5 + s } : undefined));
+      const made: GPUBuffer[] = [];
+      const keep = (b: GPUBuffer) => (made.push(b), b);
+      const loraGpu = loraRef.map((l, s) => l && { t: keep(f32Buffer(ctx, `t${s}`, l.t)), B: keep(f32Buffer(ctx, `B${s}`, l.B)), rank: R, scale: l.scale });
+      const W = uploadQ4(ctx, 'W', q);
+      const xb = keep(f32Buffer(ctx, 'x', x));
+      // Packed: [junk 3 | norm w | bias0 | bias1 | bias2], as the decode forward packs them.
+      const packed = keep(f32Buffer(ctx, 'params', [1, 2, 3, ...normW, ...biases.flatMap((b) => Array.from(b))]));
+      const args: Q4DecodeArgs = { W: { ...W, rowBase: base }, x: xb, n: c.n, inDim: c.inDim, subgroups, rowsPerWorkgroup: c.rowsPerWorkgroup, kSplit: c.kSplit, cacheX };
+      if (c.norm) {
+        const w = c.bias === 'packed' ? { buffer: packed, offset: 3 } : { buffer: keep(f32Buffer(ctx, 'normW', normW)) };
+        args.norm = { w, eps: 1e-5, xn: c.norm === 'xn' ? keep(createStorage(ctx, 'xn', c.n * c.inDim * 4)) : undefined };
       }
-    }
+      if (c.swiglu) args.swiglu = { act: keep(createStorage(ctx, 'act', c.n * c.swiglu * 4)), intermediate: c.swiglu, gateLora: loraGpu[0], upLora: loraGpu[1] };
+      else {
+        let off = 3 + c.inDim;
+        args.outputs = c.segs!.map((rows, s) => {
+          const y = keep(c.residual === 'inplace' ? f32Buffer(ctx, `y${s}`, residual!) : createStorage(ctx, `y${s}`, c.n * rows * 4));
+          let bias;
+          if (c.bias === 'packed') bias = { buffer: packed, offset: off };
+          else if (c.bias === 'separate') bias = { buffer: keep(f32Buffer(ctx, `b${s}`, biases[s])) };
+          off += rows;
+          return { y, rows, bias, lora: loraGpu[s] };
+        });
+        if (c.residual === 'separate') args.residual = keep(f32Buffer(ctx, 'res', residual!));
+        if (c.residual === 'inplace') args.residual = args.outputs[0].y;
+      }
+      const d = await q4DecodeLinear(ctx, args);
+      expect(d.label?.includes('_sg')).toBe(subgroups);
+      expect(d.label?.includes('_normcached')).toBe(cacheX === true);
+      submitDispatches(ctx, [d]);
+      const want = q4DecodeRef({
+        Wd, x, n: c.n, inDim: c.inDim, norm: c.norm ? { w: normW, eps: 1e-5 } : undefined,
+        segments: c.segs?.map((rows, s) => ({ rows, bias: c.bias ? biases[s] : undefined, lora: loraRef[s] })), residual, swiglu: c.swiglu,
+        gateLora: c.swiglu ? loraRef[0] : undefined, upLora: c.swiglu ? loraRef[1] : undefined,
+      });
+      const got = c.swiglu ? [await readF32(ctx, args.swiglu!.act, c.n * c.swiglu)] : await Promise.all(args.outputs!.map((s) => readF32(ctx, s.y, c.n * s.rows)));
+      want.outs.forEach((w, s) => expect(relMaxErr(got[s], w), `segment ${s}`).toBeLessThan(TOL));
+      if (c.norm === 'xn') expect(relMaxErr(await readF32(ctx, args.norm!.xn!, c.n * c.inDim), want.xn!)).toBeLessThan(1e-6);
+      destroyQ4(W);
+      for (const b of made) b.destroy();
+    });
   }
 
   it('bad arguments fail naming the buffer or setting at fault', async () => {
