@@ -23,7 +23,8 @@ import type { AgentflowModelsPanel } from './models-panel';
 import './models-panel';
 import { noticeRole, noticeStyles, type NoticeKind } from './notice-styles';
 import { restoreToolSwitches } from '../controllers/tools/tool-settings';
-import { ACTIVE_ADAPTER_KEY, type AgentflowTrainingPanel } from './training-panel';
+import { ACTIVE_ADAPTER_KEY } from '../controllers/training/adapter-activation';
+import type { AgentflowTrainingPanel } from './training-panel';
 import './training-panel';
 
 /** Rounds of stopping what runs on the loaded engines before a swap gives up (and keeps them). */

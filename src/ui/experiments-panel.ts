@@ -10,7 +10,7 @@
 import { LitElement, html, nothing } from 'lit';
 import type { ImportedBenchmark } from '../agent/benchmark-import';
 import type { AgentEngines } from '../agent/loop';
-import { BenchmarkChoice } from '../controllers/experiments/benchmark-choice';
+import { BenchmarkChoice } from '../controllers/benchmark-choice';
 import { ExperimentRuns } from '../controllers/experiments/experiment-runs';
 import { parseSubset } from '../controllers/experiments/experiment-subset';
 import type { EngineUse, EngineUser } from '../controllers/engines/engine-use';

@@ -4,32 +4,14 @@
 // planner loaded, only for adapters whose shapes fit it (the others say why). The panel hands the lists in
 // and re-reads them on `training-adapters-changed`.
 import { LitElement, css, html, nothing } from 'lit';
-import type { Qwen2Config } from '../io/qwen2-config';
-import type { PlannerInfo } from '../planner/planner-protocol';
 import { keepAdapter } from '../store/training-storage';
 import type { AdapterRecord } from '../store/records';
-import { putSetting } from '../store/settings';
 import type { StoredRun } from '../trainer/run/run-store';
-import { TOY_BASE_MODEL } from '../trainer/run/toy-run';
 import { adapterZip } from '../controllers/training/adapter-export';
-import { adapterMisfit, deleteAdapter, importAdapterFiles, importedAdapterName } from '../controllers/training/adapter-store';
+import { activateRefusal, saveActiveAdapter, type PlannerBase } from '../controllers/training/adapter-activation';
+import { deleteAdapter, importAdapterFiles, importedAdapterName } from '../controllers/training/adapter-store';
 import { deleteQuestion, deleteQuestionStyles, focusDeleteQuestion } from './delete-question';
 import { downloadBlob } from './download';
-
-export const ACTIVE_ADAPTER_KEY = 'activeAdapter';
-
-/** The planner adapters would go on: its id and shapes; null when none of this page's planners is loaded. */
-export interface PlannerBase {
-  id: string;
-  config: Qwen2Config;
-}
-
-/** The planner behind the page's trainer (its worker's client answers info()); null for none, or one that cannot tell. */
-export async function plannerBaseOf(trainer: unknown): Promise<PlannerBase | null> {
-  const t = trainer as { info?: () => Promise<Partial<PlannerInfo>> } | undefined;
-  const info = await t?.info?.().catch(() => null);
-  return info?.config && info.id ? { id: info.id, config: info.config } : null;
-}
 
 interface Group {
   key: string;
@@ -52,14 +34,6 @@ export function groupAdapters(adapters: readonly AdapterRecord[], runs: readonly
   const imported = adapters.filter((a) => !a.trainingRunId);
   if (imported.length) groups.push({ key: '', title: 'Imported', run: null, adapters: imported });
   return groups;
-}
-
-/** Why `a` cannot be activated on `planner`, or null when it can (with no planner loaded, it is kept for the next). */
-export function activateRefusal(a: AdapterRecord, planner: PlannerBase | null): string | null {
-  if (a.baseModel === TOY_BASE_MODEL) return 'made for the toy task’s tiny planner: it trains and charts, but no chat model can use it';
-  if (!planner) return null;
-  const misfit = adapterMisfit(a, planner.config);
-  return misfit ? `made for another base model than ${planner.id}: ${misfit}` : null;
 }
 
 export class AgentflowTrainingAdapters extends LitElement {
@@ -131,7 +105,7 @@ export class AgentflowTrainingAdapters extends LitElement {
   }
 
   private async activate(id: string | null): Promise<void> {
-    await putSetting(ACTIVE_ADAPTER_KEY, id, this.dbName);
+    await saveActiveAdapter(id, this.dbName);
     this.active = id;
     this.dispatchEvent(new CustomEvent('agentflow-adapter', { detail: { adapterId: id }, bubbles: true, composed: true }));
     this.changed();

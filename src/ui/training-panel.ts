@@ -7,12 +7,10 @@
 // training-form.ts, training-run-view.ts, training-runs-view.ts, training-charts-view.ts and
 // <agentflow-training-adapters>; training-runner.ts runs the runs; this element holds the state.
 import { LitElement, html, nothing } from 'lit';
-import { importBenchmark, type ImportedBenchmark } from '../agent/benchmark-import';
+import type { ImportedBenchmark } from '../agent/benchmark-import';
 import { isScripted } from '../agent/engines-used';
 import type { AgentEngines } from '../agent/loop';
-import { benchmarkFromRecord, benchmarkId, listBenchmarks, saveBenchmark } from '../store/benchmarks';
-import type { AdapterRecord, BenchmarkRecord } from '../store/records';
-import { getSetting } from '../store/settings';
+import type { AdapterRecord } from '../store/records';
 import type { ToolRegistry } from '../tools/registry';
 import { DEFAULT_GRPO_CONFIG } from '../trainer/grpo-config';
 import type { EvalPoint } from '../trainer/run/metrics';
@@ -23,13 +21,14 @@ import type { PolicyTrainer } from '../trainer/training-host';
 import { listAdapters } from '../controllers/training/adapter-store';
 import { createAgentDriver, MAX_DEFAULT_ROLLOUT_CONCURRENCY } from '../controllers/training/agent-training-driver';
 import type { EngineUse, EngineUser } from '../controllers/engines/engine-use';
-import { ACTIVE_ADAPTER_KEY, plannerBaseOf, type PlannerBase } from './training-adapters';
+import { BenchmarkChoice } from '../controllers/benchmark-choice';
+import { plannerBaseOf, readActiveAdapter, type PlannerBase } from '../controllers/training/adapter-activation';
+import * as defaultDrivers from '../controllers/training/default-drivers';
 import './training-adapters';
 import { renderTrainingCharts } from './training-charts-view';
-import { TOY_BASE_MODEL, createToyDriver, resumeToyDriver, WorkerToyTrainingDriver, type TrainingDriver, type TrainingSettings, type TrainingStepPoint } from '../controllers/training/training-driver';
+import { TOY_BASE_MODEL, type TrainingDriver, type TrainingSettings, type TrainingStepPoint } from '../controllers/training/training-driver';
 import { readBudget, readExtraRollouts, readSettings, readToolTaskSettings, renderAgentSetup, renderSettings, specMode, type FormView, type TrainingMode } from './training-form';
-import { createToolTaskDriver, resumeToolTaskDriver, TOOL_TASK_FORM_DEFAULTS, type ToolTaskSettings } from '../controllers/training/tool-task-driver';
-import { WorkerToolTaskDriver } from '../controllers/training/tool-task-worker';
+import { TOOL_TASK_FORM_DEFAULTS, type ToolTaskSettings } from '../controllers/training/tool-task-driver';
 import { TOOL_TASK_BASE_MODEL } from '../agent/tasks/tool-task';
 import { trainingPanelStyles } from './training-panel-styles';
 import { TrainingRunner, type RunProgress } from '../controllers/training/training-runner';
@@ -37,7 +36,7 @@ import { renderRunState } from './training-run-view';
 import { renderRunsList } from './training-runs-view';
 import { trainingStatusText } from './training-status';
 
-export { ACTIVE_ADAPTER_KEY, type TrainingMode };
+export type { TrainingMode };
 
 /**
  * The learning rate the form shows for each mode until the user types one for that mode.
@@ -70,10 +69,7 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
     engines: { attribute: false },
     trainer: { attribute: false },
     registry: { attribute: false },
-    benchmark: { state: true },
     datasetChoice: { state: true },
-    storedBenchmarks: { state: true },
-    benchmarkChoice: { state: true },
     startChoice: { state: true },
     starting: { state: true },
     groupSizeShown: { state: true },
@@ -106,12 +102,7 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
   /** The optimizer next to the engines' planner (the planner worker's); none for the scripted demo and web-llm. */
   declare trainer: PolicyTrainer | undefined;
   declare registry: ToolRegistry | undefined;
-  /** The benchmark imported for agent-rollout training. */
-  declare benchmark: ImportedBenchmark | null;
   declare datasetChoice: string;
-  /** Imported benchmarks kept in IndexedDB (newest first), and the one chosen (its id). */
-  declare storedBenchmarks: BenchmarkRecord[];
-  declare benchmarkChoice: string | null;
   /** Id of the stored adapter to start the next run from; '' for a fresh adapter. */
   declare startChoice: string;
   /** A run is being set up (a worker starting, a checkpoint loading): no second one may start meanwhile. */
@@ -134,6 +125,8 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
   /** The loaded planner adapters would go on (its shapes), when one of this page's planners is loaded. */
   declare planner: PlannerBase | null;
   private readonly runner = new TrainingRunner(this);
+  /** The benchmark imported for agent-rollout training, and the kept ones. */
+  private readonly bench = new BenchmarkChoice(this, (error) => (this.error = error));
   // Learning rates the user typed, per mode, saved when the mode changes: an edit sticks to its mode and
   // never carries over (a toy-sized rate must not reach the real planner). Not reactive state, so the
   // field is only rewritten on a mode change, never while the user types.
@@ -143,11 +136,10 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
 
   constructor() {
     super();
-    // In a worker where the browser has them, so a step's computation never freezes the page.
-    this.createDriver = (s, db) => (typeof Worker === 'function' ? WorkerToyTrainingDriver.create(s, db) : createToyDriver(s, db));
-    this.resumeToyDriver = (id, db) => (typeof Worker === 'function' ? WorkerToyTrainingDriver.resume(id, db) : resumeToyDriver(id, db));
-    this.createToolTaskDriver = (s, db) => (typeof Worker === 'function' ? WorkerToolTaskDriver.create(s, db) : createToolTaskDriver(s, db));
-    this.resumeToolTaskDriver = (id, db) => (typeof Worker === 'function' ? WorkerToolTaskDriver.resume(id, db) : resumeToolTaskDriver(id, db));
+    this.createDriver = defaultDrivers.createToy;
+    this.resumeToyDriver = defaultDrivers.resumeToy;
+    this.createToolTaskDriver = defaultDrivers.createToolTask;
+    this.resumeToolTaskDriver = defaultDrivers.resumeToolTask;
     this.points = [];
     this.evals = [];
     this.state = 'idle';
@@ -157,10 +149,7 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
     this.label = '';
     this.engines = undefined;
     this.registry = undefined;
-    this.benchmark = null;
     this.datasetChoice = 'toy';
-    this.storedBenchmarks = [];
-    this.benchmarkChoice = null;
     this.startChoice = '';
     this.starting = false;
     this.groupSizeShown = 8;
@@ -224,16 +213,14 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
 
   /** Imports a benchmark for agent-rollout training (the file input calls this with the file's contents). */
   importBenchmarkText(text: string, fileName: string): ImportedBenchmark {
-    const b = importBenchmark(text, fileName);
-    this.benchmark = b;
-    this.benchmarkChoice = b.items.length ? benchmarkId(b) : null;
+    const b = this.bench.importText(text, fileName);
     if (b.items.length && this.plannerTrainer()) this.datasetChoice = 'agent';
-    if (b.items.length) {
-      void saveBenchmark(b, fileName, this.dbName)
-        .then(() => this.refreshBenchmarks())
-        .catch((e) => (this.error = `The benchmark is imported but could not be kept for later: ${(e as Error).message}`));
-    }
     return b;
+  }
+
+  /** The benchmark imported for agent-rollout training. */
+  get benchmark(): ImportedBenchmark | null {
+    return this.bench.benchmark;
   }
 
   /**
@@ -241,22 +228,8 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
    * run trained on, else the newest import, so the dataset option is not greyed out while such a run is listed.
    */
   async refreshBenchmarks(): Promise<void> {
-    try {
-      this.storedBenchmarks = await listBenchmarks(this.dbName);
-    } catch {
-      this.storedBenchmarks = [];
-      return;
-    }
-    if (this.benchmark || !this.storedBenchmarks.length) return;
     const dataset = this.runs.find((r) => r.spec.task === 'agent' && (r.status === 'paused' || r.status === 'running'))?.spec.dataset;
-    this.chooseBenchmark((this.storedBenchmarks.find((r) => r.name === dataset) ?? this.storedBenchmarks[0]).id);
-  }
-
-  private chooseBenchmark(id: string): void {
-    const rec = this.storedBenchmarks.find((r) => r.id === id);
-    if (!rec) return;
-    this.benchmarkChoice = id;
-    this.benchmark = benchmarkFromRecord(rec);
+    await this.bench.refresh((stored) => stored.find((r) => r.name === dataset)).catch(() => this.bench.forgetStored());
   }
 
   override connectedCallback(): void {
@@ -307,7 +280,7 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
   async refreshAdapters(): Promise<void> {
     try {
       this.adapters = await listAdapters(this.dbName);
-      this.active = (await getSetting<string | null>(ACTIVE_ADAPTER_KEY, this.dbName)) ?? null;
+      this.active = await readActiveAdapter(this.dbName);
     } catch (e) {
       this.error = `Could not read stored adapters: ${(e as Error).message}`;
     }
@@ -361,8 +334,8 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
       canTrainPlanner,
       scriptedLoaded: !!this.engines && isScripted(this.engines),
       benchmark: this.benchmark,
-      storedBenchmarks: this.storedBenchmarks,
-      benchmarkChoice: this.benchmarkChoice,
+      storedBenchmarks: this.bench.stored,
+      benchmarkChoice: this.bench.chosen,
       busy: this.runner.busy,
       lr: this.lrTyped[mode] ?? String(DEFAULT_LEARNING_RATE[mode]),
       startable: this.startableAdapters(mode),
@@ -374,7 +347,7 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
       onLrInput: () => this.lrTouched.add(mode),
       onStartChoice: (id) => (this.startChoice = id),
       onBenchmarkFile: (e) => void this.onBenchmarkFile(e),
-      onChooseBenchmark: (id) => this.chooseBenchmark(id),
+      onChooseBenchmark: (id) => this.bench.choose(id),
     };
   }
 

@@ -1,9 +1,9 @@
-// The benchmark the Experiments tab runs: imported from a file (and kept in IndexedDB for later), or chosen
-// among the kept ones; with none chosen, the newest kept one is (a reload comes back to it).
+// The benchmark the Experiments tab runs or the Training tab trains on: imported from a file (and kept in
+// IndexedDB for later), or chosen among the kept ones; with none chosen, a kept one is (a reload comes back to it).
 import type { ReactiveControllerHost } from 'lit';
-import { importBenchmark, type ImportedBenchmark } from '../../agent/benchmark-import';
-import { benchmarkFromRecord, benchmarkId, listBenchmarks, saveBenchmark } from '../../store/benchmarks';
-import type { BenchmarkRecord } from '../../store/records';
+import { importBenchmark, type ImportedBenchmark } from '../agent/benchmark-import';
+import { benchmarkFromRecord, benchmarkId, listBenchmarks, saveBenchmark } from '../store/benchmarks';
+import type { BenchmarkRecord } from '../store/records';
 
 export class BenchmarkChoice {
   benchmark: ImportedBenchmark | null = null;
@@ -18,10 +18,17 @@ export class BenchmarkChoice {
     private readonly fail: (error: string) => void,
   ) {}
 
-  async refresh(): Promise<void> {
+  /** Reads the kept benchmarks; with none chosen yet, chooses `prefer`'s pick, else the newest. */
+  async refresh(prefer?: (stored: BenchmarkRecord[]) => BenchmarkRecord | undefined): Promise<void> {
     this.stored = await listBenchmarks(this.host.dbName);
     this.host.requestUpdate();
-    if (!this.benchmark && this.stored.length) this.choose(this.stored[0].id);
+    if (!this.benchmark && this.stored.length) this.choose((prefer?.(this.stored) ?? this.stored[0]).id);
+  }
+
+  /** The kept benchmarks could not be read: none are offered. */
+  forgetStored(): void {
+    this.stored = [];
+    this.host.requestUpdate();
   }
 
   choose(id: string): void {
