@@ -17,7 +17,7 @@ export interface RuntimeCall {
   decodeRows: number;
   /**
    * New tokens after each sequence's first (which its prefill gives): the rows the decode needed. decodeRows
-   * exceeds it by the rows recomputed after GPU draws that could not decide (batch-decode.ts), which the
+   * exceeds it by the rows recomputed after GPU draws that could not decide (engine/batch-decoder.ts), which the
    * flat rows of random weights sampled at temperature > 0 make common.
    */
   decodeTokens: number;

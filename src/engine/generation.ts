@@ -1,6 +1,9 @@
-// What a generate call takes and gives back: the contract between the runtime's decode loop, the batcher,
-// the planner worker and its clients.
-import type { SamplingOptions } from '../kernels/sampling/draw';
+// What a generate call takes and gives back: the contract between the runtime's decoder, the batcher, the
+// planner worker and its clients; and the check a request passes before anything runs (bad settings fail
+// naming the request).
+import { validateTokenIds } from '../kernels/embedding/embedding';
+import { checkSamplingOptions, type SamplingOptions } from '../kernels/sampling/draw';
+import type { Qwen2Config } from '../io/qwen2-config';
 
 export interface GenerateTokensOptions extends SamplingOptions {
   maxNewTokens?: number;
@@ -68,4 +71,31 @@ export interface TokenGeneration {
 export interface GenerateRequest {
   prompt: number[];
   options?: GenerateTokensOptions;
+}
+
+/** A generate request after checkGenerate: its options, token budget, stop ids and cache rows needed. */
+export interface CheckedRequest {
+  prompt: number[];
+  o: GenerateTokensOptions;
+  maxNew: number;
+  /** prompt + maxNew: the cache rows it may fill. */
+  rows: number;
+  stop: Set<number>;
+}
+
+/** A request's settings, checked (errors start with `what`), and the cache rows it needs at most. */
+export function checkGenerate(config: Qwen2Config, maxContext: number, prompt: number[], o: GenerateTokensOptions, what: string): CheckedRequest {
+  validateTokenIds(prompt, config.vocabSize, `${what}: prompt`);
+  if (prompt.length === 0) throw new Error(`${what}: the prompt is empty`);
+  try {
+    checkSamplingOptions(o);
+  } catch (e) {
+    throw what === 'generate' ? e : new Error(`${what}: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  const maxNew = o.maxNewTokens ?? 256;
+  if (!Number.isInteger(maxNew) || maxNew < 0) throw new Error(`${what}: maxNewTokens must be an integer >= 0, got ${o.maxNewTokens}`);
+  if (prompt.length + maxNew > maxContext) {
+    throw new Error(`${what}: prompt (${prompt.length}) + maxNewTokens (${maxNew}) exceeds the context limit ${maxContext}`);
+  }
+  return { prompt, o, maxNew, rows: prompt.length + maxNew, stop: new Set([...config.eosTokenIds, ...(o.stopIds ?? [])]) };
 }

@@ -36,7 +36,7 @@ export class NonFiniteActivationError extends AgentFlowError {
  * over: the prompt and the tokens before this one.
  */
 export class NonFiniteLogprob extends Error {
-  /** The request's index in its decode batch, set by the batch host. */
+  /** The request's index in its decode batch, set by the decoder. */
   request = 0;
   constructor(readonly tokens: number[], readonly loop: object) {
     super(`the log-probability at position ${tokens.length - 1} is not finite`);

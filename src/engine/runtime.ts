@@ -4,16 +4,13 @@
 // activation buffers and the KV cache are shared. The work is done by:
 //   runtime-resources.ts  plans, samplers, KV cache and what it holds, recorded step lists (step-records.ts)
 //   prefill.ts            prompts into the cache          scoring.ts       score() and the training forward
-//   batch-host.ts         decoding: generate() is a batch of one, generateBatch decodes in lockstep
+//   batch-decoder.ts      decoding: generate() is a batch of one, generateBatch decodes in lockstep
 import { assertDeviceAlive, type GpuContext } from '../gpu/device';
 import { validateTokenIds } from '../kernels/embedding/embedding';
 import { AdapterSet, type GpuAdapter } from '../model/adapters';
-import { BatchDecoder } from './batch-host';
-import { batchLayout } from './batch-layout';
-import { emptyGeneration } from './decode-loop';
+import { BatchDecoder, emptyGeneration, layoutOf } from './batch-decoder';
 import { decodeParamsBytes, prepareDecodeParams, releaseDecodeParams } from '../model/decode-forward';
-import { canShareHead, checkGenerate, layoutRequest, type CheckedRequest } from './generate-request';
-import type { GenerateRequest, GenerateTokensOptions, TokenGeneration } from './generation';
+import { checkGenerate, type CheckedRequest, type GenerateRequest, type GenerateTokensOptions, type TokenGeneration } from './generation';
 import { readF32 } from './gpu-calls';
 import type { Qwen2Config } from '../io/qwen2-config';
 import type { LoraAdapter } from '../io/peft';
@@ -24,8 +21,8 @@ import { firstNonFinite, nonFiniteError, NonFiniteLogprob } from './non-finite';
 import { scoreSequences } from './scoring';
 import { Qwen2Weights, type Q4WeightSource, type WeightSource } from '../model/weights';
 
-// The generation contract lives in generation.ts (decode-loop and batch-decode use it without importing
-// the runtime); re-exported here for the runtime's callers, as are its options and row limits.
+// The generation contract lives in generation.ts (the decoder uses it without importing the runtime);
+// re-exported here for the runtime's callers, as are its options and row limits.
 export type { GenerateRequest, GenerateTokensOptions, TokenGeneration } from './generation';
 export { decodeRowBucket, defaultMaxContext, GENERAL_DECODE_ROWS, MAX_DECODE_ROWS, type GpuMemoryReport, type RuntimeOptions } from './runtime-options';
 
@@ -37,7 +34,7 @@ function nothingToGenerate(c: CheckedRequest): TokenGeneration | null {
 export class Qwen2Runtime {
   readonly adapters: AdapterSet;
   private readonly res: RuntimeResources;
-  private readonly batches: BatchDecoder;
+  private readonly decoder: BatchDecoder;
   private queue: Promise<unknown> = Promise.resolve();
   readonly maxContext: number;
   readonly maxBatchRows: number;
@@ -50,7 +47,7 @@ export class Qwen2Runtime {
     this.adapters = new AdapterSet(ctx, config);
     this.res = new RuntimeResources(ctx, config, weights, this.adapters, limits);
     this.adapters.onRankGrow = () => this.res.dropPlans();
-    this.batches = new BatchDecoder(this.res);
+    this.decoder = new BatchDecoder(this.res);
   }
 
   static async create(ctx: GpuContext, config: Qwen2Config, tensors: WeightSource | Q4WeightSource, o: RuntimeOptions = {}): Promise<Qwen2Runtime> {
@@ -99,7 +96,7 @@ export class Qwen2Runtime {
       // With the fused decode's packed per-layer norm + bias copies (a few KiB a layer).
       weights: this.weights.bytes + decodeParamsBytes(this.weights),
       adapters: this.adapters.bytes(),
-      activations: this.res.activationBytes + this.batches.bytes,
+      activations: this.res.activationBytes + this.decoder.bytes,
       kvCache: this.res.kvBytes,
     };
   }
@@ -171,7 +168,7 @@ export class Qwen2Runtime {
    * MIN_SHARED_PREFIX tokens that every request has is stored once for all of them (batch-layout.ts), so
    * a group's later turns, which share the system prompt, tools and query, fit the cache as one batch.
    * Tokens are drawn on the GPU for all rows at once and steps encoded ahead of the read-back, as
-   * generate() does (batch-decode.ts). A request that fails validation rejects the call, naming its index.
+   * generate() does (batch-decoder.ts). A request that fails validation rejects the call, naming its index.
    */
   generateBatch(requests: GenerateRequest[]): Promise<TokenGeneration[]> {
     if (!Array.isArray(requests)) return Promise.reject(new Error('generateBatch: requests must be an array of { prompt, options }'));
@@ -189,7 +186,7 @@ export class Qwen2Runtime {
         else live.push(i);
       });
       // Requests in order, as many at a time as fit the decode rows and the cache (batch-layout.ts).
-      const fits = (g: number[]) => batchLayout(g.map((i) => layoutRequest(checked[i])), canShareHead(g.map((i) => checked[i]), this.res.fusedDecode)).rows <= this.batchContext;
+      const fits = (g: number[]) => layoutOf(g.map((i) => checked[i]), this.res.fusedDecode).rows <= this.batchContext;
       for (let k = 0; k < live.length; ) {
         const group = [live[k++]];
         while (k < live.length && group.length < this.maxDecodeRows && fits([...group, live[k]])) group.push(live[k++]);
@@ -201,7 +198,7 @@ export class Qwen2Runtime {
   }
 
   destroy(): void {
-    this.batches.destroy();
+    this.decoder.destroy();
     this.res.destroy();
     this.adapters.destroy();
     // The fused decode's packed per-layer norms and biases go with the weights they were made from.
@@ -210,12 +207,12 @@ export class Qwen2Runtime {
   }
 
   /**
-   * The batch host's decode of `reqs`; a token drawn from non-finite logits fails it with a
+   * The decoder's decode of `reqs`; a token drawn from non-finite logits fails it with a
    * NonFiniteActivationError naming the request (its index in `ids`, when given), position and layer.
    */
   private async decodeLocated(reqs: CheckedRequest[], what: string, ids?: number[]): Promise<TokenGeneration[]> {
     try {
-      return await this.batches.decode(reqs);
+      return await this.decoder.decode(reqs);
     } catch (e) {
       if (!(e instanceof NonFiniteLogprob)) throw e;
       throw await nonFiniteError(this.res, what, e.tokens, ids?.[e.request]);
