@@ -15,6 +15,7 @@ import {
   numericMatch,
   parseNumber,
   plainNumber,
+  rewardAnswer,
   rewardKindFor,
   scoreAnswer,
   scoreAnswerDetail,
@@ -258,6 +259,20 @@ describe('judge', () => {
     expect(yes.seen[0][1].content).toContain('Response: J. Madison');
     expect(await judgeAnswer(new OneReplyEngine('{"answer": "no"}'), 'q', 'a', 'b')).toBe(false);
     expect(await judgeAnswer(new OneReplyEngine('perhaps'), 'q', 'a', 'b')).toBeNull();
+  });
+
+  it('rewardAnswer asks the judge only about a rule miss, and a failing or unsure judge leaves the 0', async () => {
+    const judge = new OneReplyEngine('yes');
+    const input = { kind: 'exact' as const, prediction: 'James Madison', reference: ['james madison'] };
+    expect(await rewardAnswer(input, { engine: judge, question: 'Who?' })).toBe(1);
+    expect(judge.seen.length).toBe(0);
+    const miss = { ...input, prediction: 'J. Madison' };
+    expect(await rewardAnswer(miss)).toBe(0);
+    expect(await rewardAnswer(miss, { engine: judge, question: 'Who?' })).toBe(1);
+    expect(judge.seen.length).toBe(1);
+    expect(await rewardAnswer(miss, { engine: new OneReplyEngine('perhaps'), question: 'Who?' })).toBe(0);
+    const failing: ChatEngine = { id: 'test:fails', chat: async () => { throw new Error('engine lost'); } };
+    expect(await rewardAnswer(miss, { engine: failing, question: 'Who?' })).toBe(0);
   });
 });
 

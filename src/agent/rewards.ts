@@ -434,6 +434,18 @@ export function scoreAnswer(input: RewardInput): number {
   return scoreAnswerDetail(input).score;
 }
 
+/**
+ * A finished run's reward: the rule's 0/1, and on a miss the `judge` engine's verdict when one is given
+ * (answers phrased differently from the reference); a judge that fails or replies unreadably leaves the 0.
+ * Training rollouts, held-out evaluation and chat sessions all score with it.
+ */
+export async function rewardAnswer(input: RewardInput, judge?: { engine: ChatEngine; question: string; signal?: AbortSignal }): Promise<number> {
+  const reward = scoreAnswer(input);
+  if (reward !== 0 || !judge) return reward;
+  const verdict = await judgeAnswer(judge.engine, judge.question, input.prediction, input.reference, judge.signal).catch(() => null);
+  return verdict === true ? 1 : 0;
+}
+
 /** scoreAnswer with the rule that decided it (never throws either). */
 export function scoreAnswerDetail(input: RewardInput): ScoreDetail {
   try {

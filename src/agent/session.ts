@@ -7,7 +7,7 @@ import type { Tool } from '../tools/tool';
 import { runAgent, type AgentConfigInput, type AgentEngines, type AgentRunResult, type PlannerCall, type RunAgentOptions } from './loop';
 import type { ModuleName } from './prompts';
 import { recordReward, rolloutRecorder, type RolloutIds } from './rollouts';
-import { judgeAnswer, scoreAnswer, type RewardKind } from './rewards';
+import { rewardAnswer, type RewardKind } from './rewards';
 import { EngineMismatchError, enginesUsed, storedEngines } from './engines-used';
 
 export interface RewardSpec {
@@ -104,11 +104,9 @@ async function continueConversation(conv: ConversationRecord, steps: import('../
   const patch: Partial<ConversationRecord> = { status: result.status };
   if (result.answer !== null) patch.answer = result.answer;
   if (result.status === 'done' && opts.reward && result.finalAnswer !== null) {
-    let reward = scoreAnswer({ kind: opts.reward.kind, prediction: result.finalAnswer, reference: opts.reward.reference, numbers: opts.reward.numbers, options: opts.reward.options });
-    if (reward === 0 && opts.reward.judge && opts.reward.kind === 'exact') {
-      const verdict = await judgeAnswer(opts.reward.judge, conv.query, result.finalAnswer, opts.reward.reference, opts.signal).catch(() => null);
-      if (verdict === true) reward = 1;
-    }
+    // A chat session asks its judge about exact-match answers only.
+    const judge = opts.reward.judge && opts.reward.kind === 'exact' ? { engine: opts.reward.judge, question: conv.query, signal: opts.signal } : undefined;
+    const reward = await rewardAnswer({ kind: opts.reward.kind, prediction: result.finalAnswer, reference: opts.reward.reference, numbers: opts.reward.numbers, options: opts.reward.options }, judge);
     result.reward = reward;
     patch.reward = reward;
     if (opts.rollouts) await recordReward(opts.rollouts, conv.id, reward, opts.dbName);

@@ -3,7 +3,7 @@
 // time so their planner calls meet in the planner's batcher and decode together, and scores each final
 // answer with a verifiable 0/1 reward. A run that ends without an answer counts as wrong (0).
 import { runAgent, type AgentConfigInput, type AgentEngines, type AgentRunResult, type PlannerCall, type StepSink } from '../../agent/loop';
-import { judgeAnswer, scoreAnswer, type RewardKind } from '../../agent/rewards';
+import { rewardAnswer, type RewardKind } from '../../agent/rewards';
 import { checkConcurrency, concurrentRolloutConfig, runPlannerRollouts, type PlannerPresence } from '../../agent/rollout-pool';
 import type { ChatEngine, GenerationResult } from '../../engine/chat-engine';
 import type { Tool } from '../../tools/tool';
@@ -146,12 +146,7 @@ export class AgentCollector implements RolloutCollector {
     if (run.status !== 'done' || run.finalAnswer === null) return 0;
     const r = this.o.reward;
     if (r.custom) return r.custom(item, run);
-    let reward = scoreAnswer({ kind: r.kind, prediction: run.finalAnswer, reference: item.answer, numbers: item.numbers, options: item.options });
-    if (reward === 0 && r.judge) {
-      const verdict = await judgeAnswer(r.judge, item.query, run.finalAnswer, item.answer, signal).catch(() => null);
-      if (verdict === true) reward = 1;
-    }
-    return reward;
+    return rewardAnswer({ kind: r.kind, prediction: run.finalAnswer, reference: item.answer, numbers: item.numbers, options: item.options }, r.judge ? { engine: r.judge, question: item.query, signal } : undefined);
   }
 }
 

@@ -5,7 +5,7 @@
 import type { BenchmarkItem } from '../../agent/benchmark-import';
 import { referenceText, scoreRunInto } from '../../agent/experiment-file';
 import { runAgent, type AgentConfigInput, type AgentEngines } from '../../agent/loop';
-import { judgeAnswer, scoreAnswer, type RewardKind } from '../../agent/rewards';
+import { rewardAnswer, type RewardKind } from '../../agent/rewards';
 import type { ExperimentItemRecord } from '../../store/records';
 import type { Tool } from '../../tools/tool';
 import { DEFAULT_AGENT_BUDGET, rolloutAgentConfig } from './agent-budget';
@@ -59,8 +59,7 @@ export async function evaluateItems(o: EvaluateOptions): Promise<ExperimentItemR
         });
         let reward: number | undefined;
         if (o.judge && run.finalAnswer !== null && item.answer !== undefined && item.answer !== null) {
-          reward = scoreAnswer({ kind: o.kind, prediction: run.finalAnswer, reference: item.answer, numbers: item.numbers, options: item.options });
-          if (reward === 0 && (await judgeAnswer(o.judge, item.query, run.finalAnswer, item.answer, o.signal).catch(() => null)) === true) reward = 1;
+          reward = await rewardAnswer({ kind: o.kind, prediction: run.finalAnswer, reference: item.answer, numbers: item.numbers, options: item.options }, { engine: o.judge, question: item.query, signal: o.signal });
         }
         scoreRunInto(rec, item, o.kind, run, reward);
       } catch (e) {
