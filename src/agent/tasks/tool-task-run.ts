@@ -66,6 +66,8 @@ export interface ToolTaskRunSettings {
   seed?: number;
   adapter?: StartAdapterSpec;
   queriesPerStep?: number;
+  /** Rollout budgets over TOOL_TASK_BUDGET's (turns, tokens); held-out evaluation plays the same turns. */
+  budget?: Partial<AgentBudget>;
   /** Held-out evaluation every this many steps (and at step 0 and the last); 0: none. */
   evaluateEvery?: number;
   keepCheckpoints?: number;
@@ -87,7 +89,7 @@ export function toolTaskRunSpec(s: ToolTaskRunSettings = {}): RunSpec {
     learningRate: s.learningRate ?? TOOL_TASK_TRAINING.learningRate,
     seed: s.seed ?? 1,
     adapter: s.adapter ?? { kind: 'fresh', rank, alpha: 2 * rank, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] },
-    budget: { ...TOOL_TASK_BUDGET, ...(s.queriesPerStep !== undefined ? { queriesPerStep: s.queriesPerStep } : {}) },
+    budget: { ...TOOL_TASK_BUDGET, ...s.budget, ...(s.queriesPerStep !== undefined ? { queriesPerStep: s.queriesPerStep } : {}) },
     grpo: { ...TOOL_TASK_GRPO, lrDecaySteps: steps, ...s.grpo },
     checkpointEvery: 1,
     ...(s.keepCheckpoints !== undefined ? { keepCheckpoints: s.keepCheckpoints } : {}),
@@ -113,6 +115,8 @@ export function toolTaskConstraint(task: ToolTask): (schema: string) => Promise<
 
 export interface ToolTaskEvalOptions {
   items: ToolTaskTaskItems;
+  /** Planner turns and tokens (default TOOL_TASK_BUDGET's): a run's evaluation plays its own. */
+  budget?: Pick<AgentBudget, 'maxTurns' | 'plannerTokens'>;
   temperature?: number;
   samples?: number;
   seed?: number;
@@ -131,8 +135,8 @@ export function evaluateToolTask(engines: AgentEngines, tools: Tool[], o: ToolTa
     engines,
     tools,
     experimentId: o.experimentId ?? 'tool-task-eval',
-    maxTurns: TOOL_TASK_BUDGET.maxTurns,
-    maxNewTokens: TOOL_TASK_BUDGET.plannerTokens,
+    maxTurns: o.budget?.maxTurns ?? TOOL_TASK_BUDGET.maxTurns,
+    maxNewTokens: o.budget?.plannerTokens ?? TOOL_TASK_BUDGET.plannerTokens,
     temperature: o.temperature ?? 0,
     samples: o.samples ?? 1,
     seed: o.seed ?? 1,
@@ -196,6 +200,7 @@ export function toolTaskRunSetup(o: {
     async evaluate({ step, signal, onItem }) {
       const recs = await evaluateToolTask(engines, tools, {
         items: e.items as ToolTaskTaskItems,
+        budget: agent.budget,
         experimentId: `${o.runId}-eval-step-${step}`,
         ...(signal ? { signal } : {}),
         onItem: (rec, done, total) => {
