@@ -7,28 +7,24 @@
 import { LitElement, css, html, nothing } from 'lit';
 import { isScripted } from '../agent/engines-used';
 import type { AgentEngines } from '../agent/loop';
-import type { PlannerTrainer } from '../planner/planner-client';
 import { onStorageNotice, storageNotice, type StorageNotice } from '../store/db';
-import { getSetting, putSetting } from '../store/settings';
 import { DB_NAME } from '../store/schema';
 import { ToolRegistry } from '../tools/registry';
 import { registerBuiltinTools } from '../tools/builtin';
 import type { AgentFlowChat } from './agentflow-chat';
 import './agentflow-chat';
-import { describeUses, storedAdapterLabel, type EngineUse } from '../controllers/engines/engine-use';
+import { AppEngines } from '../controllers/engines/app-engines';
+import type { EngineUse } from '../controllers/engines/engine-use';
 import type { AgentflowExperimentsPanel } from './experiments-panel';
 import './experiments-panel';
 import type { EnginesChosenDetail, ModelsLoadingDetail } from '../controllers/engines/model-load';
+import type { PlannerTrainer } from '../planner/planner-client';
 import type { AgentflowModelsPanel } from './models-panel';
 import './models-panel';
 import { noticeRole, noticeStyles, type NoticeKind } from './notice-styles';
 import { restoreToolSwitches } from '../controllers/tools/tool-settings';
-import { ACTIVE_ADAPTER_KEY } from '../controllers/training/adapter-activation';
 import type { AgentflowTrainingPanel } from './training-panel';
 import './training-panel';
-
-/** Rounds of stopping what runs on the loaded engines before a swap gives up (and keeps them). */
-const SWAP_STOP_ROUNDS = 5;
 
 export const TABS = [
   { id: 'chat', label: 'Chat' },
@@ -48,9 +44,6 @@ function tabFromHash(): TabId {
 export class AgentFlowApp extends LitElement {
   static override properties = {
     tab: { state: true },
-    engines: { state: true },
-    trainer: { state: true },
-    enginesLabel: { state: true },
     notice: { state: true },
     noticeKind: { state: true },
     loading: { state: true },
@@ -60,11 +53,6 @@ export class AgentFlowApp extends LitElement {
   /** The IndexedDB database of every tab (default: the app's own); tests give each their own. */
   declare dbName: string | undefined;
   declare tab: TabId;
-  /** undefined until models are loaded or the user chooses the scripted demo. */
-  declare engines: AgentEngines | undefined;
-  /** The loaded planner's worker (training, adapters); undefined for the scripted demo and without models. */
-  declare trainer: PlannerTrainer | undefined;
-  declare enginesLabel: string;
   declare notice: string | null;
   /** How `notice` is drawn: a swap done is news, not a failure. */
   declare noticeKind: NoticeKind;
@@ -73,17 +61,13 @@ export class AgentFlowApp extends LitElement {
   /** Another tab or the browser took the database away (or holds it up): shown above every tab. */
   declare storage: StorageNotice | null;
   readonly registry = new ToolRegistry();
-  private loaded: { dispose?: () => void } | null = null;
-  /** Engine swaps run one after another: each may first wait for what runs on the old engines to stop. */
-  private swaps: Promise<void> = Promise.resolve();
+  /** The engines every tab uses, and swapping them (AppEngines). */
+  private readonly shared = new AppEngines(this);
   private unsubscribeStorage: (() => void) | null = null;
 
   constructor() {
     super();
     this.tab = tabFromHash();
-    this.engines = undefined;
-    this.trainer = undefined;
-    this.enginesLabel = 'none';
     this.notice = null;
     this.noticeKind = 'info';
     this.loading = null;
@@ -141,9 +125,22 @@ export class AgentFlowApp extends LitElement {
   };
 
   private onEngines = (e: CustomEvent<EnginesChosenDetail>) => {
-    const detail = e.detail;
-    this.swaps = this.swaps.then(() => this.swapEngines(detail)).catch((err: unknown) => this.say(`Could not switch the models: ${(err as Error)?.message ?? String(err)}`, 'error'));
+    this.shared.chosen(e.detail);
   };
+
+  /** undefined until models are loaded or the user chooses the scripted demo. */
+  get engines(): AgentEngines | undefined {
+    return this.shared.engines;
+  }
+
+  /** The loaded planner's worker (training, adapters); undefined for the scripted demo and without models. */
+  get trainer(): PlannerTrainer | undefined {
+    return this.shared.trainer;
+  }
+
+  get enginesLabel(): string {
+    return this.shared.label;
+  }
 
   /** What runs on the loaded engines now (a training run, an experiment, a chat answer), tab by tab. */
   readonly enginesInUse = (): EngineUse[] => {
@@ -156,50 +153,17 @@ export class AgentFlowApp extends LitElement {
     return users.flatMap((u) => u?.engineUse() ?? []);
   };
 
-  /**
-   * Puts the chosen engines in place of the loaded ones. Whatever runs on the old ones is stopped first, the
-   * way its own Stop or Pause does, and the old ones are disposed only then: disposing them under a run cut it
-   * mid-call ("planner worker stopped (terminated)") and lost its step.
-   */
-  private async swapEngines(d: EnginesChosenDetail): Promise<void> {
-    const stopped = new Map<string, EngineUse>();
-    if (this.loaded !== (d.engines as unknown)) {
-      // Something started while the last ones stopped is stopped too (a few rounds at most in practice).
-      let uses = this.enginesInUse();
-      for (let round = 0; uses.length && round < SWAP_STOP_ROUNDS; round++, uses = this.enginesInUse()) {
-        this.say(`Stopping ${describeUses(uses)} to switch to the new models…`, 'info');
-        await Promise.all(uses.map((u) => u.stop().catch(() => undefined)));
-        for (const u of uses) stopped.set(u.what, u);
-      }
-      if (uses.length) {
-        // Still running after every round (it keeps restarting, or its stop did not take): disposing the old
-        // engines would cut it mid-call, so the new ones go instead and nothing that runs is touched.
-        (d.engines as { dispose?: () => void }).dispose?.();
-        this.say(`Did not switch to ${d.label}: ${describeUses(uses)} kept running on the loaded models. Stop it, then load again.`, 'error');
-        return;
-      }
-      this.loaded?.dispose?.();
-    }
-    this.loaded = d.engines as { dispose?: () => void };
-    this.engines = d.engines;
-    this.trainer = d.trainer;
-    this.enginesLabel = d.label;
-    this.say(stopped.size ? `Switched to ${d.label}. Stopped first: ${[...stopped.values()].map((u) => `${u.what} (${u.kept})`).join('; ')}.` : null, 'info');
-    void this.syncAdapter();
-  }
-
   /** A worker behind the loaded models died: drop them, so every tab says no model is loaded and offers Load. */
   private onEnginesLost = (e: CustomEvent<{ engines: AgentEngines; error: Error }>) => {
-    if (this.engines !== e.detail.engines) return;
-    this.loaded?.dispose?.();
-    this.loaded = null;
-    this.engines = undefined;
-    this.trainer = undefined;
-    this.enginesLabel = 'none';
-    this.say(`The models stopped (${e.detail.error.message}). Load them again in Models & GPU.`, 'error');
+    this.shared.lost(e.detail.engines, e.detail.error);
   };
 
-  private say(text: string | null, kind: NoticeKind): void {
+  /** The Training tab activated an adapter: apply it to the loaded planner (the scripted demo has none). */
+  private onAdapter = (e: CustomEvent<{ adapterId: string | null }>) => {
+    this.shared.adapterChosen(e.detail.adapterId);
+  };
+
+  say(text: string | null, kind: NoticeKind): void {
     this.notice = text;
     this.noticeKind = kind;
   }
@@ -209,64 +173,9 @@ export class AgentFlowApp extends LitElement {
   }
 
   /** The Training tab re-reads which adapter is active (from settings) after the planner refused one. */
-  private refreshTraining(): void {
+  refreshTraining(): void {
     void (this.renderRoot.querySelector('agentflow-training-panel') as { refreshAdapters?: () => Promise<void> } | null)?.refreshAdapters?.();
   }
-
-  private labelAdapter(id: string | null): void {
-    const base = this.enginesLabel.replace(/ \[adapter [^\]]*\]$/, '');
-    this.enginesLabel = `${base}${id ? ` [adapter ${id}]` : ''}`;
-    // The planner knows an adapter by its id; people by the name it was given (read from storage).
-    if (!id) return;
-    void storedAdapterLabel(id, this.dbName).then((l) => {
-      if (this.enginesLabel === `${base} [adapter ${id}]`) this.enginesLabel = `${base} [${l}]`;
-    });
-  }
-
-  /**
-   * After a planner loads: the adapter it activated (the form's) becomes the active one in settings, or
-   * the one settings name (activated in Training before) is applied; one the planner refuses (made for
-   * another base model) is no longer marked active.
-   */
-  private async syncAdapter(): Promise<void> {
-    const client = this.trainer;
-    if (!client) return;
-    try {
-      const [info, stored] = await Promise.all([client.info(), getSetting<string | null>(ACTIVE_ADAPTER_KEY, this.dbName)]);
-      if (info.activeAdapter) {
-        if (stored !== info.activeAdapter) await putSetting(ACTIVE_ADAPTER_KEY, info.activeAdapter, this.dbName);
-      } else if (stored) {
-        await this.activate(client, stored);
-      }
-      this.labelAdapter((await client.info()).activeAdapter);
-    } catch {
-      // The planner went away (another load replaced it): nothing to sync.
-    } finally {
-      this.refreshTraining();
-    }
-  }
-
-  /** Activates a stored adapter; on failure the planner's real state goes back into settings, and the user is told. */
-  private async activate(client: PlannerTrainer, id: string | null): Promise<void> {
-    const { activateStoredAdapter } = await import('../controllers/engines/model-loader');
-    try {
-      await activateStoredAdapter(client, id, this.dbName);
-    } catch (err) {
-      this.say(`Could not activate the adapter ${id}: ${(err as Error).message}`, 'error');
-      await putSetting(ACTIVE_ADAPTER_KEY, (await client.info()).activeAdapter, this.dbName).catch(() => undefined);
-    }
-  }
-
-  /** The Training tab activated an adapter: apply it to the loaded planner (the scripted demo has none). */
-  private onAdapter = (e: CustomEvent<{ adapterId: string | null }>) => {
-    const client = this.trainer;
-    if (!client) return;
-    this.notice = null;
-    void this.activate(client, e.detail.adapterId)
-      .then(async () => this.labelAdapter((await client.info()).activeAdapter))
-      .catch(() => undefined)
-      .finally(() => this.refreshTraining());
-  };
 
   /** The chat's "Load a model": Models & GPU, with the planner field focused. */
   private readonly gotoModels = (): void => {
