@@ -18,29 +18,74 @@ export function rolloutId(runId: string, conversationId: string, turn: number): 
   return `${runId}:${conversationId}:${turn}`;
 }
 
+/** One planner call as training data: what the update and the stored record need from it. */
+export interface PlannerTurn {
+  /** The loop's turn number (1-based in the agent; 0-based turns of the toy task are stored as given). */
+  turn: number;
+  promptTokens: number[];
+  responseTokens: number[];
+  /** log p of each response token under the sampling policy (temperature 1). */
+  logprobs: number[];
+  /** Under a reply schema: which response tokens the grammar forced (no draw: left out of the loss). */
+  forced?: boolean[];
+  /** The adapter that sampled the response (null: the base model). */
+  adapterId: string | null;
+  /** The chat messages the planner saw, when it is a chat model. */
+  messages?: Array<{ role: 'system' | 'user' | 'assistant'; content: string }>;
+  prompt: string;
+  completion: string;
+  engineId?: string;
+  parsedOk?: boolean;
+  finishReason?: 'stop' | 'length' | 'abort';
+}
+
+/** The one conversion of an agent's planner call into training data (chat recorder and training runs). */
+export function plannerTurn(c: PlannerCall): PlannerTurn {
+  const r = c.result;
+  return {
+    turn: c.turn,
+    promptTokens: [...r.promptTokens],
+    responseTokens: [...r.tokens],
+    logprobs: [...r.logprobs],
+    ...(r.forced ? { forced: [...r.forced] } : {}),
+    adapterId: r.adapterId,
+    messages: c.messages.map((m) => ({ role: m.role, content: m.content })),
+    prompt: c.messages.map((m) => `${m.role}: ${m.content}`).join('\n\n'),
+    completion: r.text,
+    engineId: c.engineId,
+    parsedOk: c.parsed.ok,
+    finishReason: r.finishReason,
+  };
+}
+
+/** The stored record of planner turn `t` of conversation `conversationId` (a training step adds its reward and advantage). */
+export function rolloutRecord(t: PlannerTurn, ids: RolloutIds & { conversationId: string }, createdAt = Date.now()): RolloutRecord {
+  return {
+    id: rolloutId(ids.runId, ids.conversationId, t.turn),
+    runId: ids.runId,
+    groupId: ids.groupId,
+    conversationId: ids.conversationId,
+    turn: t.turn,
+    adapterId: t.adapterId,
+    promptTokens: [...t.promptTokens],
+    tokens: [...t.responseTokens],
+    logprobs: [...t.logprobs],
+    prompt: t.prompt,
+    completion: t.completion,
+    createdAt,
+    ...(t.messages ? { messages: t.messages.map((m) => ({ role: m.role, content: m.content })) } : {}),
+    ...(t.engineId !== undefined ? { engineId: t.engineId } : {}),
+    ...(t.parsedOk !== undefined ? { parsedOk: t.parsedOk } : {}),
+    ...(t.finishReason !== undefined ? { finishReason: t.finishReason } : {}),
+  };
+}
+
 export function rolloutFromPlannerCall(call: PlannerCall, ids: RolloutIds, createdAt = Date.now()): RolloutRecord {
   const r = call.result;
   if (r.tokens.length !== r.logprobs.length) {
     throw new Error(`planner engine '${call.engineId}' returned ${r.tokens.length} tokens but ${r.logprobs.length} logprobs`);
   }
-  return {
-    id: rolloutId(ids.runId, call.conversationId, call.turn),
-    runId: ids.runId,
-    groupId: ids.groupId,
-    conversationId: call.conversationId,
-    turn: call.turn,
-    adapterId: r.adapterId,
-    promptTokens: [...r.promptTokens],
-    tokens: [...r.tokens],
-    logprobs: [...r.logprobs],
-    prompt: call.messages.map((m) => `${m.role}: ${m.content}`).join('\n\n'),
-    completion: r.text,
-    createdAt,
-    messages: call.messages.map((m) => ({ role: m.role, content: m.content })),
-    engineId: call.engineId,
-    parsedOk: call.parsed.ok,
-    finishReason: r.finishReason,
-  };
+  return rolloutRecord(plannerTurn(call), { ...ids, conversationId: call.conversationId }, createdAt);
 }
 
 /**

@@ -4,12 +4,13 @@
 // answer with a verifiable 0/1 reward. A run that ends without an answer counts as wrong (0).
 import { runAgent, type AgentConfigInput, type AgentEngines, type AgentRunResult, type PlannerCall, type StepSink } from '../../agent/loop';
 import { rewardAnswer, type RewardKind } from '../../agent/rewards';
+import { plannerTurn } from '../../agent/rollouts';
 import { checkConcurrency, concurrentRolloutConfig, runPlannerRollouts, type PlannerPresence } from '../../agent/rollout-pool';
 import type { ChatEngine, GenerationResult } from '../../engine/chat-engine';
 import type { Tool } from '../../tools/tool';
 import type { CollectContext, RolloutCollector } from './collector';
 import type { GroupPlan } from './schedule';
-import type { CollectedGroup, PlannerTurn, Trajectory } from './rollout-samples';
+import type { CollectedGroup, Trajectory } from './rollout-samples';
 
 /** A query with a verifiable answer (benchmark-import's BenchmarkItem has this shape). */
 export interface TrainingItem {
@@ -148,22 +149,4 @@ export class AgentCollector implements RolloutCollector {
     if (r.custom) return r.custom(item, run);
     return rewardAnswer({ kind: r.kind, prediction: run.finalAnswer, reference: item.answer, numbers: item.numbers, options: item.options }, r.judge ? { engine: r.judge, question: item.query, signal } : undefined);
   }
-}
-
-function plannerTurn(c: PlannerCall): PlannerTurn {
-  const r = c.result;
-  return {
-    turn: c.turn,
-    promptTokens: r.promptTokens,
-    responseTokens: r.tokens,
-    logprobs: r.logprobs,
-    ...(r.forced ? { forced: r.forced } : {}),
-    adapterId: r.adapterId,
-    messages: c.messages.map((m) => ({ role: m.role, content: m.content })),
-    prompt: c.messages.map((m) => `${m.role}: ${m.content}`).join('\n\n'),
-    completion: r.text,
-    engineId: c.engineId,
-    parsedOk: c.parsed.ok,
-    finishReason: r.finishReason,
-  };
 }

@@ -2,31 +2,10 @@
 // made, advantages are normalised within each query's group (the rule grpoStep itself applies, so the
 // export shows exactly what was trained on), and every planner turn becomes a turn sample for the update
 // and a rollout record for storage and the TRL/verl JSONL export.
-import { rolloutId as rolloutRecordId } from '../../agent/rollouts';
+import { rolloutRecord, type PlannerTurn } from '../../agent/rollouts';
 import type { RolloutRecord } from '../../store/records';
 import { groupAdvantages } from '../../agent/advantages';
 import type { TurnSample } from '../../model/samples';
-
-/** One planner call of a trajectory, with what training and the export need. */
-export interface PlannerTurn {
-  /** The loop's turn number (1-based in the agent; 0-based turns of the toy task are stored as given). */
-  turn: number;
-  promptTokens: number[];
-  responseTokens: number[];
-  /** log p of each response token under the sampling policy (temperature 1). */
-  logprobs: number[];
-  /** Under a reply schema: which response tokens the grammar forced (no draw: left out of the loss). */
-  forced?: boolean[];
-  /** The adapter that sampled the response (null: the base model). */
-  adapterId: string | null;
-  /** The chat messages the planner saw, when it is a chat model. */
-  messages?: Array<{ role: 'system' | 'user' | 'assistant'; content: string }>;
-  prompt: string;
-  completion: string;
-  engineId?: string;
-  parsedOk?: boolean;
-  finishReason?: 'stop' | 'length' | 'abort';
-}
 
 /** One rollout: its planner turns and the 0/1 reward of its final answer. */
 export interface Trajectory {
@@ -96,26 +75,11 @@ export function stepBatch(o: { runId: string; step: number; groups: readonly Col
   samples.forEach((s, i) => (s.advantage = advantages[i]));
   const createdAt = o.createdAt ?? Date.now();
   const records = kept.map(({ turn: t, trajectory: tr, groupId }, i): RolloutRecord => ({
-    id: rolloutRecordId(o.runId, tr.rolloutId, t.turn),
-    runId: o.runId,
-    groupId,
-    conversationId: tr.rolloutId,
-    turn: t.turn,
+    ...rolloutRecord(t, { runId: o.runId, groupId, conversationId: tr.rolloutId }, createdAt),
     step: o.step,
     rollout: tr.rollout,
-    adapterId: t.adapterId,
-    promptTokens: [...t.promptTokens],
-    tokens: [...t.responseTokens],
-    logprobs: [...t.logprobs],
     reward: tr.reward,
     advantage: advantages[i],
-    prompt: t.prompt,
-    completion: t.completion,
-    createdAt,
-    ...(t.messages ? { messages: t.messages.map((m) => ({ role: m.role, content: m.content })) } : {}),
-    ...(t.engineId !== undefined ? { engineId: t.engineId } : {}),
-    ...(t.parsedOk !== undefined ? { parsedOk: t.parsedOk } : {}),
-    ...(t.finishReason !== undefined ? { finishReason: t.finishReason } : {}),
   }));
   return { samples, records, skipped, rewards };
 }
