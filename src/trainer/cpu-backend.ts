@@ -8,7 +8,7 @@ import { cpuBackward, cpuForward, zeroLoraGrads, type HostQwen2Weights, type Lor
 import { adapterTensors, cloneAdapter } from './lora-init';
 import { grpoLoss, addSums, emptySums, type GrpoLossParams, type GrpoLossSums } from '../model/loss';
 import type { PackedBatch } from '../model/samples';
-import { sampleFromLogits, type TokenPolicy } from './toy-task';
+import { sampleFromLogits, type TokenPolicy } from './token-policy';
 
 export class CpuPolicyBackend implements PolicyBackend {
   private adapter: LoraAdapter;

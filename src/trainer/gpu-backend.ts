@@ -16,7 +16,7 @@ import { LoraBackwardPass, createLoraGrads, type GpuLoraGrad } from '../model/ba
 import { peftName } from './lora-init';
 import { grpoLoss, type GrpoLossParams, type GrpoLossSums } from '../model/loss';
 import type { PackedBatch } from '../model/samples';
-import { sampleFromLogits, type TokenPolicy } from './toy-task';
+import { sampleFromLogits, type TokenPolicy } from './token-policy';
 
 export interface GpuBackendOptions {
   /** Id of the trained adapter in the runtime's AdapterSet. */

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { checkWeights } from '../io/qwen2-config';
 import { Rng } from '../util/rng';
 import { initLoraAdapter, peftName } from './lora-init';
-import { ToyTask, sampleFromLogits, toyModel } from './toy-task';
+import { ToyTask, toyModel } from './toy-task';
 
 describe('toy task', () => {
   const t = new ToyTask({ numQueries: 6, numResults: 4, numActions: 3 });
@@ -22,21 +22,6 @@ describe('toy task', () => {
     expect(t.reward(4, 14, 14)).toBe(0);
     expect(t.reward(4, 13, t.correctArgument(t.ERR))).toBe(0);
     expect(() => new ToyTask({ numActions: 0 })).toThrow(/'numActions' must be a positive integer/);
-  });
-
-  it('samples from softmax(logits / T) and reports log p at temperature 1', () => {
-    const logits = [Math.log(0.5), Math.log(0.3), Math.log(0.2)];
-    const rng = new Rng(1);
-    const counts = [0, 0, 0];
-    for (let i = 0; i < 20000; i++) {
-      const s = sampleFromLogits(logits, 1, rng);
-      counts[s.token]++;
-      expect(s.logprob).toBeCloseTo(logits[s.token], 12);
-    }
-    expect(counts[0] / 20000).toBeCloseTo(0.5, 1);
-    expect(counts[2] / 20000).toBeCloseTo(0.2, 1);
-    // T = 0.01 is nearly greedy
-    expect(sampleFromLogits(logits, 0.01, rng).token).toBe(0);
   });
 
   it('makes a checkpoint the engine accepts and a fresh adapter with B = 0', () => {

@@ -4,7 +4,8 @@
 import { Rng } from '../../util/rng';
 import { mixSeed, type GroupPlan } from './schedule';
 import type { CollectContext, RolloutCollector } from './collector';
-import { playToyRollouts, type TokenPolicy, type ToyTask } from '../toy-task';
+import type { TokenPolicy } from '../token-policy';
+import { playToyRollouts, type ToyTask } from '../toy-task';
 import type { CollectedGroup, Trajectory } from './rollout-samples';
 
 export class ToyCollector implements RolloutCollector {
