@@ -35,7 +35,7 @@ import { agentflowChatStyles } from './agentflow-chat-styles';
 import { renderConversation } from './chat-conversation-view';
 import { renderSidebar } from './chat-sidebar-view';
 import { renderNoModel } from './chat-start-view';
-import type { ConversationGroup } from './chat-view';
+import type { ConversationGroup } from '../controllers/conversation/module-calls';
 import { downloadText } from './download';
 
 export type { AgentflowAnswerDetail, AgentflowTurnDetail } from '../controllers/conversation/conversation-controller';

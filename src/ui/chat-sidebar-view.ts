@@ -5,7 +5,7 @@ import { html, nothing } from 'lit';
 import type { ConversationController } from '../controllers/conversation/conversation-controller';
 import type { ConversationRecord } from '../store/records';
 import type { ToolRegistry } from '../tools/registry';
-import { conversationGroup, type ConversationGroup } from './chat-view';
+import { conversationGroup, type ConversationGroup } from '../controllers/conversation/module-calls';
 import { deleteQuestion, focusDeleteQuestion } from './delete-question';
 
 export interface SidebarView {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { StepRecord } from '../store/records';
-import { callOfStep, callStat, conversationGroup, executorPreview, formatCall, formatLiveCall, liveHeading, livePreview, nextCall, plannerPreview, oneLine, startCall, tailLine, tokenArrived, upcomingCall, verifierPreview } from './chat-view';
+import { callOfStep, callStat, conversationGroup, nextCall, startCall, tokenArrived, upcomingCall } from '../controllers/conversation/module-calls';
+import { executorPreview, formatCall, formatLiveCall, liveHeading, livePreview, plannerPreview, oneLine, tailLine, verifierPreview } from './chat-view';
 
 const step = (kind: StepRecord['kind'], turn: number, data: Record<string, unknown> = {}): StepRecord => ({ conversationId: 'c', seq: 0, kind, turn, startedAt: 0, endedAt: 0, data }) as unknown as StepRecord;
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { droppedStepText, noSignalText, trainingStatusText } from './training-status';
+import { droppedStepText } from '../controllers/training/training-runner';
+import { noSignalText, trainingStatusText } from './training-status';
 
 describe('trainingStatusText', () => {
   it('says where the run stands as a sentence, with its length when known', () => {

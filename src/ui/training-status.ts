@@ -27,10 +27,3 @@ export function noSignalText(points: ReadonlyArray<Pick<StepMetrics, 'step' | 'n
   const last = quiet[quiet.length - 1];
   return { run: false, text: `${quiet.length} of ${points.length} steps had no reward signal (step ${last.step}: ${last.noSignal}).` };
 }
-
-/** What a pause cost: the step it cut short, whose rollouts so far are dropped (a step is trained on whole or not at all). */
-export function droppedStepText(step: number, cause: 'pause' | 'swap', played: number | null): string {
-  const by = cause === 'swap' ? 'the model switch' : 'Pause';
-  const what = played ? `the ${played} rollout${played === 1 ? '' : 's'} it had played were dropped` : 'its rollouts so far were dropped';
-  return `Step ${step} was cut short by ${by}: ${what}, and Resume plays step ${step} again from its start.`;
-}

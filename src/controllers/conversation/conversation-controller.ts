@@ -20,7 +20,7 @@ import { openAgentDb, type StorageNotice } from '../../store/db';
 import type { ConversationRecord, StepRecord } from '../../store/records';
 import type { ToolRegistry } from '../../tools/registry';
 import { untilAborted } from '../../util/abort';
-import { callOfStep, callStat, conversationGroup, startCall, tokenArrived, upcomingCall, type CallClock, type CallStat } from '../../ui/chat-view';
+import { callOfStep, callStat, conversationGroup, startCall, tokenArrived, upcomingCall, type CallClock, type CallStat } from './module-calls';
 import type { EngineUse } from '../engines/engine-use';
 import type { ElementEngines } from '../engines/element-engines';
 import { readConstrainReplies } from '../tools/tool-settings';

@@ -12,7 +12,7 @@ import { startConversation } from '../../agent/session';
 import type { ExperimentItemRecord, ExperimentRecord } from '../../store/records';
 import type { Tool } from '../../tools/tool';
 import { getExperiment, listExperiments, putExperiment, putExperimentItem, summarize, uniqueRunName } from './experiment-store';
-import { nextCall } from '../../ui/chat-view';
+import { nextCall } from '../conversation/module-calls';
 
 /** Where a run is: item `item` of `total` (1-based, `number` as the subset box counts), and its module and turn. */
 export interface ExperimentProgress {

@@ -14,7 +14,6 @@ import { resumeAgentDriver } from './agent-training-driver';
 import type { EngineUse } from '../engines/engine-use';
 import { InFlight } from '../in-flight';
 import type { TrainingDriver, TrainingState, TrainingStepPoint } from './training-driver';
-import { droppedStepText } from '../../ui/training-status';
 
 /** The run's position while it goes: steps done of all, its pace, and where the current step's rollouts are. */
 export interface RunProgress {
@@ -271,4 +270,11 @@ export class TrainingRunner {
       h.notes = [...h.notes, this.dropped];
     }
   }
+}
+
+/** What a pause cost: the step it cut short, whose rollouts so far are dropped (a step is trained on whole or not at all). */
+export function droppedStepText(step: number, cause: 'pause' | 'swap', played: number | null): string {
+  const by = cause === 'swap' ? 'the model switch' : 'Pause';
+  const what = played ? `the ${played} rollout${played === 1 ? '' : 's'} it had played were dropped` : 'its rollouts so far were dropped';
+  return `Step ${step} was cut short by ${by}: ${what}, and Resume plays step ${step} again from its start.`;
 }
