@@ -15,7 +15,6 @@ import { ExperimentRuns } from '../controllers/experiments/experiment-runs';
 import { parseSubset } from '../controllers/experiments/experiment-subset';
 import type { EngineUse, EngineUser } from '../controllers/engines/engine-use';
 import { benchmarkLabel } from '../store/benchmarks';
-import { getSteps } from '../store/conversations';
 import { storageOpenError } from '../store/db';
 import type { ExperimentRecord, StepRecord } from '../store/records';
 import type { ToolRegistry } from '../tools/registry';
@@ -116,7 +115,7 @@ export class AgentflowExperimentsPanel extends LitElement implements EngineUser 
   }
 
   private async showTrajectory(conversationId: string): Promise<void> {
-    this.openTrajectory = { conversationId, steps: await getSteps(conversationId, this.dbName) };
+    this.openTrajectory = { conversationId, steps: await this.runs.steps(conversationId) };
     await this.updateComplete;
     (this.renderRoot.querySelector('#trajectory-h') as HTMLElement | null)?.focus();
   }

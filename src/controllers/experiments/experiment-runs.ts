@@ -6,8 +6,9 @@ import type { ImportedBenchmark } from '../../agent/benchmark-import';
 import type { AgentEngines } from '../../agent/loop';
 import { toolsFromRegistry } from '../../agent/registry-tools';
 import type { PlannerClient } from '../../planner/planner-client';
+import { getSteps } from '../../store/conversations';
 import { openAgentDb } from '../../store/db';
-import type { ExperimentItemRecord, ExperimentRecord } from '../../store/records';
+import type { ExperimentItemRecord, ExperimentRecord, StepRecord } from '../../store/records';
 import type { ToolRegistry } from '../../tools/registry';
 import type { EngineUse } from '../engines/engine-use';
 import { InFlight } from '../in-flight';
@@ -211,6 +212,11 @@ export class ExperimentRuns {
   /** Renames a run; a refused name throws with the reason. */
   rename(id: string, name: string): Promise<void> {
     return renameExperiment(id, name, this.host.dbName).then(() => undefined);
+  }
+
+  /** The stored steps of an item's conversation, for its trajectory. */
+  steps(conversationId: string): Promise<StepRecord[]> {
+    return getSteps(conversationId, this.host.dbName);
   }
 
   exportRun(id: string): Promise<string> {
