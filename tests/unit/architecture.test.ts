@@ -101,16 +101,13 @@ const ENGINE_FOR_TRAINER = ['src/engine/runtime.ts', 'src/engine/chat-engine.ts'
 /**
  * Arrows against the room order that are known and owed a fix (remove an entry when its arrow goes): the
  * tool task's tools read its data table, which lives with the task; the benchmark store keeps the agent's
- * ImportedBenchmark (it carries the agent's RewardKind); controllers still borrow two helpers from views.
+ * ImportedBenchmark (it carries the agent's RewardKind).
  */
 const KNOWN_BACK_ARROWS = new Set([
   'src/tools/calculator.ts -> src/agent/tasks/tool-task-data.ts',
   'src/tools/fact-lookup.ts -> src/agent/tasks/tool-task-data.ts',
   'src/tools/unit-convert.ts -> src/agent/tasks/tool-task-data.ts',
   'src/store/benchmarks.ts -> src/agent/benchmark-import.ts',
-  'src/controllers/conversation/conversation-controller.ts -> src/ui/chat-view.ts',
-  'src/controllers/experiments/experiment-runner.ts -> src/ui/chat-view.ts',
-  'src/controllers/training/training-runner.ts -> src/ui/training-status.ts',
 ]);
 
 /** The room of a path from the project root (longest prefix), or undefined outside every room. */
