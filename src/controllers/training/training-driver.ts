@@ -73,34 +73,23 @@ export function startAdapterSpec(s: TrainingSettings): StartAdapterSpec {
   return s.startAdapter ? { kind: 'stored', id: s.startAdapter.id, name: s.startAdapter.name } : { kind: 'fresh', rank: s.rank, alpha: 2 * s.rank, targets: [...s.targets] };
 }
 
-/** A TrainingDriver over a TrainingRun in this thread. */
+/**
+ * A TrainingDriver over a TrainingRun in this thread: the run's own fields under the panel's names (the history
+ * as a copy), and `dispose` frees what the run's setup holds.
+ */
 export class RunDriver implements TrainingDriver {
   constructor(
     readonly trainingRun: TrainingRun,
-    private readonly onDispose: () => void = () => undefined,
+    readonly dispose: () => void = () => undefined,
   ) {}
 
-  get label(): string {
-    return this.trainingRun.spec.label;
-  }
-  get runId(): string {
-    return this.trainingRun.id;
-  }
-  get state(): TrainingState {
-    return this.trainingRun.state;
-  }
-  get history(): TrainingStepPoint[] {
-    return [...this.trainingRun.history];
-  }
-  get steps(): number {
-    return this.trainingRun.spec.steps;
-  }
-  get result(): RunResult | null {
-    return this.trainingRun.result;
-  }
-  get notes(): readonly string[] {
-    return this.trainingRun.notes;
-  }
+  get runId(): string { return this.trainingRun.id; }
+  get label(): string { return this.trainingRun.spec.label; }
+  get steps(): number { return this.trainingRun.spec.steps; }
+  get state(): TrainingState { return this.trainingRun.state; }
+  get history(): TrainingStepPoint[] { return [...this.trainingRun.history]; }
+  get result(): RunResult | null { return this.trainingRun.result; }
+  get notes(): readonly string[] { return this.trainingRun.notes; }
 
   async run(onStep: (p: TrainingStepPoint) => void, events: Omit<RunEvents, 'onStep'> = {}): Promise<void> {
     await this.trainingRun.run({ ...events, onStep });
@@ -108,10 +97,6 @@ export class RunDriver implements TrainingDriver {
 
   pause(): void {
     this.trainingRun.pause();
-  }
-
-  dispose(): void {
-    this.onDispose();
   }
 }
 
