@@ -30,7 +30,8 @@ export interface AdvantageResult {
   noGradientGroups: number;
 }
 
-export function groupAdvantages(turns: readonly RewardedTurn[], eps = 1e-6): AdvantageResult {
+/** Each group's statistics and its turns' indices, in first-seen order; every reward must be finite. */
+function rewardGroups(turns: readonly RewardedTurn[]): Array<{ stats: GroupStats; idx: number[] }> {
   const byGroup = new Map<string, number[]>();
   turns.forEach((t, i) => {
     if (typeof t.reward !== 'number' || !Number.isFinite(t.reward)) {
@@ -40,16 +41,30 @@ export function groupAdvantages(turns: readonly RewardedTurn[], eps = 1e-6): Adv
     if (list) list.push(i);
     else byGroup.set(t.groupId, [i]);
   });
-  const advantages = new Array<number>(turns.length).fill(0);
-  const groups: GroupStats[] = [];
-  for (const [groupId, idx] of byGroup) {
+  return [...byGroup].map(([groupId, idx]) => {
     const n = idx.length;
     const mean = idx.reduce((s, i) => s + turns[i].reward, 0) / n;
     const allEqual = idx.every((i) => turns[i].reward === turns[idx[0]].reward);
     const std = n > 1 ? Math.sqrt(idx.reduce((s, i) => s + (turns[i].reward - mean) ** 2, 0) / (n - 1)) : 0;
-    const noGradient = n < 2 || allEqual;
-    if (!noGradient) for (const i of idx) advantages[i] = (turns[i].reward - mean) / (std + eps);
-    groups.push({ groupId, turns: n, rewardMean: mean, rewardStd: std, noGradient });
+    return { stats: { groupId, turns: n, rewardMean: mean, rewardStd: std, noGradient: n < 2 || allEqual }, idx };
+  });
+}
+
+/**
+ * The groups' statistics alone: for a step whose samples carry the advantages the run computed when it
+ * built the batch (src/trainer/run/rollout-samples.ts), so they are not computed twice.
+ */
+export function groupStats(turns: readonly RewardedTurn[]): Omit<AdvantageResult, 'advantages'> {
+  const groups = rewardGroups(turns).map((g) => g.stats);
+  return { groups, noGradientGroups: groups.filter((g) => g.noGradient).length };
+}
+
+export function groupAdvantages(turns: readonly RewardedTurn[], eps = 1e-6): AdvantageResult {
+  const advantages = new Array<number>(turns.length).fill(0);
+  const grouped = rewardGroups(turns);
+  for (const { stats, idx } of grouped) {
+    if (!stats.noGradient) for (const i of idx) advantages[i] = (turns[i].reward - stats.rewardMean) / (stats.rewardStd + eps);
   }
+  const groups = grouped.map((g) => g.stats);
   return { advantages, groups, noGradientGroups: groups.filter((g) => g.noGradient).length };
 }

@@ -23,7 +23,10 @@ export interface TurnSample {
    * "On-policy under masks"); they stay in the sequence as context.
    */
   forced?: boolean[];
-  /** Filled by the step (group normalisation). */
+  /**
+   * Group-normalised advantage: set by the training run when it builds the step's batch (and stored with the
+   * turn); a batch whose samples all lack it gets it from grpoStep, by the same rule.
+   */
   advantage?: number;
   /** log p of each response token with the adapter off; filled by the step. */
   refLogprobs?: number[];

@@ -10,6 +10,7 @@ import { cpuBackward, cpuForward, zeroLoraGrads } from './cpu-model';
 import { grpoStep, learningRateAt, rolloutRewardMean } from './grpo-step';
 import { adapterTensors, cloneAdapter, initLoraAdapter } from './lora-init';
 import { grpoLoss } from '../model/loss';
+import { groupAdvantages } from '../agent/advantages';
 import { ToyTask, toyModel } from './toy-task';
 import type { TurnSample } from '../model/samples';
 
@@ -207,6 +208,28 @@ describe('grpoStep', () => {
     // It moved toward the reference: the next such step measures a smaller KL.
     const next = await grpoStep(backend, solved, cfg, { step: 2, optimizerSteps: 1, random: () => 0.5 });
     expect(next.kl).toBeLessThan(st.kl);
+  });
+
+  it('trains on the advantages the samples carry: the run\'s computed ones give the float64-identical step, other ones another', async () => {
+    const cfg = resolveGrpoConfig({ learningRate: 1e-3, beta: 0.1, epochs: 2, miniBatches: 2, groupSize: 2, queriesPerStep: 2 });
+    const run = async (samples: TurnSample[]) => {
+      const adapter = initLoraAdapter(model.config, { r: 2, alpha: 4 }, new Rng(1));
+      for (const p of adapter.pairs.values()) p.B.forEach((_, i) => (p.B[i] = 0.05 * Math.sin(i + p.layer)));
+      const backend = new CpuPolicyBackend(model.config, model.weights, adapter);
+      const rng = new Rng(8);
+      const { ms: _ms, tokensPerSecond: _tps, ...st } = await grpoStep(backend, samples, cfg, { step: 1, optimizerSteps: 0, random: () => rng.next() });
+      return { st, params: adapterTensors(backend.currentAdapter).map((t) => Array.from(t.data)) };
+    };
+    const plain = await run(batch());
+    const { advantages } = groupAdvantages(batch(), cfg.advantageEps);
+    const carried = await run(batch().map((s, i) => ({ ...s, advantage: advantages[i] })));
+    expect(carried.st).toEqual(plain.st);
+    expect(carried.params).toEqual(plain.params);
+    // The carried values are the ones used: flipped advantages move the adapter elsewhere, same group statistics.
+    const flipped = await run(batch().map((s, i) => ({ ...s, advantage: -advantages[i] })));
+    expect(flipped.st.groupStats).toEqual(plain.st.groupStats);
+    expect(flipped.params).not.toEqual(plain.params);
+    await expect(run(batch().map((s, i) => ({ ...s, advantage: i === 2 ? NaN : advantages[i] })))).rejects.toThrow("grpoStep: sample 2 (rollout 'b', turn 0) carries advantage NaN");
   });
 
   it('decays the learning rate on a cosine from learningRate to learningRate × lrFinalRatio at lrDecaySteps', () => {

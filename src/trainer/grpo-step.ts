@@ -1,8 +1,9 @@
-// One Flow-GRPO optimisation step over a batch of planner-turn samples: group advantages, old logprobs
-// (recorded at sampling, or recomputed), reference logprobs (adapter off), then for each epoch and
-// mini-batch: forward+backward over micro-batches with gradient accumulation, global-norm clip, AdamW.
+// One Flow-GRPO optimisation step over a batch of planner-turn samples: group advantages (the ones the
+// samples carry, or computed here), old logprobs (recorded at sampling, or recomputed), reference logprobs
+// (adapter off), then for each epoch and mini-batch: forward+backward over micro-batches with gradient
+// accumulation, global-norm clip, AdamW.
 import { clipFactor } from './adamw-cpu';
-import { groupAdvantages, type GroupStats } from '../agent/advantages';
+import { groupAdvantages, groupStats, type AdvantageResult, type GroupStats } from '../agent/advantages';
 import type { PolicyBackend } from './backend';
 import type { GrpoConfig } from './grpo-config';
 import { addSums, emptySums, type GrpoLossSums } from '../model/loss';
@@ -100,10 +101,22 @@ export function rolloutRewardMean(samples: readonly TurnSample[]): number {
   return byRollout.size ? sum / byRollout.size : 0;
 }
 
+/**
+ * The batch's advantages and group statistics. A training run's samples carry the advantages it computed
+ * when it built the batch (and stored with each turn); a batch without them gets them here, by the same rule.
+ */
+function stepAdvantages(input: readonly TurnSample[], cfg: GrpoConfig): AdvantageResult {
+  if (!input.every((s) => s.advantage !== undefined)) return groupAdvantages(input, cfg.advantageEps);
+  input.forEach((s, i) => {
+    if (!Number.isFinite(s.advantage)) throw new Error(`grpoStep: sample ${i} (rollout '${s.rolloutId}', turn ${s.turn}) carries advantage ${s.advantage}; an advantage must be a finite number`);
+  });
+  return { ...groupStats(input), advantages: input.map((s) => s.advantage as number) };
+}
+
 export async function grpoStep(backend: PolicyBackend, input: readonly TurnSample[], cfg: GrpoConfig, ctx: StepContext): Promise<StepStats> {
   const t0 = now();
   if (input.length === 0) throw new Error('grpoStep: the batch has no samples (no planner turns were recorded)');
-  const adv = groupAdvantages(input, cfg.advantageEps);
+  const adv = stepAdvantages(input, cfg);
   const samples: TurnSample[] = input.map((s, i) => ({ ...s, advantage: ctx.zeroAdvantages ? 0 : adv.advantages[i] }));
   // With every group's rewards equal the policy gradient is zero. With beta = 0 no optimizer step runs: there
   // is nothing to descend, yet AdamW would still move every weight on its momentum, about the learning rate
