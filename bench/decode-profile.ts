@@ -18,7 +18,8 @@
 // It reads the runtime's recorded step lists through private members: a profiling tool, not an API.
 import { requestGpu } from '../src/gpu/device';
 import { createStorage, uploadStorage } from '../src/gpu/buffers';
-import { DRAW_LOG_WORDS, GpuSampler } from '../src/kernels/sampling/sampling';
+import { DRAW_LOG_WORDS } from '../src/kernels/sampling/sampling';
+import { GpuSampler } from '../src/engine/gpu-sampler';
 import { recordForward, recordLogits } from '../src/model/forward';
 import { canFuseDecode, recordDecodeForward } from '../src/model/decode-forward';
 import { ATTN_DECODE_SINGLE_MAX_KEYS } from '../src/kernels/attention/attention.decode';

@@ -4,7 +4,8 @@
 // one set serves them all.
 import { createStorage } from '../gpu/buffers';
 import type { GpuContext } from '../gpu/device';
-import { DRAW_LOG_WORDS, GpuSampler } from '../kernels/sampling/sampling';
+import { DRAW_LOG_WORDS } from '../kernels/sampling/sampling';
+import { GpuSampler } from './gpu-sampler';
 import { ActivationPlan } from '../model/activations';
 import type { AdapterSet, GpuAdapter } from '../model/adapters';
 import { canFuseDecode } from '../model/decode-forward';

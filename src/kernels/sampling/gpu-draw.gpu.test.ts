@@ -5,7 +5,8 @@ import { Rng } from '../../util/rng';
 import { gpuFor, weightPaths } from '../../../tests/support/gpu';
 import { f32Buffer, u32Buffer } from '../common/testing';
 import { logSumExp, sortRow, type SamplingOptions } from './draw';
-import { DRAW_LOG_WORDS, GpuSampler, gpuDrawServes, parseDrawLog } from './sampling';
+import { DRAW_LOG_WORDS, gpuDrawServes, parseDrawLog } from './sampling';
+import { GpuSampler } from '../../engine/gpu-sampler';
 import { DRAW_EPS } from './gpu-draw.wgsl';
 import { pureTemperatureDrawRef, samplingDistributionRef } from './sampling.ref';
 

@@ -5,7 +5,8 @@ import { Rng } from '../../util/rng';
 import { gpuFor, weightPaths } from '../../../tests/support/gpu';
 import { f32Buffer, u32Buffer } from '../common/testing';
 import { logSumExp, sortRow, type SamplingOptions } from './draw';
-import { DRAW_LOG_WORDS, GpuSampler, parseDrawLog, topkPass } from './sampling';
+import { DRAW_LOG_WORDS, parseDrawLog, topkPass } from './sampling';
+import { GpuSampler } from '../../engine/gpu-sampler';
 import { TOPK_NONE, TOPK_ROUNDS_MAX_K } from './sampling.wgsl';
 
 // Several rows at once: what a batched decode step samples from (one row per sequence).

@@ -3,7 +3,7 @@ import { Rng } from '../../util/rng';
 import { gpuFor, weightPaths } from '../../../tests/support/gpu';
 import { f32Buffer } from '../common/testing';
 import { drawIndex, logSumExp, sortRow } from './draw';
-import { GpuSampler, greedy } from './sampling';
+import { GpuSampler, greedy } from '../../engine/gpu-sampler';
 import { argmaxRef, samplingDistributionRef } from './sampling.ref';
 
 describe('sampling (GPU candidates + seeded CPU draw)', async () => {
