@@ -57,6 +57,19 @@ describe('planner worker over comlink', () => {
       const aborted = await client.generateIds([1, 2, 3], { maxNewTokens: 50, signal: ac.signal });
       expect(aborted.finishReason).toBe('abort');
       expect(aborted.tokens.length).toBeLessThanOrEqual(1);
+      // Stop mid-generation: the cancel crosses on the generation's own port, the worker's signal ends it after
+      // the current token, and every token it streamed reaches the callback before the call settles.
+      const mid = new AbortController();
+      const seen: number[] = [];
+      const onToken = (id: number) => {
+        seen.push(id);
+        if (seen.length === 3) mid.abort();
+      };
+      const stopped = await client.generateIds([1, 2, 3], { maxNewTokens: 100, temperature: 1, seed: 4, signal: mid.signal, onToken });
+      expect(stopped.finishReason).toBe('abort');
+      expect(stopped.tokens.length).toBeGreaterThanOrEqual(3);
+      expect(stopped.tokens.length).toBeLessThan(100);
+      expect(seen).toEqual(stopped.tokens);
       await expect(client.score([[1, 300]])).rejects.toThrow(/id 300.*\[0, 300\)/);
 
       // Calls that reach the worker together are decoded as batches: the same tokens and logprobs as the

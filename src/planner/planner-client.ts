@@ -1,12 +1,13 @@
 // Main-thread handle on the planner worker (its protocol: planner-protocol.ts): starts it, forwards calls
-// over comlink, turns callbacks into Comlink proxies and AbortSignals into abort(generationId).
+// over comlink, and gives each generation its own line (a MessagePort, see GenerationLine) that brings its
+// tokens to the caller's callback and carries its AbortSignal's cancel.
 // `RemotePlannerEngine` is the ChatEngine the agent uses when the planner runs in the worker; the client
 // itself is the PlannerTrainer the app hands to its Training tab.
 import * as Comlink from 'comlink';
 import type { StepStats } from '../trainer/grpo-step';
 import type { TurnSample } from '../model/samples';
 import type { PolicyTrainer, SavedCheckpoint, TrainSessionInfo } from '../trainer/training-host';
-import type { DecodeStats, ModelSpec, LoadOptions, PlannerInfo, PlannerWorkerApi, RemoteTokenOptions, TrainStartOptions } from './planner-protocol';
+import type { DecodeStats, GenerationLine, GenerationLineMessage, ModelSpec, LoadOptions, PlannerInfo, PlannerWorkerApi, RemoteTokenOptions, TrainStartOptions } from './planner-protocol';
 import type { TokenGeneration } from '../engine/runtime';
 import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult, LoadProgress } from '../engine/chat-engine';
 import { guardCalls, watchWorker, type WorkerGoneError, type WorkerWatch } from '../util/worker-watch';
@@ -30,8 +31,6 @@ export interface TokenStreamOptions extends RemoteTokenOptions {
   signal?: AbortSignal;
   onToken?: (id: number, logprob: number) => void;
 }
-
-let nextGeneration = 1;
 
 export class PlannerClient implements PlannerTrainer {
   /** The worker's API; every call rejects with a WorkerGoneError once the worker is gone. */
@@ -99,12 +98,12 @@ export class PlannerClient implements PlannerTrainer {
 
   async chat(messages: ChatMessage[], options: GenerateOptions = {}): Promise<GenerationResult> {
     const { signal, onToken, ...rest } = options;
-    return this.withAbort(signal, (id) => this.api.chat(messages, rest, onToken ? Comlink.proxy(onToken) : undefined, id));
+    return overLine(signal, onToken, (line) => this.api.chat(messages, rest, line));
   }
 
   async generateIds(promptIds: number[], options: TokenStreamOptions = {}): Promise<TokenGeneration> {
     const { signal, onToken, ...rest } = options;
-    return this.withAbort(signal, (id) => this.api.generateIds(promptIds, rest, onToken ? Comlink.proxy(onToken) : undefined, id));
+    return overLine(signal, onToken, (line) => this.api.generateIds(promptIds, rest, line));
   }
 
   /** Starts training a LoRA adapter in the worker (it becomes the planner's active adapter). */
@@ -137,17 +136,32 @@ export class PlannerClient implements PlannerTrainer {
     this.raw[Comlink.releaseProxy]();
     this.watch.terminate();
   }
+}
 
-  private async withAbort<T>(signal: AbortSignal | undefined, run: (generationId: number) => Promise<T>): Promise<T> {
-    const id = nextGeneration++;
-    const onAbort = () => void this.api.abort(id).catch(() => undefined);
-    if (signal?.aborted) onAbort();
-    signal?.addEventListener('abort', onAbort);
-    try {
-      return await run(id);
-    } finally {
-      signal?.removeEventListener('abort', onAbort);
-    }
+/**
+ * A generation over its own line (GenerationLine): the caller's onToken itself takes each token the worker
+ * posts, and the signal's abort is the one cancel message. Settles once the call has answered and the line
+ * has ended (every token delivered), or at once when the call fails; a dead worker fails the call (the
+ * client's api is raced against it), so nothing waits on a line that will not end.
+ */
+async function overLine<T>(signal: AbortSignal | undefined, onToken: ((...token: never[]) => unknown) | undefined, run: (line?: GenerationLine) => Promise<T>): Promise<T> {
+  if (!signal && !onToken) return run();
+  const { port1, port2 } = new MessageChannel();
+  let ended!: () => void;
+  const end = new Promise<void>((resolve) => (ended = resolve));
+  port1.onmessage = (e: MessageEvent<GenerationLineMessage>) => {
+    if ('end' in e.data) ended();
+    else (onToken as ((...token: unknown[]) => unknown) | undefined)?.(...e.data.token);
+  };
+  const cancel = () => port1.postMessage('cancel');
+  signal?.addEventListener('abort', cancel, { once: true });
+  try {
+    const line: GenerationLine = { port: port2, tokens: !!onToken, aborted: !!signal?.aborted };
+    const [out] = await Promise.all([run(Comlink.transfer(line, [port2])), end]);
+    return out;
+  } finally {
+    signal?.removeEventListener('abort', cancel);
+    port1.close();
   }
 }
 

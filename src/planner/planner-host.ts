@@ -14,7 +14,7 @@ import { pickedFilesSource, type FileSource } from '../io/sources';
 import { modelUrlSource } from '../io/webllm-cache';
 import { memorySource } from '../engine/memory-source';
 import { PlannerEngine } from '../engine/planner-engine';
-import type { DecodeStats, LoadOptions, ModelSpec, PlannerInfo, PlannerWorkerApi, RemoteGenerateOptions, RemoteTokenOptions } from './planner-protocol';
+import type { DecodeStats, GenerationLine, GenerationLineMessage, LoadOptions, ModelSpec, PlannerInfo, PlannerWorkerApi, RemoteGenerateOptions, RemoteTokenOptions } from './planner-protocol';
 import type { Qwen2Runtime, TokenGeneration } from '../engine/runtime';
 import type { ChatMessage, GenerationResult, LoadProgress } from '../engine/chat-engine';
 
@@ -43,9 +43,6 @@ export class PlannerHost implements PlannerWorkerApi {
   private notes: string[] = [];
   /** Why the loaded model has no chat engine (see PlannerInfo.noChat). */
   private noChat: string | null = null;
-  private readonly aborts = new Map<number, AbortController>();
-  // abort() can arrive before the generation it names has started (the page aborted at once).
-  private readonly earlyAborts = new Set<number>();
   private readonly training = new TrainingHost(() => runtimePolicyHost(this.need(), this.name), idbTrainStorage);
 
   private need(): Qwen2Runtime {
@@ -154,20 +151,12 @@ export class PlannerHost implements PlannerWorkerApi {
     return this.needChat('it cannot count chat tokens').promptIds(messages).length;
   }
 
-  chat(messages: ChatMessage[], opts: RemoteGenerateOptions = {}, onToken?: (piece: string) => void, generationId?: number): Promise<GenerationResult> {
-    const e = this.needChat('use generateIds with token ids');
-    return this.withAbort(generationId, (signal) => e.chat(messages, { ...opts, signal, onToken: onToken ? (p) => void onToken(p) : undefined }));
+  chat(messages: ChatMessage[], opts: RemoteGenerateOptions = {}, line?: GenerationLine): Promise<GenerationResult> {
+    return overLine(line, (signal, onToken) => this.needChat('use generateIds with token ids').chat(messages, { ...opts, signal, onToken }));
   }
 
-  generateIds(promptIds: number[], opts: RemoteTokenOptions = {}, onToken?: (id: number, logprob: number) => void, generationId?: number): Promise<TokenGeneration> {
-    const b = this.needBatcher();
-    return this.withAbort(generationId, (signal) => b.submit(promptIds, { ...opts, signal, onToken: onToken ? (id, lp) => void onToken(id, lp) : undefined }));
-  }
-
-  abort(generationId: number): void {
-    const ac = this.aborts.get(generationId);
-    if (ac) ac.abort();
-    else this.earlyAborts.add(generationId);
+  generateIds(promptIds: number[], opts: RemoteTokenOptions = {}, line?: GenerationLine): Promise<TokenGeneration> {
+    return overLine(line, (signal, onToken) => this.needBatcher().submit(promptIds, { ...opts, signal, onToken }));
   }
 
   trainStart(o: TrainStartOptions): Promise<TrainSessionInfo> {
@@ -197,15 +186,25 @@ export class PlannerHost implements PlannerWorkerApi {
   unload(): void {
     this.drop();
   }
+}
 
-  private withAbort<T>(generationId: number | undefined, run: (signal: AbortSignal) => Promise<T>): Promise<T> {
-    const ac = new AbortController();
-    if (generationId !== undefined) {
-      this.aborts.set(generationId, ac);
-      if (this.earlyAborts.delete(generationId)) ac.abort();
-    }
-    return run(ac.signal).finally(() => {
-      if (generationId !== undefined) this.aborts.delete(generationId);
-    });
+/**
+ * Runs a generation under its line (see GenerationLine): the page's cancel becomes the one AbortSignal the
+ * engine sees, and the engine's onToken is the line's post itself. `end` goes last on the line whatever
+ * happens, so the page hands every token to its caller before the result (the result comes on another port,
+ * and messages on two ports keep no order between them).
+ */
+async function overLine<T>(line: GenerationLine | undefined, run: (signal?: AbortSignal, onToken?: (...token: unknown[]) => void) => Promise<T>): Promise<T> {
+  if (!line) return run();
+  const { port } = line;
+  const ac = new AbortController();
+  if (line.aborted) ac.abort();
+  port.onmessage = () => ac.abort();
+  const post = (m: GenerationLineMessage) => port.postMessage(m);
+  try {
+    return await run(ac.signal, line.tokens ? (...token) => post({ token }) : undefined);
+  } finally {
+    post({ end: true });
+    port.close();
   }
 }

@@ -1,6 +1,7 @@
 // What crosses the planner worker's boundary: the calls the worker answers (PlannerWorkerApi, served by
 // PlannerHost in workers/planner.worker.ts) and the plain data they take and return. Both sides import it
-// from here; neither imports the other. Only structured-cloneable data and Comlink-proxied callbacks pass.
+// from here; neither imports the other. Only structured-cloneable data, Comlink-proxied progress callbacks
+// and each generation's own MessagePort (its GenerationLine) pass.
 import type { ChatTemplateSource } from '../engine/load-checkpoint';
 import type { Qwen2Config } from '../io/qwen2-config';
 import type { GenerateTokensOptions, GpuMemoryReport, TokenGeneration } from '../engine/runtime';
@@ -71,14 +72,35 @@ export interface LoadOptions {
   batchContext?: number;
 }
 
+/**
+ * One generation's own channel to the page, transferred with its call (web-llm's pull streaming in
+ * miniature): the page's only message on it is its cancel (Stop, the AbortSignal's one crossing; the worker
+ * turns it back into one AbortSignal), the worker's are GenerationLineMessages. Sent only when the page has a
+ * signal or a token callback.
+ */
+export interface GenerationLine {
+  port: MessagePort;
+  /** The page streams tokens: the worker posts each one. */
+  tokens: boolean;
+  /**
+   * The page's signal had already aborted when it made the call. A cancel posted before the port crossed
+   * reaches the worker only after the call has started; this makes it stop before its first token, as the
+   * page asked.
+   */
+  aborted: boolean;
+}
+
+/** What the worker posts on a GenerationLine: each streamed token's callback arguments, then `end` once. */
+export type GenerationLineMessage = { token: unknown[] } | { end: true };
+
 /** Generation options that cross the worker boundary (no AbortSignal, no functions). */
 export type RemoteGenerateOptions = Omit<GenerateOptions, 'signal' | 'onToken'>;
 // A constraint is live grammar state (wasm handles): it cannot cross; chat's jsonSchema builds one in the worker.
 export type RemoteTokenOptions = Omit<GenerateTokensOptions, 'signal' | 'onToken' | 'onLogits' | 'constraint'>;
 
 /**
- * The planner worker's calls. Token streaming and progress come back through callbacks (Comlink proxies on
- * the page's side); a generation is stopped by abort(generationId), since an AbortSignal cannot cross.
+ * The planner worker's calls. Progress comes back through callbacks (Comlink proxies on the page's side); a
+ * generation's tokens and its cancel travel on its GenerationLine, since an AbortSignal cannot cross.
  */
 export interface PlannerWorkerApi {
   /** Loads config, weights and (when present) the tokenizer; replaces any model loaded before. */
@@ -98,15 +120,13 @@ export interface PlannerWorkerApi {
   logitsLast(tokens: number[]): Promise<Float32Array>;
   /** How many tokens `messages` take as the prompt chat() would feed the model (template applied). */
   promptTokens(messages: ChatMessage[]): number;
-  /** Chat through the tokenizer's template; text pieces stream to `onToken`. */
-  chat(messages: ChatMessage[], opts?: RemoteGenerateOptions, onToken?: (piece: string) => void, generationId?: number): Promise<GenerationResult>;
+  /** Chat through the tokenizer's template; text pieces stream on `line` as `{token: [piece]}`. */
+  chat(messages: ChatMessage[], opts?: RemoteGenerateOptions, line?: GenerationLine): Promise<GenerationResult>;
   /**
-   * Generation from token ids; each sampled id and its logprob stream to `onToken`. Merged with the chat()
-   * and generateIds() calls it overlaps, as chat() is.
+   * Generation from token ids; each sampled id and its logprob stream on `line` as `{token: [id, logprob]}`.
+   * Merged with the chat() and generateIds() calls it overlaps, as chat() is.
    */
-  generateIds(promptIds: number[], opts?: RemoteTokenOptions, onToken?: (id: number, logprob: number) => void, generationId?: number): Promise<TokenGeneration>;
-  /** Stops generation `generationId` after its current token (also when it has not started yet). */
-  abort(generationId: number): void;
+  generateIds(promptIds: number[], opts?: RemoteTokenOptions, line?: GenerationLine): Promise<TokenGeneration>;
   /**
    * Starts Flow-GRPO training of a LoRA adapter on the loaded model; the adapter becomes active, so the
    * planner's next generations sample from the policy being trained. Replaces any session before.
