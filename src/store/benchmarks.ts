@@ -1,14 +1,16 @@
 // Imported benchmark files in IndexedDB ('benchmarks', schema v2), so a file imported once is offered again
 // after a reload, in Experiments and in Training (where a paused run on it is still listed).
-import type { ImportedBenchmark } from '../agent/benchmark-import';
 import { describeStorageError, openAgentDb } from './db';
 import type { BenchmarkRecord } from './records';
+
+/** A benchmark as an import gives it (agent/benchmark-import.ts's ImportedBenchmark is one): the store sits below the agent. */
+export type BenchmarkImport = Pick<BenchmarkRecord, 'name' | 'kind' | 'items' | 'problems'>;
 
 /**
  * The record's id: the name and a hash of the items, so importing the same file again replaces its record,
  * while two different files that share a name (AgentFlow ships every benchmark as `data.json`) are both kept.
  */
-export function benchmarkId(b: Pick<ImportedBenchmark, 'name' | 'items'>): string {
+export function benchmarkId(b: Pick<BenchmarkImport, 'name' | 'items'>): string {
   // FNV-1a over the items' JSON, two 32-bit lanes: a name collision, not an attack, is what this tells apart.
   const text = JSON.stringify(b.items);
   let h1 = 0x811c9dc5;
@@ -23,7 +25,7 @@ export function benchmarkId(b: Pick<ImportedBenchmark, 'name' | 'items'>): strin
 }
 
 /** Keeps an imported benchmark (one with items; a file with none is nothing to offer again). */
-export async function saveBenchmark(b: ImportedBenchmark, fileName: string, dbName?: string, now = Date.now()): Promise<BenchmarkRecord | null> {
+export async function saveBenchmark(b: BenchmarkImport, fileName: string, dbName?: string, now = Date.now()): Promise<BenchmarkRecord | null> {
   if (!b.items.length) return null;
   const rec: BenchmarkRecord = { id: benchmarkId(b), name: b.name, fileName, importedAt: now, kind: b.kind, items: b.items, problems: b.problems };
   try {
@@ -44,7 +46,7 @@ export async function getBenchmark(id: string, dbName?: string): Promise<Benchma
 }
 
 /** A stored benchmark as the import made it. */
-export function benchmarkFromRecord(rec: BenchmarkRecord): ImportedBenchmark {
+export function benchmarkFromRecord(rec: BenchmarkRecord): BenchmarkImport {
   return { name: rec.name, kind: rec.kind, items: rec.items, problems: rec.problems };
 }
 
