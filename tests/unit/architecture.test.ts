@@ -130,6 +130,27 @@ function wrongArrows(graph: Map<string, string[]>): string[] {
   return [...new Set(out)];
 }
 
+/** Entry points started by name rather than imported: the page's script, the library's entry, the CLI. */
+const ENTRIES = ['src/main.ts', 'src/element.ts', 'src/cli/main.ts'];
+
+/**
+ * Every path (from the project root) that some file names as a module: relative specifiers in src/, workers/,
+ * tests/, bench/, build/ and the configs (imports, worker URLs, vi.mock), and /src/… in HTML pages.
+ */
+function namedModules(): Set<string> {
+  const named = new Set<string>();
+  const keep = (name: string) => /\.(ts|mts|mjs|html)$/.test(name) && !name.endsWith('.d.ts');
+  const dirs = ['src', 'workers', 'tests', 'bench', 'build', 'examples'].map((d) => join(ROOT, d)).filter((d) => existsSync(d));
+  const all = [...dirs.flatMap((d) => sources(d, keep)), ...['index.html', 'vite.config.ts', 'vite.lib.config.ts', 'vitest.config.ts'].map((f) => join(ROOT, f))];
+  for (const file of all) {
+    for (const m of readFileSync(file, 'utf8').matchAll(/['"]((?:\.\.?\/|\/src\/)[^'"?\n]*)/g)) {
+      const base = m[1].startsWith('/src/') ? join(ROOT, m[1]) : resolve(dirname(file), m[1]);
+      for (const c of [base, `${base}.ts`, join(base, 'index.ts')]) if (existsSync(c)) named.add(relative(ROOT, c));
+    }
+  }
+  return named;
+}
+
 describe('source layout', () => {
   const files = sources(join(ROOT, 'src'));
   const graph = new Map(files.map((f) => [relative(ROOT, f), importsOf(f)]));
@@ -186,6 +207,11 @@ describe('source layout', () => {
       .map((f) => [relative(ROOT, f), readFileSync(f, 'utf8').split('\n').length] as const)
       .filter(([f, n]) => n > cap(f));
     expect(long).toEqual([]);
+  });
+
+  it('has no module that nothing imports: a front door (an index.ts barrel) that nobody uses misleads', () => {
+    const named = namedModules();
+    expect(files.map((f) => relative(ROOT, f)).filter((f) => !named.has(f) && !ENTRIES.includes(f))).toEqual([]);
   });
 
   it('has no file under src/ importing from workers/', () => {
