@@ -1,5 +1,5 @@
 // Training speed for the benchmark: one real Flow-GRPO step through the code the planner worker runs
-// (TrainingSession -> GrpoTrainer -> grpoStep -> GpuPolicyBackend: reference logprobs with the adapter
+// (TrainingHost.trainStep -> grpoStep -> GpuPolicyBackend: reference logprobs with the adapter
 // off, forward with kept activations, LoRA backward through the frozen base, gradient norm, AdamW), on a
 // group of synthetic planner turns. Old logprobs are scored before the timed step, as the agent records them
 // while sampling. GPU memory is counted by a BufferTracker on the device (every buffer, peak over the run).
@@ -12,7 +12,7 @@ import type { StepStats } from '../src/trainer/grpo-step';
 import type { TurnSample } from '../src/model/samples';
 import { memoryTrainStorage } from '../src/trainer/checkpoint-memory';
 import { runtimePolicyHost } from '../src/trainer/runtime-policy-host';
-import { TrainingSession } from '../src/trainer/training-host';
+import { TrainingHost } from '../src/trainer/training-host';
 import { BufferTracker } from './buffer-tracker';
 
 export interface TrainBenchOptions {
@@ -75,10 +75,12 @@ export async function benchTraining(ctx: GpuContext, model: string, config: Qwen
   if (o.tokens > o.microBatchTokens) throw new Error(`training bench: a turn of ${o.tokens} tokens does not fit --micro-batch ${o.microBatchTokens}`);
   const tracker = BufferTracker.install(ctx.device);
   let rt: Qwen2Runtime | null = null;
-  let session: TrainingSession | null = null;
+  let session: TrainingHost | null = null;
   try {
     rt = await Qwen2Runtime.create(ctx, config, tensors, { maxContext: o.tokens + 8, maxBatchRows: o.maxBatchRows });
-    session = await TrainingSession.start(runtimePolicyHost(rt, model), memoryTrainStorage(), {
+    const policyHost = runtimePolicyHost(rt, model);
+    session = new TrainingHost(() => policyHost, async () => memoryTrainStorage());
+    await session.trainStart({
       runId: 'bench',
       adapter: { rank: o.rank, alpha: 2 * o.rank, targets: [...LORA_MODULES] },
       config: { groupSize: Math.max(2, o.sequences), queriesPerStep: 1, microBatchTokens: o.microBatchTokens, checkpointEvery: 0 },
@@ -91,13 +93,13 @@ export async function benchTraining(ctx: GpuContext, model: string, config: Qwen
     };
     const warmupStepMs: number[] = [];
     for (let w = 0; w < o.warmupSteps; w++) {
-      const st = await session.step(await oldLogprobs());
+      const st = await session.trainStep(await oldLogprobs());
       warmupStepMs.push(st.ms.total);
       log(`${model}: warm-up training step ${(st.ms.total / 1000).toFixed(1)} s`);
     }
     const batch = await oldLogprobs();
     const t0 = performance.now();
-    const st = await session.step(batch);
+    const st = await session.trainStep(batch);
     const ms = performance.now() - t0;
     const tokens = o.sequences * o.tokens;
     const byLabel: Record<string, number> = {};
@@ -127,7 +129,7 @@ export async function benchTraining(ctx: GpuContext, model: string, config: Qwen
     log(`${model}: training step ${(ms / 1000).toFixed(2)} s, ${r.trainTokensPerSec.toFixed(2)} tok/s, peak GPU memory ${r.trainGpuPeakMiB.toFixed(0)} MiB`);
     return r;
   } finally {
-    session?.destroy();
+    session?.trainStop();
     rt?.destroy();
     tracker.uninstall();
   }

@@ -18,7 +18,6 @@ import { IdbRunStore } from './run/run-store-idb';
 import { toyRunSetup, toyRunSpec } from './run/toy-run';
 import { TrainingRun } from './run/training-run';
 import type { TrainStorage } from './training-host';
-import { GrpoTrainer } from './trainer';
 
 // Seed 12: every step of these runs has a group with signal, so each takes its optimizer steps (a step without
 // signal takes none since grpoStep skips it) and resume has moments to restore.
@@ -158,12 +157,16 @@ describe('training run checkpoints', () => {
   }, 120_000);
 
   it('a checkpoint of another run is refused', async () => {
-    const s = await setup(dirPlace(await mkdtemp(join(tmpdir(), 'grpo-other-'))));
+    const place = dirPlace(await mkdtemp(join(tmpdir(), 'grpo-other-')));
+    const s = await setup(place);
     await s.host.trainStart({ runId: 'run-1', adapter: { rank: 2, alpha: 4 } });
-    const trainer = s.host.current!.trainer;
-    const c = await trainer.checkpoint();
-    const other = new GrpoTrainer(trainer.backend, trainer.config, { runId: 'run-2' });
-    await expect(other.restore(c)).rejects.toThrow(/belongs to run 'run-1', not 'run-2'/);
+    await s.host.trainCheckpoint();
     s.destroy();
+    // A store that answers for run-2 with run-1's checkpoint (a mixed-up directory or database).
+    const ckpt = await (await place.storage()).checkpoints.latest('run-1');
+    const mixedUp: TrainStorage = { checkpoints: { save: async () => '', prune: async () => undefined, latest: async () => ckpt }, adapter: async () => { throw new Error('unused'); } };
+    const other = await toyRunSetup({ store: place.store(), storage: async () => mixedUp, backend: 'cpu', task: TASK });
+    await expect(other.host.trainStart({ runId: 'run-2', adapter: { rank: 2, alpha: 4 }, resume: true })).rejects.toThrow(/belongs to run 'run-1', not 'run-2'/);
+    other.destroy();
   });
 });

@@ -23,7 +23,7 @@ import { runtimePolicyHost } from './runtime-policy-host';
 import { CpuPolicyBackend } from './cpu-backend';
 import { grpoStep } from './grpo-step';
 import { adapterTensors, initLoraAdapter, peftName } from './lora-init';
-import { TrainingSession } from './training-host';
+import { TrainingHost } from './training-host';
 
 describe('worker training session on agent rollouts (qwen2-tiny)', () => {
   it('trains on a mixed-reward group like the CPU reference, samples on-policy, and resumes from its checkpoint', async () => {
@@ -36,10 +36,12 @@ describe('worker training session on agent rollouts (qwen2-tiny)', () => {
     const host = runtimePolicyHost(rt, 'qwen2-tiny');
     const runId = 'agent-run';
     const config = { groupSize: 2, queriesPerStep: 1, learningRate: 0.05, microBatchTokens: 1536, maxTurns: 1, beta: 0.04, checkpointEvery: 0, seed: 7 };
-    const session = await TrainingSession.start(host, storage, { runId, adapter: { rank: 2, alpha: 4, targets: ['q', 'v', 'down'] }, config });
-    const adapterId = session.hosted.adapterId;
+    const session = new TrainingHost(() => host, async () => storage);
+    const started = await session.trainStart({ runId, adapter: { rank: 2, alpha: 4, targets: ['q', 'v', 'down'] }, config });
+    const adapterId = started.adapterId;
+    const backend = () => session.current!.backend;
     expect(rt.activeAdapterId).toBe(adapterId);
-    const before = await session.backend.exportState();
+    const before = await backend().exportState();
     for (const t of adapterTensors(before.adapter)) if (t.which === 'B') expect(maxAbsDiff(t.data, new Float32Array(t.data.length))).toBe(0);
 
     const groupId = `${runId}:step1:item0`;
@@ -71,9 +73,9 @@ describe('worker training session on agent rollouts (qwen2-tiny)', () => {
     expect(maxAbsDiff(adapterTensors(cpuAdapter)[0].data, adapterTensors(before.adapter)[0].data)).toBe(0);
     const cpu = new CpuPolicyBackend(rt.config, weights, cpuAdapter);
     const rng = new Rng(config.seed);
-    const ref = await grpoStep(cpu, g.samples, session.trainer.config, { step: 1, optimizerSteps: 0, random: () => rng.next() });
+    const ref = await grpoStep(cpu, g.samples, started.config, { step: 1, optimizerSteps: 0, random: () => rng.next() });
 
-    const stats = await session.step(g.samples);
+    const stats = await session.trainStep(g.samples);
     expect(stats.step).toBe(1);
     expect(stats.noGradientGroups).toBe(0);
     for (const v of [stats.loss, stats.kl, stats.gradNorm, stats.clipFraction, stats.rewardMean, stats.tokensPerSecond]) expect(Number.isFinite(v)).toBe(true);
@@ -81,13 +83,13 @@ describe('worker training session on agent rollouts (qwen2-tiny)', () => {
     expect(stats.gradNorm).toBeGreaterThan(0);
     expect(Math.abs(stats.gradNorm - ref.gradNorm)).toBeLessThan(2e-2 * ref.gradNorm);
     expect(Math.abs(stats.loss - ref.loss)).toBeLessThan(2e-2 * Math.abs(ref.loss) + 1e-4);
-    const gpuGrads = await (session.backend as GpuPolicyBackend).readGradients();
+    const gpuGrads = await (backend() as GpuPolicyBackend).readGradients();
     for (const [key, grad] of cpu.gradients) {
       const [layer, module] = key.split('.');
       const name = peftName({ layer: Number(layer), module: module as 'q' }, 'B');
       expect(relL2(gpuGrads.get(name)!, grad.B)).toBeLessThan(3e-2);
     }
-    const after = await session.backend.exportState();
+    const after = await backend().exportState();
     let moved = 0;
     for (const t of adapterTensors(after.adapter)) if (t.which === 'B') moved += maxAbsDiff(t.data, new Float32Array(t.data.length));
     expect(moved).toBeGreaterThan(0);
@@ -107,17 +109,17 @@ describe('worker training session on agent rollouts (qwen2-tiny)', () => {
     expect(peft.weights.byteLength).toBeGreaterThan(0);
 
     // Checkpoint round trip through IndexedDB, into a new session that resumes the run.
-    const saved = await session.checkpoint();
+    const saved = await session.trainCheckpoint();
     expect(saved.step).toBe(1);
     const latest = await store.latest(runId);
     expect(latest!.step).toBe(1);
     expect(latest!.optimizerSteps).toBe(stats.optimizerSteps);
-    session.destroy();
+    session.trainStop();
     expect(rt.activeAdapterId).toBeNull();
-    const resumed = await TrainingSession.start(host, storage, { runId, adapter: { rank: 8, alpha: 16 }, resume: true });
-    expect(resumed.info()).toMatchObject({ step: 1, optimizerSteps: stats.optimizerSteps, resumed: true });
-    expect(resumed.trainer.rng.state).toBe(session.trainer.rng.state);
-    const back = await resumed.backend.exportState();
+    // (That the shuffling RNG is restored too, trainer.test's resumed runs show: they take the same next step.)
+    const resumed = new TrainingHost(() => host, async () => storage);
+    expect(await resumed.trainStart({ runId, adapter: { rank: 8, alpha: 16 }, resume: true })).toMatchObject({ step: 1, optimizerSteps: stats.optimizerSteps, resumed: true });
+    const back = await resumed.current!.backend.exportState();
     const want = adapterTensors(after.adapter);
     const got = adapterTensors(back.adapter);
     expect(got.map((t) => t.name)).toEqual(want.map((t) => t.name));
@@ -126,7 +128,7 @@ describe('worker training session on agent rollouts (qwen2-tiny)', () => {
       expect(maxAbsDiff(back.moments.get(name)!.m, mv.m)).toBe(0);
       expect(maxAbsDiff(back.moments.get(name)!.v, mv.v)).toBe(0);
     }
-    resumed.destroy();
+    resumed.trainStop();
     rt.destroy();
   });
 });

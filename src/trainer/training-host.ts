@@ -1,19 +1,19 @@
-// The optimizer side of a training run, next to the policy it trains: in a page it lives in the planner
-// worker (the trained LoRA adapter is added to the runtime that samples, so the next rollouts are
-// on-policy), in Node it runs in-process beside the same runtime, and for the toy task it wraps the
+// The optimizer of a training run, next to the policy it trains: in a page the planner worker exposes it
+// over comlink (the trained LoRA adapter is added to the runtime that samples, so the next rollouts are
+// on-policy), in Node it runs in-process beside the same runtime, and for the toy task it drives the
 // float64 CPU backend. The run (src/trainer/run/training-run.ts) plays the rollouts and pushes each step's
-// turn samples here through PolicyTrainer; counters, RNG and checkpoints are the GrpoTrainer's, so a
-// resumed run continues exactly.
+// turn samples here through PolicyTrainer; trainStep runs grpoStep itself. Step counters, the mini-batch
+// shuffling RNG and checkpoints are kept here, so a resumed run takes the same next step as an
+// uninterrupted one.
 import type { Qwen2Config } from '../io/qwen2-config';
 import { exportAdapter, type LoraAdapter, type LoraModule } from '../io/peft';
 import { Rng } from '../util/rng';
 import type { PolicyBackend } from './backend';
-import type { CheckpointStore } from './checkpoint-store';
+import { CheckpointError, type CheckpointStore, type TrainingCheckpoint } from './checkpoint-store';
 import { resolveGrpoConfig, type GrpoConfig } from './grpo-config';
-import type { StepStats } from './grpo-step';
+import { grpoStep, type StepStats } from './grpo-step';
 import { cloneAdapter, initLoraAdapter } from './lora-init';
 import type { TurnSample } from '../model/samples';
-import { GrpoTrainer } from './trainer';
 
 /** How a session gets its adapter: fresh (PEFT init, B = 0), a stored one by id, or one given in memory. */
 export type TrainAdapterSpec = { rank: number; alpha: number; targets?: LoraModule[] } | { adapterId: string } | { adapter: LoraAdapter };
@@ -88,25 +88,55 @@ export interface PolicyHost {
   createBackend(adapter: LoraAdapter, o: { runId: string; config: GrpoConfig }): Promise<HostedBackend>;
 }
 
-/** One live training session: a GrpoTrainer on a hosted backend, with its checkpoint store. */
-export class TrainingSession {
-  private lastSaved: SavedCheckpoint | null = null;
+/** One live session: the hosted backend, its settings and the optimizer state a checkpoint holds. */
+interface Session {
+  runId: string;
+  baseModel: string;
+  config: GrpoConfig;
+  hosted: HostedBackend;
+  store: CheckpointStore;
+  /** Control runs: see StepContext.zeroAdvantages. */
+  zeroAdvantages: boolean;
+  resumed: boolean;
+  skippedCheckpoints: string[];
+  /** Training steps done. */
+  step: number;
+  /** AdamW updates done (bias correction continues from it). */
+  optimizerSteps: number;
+  /** Mini-batch shuffling; its state is saved with each checkpoint. */
+  rng: Rng;
+  lastSaved: SavedCheckpoint | null;
+}
 
-  private constructor(
-    readonly trainer: GrpoTrainer,
-    readonly hosted: HostedBackend,
-    readonly store: CheckpointStore,
-    readonly resumed: boolean,
-    readonly skippedCheckpoints: string[],
+/**
+ * The training calls on one policy host, one session at a time. The planner worker exposes one over
+ * comlink (checkpoints in IndexedDB); Node runs one in-process (checkpoints in a directory).
+ */
+export class TrainingHost implements PolicyTrainer {
+  private session: Session | null = null;
+
+  constructor(
+    private readonly host: () => PolicyHost,
+    private readonly storage: (dbName?: string) => Promise<TrainStorage>,
   ) {}
 
-  get backend(): PolicyBackend {
-    return this.hosted.backend;
+  private need(): Session {
+    if (!this.session) throw new Error('no training session is running; call trainStart() first');
+    return this.session;
   }
 
-  static async start(host: PolicyHost, storage: TrainStorage, o: TrainStartOptions): Promise<TrainingSession> {
+  /** The live session's backend (in-process callers: the toy and tool tasks sample with it), or null. */
+  get current(): HostedBackend | null {
+    return this.session?.hosted ?? null;
+  }
+
+  async trainStart(o: TrainStartOptions): Promise<TrainSessionInfo> {
+    const host = this.host();
+    this.trainStop();
+    const storage = await this.storage(o.dbName);
     if (!o.runId) throw new Error('training session: runId is empty');
     const ckpt = o.resume ? await storage.checkpoints.latest(o.runId) : null;
+    if (ckpt && ckpt.runId !== o.runId) throw new CheckpointError(`checkpoint belongs to run '${ckpt.runId}', not '${o.runId}'`);
     const config = ckpt ? { ...ckpt.config, ...(o.config?.lrDecaySteps !== undefined ? { lrDecaySteps: o.config.lrDecaySteps } : {}) } : resolveGrpoConfig(o.config ?? {});
     let adapter: LoraAdapter;
     if (ckpt) adapter = cloneAdapter(ckpt.adapter);
@@ -116,116 +146,89 @@ export class TrainingSession {
       adapter = initLoraAdapter(host.modelConfig, { r: o.adapter.rank, alpha: o.adapter.alpha, modules: o.adapter.targets, baseModelNameOrPath: host.baseModel }, new Rng(config.seed + 4));
     }
     const hosted = await host.createBackend(adapter, { runId: o.runId, config });
-    // No store for the trainer itself: the run decides when to checkpoint (trainCheckpoint), so saving and
-    // pruning happen in one place.
-    const trainer = new GrpoTrainer(hosted.backend, config, { runId: o.runId, baseModel: host.baseModel, zeroAdvantages: o.zeroAdvantages });
-    const s = new TrainingSession(trainer, hosted, storage.checkpoints, !!ckpt, ckpt?.skipped ?? []);
-    try {
-      if (ckpt) {
-        await trainer.restore(ckpt);
-        s.lastSaved = { step: ckpt.step, adapterId: ckpt.adapterRef ?? '' };
-      }
-    } catch (e) {
-      s.destroy();
-      throw e;
-    }
-    return s;
-  }
-
-  info(): TrainSessionInfo {
-    return {
-      runId: this.trainer.options.runId,
-      adapterId: this.hosted.adapterId,
-      step: this.trainer.step,
-      optimizerSteps: this.trainer.optimizerSteps,
-      resumed: this.resumed,
-      config: { ...this.trainer.config },
-      skippedCheckpoints: [...this.skippedCheckpoints],
+    const s: Session = {
+      runId: o.runId,
+      baseModel: host.baseModel,
+      config,
+      hosted,
+      store: storage.checkpoints,
+      zeroAdvantages: !!o.zeroAdvantages,
+      resumed: !!ckpt,
+      skippedCheckpoints: ckpt?.skipped ?? [],
+      step: 0,
+      optimizerSteps: 0,
+      rng: new Rng(config.seed),
+      lastSaved: null,
     };
+    if (ckpt) {
+      try {
+        await hosted.backend.importState({ adapter: ckpt.adapter, moments: ckpt.moments });
+      } catch (e) {
+        hosted.destroy();
+        throw e;
+      }
+      s.step = ckpt.step;
+      s.optimizerSteps = ckpt.optimizerSteps;
+      s.rng.state = ckpt.rngState >>> 0;
+      s.lastSaved = { step: ckpt.step, adapterId: ckpt.adapterRef ?? '' };
+    }
+    this.session = s;
+    return this.info(s);
   }
 
   /** One Flow-GRPO step on `samples`. The longest turn must fit the backend's micro-batch rows. */
-  async step(samples: TurnSample[]): Promise<StepStats> {
-    const longest = samples.reduce((m, s) => Math.max(m, s.promptTokens.length + s.responseTokens.length), 0);
-    if (longest > this.hosted.maxRows) {
-      throw new Error(`training step: a planner turn has ${longest} tokens, more than the micro-batch of ${this.hosted.maxRows} (raise the Flow-GRPO setting 'microBatchTokens' or shorten the prompts)`);
+  async trainStep(samples: TurnSample[]): Promise<StepStats> {
+    const s = this.need();
+    const longest = samples.reduce((m, t) => Math.max(m, t.promptTokens.length + t.responseTokens.length), 0);
+    if (longest > s.hosted.maxRows) {
+      throw new Error(`training step: a planner turn has ${longest} tokens, more than the micro-batch of ${s.hosted.maxRows} (raise the Flow-GRPO setting 'microBatchTokens' or shorten the prompts)`);
     }
-    return this.trainer.trainStep(samples);
+    const next = s.step + 1;
+    const stats = await grpoStep(s.hosted.backend, samples, s.config, { step: next, optimizerSteps: s.optimizerSteps, random: () => s.rng.next(), zeroAdvantages: s.zeroAdvantages });
+    s.step = next;
+    s.optimizerSteps = stats.optimizerSteps;
+    return stats;
   }
 
-  /** Saves a checkpoint of the current step (once per step), then prunes the run's older ones. */
-  async checkpoint(o: { keep?: number; protect?: number[] } = {}): Promise<SavedCheckpoint> {
-    const step = this.trainer.step;
-    let saved = this.lastSaved?.step === step ? this.lastSaved : null;
+  /** Saves adapter, AdamW moments, counters and RNG of the current step (once per step), then prunes the run's older checkpoints. */
+  async trainCheckpoint(o: { keep?: number; protect?: number[] } = {}): Promise<SavedCheckpoint> {
+    const s = this.need();
+    let saved = s.lastSaved?.step === s.step ? s.lastSaved : null;
     if (!saved) {
-      const c = await this.trainer.checkpoint();
-      saved = { step, adapterId: await this.store.save(c) };
-      this.lastSaved = saved;
+      const { adapter, moments } = await s.hosted.backend.exportState();
+      const c: TrainingCheckpoint = { runId: s.runId, step: s.step, optimizerSteps: s.optimizerSteps, rngState: s.rng.state, config: { ...s.config }, adapter, moments, createdAt: Date.now(), baseModel: s.baseModel };
+      saved = { step: c.step, adapterId: await s.store.save(c) };
+      s.lastSaved = saved;
     }
-    if (o.keep !== undefined) await this.store.prune(this.trainer.options.runId, { keep: o.keep, protect: o.protect ?? [] });
+    if (o.keep !== undefined) await s.store.prune(s.runId, { keep: o.keep, protect: o.protect ?? [] });
     return saved;
+  }
+
+  trainInfo(): TrainSessionInfo | null {
+    return this.session ? this.info(this.session) : null;
   }
 
   /** The trained adapter as PEFT files (adapter_config.json contents, adapter_model.safetensors bytes). */
   async exportAdapter(): Promise<{ config: Record<string, unknown>; weights: Uint8Array }> {
-    const { adapter } = await this.backend.exportState();
+    const { adapter } = await this.need().hosted.backend.exportState();
     return exportAdapter(adapter);
-  }
-
-  destroy(): void {
-    this.hosted.destroy();
-  }
-}
-
-/**
- * The training calls on one policy host, one session at a time. The planner worker exposes one over
- * comlink (checkpoints in IndexedDB); Node runs one in-process (checkpoints in a directory).
- */
-export class TrainingHost implements PolicyTrainer {
-  private session: TrainingSession | null = null;
-
-  constructor(
-    private readonly host: () => PolicyHost,
-    private readonly storage: (dbName?: string) => Promise<TrainStorage>,
-  ) {}
-
-  private need(): TrainingSession {
-    if (!this.session) throw new Error('no training session is running; call trainStart() first');
-    return this.session;
-  }
-
-  /** The live session (in-process callers: the toy task samples with its backend). */
-  get current(): TrainingSession | null {
-    return this.session;
-  }
-
-  async trainStart(o: TrainStartOptions): Promise<TrainSessionInfo> {
-    const host = this.host();
-    this.trainStop();
-    const storage = await this.storage(o.dbName);
-    this.session = await TrainingSession.start(host, storage, o);
-    return this.session.info();
-  }
-
-  trainStep(samples: TurnSample[]): Promise<StepStats> {
-    return this.need().step(samples);
-  }
-
-  trainCheckpoint(o?: { keep?: number; protect?: number[] }): Promise<SavedCheckpoint> {
-    return this.need().checkpoint(o);
-  }
-
-  trainInfo(): TrainSessionInfo | null {
-    return this.session?.info() ?? null;
-  }
-
-  exportAdapter(): Promise<{ config: Record<string, unknown>; weights: Uint8Array }> {
-    return this.need().exportAdapter();
   }
 
   /** Ends the session: frees its buffers and removes its adapter (stored checkpoints stay). */
   trainStop(): void {
-    this.session?.destroy();
+    this.session?.hosted.destroy();
     this.session = null;
+  }
+
+  private info(s: Session): TrainSessionInfo {
+    return {
+      runId: s.runId,
+      adapterId: s.hosted.adapterId,
+      step: s.step,
+      optimizerSteps: s.optimizerSteps,
+      resumed: s.resumed,
+      config: { ...s.config },
+      skippedCheckpoints: [...s.skippedCheckpoints],
+    };
   }
 }

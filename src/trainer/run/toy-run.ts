@@ -128,7 +128,7 @@ export async function toyRunSetup(o: {
     if (!s) throw new Error('toy task: no training session is running');
     return s.backend instanceof CpuPolicyBackend ? cpuTokenPolicy(s.backend) : gpuTokenPolicy(s.backend as GpuPolicyBackend);
   };
-  const collector = new ToyCollector(task, policy, o.temperature ?? 1, () => host.current?.hosted.adapterId ?? null);
+  const collector = new ToyCollector(task, policy, o.temperature ?? 1, () => host.current?.adapterId ?? null);
   return {
     task,
     model,
