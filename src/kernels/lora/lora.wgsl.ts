@@ -93,22 +93,25 @@ export function loraDownBodyWgsl(o: LoraDownBody): string {
   const accs = range(RB).flatMap((r) => range(JS).map((c) => ({ r, c, v: `acc_${r}_${c}` })));
   // Terms at positions is[0], is[1], ...: every load first (so that many are in flight at once, whatever
   // the compiler unrolls), then the adds in position order, as a plain loop would make them.
-  const step = (is: string[]) => {
-    const loads = is.flatMap((i, u) => [
-      ...range(JS).map((c) => `var w${c}_${u} = 0.0;${c > 0 ? ` if (${c}u < jc)` : ''} { w${c}_${u} = ${o.readA('m', `(j0 + ${c}u) * dims.inDim + ${i}`)}; }`),
-      ...range(RB).map((r) => `var x${r}_${u} = 0.0;${r > 0 ? ` if (${r}u < nb)` : ''} { x${r}_${u} = ${o.readX(`row0 + ${r}u`, i)}; }`),
-    ]);
-    const adds = range(RB).map((r) => `${r > 0 ? `if (${r}u < nb) ` : ''}{ ${is.flatMap((_, u) => range(JS).map((c) => `acc_${r}_${c} += x${r}_${u} * w${c}_${u};`)).join(' ')} }`);
-    return [...loads, ...adds].join('\n      ');
-  };
-  // A loop over i from `from` by `by` to `to`, UNROLL positions an iteration, then the rest one by one.
-  const loop = (from: string, by: string, to: string) => `var i = ${from};
-    for (; i + ${UNROLL - 1}u * ${by} < ${to}; i += ${UNROLL}u * ${by}) {
-      ${step(range(UNROLL).map((u) => (u === 0 ? 'i' : `i + ${u}u * ${by}`)))}
-    }
-    for (; i < ${to}; i += ${by}) {
-      ${step(['i'])}
+  // UNROLL positions an iteration, i + u * by for u < UNROLL: every load first (so that many are in flight at
+  // once, whatever the compiler unrolls), a position past the end loading zeros, then the adds in position
+  // order, as a plain loop would make them (a past-the-end term adds 0 * 0). One copy of the body, no
+  // remainder loop: each copy costs a software GPU compile time.
+  const loop = (from: string, by: string, to: string) => {
+    const loads = range(UNROLL).flatMap((u) => {
+      const i = u === 0 ? 'i' : `i + ${u}u * ${by}`;
+      const ok = u === 0 ? '' : `i + ${u}u * ${by} < ${to}`;
+      const guard = (g: string[]) => (g.length ? ` if (${g.join(' && ')})` : '');
+      return [
+        ...range(JS).map((c) => `var w${c}_${u} = 0.0;${guard([...(ok ? [ok] : []), ...(c > 0 ? [`${c}u < jc`] : [])])} { w${c}_${u} = ${o.readA('m', `(j0 + ${c}u) * dims.inDim + ${i}`)}; }`),
+        ...range(RB).map((r) => `var x${r}_${u} = 0.0;${guard([...(ok ? [ok] : []), ...(r > 0 ? [`${r}u < nb`] : [])])} { x${r}_${u} = ${o.readX(`row0 + ${r}u`, i)}; }`),
+      ];
+    });
+    const adds = range(RB).map((r) => `${r > 0 ? `if (${r}u < nb) ` : ''}{ ${range(UNROLL).flatMap((u) => range(JS).map((c) => `acc_${r}_${c} += x${r}_${u} * w${c}_${u};`)).join(' ')} }`);
+    return `for (var i = ${from}; i < ${to}; i += ${UNROLL}u * ${by}) {
+      ${[...loads, ...adds].join('\n      ')}
     }`;
+  };
   const declAcc = accs.map((a) => `var ${a.v} = 0.0;`).join(' ');
   const finish = (sum: string) => `if (lid < ${outs}u) {
     let r = lid / ${JS}u;
