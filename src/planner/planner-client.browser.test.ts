@@ -109,6 +109,31 @@ describe('planner worker over comlink', () => {
     }
   });
 
+  it('trains through the worker\'s optimizer: start, a step, a checkpoint, export, stop, and its errors reach the page', async () => {
+    const { config, weights } = randomQwen2(8, { numHeads: 2, numKvHeads: 1, headDim: 8, vocabSize: 300, intermediateSize: 32 });
+    const client = new PlannerClient();
+    try {
+      await client.load({ kind: 'bytes', files: toHfFiles(config, weights, [BYTE_SPECIALS.im_end]), label: 'trained' }, { maxContext: 64 });
+      await expect(client.trainStep([])).rejects.toThrow('no training session is running; call trainStart() first');
+      const dbName = `planner-train-${Math.random()}`;
+      const started = await client.trainStart({ runId: 'w', adapter: { rank: 2, alpha: 4, targets: ['q', 'v'] }, config: { groupSize: 2, queriesPerStep: 1, microBatchTokens: 16, learningRate: 0.01 }, dbName });
+      expect(started).toMatchObject({ runId: 'w', step: 0, resumed: false });
+      expect((await client.info()).activeAdapter).toBe(started.adapterId);
+      const turn = (rolloutId: string, reward: number, response: number[]) => ({ groupId: 'g', rolloutId, turn: 1, promptTokens: [1, 200, 3], responseTokens: response, reward });
+      const stats = await client.trainStep([turn('a', 1, [7, 8]), turn('b', 0, [9, 10])]);
+      expect(stats).toMatchObject({ step: 1, optimizerSteps: 1, rewardMean: 0.5, noGradientGroups: 0 });
+      expect(await client.trainInfo()).toMatchObject({ step: 1, optimizerSteps: 1 });
+      expect((await client.trainCheckpoint()).step).toBe(1);
+      expect((await client.exportAdapter()).config.r).toBe(2);
+      await expect(client.trainStep([turn('c', 1, Array.from({ length: 20 }, (_, i) => i + 1))])).rejects.toThrow(/a planner turn has 23 tokens, more than the micro-batch of 16/);
+      await client.trainStop();
+      expect(await client.trainInfo()).toBeNull();
+      expect((await client.info()).activeAdapter).toBeNull();
+    } finally {
+      client.terminate();
+    }
+  });
+
   it('rejects a pending call at once, and every later one, when its worker dies mid-generation', async () => {
     const { config, weights } = randomQwen2(7, { numHeads: 2, numKvHeads: 1, headDim: 8, vocabSize: 300, intermediateSize: 32 });
     const files = toHfFiles(config, weights, [BYTE_SPECIALS.im_end]);

@@ -4,10 +4,8 @@
 // `RemotePlannerEngine` is the ChatEngine the agent uses when the planner runs in the worker; the client
 // itself is the PlannerTrainer the app hands to its Training tab.
 import * as Comlink from 'comlink';
-import type { StepStats } from '../trainer/grpo-step';
-import type { TurnSample } from '../model/samples';
-import type { PolicyTrainer, SavedCheckpoint, TrainSessionInfo } from '../trainer/training-host';
-import type { DecodeStats, GenerationLine, GenerationLineMessage, ModelSpec, LoadOptions, PlannerInfo, PlannerWorkerApi, RemoteTokenOptions, TrainStartOptions } from './planner-protocol';
+import type { PolicyTrainer } from '../trainer/training-host';
+import type { DecodeStats, GenerationLine, GenerationLineMessage, ModelSpec, LoadOptions, PlannerInfo, PlannerTraining, PlannerWorkerApi, RemoteTokenOptions } from './planner-protocol';
 import type { TokenGeneration } from '../engine/runtime';
 import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult, LoadProgress } from '../engine/chat-engine';
 import { guardCalls, watchWorker, type WorkerGoneError, type WorkerWatch } from '../util/worker-watch';
@@ -32,6 +30,8 @@ export interface TokenStreamOptions extends RemoteTokenOptions {
   onToken?: (id: number, logprob: number) => void;
 }
 
+type Training = Comlink.Remote<PlannerTraining>;
+
 export class PlannerClient implements PlannerTrainer {
   /** The worker's API; every call rejects with a WorkerGoneError once the worker is gone. */
   readonly api: Comlink.Remote<PlannerWorkerApi>;
@@ -44,12 +44,29 @@ export class PlannerClient implements PlannerTrainer {
    */
   readonly failed: Promise<never>;
 
+  // PolicyTrainer: the worker's optimizer itself (PlannerWorkerApi.training). Comlink applies each call to it
+  // in the worker; guardCalls only adds the gone-worker rejection.
+  readonly trainStart: Training['trainStart'];
+  readonly trainStep: Training['trainStep'];
+  readonly trainCheckpoint: Training['trainCheckpoint'];
+  readonly trainInfo: Training['trainInfo'];
+  readonly exportAdapter: Training['exportAdapter'];
+  readonly trainStop: Training['trainStop'];
+
   constructor(createWorker: () => Worker = () => new Worker(new URL('../../workers/planner.worker.ts', import.meta.url), { type: 'module', name: 'planner' })) {
     const worker = createWorker();
     this.watch = watchWorker(worker, 'planner');
     this.raw = Comlink.wrap<PlannerWorkerApi>(worker);
     this.api = guardCalls(this.raw, this.watch);
     this.failed = this.watch.gone;
+    // From the unguarded proxy: its `training` is a path into the worker, where the guarded one would call it.
+    const training = guardCalls(this.raw.training, this.watch);
+    this.trainStart = training.trainStart;
+    this.trainStep = training.trainStep;
+    this.trainCheckpoint = training.trainCheckpoint;
+    this.trainInfo = training.trainInfo;
+    this.exportAdapter = training.exportAdapter;
+    this.trainStop = training.trainStop;
   }
 
   /** Why the worker is gone (a WorkerGoneError), or null while it runs. */
@@ -104,31 +121,6 @@ export class PlannerClient implements PlannerTrainer {
   async generateIds(promptIds: number[], options: TokenStreamOptions = {}): Promise<TokenGeneration> {
     const { signal, onToken, ...rest } = options;
     return overLine(signal, onToken, (line) => this.api.generateIds(promptIds, rest, line));
-  }
-
-  /** Starts training a LoRA adapter in the worker (it becomes the planner's active adapter). */
-  trainStart(o: TrainStartOptions): Promise<TrainSessionInfo> {
-    return this.api.trainStart(o);
-  }
-
-  trainStep(samples: TurnSample[]): Promise<StepStats> {
-    return this.api.trainStep(samples);
-  }
-
-  trainCheckpoint(o?: { keep?: number; protect?: number[] }): Promise<SavedCheckpoint> {
-    return this.api.trainCheckpoint(o);
-  }
-
-  trainInfo(): Promise<TrainSessionInfo | null> {
-    return this.api.trainInfo();
-  }
-
-  exportAdapter(): Promise<{ config: Record<string, unknown>; weights: Uint8Array }> {
-    return this.api.exportAdapter();
-  }
-
-  trainStop(): Promise<void> {
-    return this.api.trainStop();
   }
 
   /** Ends the worker; pending and later calls reject with a WorkerGoneError ('terminated'). */

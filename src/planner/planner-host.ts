@@ -1,12 +1,11 @@
 // The planner worker's side of its protocol (planner-protocol.ts): one loaded model (its runtime, chat
 // engine and batcher), the generations running on it and the training session next to it. The worker
 // file only exposes an instance with Comlink; the page talks to it through planner-client.ts.
+import * as Comlink from 'comlink';
 import { getGpu } from '../gpu/device';
 import { idbTrainStorage } from '../trainer/checkpoint-idb';
-import type { StepStats } from '../trainer/grpo-step';
 import { runtimePolicyHost } from '../trainer/runtime-policy-host';
-import type { TurnSample } from '../model/samples';
-import { TrainingHost, type SavedCheckpoint, type TrainSessionInfo, type TrainStartOptions } from '../trainer/training-host';
+import { TrainingHost } from '../trainer/training-host';
 import { GenerateBatcher } from '../engine/generate-batcher';
 import { loadAdapter } from '../engine/load-checkpoint';
 import { adapterBaseWarning, parseAdapter, type LoraAdapterConfig } from '../io/peft';
@@ -43,7 +42,8 @@ export class PlannerHost implements PlannerWorkerApi {
   private notes: string[] = [];
   /** Why the loaded model has no chat engine (see PlannerInfo.noChat). */
   private noChat: string | null = null;
-  private readonly training = new TrainingHost(() => runtimePolicyHost(this.need(), this.name), idbTrainStorage);
+  /** The optimizer on the loaded model, exposed as it is (PlannerWorkerApi.training). */
+  readonly training = Comlink.proxy(new TrainingHost(() => runtimePolicyHost(this.need(), this.name), idbTrainStorage));
 
   private need(): Qwen2Runtime {
     if (!this.runtime) throw new Error('no model is loaded in the planner worker; call load() first');
@@ -157,30 +157,6 @@ export class PlannerHost implements PlannerWorkerApi {
 
   generateIds(promptIds: number[], opts: RemoteTokenOptions = {}, line?: GenerationLine): Promise<TokenGeneration> {
     return overLine(line, (signal, onToken) => this.needBatcher().submit(promptIds, { ...opts, signal, onToken }));
-  }
-
-  trainStart(o: TrainStartOptions): Promise<TrainSessionInfo> {
-    return this.training.trainStart(o);
-  }
-
-  trainStep(samples: TurnSample[]): Promise<StepStats> {
-    return this.training.trainStep(samples);
-  }
-
-  trainCheckpoint(o?: { keep?: number; protect?: number[] }): Promise<SavedCheckpoint> {
-    return this.training.trainCheckpoint(o);
-  }
-
-  trainInfo(): TrainSessionInfo | null {
-    return this.training.trainInfo();
-  }
-
-  exportAdapter(): Promise<{ config: Record<string, unknown>; weights: Uint8Array }> {
-    return this.training.exportAdapter();
-  }
-
-  trainStop(): void {
-    this.training.trainStop();
   }
 
   unload(): void {

@@ -6,11 +6,13 @@ import type { ChatTemplateSource } from '../engine/load-checkpoint';
 import type { Qwen2Config } from '../io/qwen2-config';
 import type { GenerateTokensOptions, GpuMemoryReport, TokenGeneration } from '../engine/runtime';
 import type { ChatMessage, GenerateOptions, GenerationResult, LoadProgress } from '../engine/chat-engine';
-import type { StepStats } from '../trainer/grpo-step';
-import type { TurnSample } from '../model/samples';
-import type { SavedCheckpoint, TrainSessionInfo, TrainStartOptions } from '../trainer/training-host';
+import type { ProxyMarked } from 'comlink';
+import type { TrainingHost } from '../trainer/training-host';
 
 export type { TrainAdapterSpec, TrainStartOptions } from '../trainer/training-host';
+
+/** The training calls of the planner worker's optimizer (PlannerWorkerApi.training). */
+export type PlannerTraining = Pick<TrainingHost, 'trainStart' | 'trainStep' | 'trainCheckpoint' | 'trainInfo' | 'exportAdapter' | 'trainStop'>;
 
 /** Where the model (or an adapter) comes from. */
 export type ModelSpec =
@@ -128,21 +130,11 @@ export interface PlannerWorkerApi {
    */
   generateIds(promptIds: number[], opts?: RemoteTokenOptions, line?: GenerationLine): Promise<TokenGeneration>;
   /**
-   * Starts Flow-GRPO training of a LoRA adapter on the loaded model; the adapter becomes active, so the
-   * planner's next generations sample from the policy being trained. Replaces any session before.
+   * The optimizer next to the loaded model (the worker's TrainingHost), called directly: the page's
+   * `training.trainStep(samples)` is applied by Comlink to this object in the worker, with no forwarding
+   * layer. trainStart puts the trained adapter on the loaded model and makes it active, so the planner's next
+   * generations sample from the policy being trained; checkpoints go to IndexedDB.
    */
-  trainStart(o: TrainStartOptions): Promise<TrainSessionInfo>;
-  /** One optimizer step on the planner turns of this step's rollout groups. */
-  trainStep(samples: TurnSample[]): Promise<StepStats>;
-  /**
-   * Saves adapter, AdamW moments, counters and RNG to IndexedDB (once per step), then prunes the run's older
-   * checkpoints to `keep` besides `protect`; returns the step and the stored adapter's id.
-   */
-  trainCheckpoint(o?: { keep?: number; protect?: number[] }): Promise<SavedCheckpoint>;
-  trainInfo(): TrainSessionInfo | null;
-  /** The trained adapter as PEFT files. */
-  exportAdapter(): Promise<{ config: Record<string, unknown>; weights: Uint8Array }>;
-  /** Ends the session: frees its buffers and removes its adapter (stored checkpoints stay). */
-  trainStop(): void;
+  readonly training: PlannerTraining & ProxyMarked;
   unload(): void;
 }
