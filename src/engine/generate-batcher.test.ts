@@ -278,6 +278,10 @@ describe('GenerateBatcher', () => {
       // The batch streamed token 0 before failing; the caller sees it once.
       expect(streams[i]).toEqual(g.tokens);
     }
+    // The re-run is handed the very callback the batch had (the batcher wraps a caller's onToken once).
+    const batchOnToken = rt.calls[0].requests.map((r) => r.options?.onToken);
+    expect(rt.calls[1].requests[0].options?.onToken).toBe(batchOnToken[0]);
+    expect(rt.calls[3].requests[0].options?.onToken).toBe(batchOnToken[2]);
   });
 
   it('a re-run keeps a stop onToken already answered in the failed batch', async () => {

@@ -201,15 +201,15 @@ export class GenerateBatcher {
    * to the caller a second time.
    */
   private async merged(group: Waiting[]): Promise<void> {
-    const streamed = group.map((): Streamed[] => []);
-    const requests = group.map((w, i) => ({ prompt: w.prompt, options: recording(w.options, streamed[i]) }));
+    const tapes = group.map((w) => new Tape(w.options));
+    const requests = group.map((w, i) => ({ prompt: w.prompt, options: tapes[i].batchOptions }));
     let out: TokenGeneration[];
     try {
       out = await call(() => this.runtime.generateBatch(requests));
     } catch {
       await Promise.all(
         group.map((w, i) => {
-          const { options, release } = replaying(w.options, streamed[i]);
+          const { options, release } = tapes[i].rerun();
           return this.alone(w, options).finally(release);
         }),
       );
@@ -249,50 +249,60 @@ export class GenerateBatcher {
   }
 }
 
-/** Options whose onToken also notes each token and its answer. */
-function recording(o: GenerateTokensOptions, log: Streamed[]): GenerateTokensOptions {
-  const user = o.onToken;
-  if (!user) return o;
-  return {
-    ...o,
-    onToken: (id, logprob) => {
-      const r = user(id, logprob);
-      log.push({ id, stop: r === true });
-      return r;
-    },
-  };
-}
-
 /**
- * Options to run a call again alone after its merged run failed. Without prefix reuse the tokens are
- * those the batch would have given (same kernels per row), so the first `log.length` are the ones the
- * caller already saw: they are answered from the log. The caller's abort applies from where the log
- * ends, as it did in the batch.
+ * A merged call's one wrapper around its caller's onToken: during the batch it passes each token on and
+ * notes it with the caller's answer; if the batch fails and the call runs again alone, the same function
+ * answers the noted tokens from its notes (the caller is not shown them twice) and passes the rest on.
  */
-function replaying(o: GenerateTokensOptions, log: Streamed[]): { options: GenerateTokensOptions; release: () => void } {
-  // The failed batch moved the grammar on; the rerun starts from the reply's beginning.
-  o.constraint?.reset();
-  const user = o.onToken;
-  if (!user || log.length === 0) return { options: { ...o, reusePrefix: false }, release: () => undefined };
-  const ac = new AbortController();
-  let i = 0;
-  const follow = () => {
-    if (i >= log.length) ac.abort();
+class Tape {
+  private readonly log: Streamed[] = [];
+  /** Tokens of the log answered again by the re-run; -1 while the batch runs. */
+  private replayed = -1;
+  /** The re-run's signal: the caller's abort, held back until the re-run has caught up with the log. */
+  private readonly follow = new AbortController();
+
+  constructor(private readonly o: GenerateTokensOptions) {}
+
+  /** The call's options in the batch. */
+  get batchOptions(): GenerateTokensOptions {
+    return this.o.onToken ? { ...this.o, onToken: this.onToken } : this.o;
+  }
+
+  private readonly onToken = (id: number, logprob: number): boolean | void => {
+    const user = this.o.onToken!;
+    if (this.replayed < 0) {
+      const r = user(id, logprob);
+      this.log.push({ id, stop: r === true });
+      return r;
+    }
+    if (this.replayed >= this.log.length) return user(id, logprob);
+    const at = this.replayed++;
+    const seen = this.log[at];
+    if (seen.id !== id) {
+      throw new Error(`re-running a generation alone after its batch failed gave token ${id} at position ${at}, where the batch had already streamed ${seen.id}`);
+    }
+    if (this.replayed === this.log.length && this.o.signal?.aborted) this.follow.abort();
+    return seen.stop;
   };
-  o.signal?.addEventListener('abort', follow);
-  const options: GenerateTokensOptions = {
-    ...o,
-    reusePrefix: false,
-    signal: ac.signal,
-    onToken: (id, logprob) => {
-      if (i >= log.length) return user(id, logprob);
-      const seen = log[i++];
-      if (seen.id !== id) {
-        throw new Error(`re-running a generation alone after its batch failed gave token ${id} at position ${i - 1}, where the batch had already streamed ${seen.id}`);
-      }
-      if (i === log.length && o.signal?.aborted) ac.abort();
-      return seen.stop;
-    },
-  };
-  return { options, release: () => o.signal?.removeEventListener('abort', follow) };
+
+  /**
+   * Options to run the call again alone after its merged run failed. Without prefix reuse the tokens are
+   * those the batch would have given (same kernels per row), so the first ones the log holds are the ones
+   * the caller already saw. The caller's abort applies from where the log ends, as it did in the batch.
+   */
+  rerun(): { options: GenerateTokensOptions; release: () => void } {
+    const o = this.o;
+    // The failed batch moved the grammar on; the rerun starts from the reply's beginning.
+    o.constraint?.reset();
+    if (!o.onToken || this.log.length === 0) return { options: { ...o, reusePrefix: false }, release: () => undefined };
+    this.replayed = 0;
+    const follow = () => {
+      if (this.replayed >= this.log.length) this.follow.abort();
+    };
+    o.signal?.addEventListener('abort', follow);
+    return {
+      options: { ...o, reusePrefix: false, signal: this.follow.signal, onToken: this.onToken },
+      release: () => o.signal?.removeEventListener('abort', follow),
+    };
+  }
 }
