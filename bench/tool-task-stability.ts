@@ -14,7 +14,7 @@ import type { GrpoConfig } from '../src/trainer/grpo-config';
 import type { AgentBudget } from '../src/trainer/run/agent-run';
 import { MemoryRunStore } from '../src/trainer/run/run-store-memory';
 import { TrainingRun } from '../src/trainer/run/training-run';
-import { toolTaskRunSetup, toolTaskRunSpec, TOOL_TASK_TRAINING, type ToolTaskSpecData } from '../src/agent/tasks/tool-task-run';
+import { toolTaskRunSetup, toolTaskRunSpec, TOOL_TASK_TRAINING, type ToolTaskSpecData } from '../src/tasks/tool-task-run';
 import { seedList } from './toy-stability';
 
 function arg(name: string): string | undefined {

@@ -4,8 +4,8 @@
 import { appendFileSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { experimentFile, resultsJsonl, summaryOf, type EvalSummary } from '../agent/experiment-file';
-import { toolTask } from '../agent/tasks/tool-task';
-import { evaluateToolTask, TOOL_TASK_BUDGET, toolTaskEvalEngines } from '../agent/tasks/tool-task-run';
+import { toolTask } from '../tasks/tool-task';
+import { evaluateToolTask, TOOL_TASK_BUDGET, toolTaskEvalEngines } from '../tasks/tool-task-run';
 import { loadAdapter } from '../engine/load-checkpoint';
 import { directorySource } from '../io/sources';
 import type { ExperimentRecord } from '../store/records';

@@ -3,7 +3,7 @@
 // both values (the stored run decides; a changed group or data set would be another run).
 // --steps is the exception: a larger count extends the run (see resumeSteps).
 import { resolve } from 'node:path';
-import { toolTaskOf } from '../agent/tasks/tool-task-run';
+import { toolTaskOf } from '../tasks/tool-task-run';
 import type { AgentRunData } from '../trainer/run/agent-run';
 import type { RunSpec } from '../trainer/run/run-store';
 import { DEFAULT_GRPO_CONFIG } from '../trainer/grpo-config';

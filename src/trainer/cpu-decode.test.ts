@@ -2,7 +2,7 @@
 // forward (cpu-model.ts), with a LoRA adapter whose B is not zero; and the forward's `logitsFrom` leaving only
 // the rows before it out.
 import { describe, expect, it } from 'vitest';
-import { toolTaskModel } from '../agent/tasks/tool-task';
+import { toolTaskModel } from '../tasks/tool-task';
 import { Rng } from '../util/rng';
 import { CpuDecoder } from './cpu-decode';
 import { cpuForward } from './cpu-model';

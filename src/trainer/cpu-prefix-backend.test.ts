@@ -1,7 +1,7 @@
 // Scoring with shared prefixes (cpu-prefix-backend.ts) gives the whole-sequence backend's logprobs on every loss
 // row, with and without the adapter, for sequences that share prompts, share only a prefix, or repeat exactly.
 import { describe, expect, it } from 'vitest';
-import { toolTaskModel } from '../agent/tasks/tool-task';
+import { toolTaskModel } from '../tasks/tool-task';
 import { Rng } from '../util/rng';
 import { CpuPolicyBackend } from './cpu-backend';
 import { PrefixSharingCpuBackend } from './cpu-prefix-backend';

@@ -15,7 +15,7 @@ import { TOY_TRAINING } from '../trainer/toy-task';
 import { DEFAULT_AGENT_BUDGET, MAX_DEFAULT_ROLLOUT_CONCURRENCY, MAX_ROLLOUT_CONCURRENCY, rolloutConcurrency, type AgentBudget } from '../controllers/training/agent-training-driver';
 import type { TrainingSettings } from '../controllers/training/training-driver';
 import { adapterShape } from '../controllers/training/adapter-store';
-import { toolTaskOf } from '../agent/tasks/tool-task-run';
+import { toolTaskOf } from '../tasks/tool-task-run';
 import { TOOL_TASK_FORM_DEFAULTS, type ToolTaskSettings } from '../controllers/training/tool-task-driver';
 
 /** toy: the toy task; tools: the tool-choice task (no download); agent: the loaded planner on a benchmark. */

@@ -29,7 +29,7 @@ import { renderTrainingCharts } from './training-charts-view';
 import { TOY_BASE_MODEL, type TrainingDriver, type TrainingSettings, type TrainingStepPoint } from '../controllers/training/training-driver';
 import { readBudget, readExtraRollouts, readSettings, readToolTaskSettings, renderAgentSetup, renderSettings, specMode, type FormView, type TrainingMode } from './training-form';
 import { TOOL_TASK_FORM_DEFAULTS, type ToolTaskSettings } from '../controllers/training/tool-task-driver';
-import { TOOL_TASK_BASE_MODEL } from '../agent/tasks/tool-task';
+import { TOOL_TASK_BASE_MODEL } from '../tasks/tool-task';
 import { trainingPanelStyles } from './training-panel-styles';
 import { TrainingRunner, type RunProgress } from '../controllers/training/training-runner';
 import { renderRunState } from './training-run-view';

@@ -1,7 +1,7 @@
 // The Training tab's list of stored runs: each with its step, a status in words, and Show / Resume. The run
 // the tab shows is resumed by the tab's own Resume button, so a paused run has one Resume, not one per list.
 // A run stored as running that nothing runs was cut off (a reload, a closed tab): it says "interrupted".
-import { toolTaskOf } from '../agent/tasks/tool-task-run';
+import { toolTaskOf } from '../tasks/tool-task-run';
 import { html, nothing } from 'lit';
 import type { StoredRun } from '../trainer/run/run-store';
 import type { TrainingState, TrainingStepPoint } from '../controllers/training/training-driver';

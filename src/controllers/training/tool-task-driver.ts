@@ -2,10 +2,10 @@
 // task's questions, a run of the same TrainingRun that `cli train --task tools` drives (toolTaskRunSpec +
 // toolTaskRunSetup), stored in IndexedDB, evaluated on the task's held-out split. Nothing is downloaded.
 // The panel runs it in a worker (tool-task-training.worker.ts): a step takes seconds of CPU work.
-import type { ToolTaskSpecData } from '../../agent/tasks/tool-task-run';
+import type { ToolTaskSpecData } from '../../tasks/tool-task-run';
 import type { RunSpec } from '../../trainer/run/run-store';
 import type { RunDeps } from '../../trainer/run/training-run';
-import { toolTaskOf, toolTaskRunSetup, toolTaskRunSpec, TOOL_TASK_BUDGET, TOOL_TASK_GRPO, TOOL_TASK_TRAINING } from '../../agent/tasks/tool-task-run';
+import { toolTaskOf, toolTaskRunSetup, toolTaskRunSpec, TOOL_TASK_BUDGET, TOOL_TASK_GRPO, TOOL_TASK_TRAINING } from '../../tasks/tool-task-run';
 import { idbTrainStorage } from '../../trainer/checkpoint-idb';
 import { IdbRunStore } from '../../trainer/run/run-store-idb';
 import { newRunId, TrainingRun } from '../../trainer/run/training-run';

@@ -4,7 +4,7 @@
 // says so: the step's rollouts so far are dropped, and Resume plays that step again.
 import type { AgentEngines } from '../../agent/loop';
 import { toolsFromRegistry } from '../../agent/registry-tools';
-import { toolTaskOf } from '../../agent/tasks/tool-task-run';
+import { toolTaskOf } from '../../tasks/tool-task-run';
 import type { RolloutProgress } from '../../trainer/run/collector';
 import type { EvalPoint } from '../../trainer/run/metrics';
 import type { RunResult, StoredRun } from '../../trainer/run/run-store';

@@ -2,13 +2,13 @@
 // the verifier's STOP only once every part of the query has its tool's result, the generator's answer from the
 // memory alone — and text the planner writes (its sub-goal) never passes for a tool's result.
 import { describe, expect, it } from 'vitest';
-import type { MemoryEntry } from '../memory';
-import { parseVerdict } from '../parse';
-import { executorMessages, generatorMessages, plannerMessages, verifierMessages } from '../prompts';
+import type { MemoryEntry } from '../agent/memory';
+import { parseVerdict } from '../agent/parse';
+import { executorMessages, generatorMessages, plannerMessages, verifierMessages } from '../agent/prompts';
 import { FIXED_ANALYSIS, FixedModulesEngine, NOT_ENOUGH } from './fixed-modules';
-import { FACT_LOOKUP_CARD } from '../../tools/fact-lookup';
-import { UNIT_CONVERT_CARD } from '../../tools/unit-convert';
-import { CALCULATOR_CARD } from '../../tools/calculator';
+import { FACT_LOOKUP_CARD } from '../tools/fact-lookup';
+import { UNIT_CONVERT_CARD } from '../tools/unit-convert';
+import { CALCULATOR_CARD } from '../tools/calculator';
 import { TASK_BASE_GENERATOR_CARD, TASK_PYTHON_CARD } from './tool-task';
 
 const engine = new FixedModulesEngine();
@@ -50,7 +50,7 @@ describe('FixedModulesEngine', () => {
   });
 
   it('answers the query analysis with the same words for every query, and refuses to plan', async () => {
-    const { analysisMessages } = await import('../prompts');
+    const { analysisMessages } = await import('../agent/prompts');
     expect(await say(analysisMessages(TWO, []))).toBe(FIXED_ANALYSIS);
     await expect(engine.chat(plannerMessages({ query: TWO, analysis: '', cards: [], memory: [], turn: 1, maxTurns: 2 }))).rejects.toThrow(/the planner is the model being trained/);
   });

@@ -6,8 +6,8 @@
 //   can do when the query has no such part: a call that cannot help);
 // - verifier: STOP once the memory holds a successful result of the right tool for every part of the query;
 // - generator: the answer from those results, or that the memory is not enough.
-import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../../engine/chat-engine';
-import { detectModule } from '../prompts';
+import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../engine/chat-engine';
+import { detectModule } from '../agent/prompts';
 import { ANSWER_JOIN, parseQuestion, type PartTool, type QuestionPart } from './tool-task-data';
 
 /** What the analysis says for every query: the same words, so it carries nothing the planner could use. */

@@ -3,15 +3,15 @@
 // random-weight tiny planner's replies under the reply schema are all usable; and a short training run of it
 // through the same TrainingRun as any agent run plays, updates the live adapter and evaluates the held-out split.
 import { describe, expect, it } from 'vitest';
-import { runAgent } from '../loop';
-import { scoreAnswer } from '../rewards';
-import { ScriptedEngine } from '../scripted-engine';
-import { memoryTrainStorage } from '../../trainer/checkpoint-memory';
-import { CpuPolicyBackend } from '../../trainer/cpu-backend';
-import { MemoryRunStore } from '../../trainer/run/run-store-memory';
-import { TrainingRun } from '../../trainer/run/training-run';
-import { adapterTensors } from '../../trainer/lora-init';
-import type { ChatMessage } from '../../engine/chat-engine';
+import { runAgent } from '../agent/loop';
+import { scoreAnswer } from '../agent/rewards';
+import { ScriptedEngine } from '../agent/scripted-engine';
+import { memoryTrainStorage } from '../trainer/checkpoint-memory';
+import { CpuPolicyBackend } from '../trainer/cpu-backend';
+import { MemoryRunStore } from '../trainer/run/run-store-memory';
+import { TrainingRun } from '../trainer/run/training-run';
+import { adapterTensors } from '../trainer/lora-init';
+import type { ChatMessage } from '../engine/chat-engine';
 import { toolTaskAgentConfig, toolTaskEvalEngines, toolTaskRunSetup, toolTaskRunSpec, TOOL_TASK_BUDGET } from './tool-task-run';
 import { toolTask, toolTaskTools } from './tool-task';
 import { parseQuestion } from './tool-task-data';

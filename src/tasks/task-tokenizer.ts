@@ -3,7 +3,7 @@
 // task's prompts. Loaded through the same Tokenizer class as a downloaded model's, so the planner's prompts,
 // chat template, grammar and decoding take the real path. Learning merges keeps prompts short (about 4 bytes
 // a token on the planner's prompts, against 1 for bytes alone), which is what makes CPU training quick.
-import { Tokenizer } from '../../engine/tokenizer/tokenizer';
+import { Tokenizer } from '../engine/tokenizer/tokenizer';
 
 /** GPT-2's bytes_to_unicode: printable bytes map to themselves, the rest to U+0100 onwards. */
 function bytesToUnicode(): string[] {

@@ -4,15 +4,15 @@
 // grammar allows (the constraint comes from the caller: src/engine/grammar's matcher), tokens the grammar forces
 // are appended without a draw, and every token's logprob is the model's own (full softmax at temperature 1, no
 // mask), the number the trainer computes when it scores the sequence.
-import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../../engine/chat-engine';
-import type { Qwen2Config } from '../../io/qwen2-config';
-import type { LoraAdapter } from '../../io/peft';
-import type { Tokenizer } from '../../engine/tokenizer/tokenizer';
-import { logSumExp } from '../../kernels/sampling/draw';
-import { CpuDecoder } from '../../trainer/cpu-decode';
-import type { HostQwen2Weights } from '../../trainer/cpu-model';
-import { adapterTensors } from '../../trainer/lora-init';
-import { Rng } from '../../util/rng';
+import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../engine/chat-engine';
+import type { Qwen2Config } from '../io/qwen2-config';
+import type { LoraAdapter } from '../io/peft';
+import type { Tokenizer } from '../engine/tokenizer/tokenizer';
+import { logSumExp } from '../kernels/sampling/draw';
+import { CpuDecoder } from '../trainer/cpu-decode';
+import type { HostQwen2Weights } from '../trainer/cpu-model';
+import { adapterTensors } from '../trainer/lora-init';
+import { Rng } from '../util/rng';
 
 /** One reply's grammar state, as src/engine/grammar/json-schema-constraint.ts's SchemaMatcher has it. */
 export interface ReplyConstraint {

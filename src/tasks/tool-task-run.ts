@@ -3,19 +3,19 @@
 // tools, its replies decoded under the loop's JSON Schemas (src/engine/grammar). A run's spec is an agent run's
 // (its items the training split) that also records the task's seeds, so a resumed run — or a page — rebuilds
 // the same task. No Node API here: `cli train --task tools` and a page driver both build runs with it.
-import { SchemaGrammar } from '../../engine/grammar/json-schema-constraint';
-import type { LoraAdapter } from '../../io/peft';
-import type { ExperimentItemRecord } from '../../store/records';
-import type { Tool } from '../../tools/tool';
-import type { GrpoConfig } from '../../trainer/grpo-config';
-import { AgentCollector } from '../../trainer/run/agent-collector';
-import { agentRunData, agentRunSpec, rolloutAgentConfig, type AgentBudget } from '../../trainer/run/agent-run';
-import { evaluateItems } from '../../trainer/run/evaluate-items';
-import { evalOutcome } from '../../trainer/run/run-evaluator';
-import type { RunSpec, RunStore, StartAdapterSpec } from '../../trainer/run/run-store';
-import type { RunDeps, RunEvaluator } from '../../trainer/run/training-run';
-import { TrainingHost, type TrainStorage } from '../../trainer/training-host';
-import type { AgentConfigInput, AgentEngines } from '../loop';
+import { SchemaGrammar } from '../engine/grammar/json-schema-constraint';
+import type { LoraAdapter } from '../io/peft';
+import type { ExperimentItemRecord } from '../store/records';
+import type { Tool } from '../tools/tool';
+import type { GrpoConfig } from '../trainer/grpo-config';
+import { AgentCollector } from '../trainer/run/agent-collector';
+import { agentRunData, agentRunSpec, rolloutAgentConfig, type AgentBudget } from '../trainer/run/agent-run';
+import { evaluateItems } from '../trainer/run/evaluate-items';
+import { evalOutcome } from '../trainer/run/run-evaluator';
+import type { RunSpec, RunStore, StartAdapterSpec } from '../trainer/run/run-store';
+import type { RunDeps, RunEvaluator } from '../trainer/run/training-run';
+import { TrainingHost, type TrainStorage } from '../trainer/training-host';
+import type { AgentConfigInput, AgentEngines } from '../agent/loop';
 import type { ReplyConstraint } from './cpu-planner-engine';
 import { liveAdapter, toolTask, toolTaskTools, TOOL_TASK_PLANNER_ID, type ToolTask, type ToolTaskModelOptions } from './tool-task';
 

@@ -2,7 +2,7 @@
 // one tool of the task — arithmetic through Python, a fact through the lookup table, a unit conversion through
 // the converter — and a two-part kind that needs two of them, one per turn. Everything here is plain data and
 // pure functions (no Node or browser API), so a page builds the same items from the same seed.
-import { Rng } from '../../util/rng';
+import { Rng } from '../util/rng';
 
 /** The facts the lookup tool knows: country → capital, element → chemical symbol. */
 export const CAPITALS: Readonly<Record<string, string>> = Object.freeze({

@@ -4,24 +4,24 @@
 // converter, and the base generator (which knows nothing here). Only the planner's choice of tool at each turn
 // decides whether the answer is right. Everything is built from a seed with no download and no Node API, so
 // `cli train --task tools`, `cli eval --task tools` and a page build the same task.
-import type { Qwen2Config } from '../../io/qwen2-config';
-import type { LoraAdapter } from '../../io/peft';
-import type { Tokenizer } from '../../engine/tokenizer/tokenizer';
-import { BaseGeneratorTool } from '../../tools/base-generator';
-import { CalculatorTool } from '../../tools/calculator';
-import { FactLookupTool } from '../../tools/fact-lookup';
-import type { Tool, ToolCard } from '../../tools/tool';
-import { UnitConvertTool } from '../../tools/unit-convert';
-import { CpuPolicyBackend } from '../../trainer/cpu-backend';
-import { PrefixSharingCpuBackend } from '../../trainer/cpu-prefix-backend';
-import type { HostQwen2Weights } from '../../trainer/cpu-model';
-import { randomLayers } from '../../trainer/random-layers';
-import type { PolicyHost, TrainingHost } from '../../trainer/training-host';
-import { f16BitsToF32, f32ToF16Bits } from '../../util/half';
-import { Rng } from '../../util/rng';
-import type { AgentEngines } from '../loop';
-import type { MemoryEntry } from '../memory';
-import { plannerMessages } from '../prompts';
+import type { Qwen2Config } from '../io/qwen2-config';
+import type { LoraAdapter } from '../io/peft';
+import type { Tokenizer } from '../engine/tokenizer/tokenizer';
+import { BaseGeneratorTool } from '../tools/base-generator';
+import { CalculatorTool } from '../tools/calculator';
+import { FactLookupTool } from '../tools/fact-lookup';
+import type { Tool, ToolCard } from '../tools/tool';
+import { UnitConvertTool } from '../tools/unit-convert';
+import { CpuPolicyBackend } from '../trainer/cpu-backend';
+import { PrefixSharingCpuBackend } from '../trainer/cpu-prefix-backend';
+import type { HostQwen2Weights } from '../trainer/cpu-model';
+import { randomLayers } from '../trainer/random-layers';
+import type { PolicyHost, TrainingHost } from '../trainer/training-host';
+import { f16BitsToF32, f32ToF16Bits } from '../util/half';
+import { Rng } from '../util/rng';
+import type { AgentEngines } from '../agent/loop';
+import type { MemoryEntry } from '../agent/memory';
+import { plannerMessages } from '../agent/prompts';
 import { CpuPlannerEngine, type ReplyConstraint } from './cpu-planner-engine';
 import { executorArgs, FIXED_ANALYSIS, FixedModulesEngine } from './fixed-modules';
 import { learnedTokenizer } from './task-tokenizer';

@@ -3,9 +3,9 @@
 // CPU backend), answers clearly more held-out questions at temperature 0 than the untrained planner it starts
 // from. A few minutes on a 2-core CPU: the run is cut to LEARNING_STEPS of the default schedule.
 import { describe, expect, it } from 'vitest';
-import { memoryTrainStorage } from '../../trainer/checkpoint-memory';
-import { MemoryRunStore } from '../../trainer/run/run-store-memory';
-import { TrainingRun } from '../../trainer/run/training-run';
+import { memoryTrainStorage } from '../trainer/checkpoint-memory';
+import { MemoryRunStore } from '../trainer/run/run-store-memory';
+import { TrainingRun } from '../trainer/run/training-run';
 import { toolTaskRunSetup, toolTaskRunSpec, TOOL_TASK_TRAINING } from './tool-task-run';
 
 /** Steps of the CI run (the default run is TOOL_TASK_TRAINING.steps; see README, "Tool-choice task"). */
