@@ -1,7 +1,8 @@
 // The tool-choice task's questions: seeded, four kinds, a held-out split of other questions (and other fact
 // entities), every query read back into the parts its answer is made of.
 import { describe, expect, it } from 'vitest';
-import { CAPITALS, convertUnits, evaluateExpression, formatNumber, itemOf, KINDS, parseQuestion, SYMBOLS, toolTaskSplits } from './tool-task-data';
+import { CAPITALS, convertUnits, evaluateExpression, formatNumber, SYMBOLS } from '../tools/offline-tables';
+import { itemOf, KINDS, parseQuestion, toolTaskSplits } from './tool-task-data';
 
 describe('toolTaskSplits', () => {
   it('draws the same splits from a seed, other ones from another seed', () => {

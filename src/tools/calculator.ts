@@ -1,7 +1,7 @@
 // The calculator of the tool-choice task: integer arithmetic with + - * (products first), computed on the device.
 // The task's arithmetic tool where the app's Python is too slow to train with: a Python run starts a fresh
 // interpreter worker, about 1.3 CPU-seconds a call in Node, many times a training step's model work.
-import { evaluateExpression, formatNumber } from '../tasks/tool-task-data';
+import { evaluateExpression, formatNumber } from './offline-tables';
 import type { Tool, ToolCard, ToolResult } from './tool';
 
 export const CALCULATOR_CARD: ToolCard = {

@@ -1,7 +1,7 @@
 // The fact lookup tool of the tool-choice task: a small built-in table (capitals, chemical symbols), looked up
 // on the device. It answers only what the table holds, so a question about one of its facts is answerable
 // through it and through nothing else the task offers.
-import { CAPITALS, SYMBOLS } from '../tasks/tool-task-data';
+import { CAPITALS, SYMBOLS } from './offline-tables';
 import type { Tool, ToolCard, ToolResult } from './tool';
 
 export const FACT_LOOKUP_CARD: ToolCard = {

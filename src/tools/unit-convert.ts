@@ -1,6 +1,6 @@
 // The unit converter of the tool-choice task: lengths, masses, volumes and times between the units it lists,
 // computed on the device and written as every answer of the task is (two decimals at most).
-import { convertUnits, formatNumber, UNITS } from '../tasks/tool-task-data';
+import { convertUnits, formatNumber, UNITS } from './offline-tables';
 import type { Tool, ToolCard, ToolResult } from './tool';
 
 export const UNIT_CONVERT_CARD: ToolCard = {
