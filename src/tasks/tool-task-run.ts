@@ -17,6 +17,7 @@ import type { RunDeps, RunEvaluator } from '../trainer/run/training-run';
 import { TrainingHost, type TrainStorage } from '../trainer/training-host';
 import type { AgentConfigInput, AgentEngines } from '../agent/loop';
 import type { ReplyConstraint } from './cpu-planner-engine';
+import { KINDS, type ToolTaskItem } from './tool-task-data';
 import { liveAdapter, toolTask, toolTaskTools, TOOL_TASK_PLANNER_ID, type ToolTask, type ToolTaskModelOptions } from './tool-task';
 
 /**
@@ -51,6 +52,12 @@ export interface ToolTaskSpecData {
   heldOutPerKind?: number;
   /** The tiny planner's shape (default TOOL_TASK_MODEL). */
   model?: ToolTaskModelOptions;
+  /**
+   * A step draws one question of each kind in turn (the schedule's strata) instead of at random. New runs
+   * set it (measured: held-out 0.219 → 0.438 and 0.188 → 0.500 at step 20 for seeds 3 and 1, against
+   * 0.250 and 0.313 drawing at random); a run stored without it keeps drawing as it did.
+   */
+  drawByKind?: boolean;
 }
 
 /** The agent settings of a rollout of the task: the run's rollout settings with the task's reply limits. */
@@ -77,7 +84,7 @@ export interface ToolTaskRunSettings {
 
 /** A checked spec for a run of the task. */
 export function toolTaskRunSpec(s: ToolTaskRunSettings = {}): RunSpec {
-  const data: ToolTaskSpecData = { seed: 1, ...s.task };
+  const data: ToolTaskSpecData = { seed: 1, drawByKind: true, ...s.task };
   const task = toolTask(data);
   const rank = TOOL_TASK_TRAINING.rank;
   const steps = s.steps ?? TOOL_TASK_TRAINING.steps;
@@ -194,6 +201,7 @@ export function toolTaskRunSetup(o: {
     reward: { kind: 'exact' },
     concurrency: 1,
     ...(o.store.rollouts ? { storage: o.store.rollouts } : {}),
+    ...(data.drawByKind ? { strata: kindStrata(agent.benchmark.items) } : {}),
   });
   const e = o.spec.evaluation;
   const evaluator: RunEvaluator | undefined = e && {
@@ -219,6 +227,15 @@ export function toolTaskRunSetup(o: {
     deps: { collector, policy: host, store: o.store, ...(o.dbName !== undefined ? { dbName: o.dbName } : {}), ...(evaluator ? { evaluator } : {}) },
     destroy: () => void host.trainStop(),
   };
+}
+
+/** Each item's question kind as a stratum (its index in KINDS), for a run that draws one of each kind a step. */
+function kindStrata(items: readonly unknown[]): number[] {
+  return items.map((item, i) => {
+    const k = KINDS.indexOf((item as Partial<ToolTaskItem>).kind as ToolTaskItem['kind']);
+    if (k < 0) throw new Error(`tool task: training item ${i} has no question kind (${JSON.stringify((item as Partial<ToolTaskItem>).kind)}); a run that draws by kind needs one`);
+    return k;
+  });
 }
 
 /** The task's planner with a fixed adapter (null: the untrained base model), under the grammar: for `cli eval`. */

@@ -50,6 +50,8 @@ export interface AgentCollectorOptions {
   /** Rollouts of a group that run at once (1 .. G). */
   concurrency: number;
   storage?: RolloutStorage;
+  /** Each item's stratum, when a step draws across strata in turn (RolloutCollector.strata). */
+  strata?: readonly number[];
 }
 
 export class AgentCollector implements RolloutCollector {
@@ -60,6 +62,10 @@ export class AgentCollector implements RolloutCollector {
 
   get items(): number {
     return this.o.items.length;
+  }
+
+  get strata(): readonly number[] | undefined {
+    return this.o.strata;
   }
 
   async collect(plans: readonly GroupPlan[], ctx: CollectContext): Promise<CollectedGroup[]> {

@@ -23,6 +23,8 @@ export interface CollectContext {
 export interface RolloutCollector {
   /** Number of queries the run can draw from. */
   readonly items: number;
+  /** Each item's stratum (e.g. its question kind) when a step should draw across strata in turn. */
+  readonly strata?: readonly number[];
   /**
    * Plays every group of one step and returns them in plan order, each trajectory scored. When the signal
    * aborts, it returns what it has as soon as the running rollouts end; the run then discards the step.

@@ -40,14 +40,47 @@ export function rolloutId(group: string, rollout: number): string {
  * one each epoch (pass over the items), `perStep` at a time. A step that straddles two epochs takes the end
  * of one and then the next one's items that it does not already have.
  */
-export function stepItems(seed: number, step: number, perStep: number, items: number): number[] {
+export function stepItems(seed: number, step: number, perStep: number, items: number, strata?: readonly number[]): number[] {
   if (!Number.isInteger(step) || step < 1) throw new Error(`training schedule: step must be a positive integer, got ${step}`);
   if (!Number.isInteger(items) || items < 1) throw new Error('training schedule: the run has no items');
   if (!Number.isInteger(perStep) || perStep < 1 || perStep > items) throw new Error(`training schedule: queries per step must be 1 to ${items} (the items), got ${perStep}`);
+  if (strata) return stratifiedItems(seed, step, perStep, items, strata);
   const out: number[] = [];
   for (let at = (step - 1) * perStep; out.length < perStep; at++) {
     const item = epochOrder(seed, Math.floor(at / items), items)[at % items];
     if (!out.includes(item)) out.push(item);
+  }
+  return out;
+}
+
+/**
+ * The queries of `step` drawn across strata in turn (`strata[i]`: item i's stratum, e.g. a question kind):
+ * the run's g-th query (g counted over all steps) comes from stratum g mod K, each stratum walking its own
+ * seeded permutation, so every step holds as many of each stratum as it can and fewer queries a step than
+ * strata rotate through them all. Why: with a few queries a step drawn at random, a step often holds two
+ * queries of one kind and none of another, so the groups' gradients share a push towards one tool; the
+ * tool-choice task's runs learned "prefer tool X" and swung between tools (README, "Tool-choice task").
+ */
+function stratifiedItems(seed: number, step: number, perStep: number, items: number, strata: readonly number[]): number[] {
+  if (strata.length !== items) throw new Error(`training schedule: ${strata.length} strata for ${items} items`);
+  const kinds = [...new Set(strata)].sort((a, b) => a - b);
+  const K = kinds.length;
+  const members = kinds.map((k) => strata.flatMap((s, i) => (s === k ? [i] : [])));
+  const perKind = Math.ceil(perStep / K);
+  const small = members.findIndex((m) => m.length < perKind);
+  if (small >= 0) throw new Error(`training schedule: stratum ${kinds[small]} has ${members[small].length} items, fewer than the ${perKind} a step of ${perStep} queries takes from it`);
+  const out: number[] = [];
+  for (let j = 0; j < perStep; j++) {
+    const g = (step - 1) * perStep + j;
+    const m = members[g % K];
+    // A stratum's walk crossing into its next epoch can repeat an item of this step: take the next one.
+    for (let at = Math.floor(g / K); ; at++) {
+      const item = m[epochOrder(mixSeed(seed, 0x57a, kinds[g % K]), Math.floor(at / m.length), m.length)[at % m.length]];
+      if (!out.includes(item)) {
+        out.push(item);
+        break;
+      }
+    }
   }
   return out;
 }
@@ -63,8 +96,8 @@ function epochOrder(seed: number, epoch: number, n: number): number[] {
 }
 
 /** The groups of `step`: ids and per-rollout seeds. */
-export function planStep(o: { runId: string; seed: number; step: number; queriesPerStep: number; groupSize: number; items: number }): GroupPlan[] {
-  return stepItems(o.seed, o.step, o.queriesPerStep, o.items).map((item) => {
+export function planStep(o: { runId: string; seed: number; step: number; queriesPerStep: number; groupSize: number; items: number; strata?: readonly number[] }): GroupPlan[] {
+  return stepItems(o.seed, o.step, o.queriesPerStep, o.items, o.strata).map((item) => {
     const id = groupId(o.runId, o.step, item);
     return { step: o.step, item, groupId: id, rollouts: Array.from({ length: o.groupSize }, (_, g) => ({ id: rolloutId(id, g), seed: mixSeed(o.seed, o.step, item, g) })) };
   });

@@ -28,6 +28,27 @@ describe('schedule', () => {
     expect(() => stepItems(7, 0, 1, 5)).toThrow('step must be a positive integer, got 0');
   });
 
+  it('draws across strata in turn when items have strata: one of each a step, each stratum walking its own permutation', () => {
+    // 12 items in 3 strata of 4 (interleaved, as a shuffled split is), 3 queries a step.
+    const strata = Array.from({ length: 12 }, (_, i) => [2, 0, 1][i % 3]);
+    const steps = Array.from({ length: 8 }, (_, i) => stepItems(5, i + 1, 3, 12, strata));
+    for (const s of steps) expect(s.map((i) => strata[i]).sort()).toEqual([0, 1, 2]);
+    // Four steps are one epoch of every stratum: each item once.
+    expect(new Set(steps.slice(0, 4).flat()).size).toBe(12);
+    expect(new Set(steps.slice(4, 8).flat()).size).toBe(12);
+    expect(stepItems(5, 3, 3, 12, strata)).toEqual(steps[2]);
+    // Without strata the same run draws at random: some step repeats a stratum.
+    const random = Array.from({ length: 8 }, (_, i) => stepItems(5, i + 1, 3, 12));
+    expect(random.some((s) => new Set(s.map((i) => strata[i])).size < 3)).toBe(true);
+    // Fewer queries a step than strata: the strata rotate, so every one is drawn.
+    const two = Array.from({ length: 6 }, (_, i) => stepItems(5, i + 1, 2, 12, strata)).flat();
+    expect(two.map((i) => strata[i])).toEqual([0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2]);
+    for (let s = 0; s < 6; s++) expect(new Set(two.slice(2 * s, 2 * s + 2)).size).toBe(2);
+    // Two a step from a stratum of one cannot be distinct.
+    expect(() => stepItems(5, 1, 4, 4, [0, 0, 0, 1])).toThrow('stratum 1 has 1 items, fewer than the 2 a step of 4 queries takes from it');
+    expect(() => stepItems(5, 1, 2, 4, [0, 1])).toThrow('2 strata for 4 items');
+  });
+
   it('names groups and rollouts by run, step and item, with a seed per rollout', () => {
     const [g] = planStep({ runId: 'r', seed: 3, step: 2, queriesPerStep: 1, groupSize: 3, items: 1 });
     expect(g.groupId).toBe('r:step2:item0');
