@@ -83,22 +83,26 @@ describe('Training tab: the tool-choice task', () => {
   }, 180_000);
 
   it('pauses a running run from the Pause button and resumes it in the same worker to the end', async () => {
+    const STEPS = 16;
     const p = await mount(`tool-task-pause-${Math.random()}`);
     p.createToolTaskDriver = (s, db) => WorkerToolTaskDriver.create({ ...s, toolTask: { ...s.toolTask, task: TINY_TASK } }, db);
     set(p, 'dataset', 'tools');
     await p.updateComplete;
-    for (const [id, v] of [['steps', '3'], ['group', '2'], ['queries', '1'], ['eval-every', '0'], ['extra-rollouts', '0']]) set(p, id, v);
+    for (const [id, v] of [['steps', String(STEPS)], ['group', '2'], ['queries', '1'], ['eval-every', '0'], ['extra-rollouts', '0']]) set(p, id, v);
     const button = (label: string) => [...p.shadowRoot!.querySelectorAll('button')].find((b) => b.textContent?.trim() === label)!;
     button('Tool-choice task: start training').click();
-    await expect.poll(() => status(p), SLOW).toMatch(/^Running: step 1 of 3/);
+    await expect.poll(() => status(p), SLOW).toMatch(new RegExp(`^Running: step [1-9]\\d* of ${STEPS}`));
     button('Pause').click();
-    // The step under way when Pause came is dropped (and played again on Resume), or had just finished.
-    await expect.poll(() => status(p), SLOW).toMatch(/^Paused at step [12] of 3/);
+    // The step under way when Pause came is dropped (and played again on Resume), or had just finished. A step
+    // of the tiny task takes well under a second, so the run is long enough for Pause to land before its end
+    // even on a busy machine (with 3 steps, a CI run under load finished before the click reached the worker).
+    await expect.poll(() => status(p), SLOW).toMatch(new RegExp(`^Paused at step \\d+ of ${STEPS}`));
+    expect(p.points.length).toBeLessThan(STEPS);
     const label = p.label;
     button('Resume').click();
-    await expect.poll(() => status(p), SLOW).toMatch(/^Done: step 3 of 3, reward \d\.\d\d$/);
+    await expect.poll(() => status(p), SLOW).toMatch(new RegExp(`^Done: step ${STEPS} of ${STEPS}, reward \\d\\.\\d\\d$`));
     expect(p.label).toBe(label);
-    expect(p.points.map((pt) => pt.step)).toEqual([1, 2, 3]);
+    expect(p.points.map((pt) => pt.step)).toEqual(Array.from({ length: STEPS }, (_, i) => i + 1));
   }, 180_000);
 
   it('after a reload shows a paused run in its mode with its settings, and Resume continues it in a worker to the end', async () => {
