@@ -15,7 +15,7 @@ import type { AgentBudget } from '../src/trainer/run/agent-run';
 import { MemoryRunStore } from '../src/trainer/run/run-store-memory';
 import { TrainingRun } from '../src/trainer/run/training-run';
 import { toolTaskRunSetup, toolTaskRunSpec, TOOL_TASK_TRAINING, type ToolTaskSpecData } from '../src/tasks/tool-task-run';
-import { seedList } from './toy-stability';
+import { seedList, stabilityWays } from './toy-stability';
 
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);
@@ -128,11 +128,7 @@ async function main(): Promise<void> {
   }
   const within = Number(arg('within') ?? 200);
   const floor = Number(arg('floor') ?? 0.85);
-  const ways = [
-    { name: `default (${steps} steps, lr ${lr})`, steps, lr },
-    { name: `2x lr (${steps} steps, lr ${2 * lr})`, steps, lr: 2 * lr },
-    { name: `3x steps (${3 * steps} steps, lr ${lr})`, steps: 3 * steps, lr },
-  ];
+  const ways = stabilityWays(steps, lr);
   console.log(`${settings}; target: held-out 0.9 by step ${within}, never below ${floor} after`);
   console.log(`| seed | ${ways.map((w) => `${w.name}: first 0.9 / min after / final`).join(' | ')} |`);
   console.log(`| --- | ${ways.map(() => '---').join(' | ')} |`);

@@ -20,6 +20,15 @@ function arg(name: string): string | undefined {
 }
 
 /** "1-10,15,101-103" -> [1..10, 15, 101, 102, 103]. */
+/** The three ways a stability bench runs each seed: the defaults, twice the lr, three times the steps. */
+export function stabilityWays(steps: number, lr: number): Array<{ name: string; steps: number; lr: number }> {
+  return [
+    { name: `default (${steps} steps, lr ${lr})`, steps, lr },
+    { name: `2x lr (${steps} steps, lr ${2 * lr})`, steps, lr: 2 * lr },
+    { name: `3x steps (${3 * steps} steps, lr ${lr})`, steps: 3 * steps, lr },
+  ];
+}
+
 export function seedList(s: string): number[] {
   return s.split(',').flatMap((part) => {
     const m = /^(\d+)-(\d+)$/.exec(part.trim());
@@ -82,11 +91,7 @@ async function main(): Promise<void> {
   }
   const within = Number(arg('within') ?? 200);
   const floor = Number(arg('floor') ?? 0.85);
-  const ways = [
-    { name: `default (${steps} steps, lr ${lr})`, steps, lr },
-    { name: `2x lr (${steps} steps, lr ${2 * lr})`, steps, lr: 2 * lr },
-    { name: `3x steps (${3 * steps} steps, lr ${lr})`, steps: 3 * steps, lr },
-  ];
+  const ways = stabilityWays(steps, lr);
   console.log(`group ${group} ${JSON.stringify(grpo)}; target: first rolling 0.9 by step ${within}, min after >= ${floor}, final >= 0.9`);
   console.log(`| seed | ${ways.map((w) => `${w.name}: first 0.9 / min after / final`).join(' | ')} |`);
   console.log(`| --- | ${ways.map(() => '---').join(' | ')} |`);
