@@ -87,8 +87,25 @@ async function getNavigatorGpu(): Promise<{ gpu: GPU; runtime: 'browser' | 'node
   }
   // Dawn's instance must outlive every device made from it: if it is garbage-collected while a device
   // is in use, Dawn's event threads crash the process. Keep it for the life of the process.
-  nodeGpu ??= mod.create([]);
+  nodeGpu ??= mod.create(nodeDawnFlags(process.env));
   return { gpu: nodeGpu, runtime: 'node' };
+}
+
+/**
+ * The Dawn instance flags for Node. Dawn's Vulkan backend hides `shader-f16` on every NVIDIA GPU (a guard
+ * for f16 conformance-test crashes, crbug.com/42251215) unless the `vulkan_enable_f16_on_nvidia` toggle is
+ * set: without it an H100/H200 ran every kernel's f32 path and read f16 weights as packed u32 (the 2026-11-27
+ * kit call). Our kernels' f16 paths are checked against float64 references (lavapipe) and the GPU kit's
+ * `f16-check` part compares them with the f32 path on the GPU itself, so Node turns the toggle on;
+ * AGENTFLOW_NVIDIA_F16=0 turns it off. Other vendors ignore it. A page cannot set it: Chrome on Linux/NVIDIA
+ * needs `--enable-dawn-features=vulkan_enable_f16_on_nvidia` (README, Requirements).
+ */
+export function nodeDawnFlags(env: Record<string, string | undefined>): string[] {
+  const v = env.AGENTFLOW_NVIDIA_F16;
+  if (v !== undefined && v !== '' && v !== '0' && v !== '1') {
+    throw new WebGpuUnavailableError(`AGENTFLOW_NVIDIA_F16 must be 0 or 1, got '${v}'`);
+  }
+  return v === '0' ? [] : ['enable-dawn-features=vulkan_enable_f16_on_nvidia'];
 }
 
 let nodeGpu: GPU | undefined;
