@@ -6,7 +6,7 @@
 // (`requestGpu`, no toggles) and with that toggle; where the second offers a subgroup-matrix feature, a
 // device is requested with it to see that it really comes up, and its matrix configurations are listed.
 import { create, globals } from 'webgpu';
-import { requestGpu } from '../src/gpu/device';
+import { nodeDawnFlags, requestGpu } from '../src/gpu/device';
 import { log } from './flags';
 
 /** Every enumerable field of a Dawn object (its getters live on the prototype), as plain JSON values. */
@@ -48,7 +48,8 @@ const instances: GPU[] = [];
 async function main(): Promise<void> {
   Object.assign(globalThis, globals);
   const plainAdapter = await adapterReport([]);
-  const unsafe = await adapterReport(['enable-dawn-features=allow_unsafe_apis']);
+  // With the f16 toggle the benchmarks' device gets (nodeDawnFlags): on NVIDIA, f16 matrix configs appear only then.
+  const unsafe = await adapterReport([['enable-dawn-features=allow_unsafe_apis', ...nodeDawnFlags(process.env).map((f) => f.replace('enable-dawn-features=', ''))].join(',')]);
   const ctx = await requestGpu();
   const offered = (r: Record<string, unknown>): string[] => ((r.features as string[] | undefined) ?? []).filter(isSubgroupMatrix);
   const out = {
