@@ -1,6 +1,8 @@
 // The fused decode forward against recordForward on a random 4-bit model (MLC layout) in a KV cache:
 // same hidden rows and logits (f32 summation order differs), the same LoRA-visible activations, with
-// and without an adapter on all 7 modules, and fewer dispatches with no copies but the KV writes.
+// and without an adapter on all 7 modules, and fewer dispatches with no copies but the KV writes. The
+// adapters run twice: on the device's binding limit (lavapipe: 16, the fused q/k/v LoRA) and on WebGPU's
+// default 8 (the q/k/v LoRA ups as dispatches after c_attn, as in a browser that grants no more).
 import { describe, expect, it } from 'vitest';
 import { gpuFor, weightPaths } from '../../tests/support/gpu';
 import { quantizeModel } from '../../tests/support/q4-model';
@@ -10,7 +12,8 @@ import { relMaxErr } from '../kernels/common/testing';
 import { Rng } from '../util/rng';
 import { ActivationPlan } from './activations';
 import { AdapterSet } from './adapters';
-import { canFuseDecode, recordDecodeForward, releaseDecodeParams } from './decode-forward';
+import { canFuseDecode, qkvFusedStorage, recordDecodeForward, releaseDecodeParams } from './decode-forward';
+import { Q4D_MAX_STORAGE } from '../kernels/q4/q4decode';
 import { recordForward, recordLogits } from './forward';
 import { encodeSteps, type EncodeInputs, type Step } from './graph';
 import { KvCache } from './kv-cache';
@@ -26,6 +29,11 @@ function run(ctx: GpuContext, inputs: EncodeInputs, ...lists: Step[][]): void {
   ctx.device.queue.submit([enc.finish()]);
 }
 
+/** ctx as a device that grants only `storage` storage bindings per stage (same device and pipeline cache). */
+const withStorageLimit = (ctx: GpuContext, storage: number): GpuContext => ({
+  ...ctx, caps: { ...ctx.caps, limits: { ...ctx.caps.limits, maxStorageBuffersPerShaderStage: storage } },
+});
+
 const count = (steps: Step[]) => ({ dispatches: steps.filter((s) => s.kind === 'dispatch').length, copies: steps.filter((s) => s.kind === 'copy') });
 
 describe('recordDecodeForward (fused 4-bit decode) vs recordForward', async () => {
@@ -34,6 +42,7 @@ describe('recordDecodeForward (fused 4-bit decode) vs recordForward', async () =
     for (const [scale, n, maxCtx] of [['f16', 1, 32], ['f32', 2, 1100]] as const) {
       it(`${path}: q4${scale}_1, ${n} row(s) per step, cache ${maxCtx}: same hidden rows and logits without a LoRA, with one on all 7 modules, and on k, up, down`, async () => {
         const ctx = await gpuFor(path);
+        const narrow = withStorageLimit(ctx, Q4D_MAX_STORAGE);
         const { config: rc, weights: rw } = randomQwen2(31 + n, { numHeads: 4, numKvHeads: 2, headDim: 16, intermediateSize: 96, vocabSize: 40, numLayers: 2 });
         const config = toQwen2Config(rc);
         const { source } = quantizeModel(rc, rw, scale);
@@ -52,7 +61,7 @@ describe('recordDecodeForward (fused 4-bit decode) vs recordForward', async () =
         const H = config.hiddenSize;
         const V = config.vocabSize;
         try {
-          for (const ad of [null, adapter, partial]) {
+          for (const [ad, dctx] of [[null, ctx], [adapter, ctx], [partial, ctx], [adapter, narrow], [partial, narrow]] as const) {
             // Prefill the prompt into the cache with the existing path.
             writeBuffer(ctx, prefill.ids, Uint32Array.from(prompt));
             writeBuffer(ctx, prefill.pos, Uint32Array.from(prompt, (_, i) => i));
@@ -62,7 +71,7 @@ describe('recordDecodeForward (fused 4-bit decode) vs recordForward', async () =
             run(ctx, { cacheRow: row }, await recordForward(ctx, { plan: prefill, weights, adapter: ad, n: P, cache }));
             const spec = { plan, weights, adapter: ad, n, cache };
             const ref = await recordForward(ctx, spec);
-            const fused = await recordDecodeForward(ctx, spec);
+            const fused = await recordDecodeForward(dctx, spec);
             const logits = await recordLogits(ctx, plan, weights, 0, n);
 
             const r = count(ref);
@@ -71,6 +80,13 @@ describe('recordDecodeForward (fused 4-bit decode) vs recordForward', async () =
             // RoPE and the KV-cache writes are one dispatch (rows at pos): no copies at all.
             expect(f.copies.length).toBe(0);
             expect(r.copies.length).toBe(4 * config.numLayers);
+            if (ad === adapter && dctx === ctx) {
+              // The fused q/k/v LoRA (where the device binds 13 storage buffers) saves the two LoRA-up
+              // dispatches after c_attn in every layer: 10 a layer instead of 12.
+              const fusesQkv = ctx.caps.limits.maxStorageBuffersPerShaderStage >= qkvFusedStorage([true, true, true]);
+              const unfused = count(await recordDecodeForward(narrow, spec));
+              expect(unfused.dispatches - f.dispatches).toBe(fusesQkv ? 2 * config.numLayers : 0);
+            }
 
             const lastLogits: Float32Array[] = [];
             for (let step = 0; step < 3; step++) {
@@ -106,7 +122,7 @@ describe('recordDecodeForward (fused 4-bit decode) vs recordForward', async () =
             }
             if (ad) {
               // The adapter must matter, or a dropped LoRA would pass unnoticed.
-              run(ctx, { cacheRow: row }, await recordDecodeForward(ctx, { ...spec, adapter: null }), logits);
+              run(ctx, { cacheRow: row }, await recordDecodeForward(dctx, { ...spec, adapter: null }), logits);
               expect(relMaxErr(await readF32(ctx, plan.logits, n * V), lastLogits[2])).toBeGreaterThan(100 * TOL);
             }
           }

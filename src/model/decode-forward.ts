@@ -1,21 +1,24 @@
 // The decode forward (n <= Q4_SMALL_N = 8 rows against a KV cache) on 4-bit weights with the fused decode linears of
 // kernels/q4/q4decode.ts: same contract and same values as recordForward (forward.ts) up to f32 summation
 // order, in fewer dispatches and without the residual copies. Per layer:
-//   [rmsnorm + q/k/v] (+ LoRA q/k/v as in forward.ts) -> [rope + KV write] -> [attention]
+//   [rmsnorm + q/k/v], or with a q/k/v LoRA: [rmsnorm + LoRA downs], [q/k/v + LoRA ups]
+//   -> [rope + KV write] -> [attention]
 //   -> (LoRA o down) [o + LoRA o up + residual x]
 //   -> [rmsnorm + gate/up + swiglu], or with a gate/up LoRA: [rmsnorm + LoRA downs], [gate/up + LoRA ups + swiglu]
 //   -> (LoRA down down) [down + LoRA down up + residual h]
 // ropeAndStore is one dispatch (RoPE + the KV-cache writes at row pos, no copies) and attend one workgroup
 // per KV head for all its query heads (attention.decode.ts).
 // A LoRA's up projection rides in the epilogue of the base linear it adds to; its down projection (which
-// needs the linear's whole input) stays a dispatch before it.
+// needs the linear's whole input) stays a dispatch before it. The q/k/v form binds up to 13 storage buffers
+// (qkvFusedStorage): on a device that allows fewer (WebGPU's default is 8) the q/k/v LoRA runs as in
+// forward.ts, a grouped down and the ups after c_attn (two more dispatches a layer).
 // q/k/v (and gate/up) must be contiguous row windows of one 4-bit buffer pair, as uploadQ4 makes them
 // from MLC's fused c_attn and gate_up_proj.
 import type { GpuContext } from '../gpu/device';
 import { createStorageChecked } from '../gpu/buffers';
-import { q4DecodeLinear, type Q4DecodeLora } from '../kernels/q4/q4decode';
+import { q4DecodeLinear, q4DecodeStorage, type Q4DecodeLora } from '../kernels/q4/q4decode';
 import { loraDown } from '../kernels/lora/lora';
-import { loraDownGroup } from '../kernels/lora/lora.group';
+import { loraDownGroup, loraDownGroupStorage } from '../kernels/lora/lora.group';
 import { Q4_SMALL_N } from '../kernels/q4/q4matmul.wgsl';
 import type { Q4Weight } from '../kernels/q4/q4weight';
 import { attentionDecode, attentionDecodeSplits } from '../kernels/attention/attention.decode';
@@ -116,6 +119,15 @@ export function releaseDecodeParams(w: Qwen2Weights): void {
   else void e.ready.then((bs) => bs.forEach((b) => b.destroy()), () => undefined);
 }
 
+/**
+ * Storage bindings the fused q/k/v LoRA needs with `loras` of q/k/v adapted: the larger of the norm + downs
+ * group (storing xn1) and c_attn reading xn1 with the packed biases and a LoRA up on each adapted segment.
+ */
+export function qkvFusedStorage(loras: boolean[]): number {
+  const k = loras.filter(Boolean).length;
+  return Math.max(loraDownGroupStorage(k, { xn: true }), q4DecodeStorage({ params: 1, segments: 3, lora: loras }));
+}
+
 /** What a layer seam (ropeAndStore, attend) gets: the spec, the layer, its activations and the step list to append to. */
 export interface LayerCtx {
   ctx: GpuContext;
@@ -197,19 +209,29 @@ export async function recordDecodeForward(ctx: GpuContext, s: ForwardSpec): Prom
     };
 
     // rmsnorm + c_attn (q, k, v windows in one pass); the normalised x is stored only for a q/k/v LoRA.
-    const qkvLora = has('q') || has('k') || has('v');
-    add(
-      await q4DecodeLinear(ctx, {
+    const qkvMods = (['q', 'k', 'v'] as const).filter(has);
+    const qkvLoras = (['q', 'k', 'v'] as const).map(has);
+    const qkvOut = (loras: Array<Q4DecodeLora | undefined>) => [
+      { y: L.q, rows: qd, bias: { buffer: P, offset: H }, lora: loras[0] },
+      { y: L.k, rows: kvd, bias: { buffer: P, offset: H + qd }, lora: loras[1] },
+      { y: L.v, rows: kvd, bias: { buffer: P, offset: H + qd + kvd }, lora: loras[2] },
+    ];
+    if (qkvMods.length > 0 && qkvFusedStorage(qkvLoras) <= ctx.caps.limits.maxStorageBuffersPerShaderStage) {
+      // As gate/up below: one dispatch normalises x (into xn1) and runs the downs, then c_attn reads xn1
+      // with each LoRA up in its epilogue (no up dispatches after it).
+      add(await loraDownGroup(ctx, {
+        x: L.x, n, inDim: H, norm: { w: W.inputNorm, eps, xn: L.xn1 },
+        modules: qkvMods.map((m) => ({ A: adapter!.layers[l][m]!.A, t: L.t[m], rank: adapter!.layers[l][m]!.r })),
+      }));
+      add(await q4DecodeLinear(ctx, { W: W.q, x: L.xn1, n, inDim: H, outputs: qkvOut([up('q'), up('k'), up('v')]) }));
+    } else {
+      add(await q4DecodeLinear(ctx, {
         W: W.q, x: L.x, n, inDim: H,
-        norm: { w: { buffer: P, offset: 0 }, eps, xn: qkvLora ? L.xn1 : undefined },
-        outputs: [
-          { y: L.q, rows: qd, bias: { buffer: P, offset: H } },
-          { y: L.k, rows: kvd, bias: { buffer: P, offset: H + qd } },
-          { y: L.v, rows: kvd, bias: { buffer: P, offset: H + qd + kvd } },
-        ],
-      }),
-    );
-    steps.push(...(await sharedLoraSteps(ctx, adapter, l, L, n, [['q', L.q, qd], ['k', L.k, kvd], ['v', L.v, kvd]], L.xn1, H)));
+        norm: { w: { buffer: P, offset: 0 }, eps, xn: qkvMods.length > 0 ? L.xn1 : undefined },
+        outputs: qkvOut([undefined, undefined, undefined]),
+      }));
+      steps.push(...(await sharedLoraSteps(ctx, adapter, l, L, n, [['q', L.q, qd], ['k', L.k, kvd], ['v', L.v, kvd]], L.xn1, H)));
+    }
     const lc: LayerCtx = { ctx, s: spec, l, L, steps };
     const { K, V } = await ropeAndStore(lc);
     await attend(lc, K, V);

@@ -15,7 +15,8 @@ export interface LoraGroupDownArgs {
   modules: Array<{ A: GPUBuffer; t: GPUBuffer; rank: number }>;
   /**
    * Decode only: the modules read rmsnorm(x) * w (computed in the dispatch) instead of x; `xn` f32 [N, in]
-   * also receives it (at most 2 modules then: 8 storage bindings). With a norm, one module is allowed.
+   * also receives it. With a norm, one module is allowed; three with xn need 9 storage bindings, more than
+   * WebGPU's default 8 (loraDownGroupStorage: callers check the device's limit before choosing the group).
    */
   norm?: { w: GPUBuffer; eps: number; xn?: GPUBuffer };
   /** Use subgroup reductions where the device has `subgroups` (default true; tests turn it off). */
@@ -28,12 +29,21 @@ export interface LoraGroupUpArgs {
   modules: Array<{ t: GPUBuffer; B: GPUBuffer; y: GPUBuffer; outDim: number; rank: number; scale: number }>;
 }
 
+/** Storage bindings of a down group of k modules: x, k A, k t, and with a norm its weight (and xn). */
+export function loraDownGroupStorage(k: number, norm: { xn: boolean } | null): number {
+  return 1 + 2 * k + (norm ? 1 + Number(norm.xn) : 0);
+}
+
 /** t_m = x · A_m^T for 2-3 modules in one dispatch. */
 export async function loraDownGroup(ctx: GpuContext, a: LoraGroupDownArgs): Promise<Dispatch> {
   const k = a.modules.length;
   const min = a.norm ? 1 : 2;
-  const max = a.norm?.xn ? 2 : LORA_GROUP_MAX_DOWN;
-  if (k < min || k > max) throw new Error(`loraDownGroup: groups hold ${min} to ${max} modules${a.norm ? ' with a norm' : ''}${a.norm?.xn ? ' and xn' : ''}, got ${k}`);
+  if (k < min || k > LORA_GROUP_MAX_DOWN) throw new Error(`loraDownGroup: groups hold ${min} to ${LORA_GROUP_MAX_DOWN} modules${a.norm ? ' with a norm' : ''}, got ${k}`);
+  const storage = loraDownGroupStorage(k, a.norm ? { xn: !!a.norm.xn } : null);
+  const maxStorage = ctx.caps.limits.maxStorageBuffersPerShaderStage;
+  if (storage > maxStorage) {
+    throw new Error(`loraDownGroup: ${k} modules${a.norm ? ' with a norm' : ''}${a.norm?.xn ? ' and xn' : ''} need ${storage} storage buffers, the device allows ${maxStorage}`);
+  }
   if (a.norm) {
     if (!(a.norm.eps > 0)) throw new Error(`loraDownGroup: norm.eps must be > 0, got ${a.norm.eps}`);
     if (a.norm.w.size < a.inDim * 4) throw new Error(`loraDownGroup: norm.w ('${a.norm.w.label}') is smaller than [${a.inDim}] f32`);

@@ -6,8 +6,21 @@ import { Q4_ROWS, Q4_ROWS_CHOICES, Q4_SMALL_N } from './q4matmul.wgsl';
 import { Q4D_KSPLIT_CHOICES, Q4D_MAX_SEGMENTS, Q4D_SG_WG, Q4D_WG, q4DecodeBindings, q4DecodeWgsl, type Q4DecodeVariant } from './q4decode.wgsl';
 import { checkQ4Weight, q4Path, type Q4Weight } from './q4weight';
 
-/** Storage bindings one dispatch may use: the WebGPU default (Chromium / SwiftShader offer no more). */
+/**
+ * WebGPU's default storage bindings per stage, what every device offers. Variants past it (c_attn with a
+ * LoRA up per segment: 13) run where the device grants more (requestGpu asks for the adapter's limit;
+ * lavapipe's is 16); callers check q4DecodeStorage against the device's limit and fall back where it is short.
+ */
 export const Q4D_MAX_STORAGE = 8;
+
+/** Storage bindings of a q4DecodeLinear variant, to choose a fusion the device can bind. */
+export function q4DecodeStorage(o: { params: number; storeXn?: boolean; separateResidual?: boolean; lora: boolean[]; swiglu?: boolean; segments: number }): number {
+  const v: Q4DecodeVariant = {
+    nr: 1, rows: 2, subgroups: false, params: o.params, normParam: -1, xCache: 0, storeXn: !!o.storeXn, segments: o.segments,
+    biasParam: [], residual: o.separateResidual ? 'separate' : 'none', swiglu: !!o.swiglu, lora: o.lora, kSplit: 1,
+  };
+  return q4DecodeBindings(v).length - 1;
+}
 
 /** An f32 vector inside a buffer: `buffer[offset ..]` (offset in elements). */
 export interface F32Slice {
@@ -180,9 +193,9 @@ export async function q4DecodeLinear(ctx: GpuContext, a: Q4DecodeArgs): Promise<
   };
   const roles = q4DecodeBindings(v);
   const storage = roles.length - 1; // all but the uniform
-  const maxStorage = Math.min(Q4D_MAX_STORAGE, ctx.caps.limits.maxStorageBuffersPerShaderStage);
+  const maxStorage = ctx.caps.limits.maxStorageBuffersPerShaderStage;
   if (storage > maxStorage) {
-    throw new Error(`${K}: ${storage} storage buffers (${roles.filter((r) => r !== 'dims').join(', ')}) exceed ${maxStorage}; pack the norm weight and biases into one buffer`);
+    throw new Error(`${K}: ${storage} storage buffers (${roles.filter((r) => r !== 'dims').join(', ')}) exceed the device's ${maxStorage}; pack the norm weight and biases into one buffer, or use fewer LoRA epilogues`);
   }
   const p = q4Path(ctx, a.W);
   const name = [
