@@ -75,6 +75,29 @@ describe('Qwen2 runtime vs the float64 reference on random models', async () => 
       }
     });
 
+    it(`${path}: score from a position gives the same entries there and NaN before`, async () => {
+      const { config, weights } = randomQwen2(21, SHAPES[1][1]);
+      const rt = await makeRuntime(path, config, weights);
+      try {
+        // Three sequences in one packed batch: the spans start mid-sequence, at 0, and past the last entry.
+        const seqs = [[0, 60, 3, 59, 4, 58, 33], [12, 1, 7], [5, 6]];
+        const from = [4, 0, 9];
+        const all = await rt.score(seqs);
+        const part = await rt.score(seqs, { from });
+        seqs.forEach((s, i) => {
+          expect(part[i].length).toBe(s.length - 1);
+          const f = Math.min(from[i], s.length - 1);
+          expect(part[i].slice(0, f).every(Number.isNaN)).toBe(true);
+          // Chunks of other row counts pick other LM-head tilings: equal up to f32 rounding, not to the bit.
+          expect(maxAbsDiff(part[i].slice(f), all[i].slice(f))).toBeLessThan(1e-5);
+        });
+        await expect(rt.score(seqs, { from: [1, 2] })).rejects.toThrow(/from has 2 entries for 3 sequences/);
+        await expect(rt.score(seqs, { from: [1, -1, 0] })).rejects.toThrow(/from\[1\] must be a non-negative integer/);
+      } finally {
+        rt.destroy();
+      }
+    });
+
     it(`${path}: KV-cache decode gives the logits of recomputing the whole sequence`, async () => {
       const { config, weights } = randomQwen2(7, SHAPES[1][1]);
       const adapter = randomAdapter(8, config);

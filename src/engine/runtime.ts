@@ -129,10 +129,11 @@ export class Qwen2Runtime {
 
   /**
    * Entry t of row i is log p(seq[i][t+1] | seq[i][0..t]) under the active adapter (length len-1).
-   * Sequences are packed into batches of whole sequences.
+   * Sequences are packed into batches of whole sequences. `o.from[i]`: compute only entries t >= from[i]
+   * (the earlier ones are NaN), e.g. a turn's response tokens.
    */
-  score(sequences: number[][]): Promise<number[][]> {
-    return this.serial(() => scoreSequences(this.res, sequences));
+  score(sequences: number[][], o: { from?: readonly number[] } = {}): Promise<number[][]> {
+    return this.serial(() => scoreSequences(this.res, sequences, o.from));
   }
 
   /** Logits at the last position of `tokens` under the active adapter, length V. */

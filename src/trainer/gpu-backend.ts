@@ -119,7 +119,9 @@ export class GpuPolicyBackend implements PolicyBackend {
     const prev = this.runtime.activeAdapterId;
     this.runtime.setActiveAdapter(adapterOn ? this.adapterId : null);
     try {
-      const lp = await this.runtime.score(seqs);
+      // The trainer reads each turn's response entries only (from promptLen - 1): skipping the prompt rows'
+      // LM head saves most of the reference pass's logit work (4 of 5 rows are prompt in the bench's turns).
+      const lp = await this.runtime.score(seqs, { from: batch.seqs.map((s) => Math.max(0, s.promptLen - 1)) });
       const out = new Float32Array(batch.rows);
       batch.seqs.forEach((s, i) => out.set(lp[i], s.start));
       return out;
