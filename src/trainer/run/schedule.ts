@@ -46,10 +46,7 @@ export function stepItems(seed: number, step: number, perStep: number, items: nu
   if (!Number.isInteger(perStep) || perStep < 1 || perStep > items) throw new Error(`training schedule: queries per step must be 1 to ${items} (the items), got ${perStep}`);
   if (strata) return stratifiedItems(seed, step, perStep, items, strata);
   const out: number[] = [];
-  for (let at = (step - 1) * perStep; out.length < perStep; at++) {
-    const item = epochOrder(seed, Math.floor(at / items), items)[at % items];
-    if (!out.includes(item)) out.push(item);
-  }
+  for (let at = (step - 1) * perStep; out.length < perStep; ) at = takeNew(out, at, (i) => walk(seed, i, items)) + 1;
   return out;
 }
 
@@ -73,16 +70,30 @@ function stratifiedItems(seed: number, step: number, perStep: number, items: num
   for (let j = 0; j < perStep; j++) {
     const g = (step - 1) * perStep + j;
     const m = members[g % K];
-    // A stratum's walk crossing into its next epoch can repeat an item of this step: take the next one.
-    for (let at = Math.floor(g / K); ; at++) {
-      const item = m[epochOrder(mixSeed(seed, 0x57a, kinds[g % K]), Math.floor(at / m.length), m.length)[at % m.length]];
-      if (!out.includes(item)) {
-        out.push(item);
-        break;
-      }
-    }
+    const stratumSeed = mixSeed(seed, 0x57a, kinds[g % K]);
+    takeNew(out, Math.floor(g / K), (at) => m[walk(stratumSeed, at, m.length)]);
   }
   return out;
+}
+
+/**
+ * Adds to `taken` the first item, from position `from` on, of a walk (`itemAt`: the item at a position) that
+ * `taken` lacks, and returns that item's position. A walk crossing into its next epoch can repeat an item the
+ * step already has: the next one is taken instead, so a step's queries are distinct.
+ */
+function takeNew(taken: number[], from: number, itemAt: (at: number) => number): number {
+  for (let at = from; ; at++) {
+    const item = itemAt(at);
+    if (!taken.includes(item)) {
+      taken.push(item);
+      return at;
+    }
+  }
+}
+
+/** The item at position `at` of a walk through `n` items: epoch after epoch, each a new seeded permutation. */
+function walk(seed: number, at: number, n: number): number {
+  return epochOrder(seed, Math.floor(at / n), n)[at % n];
 }
 
 function epochOrder(seed: number, epoch: number, n: number): number[] {
