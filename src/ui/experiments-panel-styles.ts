@@ -1,20 +1,16 @@
 // The Experiments tab's look.
 import { css } from 'lit';
-import { deleteQuestionStyles } from './delete-question';
+import { panelStyles } from './panel-styles';
 
 export const experimentsPanelStyles = [
-  deleteQuestionStyles,
+  ...panelStyles,
   css`
-  :host { display: block; }
   section { margin-bottom: 1.25rem; }
-  h3 { font-size: 1.05rem; margin: 0.5rem 0; }
   .row { display: flex; gap: 0.75rem; flex-wrap: wrap; align-items: end; }
   label { display: grid; gap: 0.2rem; }
-  input, select, button { font: inherit; }
-  button { padding: 0.25rem 0.6rem; cursor: pointer; }
-  button:focus-visible, input:focus-visible, select:focus-visible { outline: 2px solid var(--agentflow-accent, #2563eb); outline-offset: 2px; }
+  input, select { font: inherit; }
   .problems { color: var(--agentflow-error-color, #b00020); }
-  table { border-collapse: collapse; width: 100%; font-size: 0.9rem; }
+  table { width: 100%; font-size: 0.9rem; }
   td, th { padding: 0.2rem 0.4rem; text-align: left; border-bottom: 1px solid color-mix(in srgb, currentColor 15%, transparent); vertical-align: top; }
   /* break-word, not anywhere: 'anywhere' lets a column shrink to one letter wide ("loade / d"); a long
      word still breaks, and a table too wide for the panel scrolls in its box. */
@@ -33,7 +29,7 @@ export const experimentsPanelStyles = [
   .compare-summaries { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(22rem, 100%), 1fr)); gap: 1rem; }
   .table-scroll { overflow-x: auto; }
   tr.changed { background: color-mix(in srgb, var(--agentflow-accent, #2563eb) 8%, transparent); }
-  progress { width: min(32rem, 100%); display: block; }
+  progress { display: block; }
   .yes { color: #15803d; }
   .scripted { color: #92400e; font-size: 0.85em; }
   .no { color: #b91c1c; }
