@@ -40,14 +40,12 @@ export interface ShapeResult {
 
 // Dawn's instance must outlive its adapters and devices (src/gpu/device.ts): kept for the process.
 const instances: GPU[] = [];
-const t0 = performance.now();
-const elapsedS = (): number => (performance.now() - t0) / 1000;
-const out: Record<string, unknown> = { offered: false };
-const errors: string[] = [];
-out.errors = errors;
+const started = performance.now();
+const out: Record<string, unknown> = { offered: false, errors: [] };
 
 function print(extra: Record<string, unknown> = {}): void {
-  process.stdout.write(`${JSON.stringify({ ...out, ...extra, seconds: Number(elapsedS().toFixed(2)) }, null, 2)}\n`, () => process.exit(0));
+  const seconds = Number(((performance.now() - started) / 1000).toFixed(2));
+  process.stdout.write(`${JSON.stringify({ ...out, ...extra, seconds }, null, 2)}\n`, () => process.exit(0));
 }
 
 /** Every enumerable field of a Dawn object (getters live on the prototype), as plain JSON values. */
@@ -267,30 +265,41 @@ export function parseConfigs(spec: string): MatrixConfig[] {
 
 const configName = (c: MatrixConfig): string => `${c.componentType}->${c.resultComponentType} ${c.M}x${c.N}x${c.K}`;
 
-async function main(): Promise<void> {
-  Object.assign(globalThis, globals);
-  const rows = Number(flag('rows', '768'));
-  const shapes = parseShapes(flag('shapes', DEFAULT_SHAPES), rows);
-  const reps = Math.max(1, Number(flag('reps', '10')));
-  const samples = Math.max(2, Number(flag('samples', '48')));
-  const budgetS = Number(flag('budget-s', '25'));
-  const baseline = flag('baseline', '1') !== '0';
-  out.settings = { rows, shapes, reps, samples, budgetS, toggles: TOGGLES };
+export interface ProbeOptions {
+  shapes: Shape[];
+  reps: number;
+  samples: number;
+  /** Seconds after which no new kernel or shape is started. */
+  budgetS: number;
+  baseline: boolean;
+  /** A Dawn backend to force ('null': no GPU work, for plumbing checks). */
+  backend?: string;
+  /** Configs to use instead of the adapter's (the null backend lists none). */
+  assumedConfigs?: MatrixConfig[];
+}
 
-  const backend = flag('backend', '');
-  const assumed = flag('assume-configs', '');
-  const gpu = create(backend ? [...TOGGLES, `backend=${backend}`] : TOGGLES);
+/** Fills `out` as it goes (so a SIGTERM can print what finished) and resolves when done; never throws for a GPU failure. */
+export async function probe(o: ProbeOptions, out: Record<string, unknown>): Promise<void> {
+  const t0 = performance.now();
+  const errors: string[] = [];
+  out.offered = false;
+  out.errors = errors;
+  const { shapes, reps, samples, budgetS, baseline } = o;
+  out.settings = { rows: shapes[0]?.m ?? null, shapes, reps, samples, budgetS, toggles: TOGGLES, backend: o.backend ?? null };
+  // Dawn's classes (GPUBufferUsage, ...) as globals, as src/gpu/device.ts sets them.
+  for (const [k, v] of Object.entries(globals)) if (!(k in globalThis)) (globalThis as Record<string, unknown>)[k] = v;
+  const gpu = create(o.backend ? [...TOGGLES, `backend=${o.backend}`] : TOGGLES);
   instances.push(gpu);
   const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
   if (!adapter) {
     errors.push('no adapter');
-    return print();
+    return;
   }
   const info = plain(adapter.info);
   const features = [...adapter.features].map(String).sort();
   const listed = ((info.subgroupMatrixConfigs as Array<Record<string, unknown>> | undefined) ?? []).map((c) => c as unknown as MatrixConfig);
-  const configs = assumed ? parseConfigs(assumed) : listed;
-  if (assumed) out.assumedConfigs = true;
+  const configs = o.assumedConfigs ?? listed;
+  if (o.assumedConfigs) out.assumedConfigs = true;
   const subgroupSize = Number(info.subgroupMaxSize ?? 32);
   out.adapter = { description: info.description, vendor: info.vendor, architecture: info.architecture, subgroupMinSize: info.subgroupMinSize, subgroupMaxSize: info.subgroupMaxSize };
   out.features = features;
@@ -307,7 +316,7 @@ async function main(): Promise<void> {
     device = await adapter.requestDevice({ requiredFeatures: want, requiredLimits, label: 'subgroup-matrix-probe' });
   } catch (e) {
     out.device = { ok: false, requested: want, error: message(e) };
-    return print();
+    return;
   }
   out.device = { ok: true, features: [...device.features].map(String).sort(), workgroupStorageBytes: device.limits.maxComputeWorkgroupStorageSize };
   device.addEventListener('uncapturederror', (ev) => errors.push(`uncaptured: ${(ev as GPUUncapturedErrorEvent).error.message}`));
@@ -315,7 +324,7 @@ async function main(): Promise<void> {
   const ctx = contextFor(device, adapter);
   const ops = shapes.map((s) => operands(s, samples));
   const inputs = new InputBuffers(device);
-  const late = (): boolean => elapsedS() > budgetS || ctx.isLost();
+  const late = (): boolean => (performance.now() - t0) / 1000 > budgetS || ctx.isLost();
 
   if (baseline) {
     // The project's tiled matmul: f32 activations, f16 weights [out, in], f32 output (src/kernels/matmul).
@@ -411,7 +420,6 @@ async function main(): Promise<void> {
     }
   }
   out.best = bestPerShape(shapes, (out.baseline as { results: ShapeResult[] } | undefined)?.results ?? [], variants);
-  print();
 }
 
 /** Per shape: the fastest variant whose sampled entries are within `maxErr` of float64 (relative to sum |products|), against the baseline. */
@@ -429,11 +437,29 @@ export function bestPerShape(shapes: Shape[], baseline: ShapeResult[], variants:
   });
 }
 
+async function main(): Promise<void> {
+  const assumed = flag('assume-configs', '');
+  await probe(
+    {
+      shapes: parseShapes(flag('shapes', DEFAULT_SHAPES), Number(flag('rows', '768'))),
+      reps: Math.max(1, Number(flag('reps', '10'))),
+      samples: Math.max(2, Number(flag('samples', '48'))),
+      budgetS: Number(flag('budget-s', '25')),
+      baseline: flag('baseline', '1') !== '0',
+      backend: flag('backend', '') || undefined,
+      assumedConfigs: assumed ? parseConfigs(assumed) : undefined,
+    },
+    out,
+  );
+  print();
+}
+
 // Only when run (the kit bundles it as its entry; tests import the pure parts).
 if (process.argv[1] && /subgroup-matrix-probe|sgm-probe/.test(process.argv[1])) {
   // The kit's time cap: print what finished.
   process.on('SIGTERM', () => print({ interrupted: 'SIGTERM' }));
   main().catch((e: unknown) => {
+    const errors = (out.errors ??= []) as string[];
     errors.push(`probe failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
     log(String(errors[errors.length - 1]));
     print();
