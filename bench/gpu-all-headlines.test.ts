@@ -65,4 +65,35 @@ describe('run.sh all: headlines', () => {
     expect(h['constrained-0.5b-q4']).toEqual({ freeTokPerS: 80, schemaTokPerS: 120, schemaDrawnTokPerS: 40, ratio: 1.5, drawnRatio: 0.5, grammarMsPerDrawnToken: 4.2, maskedDrawMsPerToken: 3.1 });
     expect(headlines([], () => null)['constrained-0.5b-q4']).toBeUndefined();
   });
+
+  it("gives the subgroup-matrix probe's configs and, per shape, the best checked variant against the f32 matmul", () => {
+    // Trimmed from what bench/subgroup-matrix-probe.ts prints.
+    const part = {
+      offered: true,
+      configs: [
+        { componentType: 'f16', resultComponentType: 'f32', M: 16, N: 16, K: 16 },
+        { componentType: 'i8', resultComponentType: 'i32', M: 16, N: 8, K: 32 },
+      ],
+      errors: ['uncaptured: x'],
+      best: [
+        { shape: 'qkv', m: 768, k: 896, n: 1152, baselineTflops: 12.81, best: { variant: 'staged-8sg-4x2-bk32', config: 'f16->f32 16x16x16', tflops: 101.23, maxRelError: 0.00042 }, speedup: 7.9 },
+        { shape: 'down', m: 768, k: 4864, n: 896, baselineTflops: 11.5, best: null, speedup: null },
+      ],
+    };
+    const h = headlines(['sgm-probe'], (n) => (n === 'sgm-probe' ? part : null));
+    expect(h['sgm-probe']).toEqual({
+      offered: true,
+      configs: ['f16->f32 16x16x16', 'i8->i32 16x8x32'],
+      shapes: [
+        { shape: 'qkv', tflops: 101.2, baselineTflops: 12.81, speedup: 7.9, variant: 'staged-8sg-4x2-bk32', config: 'f16->f32 16x16x16' },
+        { shape: 'down', tflops: null, baselineTflops: 11.5, speedup: null, variant: null, config: null },
+      ],
+      maxRelError: 0.00042,
+      errors: 1,
+    });
+    // Not offered (or the part printed something else): nulls and no shapes, never an error.
+    expect(headlines(['sgm-probe'], () => ({ offered: false, configs: [], best: [], errors: [] }))['sgm-probe']).toEqual({ offered: false, configs: [], shapes: [], maxRelError: null, errors: 0 });
+    expect(headlines(['sgm-probe'], () => 'oops')['sgm-probe']).toEqual({ offered: null, configs: null, shapes: [], maxRelError: null, errors: null });
+    expect(headlines([], () => null)['sgm-probe']).toBeUndefined();
+  });
 });

@@ -84,6 +84,8 @@ export function headlines(partNames: string[], read: (part: string) => unknown):
   if (dp) out['decode-profile'] = { dispatchesPerToken: at(dp, 'dispatchesPerToken'), gpuMsPerTokenNoReadback: round(at(dp, 'gpuMsPerTokenNoReadback')), encodeMsPerToken: round(at(dp, 'encodeMsPerToken')), generateTokPerS: round(at(dp, 'generateTokensPerSec')) };
   const tp = read('train-profile');
   if (tp) out['train-profile'] = { realUpdateMs: round(at(tp, 'realUpdateMs')), gpuMs: round(at(tp, 'gpuMs')), encodeMs: round(at(tp, 'encodeMs')), dispatches: at(tp, 'dispatches') };
+  const sg = read('sgm-probe');
+  if (sg) out['sgm-probe'] = sgmProbeHeadline(sg);
   const pp = read('prefill-profile');
   if (pp) {
     const prompt = at(pp, 'prompt');
@@ -100,4 +102,33 @@ export function headlines(partNames: string[], read: (part: string) => unknown):
     };
   }
   return out;
+}
+
+/**
+ * The subgroup-matrix probe (bench/subgroup-matrix-probe.ts): whether the feature is offered, the adapter's
+ * matrix configs, and per training shape the fastest variant that passed the float64 check against the f32
+ * tiled matmul; maxRelError is the largest of those variants' errors.
+ */
+export function sgmProbeHeadline(json: unknown): Record<string, unknown> {
+  const j = (json ?? {}) as { offered?: unknown; configs?: unknown; best?: unknown; errors?: unknown; interrupted?: unknown };
+  const configs = Array.isArray(j.configs)
+    ? (j.configs as Array<Record<string, unknown>>).map((c) => `${String(c.componentType)}->${String(c.resultComponentType)} ${String(c.M)}x${String(c.N)}x${String(c.K)}`)
+    : null;
+  const shapes = (Array.isArray(j.best) ? (j.best as unknown[]) : []).map((b) => ({
+    shape: (b as { shape?: unknown }).shape ?? null,
+    tflops: round(at(b, 'best', 'tflops')),
+    baselineTflops: round(at(b, 'baselineTflops')),
+    speedup: round(at(b, 'speedup')),
+    variant: ((b as { best?: { variant?: unknown } }).best?.variant as string | undefined) ?? null,
+    config: ((b as { best?: { config?: unknown } }).best?.config as string | undefined) ?? null,
+  }));
+  const errs = (Array.isArray(j.best) ? (j.best as unknown[]) : []).map((b) => at(b, 'best', 'maxRelError')).filter((x): x is number => x !== null);
+  return {
+    offered: typeof j.offered === 'boolean' ? j.offered : null,
+    configs,
+    shapes,
+    maxRelError: errs.length ? round(Math.max(...errs)) : null,
+    errors: Array.isArray(j.errors) ? j.errors.length : null,
+    ...(j.interrupted ? { interrupted: j.interrupted } : {}),
+  };
 }

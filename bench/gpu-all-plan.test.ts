@@ -9,7 +9,10 @@ describe('run.sh all: the plan', () => {
     const n = names();
     expect(n.slice(0, 3)).toEqual(['adapter', 'bench-0.5b-q4', 'bench-0.5b-f16']);
     const first15 = n.findIndex((x) => x.includes('1.5b'));
-    for (const x of ['peft-0.5b', 'decode-profile', 'train-profile', 'prefill-profile', 'e2e-0.5b-q4', 'constrained-0.5b-q4']) expect(n.indexOf(x)).toBeLessThan(first15);
+    for (const x of ['peft-0.5b', 'decode-profile', 'train-profile', 'prefill-profile', 'sgm-probe', 'e2e-0.5b-q4', 'constrained-0.5b-q4']) expect(n.indexOf(x)).toBeLessThan(first15);
+    // The subgroup-matrix probe right after the profiles, before the whole Flow-GRPO step.
+    expect(n.indexOf('sgm-probe')).toBe(n.indexOf('prefill-profile') + 1);
+    expect(n.indexOf('e2e-0.5b-q4')).toBe(n.indexOf('sgm-probe') + 1);
     expect(n).toContain('bench-1.5b-f16');
     expect(n).toContain('peft-1.5b');
   });
@@ -23,6 +26,9 @@ describe('run.sh all: the plan', () => {
     expect(args('bench-1.5b-f16')).toContain('--models qwen2.5-1.5b --parts speed,memory,train');
     expect(args('e2e-0.5b-q4')).toContain('--models qwen2.5-0.5b-q4 --parts e2e');
     expect(args('peft-1.5b')).toBe('--shape 1.5b');
+    // The probe's defaults are the training shapes (768 rows; q/k/v, gate/up, down): only its time budget is passed.
+    expect(args('sgm-probe')).toBe('--budget-s 25');
+    expect(parts.find((p) => p.name === 'sgm-probe')!.capS).toBe(40);
   });
 
   it('smoke mode runs the fixtures and one-layer profiles, never a full shaped model', () => {
@@ -33,6 +39,8 @@ describe('run.sh all: the plan', () => {
       if ('node' in p.run && p.run.node === 'bench.mjs') expect(a).toMatch(/--models fixture(-q4)? .*--fixtures \/f/);
       if ('node' in p.run && p.run.node.includes('profile')) expect(a).toMatch(/--layers 1 --vocab \d+/);
       if ('node' in p.run && p.run.node === 'constrained.mjs') expect(a).toMatch(/--model fixture-q4 --fixtures \/f/);
+      // The probe's smoke shape is one block of its largest kernel (128 x 128): seconds on a software adapter.
+      if ('node' in p.run && p.run.node === 'sgm-probe.mjs') expect(a).toBe('--rows 128 --shapes tiny:64x128 --reps 1 --budget-s 60');
     }
   });
 

@@ -48,6 +48,8 @@ export const MIN_PART_S = 5;
  * it are the temperature-1 batch runs, slow while T=1 draws fall back to the CPU), train profile 39.4, prefill
  * profile 2.4, e2e 60.8, constrained 26.6, bench 1.5B 34.3 (4-bit) and 44.6 (f16), PEFT 1.5B 56.9: 497 s,
  * so within the 540 s budget every part runs; a part that finishes early leaves its time to the later ones.
+ * The subgroup-matrix probe (sgm-probe, not yet run on a GPU; it stops itself after ~25 s) adds up to 40 s:
+ * if every part ran that long the last one, PEFT 1.5B, would be cut short.
  */
 export function plan(o: PlanOptions): Part[] {
   const bw = ['--bandwidth', String(o.bandwidthGBs)];
@@ -69,6 +71,14 @@ export function plan(o: PlanOptions): Part[] {
     { name: 'train-profile', what: 'where a 4-bit 0.5B Flow-GRPO update goes', capS: 70, run: { node: 'train-profile.mjs', args: ['--q4', '1', ...(o.smoke ? ['--layers', '1', '--vocab', '4096', '--tokens', '16', '--seqs', '2', '--response', '4', '--micro-batch', '32', '--reps', '1'] : [])] } },
     // 4-bit, as the planner runs (2 s on the H200 with --q4 1, prompt 512, including the generate() check).
     { name: 'prefill-profile', what: 'where a 512-token 4-bit 0.5B prefill and its scoring go (r16 adapter)', capS: 30, run: { node: 'prefill-profile.mjs', args: ['--shape', '0.5b', '--q4', '1', '--rank', '16', ...(o.smoke ? ['--layers', '1', '--vocab', '4096', '--prompt', '24'] : ['--prompt', '512'])] } },
+    // Tensor cores through Dawn's subgroup matrices: configs, compile messages, float64 error and TFLOP/s on the
+    // 768-row training shapes beside the f32 tiled matmul. Stops starting kernels after --budget-s (~25 s in all).
+    {
+      name: 'sgm-probe',
+      what: 'subgroup matrices (tensor cores): configs, error and TFLOP/s vs the f32 tiled matmul, 768-row training shapes',
+      capS: 40,
+      run: { node: 'sgm-probe.mjs', args: o.smoke ? ['--rows', '128', '--shapes', 'tiny:64x128', '--reps', '1', '--budget-s', '60'] : ['--budget-s', '25'] },
+    },
     { name: 'e2e-0.5b-q4', what: 'whole Flow-GRPO steps, Qwen2.5-0.5B q4f16_1', capS: 100, run: { node: 'bench.mjs', args: [...benchArgs('qwen2.5-0.5b-q4', 'e2e'), ...(o.smoke ? e2eSmoke : [])] } },
     // Building the synthetic 151k-token vocabulary, its TokenizerInfo and the compiled schema take ~10 s of CPU.
     {
