@@ -9,8 +9,7 @@ import { isScripted } from '../agent/engines-used';
 import type { AgentEngines } from '../agent/loop';
 import { onStorageNotice, storageNotice, type StorageNotice } from '../store/db';
 import { DB_NAME } from '../store/schema';
-import { ToolRegistry } from '../tools/registry';
-import { registerBuiltinTools } from '../tools/builtin';
+import type { ToolRegistry } from '../tools/registry';
 import type { AgentFlowChat } from './agentflow-chat';
 import './agentflow-chat';
 import { AppEngines } from '../controllers/engines/app-engines';
@@ -22,7 +21,7 @@ import type { PlannerTrainer } from '../planner/planner-client';
 import type { AgentflowModelsPanel } from './models-panel';
 import './models-panel';
 import { noticeRole, noticeStyles, type NoticeKind } from './notice-styles';
-import { restoreToolSwitches } from '../controllers/tools/tool-settings';
+import { ElementTools } from '../controllers/tools/element-tools';
 import type { AgentflowTrainingPanel } from './training-panel';
 import './training-panel';
 
@@ -60,7 +59,14 @@ export class AgentFlowApp extends LitElement {
   declare loading: ModelsLoadingDetail | null;
   /** Another tab or the browser took the database away (or holds it up): shown above every tab. */
   declare storage: StorageNotice | null;
-  readonly registry = new ToolRegistry();
+  /**
+   * The tools every tab offers, kept as a lone <agentflow-chat> keeps its own (ElementTools: the built-in
+   * tools, the stored switches). The base generator asks the loaded pair's shared engine.
+   */
+  private readonly toolSet = new ElementTools({ requestUpdate: () => this.requestUpdate() }, async () => {
+    if (!this.engines) throw new Error('no model is loaded (load one in Models & GPU, or try the scripted demo)');
+    return this.engines.shared;
+  });
   /** The engines every tab uses, and swapping them (AppEngines). */
   private readonly shared = new AppEngines(this);
   private unsubscribeStorage: (() => void) | null = null;
@@ -72,13 +78,12 @@ export class AgentFlowApp extends LitElement {
     this.noticeKind = 'info';
     this.loading = null;
     this.storage = null;
-    registerBuiltinTools(this.registry, {
-      engine: () => {
-        if (!this.engines) throw new Error('no model is loaded (load one in Models & GPU, or try the scripted demo)');
-        return this.engines.shared;
-      },
-    });
-    void restoreToolSwitches(this.registry);
+    void this.toolSet.setUp();
+  }
+
+  /** The registry the tabs share. */
+  get registry(): ToolRegistry {
+    return this.toolSet.registry;
   }
 
   static override styles = [noticeStyles, css`

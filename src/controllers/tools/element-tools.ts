@@ -1,6 +1,7 @@
-// The tools <agentflow-chat> offers the agent: the host's registry when it shares one (the app's settings),
-// otherwise the element's own with the built-in tools; the page's extra tools are added to either, and the
-// switches come from storage, or from the `tools` attribute when it is set.
+// The tools the agent is offered: the host's registry when it shares one (<agentflow-chat> in the app gets
+// the app's), otherwise one of its own with the built-in tools (a lone <agentflow-chat>, and the app shell,
+// whose registry its tabs share); the page's extra tools are added to either, and the switches come from
+// storage, or from the `tools` attribute when it is set.
 import type { ReactiveControllerHost } from 'lit';
 import type { ChatEngine } from '../../engine/chat-engine';
 import { registerBuiltinTools } from '../../tools/builtin';
@@ -8,12 +9,14 @@ import { ToolRegistry } from '../../tools/registry';
 import type { Tool } from '../../tools/tool';
 import { restoreToolSwitches } from './tool-settings';
 
-export interface ToolsHost extends ReactiveControllerHost {
-  readonly registry: ToolRegistry | undefined;
-  readonly extraTools: Tool[];
+/** What the tools are set up from; a host that leaves one out gets the default (the app shell sets none). */
+export interface ToolsHost extends Pick<ReactiveControllerHost, 'requestUpdate'> {
+  /** A registry shared with the host; unset: the controller keeps its own, with the built-in tools. */
+  readonly registry?: ToolRegistry;
+  readonly extraTools?: Tool[];
   /** Comma-separated names of the tools switched on; unset keeps the stored or default switches. */
-  readonly tools: string | undefined;
-  readonly dbName: string | undefined;
+  readonly tools?: string;
+  readonly dbName?: string;
 }
 
 export class ElementTools {
@@ -39,7 +42,7 @@ export class ElementTools {
   async setUp(): Promise<void> {
     const h = this.host;
     const reg = this.registry;
-    for (const t of h.extraTools) if (!reg.has(t.card.name)) reg.register(t);
+    for (const t of h.extraTools ?? []) if (!reg.has(t.card.name)) reg.register(t);
     if (reg === this.own && this.builtinsFor !== reg) {
       this.builtinsFor = reg;
       registerBuiltinTools(reg, { engine: this.sharedEngine });
