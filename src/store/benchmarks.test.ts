@@ -5,7 +5,8 @@ import 'fake-indexeddb/auto';
 import { openDB } from 'idb';
 import { describe, expect, it } from 'vitest';
 import { importBenchmark } from '../agent/benchmark-import';
-import { benchmarkFromRecord, benchmarkLabel, getBenchmark, listBenchmarks, saveBenchmark } from './benchmarks';
+import { benchmarkFromRecord, getBenchmark, listBenchmarks, saveBenchmark } from './benchmarks';
+import { benchmarkLabel } from '../controllers/benchmark-choice';
 import { openAgentDb } from './db';
 import { DB_VERSION, MIGRATIONS, type AgentFlowDB } from './schema';
 

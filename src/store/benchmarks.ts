@@ -49,11 +49,3 @@ export async function getBenchmark(id: string, dbName?: string): Promise<Benchma
 export function benchmarkFromRecord(rec: BenchmarkRecord): BenchmarkImport {
   return { name: rec.name, kind: rec.kind, items: rec.items, problems: rec.problems };
 }
-
-/** How a stored benchmark is listed: "bamboogle: 125 items, exact, imported 2026-11-26 14:05". */
-export function benchmarkLabel(rec: Pick<BenchmarkRecord, 'name' | 'items' | 'kind' | 'importedAt'>): string {
-  const d = new Date(rec.importedAt);
-  const p = (n: number) => String(n).padStart(2, '0');
-  const n = rec.items.length;
-  return `${rec.name}: ${n} item${n === 1 ? '' : 's'}, ${rec.kind}, imported ${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}`;
-}

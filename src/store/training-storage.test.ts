@@ -8,7 +8,8 @@ import { IdbRunStore } from '../trainer/run/run-store-idb';
 import { toyRunSetup, toyRunSpec } from '../trainer/run/toy-run';
 import { TrainingRun } from '../trainer/run/training-run';
 import { openAgentDb } from './db';
-import { freeTrainingStorage, keepAdapter, trainingStorageUsage } from './training-storage';
+import { freeTrainingStorage, trainingStorageUsage } from './training-storage';
+import { keepAdapter } from '../controllers/training/adapter-store';
 
 const TASK = { numQueries: 3, hiddenSize: 16, intermediateSize: 24, numLayers: 1 };
 

@@ -95,17 +95,3 @@ export async function freeTrainingStorage(dbName?: string): Promise<number> {
   }
   return before;
 }
-
-/** Saves an adapter under a name of the user's own: pruning and freeing never delete it. */
-export async function keepAdapter(id: string, name: string, dbName?: string): Promise<void> {
-  const n = name.trim();
-  if (!n) throw new Error('an adapter needs a name to be kept');
-  const db = await openAgentDb(dbName);
-  const rec = await db.get('adapters', id);
-  if (!rec) throw new Error(`adapter '${id}' is not in this browser's storage`);
-  try {
-    await db.put('adapters', { ...rec, name: n, keep: true });
-  } catch (e) {
-    throw describeStorageError(e, `adapter '${n}'`);
-  }
-}

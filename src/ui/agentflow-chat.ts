@@ -24,9 +24,8 @@ import { formatBytes, type ProgressTracker } from '../controllers/progress-track
 import { ElementTools } from '../controllers/tools/element-tools';
 import type { ElementTrainOptions } from '../controllers/training/element-training';
 import { ElementTrainingController, type AgentflowTrainStoppedDetail } from '../controllers/training/element-training-controller';
-import { onStorageNotice, storageNotice, storageOpenError, type StorageNotice } from '../store/db';
+import { StorageNotices, storageOpenError } from '../controllers/storage-notices';
 import type { ConversationRecord, StepRecord } from '../store/records';
-import { DB_NAME } from '../store/schema';
 import type { ToolRegistry } from '../tools/registry';
 import type { Tool } from '../tools/tool';
 import type { RunSummary } from '../trainer/run/training-run';
@@ -60,7 +59,6 @@ export class AgentFlowChat extends LitElement implements EngineUser {
     modelsLoading: { attribute: false },
     loadModelAction: { attribute: false },
     trainToyAction: { attribute: false },
-    storageNotice: { state: true },
     hideStorageNotices: { attribute: false },
     openGroups: { state: true },
     listOpen: { state: true },
@@ -96,8 +94,6 @@ export class AgentFlowChat extends LitElement implements EngineUser {
   declare trainToyAction: (() => void) | undefined;
   /** A host that shows storage notices itself (the app's banner) sets this; otherwise the chat shows them. */
   declare hideStorageNotices: boolean;
-  /** What another tab or the browser did to this chat's database (storageNotice in store/db.ts). */
-  declare storageNotice: StorageNotice | null;
   /** Sidebar groups (experiment items, training rollouts) the user has unfolded. */
   declare openGroups: Set<ConversationGroup>;
   /** The conversation list is unfolded (it folds only where the element is narrow, as on a phone). */
@@ -110,9 +106,10 @@ export class AgentFlowChat extends LitElement implements EngineUser {
   private pageEngines: AgentEngines | undefined;
   private readonly own = new ElementEngines(this);
   private readonly toolSet = new ElementTools(this, () => this.own.get().then((e) => e.shared));
+  /** What another tab or the browser did to this chat's database. */
+  private readonly storage = new StorageNotices(this, () => this.dbName);
   private readonly chat = new ConversationController(this, this.own, () => this.toolSet.registry, () => this.engines);
   private readonly training = new ElementTrainingController(this, () => toolsFromRegistry(this.toolSet.registry), () => this.own.trainable());
-  private unsubscribeStorage: (() => void) | null = null;
 
   constructor() {
     super();
@@ -122,7 +119,6 @@ export class AgentFlowChat extends LitElement implements EngineUser {
     this.expanded = new Set();
     this.modelsLoading = null;
     this.hideStorageNotices = false;
-    this.storageNotice = null;
     this.openGroups = new Set();
     this.listOpen = false;
     this.deleting = null;
@@ -160,6 +156,8 @@ export class AgentFlowChat extends LitElement implements EngineUser {
   get loading(): { tracker: ProgressTracker; which: string } | null { return this.own.loading; }
   /** Said when the element paused its training run by itself (the page replaced its engines). */
   get trainingNotice(): string | null { return this.training.notice; }
+  /** What another tab or the browser did to this chat's database (StorageNotices). */
+  get storageNotice(): StorageNotices['notice'] { return this.storage.notice; }
   get toolStatus(): ElementTools['status'] { return this.toolSet.status; }
   /** The registry in use: the host's, or the element's own with the built-in and extra tools. */
   get toolRegistry(): ToolRegistry { return this.toolSet.registry; }
@@ -168,18 +166,14 @@ export class AgentFlowChat extends LitElement implements EngineUser {
 
   override connectedCallback(): void {
     super.connectedCallback();
-    this.unsubscribeStorage = onStorageNotice((n) => {
-      if (n.dbName === (this.dbName ?? DB_NAME)) this.storageNotice = n.kind === 'resolved' ? null : n;
-    });
-    this.storageNotice = storageNotice(this.dbName ?? DB_NAME);
+    this.storage.watch();
     void this.init();
   }
 
   override disconnectedCallback(): void {
     super.disconnectedCallback();
     this.toolSet.dispose();
-    this.unsubscribeStorage?.();
-    this.unsubscribeStorage = null;
+    this.storage.stop();
     this.chat.state.live?.controller.abort();
   }
 

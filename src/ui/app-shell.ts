@@ -7,8 +7,7 @@
 import { LitElement, css, html, nothing } from 'lit';
 import { isScripted } from '../agent/engines-used';
 import type { AgentEngines } from '../agent/loop';
-import { onStorageNotice, storageNotice, type StorageNotice } from '../store/db';
-import { DB_NAME } from '../store/schema';
+import { StorageNotices } from '../controllers/storage-notices';
 import type { ToolRegistry } from '../tools/registry';
 import type { AgentFlowChat } from './agentflow-chat';
 import './agentflow-chat';
@@ -46,7 +45,6 @@ export class AgentFlowApp extends LitElement {
     notice: { state: true },
     noticeKind: { state: true },
     loading: { state: true },
-    storage: { state: true },
     dbName: { type: String, attribute: 'db-name' },
   };
   /** The IndexedDB database of every tab (default: the app's own); tests give each their own. */
@@ -57,8 +55,6 @@ export class AgentFlowApp extends LitElement {
   declare noticeKind: NoticeKind;
   /** Models & GPU is loading models (at start: the last ones, from the cache). */
   declare loading: ModelsLoadingDetail | null;
-  /** Another tab or the browser took the database away (or holds it up): shown above every tab. */
-  declare storage: StorageNotice | null;
   /**
    * The tools every tab offers, kept as a lone <agentflow-chat> keeps its own (ElementTools: the built-in
    * tools, the stored switches). The base generator asks the loaded pair's shared engine.
@@ -69,7 +65,8 @@ export class AgentFlowApp extends LitElement {
   });
   /** The engines every tab uses, and swapping them (AppEngines). */
   private readonly shared = new AppEngines(this);
-  private unsubscribeStorage: (() => void) | null = null;
+  /** Another tab or the browser took the database away (or holds it up): shown above every tab. */
+  private readonly storage = new StorageNotices(this, () => this.dbName);
 
   constructor() {
     super();
@@ -77,7 +74,6 @@ export class AgentFlowApp extends LitElement {
     this.notice = null;
     this.noticeKind = 'info';
     this.loading = null;
-    this.storage = null;
     void this.toolSet.setUp();
   }
 
@@ -103,10 +99,7 @@ export class AgentFlowApp extends LitElement {
 
   override connectedCallback(): void {
     super.connectedCallback();
-    this.storage = storageNotice();
-    this.unsubscribeStorage = onStorageNotice((n) => {
-      if (n.dbName === (this.dbName ?? DB_NAME)) this.storage = n.kind === 'resolved' ? null : n;
-    });
+    this.storage.watch();
     window.addEventListener('hashchange', this.onHash);
     this.addEventListener('agentflow-engines', this.onEngines as EventListener);
     this.addEventListener('agentflow-adapter', this.onAdapter as EventListener);
@@ -115,8 +108,7 @@ export class AgentFlowApp extends LitElement {
 
   override disconnectedCallback(): void {
     super.disconnectedCallback();
-    this.unsubscribeStorage?.();
-    this.unsubscribeStorage = null;
+    this.storage.stop();
     window.removeEventListener('hashchange', this.onHash);
     this.removeEventListener('agentflow-engines', this.onEngines as EventListener);
     this.removeEventListener('agentflow-adapter', this.onAdapter as EventListener);
@@ -235,6 +227,7 @@ export class AgentFlowApp extends LitElement {
   }
 
   override render() {
+    const storage = this.storage.notice;
     const loadingText = this.loading ? `Loading ${this.loading.restoring ? 'your last models' : 'models'} (${this.loading.what})…` : null;
     return html`
       <header>
@@ -242,9 +235,9 @@ export class AgentFlowApp extends LitElement {
         <p class="privacy">Everything runs on this device: models on your GPU, memory in this browser's storage. Nothing is sent anywhere unless you turn on a tool that uses the network; a model is downloaded, or its size checked, only when you press the button for it in Models &amp; GPU.</p>
       </header>
       ${this.renderEngines()}
-      ${this.storage
-        ? html`<p role="alert" class="notice error" data-testid="storage-banner">${this.storage.message}
-            ${this.storage.kind === 'blocked' ? '' : html`<button type="button" @click=${() => location.reload()}>Reload</button>`}</p>`
+      ${storage
+        ? html`<p role="alert" class="notice error" data-testid="storage-banner">${storage.message}
+            ${storage.kind === 'blocked' ? '' : html`<button type="button" @click=${() => location.reload()}>Reload</button>`}</p>`
         : ''}
       ${this.notice ? html`<p role=${noticeRole(this.noticeKind)} class="notice ${this.noticeKind}" data-testid="app-notice">${this.notice}</p>` : ''}
       <div role="tablist" aria-label="Sections" @keydown=${this.onTabKey}>

@@ -10,12 +10,11 @@
 import { LitElement, html, nothing } from 'lit';
 import type { ImportedBenchmark } from '../agent/benchmark-import';
 import type { AgentEngines } from '../agent/loop';
-import { BenchmarkChoice } from '../controllers/benchmark-choice';
+import { BenchmarkChoice, benchmarkLabel } from '../controllers/benchmark-choice';
 import { ExperimentRuns } from '../controllers/experiments/experiment-runs';
 import { parseSubset } from '../controllers/experiments/experiment-subset';
 import type { EngineUse, EngineUser } from '../controllers/engines/engine-use';
-import { benchmarkLabel } from '../store/benchmarks';
-import { storageOpenError } from '../store/db';
+import { storageOpenError } from '../controllers/storage-notices';
 import type { ExperimentRecord, StepRecord } from '../store/records';
 import type { ToolRegistry } from '../tools/registry';
 import { downloadText } from './download';

@@ -4,12 +4,11 @@
 // planner loaded, only for adapters whose shapes fit it (the others say why). The panel hands the lists in
 // and re-reads them on `training-adapters-changed`.
 import { LitElement, css, html, nothing } from 'lit';
-import { keepAdapter } from '../store/training-storage';
 import type { AdapterRecord } from '../store/records';
 import type { StoredRun } from '../trainer/run/run-store';
 import { adapterZip } from '../controllers/training/adapter-export';
 import { activateRefusal, saveActiveAdapter, type PlannerBase } from '../controllers/training/adapter-activation';
-import { deleteAdapter, importAdapterFiles, importedAdapterName } from '../controllers/training/adapter-store';
+import { deleteAdapter, importAdapterFiles, importedAdapterName, keepAdapter } from '../controllers/training/adapter-store';
 import { deleteQuestion, deleteQuestionStyles, focusDeleteQuestion } from './delete-question';
 import { downloadBlob } from './download';
 

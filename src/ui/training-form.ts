@@ -7,7 +7,7 @@
 import { html, nothing } from 'lit';
 import type { ImportedBenchmark } from '../agent/benchmark-import';
 import { LORA_MODULES, type LoraModule } from '../io/peft';
-import { benchmarkLabel } from '../store/benchmarks';
+import { benchmarkLabel } from '../controllers/benchmark-choice';
 import type { AdapterRecord, BenchmarkRecord } from '../store/records';
 import { DEFAULT_GRPO_CONFIG } from '../trainer/grpo-config';
 import type { RunSpec } from '../trainer/run/run-store';

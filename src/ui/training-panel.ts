@@ -15,7 +15,6 @@ import type { ToolRegistry } from '../tools/registry';
 import { DEFAULT_GRPO_CONFIG } from '../trainer/grpo-config';
 import type { EvalPoint } from '../trainer/run/metrics';
 import type { RunResult, RunSpec, StoredRun } from '../trainer/run/run-store';
-import { listRuns } from '../trainer/run/run-store-idb';
 import { TOY_TRAINING } from '../trainer/toy-task';
 import type { PolicyTrainer } from '../trainer/training-host';
 import { listAdapters } from '../controllers/training/adapter-store';
@@ -244,12 +243,8 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
   }
 
   /** Re-reads the stored runs (the list, and which agent runs can be resumed). */
-  async refreshAgentRuns(): Promise<void> {
-    try {
-      this.runs = await listRuns(this.dbName);
-    } catch {
-      this.runs = [];
-    }
+  refreshAgentRuns(): Promise<void> {
+    return this.runner.refreshRuns();
   }
 
   /** Shows a stored run's charts, settings and result (any run, finished or not). */

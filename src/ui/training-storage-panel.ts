@@ -1,30 +1,18 @@
 // <agentflow-training-storage>: what training keeps in this browser (checkpoint adapters and optimizer
 // moments per run, adapters kept by name or imported) and a button that frees what finished runs no longer
-// need (src/store/training-storage.ts says what is kept). Shown in Models & GPU next to the model cache.
+// need (StoredTraining reads and frees it). Shown in Models & GPU next to the model cache.
 import { LitElement, css, html, nothing } from 'lit';
-import { freeTrainingStorage, trainingStorageUsage, type TrainingStorageUsage } from '../store/training-storage';
 import { formatBytes } from '../controllers/progress-tracker';
+import { StoredTraining } from '../controllers/training/stored-training';
 
 const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;
 
 export class AgentflowTrainingStorage extends LitElement {
   static override properties = {
     dbName: { type: String, attribute: 'db-name' },
-    usage: { state: true },
-    message: { state: true },
-    busy: { state: true },
   };
   declare dbName: string | undefined;
-  declare usage: TrainingStorageUsage | null;
-  declare message: string;
-  declare busy: boolean;
-
-  constructor() {
-    super();
-    this.usage = null;
-    this.message = '';
-    this.busy = false;
-  }
+  private readonly stored = new StoredTraining(this, () => this.dbName);
 
   static override styles = css`
     :host { display: block; }
@@ -62,29 +50,12 @@ export class AgentflowTrainingStorage extends LitElement {
     this.visibility = null;
   }
 
-  async refresh(): Promise<void> {
-    try {
-      this.usage = await trainingStorageUsage(this.dbName);
-    } catch (e) {
-      this.message = `Could not read training storage: ${(e as Error).message}`;
-    }
-  }
-
-  private async free(): Promise<void> {
-    this.busy = true;
-    try {
-      const freed = await freeTrainingStorage(this.dbName);
-      this.message = `Freed ${formatBytes(freed)}.`;
-    } catch (e) {
-      this.message = `Could not free training storage: ${(e as Error).message}`;
-    } finally {
-      this.busy = false;
-      await this.refresh();
-    }
+  refresh(): Promise<void> {
+    return this.stored.refresh();
   }
 
   override render() {
-    const u = this.usage;
+    const { usage: u, busy, message } = this.stored;
     if (!u) return html`<p aria-busy="true">Reading training storage…</p>`;
     return html`
       <p data-testid="training-storage-total">Training uses ${formatBytes(u.totalBytes)}: ${count(u.runs.reduce((n, r) => n + r.checkpoints, 0), 'checkpoint')} of ${count(u.runs.length, 'run')}, and ${count(u.keptAdapters, 'adapter')} kept by name or imported (${formatBytes(u.keptAdapterBytes)}).</p>
@@ -95,10 +66,10 @@ export class AgentflowTrainingStorage extends LitElement {
           </table></div>`
         : nothing}
       <p>
-        <button type="button" ?disabled=${this.busy || u.freeableBytes === 0} @click=${() => this.free()}>Free ${formatBytes(u.freeableBytes)} of finished runs</button>
+        <button type="button" ?disabled=${busy || u.freeableBytes === 0} @click=${() => this.stored.free()}>Free ${formatBytes(u.freeableBytes)} of finished runs</button>
         <small>Keeps each finished run's result adapter, adapters you saved by name, and every checkpoint of paused runs (they need them to resume).</small>
       </p>
-      ${this.message ? html`<p role="status" data-testid="training-storage-message">${this.message}</p>` : nothing}
+      ${message ? html`<p role="status" data-testid="training-storage-message">${message}</p>` : nothing}
     `;
   }
 }

@@ -30,6 +30,20 @@ function relativeImports(path: string, text: string): string[] {
   return specs.map((s) => relative(ROOT, resolve(ROOT, dirname(path), s)));
 }
 
+/** Value (not `import type`) imports of a module at `path`, resolved to paths from the root. */
+function valueImports(path: string, text: string): string[] {
+  const specs = [...text.matchAll(/(?:import|export)\s+(?!type\s)[^'";]*?from\s+['"](\.[^'"]+)['"]/g), ...text.matchAll(/import\s+['"](\.[^'"]+)['"]/g), ...text.matchAll(/import\(\s*['"](\.[^'"]+)['"]\s*\)/g)].map((m) => m[1]);
+  return specs.map((s) => relative(ROOT, resolve(ROOT, dirname(path), s)));
+}
+
+/** A module that reads or writes IndexedDB: the store room, and the trainer's stores over it (`*-idb`). */
+const isStore = (p: string) => p.startsWith('src/store/') || /-idb$/.test(p);
+
+/** Modules that use a store's functions, not only its types. */
+function usingStores(files: Array<{ path: string; text: string }>): string[] {
+  return files.filter((f) => valueImports(f.path, f.text).some(isStore)).map((f) => f.path);
+}
+
 /** Modules under `from` that import anything under `into`. */
 function reachingInto(files: Array<{ path: string; text: string }>, into: string): string[] {
   return files.filter((f) => relativeImports(f.path, f.text).some((p) => p === into || p.startsWith(`${into}/`))).map((f) => f.path);
@@ -55,6 +69,18 @@ describe('ui/ and controllers/', () => {
       { path: 'src/controllers/x/c.ts', text: "import { y } from '../y';" },
     ];
     expect(reachingInto(fake, 'src/ui')).toEqual(['src/controllers/x/a.ts', 'src/controllers/x/b.ts']);
+  });
+
+  it('has no view reading or writing storage itself: a view asks a controller, which owns the data', () => {
+    expect(usingStores(read('src/ui'))).toEqual([]);
+    // The checker sees a store's function imported and lets its record types through.
+    const fake = [
+      { path: 'src/ui/a.ts', text: "import { keepAdapter } from '../store/training-storage';" },
+      { path: 'src/ui/b.ts', text: "import { listRuns } from '../trainer/run/run-store-idb';" },
+      { path: 'src/ui/c.ts', text: "import type { AdapterRecord } from '../store/records';" },
+      { path: 'src/ui/d.ts', text: "import { adapterZip } from '../controllers/training/adapter-export';" },
+    ];
+    expect(usingStores(fake)).toEqual(['src/ui/a.ts', 'src/ui/b.ts']);
   });
 
   it('keeps every worker module in workers/', () => {

@@ -1,4 +1,4 @@
-// LoRA adapters stored in IndexedDB ('adapters'): list, delete, export as PEFT files and import PEFT
+// LoRA adapters stored in IndexedDB ('adapters'): list, delete, keep by name, export as PEFT files and import PEFT
 // files (validated by the engine's PEFT parser, so a wrong file is refused with its name and tensor).
 import type { Qwen2Config } from '../../io/qwen2-config';
 import { LORA_MODULES, MODULE_PATH, moduleShape, parseAdapter, type LoraAdapter, type LoraModule } from '../../io/peft';
@@ -13,6 +13,20 @@ export async function listAdapters(dbName?: string): Promise<AdapterRecord[]> {
 
 export async function deleteAdapter(id: string, dbName?: string): Promise<void> {
   await (await openAgentDb(dbName)).delete('adapters', id);
+}
+
+/** Saves an adapter under a name of the user's own: pruning and freeing (store/training-storage.ts) never delete it. */
+export async function keepAdapter(id: string, name: string, dbName?: string): Promise<void> {
+  const n = name.trim();
+  if (!n) throw new Error('an adapter needs a name to be kept');
+  const db = await openAgentDb(dbName);
+  const rec = await db.get('adapters', id);
+  if (!rec) throw new Error(`adapter '${id}' is not in this browser's storage`);
+  try {
+    await db.put('adapters', { ...rec, name: n, keep: true });
+  } catch (e) {
+    throw describeStorageError(e, `adapter '${n}'`);
+  }
 }
 
 /** PEFT files of a stored adapter: adapter_config.json text and adapter_model.safetensors bytes. */

@@ -8,6 +8,7 @@ import { toolTaskOf } from '../../tasks/tool-task-run';
 import type { RolloutProgress } from '../../trainer/run/collector';
 import type { EvalPoint } from '../../trainer/run/metrics';
 import type { RunResult, StoredRun } from '../../trainer/run/run-store';
+import { listRuns } from '../../trainer/run/run-store-idb';
 import type { PolicyTrainer } from '../../trainer/training-host';
 import type { ToolRegistry } from '../../tools/registry';
 import { resumeAgentDriver } from './agent-training-driver';
@@ -46,7 +47,6 @@ export interface RunnerHost {
   /** The trainer next to the engines' planner, when there are both. */
   plannerTrainer(): PolicyTrainer | null;
   refreshAdapters(): Promise<void>;
-  refreshAgentRuns(): Promise<void>;
 }
 
 /** A pause asked for while a step ran: which step, why, and how far its rollouts had got. */
@@ -227,13 +227,13 @@ export class TrainingRunner {
       // The page stopped the run while it was being set up: it is stored, at its start, and can be resumed.
       this.pauseWanted = false;
       h.state = 'paused';
-      await h.refreshAgentRuns();
+      await this.refreshRuns();
       return;
     }
     h.state = 'running';
     h.progress = { steps: d.steps ?? 0, started: Date.now(), stepsAtStart: h.points.at(-1)?.step ?? 0, rollouts: null };
     // The list gets the new run now; its entry then follows the live steps.
-    void h.refreshAgentRuns();
+    void this.refreshRuns();
     try {
       await d.run(
         (p) => {
@@ -250,7 +250,17 @@ export class TrainingRunner {
       h.result = d.result ?? null;
       this.afterRun(d);
       await h.refreshAdapters();
-      await h.refreshAgentRuns();
+      await this.refreshRuns();
+    }
+  }
+
+  /** Re-reads the stored runs into the tab (the list, and which agent runs can be resumed); none when unreadable. */
+  async refreshRuns(): Promise<void> {
+    const h = this.host;
+    try {
+      h.runs = await listRuns(h.dbName);
+    } catch {
+      h.runs = [];
     }
   }
 
