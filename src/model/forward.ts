@@ -12,7 +12,7 @@ import type { Qwen2Weights } from './weights';
 import { cacheRowInput, copyStep, dispatchStep, encodeInput, type EncodeInputs, type Offset, type Step } from './graph';
 import * as ops from './ops';
 import { attentionSplit, splitAttentionPays } from '../kernels/attention/attention.split';
-import { attentionTrain } from '../kernels/attention/attention.train';
+import { ATTN_TRAIN_MAX_HD, attentionTrain } from '../kernels/attention/attention.train';
 import type { LoraModule } from '../io/peft';
 
 export interface ForwardSpec {
@@ -46,6 +46,12 @@ export interface ForwardSpec {
    * attention (slot 2l) and MLP (2l + 1), and the final norm's output to slot 2 * layers; H f32 per slot.
    */
   probe?: { buffer: GPUBuffer; row: number };
+  /**
+   * Batch attention (no cache) through the tiled kernel a training forward uses, not the single-pass one:
+   * 0.145 against 0.62 ms a layer for 512 rows on an H200 (2026-11-27 profiles). Scoring sets it; prefill
+   * does not, because the e2e sampling seeds pin the single-pass kernel's arithmetic (they agree to f32 rounding).
+   */
+  tiledAttention?: boolean;
 }
 
 export async function recordForward(ctx: GpuContext, s: ForwardSpec): Promise<Step[]> {
@@ -98,9 +104,9 @@ export async function recordForward(ctx: GpuContext, s: ForwardSpec): Promise<St
     }
     const attn = { q: L.q, k: K, v: V, ranges: plan.ranges, out: L.attn, lse: L.lse, n, nHeads: c.numHeads, nKvHeads: c.numKvHeads, headDim: c.headDim };
     if (partials) for (const d of await attentionSplit(ctx, { ...attn, maxKeys, partials })) add(d);
-    // A training forward (keep) runs the tiled kernel: the single-pass one's arithmetic is pinned for
-    // prefill and scoring (e2e sampling seeds); both agree to f32 rounding.
-    else if (plan.keep) add(await attentionTrain(ctx, attn));
+    // A training forward (keep) and scoring run the tiled kernel: the single-pass one's arithmetic is pinned
+    // for prefill (e2e sampling seeds); both agree to f32 rounding.
+    else if (plan.keep || (s.tiledAttention && c.headDim <= ATTN_TRAIN_MAX_HD)) add(await attentionTrain(ctx, attn));
     else add(await ops.attention(ctx, attn));
     steps.push(copyStep(L.x, L.h, n * H * 4));
     add(await ops.linear(ctx, { x: L.attn, W: W.o, y: L.h, n, inDim: qd, outDim: H, accumulate: true }));

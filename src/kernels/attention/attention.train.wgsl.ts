@@ -116,6 +116,9 @@ ${KV_TILE_LOAD}    workgroupBarrier();
     for (var j = 0u; j < T; j++) {
       let pj = ps[a * TP + j];
       bs += pj;
+      // A key outside this pair's range (another packed sequence) has p = 0: skipping it keeps that
+      // sequence's non-finite V out of this row (0 * inf is NaN) and changes nothing for finite values.
+      if (pj == 0.0) { continue; }
       for (var c = 0u; c < ${nc}u; c++) {
         let d = lane + c * T;
         if (d < HD) { acc[c] += pj * sv[j * PAD + d]; }
