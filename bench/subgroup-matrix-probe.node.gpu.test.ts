@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { create, globals } from 'webgpu';
 import { bestPerShape, probe, TOGGLES, type ShapeResult } from './subgroup-matrix-probe';
-import { VARIANTS, subgroupMatrixWgsl, type MatrixConfig } from './subgroup-matrix-wgsl';
+import { VARIANTS, subgroupMatrixWgsl, variantProblem, type MatrixConfig } from './subgroup-matrix-wgsl';
 
 const configs: MatrixConfig[] = [
   { componentType: 'f16', resultComponentType: 'f32', M: 16, N: 16, K: 16 },
@@ -24,7 +24,7 @@ describe('subgroup-matrix probe on Dawn', () => {
     expect(adapter?.features.has('chromium-experimental-subgroup-matrix')).toBe(true);
     const device = await adapter!.requestDevice({ requiredFeatures: ['chromium-experimental-subgroup-matrix', 'shader-f16', 'subgroups'] as GPUFeatureName[] });
     for (const c of configs) {
-      for (const v of VARIANTS) {
+      for (const v of VARIANTS.filter((x) => !variantProblem(c, x, 32))) {
         const module = device.createShaderModule({ code: subgroupMatrixWgsl(c, v, 32) });
         const messages = (await module.getCompilationInfo()).messages.map((m) => `${v.name} ${c.componentType}->${c.resultComponentType}: ${m.lineNum}:${m.linePos} ${m.message}`);
         expect(messages).toEqual([]);
@@ -56,7 +56,7 @@ describe('subgroup-matrix probe on Dawn', () => {
     // invocations (an error, recorded) or cannot share their staging loads (skipped, with the reason).
     const ran = variants.filter((v) => v.results?.[0]?.timing);
     expect(ran.map((v) => v.name)).toEqual(['direct-1sg-2x2', 'direct-1sg-2x2', 'direct-1sg-2x2']);
-    for (const v of variants.filter((x) => !x.results?.[0]?.timing)) expect(v.error ?? v.skipped).toMatch(/workgroup_size|vec4 loads/);
+    for (const v of variants.filter((x) => !x.results?.[0]?.timing)) expect(v.error ?? v.skipped).toMatch(/workgroup_size|vec4 loads|staged f16 configs only/);
     // Nothing was computed, so no variant passes the float64 check and none is reported best.
     expect((out.best as Array<{ best: unknown }>)[0].best).toBeNull();
   });

@@ -409,7 +409,7 @@ export async function probe(o: ProbeOptions, out: Record<string, unknown>): Prom
                 const bind = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: [a, w, c, u].map((buffer, binding) => ({ binding, resource: { buffer } })) });
                 return { pipeline, bind, grid: [n / g.blockN, m / g.blockM] };
               },
-              { a: cfg.componentType as 'f16' | 'f32', w: cfg.componentType as 'f16' | 'f32' },
+              { a: v.aF32 ? 'f32' : (cfg.componentType as 'f16' | 'f32'), w: cfg.componentType as 'f16' | 'f32' },
               cfg.resultComponentType as 'f16' | 'f32',
             ),
           );

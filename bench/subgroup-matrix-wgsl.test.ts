@@ -41,6 +41,16 @@ describe('subgroup-matrix probe: WGSL', () => {
     expect(g.workgroupBytes).toBe((g.blockM + g.blockN) * stride * 2);
   });
 
+  it('with f32 A, stages A from vec4<f32> and rounds it to f16; W stays f16', () => {
+    const v = VARIANTS.find((x) => x.aF32)!;
+    const code = subgroupMatrixWgsl(f16f32, v, 32);
+    expect(code).toContain('var<storage, read> a: array<vec4<f32>>;');
+    expect(code).toContain('var<storage, read> w: array<vec4<f16>>;');
+    expect(code).toMatch(/tile_a\[oetile_a0\] = f16\(vetile_a0\.x\);/);
+    expect(code).toMatch(/tile_w\[oetile_w0\] = vetile_w0\.x;/);
+    expect(variantProblem({ ...f16f32, componentType: 'f32' }, v, 32)).toMatch(/staged f16 configs only/);
+  });
+
   it('writes f32 kernels without `enable f16`, and refuses integer configs and uneven staging by name', () => {
     const f32: MatrixConfig = { componentType: 'f32', resultComponentType: 'f32', M: 8, N: 8, K: 8 };
     expect(subgroupMatrixWgsl(f32, direct, 32)).not.toContain('enable f16');

@@ -36,13 +36,24 @@ export interface Variant {
    * absent: every subgroup loads its operands straight from the storage buffers.
    */
   bk?: number;
+  /**
+   * A is f32 (as the model's activations are) and is rounded to f16 while staged: what a training kernel
+   * would do. Staged f16 configs only.
+   */
+  aF32?: boolean;
 }
 
-/** The variants the probe tries: small and direct, larger and direct (cache reuse only), staged. */
+/**
+ * The variants the probe tries: one subgroup and four reading the buffers directly (reuse through the caches
+ * only), two staged through workgroup memory (8 subgroups of 4x2 matrices, 4 of 4x4), and the 4x4 one with
+ * f32 A rounded while staged, as training's activations would be.
+ */
 export const VARIANTS: readonly Variant[] = [
   { name: 'direct-1sg-2x2', sgRows: 1, sgCols: 1, tm: 2, tn: 2 },
   { name: 'direct-4sg-2x4', sgRows: 2, sgCols: 2, tm: 2, tn: 4 },
   { name: 'staged-8sg-4x2-bk32', sgRows: 2, sgCols: 4, tm: 4, tn: 2, bk: 32 },
+  { name: 'staged-4sg-4x4-bk32', sgRows: 2, sgCols: 2, tm: 4, tn: 4, bk: 32 },
+  { name: 'staged-4sg-4x4-bk32-f32a', sgRows: 2, sgCols: 2, tm: 4, tn: 4, bk: 32, aF32: true },
 ];
 
 /** Component types this generator writes kernels for; the integer ones (u8/i8 packed in u32) are skipped. */
@@ -88,6 +99,7 @@ export function shapeProblem(c: MatrixConfig, v: Variant, subgroupSize: number, 
 /** Why this variant cannot be built for this config (null when it can): staging copies whole vec4s, evenly. */
 export function variantProblem(c: MatrixConfig, v: Variant, subgroupSize: number): string | null {
   if (!usable(c)) return `no kernel for ${c.componentType} -> ${c.resultComponentType} (float types only)`;
+  if (v.aF32 && (v.bk === undefined || c.componentType !== 'f16')) return 'f32 A is rounded to f16 while staged: staged f16 configs only';
   if (v.bk === undefined) return null;
   const g = geometry(c, v, subgroupSize);
   if (v.bk % c.K !== 0) return `bk ${v.bk} is not a multiple of the config's K ${c.K}`;
@@ -100,7 +112,7 @@ export function variantProblem(c: MatrixConfig, v: Variant, subgroupSize: number
 const range = (n: number): number[] => [...Array(n).keys()];
 
 /**
- * The kernel. Bindings: 0 A [m, k], 1 W [n, k] (componentType; vec4 of it when staged), 2 C [m, n]
+ * The kernel. Bindings: 0 A [m, k], 1 W [n, k] (componentType, A f32 with aF32; vec4s when staged), 2 C [m, n]
  * (resultComponentType), 3 uniform dims {m, n, k}. Grid: (n / blockN, m / blockM). Every dimension must
  * be a multiple of the block (shapeProblem).
  */
@@ -119,7 +131,7 @@ export function subgroupMatrixWgsl(c: MatrixConfig, v: Variant, subgroupSize: nu
   const stride = g.bk + STAGE_PAD;
   const enables = [T, R].includes('f16') ? 'enable f16;\n' : '';
   const inputs = staged
-    ? `@group(0) @binding(0) var<storage, read> a: array<vec4<${T}>>;\n@group(0) @binding(1) var<storage, read> w: array<vec4<${T}>>;`
+    ? `@group(0) @binding(0) var<storage, read> a: array<vec4<${v.aF32 ? 'f32' : T}>>;\n@group(0) @binding(1) var<storage, read> w: array<vec4<${T}>>;`
     : `@group(0) @binding(0) var<storage, read> a: array<${T}>;\n@group(0) @binding(1) var<storage, read> w: array<${T}>;`;
   // Direct: operands come from the storage buffers, offsets in elements of the [rows, k] arrays.
   // Staged: from the workgroup tiles, [blockM or blockN rows][bk + pad].
@@ -148,7 +160,9 @@ export function subgroupMatrixWgsl(c: MatrixConfig, v: Variant, subgroupSize: nu
           `    let ${e} = lidx + ${s * g.workgroupSize}u;`,
           `    let v${e} = ${src}[((${origin} + ${e} / ${perRow}u) * dims.k + k0) / 4u + ${e} % ${perRow}u];`,
           `    let o${e} = (${e} / ${perRow}u) * ${stride}u + (${e} % ${perRow}u) * 4u;`,
-          `    ${tile}[o${e}] = v${e}.x; ${tile}[o${e} + 1u] = v${e}.y; ${tile}[o${e} + 2u] = v${e}.z; ${tile}[o${e} + 3u] = v${e}.w;`,
+          ...(src === 'a' && v.aF32
+            ? [`    ${tile}[o${e}] = f16(v${e}.x); ${tile}[o${e} + 1u] = f16(v${e}.y); ${tile}[o${e} + 2u] = f16(v${e}.z); ${tile}[o${e} + 3u] = f16(v${e}.w);`]
+            : [`    ${tile}[o${e}] = v${e}.x; ${tile}[o${e} + 1u] = v${e}.y; ${tile}[o${e} + 2u] = v${e}.z; ${tile}[o${e} + 3u] = v${e}.w;`]),
         ].join('\n');
       })
       .join('\n');
