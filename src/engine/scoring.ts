@@ -77,7 +77,7 @@ async function runPacked(res: RuntimeResources, plan: ActivationPlan, batch: Pac
   const { ctx, weights } = res;
   const n = batch.rows;
   writeBatch(ctx, plan, batch);
-  const forward = await res.records.get(`score:${plan.rows}:${n}`, (adapter) => recordForward(ctx, { plan, weights, adapter, n, tiledAttention: true }), plan);
+  const forward = await res.records.get(`scoreTiled:${plan.rows}:${n}`, (adapter) => recordForward(ctx, { plan, weights, adapter, n, tiledAttention: true }), plan);
   const C = plan.logitsRows;
   assertDeviceAlive(ctx, doing);
   const enc = ctx.device.createCommandEncoder({ label: doing });
