@@ -9,16 +9,17 @@
 // ropeAndStore is one dispatch (RoPE + the KV-cache writes at row pos, no copies) and attend one workgroup
 // per KV head for all its query heads (attention.decode.ts).
 // A LoRA's up projection rides in the epilogue of the base linear it adds to; its down projection (which
-// needs the linear's whole input) stays a dispatch before it. The q/k/v form binds up to 13 storage buffers
-// (qkvFusedStorage): on a device that allows fewer (WebGPU's default is 8) the q/k/v LoRA runs as in
-// forward.ts, a grouped down and the ups after c_attn (two more dispatches a layer).
+// needs the linear's whole input) stays a dispatch before it. c_attn with a LoRA up on all of q, k, v binds
+// 13 storage buffers: where the device allows fewer, the ups that do not fit run after it as dispatches
+// (qkvEpilogueLoras; Chromium's SwiftShader allows 10: one up in the epilogue, k and v grouped after), and
+// where not even the group fits (WebGPU's default 8) the q/k/v LoRA runs as in forward.ts.
 // q/k/v (and gate/up) must be contiguous row windows of one 4-bit buffer pair, as uploadQ4 makes them
 // from MLC's fused c_attn and gate_up_proj.
 import type { GpuContext } from '../gpu/device';
 import { createStorageChecked } from '../gpu/buffers';
 import { q4DecodeLinear, q4DecodeStorage, type Q4DecodeLora } from '../kernels/q4/q4decode';
-import { loraDown } from '../kernels/lora/lora';
-import { loraDownGroup, loraDownGroupStorage } from '../kernels/lora/lora.group';
+import { loraDown, loraUp } from '../kernels/lora/lora';
+import { loraDownGroup, loraDownGroupStorage, loraUpGroup } from '../kernels/lora/lora.group';
 import { Q4_SMALL_N } from '../kernels/q4/q4matmul.wgsl';
 import type { Q4Weight } from '../kernels/q4/q4weight';
 import { attentionDecode, attentionDecodeSplits } from '../kernels/attention/attention.decode';
@@ -120,12 +121,24 @@ export function releaseDecodeParams(w: Qwen2Weights): void {
 }
 
 /**
- * Storage bindings the fused q/k/v LoRA needs with `loras` of q/k/v adapted: the larger of the norm + downs
- * group (storing xn1) and c_attn reading xn1 with the packed biases and a LoRA up on each adapted segment.
+ * For a q/k/v LoRA on the `adapted` ones of [q, k, v]: which of them get their up in c_attn's epilogue on a
+ * device with `maxStorage` storage bindings (in q, k, v order, as many as fit), or null to run the LoRA as
+ * forward.ts does (none adapted, or the norm + downs group that stores xn1 does not fit, or no up does: the
+ * fused form would save nothing).
  */
-export function qkvFusedStorage(loras: boolean[]): number {
-  const k = loras.filter(Boolean).length;
-  return Math.max(loraDownGroupStorage(k, { xn: true }), q4DecodeStorage({ params: 1, segments: 3, lora: loras }));
+export function qkvEpilogueLoras(adapted: readonly boolean[], maxStorage: number): boolean[] | null {
+  const k = adapted.filter(Boolean).length;
+  if (k === 0 || loraDownGroupStorage(k, { xn: true }) > maxStorage) return null;
+  const epi = [false, false, false];
+  for (const s of [0, 1, 2]) {
+    if (!adapted[s]) continue;
+    epi[s] = true;
+    if (q4DecodeStorage({ params: 1, segments: 3, lora: epi }) > maxStorage) {
+      epi[s] = false;
+      break;
+    }
+  }
+  return epi.some(Boolean) ? epi : null;
 }
 
 /** What a layer seam (ropeAndStore, attend) gets: the spec, the layer, its activations and the step list to append to. */
@@ -209,21 +222,26 @@ export async function recordDecodeForward(ctx: GpuContext, s: ForwardSpec): Prom
     };
 
     // rmsnorm + c_attn (q, k, v windows in one pass); the normalised x is stored only for a q/k/v LoRA.
-    const qkvMods = (['q', 'k', 'v'] as const).filter(has);
-    const qkvLoras = (['q', 'k', 'v'] as const).map(has);
+    const qkv = ['q', 'k', 'v'] as const;
+    const qkvMods = qkv.filter(has);
+    const qkvY = [L.q, L.k, L.v];
     const qkvOut = (loras: Array<Q4DecodeLora | undefined>) => [
       { y: L.q, rows: qd, bias: { buffer: P, offset: H }, lora: loras[0] },
       { y: L.k, rows: kvd, bias: { buffer: P, offset: H + qd }, lora: loras[1] },
       { y: L.v, rows: kvd, bias: { buffer: P, offset: H + qd + kvd }, lora: loras[2] },
     ];
-    if (qkvMods.length > 0 && qkvFusedStorage(qkvLoras) <= ctx.caps.limits.maxStorageBuffersPerShaderStage) {
+    const epi = qkvEpilogueLoras(qkv.map(has), ctx.caps.limits.maxStorageBuffersPerShaderStage);
+    if (epi) {
       // As gate/up below: one dispatch normalises x (into xn1) and runs the downs, then c_attn reads xn1
-      // with each LoRA up in its epilogue (no up dispatches after it).
+      // with the LoRA ups that fit its bindings in its epilogue; the others (if any) are added after it.
       add(await loraDownGroup(ctx, {
         x: L.x, n, inDim: H, norm: { w: W.inputNorm, eps, xn: L.xn1 },
         modules: qkvMods.map((m) => ({ A: adapter!.layers[l][m]!.A, t: L.t[m], rank: adapter!.layers[l][m]!.r })),
       }));
-      add(await q4DecodeLinear(ctx, { W: W.q, x: L.xn1, n, inDim: H, outputs: qkvOut([up('q'), up('k'), up('v')]) }));
+      add(await q4DecodeLinear(ctx, { W: W.q, x: L.xn1, n, inDim: H, outputs: qkvOut(qkv.map((m, s) => (epi[s] ? up(m) : undefined))) }));
+      const rest = qkv.flatMap((m, s) => (has(m) && !epi[s] ? [{ ...up(m)!, y: qkvY[s], outDim: s === 0 ? qd : kvd }] : []));
+      if (rest.length === 2) add(await loraUpGroup(ctx, { n, modules: rest }));
+      else if (rest.length === 1) add(await loraUp(ctx, { ...rest[0], n }));
     } else {
       add(await q4DecodeLinear(ctx, {
         W: W.q, x: L.x, n, inDim: H,

@@ -77,6 +77,8 @@ const CASES: Case[] = [
   // The decode forward's c_attn under a q/k/v LoRA (13 storage bindings): x is the LoRA group's stored
   // rmsnorm(x), biases packed, a LoRA up on each segment (the segment boundaries pick B and t).
   { name: 'c_attn-like after the LoRA group: 3 segments each with a LoRA up, biases packed', n: 2, inDim: 96, segs: [37, 9, 9], bias: 'packed', lora: [0, 1, 2], scale: 'f16', also: [NO_SG] },
+  // Where the device binds only 10 (Chromium's SwiftShader): the q segment's LoRA up alone.
+  { name: 'c_attn-like after the LoRA group: LoRA up on the first of 3 segments only', n: 1, inDim: 96, segs: [37, 9, 9], bias: 'packed', lora: [0], scale: 'f32' },
   { name: 'gate/up segments with norm + xn', n: 2, inDim: 128, segs: [40, 40], norm: 'xn', scale: 'f16', rowsPerWorkgroup: 2, also: [NO_SG, PACKED] },
   // Decode steps of a whole Flow-GRPO group (8 sequences): c_attn, o/down and gate/up shapes.
   { name: 'c_attn-like, 8 rows', n: 8, inDim: 96, segs: [37, 9, 9], bias: 'packed', norm: 'xn', scale: 'f16', rowBase: 1 },
