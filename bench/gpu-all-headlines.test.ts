@@ -7,7 +7,7 @@ const bench = (decode: number, trainStepMs: number) => ({
     {
       speed: { decodeTokensPerSec: decode, prefillTokensPerSec: 3103, scoreTokensPerSec: 9289, bandwidthFloor: { fractionOfFloor: 0.0077 }, batchDecode: { group: { tokensPerSec: 400, bandwidthFloor: { fractionOfFloor: 0.05 } } } },
       memoryAtContext: { totalMiB: 454.1 },
-      training: { trainStepMs, trainGpuPeakMiB: 1970 },
+      training: { trainStepMs, trainGpuPeakMiB: 1970, stepMs: { refLogprobs: 1000, update: trainStepMs - 1000 } },
     },
   ],
 });
@@ -22,6 +22,8 @@ describe('run.sh all: headlines', () => {
       prefillTokPerS: 3103,
       scoreTokPerS: 9289,
       trainStepMs: 3810,
+      refLogprobsMs: 1000,
+      updateMs: 2810,
       trainPeakMiB: 1970,
       memoryAtContextMiB: 454.1,
     });
@@ -40,12 +42,19 @@ describe('run.sh all: headlines', () => {
     const h = headlines(Object.keys(files), (n) => files[n] ?? null);
     expect(h.subgroupMatrix).toEqual({ offered: [], offeredWithUnsafeApis: ['chromium-experimental-subgroup-matrix'] });
     expect(h.trainVsPeft).toEqual([
-      { part: 'bench-0.5b-q4', peftStepMs: 145, stepMs: 3810, ratio: 0.03806 },
-      { part: 'bench-0.5b-f16', peftStepMs: 145, stepMs: 4210, ratio: 0.03444 },
+      { part: 'bench-0.5b-q4', peftStepMs: 145, stepMs: 3810, ratio: 0.03806, updateRatio: 0.0516 },
+      { part: 'bench-0.5b-f16', peftStepMs: 145, stepMs: 4210, ratio: 0.03444, updateRatio: 0.04517 },
     ]);
     expect(h['bench-1.5b-q4']).toMatchObject({ decodeTokPerS: 40, trainStepMs: null, decodePctOfFloor: null });
     expect(h['peft-1.5b']).toEqual({ trainStepMs: null, decodeTokPerS: null });
     expect(h['peft-0.5b']).toEqual({ trainStepMs: 145, decodeTokPerS: 24.7 });
+  });
+
+  it('reads the f16 check: offered, compared, agreement and how far apart the paths are', () => {
+    const part = { f16Offered: true, compared: true, agree: false, logitsRelative: 0.03, argmaxSame: true, greedySameTokens: 12, scoreMaxAbsDiff: 0.2 };
+    expect(headlines(['f16-check'], () => part)['f16-check']).toEqual(part);
+    const none = headlines(['f16-check'], () => ({ f16Offered: false, compared: false }))['f16-check'];
+    expect(none).toEqual({ f16Offered: false, compared: false, agree: null, logitsRelative: null, argmaxSame: null, greedySameTokens: null, scoreMaxAbsDiff: null });
   });
 
   it("sums the prefill profile's chunks into prefill tok/s; a chunk without a time gives nulls", () => {

@@ -23,6 +23,9 @@ export interface BenchHeadline {
   prefillTokPerS: number | null;
   scoreTokPerS: number | null;
   trainStepMs: number | null;
+  /** The step's two GPU parts: the frozen model's log-probs (the KL term's reference) and the update. */
+  refLogprobsMs: number | null;
+  updateMs: number | null;
   trainPeakMiB: number | null;
   memoryAtContextMiB: number | null;
 }
@@ -39,6 +42,8 @@ export function benchHeadline(json: unknown): BenchHeadline {
     prefillTokPerS: round(r('speed', 'prefillTokensPerSec')),
     scoreTokPerS: round(r('speed', 'scoreTokensPerSec')),
     trainStepMs: round(r('training', 'trainStepMs')),
+    refLogprobsMs: round(r('training', 'stepMs', 'refLogprobs')),
+    updateMs: round(r('training', 'stepMs', 'update')),
     trainPeakMiB: round(r('training', 'trainGpuPeakMiB')),
     memoryAtContextMiB: round(r('memoryAtContext', 'totalMiB')),
   };
@@ -52,14 +57,15 @@ export function headlines(partNames: string[], read: (part: string) => unknown):
   const out: Record<string, unknown> = {};
   const adapter = read('adapter') as { subgroupMatrix?: { offered?: unknown; offeredWithUnsafeApis?: unknown } } | null;
   if (adapter) out.subgroupMatrix = { offered: adapter.subgroupMatrix?.offered ?? null, offeredWithUnsafeApis: adapter.subgroupMatrix?.offeredWithUnsafeApis ?? null };
-  const trainVsPeft: Array<{ part: string; peftStepMs: number; stepMs: number; ratio: number }> = [];
+  // updateRatio: PEFT's step has no reference pass, so the update alone is the like-for-like figure.
+  const trainVsPeft: Array<{ part: string; peftStepMs: number; stepMs: number; ratio: number; updateRatio: number | null }> = [];
   for (const name of partNames) {
     const m = /^bench-(.+)-(q4|f16)$/.exec(name);
     if (!m) continue;
     const h = benchHeadline(read(name));
     out[name] = h;
     const peftMs = at(read(`peft-${m[1]}`), 'trainStepMs');
-    if (peftMs !== null && h.trainStepMs !== null && h.trainStepMs > 0) trainVsPeft.push({ part: name, peftStepMs: round(peftMs)!, stepMs: h.trainStepMs, ratio: round(peftMs / h.trainStepMs)! });
+    if (peftMs !== null && h.trainStepMs !== null && h.trainStepMs > 0) trainVsPeft.push({ part: name, peftStepMs: round(peftMs)!, stepMs: h.trainStepMs, ratio: round(peftMs / h.trainStepMs)!, updateRatio: h.updateMs ? round(peftMs / h.updateMs) : null });
   }
   for (const name of partNames.filter((n) => n.startsWith('peft-'))) {
     const j = read(name);
@@ -84,6 +90,14 @@ export function headlines(partNames: string[], read: (part: string) => unknown):
   if (dp) out['decode-profile'] = { dispatchesPerToken: at(dp, 'dispatchesPerToken'), gpuMsPerTokenNoReadback: round(at(dp, 'gpuMsPerTokenNoReadback')), encodeMsPerToken: round(at(dp, 'encodeMsPerToken')), generateTokPerS: round(at(dp, 'generateTokensPerSec')) };
   const tp = read('train-profile');
   if (tp) out['train-profile'] = { realUpdateMs: round(at(tp, 'realUpdateMs')), gpuMs: round(at(tp, 'gpuMs')), encodeMs: round(at(tp, 'encodeMs')), dispatches: at(tp, 'dispatches') };
+  const fc = read('f16-check');
+  if (fc) {
+    const b = (k: string): boolean | null => {
+      const v = (fc as Record<string, unknown>)[k];
+      return typeof v === 'boolean' ? v : null;
+    };
+    out['f16-check'] = { f16Offered: b('f16Offered'), compared: b('compared'), agree: b('agree'), logitsRelative: at(fc, 'logitsRelative'), argmaxSame: b('argmaxSame'), greedySameTokens: at(fc, 'greedySameTokens'), scoreMaxAbsDiff: at(fc, 'scoreMaxAbsDiff') };
+  }
   const sg = read('sgm-probe');
   if (sg) out['sgm-probe'] = sgmProbeHeadline(sg);
   const pp = read('prefill-profile');

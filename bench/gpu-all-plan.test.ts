@@ -7,7 +7,8 @@ const names = (o = {}) => plan({ ...gpu, ...o }).map((p) => p.name);
 describe('run.sh all: the plan', () => {
   it('runs the 0.5B measurements and their PyTorch baseline before the 1.5B ones', () => {
     const n = names();
-    expect(n.slice(0, 3)).toEqual(['adapter', 'bench-0.5b-q4', 'bench-0.5b-f16']);
+    // The f16-vs-f32 check right after the adapter report: every f16 figure after it depends on its answer.
+    expect(n.slice(0, 4)).toEqual(['adapter', 'f16-check', 'bench-0.5b-q4', 'bench-0.5b-f16']);
     const first15 = n.findIndex((x) => x.includes('1.5b'));
     for (const x of ['peft-0.5b', 'decode-profile', 'train-profile', 'prefill-profile', 'sgm-probe', 'e2e-0.5b-q4', 'constrained-0.5b-q4']) expect(n.indexOf(x)).toBeLessThan(first15);
     // The subgroup-matrix probe right after the profiles, before the whole Flow-GRPO step.

@@ -42,14 +42,14 @@ export const MIN_PART_S = 5;
 /**
  * The parts in order of importance: what the README's table needs (0.5B speed, memory and training, the
  * PyTorch + PEFT step in the same call), then what tuning needs (the profiles), then the whole Flow-GRPO step,
- * then the 1.5B shapes. Caps are about 1.5-2 x the seconds each part took in the one full kit call on a GPU
- * (H200, commit c924260, 418 s in all): adapter 1.1, bench 0.5B 22.4 (4-bit) and 23.8 (f16), PEFT 0.5B 51.9
- * (importing torch and transformers is most of it), decode profile 129 (alone: it hit its old 50 s cap; ~90 s of
- * it are the temperature-1 batch runs, slow while T=1 draws fall back to the CPU), train profile 39.4, prefill
- * profile 2.4, e2e 60.8, constrained 26.6, bench 1.5B 34.3 (4-bit) and 44.6 (f16), PEFT 1.5B 56.9: 497 s,
- * so within the 540 s budget every part runs; a part that finishes early leaves its time to the later ones.
- * The subgroup-matrix probe (sgm-probe, not yet run on a GPU; it stops itself after ~25 s) adds up to 40 s:
- * if every part ran that long the last one, PEFT 1.5B, would be cut short.
+ * then the 1.5B shapes. Caps are about 2-3 x the seconds each part took in the latest full kit call on a GPU
+ * (H200, commit 6d15926, 224 s in all; before f16 on NVIDIA): adapter 1, bench 0.5B 15.7 (4-bit) and 15.7
+ * (f16), PEFT 0.5B 35.9 (importing torch and transformers is most of it), decode profile 11.6 (it took 129 s
+ * at c924260, while T=1 draws fell back to the CPU), train profile 13.4, prefill profile 1.4, e2e 28.9,
+ * constrained 6.1, bench 1.5B 20.9 (4-bit) and 31.4 (f16), PEFT 1.5B 39.4; with the f16 shaders the f16
+ * parts may change either way, so the caps keep room. f16-check (two 0.5B loads, one per path) and the
+ * subgroup-matrix probe (sgm-probe; it stops itself after ~25 s) had not run on a GPU when these were set.
+ * Every part at its cap adds to 820 s, past the 540 s budget: the last parts would be cut, never the call.
  */
 export function plan(o: PlanOptions): Part[] {
   const bw = ['--bandwidth', String(o.bandwidthGBs)];
@@ -64,10 +64,12 @@ export function plan(o: PlanOptions): Part[] {
   const bench = (name: string, model: string, what: string, capS: number): Part => ({ name, what, capS, run: { node: 'bench.mjs', args: benchArgs(model, 'speed,memory,train') } });
   const parts: Part[] = [
     { name: 'adapter', what: 'adapter info: vendor, driver, features (subgroup matrix?), limits', capS: 20, run: { node: 'adapter.mjs', args: [] } },
+    // Before any f16 figure counts: do the f16 shaders (Dawn's vulkan_enable_f16_on_nvidia) give the f32 path's answers here?
+    { name: 'f16-check', what: 'f16 vs f32 kernel paths on this GPU: logits, scores, greedy tokens (0.5B 4-bit shapes)', capS: 60, run: { node: 'f16-check.mjs', args: o.smoke ? ['--layers', '1', '--vocab', '4096', '--prompt', '16', '--decode', '4'] : ['--shape', '0.5b', '--q4', '1', '--prompt', '64', '--decode', '16'] } },
     bench('bench-0.5b-q4', 'qwen2.5-0.5b-q4', 'Qwen2.5-0.5B q4f16_1: speed, memory, train', 45),
     bench('bench-0.5b-f16', 'qwen2.5-0.5b', 'Qwen2.5-0.5B f16: speed, memory, train', 50),
     { name: 'peft-0.5b', what: 'PyTorch + PEFT on the 0.5B shapes: LoRA step, decode', capS: 85, run: { python: 'peft_step.py', args: peft('0.5b') } },
-    { name: 'decode-profile', what: 'where a 4-bit 0.5B decode token goes (r16 adapter)', capS: 150, run: { node: 'profile.mjs', args: ['--q4', '1', '--adapter', '1', ...(o.smoke ? ['--layers', '1', '--vocab', '4096', '--prompt', '24', '--tokens', '2'] : [])] } },
+    { name: 'decode-profile', what: 'where a 4-bit 0.5B decode token goes (r16 adapter)', capS: 60, run: { node: 'profile.mjs', args: ['--q4', '1', '--adapter', '1', ...(o.smoke ? ['--layers', '1', '--vocab', '4096', '--prompt', '24', '--tokens', '2'] : [])] } },
     { name: 'train-profile', what: 'where a 4-bit 0.5B Flow-GRPO update goes', capS: 70, run: { node: 'train-profile.mjs', args: ['--q4', '1', ...(o.smoke ? ['--layers', '1', '--vocab', '4096', '--tokens', '16', '--seqs', '2', '--response', '4', '--micro-batch', '32', '--reps', '1'] : [])] } },
     // 4-bit, as the planner runs (2 s on the H200 with --q4 1, prompt 512, including the generate() check).
     { name: 'prefill-profile', what: 'where a 512-token 4-bit 0.5B prefill and its scoring go (r16 adapter)', capS: 30, run: { node: 'prefill-profile.mjs', args: ['--shape', '0.5b', '--q4', '1', '--rank', '16', ...(o.smoke ? ['--layers', '1', '--vocab', '4096', '--prompt', '24'] : ['--prompt', '512'])] } },
@@ -79,7 +81,7 @@ export function plan(o: PlanOptions): Part[] {
       capS: 40,
       run: { node: 'sgm-probe.mjs', args: o.smoke ? ['--rows', '128', '--shapes', 'tiny:64x128', '--reps', '1', '--budget-s', '60'] : ['--budget-s', '25'] },
     },
-    { name: 'e2e-0.5b-q4', what: 'whole Flow-GRPO steps, Qwen2.5-0.5B q4f16_1', capS: 100, run: { node: 'bench.mjs', args: [...benchArgs('qwen2.5-0.5b-q4', 'e2e'), ...(o.smoke ? e2eSmoke : [])] } },
+    { name: 'e2e-0.5b-q4', what: 'whole Flow-GRPO steps, Qwen2.5-0.5B q4f16_1', capS: 75, run: { node: 'bench.mjs', args: [...benchArgs('qwen2.5-0.5b-q4', 'e2e'), ...(o.smoke ? e2eSmoke : [])] } },
     // Building the synthetic 151k-token vocabulary, its TokenizerInfo and the compiled schema take ~10 s of CPU.
     {
       name: 'constrained-0.5b-q4',

@@ -44,6 +44,7 @@ bundle bench/adapter-info.ts adapter.mjs
 bundle bench/gpu-all.ts all.mjs
 bundle bench/constrained.ts constrained.mjs
 bundle bench/subgroup-matrix-probe.ts sgm-probe.mjs
+bundle bench/f16-agreement.ts f16-check.mjs
 cp bench/peft_step.py "$KIT/"
 dirty=$(git status --porcelain | grep -q . && echo true || echo false)
 printf '{"commit": "%s", "dirty": %s, "builtAt": "%s", "node": "%s"}\n' "$(git rev-parse HEAD)" "$dirty" "$(date -u +%FT%TZ)" "$(node -v)" > "$KIT/kit.json"
@@ -67,7 +68,7 @@ rm -rf "$lists"
 
 cat > "$KIT/run.sh" <<'EOF'
 #!/usr/bin/env bash
-# bash .gpu-kit/run.sh all OUTDIR [part ...] | bench|q4|profile|train-profile|prefill-profile|constrained|adapter|sgm-probe|cli [args...]: unpacks node
+# bash .gpu-kit/run.sh all OUTDIR [part ...] | bench|q4|profile|train-profile|prefill-profile|constrained|adapter|sgm-probe|f16-check|cli [args...]: unpacks node
 # and Dawn once, finds a Vulkan driver, runs (`all`: every part of bench/gpu-all-plan.ts into OUTDIR).
 set -euo pipefail
 # `all` counts its time budget from here: unpacking takes part of the call too.
@@ -89,7 +90,7 @@ fi
 nv=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 if [ -z "${VK_ICD_FILENAMES:-}${VK_DRIVER_FILES:-}" ] && [ -f "$nv" ]; then export VK_DRIVER_FILES=$nv; fi
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
-what=${1:?usage: run.sh all OUTDIR [part ...] | bench|q4|profile|train-profile|prefill-profile|constrained|adapter|sgm-probe|cli [args...]}
+what=${1:?usage: run.sh all OUTDIR [part ...] | bench|q4|profile|train-profile|prefill-profile|constrained|adapter|sgm-probe|f16-check|cli [args...]}
 shift
 case "$what" in
   all) exec "$work/node" "$work/all.mjs" "$@" ;;
@@ -101,8 +102,9 @@ case "$what" in
   prefill-profile) exec "$work/node" "$work/prefill-profile.mjs" "$@" ;;
   constrained) exec "$work/node" "$work/constrained.mjs" "$@" ;;
   sgm-probe) exec "$work/node" "$work/sgm-probe.mjs" "$@" ;;
+  f16-check) exec "$work/node" "$work/f16-check.mjs" "$@" ;;
   cli) exec "$work/node" "$work/cli.mjs" "$@" ;;
-  *) echo "run.sh: unknown command '$what' (all, adapter, bench, q4, profile, train-profile, prefill-profile, constrained, sgm-probe, cli)" >&2; exit 2 ;;
+  *) echo "run.sh: unknown command '$what' (all, adapter, bench, q4, profile, train-profile, prefill-profile, constrained, sgm-probe, f16-check, cli)" >&2; exit 2 ;;
 esac
 EOF
 chmod +x "$KIT/run.sh"
