@@ -16,7 +16,8 @@ import { isScripted } from '../agent/engines-used';
 import type { AgentEngines } from '../agent/loop';
 import { toolsFromRegistry } from '../agent/registry-tools';
 import type { SessionResult } from '../agent/session';
-import { ConversationController, type AgentflowAnswerDetail, type AgentflowTurnDetail, type ConversationState, type Live } from '../controllers/conversation/conversation-controller';
+import { ConversationController } from '../controllers/conversation/conversation-controller';
+import type { AgentflowAnswerDetail, AgentflowTurnDetail, ConversationState, Live } from '../controllers/conversation/conversation-state';
 import { scriptedDemoEngines } from '../controllers/engines/demo-engines';
 import { ElementEngines } from '../controllers/engines/element-engines';
 import { describeUses, type EngineUse, type EngineUser } from '../controllers/engines/engine-use';
@@ -37,7 +38,7 @@ import { renderNoModel } from './chat-start-view';
 import type { ConversationGroup } from '../controllers/conversation/module-calls';
 import { downloadText } from './download';
 
-export type { AgentflowAnswerDetail, AgentflowTurnDetail } from '../controllers/conversation/conversation-controller';
+export type { AgentflowAnswerDetail, AgentflowTurnDetail } from '../controllers/conversation/conversation-state';
 export type { AgentflowTrainDoneDetail, AgentflowTrainStepDetail, AgentflowTrainStoppedDetail } from '../controllers/training/element-training-controller';
 
 export class AgentFlowChat extends LitElement implements EngineUser {

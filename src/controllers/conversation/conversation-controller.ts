@@ -1,10 +1,10 @@
 // The chat's conversations: the stored list, the one shown, and the run in progress (asked, resumed, stopped),
 // streamed into `live` as its module calls come in. The element renders `state`; everything that reads or
-// writes storage or runs the agent is here, so a view never holds a run.
-import type { ReactiveControllerHost } from 'lit';
+// writes storage or runs the agent is here, so a view never holds a run. The shapes of the state and the events
+// are in conversation-state.ts, how each event of a run moves the live line in live-line.ts, and which of the
+// page's engines an answer is on (for the page to stop it before a swap) in answer-engine-use.ts.
 import { EngineMismatchError } from '../../agent/engines-used';
 import type { AgentEngines } from '../../agent/loop';
-import type { ModuleName } from '../../agent/prompts';
 import { checkQueryFits } from '../../agent/query-fit';
 import { toolsFromRegistry } from '../../agent/registry-tools';
 import { resumeConversation, startConversation, type SessionResult } from '../../agent/session';
@@ -16,76 +16,16 @@ import {
   listConversations,
   markStaleRunsInterrupted,
 } from '../../store/conversations';
-import { openAgentDb, type StorageNotice } from '../../store/db';
-import type { ConversationRecord, StepRecord } from '../../store/records';
+import { openAgentDb } from '../../store/db';
 import type { ToolRegistry } from '../../tools/registry';
 import { untilAborted } from '../../util/abort';
-import { callOfStep, callStat, conversationGroup, startCall, tokenArrived, upcomingCall, type CallClock, type CallStat } from './module-calls';
+import type { AgentflowAnswerDetail, AgentflowTurnDetail, ConversationHost, ConversationState, Live } from './conversation-state';
+import { afterStep, startLive, withToken } from './live-line';
+import { AnswerEngineUse } from './answer-engine-use';
+import { conversationGroup, startCall, upcomingCall } from './module-calls';
 import type { EngineUse } from '../engines/engine-use';
 import type { ElementEngines } from '../engines/element-engines';
 import { readConstrainReplies } from '../tools/tool-settings';
-
-export interface AgentflowTurnDetail {
-  conversationId: string;
-  turn: number;
-  kind: StepRecord['kind'];
-  step: StepRecord;
-}
-
-export interface AgentflowAnswerDetail {
-  conversationId: string;
-  query: string;
-  answer: string | null;
-  finalAnswer: string | null;
-  status: SessionResult['status'];
-  stopReason: SessionResult['stopReason'];
-}
-
-export interface Live {
-  id: string;
-  module: ModuleName | null;
-  turn: number;
-  text: string;
-  answer: string;
-  controller: AbortController;
-  /** The module call in progress, timed here (performance.now() ms): a wait shows what it is waiting for. */
-  call: CallClock;
-  /** The run's finished module calls, newest last. */
-  calls: CallStat[];
-  /** Not started yet: the database is still opening (another tab may hold it at an older version). */
-  waitingForStorage: boolean;
-  /** What the running tool says it is doing (ToolContext.note), e.g. starting Python; null for none. */
-  toolNote: string | null;
-  /** A resumed run before its first call ends: the heading says where it picks up. */
-  resuming: boolean;
-}
-
-export interface ConversationState {
-  conversations: ConversationRecord[];
-  /** The conversations shown (one: each question is its own conversation). */
-  thread: string[];
-  stepsById: Record<string, StepRecord[]>;
-  live: Live | null;
-  /** The chat's error line. */
-  error: string | null;
-  /** Runs that threw (storage would not open, a step could not be saved): their question and the error. */
-  failed: Record<string, { query: string; error: string }>;
-  /** A resume that would switch engines, waiting for the user to say yes or no. */
-  confirmResume: { id: string; message: string } | null;
-}
-
-/** What the controller reads from the element it serves, and the question box it empties or refills. */
-export interface ConversationHost extends ReactiveControllerHost, EventTarget {
-  readonly dbName: string | undefined;
-  readonly maxTurns: number;
-  readonly storageNotice: StorageNotice | null;
-  /** A host loading models for this chat says what, shown instead of "no model". */
-  readonly modelsLoading: string | null;
-  /** A run started with the question in the input: the input is emptied. */
-  questionTaken(query: string): void;
-  /** A run stopped before anything was stored: its question goes back to an empty input. */
-  questionReturned(query: string, id: string): void;
-}
 
 export class ConversationController {
   readonly state: ConversationState = { conversations: [], thread: [], stepsById: {}, live: null, error: null, failed: {}, confirmResume: null };
@@ -96,13 +36,8 @@ export class ConversationController {
   lastRunId: string | null = null;
   /** Queries of runs whose conversation record is not listed yet. */
   private readonly pending = new Map<string, string>();
-  /** The engines the answer in progress runs on, and its end, so the page can stop it before replacing them. */
-  private liveOn: { engines: AgentEngines; ended: Promise<void> } | null = null;
-  /**
-   * A question ask() is still checking (engines, fit) on the page's engines, before run() makes it `liveOn`:
-   * a swap in that window would otherwise find nothing in use and dispose the engines it is about to run on.
-   */
-  private asking: { engines: AgentEngines; stopped: boolean; checked: Promise<void>; done: () => void } | null = null;
+  /** Which of the page's engines the answer being checked or run is on, for the page to stop it before a swap. */
+  private readonly onEngines = new AnswerEngineUse();
 
   constructor(
     private readonly host: ConversationHost,
@@ -176,17 +111,14 @@ export class ConversationController {
    */
   async ask(query: string): Promise<SessionResult | null> {
     const q = query.trim();
-    if (!q || this.state.live || this.asking) return null;
+    if (!q || this.state.live || this.onEngines.busy) return null;
     this.set({ error: null });
     if (this.engines.none) {
       const loading = this.host.modelsLoading;
       this.set({ error: loading ? `${loading} Ask again when they are ready.` : 'No model is loaded, so nothing can answer yet: load a model, or try the scripted demo.' });
       return null;
     }
-    const page = this.pageEngines();
-    let done!: () => void;
-    const asking = page ? { engines: page, stopped: false, checked: new Promise<void>((r) => (done = r)), done: () => done() } : null;
-    this.asking = asking;
+    const checking = this.onEngines.check(this.pageEngines());
     let engines: AgentEngines;
     try {
       engines = await this.engines.get();
@@ -196,11 +128,10 @@ export class ConversationController {
       this.set({ error: message(e) });
       return null;
     } finally {
-      if (this.asking === asking) this.asking = null;
-      asking?.done();
+      checking.end();
     }
     // The page is replacing the engines it was checked on: it does not start (the question stays in the input).
-    if (asking?.stopped) {
+    if (checking.stopped()) {
       this.set({ error: 'Not asked: the models were being replaced while the question was checked. Ask again.' });
       return null;
     }
@@ -243,14 +174,13 @@ export class ConversationController {
     const host = this.host;
     const s = this.state;
     const controller = new AbortController();
-    let ended!: () => void;
-    this.liveOn = { engines, ended: new Promise<void>((r) => (ended = r)) };
+    const ended = this.onEngines.run(engines);
     this.lastRunId = id;
     this.pending.set(id, query);
     // Each question is its own conversation (the agent sees none of the earlier ones), so it gets a view of
     // its own; the earlier ones stay in the sidebar.
     this.set({
-      live: { id, module: null, turn: 0, text: '', answer: '', controller, call: startCall(performance.now()), calls: [], waitingForStorage: true, toolNote: null, resuming },
+      live: startLive(id, controller, resuming, performance.now()),
       thread: [id],
     });
     // The elapsed time of a call that streams nothing (a long prefill, a tool) still moves.
@@ -290,11 +220,7 @@ export class ConversationController {
         dbName: host.dbName,
         onToken: (module, turn, piece) => {
           const l = mine();
-          if (!l) return;
-          const fresh = l.module !== module || l.turn !== turn;
-          // Every call ends with a step, and onStep restarts the clock: these tokens are the current call's.
-          const call = tokenArrived(l.call, performance.now());
-          this.set({ live: { ...l, module, turn, call, text: fresh ? piece : l.text + piece, answer: module === 'generator' ? (fresh ? piece : l.answer + piece) : l.answer } });
+          if (l) this.set({ live: withToken(l, module, turn, piece, performance.now()) });
         },
         onCallStart: (_module, _turn, engine, messages) => {
           const l = mine();
@@ -312,19 +238,8 @@ export class ConversationController {
         onStep: (step) => {
           const steps = [...(s.stepsById[id] ?? []), step];
           this.set({ stepsById: { ...s.stepsById, [id]: steps } });
-          // Say what runs next before its first token arrives (a slow prefill would otherwise show the last module).
           const l = mine();
-          if (l) {
-            const t = performance.now();
-            const done = callOfStep(step);
-            const calls = done ? [...l.calls, callStat(done.module, step.turn, l.call, t, step, done.outcome)] : l.calls;
-            const next = upcomingCall(steps, host.maxTurns);
-            this.set({
-              live: next
-                ? { ...l, calls, call: startCall(t), module: next.module, turn: next.turn, text: '', toolNote: null, resuming: false }
-                : { ...l, calls, call: startCall(t), toolNote: null, resuming: false },
-            });
-          }
+          if (l) this.set({ live: afterStep(l, steps, host.maxTurns, performance.now()) });
           if (step.kind === 'analysis') void this.refreshList();
           host.dispatchEvent(new CustomEvent<AgentflowTurnDetail>('agentflow-turn', { detail: { conversationId: id, turn: step.turn, kind: step.kind, step }, bubbles: true, composed: true }));
         },
@@ -347,7 +262,6 @@ export class ConversationController {
     } finally {
       clearInterval(tick);
       this.set({ live: null });
-      this.liveOn = null;
       ended();
       this.pending.delete(id);
       if (opened) {
@@ -387,27 +301,7 @@ export class ConversationController {
 
   /** The answer being checked or run on the page's engines `page`: the page stops it before replacing them. */
   use(page: AgentEngines | undefined): EngineUse | null {
-    const a = this.asking;
-    if (a && page && a.engines === page) {
-      return {
-        what: 'a chat answer',
-        kept: 'it did not start; the question stays in the input',
-        stop: async () => {
-          a.stopped = true;
-          await a.checked;
-        },
-      };
-    }
-    const on = this.liveOn;
-    if (!on || !page || on.engines !== page) return null;
-    return {
-      what: 'a chat answer',
-      kept: 'it is interrupted with its steps kept; resume it in Chat',
-      stop: async () => {
-        this.stop();
-        await on.ended;
-      },
-    };
+    return this.onEngines.use(page, () => this.stop());
   }
 
   /** Deletes a stored conversation and its steps (the list's delete button asks first). */
