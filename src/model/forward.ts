@@ -48,8 +48,8 @@ export interface ForwardSpec {
   probe?: { buffer: GPUBuffer; row: number };
   /**
    * Batch attention (no cache) through the tiled kernel a training forward uses, not the single-pass one:
-   * 0.145 against 0.62 ms a layer for 512 rows on an H200 (2026-11-27 profiles). Scoring sets it; prefill
-   * does not, because the e2e sampling seeds pin the single-pass kernel's arithmetic (they agree to f32 rounding).
+   * 0.145 against 0.62 ms a layer for 512 rows on an H200 (2026-11-27 profiles). Scoring sets it. Results
+   * agree to f32 rounding but depend on where a sequence sits in the packed batch.
    */
   tiledAttention?: boolean;
 }
@@ -104,8 +104,9 @@ export async function recordForward(ctx: GpuContext, s: ForwardSpec): Promise<St
     }
     const attn = { q: L.q, k: K, v: V, ranges: plan.ranges, out: L.attn, lse: L.lse, n, nHeads: c.numHeads, nKvHeads: c.numKvHeads, headDim: c.headDim };
     if (partials) for (const d of await attentionSplit(ctx, { ...attn, maxKeys, partials })) add(d);
-    // A training forward (keep) and scoring run the tiled kernel: the single-pass one's arithmetic is pinned
-    // for prefill (e2e sampling seeds); both agree to f32 rounding.
+    // A training forward (keep) and scoring run the tiled kernel. Prefill keeps the single-pass one: it
+    // computes each row alone, so a sequence prefilled in a batch gets the bits it gets alone (generateBatch's
+    // contract); the tiled kernel's online softmax steps by tiles placed by the batch's layout.
     else if (plan.keep || (s.tiledAttention && c.headDim <= ATTN_TRAIN_MAX_HD)) add(await attentionTrain(ctx, attn));
     else add(await ops.attention(ctx, attn));
     steps.push(copyStep(L.x, L.h, n * H * 4));
