@@ -4,10 +4,11 @@ import { submitDispatches } from '../../gpu/pipelines';
 import { Rng } from '../../util/rng';
 import { gpuFor, weightPaths } from '../../../tests/support/gpu';
 import { bitDiffCount, f32Buffer, matmulInputs, relMaxErr, randomHalf } from '../common/testing';
-import { TILE_ROW_CHOICES } from '../common/tile.wgsl';
+import { TILE_ROW_CHOICES, tileStorageBytes } from '../common/tile.wgsl';
 import { uploadStorage } from '../../gpu/buffers';
 import { matmul } from './matmul';
 import { matmulRef } from './matmul.ref';
+import { TILE_K } from './matmul.wgsl';
 
 // f32 accumulation of `in` products of O(1) values: error ~ sqrt(in) * 2^-24 * |terms|, relative to a
 // result of magnitude ~sqrt(in); 2e-5 relative leaves margin for in up to ~1000 and any summation order.
@@ -64,15 +65,18 @@ describe('matmul kernel (f16 W, f32 accumulate)', async () => {
     });
     // Medium row counts (short prefills, a few packed sequences) get 16- or 32-row tiles; the sampling seeds
     // pinned by the e2e tests need them to add up each output exactly as the 64-row tile does.
-    for (const [N, IN, OUT] of [[9, 75, 70], [27, 40, 130]] as const) {
-      it(`${path}: N=${N} in=${IN} out=${OUT}: 16-, 32- and 64-row tiles give the same bits, and match float64`, async () => {
+    // Large ones (N=150: two 128-row tiles, the second partly padding) may get 128-row tiles.
+    for (const [N, IN, OUT] of [[9, 75, 70], [27, 40, 130], [150, 40, 70]] as const) {
+      it(`${path}: N=${N} in=${IN} out=${OUT}: 16-, 32-, 64- and 128-row tiles give the same bits, and match float64`, async () => {
         const ctx = await gpuFor(path);
         const rng = new Rng(N * 31 + OUT);
         const W = randomHalf(rng, OUT * IN);
         const { x, b, y0, xb, bb } = matmulInputs(ctx, rng, N, IN, OUT);
         const Wb = uploadStorage(ctx, 'W', W.bits);
         const outs = new Map<number, Float32Array>();
-        for (const tileRows of TILE_ROW_CHOICES) {
+        const choices = TILE_ROW_CHOICES.filter((r) => tileStorageBytes(r, TILE_K) <= ctx.caps.limits.maxComputeWorkgroupStorageSize);
+        expect(choices).toContain(128);
+        for (const tileRows of choices) {
           const y = f32Buffer(ctx, 'y', y0);
           const d = await matmul(ctx, { x: xb, W: Wb, y, bias: bb, n: N, inDim: IN, outDim: OUT, accumulate: true, kernel: 'tiled', tileRows });
           expect(d.workgroups).toEqual([Math.ceil(OUT / 64), Math.ceil(N / tileRows)]);
@@ -82,11 +86,12 @@ describe('matmul kernel (f16 W, f32 accumulate)', async () => {
         }
         const full = outs.get(64)!;
         expect(relMaxErr(full, matmulRef(x, W.values, N, IN, OUT, b, y0))).toBeLessThan(TOL);
-        for (const tileRows of [16, 32]) expect(bitDiffCount(outs.get(tileRows)!, full)).toBe(0);
-        // The default shape for N is the smallest tile covering it.
+        for (const tileRows of choices) expect(bitDiffCount(outs.get(tileRows)!, full)).toBe(0);
+        // The default shape for N is the smallest tile covering it (150 x 70: a 4-workgroup grid in 128-row
+        // tiles, too small for them, so 64).
         const yd = f32Buffer(ctx, 'y', y0);
         const dflt = await matmul(ctx, { x: xb, W: Wb, y: yd, n: N, inDim: IN, outDim: OUT });
-        expect(dflt.label).toMatch(N <= 16 ? /^matmul_tiled16_/ : /^matmul_tiled32_/);
+        expect(dflt.label).toMatch(N <= 16 ? /^matmul_tiled16_/ : N <= 32 ? /^matmul_tiled32_/ : /^matmul_tiled_/);
         for (const buf of [Wb, xb, bb, yd]) buf.destroy();
       });
     }
@@ -127,6 +132,6 @@ describe('matmul kernel (f16 W, f32 accumulate)', async () => {
     const ctx = await gpuFor('packed');
     const d = f32Buffer(ctx, 'd', new Float32Array(64));
     const y = f32Buffer(ctx, 'y', new Float32Array(64));
-    await expect(matmul(ctx, { x: d, W: d, y, n: 8, inDim: 4, outDim: 4, tileRows: 8 as 16 })).rejects.toThrow(/matmul: tileRows must be one of 16, 32, 64, got 8/);
+    await expect(matmul(ctx, { x: d, W: d, y, n: 8, inDim: 4, outDim: 4, tileRows: 8 as 16 })).rejects.toThrow(/matmul: tileRows must be one of 16, 32, 64, 128, got 8/);
   });
 });

@@ -2,7 +2,7 @@ import type { GpuContext } from '../../gpu/device';
 import { getPipeline, grid1d, type Dispatch } from '../../gpu/pipelines';
 import { checkDims, paramsUniform } from '../common/params';
 import { checkTileRows, tileGrid, tileRowsFor, type TileRows } from '../common/tile.wgsl';
-import { SMALL_N, matmulRowsWgsl, matmulTiledWgsl } from './matmul.wgsl';
+import { SMALL_N, TILE_K, matmulRowsWgsl, matmulTiledWgsl } from './matmul.wgsl';
 
 export interface MatmulArgs {
   /** f32 [N, in] input rows. */
@@ -25,7 +25,7 @@ export interface MatmulArgs {
   /** Force a kernel (tests); default: 'rows' for N <= 4, 'tiled' (in tileRowsFor(N)-row tiles) otherwise. */
   kernel?: 'tiled' | 'rows';
   /**
-   * Output rows per workgroup of the tiled kernel: 16, 32 or 64 (default tileRowsFor(n)). Every shape
+   * Output rows per workgroup of the tiled kernel: 16, 32, 64 or 128 (default tileRowsFor(n)). Every shape
    * gives bit-identical results; this only changes how much of each tile is padding.
    */
   tileRows?: TileRows;
@@ -46,7 +46,8 @@ export async function matmul(ctx: GpuContext, a: MatmulArgs): Promise<Dispatch> 
   const kernel = a.kernel ?? (a.n <= SMALL_N ? 'rows' : 'tiled');
   if (kernel === 'rows' && a.n > SMALL_N) throw new Error(`matmul: the rows kernel handles N <= ${SMALL_N}, got ${a.n}`);
   const variant = { bias: !!a.bias, accumulate: !!a.accumulate, subgroups: kernel === 'rows' && ctx.caps.subgroups && a.subgroups !== false };
-  const tileRows = checkTileRows('matmul', a.tileRows ?? tileRowsFor(a.n));
+  const maxStorage = ctx.caps.limits.maxComputeWorkgroupStorageSize;
+  const tileRows = checkTileRows('matmul', a.tileRows ?? tileRowsFor(a.n, { cols: a.outDim, k: TILE_K, maxStorage }), TILE_K, maxStorage);
   const p = { f16: ctx.caps.f16 };
   const shape = kernel === 'tiled' && tileRows !== 64 ? String(tileRows) : '';
   const name = `matmul_${kernel}${shape}_${p.f16 ? 'f16' : 'packed'}${variant.bias ? '_bias' : ''}${variant.accumulate ? '_acc' : ''}${variant.subgroups ? '_sg' : ''}`;

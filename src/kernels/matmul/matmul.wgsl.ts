@@ -47,7 +47,7 @@ ${registerTileWgsl({
   rows,
   k: TILE_K,
   loop: `for (var k0 = 0u; k0 < dims.inDim; k0 += ${TILE_K}u)`,
-  load: `
+  load: (t) => `
     for (var e = lid; e < ${rows * TILE_K}u; e += 256u) {
       let m = e / ${TILE_K}u;
       let kk = e % ${TILE_K}u;
@@ -55,7 +55,7 @@ ${registerTileWgsl({
       let k = k0 + kk;
       var xv = 0.0;
       if (r < dims.n && k < dims.inDim) { xv = x[r * dims.inDim + k]; }
-      ta[kk * ${rows}u + m] = xv;
+      ${t.a(`kk * ${rows}u + m`)} = xv;
     }
     for (var e = lid; e < ${TILE * TILE_K}u; e += 256u) {
       let m = e / ${TILE_K}u;
@@ -64,7 +64,7 @@ ${registerTileWgsl({
       let k = k0 + kk;
       var wv = 0.0;
       if (o < dims.outDim && k < dims.inDim) { wv = W_at(o * dims.inDim + k); }
-      tb[kk * ${TILE}u + m] = wv;
+      ${t.b(`kk * ${TILE}u + m`)} = wv;
     }`,
   rowCount: 'dims.n',
   colCount: 'dims.outDim',

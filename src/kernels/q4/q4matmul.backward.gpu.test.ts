@@ -4,11 +4,12 @@ import { submitDispatches } from '../../gpu/pipelines';
 import { Rng } from '../../util/rng';
 import { gpuFor, weightPaths } from '../../../tests/support/gpu';
 import { bitDiffCount, f32Buffer, relMaxErr } from '../common/testing';
-import { TILE_ROW_CHOICES } from '../common/tile.wgsl';
+import { TILE_ROW_CHOICES, tileStorageBytes } from '../common/tile.wgsl';
 import { centralDiff, dot } from '../finite-diff.ref';
 import { linearForwardRef, matmulBackwardRef } from '../matmul/matmul.backward.ref';
 import { dequantizeQ4, quantizeQ4, type Q4ScaleDtype } from './q4.ref';
 import { q4MatmulBackward, q4MatmulBackwardSplitK } from './q4matmul.backward';
+import { Q4_BWD_TILE_K } from './q4matmul.backward.wgsl';
 import { splitKPartialsBytes } from '../matmul/matmul.splitk';
 import { destroyQ4, uploadQ4 } from './q4weight';
 
@@ -45,17 +46,20 @@ describe('q4 matmul backward (dx = dy deq(W), frozen 4-bit W)', async () => {
         for (const b of [dyb, dxb]) b.destroy();
       });
     }
-    it(`${path}: 16-, 32- and 64-row tiles give the same bits (medium row counts), and match float64`, async () => {
+    // Medium row counts, and a large one (two 128-row tiles, the second partly padding).
+    for (const [n, inDim, outDim, rowOffset] of [[21, 96, 37, 2], [140, 96, 37, 2]]) {
+    it(`${path}: n=${n}: 16-, 32-, 64- and 128-row tiles give the same bits, and match float64`, async () => {
       const ctx = await gpuFor(path);
       const rng = new Rng(12);
-      const [n, inDim, outDim, rowOffset] = [21, 96, 37, 2];
       const q = quantizeQ4(rng.fill((rowOffset + outDim) * inDim), rowOffset + outDim, inDim);
       const dy = rng.fill(n * outDim);
       const dx0 = rng.fill(n * inDim);
       const W = uploadQ4(ctx, 'W', q);
       const dyb = f32Buffer(ctx, 'dy', dy);
       const outs = new Map<number, Float32Array>();
-      for (const tileRows of TILE_ROW_CHOICES) {
+      const choices = TILE_ROW_CHOICES.filter((r) => tileStorageBytes(r, Q4_BWD_TILE_K) <= ctx.caps.limits.maxComputeWorkgroupStorageSize);
+      expect(choices).toContain(128);
+      for (const tileRows of choices) {
         const dxb = f32Buffer(ctx, 'dx', dx0);
         const d = await q4MatmulBackward(ctx, { W, dy: dyb, dx: dxb, n, inDim, outDim, rowOffset, accumulate: true, tileRows });
         expect(d.workgroups).toEqual([Math.ceil(inDim / 64), Math.ceil(n / tileRows)]);
@@ -65,10 +69,11 @@ describe('q4 matmul backward (dx = dy deq(W), frozen 4-bit W)', async () => {
       }
       const full = outs.get(64)!;
       expect(relMaxErr(full, matmulBackwardRef(dy, dequantizeQ4(q), n, inDim, outDim, rowOffset, dx0))).toBeLessThan(1e-5);
-      for (const tileRows of [16, 32]) expect(bitDiffCount(outs.get(tileRows)!, full)).toBe(0);
+      for (const tileRows of choices) expect(bitDiffCount(outs.get(tileRows)!, full)).toBe(0);
       destroyQ4(W);
       dyb.destroy();
     });
+    }
     it(`${path}: LM-head chunk: dy columns at an offset of a wider dlogits, W window via rowBase`, async () => {
       const ctx = await gpuFor(path);
       const rng = new Rng(3);

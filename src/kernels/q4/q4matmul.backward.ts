@@ -13,7 +13,7 @@ import { Q4_BWD_TILE_K } from './q4matmul.backward.wgsl';
 export interface Q4MatmulBackwardArgs extends Omit<MatmulBackwardArgs, 'W'> {
   /** 4-bit [rowOffset + outDim (at least), inDim] (rows counted from W.rowBase). */
   W: Q4Weight;
-  /** dx rows per workgroup: 16, 32 or 64 (default tileRowsFor(n)); every shape gives the same bits. */
+  /** dx rows per workgroup: 16, 32, 64 or 128 (default tileRowsFor(n)); every shape gives the same bits. */
   tileRows?: TileRows;
 }
 
@@ -46,7 +46,9 @@ async function build(ctx: GpuContext, a: Q4MatmulBackwardArgs & SplitKArgs, mayS
   if (a.dy.size < a.n * dyStride * 4) throw new Error(`q4MatmulBackward: dy ('${a.dy.label}') is smaller than [${a.n}, ${dyStride}] f32`);
   if (a.dx.size < a.n * a.inDim * 4) throw new Error(`q4MatmulBackward: dx ('${a.dx.label}') is smaller than [${a.n}, ${a.inDim}] f32`);
   if (a.dx === a.dy) throw new Error('q4MatmulBackward: dy and dx must be different buffers');
-  const tileRows = checkTileRows('q4MatmulBackward', a.tileRows ?? tileRowsFor(a.n));
+  const maxStorage = ctx.caps.limits.maxComputeWorkgroupStorageSize;
+  const wide = { cols: a.inDim, k: Q4_BWD_TILE_K, maxStorage, splitK: maySplit && a.partials !== undefined };
+  const tileRows = checkTileRows('q4MatmulBackward', a.tileRows ?? tileRowsFor(a.n, wide), Q4_BWD_TILE_K, maxStorage);
   const [gx, gy] = tileGrid('q4MatmulBackward', a.n, a.inDim, tileRows, ctx.caps.limits.maxComputeWorkgroupsPerDimension);
   const plan = maySplit ? planSplitK('q4MatmulBackward', gx * gy, a.outDim, Q4_BWD_TILE_K, a.splits, partialsRoom(a.partials, a.n, a.inDim)) : { splits: 1, slice: a.outDim };
   const split = plan.splits > 1;

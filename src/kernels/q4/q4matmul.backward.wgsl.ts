@@ -42,7 +42,7 @@ ${registerTileWgsl({
   let oBegin = wg.z * P.slice;
   let oEnd = min(P.outDim, oBegin + P.slice);`,
   loop: `for (var o0 = oBegin; o0 < oEnd; o0 += ${K}u)`,
-  load: `
+  load: (t) => `
     if (lid < ${K * 8}u) {
       var lo = vec4<f32>(0.0);
       var hi = vec4<f32>(0.0);
@@ -55,8 +55,7 @@ ${registerTileWgsl({
         hi = q4hi(word) * s;
       }
       let wb = wk * ${T}u + wc * 8u;
-      tb[wb] = lo.x; tb[wb + 1u] = lo.y; tb[wb + 2u] = lo.z; tb[wb + 3u] = lo.w;
-      tb[wb + 4u] = hi.x; tb[wb + 5u] = hi.y; tb[wb + 6u] = hi.z; tb[wb + 7u] = hi.w;
+      ${['lo.x', 'lo.y', 'lo.z', 'lo.w', 'hi.x', 'hi.y', 'hi.z', 'hi.w'].map((v, j) => `${t.b(`wb + ${j}u`)} = ${v};`).join(' ')}
     }
     for (var e = lid; e < ${rows * K}u; e += 256u) {
       let m = e / ${K}u;
@@ -65,7 +64,7 @@ ${registerTileWgsl({
       let o = o0 + kk;
       var a = 0.0;
       if (r < P.n && o < oEnd) { a = dy[r * P.dyStride + P.dyOffset + o]; }
-      ta[kk * ${rows}u + m] = a;
+      ${t.a(`kk * ${rows}u + m`)} = a;
     }`,
   rowCount: 'P.n',
   colCount: 'P.inDim',

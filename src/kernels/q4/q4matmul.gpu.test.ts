@@ -4,10 +4,11 @@ import { submitDispatches } from '../../gpu/pipelines';
 import { Rng } from '../../util/rng';
 import { gpuFor, weightPaths } from '../../../tests/support/gpu';
 import { bitDiffCount, f32Buffer, matmulInputs, relMaxErr } from '../common/testing';
-import { TILE_ROW_CHOICES } from '../common/tile.wgsl';
+import { TILE_ROW_CHOICES, tileStorageBytes } from '../common/tile.wgsl';
 import { matmulRef } from '../matmul/matmul.ref';
 import { dequantizeQ4, quantizeQ4, type Q4ScaleDtype } from './q4.ref';
 import { q4Matmul, q4Matvec } from './q4matmul';
+import { Q4_TILE_K } from './q4matmul.wgsl';
 import { destroyQ4, uploadQ4 } from './q4weight';
 
 // The reference multiplies the dequantized weights in float64, so the only GPU error is f32 accumulation
@@ -76,17 +77,20 @@ describe('q4 matmul (4-bit W dequantized in registers, f32 accumulate)', async (
       });
     }
 
-    // Medium row counts get 16- or 32-row tiles; e2e sampling seeds need them to add up each output
-    // exactly as the 64-row tile does.
-    for (const [N, IN, OUT, scale] of [[11, 96, 70, 'f16'], [30, 64, 130, 'f32']] as const) {
-      it(`${path}: N=${N} in=${IN} out=${OUT} scale=${scale}: 16-, 32- and 64-row tiles give the same bits, and match float64`, async () => {
+    // Medium row counts get 16- or 32-row tiles, large ones (training micro-batches, prefill chunks) 128-row
+    // ones where the device grants the workgroup memory; e2e sampling seeds need them to add up each
+    // output exactly as the 64-row tile does. N=150: two 128-row tiles, the second partly padding.
+    for (const [N, IN, OUT, scale] of [[11, 96, 70, 'f16'], [30, 64, 130, 'f32'], [150, 64, 70, 'f16']] as const) {
+      it(`${path}: N=${N} in=${IN} out=${OUT} scale=${scale}: 16-, 32-, 64- and 128-row tiles give the same bits, and match float64`, async () => {
         const ctx = await ctxP;
         const rng = new Rng(N * 31 + OUT);
         const q = quantizeQ4(rng.fill(OUT * IN, 0.5), OUT, IN, scale);
         const { x, b, y0, xb, bb } = matmulInputs(ctx, rng, N, IN, OUT);
         const W = uploadQ4(ctx, 'W', q);
         const outs = new Map<number, Float32Array>();
-        for (const tileRows of TILE_ROW_CHOICES) {
+        const choices = TILE_ROW_CHOICES.filter((r) => tileStorageBytes(r, Q4_TILE_K) <= ctx.caps.limits.maxComputeWorkgroupStorageSize);
+        expect(choices).toContain(64);
+        for (const tileRows of choices) {
           const y = f32Buffer(ctx, 'y', y0);
           const d = await q4Matmul(ctx, { x: xb, W, y, bias: bb, n: N, inDim: IN, outDim: OUT, accumulate: true, kernel: 'tiled', tileRows });
           expect(d.workgroups).toEqual([Math.ceil(OUT / 64), Math.ceil(N / tileRows)]);
@@ -96,10 +100,11 @@ describe('q4 matmul (4-bit W dequantized in registers, f32 accumulate)', async (
         }
         const full = outs.get(64)!;
         expect(relMaxErr(full, matmulRef(x, dequantizeQ4(q), N, IN, OUT, b, y0))).toBeLessThan(TOL);
-        for (const tileRows of [16, 32]) expect(bitDiffCount(outs.get(tileRows)!, full)).toBe(0);
+        for (const tileRows of choices) expect(bitDiffCount(outs.get(tileRows)!, full)).toBe(0);
         const yd = createStorage(ctx, 'y', N * OUT * 4);
         const dflt = await q4Matmul(ctx, { x: xb, W, y: yd, n: N, inDim: IN, outDim: OUT });
-        expect(dflt.label).toMatch(N <= 16 ? /^q4_matmul_tiled16_/ : /^q4_matmul_tiled32_/);
+        // 150 rows x 70 columns: 128-row tiles would make a 4-workgroup grid, so the default stays at 64.
+        expect(dflt.label).toMatch(N <= 16 ? /^q4_matmul_tiled16_/ : N <= 32 ? /^q4_matmul_tiled32_/ : /^q4_matmul_tiled_/);
         destroyQ4(W);
         for (const buf of [xb, bb, yd]) buf.destroy();
       });
@@ -132,6 +137,6 @@ describe('q4 matmul (4-bit W dequantized in registers, f32 accumulate)', async (
     await expect(q4Matmul(ctx, { x: d, W, y: createStorage(ctx, 'y', 4096), n: 1, inDim: 48, outDim: 1 })).rejects.toThrow(/multiple of 32 .*got 48/);
     await expect(q4Matmul(ctx, { x: d, W, y: createStorage(ctx, 'y', 4096), n: 1, inDim: 64, outDim: 4 })).rejects.toThrow(/tiny\.q_weight/);
     const ok = { qWeight: d, qScale: d };
-    await expect(q4Matmul(ctx, { x: d, W: ok, y: createStorage(ctx, 'y', 4096), n: 8, inDim: 32, outDim: 4, tileRows: 48 as 64 })).rejects.toThrow(/q4Matmul: tileRows must be one of 16, 32, 64, got 48/);
+    await expect(q4Matmul(ctx, { x: d, W: ok, y: createStorage(ctx, 'y', 4096), n: 8, inDim: 32, outDim: 4, tileRows: 48 as 64 })).rejects.toThrow(/q4Matmul: tileRows must be one of 16, 32, 64, 128, got 48/);
   });
 });

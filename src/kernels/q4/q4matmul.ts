@@ -4,7 +4,7 @@ import { checkDims, paramsUniform } from '../common/params';
 import type { MatmulArgs } from '../matmul/matmul';
 import { q4PathName } from './q4.wgsl';
 import { checkTileRows, tileGrid, tileRowsFor } from '../common/tile.wgsl';
-import { Q4_ROWS, Q4_ROWS_CHOICES, Q4_SMALL_N, q4RowsWgsl, q4TiledWgsl } from './q4matmul.wgsl';
+import { Q4_ROWS, Q4_ROWS_CHOICES, Q4_SMALL_N, Q4_TILE_K, q4RowsWgsl, q4TiledWgsl } from './q4matmul.wgsl';
 import { checkQ4Weight, q4Path, type Q4Weight } from './q4weight';
 
 /** MatmulArgs with a 4-bit W: swapping an f16 linear for a q4 one changes only `W`. */
@@ -21,7 +21,8 @@ export interface Q4MatmulArgs extends Omit<MatmulArgs, 'W'> {
  * y[N, out] (+)= x[N, in] · deq(W)^T + b. Buffers: x f32 [N, in], W q_weight u32 [out, in/8] + q_scale
  * [out, in/32], b f32 [out], y f32 [N, yStride] written at columns yOffset .. yOffset+out.
  * Decode (N <= Q4_SMALL_N = 8) uses the rows kernel (each weight word read once for all N rows), else the tiled one in
- * tileRowsFor(N)-row tiles (all tile shapes give bit-identical results).
+ * tileRowsFor(N)-row tiles (128 rows only where the device grants its 24 KiB of workgroup memory; all tile
+ * shapes add each output up in the same order).
  */
 export async function q4Matmul(ctx: GpuContext, a: Q4MatmulArgs): Promise<Dispatch> {
   const yStride = a.yStride ?? a.outDim;
@@ -38,7 +39,8 @@ export async function q4Matmul(ctx: GpuContext, a: Q4MatmulArgs): Promise<Dispat
   if (!Q4_ROWS_CHOICES.includes(rows)) throw new Error(`q4Matmul: rowsPerWorkgroup must be one of ${Q4_ROWS_CHOICES.join(', ')}, got ${rows}`);
   if (kernel === 'rows' && a.n > Q4_SMALL_N) throw new Error(`q4Matmul: the rows kernel handles N <= ${Q4_SMALL_N}, got ${a.n}`);
   const variant = { bias: !!a.bias, accumulate: !!a.accumulate };
-  const tileRows = checkTileRows('q4Matmul', a.tileRows ?? tileRowsFor(a.n));
+  const maxStorage = ctx.caps.limits.maxComputeWorkgroupStorageSize;
+  const tileRows = checkTileRows('q4Matmul', a.tileRows ?? tileRowsFor(a.n, { cols: a.outDim, k: Q4_TILE_K, maxStorage }), Q4_TILE_K, maxStorage);
   const p = q4Path(ctx, a.W);
   const sg = kernel === 'rows' && a.subgroups !== false && ctx.caps.subgroups;
   const shape = kernel === 'rows' ? `${a.n}x${rows}${sg ? '_sg' : ''}` : tileRows !== 64 ? String(tileRows) : '';

@@ -175,7 +175,7 @@ ${registerTileWgsl({
   let wc = lid & 3u;
   let wo = col0 + wm;`,
   loop: 'for (var g = 0u; g < G; g++)',
-  load: `
+  load: (t) => `
     var lo = vec4<f32>(0.0);
     var hi = vec4<f32>(0.0);
     if (wo < dims.outDim) {
@@ -186,8 +186,7 @@ ${registerTileWgsl({
       hi = q4hi(word) * s;
     }
     let kb = wc * 8u * ${T}u + wm;
-    tb[kb] = lo.x; tb[kb + ${T}u] = lo.y; tb[kb + ${2 * T}u] = lo.z; tb[kb + ${3 * T}u] = lo.w;
-    tb[kb + ${4 * T}u] = hi.x; tb[kb + ${5 * T}u] = hi.y; tb[kb + ${6 * T}u] = hi.z; tb[kb + ${7 * T}u] = hi.w;
+    ${['lo.x', 'lo.y', 'lo.z', 'lo.w', 'hi.x', 'hi.y', 'hi.z', 'hi.w'].map((v, j) => `${t.b(`kb + ${j * T}u`)} = ${v};`).join(' ')}
     // x tile: ${rows} rows x 8 vec4.
     for (var e = lid; e < ${rows * 8}u; e += 256u) {
       let m = e >> 3u;
@@ -196,7 +195,7 @@ ${registerTileWgsl({
       var xv = vec4<f32>(0.0);
       if (r < dims.n) { xv = x[r * x4PerRow + g * 8u + v4]; }
       let xk = v4 * 4u * ${rows}u + m;
-      ta[xk] = xv.x; ta[xk + ${rows}u] = xv.y; ta[xk + ${2 * rows}u] = xv.z; ta[xk + ${3 * rows}u] = xv.w;
+      ${['xv.x', 'xv.y', 'xv.z', 'xv.w'].map((v, j) => `${t.a(`xk + ${j * rows}u`)} = ${v};`).join(' ')}
     }`,
   rowCount: 'dims.n',
   colCount: 'dims.outDim',
