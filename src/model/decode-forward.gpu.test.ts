@@ -91,6 +91,10 @@ describe('recordDecodeForward (fused 4-bit decode) vs recordForward', async () =
               if (ten) expect(unfused - count(await recordDecodeForward(ten, spec)).dispatches).toBe(config.numLayers);
               const all = qkvEpilogueLoras([true, true, true], ctx.caps.limits.maxStorageBuffersPerShaderStage)?.every(Boolean);
               if (all) expect(unfused - f.dispatches).toBe(2 * config.numLayers);
+              // o's LoRA down runs inside the o dispatch: the only LoRA down left a dispatch of its own is the
+              // MLP down's, one a layer (9 dispatches a layer with every q/k/v up in c_attn's epilogue, one
+              // more where the attention is split).
+              expect(fused.filter((s) => s.kind === 'dispatch' && s.d.label === 'lora_down').length).toBe(config.numLayers);
             }
 
             const lastLogits: Float32Array[] = [];

@@ -3,7 +3,7 @@
 // order, in fewer dispatches and without the residual copies. Per layer:
 //   [rmsnorm + q/k/v], or with a q/k/v LoRA: [rmsnorm + LoRA downs], [q/k/v + LoRA ups]
 //   -> [rope + KV write] -> [attention]
-//   -> (LoRA o down) [o + LoRA o up + residual x]
+//   -> [o + LoRA o down and up + residual x]
 //   -> [rmsnorm + gate/up + swiglu], or with a gate/up LoRA: [rmsnorm + LoRA downs], [gate/up + LoRA ups + swiglu]
 //   -> (LoRA down down) [down + LoRA down up + residual h]
 // ropeAndStore is one dispatch (RoPE + the KV-cache writes at row pos, no copies) and attend one workgroup
@@ -18,6 +18,7 @@
 import type { GpuContext } from '../gpu/device';
 import { createStorageChecked } from '../gpu/buffers';
 import { q4DecodeLinear, q4DecodeStorage, type Q4DecodeLora } from '../kernels/q4/q4decode';
+import { Q4D_LORA_IN_MAX_RANK } from '../kernels/q4/q4decode.wgsl';
 import { loraDown, loraUp } from '../kernels/lora/lora';
 import { loraDownGroup, loraDownGroupStorage, loraUpGroup } from '../kernels/lora/lora.group';
 import { Q4_SMALL_N } from '../kernels/q4/q4matmul.wgsl';
@@ -210,7 +211,7 @@ export async function recordDecodeForward(ctx: GpuContext, s: ForwardSpec): Prom
     const P = params[l];
     const has = (m: LoraModule) => !!adapter?.layers[l]?.[m];
     // The epilogue half of module m's LoRA (t from its down projection), or undefined without one.
-    const up = (m: LoraModule): Q4DecodeLora | undefined => {
+    const up = (m: LoraModule): (Q4DecodeLora & { t: GPUBuffer }) | undefined => {
       const p = adapter?.layers[l]?.[m];
       return p && { t: L.t[m], B: p.B, rank: p.r, scale: p.scale };
     };
@@ -254,8 +255,10 @@ export async function recordDecodeForward(ctx: GpuContext, s: ForwardSpec): Prom
     const { K, V } = await ropeAndStore(lc);
     await attend(lc, K, V);
 
-    // h = x + o(attn) (+ LoRA o), no copy of x into h first.
-    const oLora = await down('o', L.attn, qd);
+    // h = x + o(attn) (+ LoRA o), no copy of x into h first. o's LoRA down runs in the o dispatch itself
+    // (each workgroup forms t from attn and A: qd wide, cheaper than a dispatch) up to its rank limit.
+    const po = adapter?.layers[l]?.o;
+    const oLora = po && po.r <= Q4D_LORA_IN_MAX_RANK ? { A: po.A, B: po.B, rank: po.r, scale: po.scale } : await down('o', L.attn, qd);
     add(await q4DecodeLinear(ctx, { W: W.o, x: L.attn, n, inDim: qd, outputs: [{ y: L.h, rows: H, lora: oLora }], residual: L.x }));
 
     if (has('gate') || has('up')) {

@@ -31,6 +31,10 @@ interface Case {
   kSplit?: number;
   /** LoRA up epilogue on these output slots (segments, or 0 = gate / 1 = up with swiglu), rank 3. */
   lora?: number[];
+  /** Slot 0's LoRA down computed in the kernel from x and A (no t given). */
+  loraIn?: boolean;
+  /** LoRA rank (default 3). */
+  rank?: number;
   /** Row r of x multiplied by rowScale[r]: rows whose sum of squares overflows f32 (the norm pre-scales them). */
   rowScale?: number[];
   /** Runs besides the subgroup kernel on the first weight path (with a norm: rows cached in workgroup memory). */
@@ -79,6 +83,9 @@ const CASES: Case[] = [
   { name: 'c_attn-like after the LoRA group: 3 segments each with a LoRA up, biases packed', n: 2, inDim: 96, segs: [37, 9, 9], bias: 'packed', lora: [0, 1, 2], scale: 'f16', also: [NO_SG] },
   // Where the device binds only 10 (Chromium's SwiftShader): the q segment's LoRA up alone.
   { name: 'c_attn-like after the LoRA group: LoRA up on the first of 3 segments only', n: 1, inDim: 96, segs: [37, 9, 9], bias: 'packed', lora: [0], scale: 'f32' },
+  // o-like with the LoRA down in the kernel (t = x · A^T per workgroup): rank 3, and the largest rank at 7 rows.
+  { name: 'o-like: residual + LoRA down and up in the kernel', n: 2, inDim: 96, segs: [70], residual: 'separate', lora: [0], loraIn: true, scale: 'f16', also: [NO_SG] },
+  { name: 'o-like, 7 rows: LoRA down and up in the kernel at rank 64', n: 7, inDim: 128, segs: [33], residual: 'inplace', lora: [0], loraIn: true, rank: 64, scale: 'f32', also: [NO_SG] },
   { name: 'gate/up segments with norm + xn', n: 2, inDim: 128, segs: [40, 40], norm: 'xn', scale: 'f16', rowsPerWorkgroup: 2, also: [NO_SG, PACKED] },
   // Decode steps of a whole Flow-GRPO group (8 sequences): c_attn, o/down and gate/up shapes.
   { name: 'c_attn-like, 8 rows', n: 8, inDim: 96, segs: [37, 9, 9], bias: 'packed', norm: 'xn', scale: 'f16', rowBase: 1 },
@@ -136,12 +143,21 @@ describe('q4DecodeLinear (fused decode linear) vs float64', async () => {
       const normW = Array.from(rng.fill(c.inDim, 0.2), (v) => v + 1);
       const biases = (c.segs ?? []).map((r) => rng.fill(r));
       const residual = c.residual ? rng.fill(c.n * out) : undefined;
-      const R = 3;
+      const R = c.rank ?? 3;
       const slotRows = c.swiglu ? [c.swiglu, c.swiglu] : c.segs!;
       const loraRef = slotRows.map((rows, s) => (c.lora?.includes(s) ? { t: rng.fill(c.n * R), B: rng.fill(rows * R), rank: R, scale: 0.5 + s } : undefined));
+      // In-kernel LoRA down: A random, the reference's t = x · A^T in float64.
+      const A = c.loraIn ? rng.fill(R * c.inDim, 0.3) : undefined;
+      if (A) {
+        const t = new Float64Array(c.n * R);
+        for (let r = 0; r < c.n; r++) for (let j = 0; j < R; j++) for (let k = 0; k < c.inDim; k++) t[r * R + j] += x[r * c.inDim + k] * A[j * c.inDim + k];
+        loraRef[0]!.t = t as unknown as Float32Array;
+      }
       const made: GPUBuffer[] = [];
       const keep = (b: GPUBuffer) => (made.push(b), b);
-      const loraGpu = loraRef.map((l, s) => l && { t: keep(f32Buffer(ctx, `t${s}`, l.t)), B: keep(f32Buffer(ctx, `B${s}`, l.B)), rank: R, scale: l.scale });
+      const loraGpu = loraRef.map((l, s) => l && {
+        ...(s === 0 && A ? { A: keep(f32Buffer(ctx, 'A', A)) } : { t: keep(f32Buffer(ctx, `t${s}`, l.t)) }), B: keep(f32Buffer(ctx, `B${s}`, l.B)), rank: R, scale: l.scale,
+      });
       const W = uploadQ4(ctx, 'W', q);
       const xb = keep(f32Buffer(ctx, 'x', x));
       // Packed: [junk 3 | norm w | bias0 | bias1 | bias2], as the decode forward packs them.

@@ -3,7 +3,7 @@ import { getPipeline, grid1d, type Dispatch } from '../../gpu/pipelines';
 import { checkDims, paramsUniform } from '../common/params';
 import { q4PathName } from './q4.wgsl';
 import { Q4_ROWS, Q4_ROWS_CHOICES, Q4_SMALL_N } from './q4matmul.wgsl';
-import { Q4D_KSPLIT_CHOICES, Q4D_MAX_SEGMENTS, Q4D_SG_WG, Q4D_WG, q4DecodeBindings, q4DecodeWgsl, type Q4DecodeVariant } from './q4decode.wgsl';
+import { Q4D_KSPLIT_CHOICES, Q4D_LORA_IN_MAX_RANK, Q4D_MAX_SEGMENTS, Q4D_SG_WG, Q4D_WG, q4DecodeBindings, q4DecodeWgsl, type Q4DecodeVariant } from './q4decode.wgsl';
 import { checkQ4Weight, q4Path, type Q4Weight } from './q4weight';
 
 /**
@@ -39,8 +39,13 @@ export interface Q4DecodeSegment {
 
 /** A LoRA's up projection added in the epilogue: y += scale * t[n, rank] · B[out, rank]^T. */
 export interface Q4DecodeLora {
-  /** f32 [n, rank]: x_lora · A^T, from a LoRA down dispatched before this one. */
-  t: GPUBuffer;
+  /** f32 [n, rank]: x_lora · A^T, from a LoRA down dispatched before this one. Exactly one of t and A. */
+  t?: GPUBuffer;
+  /**
+   * f32 [rank, inDim] (PEFT lora_A.weight): the kernel computes t = x · A^T itself (no down dispatch before
+   * it). Only for a single output segment reading x without a norm, rank <= Q4D_LORA_IN_MAX_RANK.
+   */
+  A?: GPUBuffer;
   /** f32 [rows, rank] (the slot's rows). */
   B: GPUBuffer;
   rank: number;
@@ -176,9 +181,14 @@ export async function q4DecodeLinear(ctx: GpuContext, a: Q4DecodeArgs): Promise<
     const what = a.swiglu ? `swiglu.${s ? 'upLora' : 'gateLora'}` : `outputs[${s}].lora`;
     checkDims(K, { [`${what}.rank`]: lo.rank });
     if (!Number.isFinite(lo.scale)) throw new Error(`${K}: ${what}.scale must be finite, got ${lo.scale}`);
-    need(lo.t, `${what}.t`, a.n * lo.rank);
+    if (!!lo.t === !!lo.A) throw new Error(`${K}: ${what} needs exactly one of t (a LoRA down's output) and A (computed here)`);
+    if (lo.A) {
+      if (a.swiglu || segs.length !== 1 || a.norm) throw new Error(`${K}: ${what}.A (the LoRA down in this dispatch) needs a single output segment, without swiglu or a norm`);
+      if (lo.rank > Q4D_LORA_IN_MAX_RANK) throw new Error(`${K}: ${what}.A: rank ${lo.rank} exceeds ${Q4D_LORA_IN_MAX_RANK} (dispatch the LoRA down and pass t)`);
+      need(lo.A, `${what}.A`, lo.rank * a.inDim);
+    } else need(lo.t!, `${what}.t`, a.n * lo.rank);
     need(lo.B, `${what}.B`, slotRows[s] * lo.rank);
-    for (const b of [lo.t, lo.B]) if (written.includes(b)) throw new Error(`${K}: ${what} reads ${label(b)}, which this dispatch writes`);
+    for (const b of [lo.t ?? lo.A!, lo.B]) if (written.includes(b)) throw new Error(`${K}: ${what} reads ${label(b)}, which this dispatch writes`);
   });
   // Workgroup bytes with the rows cached: xs, the norm tree and its flag word, and the subgroup counter and
   // slice sums or the reduction arrays.
@@ -190,6 +200,7 @@ export async function q4DecodeLinear(ctx: GpuContext, a: Q4DecodeArgs): Promise<
   const v: Q4DecodeVariant = {
     nr: a.n, rows, subgroups: sg, params: params.length, normParam, xCache, storeXn: !!a.norm?.xn,
     segments: a.swiglu ? 1 : segs.length, biasParam, residual, swiglu: !!a.swiglu, lora: loras.map((l) => !!l), kSplit,
+    loraIn: !!loras[0]?.A,
   };
   const roles = q4DecodeBindings(v);
   const storage = roles.length - 1; // all but the uniform
@@ -205,7 +216,7 @@ export async function q4DecodeLinear(ctx: GpuContext, a: Q4DecodeArgs): Promise<
     biasParam.some((b) => b >= 0) ? `_bias${biasParam.join('')}` : '',
     `_p${params.length}`,
     residual !== 'none' ? `_res${residual}` : '',
-    v.lora.some((l) => l) ? `_lora${v.lora.map(Number).join('')}` : '',
+    v.lora.some((l) => l) ? `_lora${v.lora.map(Number).join('')}${v.loraIn ? 'in' : ''}` : '',
   ].join('');
   const pipeline = await getPipeline(ctx, name, q4DecodeWgsl(p, v));
   const e0 = segs[0]?.rows ?? outRows;
@@ -221,7 +232,7 @@ export async function q4DecodeLinear(ctx: GpuContext, a: Q4DecodeArgs): Promise<
   if (a.norm?.xn) byRole.xn = a.norm.xn;
   outs.forEach((b, i) => (byRole[`y${i}`] = b));
   loras.forEach((lo, s) => {
-    if (lo) [byRole[`T${s}`], byRole[`B${s}`]] = [lo.t, lo.B];
+    if (lo) [byRole[s === 0 && lo.A ? 'A0' : `T${s}`], byRole[`B${s}`]] = [lo.t ?? lo.A!, lo.B];
   });
   const buffers = roles.map((r) => byRole[r]);
   const perWg = a.swiglu ? rows / 2 : rows;

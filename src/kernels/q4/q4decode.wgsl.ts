@@ -38,6 +38,8 @@ export const Q4D_SG_WG = 256;
 /** K splits the subgroup kernel can be built for. */
 export const Q4D_KSPLIT_CHOICES = [1, 2, 4, 8];
 export const Q4D_MAX_SEGMENTS = 3;
+/** Largest LoRA rank whose down projection the kernel can compute itself (loraIn; t lives in workgroup memory). */
+export const Q4D_LORA_IN_MAX_RANK = 64;
 
 export interface Q4DecodeVariant {
   /** Rows of x (1..Q4_SMALL_N). */
@@ -70,6 +72,13 @@ export interface Q4DecodeVariant {
    */
   lora: boolean[];
   /**
+   * Slot 0's LoRA down computed in the kernel: every workgroup forms t = x · A^T (A bound as A0, f32
+   * [rank, inDim], rank <= Q4D_LORA_IN_MAX_RANK) in workgroup memory before its rows, so no down dispatch
+   * runs before this one. One segment, no norm (x read as it is): the o projection's shape, whose input
+   * is narrow (qd), so the extra reads of A per workgroup cost less than a dispatch.
+   */
+  loraIn?: boolean;
+  /**
    * Subgroup kernel only: slices each row pair's groups are split into (one of Q4D_KSPLIT_CHOICES); each
    * (pair, slice) is one subgroup's item and the slices' sums meet in workgroup memory. 1 without subgroups.
    */
@@ -84,7 +93,7 @@ export function q4DecodeBindings(v: Q4DecodeVariant): string[] {
   for (let i = 0; i < v.params; i++) b.push(`P${i}`);
   if (v.residual === 'separate') b.push('res');
   if (v.storeXn) b.push('xn');
-  v.lora.forEach((on, s) => on && b.push(`T${s}`, `B${s}`));
+  v.lora.forEach((on, s) => on && b.push(s === 0 && v.loraIn ? 'A0' : `T${s}`, `B${s}`));
   if (v.swiglu) b.push('y0');
   else for (let s = 0; s < v.segments; s++) b.push(`y${s}`);
   return b;
@@ -97,6 +106,7 @@ export function q4DecodeWgsl(p: Q4Path, v: Q4DecodeVariant): string {
   if (!Q4D_KSPLIT_CHOICES.includes(v.kSplit)) throw new Error(`q4DecodeWgsl: kSplit must be one of ${Q4D_KSPLIT_CHOICES.join(', ')}, got ${v.kSplit}`);
   if (!subgroups && v.kSplit !== 1) throw new Error(`q4DecodeWgsl: kSplit ${v.kSplit} needs the subgroup kernel (without subgroups the lanes of a pair already split K)`);
   const norm = v.normParam >= 0;
+  if (v.loraIn && (!v.lora[0] || v.swiglu || v.segments !== 1 || norm)) throw new Error('q4DecodeWgsl: loraIn needs a LoRA on the single segment, without swiglu or a norm');
   const cache = norm && v.xCache > 0;
   if (cache && !Number.isInteger(v.xCache)) throw new Error(`q4DecodeWgsl: xCache must be an integer, got ${v.xCache}`);
   const WG = subgroups ? Q4D_SG_WG : Q4D_WG;
@@ -109,6 +119,7 @@ export function q4DecodeWgsl(p: Q4Path, v: Q4DecodeVariant): string {
     else if (name === 'S') decl.push(q4ScaleDecl(p, i));
     else if (name === 'x') decl.push(`@group(0) @binding(${i}) var<storage, read> x: array<vec4<f32>>;`);
     else if (name === 'dims') decl.push(`@group(0) @binding(${i}) var<uniform> dims: Dims;`);
+    else if (name === 'A0') decl.push(`@group(0) @binding(${i}) var<storage, read> A0: array<vec4<f32>>;`);
     else if (name === 'xn') decl.push(`@group(0) @binding(${i}) var<storage, read_write> xn: array<vec4<f32>>;`);
     else if (name === 'res') decl.push(`@group(0) @binding(${i}) var<storage, read> res: array<f32>;`);
     else if (name.startsWith('T') || name.startsWith('B')) decl.push(`@group(0) @binding(${i}) var<storage, read> ${name}: array<f32>;`);
@@ -163,7 +174,7 @@ export function q4DecodeWgsl(p: Q4Path, v: Q4DecodeVariant): string {
   // LoRA up terms of rank index j for x row r: loraA<r> for the pair's first row, loraB for its second.
   // Plain rows pick their segment's slot from the out row; with swiglu slot 0 is gate i and slot 1 up i.
   const loraSeg = (s: number, col: string) =>
-    `if (j < dims.lr${s}) { return dims.ls${s} * T${s}[r * dims.lr${s} + j] * B${s}[(${col}) * dims.lr${s} + j]; } return 0.0;`;
+    `if (j < dims.lr${s}) { return dims.ls${s} * ${s === 0 && v.loraIn ? 'lt' : `T${s}`}[r * dims.lr${s} + j] * B${s}[(${col}) * dims.lr${s} + j]; } return 0.0;`;
   const anyLora = v.lora.some((l) => l);
   const loraFns = !anyLora
     ? ''
@@ -289,6 +300,34 @@ fn loraB(r: u32, o: u32, j: u32) -> f32 { return loraA(r, o, j); }`;
   }`
     : '';
 
+  // t = x · A^T of slot 0 into lt[r * rank + j]: thread lid takes rank index lid % rank over K slice
+  // lid / rank (WG / rank slices, rank <= WG), the slices' sums meet in workgroup memory. Uniform control flow.
+  const loraIn = v.loraIn
+    ? `{
+    let lr = dims.lr0;
+    let slices = ${WG}u / lr;
+    let j = lid % lr;
+    let slice = lid / lr;
+    ${range(nr).map((r) => `var lp${r} = 0.0;`).join(' ')}
+    if (slice < slices) {
+      for (var k = slice; k < in4; k += slices) {
+        let a = A0[j * in4 + k];
+        ${range(nr).map((r) => `lp${r} += dot(x[${r}u * in4 + k], a);`).join(' ')}
+      }
+    }
+    ${range(nr).map((r) => `lred[${r * WG}u + lid] = lp${r};`).join(' ')}
+    workgroupBarrier();
+    for (var it = lid; it < lr * ${nr}u; it += ${WG}u) {
+      let r = it / lr;
+      let jj = it % lr;
+      var sum = 0.0;
+      for (var q = 0u; q < slices; q++) { sum += lred[r * ${WG}u + q * lr + jj]; }
+      lt[r * lr + jj] = sum;
+    }
+    workgroupBarrier();
+  }`
+    : '';
+
   const common = `struct Dims { n: u32, inDim: u32, wRow: u32, outRows: u32, e0: u32, e1: u32, normOff: u32, eps: f32, bias0: u32, bias1: u32, bias2: u32,
   lr0: u32, ls0: f32, lr1: u32, ls1: f32, lr2: u32, ls2: f32 }
 ${decl.join('\n')}
@@ -297,7 +336,8 @@ ${Q4_UNPACK_WGSL}
 ${normFns}
 ${storeFn}
 ${norm ? `var<workgroup> nrm: array<f32, ${WG * nr}>;\nvar<workgroup> nbig: u32;\n${RMS_SCALE_WGSL}` : ''}
-${cache ? `var<workgroup> xs: array<vec4<f32>, ${nr * v.xCache}>;` : ''}`;
+${cache ? `var<workgroup> xs: array<vec4<f32>, ${nr * v.xCache}>;` : ''}
+${v.loraIn ? `var<workgroup> lt: array<f32, ${nr * Q4D_LORA_IN_MAX_RANK}>;\nvar<workgroup> lred: array<f32, ${nr * WG}>;` : ''}`;
 
   const accDecl = `${range(nr).map((r) => `var acc${r} = 0.0;`).join(' ')} ${range(nr).map((r) => `var bcc${r} = 0.0;`).join(' ')}`;
 
@@ -369,6 +409,7 @@ ${entry}
     }
   }
   ${prologue}
+  ${loraIn}
   for (var it = sgIndex; it < ${items}u; it += sgTotal) {
     ${itemDecl('it')}
     ${accDecl}
@@ -409,6 +450,7 @@ ${pairPartialsWgsl(P, nr)}
 
 ${entry}
   ${prologue}
+  ${loraIn}
   let lane = lid % ${lanes}u;
   let pr = lid / ${lanes}u;
   ${accDecl}
