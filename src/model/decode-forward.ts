@@ -256,7 +256,8 @@ export async function recordDecodeForward(ctx: GpuContext, s: ForwardSpec): Prom
     await attend(lc, K, V);
 
     // h = x + o(attn) (+ LoRA o), no copy of x into h first. o's LoRA down runs in the o dispatch itself
-    // (each workgroup forms t from attn and A: qd wide, cheaper than a dispatch) up to its rank limit.
+    // (each workgroup forms t from attn and A; attn is only qd wide) up to its rank limit. The MLP down's
+    // input is I wide (5.4x qd at 0.5B): its LoRA down stays a dispatch.
     const po = adapter?.layers[l]?.o;
     const oLora = po && po.r <= Q4D_LORA_IN_MAX_RANK ? { A: po.A, B: po.B, rank: po.r, scale: po.scale } : await down('o', L.attn, qd);
     add(await q4DecodeLinear(ctx, { W: W.o, x: L.attn, n, inDim: qd, outputs: [{ y: L.h, rows: H, lora: oLora }], residual: L.x }));

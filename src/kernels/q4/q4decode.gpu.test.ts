@@ -6,7 +6,7 @@ import { gpuFor, weightPaths } from '../../../tests/support/gpu';
 import { f32Buffer, relMaxErr } from '../common/testing';
 import { dequantizeQ4, quantizeQ4, type Q4ScaleDtype } from './q4.ref';
 import { Q4D_MAX_STORAGE, q4DecodeLinear, q4DecodeStorage, type Q4DecodeArgs } from './q4decode';
-import { q4DecodeRef } from './q4decode.ref';
+import { q4DecodeRef, type LoraRef } from './q4decode.ref';
 import { destroyQ4, uploadQ4 } from './q4weight';
 
 // Float64 reference over the exactly dequantized weights: the GPU's only error is f32 accumulation (and the
@@ -145,13 +145,13 @@ describe('q4DecodeLinear (fused decode linear) vs float64', async () => {
       const residual = c.residual ? rng.fill(c.n * out) : undefined;
       const R = c.rank ?? 3;
       const slotRows = c.swiglu ? [c.swiglu, c.swiglu] : c.segs!;
-      const loraRef = slotRows.map((rows, s) => (c.lora?.includes(s) ? { t: rng.fill(c.n * R), B: rng.fill(rows * R), rank: R, scale: 0.5 + s } : undefined));
+      const loraRef: Array<LoraRef | undefined> = slotRows.map((rows, s) => (c.lora?.includes(s) ? { t: rng.fill(c.n * R), B: rng.fill(rows * R), rank: R, scale: 0.5 + s } : undefined));
       // In-kernel LoRA down: A random, the reference's t = x · A^T in float64.
       const A = c.loraIn ? rng.fill(R * c.inDim, 0.3) : undefined;
       if (A) {
         const t = new Float64Array(c.n * R);
         for (let r = 0; r < c.n; r++) for (let j = 0; j < R; j++) for (let k = 0; k < c.inDim; k++) t[r * R + j] += x[r * c.inDim + k] * A[j * c.inDim + k];
-        loraRef[0]!.t = t as unknown as Float32Array;
+        loraRef[0]!.t = t;
       }
       const made: GPUBuffer[] = [];
       const keep = (b: GPUBuffer) => (made.push(b), b);
@@ -221,6 +221,11 @@ describe('q4DecodeLinear (fused decode linear) vs float64', async () => {
     await expect(
       q4DecodeLinear(ctx, { W, x, n: 1, inDim: 64, swiglu: { act: buf('act', 8), intermediate: 8, upLora: { t: buf('tu', 4), B: buf('Bu', 4), rank: 4, scale: 1 } } }),
     ).rejects.toThrow(/swiglu\.upLora\.B \('Bu'/);
+    // A LoRA down in the kernel: exactly one of t and A, one segment without a norm, rank <= 64.
+    const la = (rank: number, extra: object = {}) => ({ A: buf('Al', rank * 64), B: buf('Bl2', 16 * rank), rank, scale: 1, ...extra });
+    await expect(q4DecodeLinear(ctx, { W, x, n: 1, inDim: 64, outputs: [{ ...y('y'), lora: la(2, { t: buf('tl', 2) }) }] })).rejects.toThrow(/outputs\[0\]\.lora needs exactly one of t .* and A/);
+    await expect(q4DecodeLinear(ctx, { W, x, n: 1, inDim: 64, outputs: [{ ...y('y'), lora: la(2) }], norm: { w: { buffer: buf('nw3', 64) }, eps: 1e-6 } })).rejects.toThrow(/outputs\[0\]\.lora\.A .* without swiglu or a norm/);
+    await expect(q4DecodeLinear(ctx, { W, x, n: 1, inDim: 64, outputs: [{ ...y('y'), lora: la(65) }] })).rejects.toThrow(/rank 65 exceeds 64/);
     // Norm weight, three biases and xn in separate buffers: 11 storage bindings, on a device that grants
     // WebGPU's default 8 (same device, narrower limit).
     const sep = (name: string) => ({ buffer: buf(name, 16) });
