@@ -43,8 +43,8 @@ export interface WideTileFit {
   k: number;
   /** The device's maxComputeWorkgroupStorageSize (ctx.caps.limits). */
   maxStorage: number;
-  /** Split-K deepens the grid itself, so its small-grid guard does not apply. */
-  splitK?: boolean;
+  /** Workgroups along z (split-K slices, default 1): they count towards TILE_128_MIN_WORKGROUPS. */
+  depth?: number;
 }
 
 /**
@@ -57,7 +57,7 @@ export function tileRowsFor(n: number, wide?: WideTileFit): TileRows {
   if (n <= 32) return 32;
   if (n < 128 || !wide || tileRowsMax() < 128) return 64;
   if (tileStorageBytes(128, wide.k) > wide.maxStorage) return 64;
-  if (!wide.splitK && Math.ceil(n / 128) * Math.ceil(wide.cols / TILE_COLS) < TILE_128_MIN_WORKGROUPS) return 64;
+  if (Math.ceil(n / 128) * Math.ceil(wide.cols / TILE_COLS) * (wide.depth ?? 1) < TILE_128_MIN_WORKGROUPS) return 64;
   return 128;
 }
 

@@ -4,7 +4,7 @@ import { submitDispatches } from '../../gpu/pipelines';
 import { Rng } from '../../util/rng';
 import { gpuFor, weightPaths } from '../../../tests/support/gpu';
 import { bitDiffCount, f32Buffer, relMaxErr } from '../common/testing';
-import { TILE_ROW_CHOICES, tileStorageBytes } from '../common/tile.wgsl';
+import { TILE_ROW_CHOICES, tileRowsMax, tileStorageBytes } from '../common/tile.wgsl';
 import { centralDiff, dot } from '../finite-diff.ref';
 import { linearForwardRef, matmulBackwardRef } from '../matmul/matmul.backward.ref';
 import { dequantizeQ4, quantizeQ4, type Q4ScaleDtype } from './q4.ref';
@@ -134,6 +134,32 @@ describe('q4 matmul backward (dx = dy deq(W), frozen 4-bit W)', async () => {
         for (const b of [dyb, partials]) b.destroy();
       });
     }
+    it(`${path}: split-K over 130 rows deep enough for the 128-row tile takes it, with the 64-row tile's slices and bits`, async () => {
+      const ctx = await gpuFor(path);
+      const rng = new Rng(130);
+      // 64 slices of 16 outputs x 2 x 2 tiles of 128 rows: 256 workgroups.
+      const [n, inDim, outDim, splits] = [130, 128, 1024, 64];
+      const q = quantizeQ4(rng.fill(outDim * inDim), outDim, inDim);
+      const dy = rng.fill(n * outDim);
+      const W = uploadQ4(ctx, 'W', q);
+      const dyb = f32Buffer(ctx, 'dy', dy);
+      const partials = createStorage(ctx, 'partials', splitKPartialsBytes(n, inDim));
+      const outs: Float32Array[] = [];
+      for (const tileRows of [undefined, 64] as const) {
+        const dxb = createStorage(ctx, 'dx', n * inDim * 4);
+        const ds = await q4MatmulBackwardSplitK(ctx, { W, dy: dyb, dx: dxb, n, inDim, outDim, partials, splits, tileRows });
+        const rows = tileRows ?? Math.min(128, tileRowsMax()); // 12 KiB: fits every device
+        expect(ds[0].label).toMatch(new RegExp(`^q4_matmul_backward_splitk${rows === 64 ? '' : rows}_`));
+        expect(ds[0].workgroups).toEqual([2, Math.ceil(n / rows), splits]);
+        submitDispatches(ctx, ds);
+        outs.push(await readF32(ctx, dxb, n * inDim));
+        dxb.destroy();
+      }
+      expect(relMaxErr(outs[0], matmulBackwardRef(dy, dequantizeQ4(q), n, inDim, outDim, 0))).toBeLessThan(1e-5);
+      expect(bitDiffCount(outs[0], outs[1])).toBe(0);
+      destroyQ4(W);
+      for (const b of [dyb, partials]) b.destroy();
+    });
     it(`${path}: split-K stays one plain dispatch (same bits) where the grid is large enough or outDim short`, async () => {
       const ctx = await gpuFor(path);
       const rng = new Rng(5);

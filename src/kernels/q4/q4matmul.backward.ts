@@ -47,10 +47,14 @@ async function build(ctx: GpuContext, a: Q4MatmulBackwardArgs & SplitKArgs, mayS
   if (a.dx.size < a.n * a.inDim * 4) throw new Error(`q4MatmulBackward: dx ('${a.dx.label}') is smaller than [${a.n}, ${a.inDim}] f32`);
   if (a.dx === a.dy) throw new Error('q4MatmulBackward: dy and dx must be different buffers');
   const maxStorage = ctx.caps.limits.maxComputeWorkgroupStorageSize;
-  const wide = { cols: a.inDim, k: Q4_BWD_TILE_K, maxStorage, splitK: maySplit && a.partials !== undefined };
+  const maxGrid = ctx.caps.limits.maxComputeWorkgroupsPerDimension;
+  // Slices are planned on the 64-row grid whatever tile runs, so the split sums (and their order) do not
+  // depend on the tile: the 128-row tile gives the 64-row one's bits here too.
+  const [gx64, gy64] = tileGrid('q4MatmulBackward', a.n, a.inDim, 64, maxGrid);
+  const plan = maySplit ? planSplitK('q4MatmulBackward', gx64 * gy64, a.outDim, Q4_BWD_TILE_K, a.splits, partialsRoom(a.partials, a.n, a.inDim)) : { splits: 1, slice: a.outDim };
+  const wide = { cols: a.inDim, k: Q4_BWD_TILE_K, maxStorage, depth: plan.splits };
   const tileRows = checkTileRows('q4MatmulBackward', a.tileRows ?? tileRowsFor(a.n, wide), Q4_BWD_TILE_K, maxStorage);
-  const [gx, gy] = tileGrid('q4MatmulBackward', a.n, a.inDim, tileRows, ctx.caps.limits.maxComputeWorkgroupsPerDimension);
-  const plan = maySplit ? planSplitK('q4MatmulBackward', gx * gy, a.outDim, Q4_BWD_TILE_K, a.splits, partialsRoom(a.partials, a.n, a.inDim)) : { splits: 1, slice: a.outDim };
+  const [gx, gy] = tileGrid('q4MatmulBackward', a.n, a.inDim, tileRows, maxGrid);
   const split = plan.splits > 1;
   const out = split ? checkPartials('q4MatmulBackward', a.partials, plan.splits, a.n, a.inDim) : a.dx;
   if (split && (out === a.dy || out === a.dx)) throw new Error('q4MatmulBackward: partials must be a buffer of its own');

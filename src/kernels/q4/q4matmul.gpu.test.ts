@@ -4,7 +4,7 @@ import { submitDispatches } from '../../gpu/pipelines';
 import { Rng } from '../../util/rng';
 import { gpuFor, weightPaths } from '../../../tests/support/gpu';
 import { bitDiffCount, f32Buffer, matmulInputs, relMaxErr } from '../common/testing';
-import { TILE_ROW_CHOICES, tileStorageBytes } from '../common/tile.wgsl';
+import { TILE_ROW_CHOICES, tileRowsMax, tileStorageBytes } from '../common/tile.wgsl';
 import { matmulRef } from '../matmul/matmul.ref';
 import { dequantizeQ4, quantizeQ4, type Q4ScaleDtype } from './q4.ref';
 import { q4Matmul, q4Matvec } from './q4matmul';
@@ -109,6 +109,27 @@ describe('q4 matmul (4-bit W dequantized in registers, f32 accumulate)', async (
         for (const buf of [xb, bb, yd]) buf.destroy();
       });
     }
+
+    it(`${path}: 128 rows over 132 column tiles take the 128-row tile by default where the device grants its 24 KiB (same bits as 64 rows, float64)`, async () => {
+      const ctx = await ctxP;
+      const rng = new Rng(128);
+      const [N, IN, OUT] = [128, 32, 132 * 64];
+      const q = quantizeQ4(rng.fill(OUT * IN, 0.5), OUT, IN, 'f32');
+      const x = rng.fill(N * IN);
+      const W = uploadQ4(ctx, 'W', q);
+      const xb = f32Buffer(ctx, 'x', x);
+      const [ya, yb] = [createStorage(ctx, 'yDefault', N * OUT * 4), createStorage(ctx, 'y64', N * OUT * 4)];
+      const dflt = await q4Matmul(ctx, { x: xb, W, y: ya, n: N, inDim: IN, outDim: OUT });
+      const wide = tileStorageBytes(128, Q4_TILE_K) <= ctx.caps.limits.maxComputeWorkgroupStorageSize && tileRowsMax() === 128;
+      expect(dflt.label).toMatch(wide ? /^q4_matmul_tiled128_/ : /^q4_matmul_tiled_/);
+      expect(dflt.workgroups).toEqual([132, wide ? 1 : 2]);
+      submitDispatches(ctx, [dflt, await q4Matmul(ctx, { x: xb, W, y: yb, n: N, inDim: IN, outDim: OUT, tileRows: 64 })]);
+      const got = await readF32(ctx, ya, N * OUT);
+      expect(relMaxErr(got, matmulRef(x, dequantizeQ4(q), N, IN, OUT))).toBeLessThan(TOL);
+      expect(bitDiffCount(got, await readF32(ctx, yb, N * OUT))).toBe(0);
+      destroyQ4(W);
+      for (const buf of [xb, ya, yb]) buf.destroy();
+    });
 
     it(`${path}: q4Matvec on a window of rows (rowBase) of a larger matrix, both reductions`, async () => {
       const ctx = await ctxP;
