@@ -2,7 +2,7 @@
 // Output rows are written at a row stride `yStride` and column offset `yOffset`, so the LM head can
 // write a vocabulary chunk into its columns of a wider logits buffer.
 //
-// Two kernels: a register-tiled one for prefill/training (common/tile.wgsl.ts: 16, 32 or 64 rows x 64
+// Two kernels: a register-tiled one for prefill/training (common/tile.wgsl.ts: 16, 32, 64 or 128 rows x 64
 // columns per workgroup, K step 16), and a row kernel for N <= SMALL_N (decode), where the whole cost is
 // reading W once: one workgroup per output column, all N rows accumulated from the same W reads.
 

@@ -9,10 +9,10 @@
 //   the rows' groups, subgroupAdd reduces), so no workgroup memory or barriers are in the reduction; that
 //   kernel has Q4_ROWS_SG_WG invocations so that 32-wide subgroups each own one pair at Q4_ROWS.
 //   Without, 64 / (rows / 2) lanes per pair reduce through workgroup memory.
-// - tiled (prefill / training): common/tile.wgsl.ts with 16, 32 or 64 rows x 64 columns per workgroup, K
-//   step 32 = one quantization group, so a W tile row needs 4 words and 1 scale; the tile is dequantized
-//   once into workgroup memory and reused by every x row of the tile. At most 16 KiB of workgroup memory
-//   (64 rows), the WebGPU default limit.
+// - tiled (prefill / training): common/tile.wgsl.ts with 16, 32, 64 or 128 rows x 64 columns per workgroup,
+//   K step 32 = one quantization group, so a W tile row needs 4 words and 1 scale; the tile is dequantized
+//   once into workgroup memory and reused by every x row of the tile. 16 KiB of workgroup memory at 64
+//   rows (the WebGPU default limit), 24 KiB at 128, taken only where the device grants it.
 
 import { registerTileWgsl, TILE_COLS, type TileRows } from '../common/tile.wgsl';
 import { SUBGROUP_COUNTER_WGSL, SUBGROUP_INDEX_WGSL } from '../common/subgroups.wgsl';
