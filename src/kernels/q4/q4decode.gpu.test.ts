@@ -226,6 +226,9 @@ describe('q4DecodeLinear (fused decode linear) vs float64', async () => {
     await expect(q4DecodeLinear(ctx, { W, x, n: 1, inDim: 64, outputs: [{ ...y('y'), lora: la(2, { t: buf('tl', 2) }) }] })).rejects.toThrow(/outputs\[0\]\.lora needs exactly one of t .* and A/);
     await expect(q4DecodeLinear(ctx, { W, x, n: 1, inDim: 64, outputs: [{ ...y('y'), lora: la(2) }], norm: { w: { buffer: buf('nw3', 64) }, eps: 1e-6 } })).rejects.toThrow(/outputs\[0\]\.lora\.A .* without swiglu or a norm/);
     await expect(q4DecodeLinear(ctx, { W, x, n: 1, inDim: 64, outputs: [{ ...y('y'), lora: la(65) }] })).rejects.toThrow(/rank 65 exceeds 64/);
+    // t of 8 rows and its slice sums need more than 4 KiB of workgroup memory on either kernel.
+    const smallWg = { ...ctx, caps: { ...ctx.caps, limits: { ...ctx.caps.limits, maxComputeWorkgroupStorageSize: 4096 } } };
+    await expect(q4DecodeLinear(smallWg, { W, x: buf('x8', 8 * 64), n: 8, inDim: 64, outputs: [{ y: buf('y8', 8 * 16), rows: 16, lora: la(2) }] })).rejects.toThrow(/lora\.A\) needs \d+ B of workgroup memory, the device allows 4096/);
     // Norm weight, three biases and xn in separate buffers: 11 storage bindings, on a device that grants
     // WebGPU's default 8 (same device, narrower limit).
     const sep = (name: string) => ({ buffer: buf(name, 16) });

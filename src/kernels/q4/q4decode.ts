@@ -197,6 +197,12 @@ export async function q4DecodeLinear(ctx: GpuContext, a: Q4DecodeArgs): Promise<
   const fits = wgBytes <= ctx.caps.limits.maxComputeWorkgroupStorageSize;
   if (a.cacheX && !fits) throw new Error(`${K}: cacheX needs ${wgBytes} B of workgroup memory, the device allows ${ctx.caps.limits.maxComputeWorkgroupStorageSize}`);
   const xCache = a.norm && a.cacheX !== false && fits ? a.inDim / 4 : 0;
+  if (loras[0]?.A) {
+    // No norm here: the subgroup counter and slice sums or the reduction arrays, plus t and its slice sums.
+    const loraBytes = (sg ? 4 + (kSplit > 1 ? (rows / 2) * kSplit * a.n * 2 * 4 : 0) : 2 * a.n * wg * 4) + a.n * (Q4D_LORA_IN_MAX_RANK + wg) * 4;
+    const max = ctx.caps.limits.maxComputeWorkgroupStorageSize;
+    if (loraBytes > max) throw new Error(`${K}: the LoRA down in this dispatch (outputs[0].lora.A) needs ${loraBytes} B of workgroup memory, the device allows ${max}; pass t instead`);
+  }
   const v: Q4DecodeVariant = {
     nr: a.n, rows, subgroups: sg, params: params.length, normParam, xCache, storeXn: !!a.norm?.xn,
     segments: a.swiglu ? 1 : segs.length, biasParam, residual, swiglu: !!a.swiglu, lora: loras.map((l) => !!l), kSplit,
