@@ -94,7 +94,8 @@ async function main(): Promise<void> {
   const b = await runPath(f32Ctx, config, q4, prompt, decode);
   f32Ctx.device.destroy();
 
-  const scale = Math.max(...Array.from(b.logits, Math.abs));
+  let scale = 0;
+  for (const v of b.logits) scale = Math.max(scale, Math.abs(v));
   const logitGap = maxAbsDiff(a.logits, b.logits);
   const relative = scale > 0 ? logitGap / scale : logitGap;
   Object.assign(out, {
