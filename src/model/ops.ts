@@ -40,7 +40,7 @@ export interface LinearArgs extends Omit<MatmulArgs, 'W'> {
 /**
  * y[N, out] (+)= x[N, in] · W^T + b, with W f16 or 4-bit. The kernel follows the row count unless
  * `kernel` / `tileRows` force one: N <= 4 (f16) or 8 (4-bit) rows, as in decode, the rows kernel, which reads W once for all rows; else
- * the register tiles in tileRowsFor(N) rows (16, 32, 64), so short prefills and a few packed sequences
+ * the register tiles in tileRowsFor(N) rows (16, 32, 64, or 128 where the device has the workgroup memory), so short prefills and a few packed sequences
  * do not compute 64-row tiles of padding. Every tile shape gives the same bits.
  */
 export function linear(ctx: GpuContext, a: LinearArgs): Promise<Dispatch> {
