@@ -71,6 +71,7 @@ function contextFor(device: GPUDevice, adapter: GPUAdapter): GpuContext {
     description: adapter.info.description,
     f16: device.features.has('shader-f16'),
     subgroups: device.features.has('subgroups'),
+    subgroupMatrix: null,
     features: [...device.features].map(String).sort(),
     limits: {
       maxBufferSize: l.maxBufferSize,

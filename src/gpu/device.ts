@@ -12,6 +12,12 @@ export interface GpuCapabilities {
   f16: boolean;
   /** The adapter offers `subgroups` and the device was created with it. */
   subgroups: boolean;
+  /**
+   * The f16 x f16 -> f32 matrix shape of `chromium-experimental-subgroup-matrix` (tensor cores) when the
+   * device was created with it (opt-in: GpuRequestOptions.subgroupMatrix), and the subgroup size its kernels
+   * are built for; null otherwise.
+   */
+  subgroupMatrix: SubgroupMatrixShape | null;
   features: string[];
   limits: {
     maxBufferSize: number;
@@ -23,6 +29,14 @@ export interface GpuCapabilities {
     maxStorageBuffersPerShaderStage: number;
   };
   isSoftware: boolean;
+}
+
+/** One f16 -> f32 config of the adapter's `subgroupMatrixConfigs`, and the adapter's (fixed) subgroup size. */
+export interface SubgroupMatrixShape {
+  M: number;
+  N: number;
+  K: number;
+  subgroupSize: number;
 }
 
 export interface GpuContext {
@@ -40,6 +54,14 @@ export interface GpuRequestOptions {
   /** Ask for `subgroups` when offered (default true). */
   subgroups?: boolean;
   powerPreference?: GPUPowerPreference;
+  /**
+   * Ask for `chromium-experimental-subgroup-matrix` (tensor cores; an unsafe, experimental Dawn feature) when
+   * offered with an f16 -> f32 config, `shader-f16` and `subgroups`. Default: in Node only with
+   * AGENTFLOW_SUBGROUP_MATRIX=1, in a browser whenever offered (Chrome offers it only behind unsafe flags).
+   * In Node the adapter offers it only if the process's Dawn instance has `allow_unsafe_apis`: the instance
+   * is made by the first request, with that toggle when the variable is set or that request passes true.
+   */
+  subgroupMatrix?: boolean;
 }
 
 export class WebGpuUnavailableError extends AgentFlowError {
@@ -68,7 +90,7 @@ const NODE_HELP =
   "mesa-vulkan-drivers 25.x from bookworm-backports (`bash scripts/setup-machine.sh` does it) and set " +
   'VK_ICD_FILENAMES=/usr/share/vulkan/icd.d/lvp_icd.json, or run on a machine with a GPU driver.';
 
-async function getNavigatorGpu(): Promise<{ gpu: GPU; runtime: 'browser' | 'node' }> {
+async function getNavigatorGpu(unsafeApis: boolean): Promise<{ gpu: GPU; runtime: 'browser' | 'node' }> {
   const nav = (globalThis as { navigator?: Navigator }).navigator;
   if (nav && 'gpu' in nav && nav.gpu) return { gpu: nav.gpu, runtime: 'browser' };
   const isNode = typeof process !== 'undefined' && !!process.versions?.node;
@@ -87,7 +109,7 @@ async function getNavigatorGpu(): Promise<{ gpu: GPU; runtime: 'browser' | 'node
   }
   // Dawn's instance must outlive every device made from it: if it is garbage-collected while a device
   // is in use, Dawn's event threads crash the process. Keep it for the life of the process.
-  nodeGpu ??= mod.create(nodeDawnFlags(process.env));
+  nodeGpu ??= mod.create(nodeDawnFlags(process.env, unsafeApis));
   return { gpu: nodeGpu, runtime: 'node' };
 }
 
@@ -99,13 +121,52 @@ async function getNavigatorGpu(): Promise<{ gpu: GPU; runtime: 'browser' | 'node
  * `f16-check` part compares them with the f32 path on the GPU itself, so Node turns the toggle on;
  * AGENTFLOW_NVIDIA_F16=0 turns it off. Other vendors ignore it. A page cannot set it: Chrome on Linux/NVIDIA
  * needs `--enable-dawn-features=vulkan_enable_f16_on_nvidia` (README, Requirements).
+ * `allow_unsafe_apis` (which exposes subgroup matrices) only with AGENTFLOW_SUBGROUP_MATRIX=1 or `unsafeApis`:
+ * the tensor-core path is opt-in until the kit's f16-check has compared it with the f32 path on each GPU.
  */
-export function nodeDawnFlags(env: Record<string, string | undefined>): string[] {
-  const v = env.AGENTFLOW_NVIDIA_F16;
+export function nodeDawnFlags(env: Record<string, string | undefined>, unsafeApis = false): string[] {
+  const features: string[] = [];
+  if (switchOn(env, 'AGENTFLOW_NVIDIA_F16', true)) features.push('vulkan_enable_f16_on_nvidia');
+  if (unsafeApis || switchOn(env, 'AGENTFLOW_SUBGROUP_MATRIX', false)) features.unshift('allow_unsafe_apis');
+  return features.length ? [`enable-dawn-features=${features.join(',')}`] : [];
+}
+
+/** A 0/1 environment switch; unset or empty: `fallback`. */
+function switchOn(env: Record<string, string | undefined>, name: string, fallback: boolean): boolean {
+  const v = env[name];
   if (v !== undefined && v !== '' && v !== '0' && v !== '1') {
-    throw new WebGpuUnavailableError(`AGENTFLOW_NVIDIA_F16 must be 0 or 1, got '${v}'`);
+    throw new WebGpuUnavailableError(`${name} must be 0 or 1, got '${v}'`);
   }
-  return v === '0' ? [] : ['enable-dawn-features=vulkan_enable_f16_on_nvidia'];
+  return v === undefined || v === '' ? fallback : v === '1';
+}
+
+const SUBGROUP_MATRIX = 'chromium-experimental-subgroup-matrix';
+
+/** What requestGpu reads of an adapter to choose a subgroup-matrix config (a fake in unit tests). */
+export interface SubgroupMatrixAdapter {
+  features: { has(name: string): boolean };
+  info?: { subgroupMinSize?: number; subgroupMaxSize?: number; subgroupMatrixConfigs?: unknown };
+}
+
+/**
+ * The shape the subgroup-matrix kernels use on this adapter, or null: the feature must be offered with
+ * `shader-f16` and `subgroups`, with an f16 x f16 -> f32 config (16x16x16 preferred, else the largest), and a
+ * fixed subgroup size (the kernels count subgroups per workgroup).
+ */
+export function chooseSubgroupMatrix(adapter: SubgroupMatrixAdapter): SubgroupMatrixShape | null {
+  if (!adapter.features.has(SUBGROUP_MATRIX) || !adapter.features.has('shader-f16') || !adapter.features.has('subgroups')) return null;
+  const min = adapter.info?.subgroupMinSize;
+  const max = adapter.info?.subgroupMaxSize;
+  if (typeof max !== 'number' || min !== max) return null;
+  const listed = adapter.info?.subgroupMatrixConfigs;
+  const configs = (Array.isArray(listed) ? listed : []) as Array<Record<string, unknown>>;
+  const fits = configs
+    .filter((c) => c.componentType === 'f16' && c.resultComponentType === 'f32')
+    .map((c) => ({ M: Number(c.M), N: Number(c.N), K: Number(c.K) }))
+    .filter((c) => [c.M, c.N, c.K].every((d) => Number.isInteger(d) && d > 0));
+  const rank = (c: { M: number; N: number; K: number }): number => (c.M === 16 && c.N === 16 && c.K === 16 ? Infinity : c.M * c.N * c.K);
+  const best = fits.sort((a, b) => rank(b) - rank(a))[0];
+  return best ? { ...best, subgroupSize: max } : null;
 }
 
 let nodeGpu: GPU | undefined;
@@ -127,7 +188,7 @@ const LIMIT_NAMES = [
  * the adapter's maximum buffer, workgroup-memory and binding limits (large models need them).
  */
 export async function requestGpu(options: GpuRequestOptions = {}): Promise<GpuContext> {
-  const { gpu, runtime } = await getNavigatorGpu();
+  const { gpu, runtime } = await getNavigatorGpu(options.subgroupMatrix === true);
   const adapter = await gpu.requestAdapter({ powerPreference: options.powerPreference ?? 'high-performance' });
   if (!adapter) throw new WebGpuUnavailableError(runtime === 'node' ? NODE_HELP : BROWSER_HELP);
 
@@ -137,6 +198,9 @@ export async function requestGpu(options: GpuRequestOptions = {}): Promise<GpuCo
   if (wantF16) requiredFeatures.push('shader-f16');
   if (wantSubgroups) requiredFeatures.push('subgroups' as GPUFeatureName);
   if (adapter.features.has('timestamp-query')) requiredFeatures.push('timestamp-query');
+  const sgmDefault = runtime === 'browser' || switchOn(process.env, 'AGENTFLOW_SUBGROUP_MATRIX', false);
+  const sgm = wantF16 && wantSubgroups && (options.subgroupMatrix ?? sgmDefault) ? chooseSubgroupMatrix(adapter) : null;
+  if (sgm) requiredFeatures.push(SUBGROUP_MATRIX as GPUFeatureName);
 
   const requiredLimits: Record<string, number> = {};
   for (const name of LIMIT_NAMES) requiredLimits[name] = adapter.limits[name];
@@ -160,6 +224,7 @@ export async function requestGpu(options: GpuRequestOptions = {}): Promise<GpuCo
     description,
     f16: device.features.has('shader-f16'),
     subgroups: device.features.has('subgroups'),
+    subgroupMatrix: sgm && device.features.has(SUBGROUP_MATRIX as GPUFeatureName) ? sgm : null,
     features: [...device.features].map(String).sort(),
     limits,
     isSoftware: /llvmpipe|lavapipe|swiftshader|software/i.test(`${description} ${info.architecture ?? ''} ${info.vendor ?? ''}`),
@@ -199,6 +264,7 @@ export function formatCapabilities(caps: GpuCapabilities): string {
     `adapter: ${[caps.vendor, caps.architecture, caps.description].filter(Boolean).join(' / ') || 'unknown'}`,
     `shader-f16: ${caps.f16 ? 'yes' : 'no (packed f16 fallback)'}`,
     `subgroups: ${caps.subgroups ? 'yes' : 'no'}`,
+    `subgroup matrices: ${caps.subgroupMatrix ? `f16 -> f32 ${caps.subgroupMatrix.M}x${caps.subgroupMatrix.N}x${caps.subgroupMatrix.K}` : 'no'}`,
     `max buffer: ${mb(caps.limits.maxBufferSize)}, max storage binding: ${mb(caps.limits.maxStorageBufferBindingSize)}`,
     `workgroup memory: ${caps.limits.maxComputeWorkgroupStorageSize} B, invocations: ${caps.limits.maxComputeInvocationsPerWorkgroup}`,
   ].join('\n');
