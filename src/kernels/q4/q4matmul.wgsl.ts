@@ -42,7 +42,8 @@ export const Q4_ROWS_SG_WG = 256;
 /** Rows per workgroup the rows kernel can be built for: lanes per pair (64 / (rows / 2)) stay a power of two >= 2. */
 export const Q4_ROWS_CHOICES = [2, 4, 8, 16, 32, 64];
 
-function header(p: Q4Path, v: Q4MatmulVariant, wType: 'u32' | 'vec4<u32>', xType: 'f32' | 'vec4<f32>'): string {
+/** Bindings, unpacking and the `store(row, col, acc)` epilogue every 4-bit matmul kernel shares (also q4matmul.sgm.wgsl.ts). */
+export function header(p: Q4Path, v: Q4MatmulVariant, wType: 'u32' | 'vec4<u32>', xType: 'f32' | 'vec4<f32>'): string {
   return `struct Dims { n: u32, inDim: u32, outDim: u32, yStride: u32, yOffset: u32, wRow: u32 }
 @group(0) @binding(0) var<storage, read> Wq: array<${wType}>;
 ${q4ScaleDecl(p, 1)}
