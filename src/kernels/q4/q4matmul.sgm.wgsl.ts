@@ -1,0 +1,151 @@
+// The 4-bit tiled forward matmul on subgroup matrices (Dawn's `chromium_experimental_subgroup_matrix`: tensor
+// cores on NVIDIA through VK_KHR_cooperative_matrix): y[n, yOffset + o] (+)= x[n, i] · deq(W)[o, i] (+ b[o]),
+// as q4TiledWgsl computes it, for prefill, scoring and the training forward (n >= SGM_MIN_ROWS).
+//
+// Staged as the subgroup-matrix probe's fastest variant (bench/subgroup-matrix-wgsl.ts, staged-8sg-4x2-bk32:
+// 3.6-4.7x the f32 tiled matmul on an H200): 256 invocations per block of 128 x-rows x 128 outputs (16x16x16
+// matrices), each K step of 32 (one quantisation group: 4 words + 1 scale per W row) dequantises the W tile to
+// f16 and rounds the x tile to f16 in workgroup memory; each subgroup multiplies its tm x tn result matrices,
+// accumulating in f32. So the operands are f16-rounded (the f32 kernels' are not): the kit's f16-check
+// compares this path's logits with the f32 path's. Results leave through a per-subgroup f32 scratch matrix so
+// every output goes through q4matmul's shared `store` (bias / accumulate, yStride / yOffset) with bounds
+// checks; loads past n or outDim stage zeros. Pure: text only (compiled on Dawn's null backend in tests).
+
+import type { SubgroupMatrixShape } from '../../gpu/device';
+import type { Q4Path } from './q4.wgsl';
+import { header, Q4_TILE_K, type Q4MatmulVariant } from './q4matmul.wgsl';
+
+/** Fewest rows of x for which q4Matmul takes this kernel (below, a 128-row block is mostly padding). */
+export const SGM_MIN_ROWS = 64;
+/** Invocations per workgroup (the staging loops' stride). */
+export const SGM_WORKGROUP = 256;
+/** Staged rows are padded by 8 f16 (16 bytes) so rows start on different banks and stay 16-byte aligned. */
+const PAD = 8;
+
+export interface SgmGeometry {
+  /** Subgroups per workgroup as rows x columns of the block, and result matrices per subgroup. */
+  sgRows: number;
+  sgCols: number;
+  tm: number;
+  tn: number;
+  /** Rows of x (and y) and output columns one workgroup computes. */
+  blockRows: number;
+  blockCols: number;
+  /** Workgroup memory: the two f16 tiles and one f32 M x N scratch matrix per subgroup. */
+  workgroupBytes: number;
+}
+
+/** 8 subgroups of 32 (NVIDIA) as 2 x 4 subgroups of 4 x 2 matrices; 4 of 64 (AMD) as 2 x 2 of 4 x 4. */
+const LAYOUTS: Record<number, Pick<SgmGeometry, 'sgRows' | 'sgCols' | 'tm' | 'tn'>> = {
+  8: { sgRows: 2, sgCols: 4, tm: 4, tn: 2 },
+  4: { sgRows: 2, sgCols: 2, tm: 4, tn: 4 },
+};
+
+/** The block for this shape, or why none can be built. */
+export function sgmGeometry(s: SubgroupMatrixShape): SgmGeometry | string {
+  const layout = LAYOUTS[SGM_WORKGROUP / s.subgroupSize];
+  if (!layout || SGM_WORKGROUP % s.subgroupSize) return `subgroup size ${s.subgroupSize}: the kernel has layouts for 8 or 4 subgroups of ${SGM_WORKGROUP} invocations`;
+  if (Q4_TILE_K % s.K) return `matrix K ${s.K} does not divide the K step ${Q4_TILE_K}`;
+  const blockRows = layout.sgRows * layout.tm * s.M;
+  const blockCols = layout.sgCols * layout.tn * s.N;
+  const subgroups = layout.sgRows * layout.sgCols;
+  const workgroupBytes = (blockRows + blockCols) * (Q4_TILE_K + PAD) * 2 + subgroups * s.M * s.N * 4;
+  return { ...layout, blockRows, blockCols, workgroupBytes };
+}
+
+/** Why q4Matmul cannot use this kernel on a device (null when it can). */
+export function sgmProblem(s: SubgroupMatrixShape, limits: { maxComputeWorkgroupStorageSize: number; maxComputeInvocationsPerWorkgroup: number }): string | null {
+  const g = sgmGeometry(s);
+  if (typeof g === 'string') return g;
+  if (g.workgroupBytes > limits.maxComputeWorkgroupStorageSize) return `needs ${g.workgroupBytes} B of workgroup memory, the device grants ${limits.maxComputeWorkgroupStorageSize} B`;
+  if (SGM_WORKGROUP > limits.maxComputeInvocationsPerWorkgroup) return `needs ${SGM_WORKGROUP} invocations per workgroup`;
+  return null;
+}
+
+const range = (n: number): number[] => [...Array(n).keys()];
+
+/**
+ * The kernel; bindings as q4TiledWgsl's (W words as u32, x as vec4<f32>), grid
+ * [ceil(outDim / blockCols), ceil(n / blockRows)]. Needs native f16 (`p.f16`), `subgroups` and the feature.
+ */
+export function q4SgmWgsl(p: Q4Path, v: Q4MatmulVariant, s: SubgroupMatrixShape): string {
+  if (!p.f16) throw new Error('q4SgmWgsl: subgroup matrices take f16 operands: the native-f16 path only');
+  const g = sgmGeometry(s);
+  if (typeof g === 'string') throw new Error(`q4SgmWgsl: ${g}`);
+  const S = Q4_TILE_K + PAD;
+  const MN = s.M * s.N;
+  const tiles = range(g.tm).flatMap((i) => range(g.tn).map((j) => [i, j] as const));
+  const left = `subgroup_matrix_left<f16, ${s.K}, ${s.M}>`;
+  const right = `subgroup_matrix_right<f16, ${s.N}, ${s.K}>`;
+  return /* wgsl */ `enable f16;
+enable subgroups;
+enable chromium_experimental_subgroup_matrix;
+${header(p, v, 'u32', 'vec4<f32>')}
+// [row][k] f16 tiles of x and deq(W), K step ${Q4_TILE_K} + ${PAD} padding; per-subgroup f32 result scratch.
+var<workgroup> tx: array<f16, ${g.blockRows * S}>;
+var<workgroup> tw: array<f16, ${g.blockCols * S}>;
+var<workgroup> scratch: array<f32, ${g.sgRows * g.sgCols * MN}>;
+
+@compute @workgroup_size(${SGM_WORKGROUP})
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32,
+        @builtin(subgroup_id) sg: u32, @builtin(subgroup_invocation_id) lane: u32) {
+  let row0 = wg.y * ${g.blockRows}u;
+  let col0 = wg.x * ${g.blockCols}u;
+  // Matrix offsets must be subgroup-uniform: built from subgroup_id only.
+  let sr = (sg / ${g.sgCols}u) * ${g.tm * s.M}u;
+  let sc = (sg % ${g.sgCols}u) * ${g.tn * s.N}u;
+  let G = dims.inDim / 32u;
+  let x4PerRow = dims.inDim / 4u;
+${tiles.map(([i, j]) => `  var acc${i}${j} = subgroup_matrix_result<f32, ${s.N}, ${s.M}>();`).join('\n')}
+  for (var g = 0u; g < G; g++) {
+    // x: ${g.blockRows} rows x 8 vec4, rounded to f16.
+    for (var e = lid; e < ${g.blockRows * 8}u; e += ${SGM_WORKGROUP}u) {
+      let r = row0 + (e >> 3u);
+      var xv = vec4<f32>(0.0);
+      if (r < dims.n) { xv = x[r * x4PerRow + g * 8u + (e & 7u)]; }
+      let o = (e >> 3u) * ${S}u + (e & 7u) * 4u;
+      tx[o] = f16(xv.x); tx[o + 1u] = f16(xv.y); tx[o + 2u] = f16(xv.z); tx[o + 3u] = f16(xv.w);
+    }
+    // deq(W): ${g.blockCols} rows x 4 words of 8 weights (word c holds k = 8c .. 8c+7).
+    for (var e = lid; e < ${g.blockCols * 4}u; e += ${SGM_WORKGROUP}u) {
+      let wo = col0 + (e >> 2u);
+      var lo = vec4<f32>(0.0);
+      var hi = vec4<f32>(0.0);
+      if (wo < dims.outDim) {
+        let gi = (dims.wRow + wo) * G + g;
+        let word = Wq[gi * 4u + (e & 3u)];
+        let scale = S_at(gi);
+        lo = q4lo(word) * scale;
+        hi = q4hi(word) * scale;
+      }
+      let o = (e >> 2u) * ${S}u + (e & 3u) * 8u;
+      ${['lo.x', 'lo.y', 'lo.z', 'lo.w', 'hi.x', 'hi.y', 'hi.z', 'hi.w'].map((c, j) => `tw[o${j ? ` + ${j}u` : ''}] = f16(${c});`).join(' ')}
+    }
+    workgroupBarrier();
+    for (var kk = 0u; kk < ${Q4_TILE_K}u; kk += ${s.K}u) {
+${range(g.tm).map((i) => `      let l${i} = subgroupMatrixLoad<${left}, row_major>(&tx, (sr + ${i * s.M}u) * ${S}u + kk, ${S}u);`).join('\n')}
+${range(g.tn).map((j) => `      let r${j} = subgroupMatrixLoad<${right}, col_major>(&tw, (sc + ${j * s.N}u) * ${S}u + kk, ${S}u);`).join('\n')}
+${tiles.map(([i, j]) => `      acc${i}${j} = subgroupMatrixMultiplyAccumulate(l${i}, r${j}, acc${i}${j});`).join('\n')}
+    }
+    workgroupBarrier();
+  }
+  // Each result matrix through the subgroup's scratch, then its lanes store it element by element.
+${tiles
+  .map(
+    ([i, j]) => `  subgroupMatrixStore<row_major>(&scratch, sg * ${MN}u, acc${i}${j}, ${s.N}u);
+  workgroupBarrier();
+  storeMatrix(sg, lane, row0 + sr + ${i * s.M}u, col0 + sc + ${j * s.N}u);
+  workgroupBarrier();`,
+  )
+  .join('\n')}
+}
+
+fn storeMatrix(sg: u32, lane: u32, r0: u32, c0: u32) {
+  for (var e = lane; e < ${MN}u; e += ${s.subgroupSize}u) {
+    let r = r0 + e / ${s.N}u;
+    let c = c0 + e % ${s.N}u;
+    if (r < dims.n && c < dims.outDim) { store(r, c, scratch[sg * ${MN}u + e]); }
+  }
+}
+`;
+}
