@@ -5,7 +5,11 @@
 // and a greedy decode. Both paths are checked against float64 references on lavapipe and SwiftShader in CI;
 // what this adds is the real GPU's driver: Dawn keeps `shader-f16` off on NVIDIA for f16 conformance crashes
 // (src/gpu/device.ts nodeDawnFlags turns it on), so before an f16 figure counts, the f16 path must give the
-// f32 path's answers there. JSON on stdout, progress on stderr. A kit part (`f16-check`).
+// f32 path's answers there. Where the adapter offers subgroup matrices (tensor cores; Dawn's unsafe
+// `chromium-experimental-subgroup-matrix`, opted into here with requestGpu({ subgroupMatrix: true })), a third
+// device runs the same model with the 4-bit forward's subgroup-matrix kernel (src/kernels/q4/q4matmul.sgm.wgsl.ts,
+// f16-rounded operands) and `sgm` compares it with the f32 path. JSON on stdout, progress on stderr. A kit
+// part (`f16-check`).
 import { requestGpu, type GpuContext } from '../src/gpu/device';
 import { Qwen2Runtime } from '../src/engine/runtime';
 import type { Qwen2Config } from '../src/io/qwen2-config';
@@ -19,12 +23,40 @@ import { shapedQ4Weights, shapedWeights, shapeNamed } from './shaped-model';
  */
 export const AGREE_RELATIVE = 1e-3;
 
+/**
+ * The same bound for the subgroup-matrix path, whose kernel rounds activations and dequantised weights to
+ * f16 (11-bit significands) before multiplying: a few 2^-11 relative errors per product, mostly averaging out
+ * over the sums, on top of what the f16 path already differs by.
+ */
+export const AGREE_SGM_RELATIVE = 5e-3;
+
 interface PathRun {
   f16: boolean;
   logits: Float32Array;
   logprobs: number[];
   tokens: number[];
   ms: number;
+  /** Labels of the subgroup-matrix pipelines this run built (evidence the kernel ran). */
+  sgmPipelines: string[];
+}
+
+/** The comparison of `a` with the reference run `ref`; agree when the largest logit gap over the largest |logit| is within `bound`. */
+export function comparePaths(a: Pick<PathRun, 'logits' | 'logprobs' | 'tokens'>, ref: Pick<PathRun, 'logits' | 'logprobs' | 'tokens'>, bound: number): Record<string, number | boolean> {
+  let scale = 0;
+  for (const v of ref.logits) scale = Math.max(scale, Math.abs(v));
+  const logitGap = maxAbsDiff(a.logits, ref.logits);
+  const relative = scale > 0 ? logitGap / scale : logitGap;
+  return {
+    logitsMaxAbsDiff: logitGap,
+    logitsMaxAbs: scale,
+    logitsRelative: relative,
+    argmaxSame: argmax(a.logits) === argmax(ref.logits),
+    scoreMaxAbsDiff: maxAbsDiff(a.logprobs, ref.logprobs),
+    greedySameTokens: commonPrefix(a.tokens, ref.tokens),
+    greedyTokens: ref.tokens.length,
+    agree: relative <= bound,
+    agreeRelative: bound,
+  };
 }
 
 /** Largest |a - b| over two equal-length arrays. */
@@ -51,12 +83,19 @@ export function commonPrefix(a: number[], b: number[]): number {
 
 async function runPath(ctx: GpuContext, config: Qwen2Config, q4: boolean, prompt: number[], decode: number): Promise<PathRun> {
   const t0 = performance.now();
+  // Which pipelines are built tells whether the subgroup-matrix kernel took part (q4Matmul chooses it).
+  const sgmPipelines = new Set<string>();
+  const create = ctx.device.createComputePipelineAsync.bind(ctx.device);
+  ctx.device.createComputePipelineAsync = (d: GPUComputePipelineDescriptor) => {
+    if (d.label?.startsWith('q4_matmul_sgm')) sgmPipelines.add(d.label);
+    return create(d);
+  };
   const rt = await Qwen2Runtime.create(ctx, config, q4 ? shapedQ4Weights(config) : shapedWeights(config), { maxContext: prompt.length + decode + 8 });
   try {
     const logits = await rt.logitsLast(prompt);
     const [logprobs] = await rt.score([prompt]);
     const gen = await rt.generate(prompt, { maxNewTokens: decode, temperature: 0 });
-    return { f16: ctx.caps.f16, logits, logprobs, tokens: gen.tokens, ms: performance.now() - t0 };
+    return { f16: ctx.caps.f16, logits, logprobs, tokens: gen.tokens, ms: performance.now() - t0, sgmPipelines: [...sgmPipelines].sort() };
   } finally {
     rt.destroy();
   }
@@ -72,46 +111,46 @@ async function main(): Promise<void> {
   const decode = Number(flag('decode', '16'));
   const prompt = Array.from({ length: promptLen }, (_, i) => (i * 7919 + 13) % vocab);
 
-  const f16Ctx = await requestGpu();
+  // The first device makes the process's Dawn instance: asking it for subgroup matrices gives the instance
+  // allow_unsafe_apis, so the adapter shows whether they are offered; the f16 and f32 devices never use them.
+  const sgmCtx = await requestGpu({ subgroupMatrix: true });
+  const sgmShape = sgmCtx.caps.subgroupMatrix;
   const out: Record<string, unknown> = {
-    device: f16Ctx.caps.description,
+    device: sgmCtx.caps.description,
     model: `${flag('shape', '0.5b')} shapes (${layers} layers, vocab ${vocab}), ${q4 ? 'q4f16_1' : 'f16'}, random values`,
     prompt: promptLen,
     decode,
-    f16Offered: f16Ctx.caps.f16,
+    f16Offered: sgmCtx.caps.f16,
   };
-  if (!f16Ctx.caps.f16) {
+  if (!sgmCtx.caps.f16) {
     out.compared = false;
     out.why = 'the adapter offers no shader-f16: only the f32 path runs here';
     process.stdout.write(`${JSON.stringify(out, null, 2)}\n`, () => process.exit(0));
     return;
   }
+  let c: PathRun | undefined;
+  if (sgmShape && q4) {
+    log(`f16-agreement: subgroup-matrix path (f16 -> f32 ${sgmShape.M}x${sgmShape.N}x${sgmShape.K})`);
+    c = await runPath(sgmCtx, config, q4, prompt, decode);
+  }
+  sgmCtx.device.destroy();
   log('f16-agreement: f16 path');
+  const f16Ctx = await requestGpu({ subgroupMatrix: false });
   const a = await runPath(f16Ctx, config, q4, prompt, decode);
   f16Ctx.device.destroy();
   log('f16-agreement: f32 path');
-  const f32Ctx = await requestGpu({ f16: false });
+  const f32Ctx = await requestGpu({ f16: false, subgroupMatrix: false });
   const b = await runPath(f32Ctx, config, q4, prompt, decode);
   f32Ctx.device.destroy();
 
-  let scale = 0;
-  for (const v of b.logits) scale = Math.max(scale, Math.abs(v));
-  const logitGap = maxAbsDiff(a.logits, b.logits);
-  const relative = scale > 0 ? logitGap / scale : logitGap;
-  Object.assign(out, {
-    compared: true,
-    paths: [a, b].map((r) => ({ f16: r.f16, ms: Math.round(r.ms) })),
-    logitsMaxAbsDiff: logitGap,
-    logitsMaxAbs: scale,
-    logitsRelative: relative,
-    argmaxSame: argmax(a.logits) === argmax(b.logits),
-    scoreMaxAbsDiff: maxAbsDiff(a.logprobs, b.logprobs),
-    greedySameTokens: commonPrefix(a.tokens, b.tokens),
-    greedyTokens: decode,
-    agree: relative <= AGREE_RELATIVE,
-    agreeRelative: AGREE_RELATIVE,
-  });
-  log(`f16-agreement: logits rel ${relative.toExponential(2)}, argmax ${out.argmaxSame ? 'same' : 'differs'}, greedy ${out.greedySameTokens}/${decode} shared`);
+  Object.assign(out, { compared: true, paths: [a, b].map((r) => ({ f16: r.f16, ms: Math.round(r.ms) })), ...comparePaths(a, b, AGREE_RELATIVE) });
+  out.sgm = c
+    ? { offered: true, shape: sgmShape, pipelines: c.sgmPipelines, ms: Math.round(c.ms), ...comparePaths(c, b, AGREE_SGM_RELATIVE) }
+    : { offered: !!sgmShape, why: sgmShape ? 'the subgroup-matrix kernel is 4-bit only (--q4 0)' : 'no subgroup matrices with an f16 -> f32 config here' };
+  if (c && c.sgmPipelines.length === 0) Object.assign(out.sgm as object, { agree: false, why: 'no subgroup-matrix pipeline was built: the kernel did not run' });
+  log(`f16-agreement: logits rel ${(out.logitsRelative as number).toExponential(2)}, argmax ${out.argmaxSame ? 'same' : 'differs'}, greedy ${out.greedySameTokens}/${decode} shared`);
+  const sgm = out.sgm as Record<string, unknown>;
+  if (typeof sgm.logitsRelative === 'number') log(`f16-agreement: subgroup-matrix logits rel ${sgm.logitsRelative.toExponential(2)} to the f32 path, greedy ${String(sgm.greedySameTokens)}/${decode} shared`);
   process.stdout.write(`${JSON.stringify(out, null, 2)}\n`, () => process.exit(0));
 }
 

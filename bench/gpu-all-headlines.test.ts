@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { benchHeadline, headlines } from './gpu-all-headlines';
+import { benchHeadline, headlines, sgmCheckHeadline } from './gpu-all-headlines';
 
 // The fields headlines reads, as bench/run.ts, peft_step.py and adapter-info.ts print them (trimmed).
 const bench = (decode: number, trainStepMs: number) => ({
@@ -55,6 +55,15 @@ describe('run.sh all: headlines', () => {
     expect(headlines(['f16-check'], () => part)['f16-check']).toEqual(part);
     const none = headlines(['f16-check'], () => ({ f16Offered: false, compared: false }))['f16-check'];
     expect(none).toEqual({ f16Offered: false, compared: false, agree: null, logitsRelative: null, argmaxSame: null, greedySameTokens: null, scoreMaxAbsDiff: null });
+  });
+
+  it("reads the f16 check's subgroup-matrix path: agreement with the f32 path and whether its kernel was built", () => {
+    const sgm = { offered: true, shape: { M: 16, N: 16, K: 16, subgroupSize: 32 }, pipelines: ['q4_matmul_sgm16x16x16_f16_sf16'], agree: true, logitsRelative: 0.002, argmaxSame: true, greedySameTokens: 16, scoreMaxAbsDiff: 0.01 };
+    const h = headlines(['f16-check'], () => ({ f16Offered: true, compared: true, agree: true, sgm }))['f16-check'] as Record<string, unknown>;
+    expect(h.sgm).toEqual({ offered: true, agree: true, logitsRelative: 0.002, argmaxSame: true, greedySameTokens: 16, scoreMaxAbsDiff: 0.01, kernelBuilt: true });
+    const notRun = headlines(['f16-check'], () => ({ f16Offered: true, sgm: { offered: false, why: 'none here' } }))['f16-check'] as Record<string, unknown>;
+    expect(notRun.sgm).toEqual({ offered: false, agree: null, logitsRelative: null, argmaxSame: null, greedySameTokens: null, scoreMaxAbsDiff: null, kernelBuilt: null });
+    expect(sgmCheckHeadline({ offered: true, pipelines: [], agree: false })).toMatchObject({ kernelBuilt: false, agree: false });
   });
 
   it("sums the prefill profile's chunks into prefill tok/s; a chunk without a time gives nulls", () => {

@@ -96,7 +96,11 @@ export function headlines(partNames: string[], read: (part: string) => unknown):
       const v = (fc as Record<string, unknown>)[k];
       return typeof v === 'boolean' ? v : null;
     };
-    out['f16-check'] = { f16Offered: b('f16Offered'), compared: b('compared'), agree: b('agree'), logitsRelative: at(fc, 'logitsRelative'), argmaxSame: b('argmaxSame'), greedySameTokens: at(fc, 'greedySameTokens'), scoreMaxAbsDiff: at(fc, 'scoreMaxAbsDiff') };
+    const check: Record<string, unknown> = { f16Offered: b('f16Offered'), compared: b('compared'), agree: b('agree'), logitsRelative: at(fc, 'logitsRelative'), argmaxSame: b('argmaxSame'), greedySameTokens: at(fc, 'greedySameTokens'), scoreMaxAbsDiff: at(fc, 'scoreMaxAbsDiff') };
+    out['f16-check'] = check;
+    const sgm = (fc as { sgm?: unknown }).sgm;
+    // The subgroup-matrix path against the f32 path (bench/f16-agreement.ts), when the part ran it.
+    if (sgm !== null && typeof sgm === 'object') check.sgm = sgmCheckHeadline(sgm as Record<string, unknown>);
   }
   const sg = read('sgm-probe');
   if (sg) out['sgm-probe'] = sgmProbeHeadline(sg);
@@ -116,6 +120,21 @@ export function headlines(partNames: string[], read: (part: string) => unknown):
     };
   }
   return out;
+}
+
+/** offered, agree (null when not run), how far from the f32 path, and whether its kernel was built at all. */
+export function sgmCheckHeadline(sgm: Record<string, unknown>): Record<string, unknown> {
+  const b = (k: string): boolean | null => (typeof sgm[k] === 'boolean' ? (sgm[k] as boolean) : null);
+  const pipelines = sgm.pipelines;
+  return {
+    offered: b('offered'),
+    agree: b('agree'),
+    logitsRelative: at(sgm, 'logitsRelative'),
+    argmaxSame: b('argmaxSame'),
+    greedySameTokens: at(sgm, 'greedySameTokens'),
+    scoreMaxAbsDiff: at(sgm, 'scoreMaxAbsDiff'),
+    kernelBuilt: Array.isArray(pipelines) ? pipelines.length > 0 : null,
+  };
 }
 
 /**
