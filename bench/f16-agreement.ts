@@ -87,7 +87,7 @@ async function runPath(ctx: GpuContext, config: Qwen2Config, q4: boolean, prompt
   const sgmPipelines = new Set<string>();
   const create = ctx.device.createComputePipelineAsync.bind(ctx.device);
   ctx.device.createComputePipelineAsync = (d: GPUComputePipelineDescriptor) => {
-    if (d.label?.startsWith('q4_matmul_sgm')) sgmPipelines.add(d.label);
+    if (d.label?.startsWith('q4_matmul_mma')) sgmPipelines.add(d.label);
     return create(d);
   };
   const rt = await Qwen2Runtime.create(ctx, config, q4 ? shapedQ4Weights(config) : shapedWeights(config), { maxContext: prompt.length + decode + 8 });

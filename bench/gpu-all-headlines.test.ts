@@ -58,7 +58,7 @@ describe('run.sh all: headlines', () => {
   });
 
   it("reads the f16 check's subgroup-matrix path: agreement with the f32 path and whether its kernel was built", () => {
-    const sgm = { offered: true, shape: { M: 16, N: 16, K: 16, subgroupSize: 32 }, pipelines: ['q4_matmul_sgm16x16x16_f16_sf16'], agree: true, logitsRelative: 0.002, argmaxSame: true, greedySameTokens: 16, scoreMaxAbsDiff: 0.01 };
+    const sgm = { offered: true, shape: { M: 16, N: 16, K: 16, subgroupSize: 32 }, pipelines: ['q4_matmul_mma_16x16x16_f16_sf16'], agree: true, logitsRelative: 0.002, argmaxSame: true, greedySameTokens: 16, scoreMaxAbsDiff: 0.01 };
     const h = headlines(['f16-check'], () => ({ f16Offered: true, compared: true, agree: true, sgm }))['f16-check'] as Record<string, unknown>;
     expect(h.sgm).toEqual({ offered: true, agree: true, logitsRelative: 0.002, argmaxSame: true, greedySameTokens: 16, scoreMaxAbsDiff: 0.01, kernelBuilt: true });
     const notRun = headlines(['f16-check'], () => ({ f16Offered: true, sgm: { offered: false, why: 'none here' } }))['f16-check'] as Record<string, unknown>;

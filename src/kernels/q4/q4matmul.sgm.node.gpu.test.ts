@@ -18,7 +18,7 @@ vi.mock('../../gpu/pipelines', async (importOriginal) => {
   return {
     ...actual,
     getPipeline: async (ctx: GpuContext, kernel: string, code: string, entryPoint?: string) => {
-      if (!kernel.startsWith('q4_matmul_sgm')) return actual.getPipeline(ctx, kernel, code, entryPoint);
+      if (!kernel.startsWith('q4_matmul_mma')) return actual.getPipeline(ctx, kernel, code, entryPoint);
       const messages = (await ctx.device.createShaderModule({ code }).getCompilationInfo()).messages;
       if (messages.length) throw new Error(`${kernel}: ${messages.map((m) => m.message).join('; ')}`);
       return { label: kernel } as GPUComputePipeline;
@@ -94,10 +94,10 @@ describe('q4 subgroup-matrix matmul on Dawn (null backend)', () => {
     const g = sgmGeometry(shapes[0]);
     if (typeof g === 'string') throw new Error(g);
     const d = await q4Matmul(ctx, { ...base, n, bias: b, accumulate: true });
-    expect(d.label).toBe('q4_matmul_sgm16x16x16_f16_sf16_bias_acc');
+    expect(d.label).toBe('q4_matmul_mma_16x16x16_f16_sf16_bias_acc');
     expect(d.workgroups).toEqual([Math.ceil(outDim / g.blockCols), Math.ceil(n / g.blockRows)]);
     expect(d.buffers).toEqual([W.qWeight, W.qScale, x, y, expect.anything(), b]);
-    expect((await q4Matmul(ctx, { ...base, n: SGM_MIN_ROWS })).label).toMatch(/^q4_matmul_sgm/);
+    expect((await q4Matmul(ctx, { ...base, n: SGM_MIN_ROWS })).label).toMatch(/^q4_matmul_mma/);
     expect((await q4Matmul(ctx, { ...base, n: SGM_MIN_ROWS - 1 })).label).toMatch(/^q4_matmul_tiled/);
     expect((await q4Matmul(ctx, { ...base, n, subgroupMatrix: false })).label).toMatch(/^q4_matmul_tiled/);
     expect((await q4Matmul(ctx, { ...base, n, kernel: 'tiled' })).label).toMatch(/^q4_matmul_tiled/);

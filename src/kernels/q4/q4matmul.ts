@@ -28,7 +28,8 @@ export interface Q4MatmulArgs extends Omit<MatmulArgs, 'W'> {
  * [out, in/32], b f32 [out], y f32 [N, yStride] written at columns yOffset .. yOffset+out.
  * Decode (N <= Q4_SMALL_N = 8) uses the rows kernel (each weight word read once for all N rows), else the tiled one in
  * tileRowsFor(N)-row tiles (128 rows only where the device grants its 24 KiB of workgroup memory; all tile
- * shapes add each output up in the same order).
+ * shapes add each output up in the same order). Where the device was made with subgroup matrices (opt-in,
+ * src/gpu/device.ts) and N >= SGM_MIN_ROWS, the tensor-core kernel instead (f16-rounded operands, f32 sums).
  */
 export async function q4Matmul(ctx: GpuContext, a: Q4MatmulArgs): Promise<Dispatch> {
   const yStride = a.yStride ?? a.outDim;
@@ -76,7 +77,8 @@ async function q4SgmDispatch(ctx: GpuContext, a: Q4MatmulArgs, yStride: number, 
   if (typeof g === 'string') throw new Error(`q4Matmul: ${g}`);
   const p = q4Path(ctx, a.W);
   const variant = { bias: !!a.bias, accumulate: !!a.accumulate };
-  const name = `q4_matmul_sgm${s.M}x${s.N}x${s.K}_${q4PathName(p)}${variant.bias ? '_bias' : ''}${variant.accumulate ? '_acc' : ''}`;
+  // 'mma', not 'sgm': profiles name a kernel's kind by cutting the label at `_sg...` (subgroup variants).
+  const name = `q4_matmul_mma_${s.M}x${s.N}x${s.K}_${q4PathName(p)}${variant.bias ? '_bias' : ''}${variant.accumulate ? '_acc' : ''}`;
   const pipeline = await getPipeline(ctx, name, q4SgmWgsl(p, variant, s));
   const dims = paramsUniform(ctx, 'q4Matmul.dims', [
     ['u32', a.n], ['u32', a.inDim], ['u32', a.outDim], ['u32', yStride], ['u32', yOffset], ['u32', a.W.rowBase ?? 0],
