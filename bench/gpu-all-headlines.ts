@@ -134,6 +134,10 @@ export function sgmCheckHeadline(sgm: Record<string, unknown>): Record<string, u
     greedySameTokens: at(sgm, 'greedySameTokens'),
     scoreMaxAbsDiff: at(sgm, 'scoreMaxAbsDiff'),
     kernelBuilt: Array.isArray(pipelines) ? pipelines.length > 0 : null,
+    // Per shape: tensor-core over tiled speed-up, and the tensor-core kernel's error against float64.
+    kernel: Array.isArray(sgm.kernel)
+      ? (sgm.kernel as Array<Record<string, unknown>>).map((r) => ({ shape: r.shape, speedup: at(r, 'speedup'), mmaTflops: at(r, 'mma', 'tflops'), tiledTflops: at(r, 'tiled', 'tflops'), mmaErrorOverAbsSum: at(r, 'mma', 'check', 'maxErrorOverAbsSum') }))
+      : typeof sgm.kernel === 'string' ? sgm.kernel : null,
   };
 }
 

@@ -1,0 +1,106 @@
+// The 4-bit forward matmul's two kernels for prefill / training row counts side by side on ONE device: the
+// register-tiled one (q4Matmul with subgroupMatrix: false) and, where the device was made with subgroup
+// matrices, the tensor-core one (q4Matmul's default there, src/kernels/q4/q4matmul.sgm.wgsl.ts). Each is checked
+// against float64 on sampled entries (x times the dequantised weights) and timed over `reps` dispatches in one
+// pass (timestamps when the device has them, else wall time). Run by the f16-check part on its subgroup-matrix
+// device (bench/f16-agreement.ts), so one kit call gives the speed-up on the training shapes.
+import type { GpuContext } from '../src/gpu/device';
+import { readF32 } from '../src/gpu/buffers';
+import type { Dispatch } from '../src/gpu/pipelines';
+import { Rng } from '../src/util/rng';
+import { f32Buffer } from '../src/kernels/common/testing';
+import { dequantizeQ4, quantizeQ4 } from '../src/kernels/q4/q4.ref';
+import { q4Matmul } from '../src/kernels/q4/q4matmul';
+import { destroyQ4, uploadQ4 } from '../src/kernels/q4/q4weight';
+import { checkEntries, sampleEntries, tflops, type CheckResult, type Shape } from './subgroup-matrix-check';
+
+/** The training shapes (768 rows; q/k/v, gate/up and down of the 0.5B model), as the subgroup-matrix probe's. */
+export const TRAINING_SHAPES: Shape[] = [
+  { name: 'qkv', m: 768, k: 896, n: 1152 },
+  { name: 'gateup', m: 768, k: 896, n: 9728 },
+  { name: 'down', m: 768, k: 4864, n: 896 },
+];
+
+export interface KernelRun {
+  label: string;
+  check: CheckResult;
+  ms: number;
+  tflops: number;
+  method: 'timestamp' | 'wall';
+}
+
+export interface ShapeRow {
+  shape: string;
+  tiled: KernelRun;
+  /** null where the device has no subgroup matrices (or q4Matmul did not choose them for this shape). */
+  mma: KernelRun | null;
+  speedup: number | null;
+}
+
+async function timeDispatch(ctx: GpuContext, d: Dispatch, reps: number): Promise<{ ms: number; method: 'timestamp' | 'wall' }> {
+  const { device } = ctx;
+  const ts = device.features.has('timestamp-query');
+  const qs = ts ? device.createQuerySet({ type: 'timestamp', count: 2 }) : null;
+  const resolve = ts ? device.createBuffer({ size: 16, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC }) : null;
+  const bind = device.createBindGroup({ layout: d.pipeline.getBindGroupLayout(0), entries: d.buffers.map((buffer, binding) => ({ binding, resource: { buffer } })) });
+  const enc = device.createCommandEncoder();
+  const pass = enc.beginComputePass(qs ? { timestampWrites: { querySet: qs, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } } : {});
+  pass.setPipeline(d.pipeline);
+  pass.setBindGroup(0, bind);
+  const [x, y = 1] = d.workgroups;
+  for (let r = 0; r < reps; r++) pass.dispatchWorkgroups(x, y);
+  pass.end();
+  if (qs && resolve) enc.resolveQuerySet(qs, 0, 2, resolve, 0);
+  const start = performance.now();
+  device.queue.submit([enc.finish()]);
+  await device.queue.onSubmittedWorkDone();
+  const wallMs = performance.now() - start;
+  if (!qs || !resolve) return { ms: wallMs / reps, method: 'wall' };
+  const read = device.createBuffer({ size: 16, usage: GPUBufferUsage.COPY_DST | GPUBufferUsage.MAP_READ });
+  const copy = device.createCommandEncoder();
+  copy.copyBufferToBuffer(resolve, 0, read, 0, 16);
+  device.queue.submit([copy.finish()]);
+  await read.mapAsync(GPUMapMode.READ);
+  const t = new BigInt64Array(read.getMappedRange().slice(0));
+  for (const b of [read, resolve]) b.destroy();
+  qs.destroy();
+  const ns = Number(t[1] - t[0]);
+  // A zero or negative span means the timestamps were not written: fall back to the wall clock.
+  return ns > 0 ? { ms: ns / 1e6 / reps, method: 'timestamp' } : { ms: wallMs / reps, method: 'wall' };
+}
+
+const round = (x: number): number => Number(x.toPrecision(4));
+
+/** Both kernels on each shape (the tensor-core one only where q4Matmul chooses it on this device). */
+export async function compareQ4Kernels(ctx: GpuContext, shapes: Shape[], o: { reps: number; samples: number }): Promise<ShapeRow[]> {
+  const rows: ShapeRow[] = [];
+  for (const s of shapes) {
+    const rng = new Rng(s.m * 7 + s.k * 3 + s.n);
+    const q = quantizeQ4(rng.fill(s.n * s.k, 0.5), s.n, s.k, 'f16');
+    const wd = dequantizeQ4(q);
+    const xv = rng.fill(s.m * s.k, 1);
+    const W = uploadQ4(ctx, `${s.name}.W`, q);
+    const x = f32Buffer(ctx, `${s.name}.x`, xv);
+    const y = ctx.device.createBuffer({ label: `${s.name}.y`, size: s.m * s.n * 4, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC });
+    const entries = sampleEntries(s.m, s.n, o.samples, s.k);
+    const run = async (subgroupMatrix: boolean): Promise<KernelRun> => {
+      const d = await q4Matmul(ctx, { W, x, y, n: s.m, inDim: s.k, outDim: s.n, subgroupMatrix });
+      await timeDispatch(ctx, d, 1); // the first dispatch pays for the driver's compile
+      const got = await readF32(ctx, y, s.m * s.n);
+      const check = checkEntries((r, c) => got[r * s.n + c], xv, wd, s.k, entries);
+      const t = await timeDispatch(ctx, d, o.reps);
+      return { label: d.label ?? '', check, ms: round(t.ms), tflops: tflops(s.m, s.n, s.k, t.ms), method: t.method };
+    };
+    try {
+      const tiled = await run(false);
+      const chosen = ctx.caps.subgroupMatrix ? await run(true) : null;
+      const mma = chosen?.label.startsWith('q4_matmul_mma') ? chosen : null;
+      rows.push({ shape: `${s.name} ${s.m}x${s.k}x${s.n}`, tiled, mma, speedup: mma ? round(tiled.ms / mma.ms) : null });
+    } finally {
+      destroyQ4(W);
+      x.destroy();
+      y.destroy();
+    }
+  }
+  return rows;
+}
