@@ -31,6 +31,18 @@ describe('GPU device', () => {
     ctx.device.destroy();
   });
 
+  it('never gets subgroup matrices on the software adapters, even when asked for', async () => {
+    // Neither lavapipe nor SwiftShader has cooperative matrices, so the tensor-core kernel never runs in CI.
+    const ctx = await requestGpu({ subgroupMatrix: true });
+    if (ctx.caps.isSoftware) {
+      expect(ctx.caps.subgroupMatrix).toBeNull();
+      expect(ctx.caps.features).not.toContain('chromium-experimental-subgroup-matrix');
+    }
+    const off = await requestGpu({ subgroupMatrix: false });
+    expect(off.caps.subgroupMatrix).toBeNull();
+    for (const c of [ctx, off]) c.device.destroy();
+  });
+
   it('signals a lost device', async () => {
     const ctx = await requestGpu();
     expect(ctx.isLost()).toBe(false);
