@@ -21,6 +21,17 @@ describe('q4 subgroup-matrix matmul WGSL', () => {
     expect(sgmProblem(h200, { ...limits, maxComputeInvocationsPerWorkgroup: 128 })).toMatch(/256 invocations/);
   });
 
+  it('emulates the matrix operations with the same staging and epilogue (for lavapipe), without the extensions', () => {
+    const real = q4SgmWgsl({ f16: true, scale: 'f16' }, { bias: true, accumulate: false }, h200);
+    const emu = q4SgmWgsl({ f16: true, scale: 'f16' }, { bias: true, accumulate: false }, h200, { emulate: true });
+    expect(emu).not.toMatch(/enable subgroups|chromium|subgroupMatrix|@builtin\(subgroup/);
+    expect(count(emu, ' = emuMma(l')).toBe(8 * 2); // 8 matrices, 2 vec4s of each lane's elements
+    const staging = (t: string) => t.slice(t.indexOf('for (var g = 0u'), t.indexOf('workgroupBarrier();'));
+    expect(staging(emu)).toBe(staging(real));
+    expect(emu.slice(emu.indexOf('fn storeMatrix'), emu.indexOf('fn emuMma'))).toBe(real.slice(real.indexOf('fn storeMatrix')));
+    expect(() => q4SgmWgsl({ f16: true, scale: 'f16' }, { bias: false, accumulate: false }, { M: 16, N: 8, K: 16, subgroupSize: 64 }, { emulate: true })).toThrow(/multiple of 4 x the subgroup size 64/);
+  });
+
   it('needs the native f16 path', () => {
     expect(() => q4SgmWgsl({ f16: false, scale: 'f16' }, { bias: false, accumulate: false }, h200)).toThrow(/native-f16 path only/);
   });

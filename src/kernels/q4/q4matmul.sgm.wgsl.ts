@@ -67,8 +67,12 @@ const range = (n: number): number[] => [...Array(n).keys()];
 /**
  * The kernel; bindings as q4TiledWgsl's (W words as u32, x as vec4<f32>), grid
  * [ceil(outDim / blockCols), ceil(n / blockRows)]. Needs native f16 (`p.f16`), `subgroups` and the feature.
+ * `emulate` (tests only): the same staging, offsets and epilogue with each matrix operation done by plain
+ * per-lane loops (lane t of a subgroup owns elements t, t + size, ... of each result matrix) and subgroups of
+ * `s.subgroupSize` counted from the local index, so a GPU without the feature (lavapipe) checks everything
+ * but Dawn's builtins against float64.
  */
-export function q4SgmWgsl(p: Q4Path, v: Q4MatmulVariant, s: SubgroupMatrixShape): string {
+export function q4SgmWgsl(p: Q4Path, v: Q4MatmulVariant, s: SubgroupMatrixShape, o: { emulate?: boolean } = {}): string {
   if (!p.f16) throw new Error('q4SgmWgsl: subgroup matrices take f16 operands: the native-f16 path only');
   const g = sgmGeometry(s);
   if (typeof g === 'string') throw new Error(`q4SgmWgsl: ${g}`);
@@ -77,9 +81,48 @@ export function q4SgmWgsl(p: Q4Path, v: Q4MatmulVariant, s: SubgroupMatrixShape)
   const tiles = range(g.tm).flatMap((i) => range(g.tn).map((j) => [i, j] as const));
   const left = `subgroup_matrix_left<f16, ${s.K}, ${s.M}>`;
   const right = `subgroup_matrix_right<f16, ${s.N}, ${s.K}>`;
-  return /* wgsl */ `enable f16;
-enable subgroups;
-enable chromium_experimental_subgroup_matrix;
+  const em = o.emulate === true;
+  const per = MN / s.subgroupSize;
+  const ops = em
+    ? {
+        enables: 'enable f16;',
+        builtins: '@builtin(local_invocation_index) lid: u32',
+        ids: `let sg = lid / ${s.subgroupSize}u;
+  let lane = lid % ${s.subgroupSize}u;
+  `,
+        // vec4s of elements (lane + S*(4q .. 4q+3)), not a dynamically indexed array: software drivers compile
+        // those far faster.
+        acc: (i: number, j: number) => range(per / 4).map((q) => `var acc${i}${j}_${q} = vec4<f32>(0.0);`).join(' '),
+        loadL: (i: number) => `let l${i} = (sr + ${i * s.M}u) * ${S}u + kk;`,
+        loadR: (j: number) => `let r${j} = (sc + ${j * s.N}u) * ${S}u + kk;`,
+        mma: (i: number, j: number) => range(per / 4).map((q) => `acc${i}${j}_${q} = emuMma(l${i}, r${j}, lane + ${4 * q * s.subgroupSize}u, acc${i}${j}_${q});`).join(' '),
+        store: (i: number, j: number) =>
+          range(per).map((t) => `scratch[sg * ${MN}u + lane + ${t * s.subgroupSize}u] = acc${i}${j}_${t >> 2}[${t & 3}];`).join(' '),
+        helpers: `
+// Elements e0 + ${s.subgroupSize}q (q < 4) of a result matrix: element e is row e / ${s.N} of the left operand at
+// lo times column e % ${s.N} of the right one at ro.
+fn emuMma(lo: u32, ro: u32, e0: u32, a: vec4<f32>) -> vec4<f32> {
+  var sum = a;
+  for (var q = 0u; q < 4u; q++) {
+    let e = e0 + q * ${s.subgroupSize}u;
+    for (var k = 0u; k < ${s.K}u; k++) { sum[q] += f32(tx[lo + (e / ${s.N}u) * ${S}u + k]) * f32(tw[ro + (e % ${s.N}u) * ${S}u + k]); }
+  }
+  return sum;
+}`,
+      }
+    : {
+        enables: 'enable f16;\nenable subgroups;\nenable chromium_experimental_subgroup_matrix;',
+        builtins: '@builtin(local_invocation_index) lid: u32,\n        @builtin(subgroup_id) sg: u32, @builtin(subgroup_invocation_id) lane: u32',
+        ids: '',
+        acc: (i: number, j: number) => `var acc${i}${j} = subgroup_matrix_result<f32, ${s.N}, ${s.M}>();`,
+        loadL: (i: number) => `let l${i} = subgroupMatrixLoad<${left}, row_major>(&tx, (sr + ${i * s.M}u) * ${S}u + kk, ${S}u);`,
+        loadR: (j: number) => `let r${j} = subgroupMatrixLoad<${right}, col_major>(&tw, (sc + ${j * s.N}u) * ${S}u + kk, ${S}u);`,
+        mma: (i: number, j: number) => `acc${i}${j} = subgroupMatrixMultiplyAccumulate(l${i}, r${j}, acc${i}${j});`,
+        store: (i: number, j: number) => `subgroupMatrixStore<row_major>(&scratch, sg * ${MN}u, acc${i}${j}, ${s.N}u);`,
+        helpers: '',
+      };
+  if (em && MN % (4 * s.subgroupSize)) throw new Error(`q4SgmWgsl: emulation needs ${s.M}x${s.N} to be a multiple of 4 x the subgroup size ${s.subgroupSize}`);
+  return /* wgsl */ `${ops.enables}
 ${header(p, v, 'u32', 'vec4<f32>')}
 // [row][k] f16 tiles of x and deq(W), K step ${Q4_TILE_K} + ${PAD} padding; per-subgroup f32 result scratch.
 var<workgroup> tx: array<f16, ${g.blockRows * S}>;
@@ -87,16 +130,15 @@ var<workgroup> tw: array<f16, ${g.blockCols * S}>;
 var<workgroup> scratch: array<f32, ${g.sgRows * g.sgCols * MN}>;
 
 @compute @workgroup_size(${SGM_WORKGROUP})
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32,
-        @builtin(subgroup_id) sg: u32, @builtin(subgroup_invocation_id) lane: u32) {
-  let row0 = wg.y * ${g.blockRows}u;
+fn main(@builtin(workgroup_id) wg: vec3<u32>, ${ops.builtins}) {
+  ${ops.ids}let row0 = wg.y * ${g.blockRows}u;
   let col0 = wg.x * ${g.blockCols}u;
   // Matrix offsets must be subgroup-uniform: built from subgroup_id only.
   let sr = (sg / ${g.sgCols}u) * ${g.tm * s.M}u;
   let sc = (sg % ${g.sgCols}u) * ${g.tn * s.N}u;
   let G = dims.inDim / 32u;
   let x4PerRow = dims.inDim / 4u;
-${tiles.map(([i, j]) => `  var acc${i}${j} = subgroup_matrix_result<f32, ${s.N}, ${s.M}>();`).join('\n')}
+${tiles.map(([i, j]) => `  ${ops.acc(i, j)}`).join('\n')}
   for (var g = 0u; g < G; g++) {
     // x: ${g.blockRows} rows x 8 vec4, rounded to f16.
     for (var e = lid; e < ${g.blockRows * 8}u; e += ${SGM_WORKGROUP}u) {
@@ -123,16 +165,16 @@ ${tiles.map(([i, j]) => `  var acc${i}${j} = subgroup_matrix_result<f32, ${s.N},
     }
     workgroupBarrier();
     for (var kk = 0u; kk < ${Q4_TILE_K}u; kk += ${s.K}u) {
-${range(g.tm).map((i) => `      let l${i} = subgroupMatrixLoad<${left}, row_major>(&tx, (sr + ${i * s.M}u) * ${S}u + kk, ${S}u);`).join('\n')}
-${range(g.tn).map((j) => `      let r${j} = subgroupMatrixLoad<${right}, col_major>(&tw, (sc + ${j * s.N}u) * ${S}u + kk, ${S}u);`).join('\n')}
-${tiles.map(([i, j]) => `      acc${i}${j} = subgroupMatrixMultiplyAccumulate(l${i}, r${j}, acc${i}${j});`).join('\n')}
+${range(g.tm).map((i) => `      ${ops.loadL(i)}`).join('\n')}
+${range(g.tn).map((j) => `      ${ops.loadR(j)}`).join('\n')}
+${tiles.map(([i, j]) => `      ${ops.mma(i, j)}`).join('\n')}
     }
     workgroupBarrier();
   }
   // Each result matrix through the subgroup's scratch, then its lanes store it element by element.
 ${tiles
   .map(
-    ([i, j]) => `  subgroupMatrixStore<row_major>(&scratch, sg * ${MN}u, acc${i}${j}, ${s.N}u);
+    ([i, j]) => `  ${ops.store(i, j)}
   workgroupBarrier();
   storeMatrix(sg, lane, row0 + sr + ${i * s.M}u, col0 + sc + ${j * s.N}u);
   workgroupBarrier();`,
@@ -147,5 +189,5 @@ fn storeMatrix(sg: u32, lane: u32, r0: u32, c0: u32) {
     if (r < dims.n && c < dims.outDim) { store(r, c, scratch[sg * ${MN}u + e]); }
   }
 }
-`;
+${ops.helpers}`;
 }
