@@ -53,7 +53,10 @@ async function build(ctx: GpuContext, a: Q4MatmulBackwardArgs & SplitKArgs, mayS
   const [gx64, gy64] = tileGrid('q4MatmulBackward', a.n, a.inDim, 64, maxGrid);
   const plan = maySplit ? planSplitK('q4MatmulBackward', gx64 * gy64, a.outDim, Q4_BWD_TILE_K, a.splits, partialsRoom(a.partials, a.n, a.inDim)) : { splits: 1, slice: a.outDim };
   const wide = { cols: a.inDim, k: Q4_BWD_TILE_K, maxStorage, depth: plan.splits };
-  const tileRows = checkTileRows('q4MatmulBackward', a.tileRows ?? tileRowsFor(a.n, wide), Q4_BWD_TILE_K, maxStorage);
+  // Split-K keeps the 64-row tile: on the H200 (2026-11-27, same call) the gate/up input gradient's split-K
+  // took 359 us a dispatch with the 128-row tile against 318 us with 64 rows, while the unsplit backward and the
+  // forward gained a little (53.1 + 51.7 against 111.9 ms; 226 against 231.6 ms).
+  const tileRows = checkTileRows('q4MatmulBackward', a.tileRows ?? (plan.splits > 1 ? (Math.min(64, tileRowsFor(a.n, wide)) as TileRows) : tileRowsFor(a.n, wide)), Q4_BWD_TILE_K, maxStorage);
   const [gx, gy] = tileGrid('q4MatmulBackward', a.n, a.inDim, tileRows, maxGrid);
   const split = plan.splits > 1;
   const out = split ? checkPartials('q4MatmulBackward', a.partials, plan.splits, a.n, a.inDim) : a.dx;
