@@ -17,6 +17,7 @@ import type { TrainingSettings } from '../controllers/training/training-driver';
 import { adapterShape } from '../controllers/training/adapter-store';
 import { toolTaskOf } from '../tasks/tool-task-run';
 import { TOOL_TASK_FORM_DEFAULTS, type ToolTaskSettings } from '../controllers/training/tool-task-driver';
+import { renderHeldOut, type HeldOutView } from './training-held-out-view';
 
 /** toy: the toy task; tools: the tool-choice task (no download); agent: the loaded planner on a benchmark. */
 export type TrainingMode = 'toy' | 'tools' | 'agent';
@@ -49,6 +50,8 @@ export interface FormView {
   onStartChoice(id: string): void;
   onBenchmarkFile(e: Event): void;
   onChooseBenchmark(id: string): void;
+  /** The optional held-out file (agent mode). */
+  heldOut: HeldOutView;
 }
 
 /** The values the fields show: the shown run's where it has them, else the mode's defaults. */
@@ -189,7 +192,7 @@ export function renderAgentSetup(v: FormView) {
       ? html`<ul class="error" data-testid="training-import-problems" aria-label="Problems in the file">${b.problems.map((p) => html`<li>${p.message}</li>`)}</ul>`
       : nothing}`;
   return agent
-    ? html`<fieldset data-testid="agent-setup"><legend>Agent rollouts: the benchmark</legend>${body}</fieldset>`
+    ? html`<fieldset data-testid="agent-setup"><legend>Agent rollouts: the benchmark</legend>${body}${renderHeldOut(v.heldOut)}</fieldset>`
     : html`<details class="agent-setup" data-testid="agent-setup">
         <summary>Train the loaded planner on a benchmark instead</summary>
         <p data-testid="agent-availability"><small>${availability(v)}</small></p>

@@ -21,6 +21,7 @@ import { listAdapters } from '../controllers/training/adapter-store';
 import { createAgentDriver, MAX_DEFAULT_ROLLOUT_CONCURRENCY } from '../controllers/training/agent-training-driver';
 import type { EngineUse, EngineUser } from '../controllers/engines/engine-use';
 import { BenchmarkChoice } from '../controllers/benchmark-choice';
+import { HeldOutChoice } from '../controllers/training/held-out-choice';
 import { plannerBaseOf, readActiveAdapter, type PlannerBase } from '../controllers/training/adapter-activation';
 import * as defaultDrivers from '../controllers/training/default-drivers';
 import './training-adapters';
@@ -34,6 +35,7 @@ import { TrainingRunner, type RunProgress } from '../controllers/training/traini
 import { renderRunState } from './training-run-view';
 import { renderRunsList } from './training-runs-view';
 import { trainingStatusText } from './training-status';
+import { DEFAULT_HELD_OUT_EVERY, readHeldOutEvery } from './training-held-out-view';
 
 export type { TrainingMode };
 
@@ -126,6 +128,8 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
   private readonly runner = new TrainingRunner(this);
   /** The benchmark imported for agent-rollout training, and the kept ones. */
   private readonly bench = new BenchmarkChoice(this, (error) => (this.error = error));
+  /** Held-out items for the next real-planner run (in memory; the run's spec keeps them). */
+  readonly heldOut = new HeldOutChoice(this);
   // Learning rates the user typed, per mode, saved when the mode changes: an edit sticks to its mode and
   // never carries over (a toy-sized rate must not reach the real planner). Not reactive state, so the
   // field is only rewritten on a mode change, never while the user types.
@@ -297,7 +301,8 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
       if (s.dataset !== 'agent') return this.createDriver(s, this.dbName);
       if (!this.benchmark?.items.length) throw new Error('Import a benchmark file with at least one item first.');
       const benchmark = this.benchmark;
-      return this.runner.onEngines((deps) => createAgentDriver(s, benchmark, deps, readBudget(root, s.groupSize), { extraRollouts: readExtraRollouts(root) }));
+      const heldOut = this.heldOut.heldOut(benchmark, () => readHeldOutEvery(root, s.steps));
+      return this.runner.onEngines((deps) => createAgentDriver(s, benchmark, deps, readBudget(root, s.groupSize), { extraRollouts: readExtraRollouts(root) }, heldOut));
     }, false);
   }
 
@@ -343,6 +348,12 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
       onStartChoice: (id) => (this.startChoice = id),
       onBenchmarkFile: (e) => void this.onBenchmarkFile(e),
       onChooseBenchmark: (id) => this.bench.choose(id),
+      heldOut: {
+        state: this.heldOut.state(this.benchmark),
+        every: (mode === 'agent' && this.shownSpec?.evaluation?.every) || DEFAULT_HELD_OUT_EVERY,
+        onFile: (e) => void this.heldOut.onFile(e),
+        onClear: () => this.heldOut.clear(),
+      },
     };
   }
 
