@@ -1,6 +1,6 @@
 // The Training tab's settings: what to train (dataset, steps, starting adapter) in plain view, the Flow-GRPO
 // and LoRA knobs under an Advanced fold, each labelled in plain words with the technical term after it. The
-// agent-rollout part (benchmark import, rollout budgets) shows only when it applies: folded away in toy mode,
+// agent-rollout part (benchmark import, an optional held-out file, rollout budgets) shows only when it applies: folded away in toy mode,
 // so on a phone the toy's Start button stays near the top. The tool-choice task (no download) shows its own
 // few settings (questions per step, held-out evaluation) under the same fold. Fields show the shown run's settings when it has
 // them, so a 5000-step run is not shown beside a form that says 40.

@@ -119,5 +119,14 @@ describe('Training tab words and layout', () => {
     for (const det of p.shadowRoot!.querySelectorAll('details')) det.open = true;
     expect(p.shadowRoot!.querySelector('#micro-tokens')).not.toBeNull();
     await expect.poll(() => cramped(p)).toEqual([]);
+    // A held-out file chosen: its summary, the interval field and the button to drop it; then a refused one's message.
+    p.heldOut.importText(JSON.stringify([{ question: 'What is 7+7?', answer: '14' }]), 'held-out-questions.json');
+    await p.updateComplete;
+    expect(p.shadowRoot!.querySelector('#held-out-every')).not.toBeNull();
+    await expect.poll(() => cramped(p)).toEqual([]);
+    p.heldOut.importText(JSON.stringify([{ question: 'What is 1+1?', answer: '2' }]), 'held-out-questions.json');
+    await p.updateComplete;
+    expect(p.shadowRoot!.querySelector('[data-testid="training-held-out-problem"]')).not.toBeNull();
+    await expect.poll(() => cramped(p)).toEqual([]);
   });
 });

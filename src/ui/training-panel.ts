@@ -1,7 +1,7 @@
 // Training: Flow-GRPO settings, start/pause/resume, live charts of the trainer's step statistics, the stored
 // runs and the stored LoRA adapters. The learning rate defaults per mode (DEFAULT_LEARNING_RATE). "Toy mode"
 // trains the toy task's tiny planner (createToyDriver, in a worker); with a planner model loaded,
-// "Imported benchmark (agent rollouts)" trains the real planner (createAgentDriver); both are runs of the
+// "Imported benchmark (agent rollouts)" trains the real planner (createAgentDriver, evaluating on an optional held-out file); both are runs of the
 // library's TrainingRun. "Tool-choice task (no download)" trains a tiny planner through the real agent loop on
 // a built-in task (tool-task-driver.ts, in a worker), with held-out evaluations charted beside the reward. Any other TrainingDriver can be plugged in through `createDriver`. The views are in
 // training-form.ts, training-run-view.ts, training-runs-view.ts, training-charts-view.ts and
