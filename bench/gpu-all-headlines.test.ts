@@ -50,6 +50,17 @@ describe('run.sh all: headlines', () => {
     expect(h['peft-0.5b']).toEqual({ trainStepMs: 145, decodeTokPerS: 24.7 });
   });
 
+  it("gives each train profile's update times and its forward 4-bit matmul time (tiled or tensor-core)", () => {
+    const tp = (kinds: Record<string, number>) => ({ realUpdateMs: 991, gpuMs: 851, encodeMs: 77.5, dispatches: 13601, byKind: Object.fromEntries(Object.entries(kinds).map(([k, ms]) => [k, { count: 1, ms }])) });
+    const files: Record<string, unknown> = {
+      'train-profile': tp({ q4_matmul_tiled: 138.8, q4_matmul_tiled128: 87.2, q4_matmul_tiled32: 36.6, q4_matmul_backward: 51.7 }),
+      'train-profile-sgm': tp({ q4_matmul_mma: 279.8, q4_matmul_tiled32: 36.6 }),
+    };
+    const h = headlines(Object.keys(files), (n) => files[n] ?? null);
+    expect(h['train-profile']).toEqual({ realUpdateMs: 991, gpuMs: 851, encodeMs: 77.5, dispatches: 13601, forwardMatmulMs: 226 });
+    expect(h['train-profile-sgm']).toMatchObject({ forwardMatmulMs: 279.8 });
+  });
+
   it('reads the f16 check: offered, compared, agreement and how far apart the paths are', () => {
     const part = { f16Offered: true, compared: true, agree: false, logitsRelative: 0.03, argmaxSame: true, greedySameTokens: 12, scoreMaxAbsDiff: 0.2 };
     expect(headlines(['f16-check'], () => part)['f16-check']).toEqual(part);

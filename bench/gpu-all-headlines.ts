@@ -88,8 +88,17 @@ export function headlines(partNames: string[], read: (part: string) => unknown):
   }
   const dp = read('decode-profile');
   if (dp) out['decode-profile'] = { dispatchesPerToken: at(dp, 'dispatchesPerToken'), gpuMsPerTokenNoReadback: round(at(dp, 'gpuMsPerTokenNoReadback')), encodeMsPerToken: round(at(dp, 'encodeMsPerToken')), generateTokPerS: round(at(dp, 'generateTokensPerSec')) };
-  const tp = read('train-profile');
-  if (tp) out['train-profile'] = { realUpdateMs: round(at(tp, 'realUpdateMs')), gpuMs: round(at(tp, 'gpuMs')), encodeMs: round(at(tp, 'encodeMs')), dispatches: at(tp, 'dispatches') };
+  for (const name of ['train-profile', 'train-profile-sgm']) {
+    const tp = read(name);
+    if (!tp) continue;
+    // The forward's 4-bit matmul kinds (tiled f32, or tensor-core q4_matmul_mma under AGENTFLOW_SUBGROUP_MATRIX=1).
+    const kinds = (tp as { byKind?: Record<string, { ms?: unknown }> }).byKind ?? {};
+    const kindMs = (re: RegExp): number | null => {
+      const ms = Object.entries(kinds).filter(([k]) => re.test(k)).map(([, v]) => (typeof v.ms === 'number' ? v.ms : 0));
+      return ms.length ? round(ms.reduce((a, b) => a + b, 0)) : null;
+    };
+    out[name] = { realUpdateMs: round(at(tp, 'realUpdateMs')), gpuMs: round(at(tp, 'gpuMs')), encodeMs: round(at(tp, 'encodeMs')), dispatches: at(tp, 'dispatches'), forwardMatmulMs: kindMs(/^q4_matmul_(tiled(128)?|mma)$/) };
+  }
   const fc = read('f16-check');
   if (fc) {
     const b = (k: string): boolean | null => {

@@ -14,6 +14,13 @@ describe('run.sh all: the plan', () => {
     // The subgroup-matrix probe right after the profiles, before the whole Flow-GRPO step.
     expect(n.indexOf('sgm-probe')).toBe(n.indexOf('prefill-profile') + 1);
     expect(n.indexOf('e2e-0.5b-q4')).toBe(n.indexOf('sgm-probe') + 1);
+    // The tensor-core variant of the update right after the default one, with its switch in its own environment.
+    expect(n.indexOf('train-profile-sgm')).toBe(n.indexOf('train-profile') + 1);
+    const parts = plan({ smoke: false, bandwidthGBs: 4800 });
+    const sgm = parts.find((p) => p.name === 'train-profile-sgm')!;
+    expect(sgm.env).toEqual({ AGENTFLOW_SUBGROUP_MATRIX: '1' });
+    expect(sgm.run).toEqual(parts.find((p) => p.name === 'train-profile')!.run);
+    expect(parts.filter((p) => p.env).map((p) => p.name)).toEqual(['train-profile-sgm']);
     expect(n).toContain('bench-1.5b-f16');
     expect(n).toContain('peft-1.5b');
   });

@@ -13,6 +13,8 @@ export interface Part {
   capS: number;
   /** A kit script (bench.mjs, ... run by the kit's node; peft_step.py by python3) and its arguments. */
   run: { node: string; args: string[] } | { python: string; args: string[] };
+  /** Environment added for this part only: a variant timed beside the default in the same call. */
+  env?: Record<string, string>;
 }
 
 export interface PlanOptions {
@@ -49,7 +51,8 @@ export const MIN_PART_S = 5;
  * constrained 6.1, bench 1.5B 20.9 (4-bit) and 31.4 (f16), PEFT 1.5B 39.4; with the f16 shaders the f16
  * parts may change either way, so the caps keep room. f16-check (two 0.5B loads, one per path) and the
  * subgroup-matrix probe (sgm-probe; it stops itself after ~25 s) had not run on a GPU when these were set.
- * Every part at its cap adds to 820 s, past the 540 s budget: the last parts would be cut, never the call.
+ * train-profile-sgm (40) took 16.8 s beside them in the third call. Every part at its cap adds to 860 s, past the
+ * 540 s budget: the last parts would be cut, never the call.
  */
 export function plan(o: PlanOptions): Part[] {
   const bw = ['--bandwidth', String(o.bandwidthGBs)];
@@ -61,6 +64,7 @@ export function plan(o: PlanOptions): Part[] {
       : ['--models', model, '--parts', parts, ...bw];
   const e2eSmoke = ['--e2e-group', '2', '--e2e-turns', '1', '--e2e-warmup', '0', '--e2e-analysis', '2', '--e2e-planner', '4', '--e2e-executor', '2', '--e2e-verifier', '2', '--e2e-generator', '2', '--e2e-context', '512'];
   const peft = (shape: string): string[] => ['--shape', shape, ...(o.smoke ? ['--group', '2', '--tokens', '16', '--decode', '4', '--prompt', '8', '--reps', '1'] : [])];
+  const trainProfileArgs = ['--q4', '1', ...(o.smoke ? ['--layers', '1', '--vocab', '4096', '--tokens', '16', '--seqs', '2', '--response', '4', '--micro-batch', '32', '--reps', '1'] : [])];
   const bench = (name: string, model: string, what: string, capS: number): Part => ({ name, what, capS, run: { node: 'bench.mjs', args: benchArgs(model, 'speed,memory,train') } });
   const parts: Part[] = [
     { name: 'adapter', what: 'adapter info: vendor, driver, features (subgroup matrix?), limits', capS: 20, run: { node: 'adapter.mjs', args: [] } },
@@ -70,7 +74,10 @@ export function plan(o: PlanOptions): Part[] {
     bench('bench-0.5b-f16', 'qwen2.5-0.5b', 'Qwen2.5-0.5B f16: speed, memory, train', 50),
     { name: 'peft-0.5b', what: 'PyTorch + PEFT on the 0.5B shapes: LoRA step, decode', capS: 85, run: { python: 'peft_step.py', args: peft('0.5b') } },
     { name: 'decode-profile', what: 'where a 4-bit 0.5B decode token goes (r16 adapter)', capS: 60, run: { node: 'profile.mjs', args: ['--q4', '1', '--adapter', '1', ...(o.smoke ? ['--layers', '1', '--vocab', '4096', '--prompt', '24', '--tokens', '2'] : [])] } },
-    { name: 'train-profile', what: 'where a 4-bit 0.5B Flow-GRPO update goes', capS: 70, run: { node: 'train-profile.mjs', args: ['--q4', '1', ...(o.smoke ? ['--layers', '1', '--vocab', '4096', '--tokens', '16', '--seqs', '2', '--response', '4', '--micro-batch', '32', '--reps', '1'] : [])] } },
+    { name: 'train-profile', what: 'where a 4-bit 0.5B Flow-GRPO update goes', capS: 70, run: { node: 'train-profile.mjs', args: trainProfileArgs } },
+    // The same update with the opt-in tensor-core 4-bit matmul (where the adapter offers subgroup matrices; the
+    // f32 path otherwise): on 2026-11-27 it was correct but slower (280 vs 232 ms a forward) — time it beside.
+    { name: 'train-profile-sgm', what: 'the same update with AGENTFLOW_SUBGROUP_MATRIX=1 (tensor-core 4-bit forward)', capS: 40, run: { node: 'train-profile.mjs', args: trainProfileArgs }, env: { AGENTFLOW_SUBGROUP_MATRIX: '1' } },
     // 4-bit, as the planner runs (2 s on the H200 with --q4 1, prompt 512, including the generate() check).
     { name: 'prefill-profile', what: 'where a 512-token 4-bit 0.5B prefill and its scoring go (r16 adapter)', capS: 30, run: { node: 'prefill-profile.mjs', args: ['--shape', '0.5b', '--q4', '1', '--rank', '16', ...(o.smoke ? ['--layers', '1', '--vocab', '4096', '--prompt', '24'] : ['--prompt', '512'])] } },
     // Tensor cores through Dawn's subgroup matrices: configs, compile messages, float64 error and TFLOP/s on the

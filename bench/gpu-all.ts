@@ -60,11 +60,11 @@ const tail = (path: string, n = 3000): string => {
 };
 
 /** Runs one part in its own process group, killed at limitS; resolves with its exit. */
-function runPart(file: string, args: string[], out: string, err: string, limitS: number): Promise<{ code: number | null; signal: string | null; timedOut: boolean; spawnError?: string }> {
+function runPart(file: string, args: string[], out: string, err: string, limitS: number, extraEnv: Record<string, string> = {}): Promise<{ code: number | null; signal: string | null; timedOut: boolean; spawnError?: string }> {
   return new Promise((done) => {
     const o = openSync(out, 'w');
     const e = openSync(err, 'w');
-    const child = spawn(file, args, { stdio: ['ignore', o, e], detached: true, cwd: kit });
+    const child = spawn(file, args, { stdio: ['ignore', o, e], detached: true, cwd: kit, env: { ...process.env, ...extraEnv } });
     closeSync(o);
     closeSync(e);
     let timedOut = false;
@@ -141,7 +141,8 @@ async function main(): Promise<void> {
     const { file, args } = commandOf(p, python);
     const out = join(outDir, `${p.name}.json`);
     const err = join(outDir, `${p.name}.log`);
-    const rec: PartRecord = { name: p.name, what: p.what, command: [file === process.execPath ? 'node' : file, ...args.map((a) => a.replace(`${kit}/`, ''))].join(' '), capS: p.capS, limitS: null, status: 'skipped', exitCode: null, signal: null, seconds: 0, json: 'stub' };
+    const envText = Object.entries(p.env ?? {}).map(([k, v]) => `${k}=${v} `).join('');
+    const rec: PartRecord = { name: p.name, what: p.what, command: envText + [file === process.execPath ? 'node' : file, ...args.map((a) => a.replace(`${kit}/`, ''))].join(' '), capS: p.capS, limitS: null, status: 'skipped', exitCode: null, signal: null, seconds: 0, json: 'stub' };
     records.push(rec);
     const limit = partLimitS(p.capS, budgetS - elapsedS() - GRACE_S);
     const stub = (reason: string): void => {
@@ -159,7 +160,7 @@ async function main(): Promise<void> {
       rec.limitS = limit;
       log(`run.sh all: ${p.name} (limit ${limit} s): ${rec.command}`);
       const s0 = Date.now();
-      const r = await runPart(file, args, out, err, limit);
+      const r = await runPart(file, args, out, err, limit, p.env);
       rec.seconds = Math.round((Date.now() - s0) / 100) / 10;
       rec.exitCode = r.code;
       rec.signal = r.signal;
