@@ -13,6 +13,7 @@ import { dequantizeQ4, quantizeQ4 } from '../src/kernels/q4/q4.ref';
 import { q4Matmul } from '../src/kernels/q4/q4matmul';
 import { destroyQ4, uploadQ4 } from '../src/kernels/q4/q4weight';
 import { checkEntries, sampleEntries, tflops, type CheckResult, type Shape } from './subgroup-matrix-check';
+import { timeDispatches } from './timed-dispatch';
 
 /** The training shapes (768 rows; q/k/v, gate/up and down of the 0.5B model), as the subgroup-matrix probe's. */
 export const TRAINING_SHAPES: Shape[] = [
@@ -38,35 +39,9 @@ export interface ShapeRow {
 }
 
 async function timeDispatch(ctx: GpuContext, d: Dispatch, reps: number): Promise<{ ms: number; method: 'timestamp' | 'wall' }> {
-  const { device } = ctx;
-  const ts = device.features.has('timestamp-query');
-  const qs = ts ? device.createQuerySet({ type: 'timestamp', count: 2 }) : null;
-  const resolve = ts ? device.createBuffer({ size: 16, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC }) : null;
-  const bind = device.createBindGroup({ layout: d.pipeline.getBindGroupLayout(0), entries: d.buffers.map((buffer, binding) => ({ binding, resource: { buffer } })) });
-  const enc = device.createCommandEncoder();
-  const pass = enc.beginComputePass(qs ? { timestampWrites: { querySet: qs, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } } : {});
-  pass.setPipeline(d.pipeline);
-  pass.setBindGroup(0, bind);
+  const bind = ctx.device.createBindGroup({ layout: d.pipeline.getBindGroupLayout(0), entries: d.buffers.map((buffer, binding) => ({ binding, resource: { buffer } })) });
   const [x, y = 1] = d.workgroups;
-  for (let r = 0; r < reps; r++) pass.dispatchWorkgroups(x, y);
-  pass.end();
-  if (qs && resolve) enc.resolveQuerySet(qs, 0, 2, resolve, 0);
-  const start = performance.now();
-  device.queue.submit([enc.finish()]);
-  await device.queue.onSubmittedWorkDone();
-  const wallMs = performance.now() - start;
-  if (!qs || !resolve) return { ms: wallMs / reps, method: 'wall' };
-  const read = device.createBuffer({ size: 16, usage: GPUBufferUsage.COPY_DST | GPUBufferUsage.MAP_READ });
-  const copy = device.createCommandEncoder();
-  copy.copyBufferToBuffer(resolve, 0, read, 0, 16);
-  device.queue.submit([copy.finish()]);
-  await read.mapAsync(GPUMapMode.READ);
-  const t = new BigInt64Array(read.getMappedRange().slice(0));
-  for (const b of [read, resolve]) b.destroy();
-  qs.destroy();
-  const ns = Number(t[1] - t[0]);
-  // A zero or negative span means the timestamps were not written: fall back to the wall clock.
-  return ns > 0 ? { ms: ns / 1e6 / reps, method: 'timestamp' } : { ms: wallMs / reps, method: 'wall' };
+  return timeDispatches(ctx.device, d.pipeline, bind, [x, y], reps);
 }
 
 const round = (x: number): number => Number(x.toPrecision(4));

@@ -16,6 +16,7 @@ import { f16BitsToF32 } from '../src/util/half';
 import { flag, log } from './flags';
 import { checkEntries, parseShapes, randomHalves, sampleEntries, tflops, type CheckResult, type Shape } from './subgroup-matrix-check';
 import { VARIANTS, geometry, shapeProblem, subgroupMatrixWgsl, usable, variantProblem, type MatrixConfig, type Variant } from './subgroup-matrix-wgsl';
+import { readBack, timeDispatches } from './timed-dispatch';
 
 const FEATURE = 'chromium-experimental-subgroup-matrix';
 /** Dawn hides the feature without allow_unsafe_apis and shader-f16 on NVIDIA without vulkan_enable_f16_on_nvidia. */
@@ -97,42 +98,6 @@ function upload(device: GPUDevice, label: string, data: ArrayBufferView, usage =
   const buf = device.createBuffer({ label, size, usage: usage | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC });
   device.queue.writeBuffer(buf, 0, data.buffer, data.byteOffset, data.byteLength);
   return buf;
-}
-
-async function readBack(device: GPUDevice, src: GPUBuffer, bytes: number): Promise<ArrayBuffer> {
-  const dst = device.createBuffer({ size: bytes, usage: GPUBufferUsage.COPY_DST | GPUBufferUsage.MAP_READ });
-  const enc = device.createCommandEncoder();
-  enc.copyBufferToBuffer(src, 0, dst, 0, bytes);
-  device.queue.submit([enc.finish()]);
-  await dst.mapAsync(GPUMapMode.READ);
-  const copy = dst.getMappedRange().slice(0);
-  dst.destroy();
-  return copy;
-}
-
-/** Runs `reps` dispatches in one pass; timestamps around the pass when the device has them, else wall time. */
-async function timeDispatches(device: GPUDevice, pipeline: GPUComputePipeline, bind: GPUBindGroup, grid: [number, number], reps: number): Promise<{ ms: number; method: 'timestamp' | 'wall' }> {
-  const ts = device.features.has('timestamp-query');
-  const qs = ts ? device.createQuerySet({ type: 'timestamp', count: 2 }) : null;
-  const resolve = ts ? device.createBuffer({ size: 16, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC }) : null;
-  const enc = device.createCommandEncoder();
-  const pass = enc.beginComputePass(qs ? { timestampWrites: { querySet: qs, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } } : {});
-  pass.setPipeline(pipeline);
-  pass.setBindGroup(0, bind);
-  for (let r = 0; r < reps; r++) pass.dispatchWorkgroups(grid[0], grid[1]);
-  pass.end();
-  if (qs && resolve) enc.resolveQuerySet(qs, 0, 2, resolve, 0);
-  const start = performance.now();
-  device.queue.submit([enc.finish()]);
-  await device.queue.onSubmittedWorkDone();
-  const wallMs = performance.now() - start;
-  if (!qs || !resolve) return { ms: wallMs / reps, method: 'wall' };
-  const t = new BigInt64Array(await readBack(device, resolve, 16));
-  qs.destroy();
-  resolve.destroy();
-  const ns = Number(t[1] - t[0]);
-  // A zero or negative span means the timestamps were not written: fall back to the wall clock.
-  return ns > 0 ? { ms: ns / 1e6 / reps, method: 'timestamp' } : { ms: wallMs / reps, method: 'wall' };
 }
 
 /** The validation and memory errors of `f`, as one string (null when none), plus its result. */
