@@ -7,14 +7,15 @@
 // (src/gpu/device.ts nodeDawnFlags turns it on), so before an f16 figure counts, the f16 path must give the
 // f32 path's answers there. Where the adapter offers subgroup matrices (tensor cores; Dawn's unsafe
 // `chromium-experimental-subgroup-matrix`, opted into here with requestGpu({ subgroupMatrix: true })), a third
-// device runs the same model with the 4-bit forward's subgroup-matrix kernel (src/kernels/q4/q4matmul.sgm.wgsl.ts,
-// f16-rounded operands) and `sgm` compares it with the f32 path. JSON on stdout, progress on stderr. A kit
+// device runs the same model on tensor cores (its layer matrices get f16 copies there, read by
+// src/kernels/matmul/matmul.sgm.ts; the LM head stays on the 4-bit kernels; f16-rounded operands, f32 sums)
+// and `sgm` compares it with the f32 path. JSON on stdout, progress on stderr. A kit
 // part (`f16-check`).
 import { requestGpu, type GpuContext } from '../src/gpu/device';
 import { Qwen2Runtime } from '../src/engine/runtime';
 import type { Qwen2Config } from '../src/io/qwen2-config';
 import { flag, log } from './flags';
-import { compareQ4Kernels, TRAINING_SHAPES, type ShapeRow } from './q4-mma-kernel';
+import { compareQ4Kernels, FORWARD_SHAPES, TRAINING_SHAPES, type ShapeRow } from './q4-mma-kernel';
 import { parseShapes } from './subgroup-matrix-check';
 import { shapedQ4Weights, shapedWeights, shapeNamed } from './shaped-model';
 
@@ -85,11 +86,11 @@ export function commonPrefix(a: number[], b: number[]): number {
 
 async function runPath(ctx: GpuContext, config: Qwen2Config, q4: boolean, prompt: number[], decode: number): Promise<PathRun> {
   const t0 = performance.now();
-  // Which pipelines are built tells whether the subgroup-matrix kernel took part (q4Matmul chooses it).
+  // Which pipelines are built tells whether a subgroup-matrix kernel took part (ops.linear chooses them).
   const sgmPipelines = new Set<string>();
   const create = ctx.device.createComputePipelineAsync.bind(ctx.device);
   ctx.device.createComputePipelineAsync = (d: GPUComputePipelineDescriptor) => {
-    if (d.label?.startsWith('q4_matmul_mma')) sgmPipelines.add(d.label);
+    if (d.label?.includes('matmul_mma')) sgmPipelines.add(d.label);
     return create(d);
   };
   const rt = await Qwen2Runtime.create(ctx, config, q4 ? shapedQ4Weights(config) : shapedWeights(config), { maxContext: prompt.length + decode + 8 });
@@ -138,7 +139,7 @@ async function main(): Promise<void> {
     const spec = flag('kernel-shapes', '');
     if (spec !== 'none') {
       log('f16-agreement: tiled vs subgroup-matrix 4-bit matmul');
-      const shapes = spec ? parseShapes(spec, Number(flag('kernel-rows', '768'))) : TRAINING_SHAPES;
+      const shapes = spec ? parseShapes(spec, Number(flag('kernel-rows', '768'))) : [...TRAINING_SHAPES, ...FORWARD_SHAPES];
       kernel = await compareQ4Kernels(sgmCtx, shapes, { reps: Number(flag('kernel-reps', '10')), samples: 48 }).catch((e: Error) => e.message);
     }
   }

@@ -10,7 +10,7 @@ describe('compareQ4Kernels', () => {
     expect(ctx.caps.subgroupMatrix).toBeNull();
     const rows = await compareQ4Kernels(ctx, [{ name: 't', m: 70, k: 64, n: 80 }], { reps: 2, samples: 16 });
     expect(rows).toHaveLength(1);
-    expect(rows[0]).toMatchObject({ shape: 't 70x64x80', mma: null, speedup: null });
+    expect(rows[0]).toMatchObject({ shape: 't 70x64x80', mma: null, speedup: null, f16mma: [] });
     expect(rows[0].tiled.label).toMatch(/^q4_matmul_tiled/);
     expect(rows[0].tiled.check).toMatchObject({ entries: 16, nonFinite: 0 });
     expect(rows[0].tiled.check.maxErrorOverAbsSum).toBeLessThan(1e-5);

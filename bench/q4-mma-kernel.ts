@@ -2,8 +2,10 @@
 // register-tiled one (q4Matmul with subgroupMatrix: false) and, where the device was made with subgroup
 // matrices, the tensor-core one (q4Matmul's default there, src/kernels/q4/q4matmul.sgm.wgsl.ts). Each is checked
 // against float64 on sampled entries (x times the dequantised weights) and timed over `reps` dispatches in one
-// pass (timestamps when the device has them, else wall time). Run by the f16-check part on its subgroup-matrix
-// device (bench/f16-agreement.ts), so one kit call gives the speed-up on the training shapes.
+// pass (timestamps when the device has them, else wall time). With subgroup matrices it also times the f16-copy
+// kernel (the matrix dequantised once to f16 by q4DequantF16, then matmulSgm: what ops.linear runs for a model
+// uploaded with f16 copies) at both block heights. Run by the f16-check part on its subgroup-matrix device
+// (bench/f16-agreement.ts), so one kit call gives the speed-ups on the training shapes.
 import type { GpuContext } from '../src/gpu/device';
 import { readF32 } from '../src/gpu/buffers';
 import type { Dispatch } from '../src/gpu/pipelines';
@@ -11,6 +13,8 @@ import { Rng } from '../src/util/rng';
 import { f32Buffer } from '../src/kernels/common/testing';
 import { dequantizeQ4, quantizeQ4 } from '../src/kernels/q4/q4.ref';
 import { q4Matmul } from '../src/kernels/q4/q4matmul';
+import { q4DequantF16 } from '../src/kernels/q4/q4dequant';
+import { matmulSgm } from '../src/kernels/matmul/matmul.sgm';
 import { destroyQ4, uploadQ4 } from '../src/kernels/q4/q4weight';
 import { checkEntries, sampleEntries, tflops, type CheckResult, type Shape } from './subgroup-matrix-check';
 import { timeDispatches } from './timed-dispatch';
@@ -20,6 +24,13 @@ export const TRAINING_SHAPES: Shape[] = [
   { name: 'qkv', m: 768, k: 896, n: 1152 },
   { name: 'gateup', m: 768, k: 896, n: 9728 },
   { name: 'down', m: 768, k: 4864, n: 896 },
+];
+
+/** The training forward's own products (512 rows a micro-batch, q and gate alone), where block height matters. */
+export const FORWARD_SHAPES: Shape[] = [
+  { name: 'q', m: 512, k: 896, n: 896 },
+  { name: 'gate', m: 512, k: 896, n: 4864 },
+  { name: 'down', m: 512, k: 4864, n: 896 },
 ];
 
 export interface KernelRun {
@@ -36,6 +47,8 @@ export interface ShapeRow {
   /** null where the device has no subgroup matrices (or q4Matmul did not choose them for this shape). */
   mma: KernelRun | null;
   speedup: number | null;
+  /** The f16 copy on tensor cores, 128- and 64-row blocks (empty without subgroup matrices). */
+  f16mma: Array<KernelRun & { speedup: number }>;
 }
 
 async function timeDispatch(ctx: GpuContext, d: Dispatch, reps: number): Promise<{ ms: number; method: 'timestamp' | 'wall' }> {
@@ -58,8 +71,11 @@ export async function compareQ4Kernels(ctx: GpuContext, shapes: Shape[], o: { re
     const x = f32Buffer(ctx, `${s.name}.x`, xv);
     const y = ctx.device.createBuffer({ label: `${s.name}.y`, size: s.m * s.n * 4, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC });
     const entries = sampleEntries(s.m, s.n, o.samples, s.k);
-    const run = async (subgroupMatrix: boolean): Promise<KernelRun> => {
-      const d = await q4Matmul(ctx, { W, x, y, n: s.m, inDim: s.k, outDim: s.n, subgroupMatrix });
+    let W16: GPUBuffer | undefined;
+    const run = async (subgroupMatrix: boolean, blockRows?: 128 | 64): Promise<KernelRun> => {
+      const d = blockRows
+        ? await matmulSgm(ctx, { W: (W16 ??= await q4DequantF16(ctx, `${s.name}.W.f16`, W, s.n, s.k)), x, y, n: s.m, inDim: s.k, outDim: s.n, blockRows })
+        : await q4Matmul(ctx, { W, x, y, n: s.m, inDim: s.k, outDim: s.n, subgroupMatrix });
       await timeDispatch(ctx, d, 1); // the first dispatch pays for the driver's compile
       const got = await readF32(ctx, y, s.m * s.n);
       const check = checkEntries((r, c) => got[r * s.n + c], xv, wd, s.k, entries);
@@ -70,8 +86,16 @@ export async function compareQ4Kernels(ctx: GpuContext, shapes: Shape[], o: { re
       const tiled = await run(false);
       const chosen = ctx.caps.subgroupMatrix ? await run(true) : null;
       const mma = chosen?.label.startsWith('q4_matmul_mma') ? chosen : null;
-      rows.push({ shape: `${s.name} ${s.m}x${s.k}x${s.n}`, tiled, mma, speedup: mma ? round(tiled.ms / mma.ms) : null });
+      const f16mma = [];
+      if (ctx.caps.subgroupMatrix && ctx.caps.f16) {
+        for (const blockRows of [128, 64] as const) {
+          const r = await run(true, blockRows).catch((e: Error): KernelRun => ({ label: `matmul_mma (${blockRows} rows): ${e.message}`, check: { entries: 0, maxRelError: NaN, maxErrorOverAbsSum: NaN, nonFinite: 0 }, ms: NaN, tflops: NaN, method: 'wall' }));
+          f16mma.push({ ...r, speedup: round(tiled.ms / r.ms) });
+        }
+      }
+      rows.push({ shape: `${s.name} ${s.m}x${s.k}x${s.n}`, tiled, mma, speedup: mma ? round(tiled.ms / mma.ms) : null, f16mma });
     } finally {
+      W16?.destroy();
       destroyQ4(W);
       x.destroy();
       y.destroy();

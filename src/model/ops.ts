@@ -6,6 +6,7 @@ import type { Dispatch } from '../gpu/pipelines';
 import { embedding } from '../kernels/embedding/embedding';
 import { rmsnorm as rmsnormKernel } from '../kernels/rmsnorm/rmsnorm';
 import { matmul, type MatmulArgs } from '../kernels/matmul/matmul';
+import { matmulSgm, matmulSgmProblem } from '../kernels/matmul/matmul.sgm';
 import { matmulBackwardSplitK, type MatmulBackwardArgs } from '../kernels/matmul/matmul.backward';
 import { q4MatmulBackwardSplitK } from '../kernels/q4/q4matmul.backward';
 import { q4Embedding, q4Matmul } from '../kernels/q4';
@@ -45,6 +46,11 @@ export interface LinearArgs extends Omit<MatmulArgs, 'W'> {
  */
 export function linear(ctx: GpuContext, a: LinearArgs): Promise<Dispatch> {
   const W = a.W;
+  // Tensor cores (a device made with subgroup matrices, 64+ rows): an f16 matrix, or a 4-bit one's f16 copy.
+  const f16 = isQ4(W) ? W.f16 : W;
+  if (f16 && a.kernel === undefined && a.tileRows === undefined && !matmulSgmProblem(ctx, a)) {
+    return matmulSgm(ctx, { ...a, W: f16, wRow: isQ4(W) ? (W.rowBase ?? 0) : 0 });
+  }
   return isQ4(W) ? q4Matmul(ctx, { ...a, W }) : matmul(ctx, { ...a, W });
 }
 

@@ -7,6 +7,7 @@ import type { GpuContext } from '../gpu/device';
 import { createStorageChecked, writeBuffer } from '../gpu/buffers';
 import { assertDeviceAlive } from '../gpu/device';
 import type { Q4Weight } from '../kernels/q4/q4weight';
+import { q4DequantF16 } from '../kernels/q4/q4dequant';
 import { checkWeights, type Qwen2Config } from '../io/qwen2-config';
 
 /** One tensor of the checkpoint: io/checkpoint's TensorHandle, or a tensor made in memory. */
@@ -84,6 +85,13 @@ export interface UploadOptions {
   maxChunkBytes?: number;
   /** With a 4-bit source: upload its dequantized f16 tensors instead of the 4-bit bytes (comparisons). */
   dequantize?: boolean;
+  /**
+   * With a 4-bit source: also keep an f16 copy of each layer matrix (Q4Weight.f16, made on the GPU), which
+   * the tensor-core matmuls read instead of dequantising every block (ops.linear). Default: where the device
+   * was made with subgroup matrices, which is the only place they are read. Costs 2 bytes a weight (about
+   * 0.7 GB for Qwen2.5-0.5B's layers); the embedding and LM head stay 4-bit.
+   */
+  f16Copies?: boolean;
 }
 
 /** Rows per chunk so that one chunk of a [rows, cols] f16 table fits in one storage binding. */
@@ -228,9 +236,17 @@ export class Qwen2Weights {
       }
       return { w, s };
     };
+    const copies = opts.f16Copies ?? ctx.caps.subgroupMatrix !== null;
+    if (copies && !ctx.caps.f16) throw new Error('4-bit weights: f16 copies of the layer matrices need a device with shader-f16');
     const matrix = async (name: string, rows: number, inDim: number): Promise<Q4Weight> => {
       const { w, s } = q4Arrays(name, rows, inDim);
       const m: Q4Weight = { qWeight: await put(`${name}.q_weight`, w), qScale: await put(`${name}.q_scale`, s), scale };
+      if (copies) {
+        const f16 = await q4DequantF16(ctx, `${name}.f16`, m, rows, inDim);
+        buffers.push(f16);
+        bytes += f16.size;
+        m.f16 = f16;
+      }
       step(name);
       return m;
     };

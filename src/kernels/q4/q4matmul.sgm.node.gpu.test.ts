@@ -3,8 +3,9 @@
 // but computes nothing, and q4Matmul's choice of it is checked through a context that claims the feature. Its
 // results are compared with the f32 path on a real GPU by the kit's f16-check (bench/f16-agreement.ts).
 import { describe, expect, it, vi } from 'vitest';
-import { create, globals } from 'webgpu';
-import { nodeDawnFlags, type GpuCapabilities, type GpuContext, type SubgroupMatrixShape } from '../../gpu/device';
+import type { GpuContext, SubgroupMatrixShape } from '../../gpu/device';
+import { sgmNullContext } from '../common/sgm-null-context';
+import { sgmBlockRows, sgmGeometry as blockGeometry } from '../common/sgm-tile.wgsl';
 import { Rng } from '../../util/rng';
 import { quantizeQ4, type Q4ScaleDtype } from './q4.ref';
 import { q4Matmul } from './q4matmul';
@@ -26,33 +27,7 @@ vi.mock('../../gpu/pipelines', async (importOriginal) => {
   };
 });
 
-const keep: GPU[] = [];
-const FEATURE = 'chromium-experimental-subgroup-matrix';
-
-/** A context on Dawn's null backend whose caps claim subgroup matrices of `shape`. */
-async function nullContext(shape: SubgroupMatrixShape): Promise<GpuContext> {
-  for (const [k, v] of Object.entries(globals)) if (!(k in globalThis)) (globalThis as Record<string, unknown>)[k] = v;
-  const gpu = create([...nodeDawnFlags({}, true), 'backend=null']);
-  keep.push(gpu);
-  const adapter = await gpu.requestAdapter();
-  expect(adapter?.features.has(FEATURE)).toBe(true);
-  const device = await adapter!.requestDevice({
-    requiredFeatures: [FEATURE, 'shader-f16', 'subgroups'] as GPUFeatureName[],
-    requiredLimits: { maxComputeWorkgroupStorageSize: adapter!.limits.maxComputeWorkgroupStorageSize },
-  });
-  const l = device.limits;
-  const caps: GpuCapabilities = {
-    runtime: 'node', vendor: 'null', architecture: '', description: 'Dawn null backend', f16: true, subgroups: true,
-    subgroupMatrix: shape, features: [...device.features].map(String), isSoftware: false,
-    limits: {
-      maxBufferSize: l.maxBufferSize, maxStorageBufferBindingSize: l.maxStorageBufferBindingSize,
-      maxComputeWorkgroupStorageSize: l.maxComputeWorkgroupStorageSize, maxComputeInvocationsPerWorkgroup: l.maxComputeInvocationsPerWorkgroup,
-      maxComputeWorkgroupSizeX: l.maxComputeWorkgroupSizeX, maxComputeWorkgroupsPerDimension: l.maxComputeWorkgroupsPerDimension,
-      maxStorageBuffersPerShaderStage: l.maxStorageBuffersPerShaderStage,
-    },
-  };
-  return { device, caps, lost: device.lost, isLost: () => false };
-}
+const nullContext = (shape: SubgroupMatrixShape): Promise<GpuContext> => sgmNullContext(shape);
 
 // The H200's f16 -> f32 configs with 32-wide subgroups, and 16x16x16 with 64-wide ones (the 4-subgroup layout).
 const shapes: SubgroupMatrixShape[] = [
@@ -69,10 +44,12 @@ describe('q4 subgroup-matrix matmul on Dawn (null backend)', () => {
       for (const scale of ['f16', 'f32'] as const) {
         for (const bias of [false, true]) {
           for (const accumulate of [false, true]) {
-            const code = q4SgmWgsl({ f16: true, scale }, { bias, accumulate }, s);
+            for (const rows of [128, 64] as const) {
+            const code = q4SgmWgsl({ f16: true, scale }, { bias, accumulate }, s, { rows });
             const module = ctx.device.createShaderModule({ code });
-            const messages = (await module.getCompilationInfo()).messages.map((m) => `${JSON.stringify(s)} ${scale} bias=${bias} acc=${accumulate}: ${m.lineNum}:${m.linePos} ${m.message}`);
+            const messages = (await module.getCompilationInfo()).messages.map((m) => `${JSON.stringify(s)} ${scale} bias=${bias} acc=${accumulate} rows=${rows}: ${m.lineNum}:${m.linePos} ${m.message}`);
             expect(messages).toEqual([]);
+            }
           }
         }
       }
@@ -91,10 +68,12 @@ describe('q4 subgroup-matrix matmul on Dawn (null backend)', () => {
     const buf = (floats: number) => ctx.device.createBuffer({ size: floats * 4, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
     const [x, y, b] = [buf(n * inDim), buf(n * outDim), buf(outDim)];
     const base = { W, x, y, inDim, outDim };
-    const g = sgmGeometry(shapes[0]);
+    // 2 x 2 blocks of 128 rows would leave most of a GPU idle: 64-row blocks.
+    expect(sgmBlockRows(shapes[0], n, outDim)).toBe(64);
+    const g = blockGeometry(shapes[0], 64);
     if (typeof g === 'string') throw new Error(g);
     const d = await q4Matmul(ctx, { ...base, n, bias: b, accumulate: true });
-    expect(d.label).toBe('q4_matmul_mma_16x16x16_f16_sf16_bias_acc');
+    expect(d.label).toBe('q4_matmul_mma64_16x16x16_f16_sf16_bias_acc');
     expect(d.workgroups).toEqual([Math.ceil(outDim / g.blockCols), Math.ceil(n / g.blockRows)]);
     expect(d.buffers).toEqual([W.qWeight, W.qScale, x, y, expect.anything(), b]);
     expect((await q4Matmul(ctx, { ...base, n: SGM_MIN_ROWS })).label).toMatch(/^q4_matmul_mma/);

@@ -1,155 +1,21 @@
-// The 4-bit tiled forward matmul on subgroup matrices (Dawn's `chromium_experimental_subgroup_matrix`: tensor
-// cores on NVIDIA through VK_KHR_cooperative_matrix): y[n, yOffset + o] (+)= x[n, i] · deq(W)[o, i] (+ b[o]),
-// as q4TiledWgsl computes it, for prefill, scoring and the training forward (n >= SGM_MIN_ROWS).
-//
-// Staged as the subgroup-matrix probe's fastest variant (bench/subgroup-matrix-wgsl.ts, staged-8sg-4x2-bk32:
-// 3.6-4.7x the f32 tiled matmul on an H200): 256 invocations per block of 128 x-rows x 128 outputs (16x16x16
-// matrices), each K step of 32 (one quantisation group: 4 words + 1 scale per W row) dequantises the W tile to
-// f16 and rounds the x tile to f16 in workgroup memory; each subgroup multiplies its tm x tn result matrices,
-// accumulating in f32. So the operands are f16-rounded (the f32 kernels' are not): the kit's f16-check
-// compares this path's logits with the f32 path's. Results leave through a per-subgroup f32 scratch matrix so
-// every output goes through q4matmul's shared `store` (bias / accumulate, yStride / yOffset) with bounds
-// checks; loads past n or outDim stage zeros. Pure: text only (compiled on Dawn's null backend in tests).
+// The 4-bit tiled forward matmul on subgroup matrices (common/sgm-tile.wgsl.ts: tensor cores on NVIDIA):
+// y[n, yOffset + o] (+)= x[n, i] · deq(W)[o, i] (+ b[o]), as q4TiledWgsl computes it, for prefill, scoring and
+// the training forward (n >= SGM_MIN_ROWS) of matrices that have no f16 copy (the LM head; every matrix when
+// the weights were uploaded without copies). Each K step of 32 (one quantisation group: 4 words + 1 scale
+// per W row) dequantises the W tile to f16 in workgroup memory. On an H200 (2026-11-27) this measured only
+// 1.15-1.40x the tiled kernel (the f16-weight kernel of the probe 3.6-4.7x): dequantising every group of every
+// block is what the f16 copies (q4dequant.ts) avoid.
 
 import type { SubgroupMatrixShape } from '../../gpu/device';
+import { SGM_WORKGROUP, sgmTileWgsl, type SgmBlockRows, type SgmGeometry } from '../common/sgm-tile.wgsl';
 import type { Q4Path } from './q4.wgsl';
-import { header, Q4_TILE_K, type Q4MatmulVariant } from './q4matmul.wgsl';
+import { header, type Q4MatmulVariant } from './q4matmul.wgsl';
 
-/** Fewest rows of x for which q4Matmul takes this kernel (below, a 128-row block is mostly padding). */
-export const SGM_MIN_ROWS = 64;
-/** Invocations per workgroup (the staging loops' stride). */
-export const SGM_WORKGROUP = 256;
-/** Staged rows are padded by 8 f16 (16 bytes) so rows start on different banks and stay 16-byte aligned. */
-const PAD = 8;
+export { SGM_MIN_ROWS, SGM_WORKGROUP, sgmGeometry, sgmProblem } from '../common/sgm-tile.wgsl';
 
-export interface SgmGeometry {
-  /** Subgroups per workgroup as rows x columns of the block, and result matrices per subgroup. */
-  sgRows: number;
-  sgCols: number;
-  tm: number;
-  tn: number;
-  /** Rows of x (and y) and output columns one workgroup computes. */
-  blockRows: number;
-  blockCols: number;
-  /** Workgroup memory: the two f16 tiles and one f32 M x N scratch matrix per subgroup. */
-  workgroupBytes: number;
-}
-
-/** 8 subgroups of 32 (NVIDIA) as 2 x 4 subgroups of 4 x 2 matrices; 4 of 64 (AMD) as 2 x 2 of 4 x 4. */
-const LAYOUTS: Record<number, Pick<SgmGeometry, 'sgRows' | 'sgCols' | 'tm' | 'tn'>> = {
-  8: { sgRows: 2, sgCols: 4, tm: 4, tn: 2 },
-  4: { sgRows: 2, sgCols: 2, tm: 4, tn: 4 },
-};
-
-/** The block for this shape, or why none can be built. */
-export function sgmGeometry(s: SubgroupMatrixShape): SgmGeometry | string {
-  const layout = LAYOUTS[SGM_WORKGROUP / s.subgroupSize];
-  if (!layout || SGM_WORKGROUP % s.subgroupSize) return `subgroup size ${s.subgroupSize}: the kernel has layouts for 8 or 4 subgroups of ${SGM_WORKGROUP} invocations`;
-  if (Q4_TILE_K % s.K) return `matrix K ${s.K} does not divide the K step ${Q4_TILE_K}`;
-  const blockRows = layout.sgRows * layout.tm * s.M;
-  const blockCols = layout.sgCols * layout.tn * s.N;
-  const subgroups = layout.sgRows * layout.sgCols;
-  const workgroupBytes = (blockRows + blockCols) * (Q4_TILE_K + PAD) * 2 + subgroups * s.M * s.N * 4;
-  return { ...layout, blockRows, blockCols, workgroupBytes };
-}
-
-/** Why q4Matmul cannot use this kernel on a device (null when it can). */
-export function sgmProblem(s: SubgroupMatrixShape, limits: { maxComputeWorkgroupStorageSize: number; maxComputeInvocationsPerWorkgroup: number }): string | null {
-  const g = sgmGeometry(s);
-  if (typeof g === 'string') return g;
-  if (g.workgroupBytes > limits.maxComputeWorkgroupStorageSize) return `needs ${g.workgroupBytes} B of workgroup memory, the device grants ${limits.maxComputeWorkgroupStorageSize} B`;
-  if (SGM_WORKGROUP > limits.maxComputeInvocationsPerWorkgroup) return `needs ${SGM_WORKGROUP} invocations per workgroup`;
-  return null;
-}
-
-const range = (n: number): number[] => [...Array(n).keys()];
-
-/**
- * The kernel; bindings as q4TiledWgsl's (W words as u32, x as vec4<f32>), grid
- * [ceil(outDim / blockCols), ceil(n / blockRows)]. Needs native f16 (`p.f16`), `subgroups` and the feature.
- * `emulate` (tests only): the same staging, offsets and epilogue with each matrix operation done by plain
- * per-lane loops (lane t of a subgroup owns elements t, t + size, ... of each result matrix) and subgroups of
- * `s.subgroupSize` counted from the local index, so a GPU without the feature (lavapipe) checks everything
- * but Dawn's builtins against float64.
- */
-export function q4SgmWgsl(p: Q4Path, v: Q4MatmulVariant, s: SubgroupMatrixShape, o: { emulate?: boolean } = {}): string {
-  if (!p.f16) throw new Error('q4SgmWgsl: subgroup matrices take f16 operands: the native-f16 path only');
-  const g = sgmGeometry(s);
-  if (typeof g === 'string') throw new Error(`q4SgmWgsl: ${g}`);
-  const S = Q4_TILE_K + PAD;
-  const MN = s.M * s.N;
-  const tiles = range(g.tm).flatMap((i) => range(g.tn).map((j) => [i, j] as const));
-  const left = `subgroup_matrix_left<f16, ${s.K}, ${s.M}>`;
-  const right = `subgroup_matrix_right<f16, ${s.N}, ${s.K}>`;
-  const em = o.emulate === true;
-  const per = MN / s.subgroupSize;
-  const ops = em
-    ? {
-        enables: 'enable f16;',
-        builtins: '@builtin(local_invocation_index) lid: u32',
-        ids: `let sg = lid / ${s.subgroupSize}u;
-  let lane = lid % ${s.subgroupSize}u;
-  `,
-        // vec4s of elements (lane + S*(4q .. 4q+3)), not a dynamically indexed array: software drivers compile
-        // those far faster.
-        acc: (i: number, j: number) => range(per / 4).map((q) => `var acc${i}${j}_${q} = vec4<f32>(0.0);`).join(' '),
-        loadL: (i: number) => `let l${i} = (sr + ${i * s.M}u) * ${S}u + kk;`,
-        loadR: (j: number) => `let r${j} = (sc + ${j * s.N}u) * ${S}u + kk;`,
-        mma: (i: number, j: number) => range(per / 4).map((q) => `acc${i}${j}_${q} = emuMma(l${i}, r${j}, lane + ${4 * q * s.subgroupSize}u, acc${i}${j}_${q});`).join(' '),
-        store: (i: number, j: number) =>
-          range(per).map((t) => `scratch[sg * ${MN}u + lane + ${t * s.subgroupSize}u] = acc${i}${j}_${t >> 2}[${t & 3}];`).join(' '),
-        helpers: `
-// Elements e0 + ${s.subgroupSize}q (q < 4) of a result matrix: element e is row e / ${s.N} of the left operand at
-// lo times column e % ${s.N} of the right one at ro.
-fn emuMma(lo: u32, ro: u32, e0: u32, a: vec4<f32>) -> vec4<f32> {
-  var sum = a;
-  for (var q = 0u; q < 4u; q++) {
-    let e = e0 + q * ${s.subgroupSize}u;
-    for (var k = 0u; k < ${s.K}u; k++) { sum[q] += f32(tx[lo + (e / ${s.N}u) * ${S}u + k]) * f32(tw[ro + (e % ${s.N}u) * ${S}u + k]); }
-  }
-  return sum;
-}`,
-      }
-    : {
-        enables: 'enable f16;\nenable subgroups;\nenable chromium_experimental_subgroup_matrix;',
-        builtins: '@builtin(local_invocation_index) lid: u32,\n        @builtin(subgroup_id) sg: u32, @builtin(subgroup_invocation_id) lane: u32',
-        ids: '',
-        acc: (i: number, j: number) => `var acc${i}${j} = subgroup_matrix_result<f32, ${s.N}, ${s.M}>();`,
-        loadL: (i: number) => `let l${i} = subgroupMatrixLoad<${left}, row_major>(&tx, (sr + ${i * s.M}u) * ${S}u + kk, ${S}u);`,
-        loadR: (j: number) => `let r${j} = subgroupMatrixLoad<${right}, col_major>(&tw, (sc + ${j * s.N}u) * ${S}u + kk, ${S}u);`,
-        mma: (i: number, j: number) => `acc${i}${j} = subgroupMatrixMultiplyAccumulate(l${i}, r${j}, acc${i}${j});`,
-        store: (i: number, j: number) => `subgroupMatrixStore<row_major>(&scratch, sg * ${MN}u, acc${i}${j}, ${s.N}u);`,
-        helpers: '',
-      };
-  if (em && MN % (4 * s.subgroupSize)) throw new Error(`q4SgmWgsl: emulation needs ${s.M}x${s.N} to be a multiple of 4 x the subgroup size ${s.subgroupSize}`);
-  return /* wgsl */ `${ops.enables}
-${header(p, v, 'u32', 'vec4<f32>')}
-// [row][k] f16 tiles of x and deq(W), K step ${Q4_TILE_K} + ${PAD} padding; per-subgroup f32 result scratch.
-var<workgroup> tx: array<f16, ${g.blockRows * S}>;
-var<workgroup> tw: array<f16, ${g.blockCols * S}>;
-var<workgroup> scratch: array<f32, ${g.sgRows * g.sgCols * MN}>;
-
-@compute @workgroup_size(${SGM_WORKGROUP})
-fn main(@builtin(workgroup_id) wg: vec3<u32>, ${ops.builtins}) {
-  ${ops.ids}let row0 = wg.y * ${g.blockRows}u;
-  let col0 = wg.x * ${g.blockCols}u;
-  // Matrix offsets must be subgroup-uniform: built from subgroup_id only.
-  let sr = (sg / ${g.sgCols}u) * ${g.tm * s.M}u;
-  let sc = (sg % ${g.sgCols}u) * ${g.tn * s.N}u;
-  let G = dims.inDim / 32u;
-  let x4PerRow = dims.inDim / 4u;
-${tiles.map(([i, j]) => `  ${ops.acc(i, j)}`).join('\n')}
-  for (var g = 0u; g < G; g++) {
-    // x: ${g.blockRows} rows x 8 vec4, rounded to f16.
-    for (var e = lid; e < ${g.blockRows * 8}u; e += ${SGM_WORKGROUP}u) {
-      let r = row0 + (e >> 3u);
-      var xv = vec4<f32>(0.0);
-      if (r < dims.n) { xv = x[r * x4PerRow + g * 8u + (e & 7u)]; }
-      let o = (e >> 3u) * ${S}u + (e & 7u) * 4u;
-      tx[o] = f16(xv.x); tx[o + 1u] = f16(xv.y); tx[o + 2u] = f16(xv.z); tx[o + 3u] = f16(xv.w);
-    }
-    // deq(W): ${g.blockCols} rows x 4 words of 8 weights (word c holds k = 8c .. 8c+7).
-    for (var e = lid; e < ${g.blockCols * 4}u; e += ${SGM_WORKGROUP}u) {
+/** deq(W): blockCols rows x 4 words of 8 weights (word c holds k = 8c .. 8c+7). */
+function stageQ4(g: SgmGeometry, S: number): string {
+  return `    for (var e = lid; e < ${g.blockCols * 4}u; e += ${SGM_WORKGROUP}u) {
       let wo = col0 + (e >> 2u);
       var lo = vec4<f32>(0.0);
       var hi = vec4<f32>(0.0);
@@ -162,32 +28,18 @@ ${tiles.map(([i, j]) => `  ${ops.acc(i, j)}`).join('\n')}
       }
       let o = (e >> 2u) * ${S}u + (e & 3u) * 8u;
       ${['lo.x', 'lo.y', 'lo.z', 'lo.w', 'hi.x', 'hi.y', 'hi.z', 'hi.w'].map((c, j) => `tw[o${j ? ` + ${j}u` : ''}] = f16(${c});`).join(' ')}
-    }
-    workgroupBarrier();
-    for (var kk = 0u; kk < ${Q4_TILE_K}u; kk += ${s.K}u) {
-${range(g.tm).map((i) => `      ${ops.loadL(i)}`).join('\n')}
-${range(g.tn).map((j) => `      ${ops.loadR(j)}`).join('\n')}
-${tiles.map(([i, j]) => `      ${ops.mma(i, j)}`).join('\n')}
-    }
-    workgroupBarrier();
-  }
-  // Each result matrix through the subgroup's scratch, then its lanes store it element by element.
-${tiles
-  .map(
-    ([i, j]) => `  ${ops.store(i, j)}
-  workgroupBarrier();
-  storeMatrix(sg, lane, row0 + sr + ${i * s.M}u, col0 + sc + ${j * s.N}u);
-  workgroupBarrier();`,
-  )
-  .join('\n')}
+    }`;
 }
 
-fn storeMatrix(sg: u32, lane: u32, r0: u32, c0: u32) {
-  for (var e = lane; e < ${MN}u; e += ${s.subgroupSize}u) {
-    let r = r0 + e / ${s.N}u;
-    let c = c0 + e % ${s.N}u;
-    if (r < dims.n && c < dims.outDim) { store(r, c, scratch[sg * ${MN}u + e]); }
-  }
-}
-${ops.helpers}`;
+/**
+ * The kernel; bindings as q4TiledWgsl's (W words as u32, x as vec4<f32>), grid sgmGrid. Needs native f16
+ * (`p.f16`), `subgroups` and the feature; `emulate` for lavapipe (common/sgm-tile.wgsl.ts).
+ */
+export function q4SgmWgsl(p: Q4Path, v: Q4MatmulVariant, s: SubgroupMatrixShape, o: { emulate?: boolean; rows?: SgmBlockRows } = {}): string {
+  if (!p.f16) throw new Error('q4SgmWgsl: subgroup matrices take f16 operands: the native-f16 path only');
+  return sgmTileWgsl(
+    { kernel: 'q4SgmWgsl', header: header(p, v, 'u32', 'vec4<f32>'), stageW: stageQ4, direct: !v.bias && !v.accumulate },
+    s,
+    o,
+  );
 }

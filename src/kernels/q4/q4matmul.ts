@@ -6,7 +6,8 @@ import { q4PathName } from './q4.wgsl';
 import { checkTileRows, tileGrid, tileRowsFor } from '../common/tile.wgsl';
 import { Q4_ROWS, Q4_ROWS_CHOICES, Q4_SMALL_N, Q4_TILE_K, q4RowsWgsl, q4TiledWgsl } from './q4matmul.wgsl';
 import { checkQ4Weight, q4Path, type Q4Weight } from './q4weight';
-import { q4SgmWgsl, SGM_MIN_ROWS, sgmGeometry, sgmProblem } from './q4matmul.sgm.wgsl';
+import { q4SgmWgsl } from './q4matmul.sgm.wgsl';
+import { SGM_MIN_ROWS, sgmBlockRows, sgmGeometry, sgmGrid, sgmProblem } from '../common/sgm-tile.wgsl';
 
 /** MatmulArgs with a 4-bit W: swapping an f16 linear for a q4 one changes only `W`. */
 export interface Q4MatmulArgs extends Omit<MatmulArgs, 'W'> {
@@ -42,7 +43,7 @@ export async function q4Matmul(ctx: GpuContext, a: Q4MatmulArgs): Promise<Dispat
   if (a.y.size < ((a.n - 1) * yStride + yOffset + a.outDim) * 4) throw new Error(`q4Matmul: y ('${a.y.label}') is smaller than [${a.n}, ${yStride}] f32`);
   if (a.bias && a.bias.size < a.outDim * 4) throw new Error(`q4Matmul: bias ('${a.bias.label}') is smaller than [${a.outDim}] f32`);
   const sgm = ctx.caps.subgroupMatrix;
-  if (sgm && a.subgroupMatrix !== false && a.kernel === undefined && a.tileRows === undefined && a.n >= SGM_MIN_ROWS && !sgmProblem(sgm, ctx.caps.limits)) {
+  if (sgm && a.subgroupMatrix !== false && a.kernel === undefined && a.tileRows === undefined && a.n >= SGM_MIN_ROWS && !sgmProblem(sgm, ctx.caps.limits, sgmBlockRows(sgm, a.n, a.outDim))) {
     return q4SgmDispatch(ctx, a, yStride, yOffset);
   }
   const kernel = a.kernel ?? (a.n <= Q4_SMALL_N ? 'rows' : 'tiled');
@@ -73,21 +74,20 @@ export async function q4Matmul(ctx: GpuContext, a: Q4MatmulArgs): Promise<Dispat
 /** The subgroup-matrix kernel: same bindings and uniform as the tiled one, its own block grid. */
 async function q4SgmDispatch(ctx: GpuContext, a: Q4MatmulArgs, yStride: number, yOffset: number): Promise<Dispatch> {
   const s = ctx.caps.subgroupMatrix!;
-  const g = sgmGeometry(s);
+  const rows = sgmBlockRows(s, a.n, a.outDim);
+  const g = sgmGeometry(s, rows);
   if (typeof g === 'string') throw new Error(`q4Matmul: ${g}`);
   const p = q4Path(ctx, a.W);
   const variant = { bias: !!a.bias, accumulate: !!a.accumulate };
   // 'mma', not 'sgm': profiles name a kernel's kind by cutting the label at `_sg...` (subgroup variants).
-  const name = `q4_matmul_mma_${s.M}x${s.N}x${s.K}_${q4PathName(p)}${variant.bias ? '_bias' : ''}${variant.accumulate ? '_acc' : ''}`;
-  const pipeline = await getPipeline(ctx, name, q4SgmWgsl(p, variant, s));
+  const name = `q4_matmul_mma${rows === 64 ? '64' : ''}_${s.M}x${s.N}x${s.K}_${q4PathName(p)}${variant.bias ? '_bias' : ''}${variant.accumulate ? '_acc' : ''}`;
+  const pipeline = await getPipeline(ctx, name, q4SgmWgsl(p, variant, s, { rows }));
   const dims = paramsUniform(ctx, 'q4Matmul.dims', [
     ['u32', a.n], ['u32', a.inDim], ['u32', a.outDim], ['u32', yStride], ['u32', yOffset], ['u32', a.W.rowBase ?? 0],
   ]);
   const buffers = [a.W.qWeight, a.W.qScale, a.x, a.y, dims];
   if (a.bias) buffers.push(a.bias);
-  const workgroups: [number, number] = [Math.ceil(a.outDim / g.blockCols), Math.ceil(a.n / g.blockRows)];
-  const max = ctx.caps.limits.maxComputeWorkgroupsPerDimension;
-  if (workgroups[0] > max || workgroups[1] > max) throw new Error(`q4Matmul: grid ${workgroups} exceeds ${max} workgroups per dimension`);
+  const workgroups = sgmGrid('q4Matmul', g, a.n, a.outDim, ctx.caps.limits.maxComputeWorkgroupsPerDimension);
   return { pipeline, buffers, workgroups, label: name };
 }
 

@@ -17,6 +17,11 @@ export interface Q4Weight {
    * windows of one embedding, share one pair of buffers without copies.
    */
   rowBase?: number;
+  /**
+   * f16 [rows, in] copy of deq(W) for all rows of the buffers (rowBase applies to it too), made by
+   * q4DequantF16 where the tensor-core matmuls will read it (model/weights.ts f16Copies); absent otherwise.
+   */
+  f16?: GPUBuffer;
 }
 
 export function q4Path(ctx: GpuContext, w: Q4Weight): Q4Path {
