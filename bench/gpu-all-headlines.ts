@@ -51,7 +51,7 @@ export function benchHeadline(json: unknown): BenchHeadline {
 
 /**
  * Headlines of a run: `read(part)` gives a part's parsed JSON (null when absent). Bench parts are named
- * bench-<shape>-<q4|f16>, PyTorch parts peft-<shape>; trainVsPeft is PEFT's step time over ours (1 = as fast).
+ * bench-<shape>-<q4|f16>[-sgm], PyTorch parts peft-<shape>; trainVsPeft is PEFT's step time over ours (1 = as fast).
  */
 export function headlines(partNames: string[], read: (part: string) => unknown): Record<string, unknown> {
   const out: Record<string, unknown> = {};
@@ -60,7 +60,7 @@ export function headlines(partNames: string[], read: (part: string) => unknown):
   // updateRatio: PEFT's step has no reference pass, so the update alone is the like-for-like figure.
   const trainVsPeft: Array<{ part: string; peftStepMs: number; stepMs: number; ratio: number; updateRatio: number | null }> = [];
   for (const name of partNames) {
-    const m = /^bench-(.+)-(q4|f16)$/.exec(name);
+    const m = /^bench-(.+)-(q4|f16)(-sgm)?$/.exec(name);
     if (!m) continue;
     const h = benchHeadline(read(name));
     out[name] = h;
@@ -91,13 +91,14 @@ export function headlines(partNames: string[], read: (part: string) => unknown):
   for (const name of ['train-profile', 'train-profile-sgm']) {
     const tp = read(name);
     if (!tp) continue;
-    // The forward's 4-bit matmul kinds (tiled f32, or tensor-core q4_matmul_mma under AGENTFLOW_SUBGROUP_MATRIX=1).
+    // The forward's frozen-weight matmul kinds (tiled f32; under AGENTFLOW_SUBGROUP_MATRIX=1 the tensor-core
+    // matmul_mma on f16 copies, q4_matmul_mma without them) and the input gradients' (backward, split-K, mma).
     const kinds = (tp as { byKind?: Record<string, { ms?: unknown }> }).byKind ?? {};
     const kindMs = (re: RegExp): number | null => {
       const ms = Object.entries(kinds).filter(([k]) => re.test(k)).map(([, v]) => (typeof v.ms === 'number' ? v.ms : 0));
       return ms.length ? round(ms.reduce((a, b) => a + b, 0)) : null;
     };
-    out[name] = { realUpdateMs: round(at(tp, 'realUpdateMs')), gpuMs: round(at(tp, 'gpuMs')), encodeMs: round(at(tp, 'encodeMs')), dispatches: at(tp, 'dispatches'), forwardMatmulMs: kindMs(/^q4_matmul_(tiled(128)?|mma)$/) };
+    out[name] = { realUpdateMs: round(at(tp, 'realUpdateMs')), gpuMs: round(at(tp, 'gpuMs')), encodeMs: round(at(tp, 'encodeMs')), dispatches: at(tp, 'dispatches'), forwardMatmulMs: kindMs(/^(q4_)?matmul_(tiled(128)?|mma(64)?)$/), backwardMatmulMs: kindMs(/^(q4_)?matmul_backward/) };
   }
   const fc = read('f16-check');
   if (fc) {
