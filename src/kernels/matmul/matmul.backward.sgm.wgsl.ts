@@ -85,6 +85,12 @@ export function matmulBackwardSgmWgsl(s: SubgroupMatrixShape, block: SgmBackward
   const em = o.emulate === true;
   const per = MN / s.subgroupSize;
   if (em && MN % (4 * s.subgroupSize)) throw new Error(`matmulBackwardSgmWgsl: emulation needs ${s.M}x${s.N} to be a multiple of 4 x the subgroup size ${s.subgroupSize}`);
+  // Emulation loops over the subgroup's tm x tn tiles (accumulators in one private array) instead of unrolling
+  // them: lavapipe's compile time grows steeply with unrolled code (97 s cold for 16 unrolled calls).
+  const T = g.tm * g.tn;
+  const V = per / 4;
+  const tileOrigin = `let i = t / ${g.tn}u;
+      let j = t % ${g.tn}u;`;
   const ops = em
     ? {
         enables: 'enable f16;',
@@ -92,14 +98,21 @@ export function matmulBackwardSgmWgsl(s: SubgroupMatrixShape, block: SgmBackward
         ids: `let sg = lid / ${s.subgroupSize}u;
   let lane = lid % ${s.subgroupSize}u;
   `,
-        // vec4s of elements (lane + S*(4q .. 4q+3)), not a dynamically indexed array: software drivers compile
-        // those far faster.
-        acc: (i: number, j: number) => range(per / 4).map((q) => `var acc${i}${j}_${q} = vec4<f32>(0.0);`).join(' '),
-        loadL: (i: number) => `let l${i} = (sr + ${i * s.M}u) * ${SL}u + kk;`,
-        loadR: (j: number) => `let r${j} = kk * ${SR}u + sc + ${j * s.N}u;`,
-        mma: (i: number, j: number) => range(per / 4).map((q) => `acc${i}${j}_${q} = emuMma(l${i}, r${j}, lane + ${4 * q * s.subgroupSize}u, acc${i}${j}_${q});`).join(' '),
-        store: (i: number, j: number) =>
-          range(per).map((t) => `scratch[sg * ${MN}u + lane + ${t * s.subgroupSize}u] = acc${i}${j}_${t >> 2}[${t & 3}];`).join(' '),
+        // vec4s of elements (lane + S*(4q .. 4q+3)), tile t's at acc[t * ${V} + q].
+        accs: `  var acc: array<vec4<f32>, ${T * V}>;`,
+        step: `      for (var t = 0u; t < ${T}u; t++) {
+      ${tileOrigin}
+      let lo = (sr + i * ${s.M}u) * ${SL}u + kk;
+      let ro = kk * ${SR}u + sc + j * ${s.N}u;
+${range(V).map((q) => `        acc[t * ${V}u + ${q}u] = emuMma(lo, ro, lane + ${4 * q * s.subgroupSize}u, acc[t * ${V}u + ${q}u]);`).join('\n')}
+      }`,
+        epilogue: `  for (var t = 0u; t < ${T}u; t++) {
+    ${tileOrigin}
+${range(per).map((u) => `    scratch[sg * ${MN}u + lane + ${u * s.subgroupSize}u] = acc[t * ${V}u + ${u >> 2}u][${u & 3}];`).join('\n')}
+    workgroupBarrier();
+    storeMatrix(sg, lane, row0, sr + i * ${s.M}u, col0 + sc + j * ${s.N}u, wg.z);
+    workgroupBarrier();
+  }`,
         helpers: `
 // Elements e0 + ${s.subgroupSize}q (q < 4) of a result matrix: element e is row e / ${s.N} of the left operand at
 // lo ([row][k], stride ${SL}) times column e % ${s.N} of the right one at ro ([k][col], stride ${SR}).
@@ -116,11 +129,20 @@ fn emuMma(lo: u32, ro: u32, e0: u32, a: vec4<f32>) -> vec4<f32> {
         enables: 'enable f16;\nenable subgroups;\nenable chromium_experimental_subgroup_matrix;',
         builtins: '@builtin(local_invocation_index) lid: u32,\n        @builtin(subgroup_id) sg: u32, @builtin(subgroup_invocation_id) lane: u32',
         ids: '',
-        acc: (i: number, j: number) => `var acc${i}${j} = subgroup_matrix_result<f32, ${s.N}, ${s.M}>();`,
-        loadL: (i: number) => `let l${i} = subgroupMatrixLoad<${left}, row_major>(&tdy, (sr + ${i * s.M}u) * ${SL}u + kk, ${SL}u);`,
-        loadR: (j: number) => `let r${j} = subgroupMatrixLoad<${right}, row_major>(&tw, kk * ${SR}u + sc + ${j * s.N}u, ${SR}u);`,
-        mma: (i: number, j: number) => `acc${i}${j} = subgroupMatrixMultiplyAccumulate(l${i}, r${j}, acc${i}${j});`,
-        store: (i: number, j: number) => `subgroupMatrixStore<row_major>(&scratch, sg * ${MN}u, acc${i}${j}, ${s.N}u);`,
+        accs: tiles.map(([i, j]) => `  var acc${i}${j} = subgroup_matrix_result<f32, ${s.N}, ${s.M}>();`).join('\n'),
+        step: [
+          ...range(g.tm).map((i) => `      let l${i} = subgroupMatrixLoad<${left}, row_major>(&tdy, (sr + ${i * s.M}u) * ${SL}u + kk, ${SL}u);`),
+          ...range(g.tn).map((j) => `      let r${j} = subgroupMatrixLoad<${right}, row_major>(&tw, kk * ${SR}u + sc + ${j * s.N}u, ${SR}u);`),
+          ...tiles.map(([i, j]) => `      acc${i}${j} = subgroupMatrixMultiplyAccumulate(l${i}, r${j}, acc${i}${j});`),
+        ].join('\n'),
+        epilogue: tiles
+          .map(
+            ([i, j]) => `  subgroupMatrixStore<row_major>(&scratch, sg * ${MN}u, acc${i}${j}, ${s.N}u);
+  workgroupBarrier();
+  storeMatrix(sg, lane, row0, sr + ${i * s.M}u, col0 + sc + ${j * s.N}u, wg.z);
+  workgroupBarrier();`,
+          )
+          .join('\n'),
         helpers: '',
       };
   return /* wgsl */ `${ops.enables}
@@ -176,7 +198,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, ${ops.builtins}) {
   }
   workgroupBarrier();
 
-${tiles.map(([i, j]) => `  ${ops.acc(i, j)}`).join('\n')}
+${ops.accs}
   for (var k0 = kBegin; k0 < kEnd; k0 += ${SGM_BWD_STEP}u) {
     // dy: ${B} rows x ${SGM_BWD_STEP} k, scaled per row and rounded to f16.
     for (var e = lid; e < ${B * SGM_BWD_STEP}u; e += ${SGM_BWD_WORKGROUP}u) {
@@ -200,21 +222,12 @@ ${tiles.map(([i, j]) => `  ${ops.acc(i, j)}`).join('\n')}
     }
     workgroupBarrier();
     for (var kk = 0u; kk < ${SGM_BWD_STEP}u; kk += ${s.K}u) {
-${range(g.tm).map((i) => `      ${ops.loadL(i)}`).join('\n')}
-${range(g.tn).map((j) => `      ${ops.loadR(j)}`).join('\n')}
-${tiles.map(([i, j]) => `      ${ops.mma(i, j)}`).join('\n')}
+${ops.step}
     }
     workgroupBarrier();
   }
   // Each result matrix through the subgroup's scratch, then its lanes unscale and store it element by element.
-${tiles
-  .map(
-    ([i, j]) => `  ${ops.store(i, j)}
-  workgroupBarrier();
-  storeMatrix(sg, lane, row0, sr + ${i * s.M}u, col0 + sc + ${j * s.N}u, wg.z);
-  workgroupBarrier();`,
-  )
-  .join('\n')}
+${ops.epilogue}
 }
 
 fn storeMatrix(sg: u32, lane: u32, row0: u32, lr0: u32, c0: u32, z: u32) {
