@@ -3,8 +3,8 @@
 // nothing), and matmulBackwardSgm's block, grid, split and refusals are checked through a context that claims
 // the feature. The arithmetic is checked on lavapipe by the emulated test beside this one.
 import { describe, expect, it, vi } from 'vitest';
-import { create, globals } from 'webgpu';
-import { nodeDawnFlags, type GpuCapabilities, type GpuContext, type SubgroupMatrixShape } from '../../gpu/device';
+import type { GpuCapabilities, GpuContext, SubgroupMatrixShape } from '../../gpu/device';
+import { sgmNullContext as nullContext } from '../common/sgm-null-context';
 import { matmulBackwardSgm, sgmBackwardBlock, sgmBackwardProblem } from './matmul.backward.sgm';
 import { matmulBackwardSgmWgsl, SGM_BWD_BLOCKS, sgmBackwardGeometry } from './matmul.backward.sgm.wgsl';
 import { splitKPartialsBytes } from './matmul.splitk';
@@ -23,34 +23,6 @@ vi.mock('../../gpu/pipelines', async (importOriginal) => {
     },
   };
 });
-
-const keep: GPU[] = [];
-const FEATURE = 'chromium-experimental-subgroup-matrix';
-
-/** A context on Dawn's null backend whose caps claim subgroup matrices of `shape`. */
-async function nullContext(shape: SubgroupMatrixShape): Promise<GpuContext> {
-  for (const [k, v] of Object.entries(globals)) if (!(k in globalThis)) (globalThis as Record<string, unknown>)[k] = v;
-  const gpu = create([...nodeDawnFlags({}, true), 'backend=null']);
-  keep.push(gpu);
-  const adapter = await gpu.requestAdapter();
-  expect(adapter?.features.has(FEATURE)).toBe(true);
-  const device = await adapter!.requestDevice({
-    requiredFeatures: [FEATURE, 'shader-f16', 'subgroups'] as GPUFeatureName[],
-    requiredLimits: { maxComputeWorkgroupStorageSize: adapter!.limits.maxComputeWorkgroupStorageSize },
-  });
-  const l = device.limits;
-  const caps: GpuCapabilities = {
-    runtime: 'node', vendor: 'null', architecture: '', description: 'Dawn null backend', f16: true, subgroups: true,
-    subgroupMatrix: shape, features: [...device.features].map(String), isSoftware: false,
-    limits: {
-      maxBufferSize: l.maxBufferSize, maxStorageBufferBindingSize: l.maxStorageBufferBindingSize,
-      maxComputeWorkgroupStorageSize: l.maxComputeWorkgroupStorageSize, maxComputeInvocationsPerWorkgroup: l.maxComputeInvocationsPerWorkgroup,
-      maxComputeWorkgroupSizeX: l.maxComputeWorkgroupSizeX, maxComputeWorkgroupsPerDimension: l.maxComputeWorkgroupsPerDimension,
-      maxStorageBuffersPerShaderStage: l.maxStorageBuffersPerShaderStage,
-    },
-  };
-  return { device, caps, lost: device.lost, isLost: () => false };
-}
 
 /** The context with an H200's workgroup memory, or other limits. */
 function withLimits(ctx: GpuContext, limits: Partial<GpuCapabilities['limits']>, shape = ctx.caps.subgroupMatrix): GpuContext {
