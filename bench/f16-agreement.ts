@@ -15,7 +15,7 @@ import { requestGpu, type GpuContext } from '../src/gpu/device';
 import { Qwen2Runtime } from '../src/engine/runtime';
 import type { Qwen2Config } from '../src/io/qwen2-config';
 import { flag, log } from './flags';
-import { compareQ4Kernels, FORWARD_SHAPES, TRAINING_SHAPES, type ShapeRow } from './q4-mma-kernel';
+import { BACKWARD_SHAPES, compareBackwardKernels, compareQ4Kernels, FORWARD_SHAPES, TRAINING_SHAPES, type BackwardRow, type ShapeRow } from './q4-mma-kernel';
 import { parseShapes } from './subgroup-matrix-check';
 import { shapedQ4Weights, shapedWeights, shapeNamed } from './shaped-model';
 
@@ -133,6 +133,7 @@ async function main(): Promise<void> {
   }
   let c: PathRun | undefined;
   let kernel: ShapeRow[] | string | undefined;
+  let kernelBackward: BackwardRow[] | string | undefined;
   if (sgmShape && q4) {
     log(`f16-agreement: subgroup-matrix path (f16 -> f32 ${sgmShape.M}x${sgmShape.N}x${sgmShape.K})`);
     c = await runPath(sgmCtx, config, q4, prompt, decode);
@@ -141,6 +142,8 @@ async function main(): Promise<void> {
       log('f16-agreement: tiled vs subgroup-matrix 4-bit matmul');
       const shapes = spec ? parseShapes(spec, Number(flag('kernel-rows', '768'))) : [...TRAINING_SHAPES, ...FORWARD_SHAPES];
       kernel = await compareQ4Kernels(sgmCtx, shapes, { reps: Number(flag('kernel-reps', '10')), samples: 48 }).catch((e: Error) => e.message);
+      log('f16-agreement: tiled vs subgroup-matrix input gradients');
+      kernelBackward = await compareBackwardKernels(sgmCtx, spec ? shapes : BACKWARD_SHAPES, { reps: Number(flag('kernel-reps', '10')), samples: 48 }).catch((e: Error) => e.message);
     }
   }
   sgmCtx.device.destroy();
@@ -155,7 +158,7 @@ async function main(): Promise<void> {
 
   Object.assign(out, { compared: true, paths: [a, b].map((r) => ({ f16: r.f16, ms: Math.round(r.ms) })), ...comparePaths(a, b, AGREE_RELATIVE) });
   out.sgm = c
-    ? { offered: true, shape: sgmShape, pipelines: c.sgmPipelines, ms: Math.round(c.ms), ...comparePaths(c, b, AGREE_SGM_RELATIVE), kernel: kernel ?? null }
+    ? { offered: true, shape: sgmShape, pipelines: c.sgmPipelines, ms: Math.round(c.ms), ...comparePaths(c, b, AGREE_SGM_RELATIVE), kernel: kernel ?? null, kernelBackward: kernelBackward ?? null }
     : { offered: !!sgmShape, why: sgmShape ? 'the subgroup-matrix kernel is 4-bit only (--q4 0)' : 'no subgroup matrices with an f16 -> f32 config here' };
   if (c && c.sgmPipelines.length === 0) Object.assign(out.sgm as object, { agree: false, why: 'no subgroup-matrix pipeline was built: the kernel did not run' });
   log(`f16-agreement: logits rel ${(out.logitsRelative as number).toExponential(2)}, argmax ${out.argmaxSame ? 'same' : 'differs'}, greedy ${out.greedySameTokens}/${decode} shared`);

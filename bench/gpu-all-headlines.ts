@@ -146,8 +146,20 @@ export function sgmCheckHeadline(sgm: Record<string, unknown>): Record<string, u
     kernelBuilt: Array.isArray(pipelines) ? pipelines.length > 0 : null,
     // Per shape: tensor-core over tiled speed-up, and the tensor-core kernel's error against float64.
     kernel: Array.isArray(sgm.kernel)
-      ? (sgm.kernel as Array<Record<string, unknown>>).map((r) => ({ shape: r.shape, speedup: at(r, 'speedup'), mmaTflops: at(r, 'mma', 'tflops'), tiledTflops: at(r, 'tiled', 'tflops'), mmaErrorOverAbsSum: at(r, 'mma', 'check', 'maxErrorOverAbsSum') }))
+      ? (sgm.kernel as Array<Record<string, unknown>>).map((r) => ({
+          shape: r.shape,
+          speedup: at(r, 'speedup'),
+          mmaTflops: at(r, 'mma', 'tflops'),
+          tiledTflops: at(r, 'tiled', 'tflops'),
+          mmaErrorOverAbsSum: at(r, 'mma', 'check', 'maxErrorOverAbsSum'),
+          // The f16-copy kernel's variants (label: TFLOP/s), when the table has them.
+          f16mma: Array.isArray(r.f16mma) ? Object.fromEntries((r.f16mma as Array<Record<string, unknown>>).map((f) => [String(f.label), at(f, 'tflops')])) : null,
+        }))
       : typeof sgm.kernel === 'string' ? sgm.kernel : null,
+    // Input gradients: tensor-core over tiled (split-K both), and the tensor-core kernel's error.
+    kernelBackward: Array.isArray(sgm.kernelBackward)
+      ? (sgm.kernelBackward as Array<Record<string, unknown>>).map((r) => ({ shape: r.shape, speedup: at(r, 'speedup'), mmaTflops: at(r, 'mma', 'tflops'), tiledTflops: at(r, 'tiled', 'tflops'), mmaErrorOverAbsSum: at(r, 'mma', 'check', 'maxErrorOverAbsSum') }))
+      : typeof sgm.kernelBackward === 'string' ? sgm.kernelBackward : null,
   };
 }
 

@@ -17,7 +17,10 @@ import { q4DequantF16 } from '../src/kernels/q4/q4dequant';
 import { matmulSgm } from '../src/kernels/matmul/matmul.sgm';
 import { destroyQ4, uploadQ4 } from '../src/kernels/q4/q4weight';
 import { checkEntries, sampleEntries, tflops, type CheckResult, type Shape } from './subgroup-matrix-check';
-import { timeDispatches } from './timed-dispatch';
+import { timeDispatchList, timeDispatches } from './timed-dispatch';
+import { q4MatmulBackwardSplitK } from '../src/kernels/q4/q4matmul.backward';
+import { matmulBackwardSgm } from '../src/kernels/matmul/matmul.backward.sgm';
+import { splitKPartialsBytes } from '../src/kernels/matmul/matmul.splitk';
 
 /** The training shapes (768 rows; q/k/v, gate/up and down of the 0.5B model), as the subgroup-matrix probe's. */
 export const TRAINING_SHAPES: Shape[] = [
@@ -72,9 +75,9 @@ export async function compareQ4Kernels(ctx: GpuContext, shapes: Shape[], o: { re
     const y = ctx.device.createBuffer({ label: `${s.name}.y`, size: s.m * s.n * 4, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC });
     const entries = sampleEntries(s.m, s.n, o.samples, s.k);
     let W16: GPUBuffer | undefined;
-    const run = async (subgroupMatrix: boolean, blockRows?: 128 | 64): Promise<KernelRun> => {
+    const run = async (subgroupMatrix: boolean, blockRows?: 128 | 64, variant?: { staging?: 'loop'; noScratch?: boolean }): Promise<KernelRun> => {
       const d = blockRows
-        ? await matmulSgm(ctx, { W: (W16 ??= await q4DequantF16(ctx, `${s.name}.W.f16`, W, s.n, s.k)), x, y, n: s.m, inDim: s.k, outDim: s.n, blockRows })
+        ? await matmulSgm(ctx, { W: (W16 ??= await q4DequantF16(ctx, `${s.name}.W.f16`, W, s.n, s.k)), x, y, n: s.m, inDim: s.k, outDim: s.n, blockRows, variant })
         : await q4Matmul(ctx, { W, x, y, n: s.m, inDim: s.k, outDim: s.n, subgroupMatrix });
       await timeDispatch(ctx, d, 1); // the first dispatch pays for the driver's compile
       const got = await readF32(ctx, y, s.m * s.n);
@@ -88,8 +91,12 @@ export async function compareQ4Kernels(ctx: GpuContext, shapes: Shape[], o: { re
       const mma = chosen?.label.startsWith('q4_matmul_mma') ? chosen : null;
       const f16mma = [];
       if (ctx.caps.subgroupMatrix && ctx.caps.f16) {
-        for (const blockRows of [128, 64] as const) {
-          const r = await run(true, blockRows).catch((e: Error): KernelRun => ({ label: `matmul_mma (${blockRows} rows): ${e.message}`, check: { entries: 0, maxRelError: NaN, maxErrorOverAbsSum: NaN, nonFinite: 0 }, ms: NaN, tflops: NaN, method: 'wall' }));
+        // Both heights with the default (unrolled) staging, then the first version's looped staging and a
+        // scratch-free build, to tell which part of the block costs what on this GPU.
+        const variants: Array<[128 | 64, { staging?: 'loop'; noScratch?: boolean } | undefined]> = [[128, undefined], [64, undefined], [128, { staging: 'loop' }], [64, { staging: 'loop' }]];
+        if (s.m % 128 === 0 && s.n % 128 === 0) variants.push([128, { noScratch: true }]);
+        for (const [blockRows, variant] of variants) {
+          const r = await run(true, blockRows, variant).catch((e: Error): KernelRun => ({ label: `matmul_mma (${blockRows} rows ${JSON.stringify(variant ?? {})}): ${e.message}`, check: { entries: 0, maxRelError: NaN, maxErrorOverAbsSum: NaN, nonFinite: 0 }, ms: NaN, tflops: NaN, method: 'wall' }));
           f16mma.push({ ...r, speedup: round(tiled.ms / r.ms) });
         }
       }
@@ -99,6 +106,61 @@ export async function compareQ4Kernels(ctx: GpuContext, shapes: Shape[], o: { re
       destroyQ4(W);
       x.destroy();
       y.destroy();
+    }
+  }
+  return rows;
+}
+
+/** The training backward's input gradients dx [m, n] = dy [m, k] · W [k, n] (512 rows; k = the linear's out). */
+export const BACKWARD_SHAPES: Shape[] = [
+  { name: 'q dx', m: 512, k: 896, n: 896 },
+  { name: 'gate dx', m: 512, k: 4864, n: 896 },
+  { name: 'down dx', m: 512, k: 896, n: 4864 },
+];
+
+export interface BackwardRow {
+  shape: string;
+  /** q4MatmulBackwardSplitK as the trainer calls it (with a partials scratch). */
+  tiled: KernelRun;
+  /** matmulBackwardSgm on the f16 copy, with the same scratch; null without subgroup matrices. */
+  mma: KernelRun | null;
+  speedup: number | null;
+}
+
+/** Both input-gradient kernels on each shape, each checked against float64 and timed as a whole dispatch list. */
+export async function compareBackwardKernels(ctx: GpuContext, shapes: Shape[], o: { reps: number; samples: number }): Promise<BackwardRow[]> {
+  const rows: BackwardRow[] = [];
+  for (const s of shapes) {
+    const rng = new Rng(s.m * 5 + s.k * 11 + s.n);
+    // W [k = out, n = in]; dy small, as gradients are (the tensor-core kernel scales rows before f16 rounding).
+    const q = quantizeQ4(rng.fill(s.k * s.n, 0.5), s.k, s.n, 'f16');
+    const wd = dequantizeQ4(q);
+    const wt = new Float64Array(s.n * s.k);
+    for (let o2 = 0; o2 < s.k; o2++) for (let i = 0; i < s.n; i++) wt[i * s.k + o2] = wd[o2 * s.n + i];
+    const dyv = rng.fill(s.m * s.k, 1e-4);
+    const W = uploadQ4(ctx, `${s.name}.W`, q);
+    const W16 = ctx.caps.subgroupMatrix ? await q4DequantF16(ctx, `${s.name}.W.f16`, W, s.k, s.n) : null;
+    const dy = f32Buffer(ctx, `${s.name}.dy`, dyv);
+    const dx = ctx.device.createBuffer({ label: `${s.name}.dx`, size: s.m * s.n * 4, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC });
+    const partials = ctx.device.createBuffer({ label: `${s.name}.partials`, size: Math.min(splitKPartialsBytes(s.m, s.n), ctx.caps.limits.maxStorageBufferBindingSize), usage: GPUBufferUsage.STORAGE });
+    const entries = sampleEntries(s.m, s.n, o.samples, s.k);
+    const run = async (ds: Dispatch[]): Promise<KernelRun> => {
+      const list = ds.map((d) => ({ pipeline: d.pipeline, grid: d.workgroups, bind: ctx.device.createBindGroup({ layout: d.pipeline.getBindGroupLayout(0), entries: d.buffers.map((buffer, binding) => ({ binding, resource: { buffer } })) }) }));
+      await timeDispatchList(ctx.device, list, 1);
+      const got = await readF32(ctx, dx, s.m * s.n);
+      const check = checkEntries((r, c) => got[r * s.n + c], dyv, wt, s.k, entries);
+      const t = await timeDispatchList(ctx.device, list, o.reps);
+      return { label: ds.map((d) => d.label ?? '').join(' + '), check, ms: round(t.ms), tflops: tflops(s.m, s.n, s.k, t.ms), method: t.method };
+    };
+    try {
+      const args = { dy, dx, n: s.m, inDim: s.n, outDim: s.k, partials };
+      const tiled = await run(await q4MatmulBackwardSplitK(ctx, { ...args, W }));
+      const mma = W16 ? await run(await matmulBackwardSgm(ctx, { ...args, W: W16 })).catch((e: Error): KernelRun => ({ label: `matmul_backward_mma: ${e.message}`, check: { entries: 0, maxRelError: NaN, maxErrorOverAbsSum: NaN, nonFinite: 0 }, ms: NaN, tflops: NaN, method: 'wall' })) : null;
+      rows.push({ shape: `${s.name} ${s.m}x${s.k}x${s.n}`, tiled, mma, speedup: mma ? round(tiled.ms / mma.ms) : null });
+    } finally {
+      W16?.destroy();
+      destroyQ4(W);
+      for (const b of [dy, dx, partials]) b.destroy();
     }
   }
   return rows;

@@ -45,13 +45,15 @@ export interface Variant {
 
 /**
  * The variants the probe tries: one subgroup and four reading the buffers directly (reuse through the caches
- * only), two staged through workgroup memory (8 subgroups of 4x2 matrices, 4 of 4x4), and the 4x4 one with
- * f32 A rounded while staged, as training's activations would be.
+ * only), two staged through workgroup memory (8 subgroups of 4x2 matrices, 4 of 4x4), and both with f32 A
+ * rounded while staged, as training's activations would be.
  */
 export const VARIANTS: readonly Variant[] = [
   { name: 'direct-1sg-2x2', sgRows: 1, sgCols: 1, tm: 2, tn: 2 },
   { name: 'direct-4sg-2x4', sgRows: 2, sgCols: 2, tm: 2, tn: 4 },
   { name: 'staged-8sg-4x2-bk32', sgRows: 2, sgCols: 4, tm: 4, tn: 2, bk: 32 },
+  // The best staged layout with f32 A, as the runtime's kernels (common/sgm-tile.wgsl.ts) stage activations.
+  { name: 'staged-8sg-4x2-bk32-f32a', sgRows: 2, sgCols: 4, tm: 4, tn: 2, bk: 32, aF32: true },
   { name: 'staged-4sg-4x4-bk32', sgRows: 2, sgCols: 2, tm: 4, tn: 4, bk: 32 },
   { name: 'staged-4sg-4x4-bk32-f32a', sgRows: 2, sgCols: 2, tm: 4, tn: 4, bk: 32, aF32: true },
 ];

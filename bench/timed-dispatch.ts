@@ -38,3 +38,31 @@ export async function timeDispatches(device: GPUDevice, pipeline: GPUComputePipe
   // A zero or negative span means the timestamps were not written: fall back to the wall clock.
   return ns > 0 ? { ms: ns / 1e6 / reps, method: 'timestamp' } : { ms: wallMs / reps, method: 'wall' };
 }
+
+/** `reps` rounds of a list of dispatches (a split-K pair, say) in one pass, timed as timeDispatches does. */
+export async function timeDispatchList(device: GPUDevice, list: Array<{ pipeline: GPUComputePipeline; bind: GPUBindGroup; grid: readonly (number | undefined)[] }>, reps: number): Promise<{ ms: number; method: 'timestamp' | 'wall' }> {
+  const ts = device.features.has('timestamp-query');
+  const qs = ts ? device.createQuerySet({ type: 'timestamp', count: 2 }) : null;
+  const resolve = ts ? device.createBuffer({ size: 16, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC }) : null;
+  const enc = device.createCommandEncoder();
+  const pass = enc.beginComputePass(qs ? { timestampWrites: { querySet: qs, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } } : {});
+  for (let r = 0; r < reps; r++) {
+    for (const d of list) {
+      pass.setPipeline(d.pipeline);
+      pass.setBindGroup(0, d.bind);
+      pass.dispatchWorkgroups(d.grid[0] ?? 1, d.grid[1] ?? 1, d.grid[2] ?? 1);
+    }
+  }
+  pass.end();
+  if (qs && resolve) enc.resolveQuerySet(qs, 0, 2, resolve, 0);
+  const start = performance.now();
+  device.queue.submit([enc.finish()]);
+  await device.queue.onSubmittedWorkDone();
+  const wallMs = performance.now() - start;
+  if (!qs || !resolve) return { ms: wallMs / reps, method: 'wall' };
+  const t = new BigInt64Array(await readBack(device, resolve, 16));
+  qs.destroy();
+  resolve.destroy();
+  const ns = Number(t[1] - t[0]);
+  return ns > 0 ? { ms: ns / 1e6 / reps, method: 'timestamp' } : { ms: wallMs / reps, method: 'wall' };
+}

@@ -7,6 +7,8 @@ import { embedding } from '../kernels/embedding/embedding';
 import { rmsnorm as rmsnormKernel } from '../kernels/rmsnorm/rmsnorm';
 import { matmul, type MatmulArgs } from '../kernels/matmul/matmul';
 import { matmulSgm, matmulSgmProblem } from '../kernels/matmul/matmul.sgm';
+import { matmulBackwardSgm, sgmBackwardProblem } from '../kernels/matmul/matmul.backward.sgm';
+import { SGM_MIN_ROWS } from '../kernels/common/sgm-tile.wgsl';
 import { matmulBackwardSplitK, type MatmulBackwardArgs } from '../kernels/matmul/matmul.backward';
 import { q4MatmulBackwardSplitK } from '../kernels/q4/q4matmul.backward';
 import { q4Embedding, q4Matmul } from '../kernels/q4';
@@ -60,6 +62,11 @@ export function linear(ctx: GpuContext, a: LinearArgs): Promise<Dispatch> {
  * split over outDim and summed by a second dispatch (kernels/matmul/matmul.splitk.ts): 1 or 2 dispatches.
  */
 export function linearBackward(ctx: GpuContext, W: MatrixWeight, a: Omit<MatmulBackwardArgs, 'W'> & { partials?: GPUBuffer }): Promise<Dispatch[]> {
+  // Tensor cores as in linear(): an f16 matrix or a 4-bit one's f16 copy, 64+ rows of dy.
+  const f16 = isQ4(W) ? W.f16 : W;
+  if (f16 && a.n >= SGM_MIN_ROWS && !sgmBackwardProblem(ctx, a)) {
+    return matmulBackwardSgm(ctx, { ...a, W: f16, rowOffset: (a.rowOffset ?? 0) + (isQ4(W) ? (W.rowBase ?? 0) : 0) });
+  }
   return isQ4(W) ? q4MatmulBackwardSplitK(ctx, { ...a, W }) : matmulBackwardSplitK(ctx, { ...a, W });
 }
 

@@ -88,9 +88,10 @@ export interface SgmTileSource {
   header: string;
   /**
    * Stages the W tile of K step `g` (k = 32g .. 32g + 31) for output columns col0 .. col0 + blockCols as f16
-   * into `tw[(o - col0) * stride + k - 32g]`, zeros past dims.outDim, looping `e` from `lid` by SGM_WORKGROUP.
+   * into `tw[(o - col0) * stride + k - 32g]`, zeros past dims.outDim: the body for element `e` (a let in
+   * scope), whose range and stride the block picks (`unrolled`: branchless, so no `if`).
    */
-  stageW: (g: SgmGeometry, stride: number) => string;
+  stageW: (g: SgmGeometry, stride: number, unrolled: boolean) => { count: number; body: string };
   /** Prefix of the kernel's name in error messages. */
   kernel: string;
   /**
@@ -108,7 +109,21 @@ export interface SgmTileSource {
  * subgroups of `s.subgroupSize` counted from the local index, so a GPU without the feature (lavapipe) checks
  * everything but Dawn's builtins against float64.
  */
-export function sgmTileWgsl(src: SgmTileSource, s: SubgroupMatrixShape, o: { emulate?: boolean; rows?: SgmBlockRows } = {}): string {
+export interface SgmTileOptions {
+  emulate?: boolean;
+  rows?: SgmBlockRows;
+  /**
+   * 'unrolled' (default): each invocation stages a fixed count of vec4s in straight-line code, bounds by
+   * clamped loads and select (no branch), as the probe's fastest kernel does; 'loop': the strided loops with
+   * branches of the first version (2026-11-27: ~1.1-1.8x the tiled kernel where the probe reached 3.6-4.7x),
+   * kept for the kit's kernel table.
+   */
+  staging?: 'unrolled' | 'loop';
+  /** Benchmarks only: no scratch epilogue (needs `direct` and whole blocks; partial blocks store nothing). */
+  noScratch?: boolean;
+}
+
+export function sgmTileWgsl(src: SgmTileSource, s: SubgroupMatrixShape, o: SgmTileOptions = {}): string {
   const g = sgmGeometry(s, o.rows ?? 128);
   if (typeof g === 'string') throw new Error(`${src.kernel}: ${g}`);
   const S = SGM_TILE_K + SGM_PAD;
@@ -161,6 +176,26 @@ fn emuMma(lo: u32, ro: u32, e0: u32, a: vec4<f32>) -> vec4<f32> {
         helpers: '',
       };
   const direct = src.direct === true;
+  const unrolled = (o.staging ?? 'unrolled') === 'unrolled';
+  if (o.noScratch && !direct) throw new Error(`${src.kernel}: noScratch needs the direct epilogue`);
+  // x: blockRows rows x 8 vec4, rounded to f16.
+  const xBody = unrolled
+    ? `let r = row0 + (e >> 3u);
+      let xv = select(vec4<f32>(0.0), x[min(r, dims.n - 1u) * x4PerRow + g * 8u + (e & 7u)], r < dims.n);
+      let o = (e >> 3u) * ${S}u + (e & 7u) * 4u;
+      tx[o] = f16(xv.x); tx[o + 1u] = f16(xv.y); tx[o + 2u] = f16(xv.z); tx[o + 3u] = f16(xv.w);`
+    : `let r = row0 + (e >> 3u);
+      var xv = vec4<f32>(0.0);
+      if (r < dims.n) { xv = x[r * x4PerRow + g * 8u + (e & 7u)]; }
+      let o = (e >> 3u) * ${S}u + (e & 7u) * 4u;
+      tx[o] = f16(xv.x); tx[o + 1u] = f16(xv.y); tx[o + 2u] = f16(xv.z); tx[o + 3u] = f16(xv.w);`;
+  const w = src.stageW(g, S, unrolled);
+  // `count` elements over the workgroup: straight-line blocks of one element each (unrolled) or a strided loop.
+  const stage = (count: number, body: string): string => {
+    if (!unrolled) return `    for (var e = lid; e < ${count}u; e += ${SGM_WORKGROUP}u) {\n      ${body}\n    }`;
+    if (count % SGM_WORKGROUP) throw new Error(`${src.kernel}: ${count} staged elements are not a whole number per invocation of ${SGM_WORKGROUP}`);
+    return range(count / SGM_WORKGROUP).map((q) => `    {\n      let e = lid + ${q * SGM_WORKGROUP}u;\n      ${body}\n    }`).join('\n');
+  };
   const yAt = (i: number, j: number): string => `(row0 + sr + ${i * s.M}u) * dims.yStride + dims.yOffset + col0 + sc + ${j * s.N}u`;
   if (em && MN % (4 * s.subgroupSize)) throw new Error(`${src.kernel}: emulation needs ${s.M}x${s.N} to be a multiple of 4 x the subgroup size ${s.subgroupSize}`);
   return /* wgsl */ `${ops.enables}
@@ -168,7 +203,7 @@ ${src.header}
 // [row][k] f16 tiles of x and W, K step ${SGM_TILE_K} + ${SGM_PAD} padding; per-subgroup f32 result scratch.
 var<workgroup> tx: array<f16, ${g.blockRows * S}>;
 var<workgroup> tw: array<f16, ${g.blockCols * S}>;
-var<workgroup> scratch: array<f32, ${g.sgRows * g.sgCols * MN}>;
+${o.noScratch ? '' : `var<workgroup> scratch: array<f32, ${g.sgRows * g.sgCols * MN}>;`}
 
 @compute @workgroup_size(${SGM_WORKGROUP})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, ${ops.builtins}) {
@@ -187,15 +222,8 @@ ${tiles.map(([i, j]) => `  ${ops.acc(i, j)}`).join('\n')}${
       : ''
   }
   for (var g = 0u; g < G; g++) {
-    // x: ${g.blockRows} rows x 8 vec4, rounded to f16.
-    for (var e = lid; e < ${g.blockRows * 8}u; e += ${SGM_WORKGROUP}u) {
-      let r = row0 + (e >> 3u);
-      var xv = vec4<f32>(0.0);
-      if (r < dims.n) { xv = x[r * x4PerRow + g * 8u + (e & 7u)]; }
-      let o = (e >> 3u) * ${S}u + (e & 7u) * 4u;
-      tx[o] = f16(xv.x); tx[o + 1u] = f16(xv.y); tx[o + 2u] = f16(xv.z); tx[o + 3u] = f16(xv.w);
-    }
-${src.stageW(g, S)}
+${stage(g.blockRows * 8, xBody)}
+${stage(w.count, w.body)}
     workgroupBarrier();
     for (var kk = 0u; kk < ${SGM_TILE_K}u; kk += ${s.K}u) {
 ${range(g.tm).map((i) => `      ${ops.loadL(i)}`).join('\n')}
@@ -208,7 +236,7 @@ ${direct ? `  if (full) {
 ${tiles.map(([i, j]) => `    ${ops.storeY(i, j, yAt(i, j))}`).join('\n')}
     return;
   }
-` : ''}  // Each result matrix through the subgroup's scratch, then its lanes store it element by element.
+` : ''}${o.noScratch ? '}\n' : `  // Each result matrix through the subgroup's scratch, then its lanes store it element by element.
 ${tiles
   .map(
     ([i, j]) => `  ${ops.store(i, j)}
@@ -226,5 +254,5 @@ fn storeMatrix(sg: u32, lane: u32, r0: u32, c0: u32) {
     if (r < dims.n && c < dims.outDim) { store(r, c, scratch[sg * ${MN}u + e]); }
   }
 }
-${ops.helpers}`;
+`}${ops.helpers}`;
 }

@@ -4,7 +4,7 @@
 // emulated test on lavapipe, and the kit's f16-check on a GPU.
 import { describe, expect, it, vi } from 'vitest';
 import type { GpuContext, SubgroupMatrixShape } from '../../gpu/device';
-import { linear } from '../../model/ops';
+import { linear, linearBackward } from '../../model/ops';
 import { sgmNullContext } from '../common/sgm-null-context';
 import { sgmBlockRows, sgmGeometry } from '../common/sgm-tile.wgsl';
 import { matmulSgm } from './matmul.sgm';
@@ -48,7 +48,7 @@ describe('f16-weight subgroup-matrix matmul on Dawn (null backend)', () => {
     ctx.device.destroy();
   });
 
-  it('ops.linear puts f16 matrices and 4-bit copies on tensor cores from 64 rows, at the copy row of a window', async () => {
+  it('ops.linear and linearBackward put f16 matrices and 4-bit copies on tensor cores from 64 rows, at the copy row of a window', async () => {
     const nullCtx = await sgmNullContext(shapes[0]);
     const ctx = { ...nullCtx, caps: { ...nullCtx.caps, limits: { ...nullCtx.caps.limits, maxComputeWorkgroupStorageSize: 49152 } } };
     const buf = (bytes: number, label: string) => ctx.device.createBuffer({ label, size: bytes, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
@@ -79,9 +79,17 @@ describe('f16-weight subgroup-matrix matmul on Dawn (null backend)', () => {
     expect((await linear(ctx, { ...base, W: W16, kernel: 'tiled' })).label).toMatch(/^matmul_tiled/);
     expect((await linear(ctx, { ...base, W: W16, tileRows: 64 })).label).toMatch(/^matmul_tiled/);
     expect((await linear(ctx, { ...base, inDim: 48, W: W16 })).label).toMatch(/^matmul_tiled/);
+    // Input gradients likewise: dx [n, inDim] from dy [n, outDim] through the copy, at the window's rows.
+    const dx = buf(n * inDim * 4, 'dx');
+    const back = await linearBackward(ctx, { ...q, rowBase: outDim, f16: W16 }, { dy: y, dx, n, inDim, outDim, rowOffset: 0 });
+    expect(back.map((b) => b.label)).toEqual([expect.stringMatching(/^matmul_backward_mma/)]);
+    expect(back[0].buffers[0]).toBe(W16);
+    expect((await linearBackward(ctx, { ...q, f16: W16 }, { dy: y, dx, n: 63, inDim, outDim }))[0].label).toMatch(/^q4_matmul_backward/);
+    expect((await linearBackward(ctx, q, { dy: y, dx, n, inDim, outDim }))[0].label).toMatch(/^q4_matmul_backward/);
     // A device without subgroup matrices: never.
     const plain = { ...nullCtx, caps: { ...nullCtx.caps, subgroupMatrix: null } };
     expect((await linear(plain, { ...base, W: { ...q, f16: W16 } })).label).toMatch(/^q4_matmul_tiled/);
+    expect((await linearBackward(plain, { ...q, f16: W16 }, { dy: y, dx, n, inDim, outDim }))[0].label).toMatch(/^q4_matmul_backward/);
     await expect(matmulSgm(plain, { ...base, W: W16 })).rejects.toThrow(/matmulSgm: the device was not made with subgroup matrices/);
     ctx.device.destroy();
   });

@@ -5,7 +5,7 @@
 // are: no dequantisation, the probe's staged-8sg-4x2-bk32 kernel with the matmuls' epilogue.
 
 import type { SubgroupMatrixShape } from '../../gpu/device';
-import { SGM_WORKGROUP, sgmTileWgsl, type SgmBlockRows, type SgmGeometry } from '../common/sgm-tile.wgsl';
+import { sgmTileWgsl, type SgmGeometry, type SgmTileOptions } from '../common/sgm-tile.wgsl';
 import type { MatmulVariant } from './matmul.wgsl';
 
 function header(v: MatmulVariant): string {
@@ -26,20 +26,23 @@ fn store(row: u32, col: u32, acc: f32) {
 }
 
 /** W: blockCols rows x 8 vec4<f16> of the step's 32 columns. */
-function stageF16(g: SgmGeometry, S: number): string {
-  return `    for (var e = lid; e < ${g.blockCols * 8}u; e += ${SGM_WORKGROUP}u) {
-      let wo = col0 + (e >> 3u);
-      var wv = vec4<f16>(0.0);
-      if (wo < dims.outDim) { wv = W[(dims.wRow + wo) * x4PerRow + g * 8u + (e & 7u)]; }
+function stageF16(g: SgmGeometry, S: number, unrolled: boolean): { count: number; body: string } {
+  const load = unrolled
+    ? 'let wv = select(vec4<f16>(0.0), W[(dims.wRow + min(wo, dims.outDim - 1u)) * x4PerRow + g * 8u + (e & 7u)], wo < dims.outDim);'
+    : 'var wv = vec4<f16>(0.0);\n      if (wo < dims.outDim) { wv = W[(dims.wRow + wo) * x4PerRow + g * 8u + (e & 7u)]; }';
+  return {
+    count: g.blockCols * 8,
+    body: `let wo = col0 + (e >> 3u);
+      ${load}
       let o = (e >> 3u) * ${S}u + (e & 7u) * 4u;
-      tw[o] = wv.x; tw[o + 1u] = wv.y; tw[o + 2u] = wv.z; tw[o + 3u] = wv.w;
-    }`;
+      tw[o] = wv.x; tw[o + 1u] = wv.y; tw[o + 2u] = wv.z; tw[o + 3u] = wv.w;`,
+  };
 }
 
 /**
  * The kernel; bindings W (f16 as vec4s), x (vec4<f32>), y, dims, [b]; grid sgmGrid; inDim a multiple of 32.
  * `emulate` for lavapipe (common/sgm-tile.wgsl.ts).
  */
-export function matmulSgmWgsl(v: MatmulVariant, s: SubgroupMatrixShape, o: { emulate?: boolean; rows?: SgmBlockRows } = {}): string {
+export function matmulSgmWgsl(v: MatmulVariant, s: SubgroupMatrixShape, o: SgmTileOptions = {}): string {
   return sgmTileWgsl({ kernel: 'matmulSgmWgsl', header: header(v), stageW: stageF16, direct: !v.bias && !v.accumulate }, s, o);
 }

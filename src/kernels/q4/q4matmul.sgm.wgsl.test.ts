@@ -55,8 +55,14 @@ describe('q4 subgroup-matrix matmul WGSL', () => {
     expect(plain).not.toContain('v += b[col];');
     expect(plain).not.toContain('v += y[idx];');
     expect(plain).toContain('var<storage, read> S: array<f32>;');
-    // Zero fill past n and outDim while staging.
-    expect(text).toContain('if (r < dims.n) { xv = x[');
-    expect(text).toContain('if (wo < dims.outDim) {');
+    // Zero fill past n and outDim while staging: branchless in straight-line staging (the default), by
+    // branches in the looped staging kept for the kernel table.
+    expect(text).toContain('let xv = select(vec4<f32>(0.0), x[min(r, dims.n - 1u) * x4PerRow');
+    expect(text).toContain('let scale = select(0.0, S_at(gi), wo < dims.outDim);');
+    expect(text).not.toContain('for (var e = lid;');
+    expect(count(text, 'let e = lid + ')).toBe(4 + 2);
+    const looped = q4SgmWgsl({ f16: true, scale: 'f16' }, { bias: true, accumulate: true }, h200, { staging: 'loop' });
+    expect(looped).toContain('if (r < dims.n) { xv = x[');
+    expect(looped).toContain('if (wo < dims.outDim) {');
   });
 });
