@@ -49,7 +49,7 @@ async function main(): Promise<void> {
   Object.assign(globalThis, globals);
   const plainAdapter = await adapterReport([]);
   // With the f16 toggle the benchmarks' device gets (nodeDawnFlags): on NVIDIA, f16 matrix configs appear only then.
-  const unsafe = await adapterReport([['enable-dawn-features=allow_unsafe_apis', ...nodeDawnFlags(process.env).map((f) => f.replace('enable-dawn-features=', ''))].join(',')]);
+  const unsafe = await adapterReport([['enable-dawn-features=allow_unsafe_apis', ...nodeDawnFlags(process.env).filter((f) => f.startsWith('enable-dawn-features=')).map((f) => f.replace('enable-dawn-features=', ''))].join(',')]);
   const ctx = await requestGpu();
   const offered = (r: Record<string, unknown>): string[] => ((r.features as string[] | undefined) ?? []).filter(isSubgroupMatrix);
   const out = {

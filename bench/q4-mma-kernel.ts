@@ -21,6 +21,9 @@ import { timeDispatchList, timeDispatches } from './timed-dispatch';
 import { q4MatmulBackwardSplitK } from '../src/kernels/q4/q4matmul.backward';
 import { matmulBackwardSgm } from '../src/kernels/matmul/matmul.backward.sgm';
 import { splitKPartialsBytes } from '../src/kernels/matmul/matmul.splitk';
+import { getPipeline } from '../src/gpu/pipelines';
+import { paramsUniform } from '../src/kernels/common/params';
+import { VARIANTS, shapeProblem, subgroupMatrixWgsl } from './subgroup-matrix-wgsl';
 
 /** The training shapes (768 rows; q/k/v, gate/up and down of the 0.5B model), as the subgroup-matrix probe's. */
 export const TRAINING_SHAPES: Shape[] = [
@@ -62,6 +65,20 @@ async function timeDispatch(ctx: GpuContext, d: Dispatch, reps: number): Promise
 
 const round = (x: number): number => Number(x.toPrecision(4));
 
+/** The probe's staged-8sg-4x2-bk32-f32a kernel (bench/subgroup-matrix-wgsl.ts) on x, the f16 copy and y. */
+async function probeDispatch(ctx: GpuContext, s: Shape, x: GPUBuffer, W16: GPUBuffer, y: GPUBuffer): Promise<Dispatch> {
+  const sm = ctx.caps.subgroupMatrix!;
+  const c = { componentType: 'f16', resultComponentType: 'f32', M: sm.M, N: sm.N, K: sm.K };
+  const v = VARIANTS.find((x2) => x2.name === 'staged-8sg-4x2-bk32-f32a')!;
+  const problem = shapeProblem(c, v, sm.subgroupSize, s.m, s.n, s.k);
+  if (problem) throw new Error(`probe kernel: ${problem}`);
+  const pipeline = await getPipeline(ctx, `probe_${v.name}`, subgroupMatrixWgsl(c, v, sm.subgroupSize));
+  const dims = paramsUniform(ctx, 'probe.dims', [['u32', s.m], ['u32', s.n], ['u32', s.k]]);
+  const blockN = v.sgCols * v.tn * c.N;
+  const blockM = v.sgRows * v.tm * c.M;
+  return { pipeline, buffers: [x, W16, y, dims], workgroups: [s.n / blockN, s.m / blockM], label: `probe ${v.name}` };
+}
+
 /** Both kernels on each shape (the tensor-core one only where q4Matmul chooses it on this device). */
 export async function compareQ4Kernels(ctx: GpuContext, shapes: Shape[], o: { reps: number; samples: number }): Promise<ShapeRow[]> {
   const rows: ShapeRow[] = [];
@@ -75,8 +92,10 @@ export async function compareQ4Kernels(ctx: GpuContext, shapes: Shape[], o: { re
     const y = ctx.device.createBuffer({ label: `${s.name}.y`, size: s.m * s.n * 4, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC });
     const entries = sampleEntries(s.m, s.n, o.samples, s.k);
     let W16: GPUBuffer | undefined;
-    const run = async (subgroupMatrix: boolean, blockRows?: 128 | 64, variant?: { staging?: 'loop'; noScratch?: boolean }): Promise<KernelRun> => {
-      const d = blockRows
+    const run = async (subgroupMatrix: boolean, blockRows?: 128 | 64, variant?: { staging?: 'loop' | 'unchecked'; noScratch?: boolean; probe?: boolean }): Promise<KernelRun> => {
+      const d = variant?.probe
+        ? await probeDispatch(ctx, s, x, (W16 ??= await q4DequantF16(ctx, `${s.name}.W.f16`, W, s.n, s.k)), y)
+        : blockRows
         ? await matmulSgm(ctx, { W: (W16 ??= await q4DequantF16(ctx, `${s.name}.W.f16`, W, s.n, s.k)), x, y, n: s.m, inDim: s.k, outDim: s.n, blockRows, variant })
         : await q4Matmul(ctx, { W, x, y, n: s.m, inDim: s.k, outDim: s.n, subgroupMatrix });
       await timeDispatch(ctx, d, 1); // the first dispatch pays for the driver's compile
@@ -93,8 +112,10 @@ export async function compareQ4Kernels(ctx: GpuContext, shapes: Shape[], o: { re
       if (ctx.caps.subgroupMatrix && ctx.caps.f16) {
         // Both heights with the default (unrolled) staging, then the first version's looped staging and a
         // scratch-free build, to tell which part of the block costs what on this GPU.
-        const variants: Array<[128 | 64, { staging?: 'loop'; noScratch?: boolean } | undefined]> = [[128, undefined], [64, undefined], [128, { staging: 'loop' }], [64, { staging: 'loop' }]];
-        if (s.m % 128 === 0 && s.n % 128 === 0) variants.push([128, { noScratch: true }]);
+        // Whole-block shapes also run builds without the scratch epilogue, without bounds, and the probe's own
+        // kernel on this device and these buffers: what separates the runtime kernel from the probe's speed.
+        const variants: Array<[128 | 64, { staging?: 'loop' | 'unchecked'; noScratch?: boolean; probe?: boolean } | undefined]> = [[128, undefined], [64, undefined], [128, { staging: 'loop' }], [64, { staging: 'loop' }]];
+        if (s.m % 128 === 0 && s.n % 128 === 0) variants.push([128, { noScratch: true }], [128, { noScratch: true, staging: 'unchecked' }], [128, { probe: true }]);
         for (const [blockRows, variant] of variants) {
           const r = await run(true, blockRows, variant).catch((e: Error): KernelRun => ({ label: `matmul_mma (${blockRows} rows ${JSON.stringify(variant ?? {})}): ${e.message}`, check: { entries: 0, maxRelError: NaN, maxErrorOverAbsSum: NaN, nonFinite: 0 }, ms: NaN, tflops: NaN, method: 'wall' }));
           f16mma.push({ ...r, speedup: round(tiled.ms / r.ms) });

@@ -2,17 +2,18 @@ import { describe, expect, it } from 'vitest';
 import { chooseSubgroupMatrix, nodeDawnFlags, type SubgroupMatrixAdapter } from './device';
 
 describe('nodeDawnFlags', () => {
-  it('turns on f16 for NVIDIA by default and off with AGENTFLOW_NVIDIA_F16=0', () => {
-    expect(nodeDawnFlags({})).toEqual(['enable-dawn-features=vulkan_enable_f16_on_nvidia']);
-    expect(nodeDawnFlags({ AGENTFLOW_NVIDIA_F16: '1' })).toEqual(['enable-dawn-features=vulkan_enable_f16_on_nvidia']);
-    expect(nodeDawnFlags({ AGENTFLOW_NVIDIA_F16: '0' })).toEqual([]);
+  const noQuantization = 'disable-dawn-features=timestamp_quantization';
+  it('turns on f16 for NVIDIA by default and off with AGENTFLOW_NVIDIA_F16=0; timestamps are never quantized', () => {
+    expect(nodeDawnFlags({})).toEqual(['enable-dawn-features=vulkan_enable_f16_on_nvidia', noQuantization]);
+    expect(nodeDawnFlags({ AGENTFLOW_NVIDIA_F16: '1' })).toEqual(['enable-dawn-features=vulkan_enable_f16_on_nvidia', noQuantization]);
+    expect(nodeDawnFlags({ AGENTFLOW_NVIDIA_F16: '0' })).toEqual([noQuantization]);
   });
 
   it('adds allow_unsafe_apis only with AGENTFLOW_SUBGROUP_MATRIX=1 or when asked, beside the f16 toggle', () => {
-    expect(nodeDawnFlags({ AGENTFLOW_SUBGROUP_MATRIX: '0' })).toEqual(['enable-dawn-features=vulkan_enable_f16_on_nvidia']);
-    expect(nodeDawnFlags({ AGENTFLOW_SUBGROUP_MATRIX: '1' })).toEqual(['enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia']);
-    expect(nodeDawnFlags({}, true)).toEqual(['enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia']);
-    expect(nodeDawnFlags({ AGENTFLOW_SUBGROUP_MATRIX: '1', AGENTFLOW_NVIDIA_F16: '0' })).toEqual(['enable-dawn-features=allow_unsafe_apis']);
+    expect(nodeDawnFlags({ AGENTFLOW_SUBGROUP_MATRIX: '0' })).toEqual(['enable-dawn-features=vulkan_enable_f16_on_nvidia', noQuantization]);
+    expect(nodeDawnFlags({ AGENTFLOW_SUBGROUP_MATRIX: '1' })).toEqual(['enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia', noQuantization]);
+    expect(nodeDawnFlags({}, true)).toEqual(['enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia', noQuantization]);
+    expect(nodeDawnFlags({ AGENTFLOW_SUBGROUP_MATRIX: '1', AGENTFLOW_NVIDIA_F16: '0' })).toEqual(['enable-dawn-features=allow_unsafe_apis', noQuantization]);
   });
 
   it('names the setting when its value is not 0 or 1', () => {

@@ -128,7 +128,9 @@ export function nodeDawnFlags(env: Record<string, string | undefined>, unsafeApi
   const features: string[] = [];
   if (switchOn(env, 'AGENTFLOW_NVIDIA_F16', true)) features.push('vulkan_enable_f16_on_nvidia');
   if (unsafeApis || switchOn(env, 'AGENTFLOW_SUBGROUP_MATRIX', false)) features.unshift('allow_unsafe_apis');
-  return features.length ? [`enable-dawn-features=${features.join(',')}`] : [];
+  // Dawn rounds timestamps down to 65.5 us steps (a browser's guard against timing attacks; 2026-11-27 kit
+  // tables showed kernel times in multiples of 6.55 us over 10 reps): Node's profiles want the real ones.
+  return [...(features.length ? [`enable-dawn-features=${features.join(',')}`] : []), 'disable-dawn-features=timestamp_quantization'];
 }
 
 /** A 0/1 environment switch; unset or empty: `fallback`. */

@@ -91,7 +91,7 @@ export interface SgmTileSource {
    * into `tw[(o - col0) * stride + k - 32g]`, zeros past dims.outDim: the body for element `e` (a let in
    * scope), whose range and stride the block picks (`unrolled`: branchless, so no `if`).
    */
-  stageW: (g: SgmGeometry, stride: number, unrolled: boolean) => { count: number; body: string };
+  stageW: (g: SgmGeometry, stride: number, staging: SgmStaging) => { count: number; body: string };
   /** Prefix of the kernel's name in error messages. */
   kernel: string;
   /**
@@ -109,6 +109,8 @@ export interface SgmTileSource {
  * subgroups of `s.subgroupSize` counted from the local index, so a GPU without the feature (lavapipe) checks
  * everything but Dawn's builtins against float64.
  */
+export type SgmStaging = 'unrolled' | 'loop' | 'unchecked';
+
 export interface SgmTileOptions {
   emulate?: boolean;
   rows?: SgmBlockRows;
@@ -116,9 +118,9 @@ export interface SgmTileOptions {
    * 'unrolled' (default): each invocation stages a fixed count of vec4s in straight-line code, bounds by
    * clamped loads and select (no branch), as the probe's fastest kernel does; 'loop': the strided loops with
    * branches of the first version (2026-11-27: ~1.1-1.8x the tiled kernel where the probe reached 3.6-4.7x),
-   * kept for the kit's kernel table.
+   * kept for the kit's kernel table; 'unchecked' (benchmarks, whole blocks only): unrolled, no bounds at all.
    */
-  staging?: 'unrolled' | 'loop';
+  staging?: SgmStaging;
   /** Benchmarks only: no scratch epilogue (needs `direct` and whole blocks; partial blocks store nothing). */
   noScratch?: boolean;
 }
@@ -176,10 +178,15 @@ fn emuMma(lo: u32, ro: u32, e0: u32, a: vec4<f32>) -> vec4<f32> {
         helpers: '',
       };
   const direct = src.direct === true;
-  const unrolled = (o.staging ?? 'unrolled') === 'unrolled';
+  const staging = o.staging ?? 'unrolled';
+  const unrolled = staging !== 'loop';
   if (o.noScratch && !direct) throw new Error(`${src.kernel}: noScratch needs the direct epilogue`);
   // x: blockRows rows x 8 vec4, rounded to f16.
-  const xBody = unrolled
+  const xBody = staging === 'unchecked'
+    ? `let xv = x[(row0 + (e >> 3u)) * x4PerRow + g * 8u + (e & 7u)];
+      let o = (e >> 3u) * ${S}u + (e & 7u) * 4u;
+      tx[o] = f16(xv.x); tx[o + 1u] = f16(xv.y); tx[o + 2u] = f16(xv.z); tx[o + 3u] = f16(xv.w);`
+    : unrolled
     ? `let r = row0 + (e >> 3u);
       let xv = select(vec4<f32>(0.0), x[min(r, dims.n - 1u) * x4PerRow + g * 8u + (e & 7u)], r < dims.n);
       let o = (e >> 3u) * ${S}u + (e & 7u) * 4u;
@@ -189,7 +196,7 @@ fn emuMma(lo: u32, ro: u32, e0: u32, a: vec4<f32>) -> vec4<f32> {
       if (r < dims.n) { xv = x[r * x4PerRow + g * 8u + (e & 7u)]; }
       let o = (e >> 3u) * ${S}u + (e & 7u) * 4u;
       tx[o] = f16(xv.x); tx[o + 1u] = f16(xv.y); tx[o + 2u] = f16(xv.z); tx[o + 3u] = f16(xv.w);`;
-  const w = src.stageW(g, S, unrolled);
+  const w = src.stageW(g, S, staging);
   // `count` elements over the workgroup: straight-line blocks of one element each (unrolled) or a strided loop.
   const stage = (count: number, body: string): string => {
     if (!unrolled) return `    for (var e = lid; e < ${count}u; e += ${SGM_WORKGROUP}u) {\n      ${body}\n    }`;

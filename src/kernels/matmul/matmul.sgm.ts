@@ -12,7 +12,7 @@ export interface MatmulSgmArgs extends Omit<MatmulArgs, 'kernel' | 'tileRows' | 
   /** Force the block height (benchmarks); default sgmBlockRows' choice. */
   blockRows?: SgmBlockRows;
   /** Benchmarks: the older looped staging, or no scratch epilogue (whole blocks only; see SgmTileOptions). */
-  variant?: { staging?: 'loop'; noScratch?: boolean };
+  variant?: { staging?: 'loop' | 'unchecked'; noScratch?: boolean };
 }
 
 /** Why matmulSgm cannot take this product on this device (null when it can): callers fall back to the tiled kernels. */
@@ -50,8 +50,8 @@ export async function matmulSgm(ctx: GpuContext, a: MatmulSgmArgs): Promise<Disp
   const variant = { bias: !!a.bias, accumulate: !!a.accumulate };
   // 'mma', not 'sgm': profiles name a kernel's kind by cutting the label at `_sg...` (subgroup variants).
   const bench = a.variant ?? {};
-  if (bench.noScratch && (a.n % g.blockRows || a.outDim % g.blockCols || variant.bias || variant.accumulate)) throw new Error('matmulSgm: noScratch needs whole blocks and a plain store');
-  const name = `matmul_mma${rows === 64 ? '64' : ''}_${s.M}x${s.N}x${s.K}${variant.bias ? '_bias' : ''}${variant.accumulate ? '_acc' : ''}${bench.staging ? '_loop' : ''}${bench.noScratch ? '_noscratch' : ''}`;
+  if ((bench.noScratch || bench.staging === 'unchecked') && (a.n % g.blockRows || a.outDim % g.blockCols || variant.bias || variant.accumulate)) throw new Error('matmulSgm: noScratch and unchecked staging need whole blocks and a plain store');
+  const name = `matmul_mma${rows === 64 ? '64' : ''}_${s.M}x${s.N}x${s.K}${variant.bias ? '_bias' : ''}${variant.accumulate ? '_acc' : ''}${bench.staging ? `_${bench.staging}` : ''}${bench.noScratch ? '_noscratch' : ''}`;
   const pipeline = await getPipeline(ctx, name, matmulSgmWgsl(variant, s, { rows, ...bench }));
   const dims = paramsUniform(ctx, 'matmulSgm.dims', [['u32', a.n], ['u32', a.inDim], ['u32', a.outDim], ['u32', yStride], ['u32', yOffset], ['u32', wRow]]);
   const buffers = [a.W, a.x, a.y, dims];

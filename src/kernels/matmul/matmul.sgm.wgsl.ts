@@ -5,7 +5,7 @@
 // are: no dequantisation, the probe's staged-8sg-4x2-bk32 kernel with the matmuls' epilogue.
 
 import type { SubgroupMatrixShape } from '../../gpu/device';
-import { sgmTileWgsl, type SgmGeometry, type SgmTileOptions } from '../common/sgm-tile.wgsl';
+import { sgmTileWgsl, type SgmGeometry, type SgmStaging, type SgmTileOptions } from '../common/sgm-tile.wgsl';
 import type { MatmulVariant } from './matmul.wgsl';
 
 function header(v: MatmulVariant): string {
@@ -26,8 +26,10 @@ fn store(row: u32, col: u32, acc: f32) {
 }
 
 /** W: blockCols rows x 8 vec4<f16> of the step's 32 columns. */
-function stageF16(g: SgmGeometry, S: number, unrolled: boolean): { count: number; body: string } {
-  const load = unrolled
+function stageF16(g: SgmGeometry, S: number, staging: SgmStaging): { count: number; body: string } {
+  const load = staging === 'unchecked'
+    ? 'let wv = W[(dims.wRow + wo) * x4PerRow + g * 8u + (e & 7u)];'
+    : staging === 'unrolled'
     ? 'let wv = select(vec4<f16>(0.0), W[(dims.wRow + min(wo, dims.outDim - 1u)) * x4PerRow + g * 8u + (e & 7u)], wo < dims.outDim);'
     : 'var wv = vec4<f16>(0.0);\n      if (wo < dims.outDim) { wv = W[(dims.wRow + wo) * x4PerRow + g * 8u + (e & 7u)]; }';
   return {

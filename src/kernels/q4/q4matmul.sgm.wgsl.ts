@@ -7,15 +7,15 @@
 // block is what the f16 copies (q4dequant.ts) avoid.
 
 import type { SubgroupMatrixShape } from '../../gpu/device';
-import { sgmTileWgsl, type SgmGeometry, type SgmTileOptions } from '../common/sgm-tile.wgsl';
+import { sgmTileWgsl, type SgmGeometry, type SgmStaging, type SgmTileOptions } from '../common/sgm-tile.wgsl';
 import type { Q4Path } from './q4.wgsl';
 import { header, type Q4MatmulVariant } from './q4matmul.wgsl';
 
 export { SGM_MIN_ROWS, SGM_WORKGROUP, sgmGeometry, sgmProblem } from '../common/sgm-tile.wgsl';
 
 /** deq(W): blockCols rows x 4 words of 8 weights (word c holds k = 8c .. 8c+7). */
-function stageQ4(g: SgmGeometry, S: number, unrolled: boolean): { count: number; body: string } {
-  const load = unrolled
+function stageQ4(g: SgmGeometry, S: number, staging: SgmStaging): { count: number; body: string } {
+  const load = staging !== 'loop'
     ? `let gi = (dims.wRow + min(wo, dims.outDim - 1u)) * G + g;
       let scale = select(0.0, S_at(gi), wo < dims.outDim);
       let word = Wq[gi * 4u + (e & 3u)];
