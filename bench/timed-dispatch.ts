@@ -1,6 +1,9 @@
 // Timing a kernel on its own in the benchmarks (the subgroup-matrix probe, the q4 kernel comparison of
 // f16-check): `reps` dispatches in one compute pass, timestamped around the pass where the device has
-// timestamp queries, else the wall time of the submission.
+// timestamp queries, else the wall time of the submission. An untimed pass of WARMUP_FACTOR x reps runs first
+// in the same submission: on the H200 (2026-11-27) the same kernel timed 0.56 and 2.59 ms in two calls when
+// the GPU came to it from idle (its clocks ramp up under sustained load).
+export const WARMUP_FACTOR = 5;
 
 /** Copies `bytes` of `src` into a mappable buffer and returns them. */
 export async function readBack(device: GPUDevice, src: GPUBuffer, bytes: number): Promise<ArrayBuffer> {
@@ -20,6 +23,11 @@ export async function timeDispatches(device: GPUDevice, pipeline: GPUComputePipe
   const qs = ts ? device.createQuerySet({ type: 'timestamp', count: 2 }) : null;
   const resolve = ts ? device.createBuffer({ size: 16, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC }) : null;
   const enc = device.createCommandEncoder();
+  const warm = enc.beginComputePass();
+  warm.setPipeline(pipeline);
+  warm.setBindGroup(0, bind);
+  for (let r = 0; r < WARMUP_FACTOR * reps; r++) warm.dispatchWorkgroups(grid[0], grid[1]);
+  warm.end();
   const pass = enc.beginComputePass(qs ? { timestampWrites: { querySet: qs, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } } : {});
   pass.setPipeline(pipeline);
   pass.setBindGroup(0, bind);
@@ -45,14 +53,20 @@ export async function timeDispatchList(device: GPUDevice, list: Array<{ pipeline
   const qs = ts ? device.createQuerySet({ type: 'timestamp', count: 2 }) : null;
   const resolve = ts ? device.createBuffer({ size: 16, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC }) : null;
   const enc = device.createCommandEncoder();
-  const pass = enc.beginComputePass(qs ? { timestampWrites: { querySet: qs, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } } : {});
-  for (let r = 0; r < reps; r++) {
-    for (const d of list) {
-      pass.setPipeline(d.pipeline);
-      pass.setBindGroup(0, d.bind);
-      pass.dispatchWorkgroups(d.grid[0] ?? 1, d.grid[1] ?? 1, d.grid[2] ?? 1);
+  const rounds = (p: GPUComputePassEncoder, n: number): void => {
+    for (let r = 0; r < n; r++) {
+      for (const d of list) {
+        p.setPipeline(d.pipeline);
+        p.setBindGroup(0, d.bind);
+        p.dispatchWorkgroups(d.grid[0] ?? 1, d.grid[1] ?? 1, d.grid[2] ?? 1);
+      }
     }
-  }
+  };
+  const warm = enc.beginComputePass();
+  rounds(warm, WARMUP_FACTOR * reps);
+  warm.end();
+  const pass = enc.beginComputePass(qs ? { timestampWrites: { querySet: qs, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } } : {});
+  rounds(pass, reps);
   pass.end();
   if (qs && resolve) enc.resolveQuerySet(qs, 0, 2, resolve, 0);
   const start = performance.now();

@@ -104,7 +104,7 @@ async function checkCase(ctx: GpuContext, c: Case, emulate: boolean): Promise<vo
 // outputs), a dy window, rowOffset, accumulate, plain and split in 2; the 128 block (130 = 128 + 2 rows,
 // 132 = 128 + 4 columns, overwriting).
 const CASES: Case[] = [
-  { n: 70, inDim: 72, outDim: 80, rowOffset: 3, dyOffset: 5, dyStride: 90, accumulate: true, block: 64, splits: [1, 2] },
+  { n: 70, inDim: 72, outDim: 80, rowOffset: 3, dyOffset: 8, dyStride: 92, accumulate: true, block: 64, splits: [1, 2] },
   { n: 130, inDim: 132, outDim: 40, rowOffset: 0, dyOffset: 0, dyStride: 40, accumulate: false, block: 128, splits: [1] },
 ];
 const title = (c: Case): string =>

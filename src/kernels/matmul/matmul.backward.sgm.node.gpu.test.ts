@@ -89,18 +89,21 @@ describe('matmul backward on subgroup matrices, Dawn (null backend)', () => {
     for (const d of split) expect(d.label).not.toContain('_sg');
 
     // Refusals, each naming its reason: callers keep the f32 kernel.
-    expect(sgmBackwardProblem(ctx, { inDim })).toBeNull();
-    expect(sgmBackwardProblem(withLimits(ctx, {}, null), { inDim })).toMatch(/no f16 subgroup matrices/);
-    expect(sgmBackwardProblem(ctx, { inDim: 90 })).toMatch(/inDim 90 is not a multiple of 4/);
-    expect(sgmBackwardProblem(withLimits(ctx, { maxComputeWorkgroupStorageSize: 16384 }), { inDim })).toMatch(/workgroup memory/);
-    expect(sgmBackwardProblem(withLimits(ctx, {}, { ...shapes[0], subgroupSize: 16 }), { inDim })).toMatch(/subgroup size 16/);
+    expect(sgmBackwardProblem(ctx, { inDim, outDim: 64 })).toBeNull();
+    expect(sgmBackwardProblem(withLimits(ctx, {}, null), { inDim, outDim: 64 })).toMatch(/no f16 subgroup matrices/);
+    expect(sgmBackwardProblem(ctx, { inDim: 90, outDim: 64 })).toMatch(/inDim 90 is not a multiple of 4/);
+    expect(sgmBackwardProblem(ctx, { inDim, outDim: 66 })).toMatch(/outDim 66 is not a multiple of 4 \(dy is read as vec4<f32>\)/);
+    expect(sgmBackwardProblem(ctx, { inDim, outDim: 64, dyStride: 70 })).toMatch(/dyStride 70 is not a multiple of 4/);
+    expect(sgmBackwardProblem(ctx, { inDim, outDim: 64, dyStride: 72, dyOffset: 5 })).toMatch(/dyOffset 5 is not a multiple of 4/);
+    expect(sgmBackwardProblem(withLimits(ctx, { maxComputeWorkgroupStorageSize: 16384 }), { inDim, outDim: 64 })).toMatch(/workgroup memory/);
+    expect(sgmBackwardProblem(withLimits(ctx, {}, { ...shapes[0], subgroupSize: 16 }), { inDim, outDim: 64 })).toMatch(/subgroup size 16/);
     // 128 x 128 needs more than 20 KiB, 64 x 64 less: only the smaller block is offered, and always taken.
     const mid = withLimits(ctx, { maxComputeWorkgroupStorageSize: 20480 });
-    expect(sgmBackwardProblem(mid, { inDim, block: 128 })).toMatch(/block 128 is not available/);
+    expect(sgmBackwardProblem(mid, { inDim, outDim: 64, block: 128 })).toMatch(/block 128 is not available/);
     expect(sgmBackwardBlock(mid, 4096, inDim)).toBe(64);
     await expect(matmulBackwardSgm(withLimits(ctx, {}, null), { ...base, n: 32 })).rejects.toThrow(/matmulBackwardSgm: the device has no f16 subgroup matrices/);
     await expect(matmulBackwardSgm(ctx, { ...base, n: 32, W: buf('Wsmall', 64) })).rejects.toThrow(/Wsmall/);
-    await expect(matmulBackwardSgm(ctx, { ...base, n: 32, dyOffset: 1 })).rejects.toThrow(/dyOffset 1 \+ outDim 4864 exceeds dyStride 4864/);
+    await expect(matmulBackwardSgm(ctx, { ...base, n: 32, dyOffset: 4 })).rejects.toThrow(/dyOffset 4 \+ outDim 4864 exceeds dyStride 4864/);
     await expect(matmulBackwardSgm(ctx, { ...base, n: 32, splits: 3 })).rejects.toThrow(/needs a 'partials' scratch buffer/);
     for (const b of [W, dy, dx, partials]) b.destroy();
     nullCtx.device.destroy();

@@ -33,12 +33,16 @@ function feasibleBlocks(ctx: GpuContext, s: SubgroupMatrixShape): SgmBackwardBlo
 }
 
 /** Why matmulBackwardSgm cannot run these arguments on this device (null when it can): callers then keep matmulBackward. */
-export function sgmBackwardProblem(ctx: GpuContext, a: Pick<SgmBackwardArgs, 'inDim' | 'block'>): string | null {
+export function sgmBackwardProblem(ctx: GpuContext, a: Pick<SgmBackwardArgs, 'inDim' | 'outDim' | 'dyStride' | 'dyOffset' | 'block'>): string | null {
   const s = ctx.caps.subgroupMatrix;
   if (!s) return 'the device has no f16 subgroup matrices (chromium-experimental-subgroup-matrix)';
   if (!ctx.caps.f16) return 'the device has no shader-f16';
   if (SGM_BWD_WORKGROUP > ctx.caps.limits.maxComputeInvocationsPerWorkgroup) return `needs ${SGM_BWD_WORKGROUP} invocations per workgroup`;
   if (a.inDim % 4) return `inDim ${a.inDim} is not a multiple of 4 (W rows are read as vec4<f16>)`;
+  // dy is read as vec4<f32>: its window must start and end on whole vec4s.
+  for (const [k, v] of [['outDim', a.outDim], ['dyStride', a.dyStride ?? a.outDim], ['dyOffset', a.dyOffset ?? 0]] as const) {
+    if (v % 4) return `${k} ${v} is not a multiple of 4 (dy is read as vec4<f32>)`;
+  }
   const blocks = feasibleBlocks(ctx, s);
   if (typeof blocks === 'string') return blocks;
   if (a.block !== undefined && !blocks.includes(a.block)) return `block ${a.block} is not available here (only ${blocks.join(', ')})`;

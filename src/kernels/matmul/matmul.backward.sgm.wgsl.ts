@@ -64,9 +64,9 @@ export function sgmBackwardGeometry(s: SubgroupMatrixShape, block: SgmBackwardBl
 const range = (n: number): number[] => [...Array(n).keys()];
 
 /**
- * The kernel. Bindings: 0 W `array<vec4<f16>>` [*, inDim], 1 dy f32 [n, dyStride], 2 out f32 (dx [n, inDim],
+ * The kernel. Bindings: 0 W `array<vec4<f16>>` [*, inDim], 1 dy `array<vec4<f32>>` [n, dyStride], 2 out f32 (dx [n, inDim],
  * or with P.split the partials [splits, n, inDim], overwritten), 3 Params. Grid [ceil(inDim / block),
- * ceil(n / block), splits]; inDim must be a multiple of 4. Needs native f16, `subgroups` and the feature.
+ * ceil(n / block), splits]; inDim, outDim, dyStride and dyOffset must be multiples of 4 (dy is read as vec4s). Needs native f16, `subgroups` and the feature.
  * `emulate` (tests only): the same staging, scaling, offsets and epilogue with each matrix operation done by
  * plain per-lane loops (lane t of a subgroup owns elements t, t + size, ... of each result matrix) and
  * subgroups of `s.subgroupSize` counted from the local index, so a GPU without the feature (lavapipe) checks
@@ -149,7 +149,7 @@ fn emuMma(lo: u32, ro: u32, e0: u32, a: vec4<f32>) -> vec4<f32> {
 // Params as matmulBackwardWgsl's, plus split: 1 = write partials[wg.z] (no accumulate), 0 = (+)= into dx.
 struct Params { n: u32, inDim: u32, outDim: u32, rowOffset: u32, accumulate: u32, dyStride: u32, dyOffset: u32, slice: u32, split: u32 }
 @group(0) @binding(0) var<storage, read> W: array<vec4<f16>>;
-@group(0) @binding(1) var<storage, read> dy: array<f32>;
+@group(0) @binding(1) var<storage, read> dy: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
 @group(0) @binding(3) var<uniform> P: Params;
 
@@ -173,7 +173,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, ${ops.builtins}) {
   let sc = (sg % ${g.sgCols}u) * ${g.tn * s.N}u;
   let w4PerRow = P.inDim / 4u;
 
-  // Row scales. 32 consecutive invocations read one row's k range (coalesced), 8 rows at a time.
+  // Row scales. 32 consecutive invocations read one row's k range as vec4s (coalesced), 8 rows at a time; the
+  // maximum is taken on the magnitude bits (non-negative floats order as their bits; NaN and inf above all).
+  let dy4PerRow = P.dyStride / 4u;
+  let k4Begin = kBegin / 4u;
+  let k4End = kEnd / 4u;
   for (var r = lid; r < ${B}u; r += ${SGM_BWD_WORKGROUP}u) { atomicStore(&rowMax[r], 0u); }
   workgroupBarrier();
   for (var rb = 0u; rb < ${B}u; rb += ${SGM_BWD_WORKGROUP / 32}u) {
@@ -181,8 +185,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, ${ops.builtins}) {
     let r = row0 + lr;
     var m = 0u;
     if (r < P.n) {
-      let base = r * P.dyStride + P.dyOffset;
-      for (var k = kBegin + lid % 32u; k < kEnd; k += 32u) { m = max(m, bitcast<u32>(dy[base + k]) & 0x7fffffffu); }
+      let base = r * dy4PerRow + P.dyOffset / 4u;
+      for (var k4 = k4Begin + lid % 32u; k4 < k4End; k4 += 32u) {
+        let b = bitcast<vec4<u32>>(dy[base + k4]) & vec4<u32>(0x7fffffffu);
+        m = max(m, max(max(b.x, b.y), max(b.z, b.w)));
+      }
     }
     atomicMax(&rowMax[lr], m);
   }
@@ -200,26 +207,38 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, ${ops.builtins}) {
 
 ${ops.accs}
   for (var k0 = kBegin; k0 < kEnd; k0 += ${SGM_BWD_STEP}u) {
-    // dy: ${B} rows x ${SGM_BWD_STEP} k, scaled per row and rounded to f16.
-    for (var e = lid; e < ${B * SGM_BWD_STEP}u; e += ${SGM_BWD_WORKGROUP}u) {
-      let lr = e / ${SGM_BWD_STEP}u;
-      let kc = e % ${SGM_BWD_STEP}u;
+    // dy: ${B} rows x ${SGM_BWD_STEP / 4} vec4 of k, scaled per row and rounded to f16; W: rows k0 .. k0+${SGM_BWD_STEP - 1},
+    // columns col0 .. col0+${B - 1} as ${B / 4} vec4 a row. Straight-line, a fixed count per invocation, bounds by
+    // clamped loads and select (the forward kernels' staging: looped, branching staging was several times slower).
+${range((B * (SGM_BWD_STEP / 4)) / SGM_BWD_WORKGROUP)
+  .map(
+    (q) => `    {
+      let e = lid + ${q * SGM_BWD_WORKGROUP}u;
+      let lr = e / ${SGM_BWD_STEP / 4}u;
+      let kq = e % ${SGM_BWD_STEP / 4}u;
       let r = row0 + lr;
-      let k = k0 + kc;
-      var v = 0.0;
-      if (r < P.n && k < kEnd) { v = dy[r * P.dyStride + P.dyOffset + k] * rowUp[lr]; }
-      tdy[lr * ${SL}u + kc] = f16(v);
-    }
-    // W: rows k0 .. k0+${SGM_BWD_STEP - 1}, columns col0 .. col0+${B - 1} as ${B / 4} vec4 per row.
-    for (var e = lid; e < ${SGM_BWD_STEP * (B / 4)}u; e += ${SGM_BWD_WORKGROUP}u) {
+      let k = k0 + kq * 4u;
+      let ok = r < P.n && k < kEnd;
+      let v = select(vec4<f32>(0.0), dy[min(r, P.n - 1u) * dy4PerRow + (P.dyOffset + min(k, kEnd - 4u)) / 4u], ok) * rowUp[lr];
+      let o = lr * ${SL}u + kq * 4u;
+      tdy[o] = f16(v.x); tdy[o + 1u] = f16(v.y); tdy[o + 2u] = f16(v.z); tdy[o + 3u] = f16(v.w);
+    }`,
+  )
+  .join('\n')}
+${range((SGM_BWD_STEP * (B / 4)) / SGM_BWD_WORKGROUP)
+  .map(
+    (q) => `    {
+      let e = lid + ${q * SGM_BWD_WORKGROUP}u;
       let kr = e / ${B / 4}u;
       let cq = e % ${B / 4}u;
       let k = k0 + kr;
-      var v = vec4<f16>(0.0);
-      if (k < kEnd && col0 + cq * 4u < P.inDim) { v = W[(P.rowOffset + k) * w4PerRow + col0 / 4u + cq]; }
+      let c = col0 + cq * 4u;
+      let v = select(vec4<f16>(0.0), W[(P.rowOffset + min(k, kEnd - 1u)) * w4PerRow + min(c, P.inDim - 4u) / 4u], k < kEnd && c < P.inDim);
       let o = kr * ${SR}u + cq * 4u;
       tw[o] = v.x; tw[o + 1u] = v.y; tw[o + 2u] = v.z; tw[o + 3u] = v.w;
-    }
+    }`,
+  )
+  .join('\n')}
     workgroupBarrier();
     for (var kk = 0u; kk < ${SGM_BWD_STEP}u; kk += ${s.K}u) {
 ${ops.step}
