@@ -166,7 +166,7 @@ async function speed(rt: Qwen2Runtime, m: Model, prompt: number, decode: number,
   const floorOf = (b: BatchDecode): BatchDecode =>
     bandwidth === null || b.rowsPerStep === 0
       ? b
-      : { ...b, bandwidthFloor: batchBandwidthFloor(config, bandwidth, rt.weights.bytes, { rowsPerStep: b.rowsPerStep, prompt, decodeSteps: b.steps, sharedPromptTokens: b.sharedPromptTokens }, b.tokensPerSec) };
+      : { ...b, bandwidthFloor: batchBandwidthFloor(config, bandwidth, rt.weights.decodeBytes, { rowsPerStep: b.rowsPerStep, prompt, decodeSteps: b.steps, sharedPromptTokens: b.sharedPromptTokens }, b.tokensPerSec) };
   const distinct = floorOf(await batchDecode(rt, (j) => ids.map((id) => (id + 101 * j) % V), decode, decodeTps));
   const group = floorOf(await batchDecode(rt, (j) => ids.map((id, k) => (k < prompt - GROUP_TAIL ? id : (id + 101 * j) % V)), decode, decodeTps));
   const batch = { distinct, group };
@@ -182,7 +182,7 @@ async function speed(rt: Qwen2Runtime, m: Model, prompt: number, decode: number,
     decodeTokens: steps,
     decodeMs: out.decodeMs,
     decodeTokensPerSec: decodeTps,
-    decodeWeightBytesPerSec: decodeTps * rt.weights.bytes,
+    decodeWeightBytesPerSec: decodeTps * rt.weights.decodeBytes,
     sampledDecodeTokensPerSec: sampledSteps > 0 ? sampledSteps / (sampled.decodeMs / 1000) : 0,
     sampledRedrawnTokens: sampled.redrawnTokens,
     batchDecode: batch,
@@ -191,7 +191,7 @@ async function speed(rt: Qwen2Runtime, m: Model, prompt: number, decode: number,
     scoreTokensPerSec: (scoreSeqs * prompt) / (scoreMs / 1000),
     gpuMemory: rt.memory(),
   };
-  if (bandwidth !== null) r.bandwidthFloor = bandwidthFloor(config, bandwidth, rt.weights.bytes, prompt, steps, decodeTps, context);
+  if (bandwidth !== null) r.bandwidthFloor = bandwidthFloor(config, bandwidth, rt.weights.decodeBytes, prompt, steps, decodeTps, context);
   log(`${m.name}: score ${r.scoreTokensPerSec.toFixed(1)} tok/s, prefill ${r.prefillTokensPerSec.toFixed(1)} tok/s, decode ${r.decodeTokensPerSec.toFixed(2)} tok/s (${(r.decodeWeightBytesPerSec / 1e9).toFixed(2)} GB/s of weights), at T=1 ${r.sampledDecodeTokensPerSec.toFixed(2)} tok/s (${r.sampledRedrawnTokens} of ${sampled.tokens.length} redrawn on the CPU); ${distinct.sequences} sequences together ${distinct.tokensPerSec.toFixed(2)} tok/s (${distinct.speedup.toFixed(2)}x one), sharing a ${group.sharedPromptTokens}-token head ${group.tokensPerSec.toFixed(2)} tok/s${group.bandwidthFloor ? ` (${(100 * group.bandwidthFloor.fractionOfFloor).toFixed(2)} % of their floor)` : ''}`);
   return r;
 }

@@ -37,6 +37,9 @@ describe('f16 copies of 4-bit layer matrices', async () => {
       const qkvRows = (c.numHeads + 2 * c.numKvHeads) * c.headDim;
       const copyBytes = c.numLayers * 2 * (qkvRows * H + H * c.numHeads * c.headDim + 2 * c.intermediateSize * H + H * c.intermediateSize);
       expect(w.bytes - plain.bytes).toBe(copyBytes);
+      expect(w.f16CopyBytes).toBe(copyBytes);
+      expect(w.decodeBytes).toBe(plain.bytes);
+      expect(plain.f16CopyBytes).toBe(0);
       // The down projection of layer 1, every value.
       const down = q4(L.down);
       const raw = source.raw('model.layers.1.mlp.down_proj.q_weight') as Uint32Array;

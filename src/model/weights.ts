@@ -113,7 +113,14 @@ export class Qwen2Weights {
     /** GPU bytes held by this object. */
     readonly bytes: number,
     private readonly buffers: GPUBuffer[],
+    /** Of `bytes`, the f16 copies of 4-bit matrices (UploadOptions.f16Copies): a decode never reads them. */
+    readonly f16CopyBytes = 0,
   ) {}
+
+  /** Bytes a decode step reads at most: every weight but the f16 copies (the bandwidth floors' measure). */
+  get decodeBytes(): number {
+    return this.bytes - this.f16CopyBytes;
+  }
 
   /**
    * Checks `src` against `config` (names and shapes) and uploads it. A tied checkpoint that also carries
@@ -237,6 +244,7 @@ export class Qwen2Weights {
       return { w, s };
     };
     const copies = opts.f16Copies ?? ctx.caps.subgroupMatrix !== null;
+    let copyBytes = 0;
     if (copies && !ctx.caps.f16) throw new Error('4-bit weights: f16 copies of the layer matrices need a device with shader-f16');
     const matrix = async (name: string, rows: number, inDim: number): Promise<Q4Weight> => {
       const { w, s } = q4Arrays(name, rows, inDim);
@@ -245,6 +253,7 @@ export class Qwen2Weights {
         const f16 = await q4DequantF16(ctx, `${name}.f16`, m, rows, inDim);
         buffers.push(f16);
         bytes += f16.size;
+        copyBytes += f16.size;
         m.f16 = f16;
       }
       step(name);
@@ -306,7 +315,7 @@ export class Qwen2Weights {
       }
       const [finalNorm] = await vector('model.norm.weight', H);
       const head = c.tieWordEmbeddings ? embed : await table('lm_head');
-      return new Qwen2Weights(config, embed, head, layers, finalNorm, bytes, buffers);
+      return new Qwen2Weights(config, embed, head, layers, finalNorm, bytes, buffers, copyBytes);
     } catch (e) {
       for (const b of buffers) b.destroy();
       throw e;

@@ -20,9 +20,14 @@ export const SGM_WORKGROUP = 256;
 export const SGM_TILE_K = 32;
 /** Staged rows are padded by 8 f16 (16 bytes) so rows start on different banks and stay 16-byte aligned. */
 export const SGM_PAD = 8;
-/** Rows of x per block: 128 (the probe's best), or 64 where 128-row blocks leave the GPU idle (few blocks). */
+/** Rows of x per block: 64 (SGM_BLOCK_ROWS) or 128 (the probe's layout; benchmarks). */
 export type SgmBlockRows = 128 | 64;
-/** A grid with fewer 128-row blocks than this takes 64-row ones (an H100/H200 has 132 multiprocessors). */
+/**
+ * The block height the matmuls take: 64 rows x 128 columns. On an H200 (2026-11-27, kit kernel table, GPU warmed
+ * up) it beat 128 x 128 on every training shape, wide grids included: gate/up 768 x 896 x 9728 62.1 against
+ * 52.8 TFLOP/s, 512 x 896 x 4864 45.2 against 35.0, down 768 x 4864 x 896 33.0 against 21.9, q 18.2 against 12.9.
+ */
+export const SGM_BLOCK_ROWS: SgmBlockRows = 64;
 export const SGM_FULL_GRID = 128;
 
 export interface SgmGeometry {
@@ -59,19 +64,12 @@ export function sgmGeometry(s: SubgroupMatrixShape, rows: SgmBlockRows = 128): S
 }
 
 /** Why a matmul cannot use these kernels on a device (null when it can). */
-export function sgmProblem(s: SubgroupMatrixShape, limits: { maxComputeWorkgroupStorageSize: number; maxComputeInvocationsPerWorkgroup: number }, rows: SgmBlockRows = 128): string | null {
+export function sgmProblem(s: SubgroupMatrixShape, limits: { maxComputeWorkgroupStorageSize: number; maxComputeInvocationsPerWorkgroup: number }, rows: SgmBlockRows = SGM_BLOCK_ROWS): string | null {
   const g = sgmGeometry(s, rows);
   if (typeof g === 'string') return g;
   if (g.workgroupBytes > limits.maxComputeWorkgroupStorageSize) return `needs ${g.workgroupBytes} B of workgroup memory, the device grants ${limits.maxComputeWorkgroupStorageSize} B`;
   if (SGM_WORKGROUP > limits.maxComputeInvocationsPerWorkgroup) return `needs ${SGM_WORKGROUP} invocations per workgroup`;
   return null;
-}
-
-/** 128-row blocks unless their grid would have fewer than SGM_FULL_GRID workgroups (then 64-row ones). */
-export function sgmBlockRows(s: SubgroupMatrixShape, n: number, outDim: number): SgmBlockRows {
-  const g = sgmGeometry(s, 128);
-  if (typeof g === 'string') return 128;
-  return Math.ceil(n / g.blockRows) * Math.ceil(outDim / g.blockCols) >= SGM_FULL_GRID ? 128 : 64;
 }
 
 /** Grid [column blocks, row blocks], checked against the device's per-dimension limit. */

@@ -11,8 +11,13 @@ import { matmulBackwardSgmWgsl, SGM_BWD_BLOCKS, SGM_BWD_STEP, SGM_BWD_WORKGROUP,
 import { checkPartials, partialsRoom, planSplitK, splitKReduce, type SplitKArgs } from './matmul.splitk';
 
 const KERNEL = 'matmulBackwardSgm';
-/** The largest block whose grid has at least this many workgroups is taken (an H100/H200 has 132 multiprocessors). */
-export const SGM_BWD_FULL_GRID = 128;
+/**
+ * The block taken where the device can run it: 64 x 64. On an H200 (2026-11-27, kit table) the 128 x 128 block
+ * of the down projection's input gradient (512 x 896 x 4864, a 152-workgroup grid) ran at 13.4 TFLOP/s, below
+ * the f32 tiles' 16.3, while 64 x 64 blocks gave 21-29 TFLOP/s on the other shapes (as the forward's 64-row blocks
+ * beat 128-row ones on every shape).
+ */
+export const SGM_BWD_BLOCK: SgmBackwardBlock = 64;
 
 export interface SgmBackwardArgs extends MatmulBackwardArgs, SplitKArgs {
   /** Force the block (tests, benchmarks); default sgmBackwardBlock's choice. */
@@ -49,12 +54,12 @@ export function sgmBackwardProblem(ctx: GpuContext, a: Pick<SgmBackwardArgs, 'in
   return null;
 }
 
-/** The largest available block whose grid over dx [n, inDim] has >= SGM_BWD_FULL_GRID workgroups, else the smallest. */
-export function sgmBackwardBlock(ctx: GpuContext, n: number, inDim: number): SgmBackwardBlock {
+/** SGM_BWD_BLOCK where the device can run it, else the block it can. */
+export function sgmBackwardBlock(ctx: GpuContext): SgmBackwardBlock {
   const s = ctx.caps.subgroupMatrix;
   const blocks = s ? feasibleBlocks(ctx, s) : 'no subgroup matrices';
   if (typeof blocks === 'string') throw new Error(`${KERNEL}: ${blocks}`);
-  return blocks.find((b) => Math.ceil(n / b) * Math.ceil(inDim / b) >= SGM_BWD_FULL_GRID) ?? blocks[blocks.length - 1];
+  return blocks.includes(SGM_BWD_BLOCK) ? SGM_BWD_BLOCK : blocks[0];
 }
 
 /**
@@ -76,7 +81,7 @@ export async function matmulBackwardSgm(ctx: GpuContext, a: SgmBackwardArgs, o: 
   }
   if (a.dy.size < a.n * dyStride * 4) throw new Error(`${KERNEL}: dy ('${a.dy.label}') is smaller than [${a.n}, ${dyStride}] f32`);
   if (a.dx.size < a.n * a.inDim * 4) throw new Error(`${KERNEL}: dx ('${a.dx.label}') is smaller than [${a.n}, ${a.inDim}] f32`);
-  const block = a.block ?? sgmBackwardBlock(ctx, a.n, a.inDim);
+  const block = a.block ?? sgmBackwardBlock(ctx);
   const wx = Math.ceil(a.inDim / block);
   const wy = Math.ceil(a.n / block);
   const max = ctx.caps.limits.maxComputeWorkgroupsPerDimension;

@@ -6,7 +6,7 @@ import { describe, expect, it, vi } from 'vitest';
 import type { GpuContext, SubgroupMatrixShape } from '../../gpu/device';
 import { linear, linearBackward } from '../../model/ops';
 import { sgmNullContext } from '../common/sgm-null-context';
-import { sgmBlockRows, sgmGeometry } from '../common/sgm-tile.wgsl';
+import { SGM_BLOCK_ROWS, sgmGeometry } from '../common/sgm-tile.wgsl';
 import { matmulSgm } from './matmul.sgm';
 import { matmulSgmWgsl } from './matmul.sgm.wgsl';
 
@@ -59,20 +59,20 @@ describe('f16-weight subgroup-matrix matmul on Dawn (null backend)', () => {
     const base = { x, y, n, inDim, outDim };
     // A 4-bit window (rowBase) with its copy: the copy, from the window's row.
     const d = await linear(ctx, { ...base, W: { ...q, rowBase: outDim, f16: W16 } });
-    expect(sgmBlockRows(shapes[0], n, outDim)).toBe(128);
-    expect(d.label).toBe('matmul_mma_16x16x16');
+    expect(SGM_BLOCK_ROWS).toBe(64);
+    expect(d.label).toBe('matmul_mma64_16x16x16');
     expect(d.buffers[0]).toBe(W16);
-    const g = sgmGeometry(shapes[0], 128);
+    const g = sgmGeometry(shapes[0], 64);
     if (typeof g === 'string') throw new Error(g);
     expect(d.workgroups).toEqual([outDim / g.blockCols, n / g.blockRows]);
     // The window's first row is in the uniform, which the null backend cannot read back: matmulSgm's bounds
     // check shows the row is counted.
     await expect(matmulSgm(ctx, { ...base, W: W16, wRow: 2 * outDim + 1 })).rejects.toThrow(/matmulSgm: W \('W.f16', .* B\) is smaller than rows \[0, 12289\) x 64 halves/);
     // No copy: the 4-bit tensor-core kernel; an f16 matrix: the f16 one; bias and accumulate keep their names.
-    expect((await linear(ctx, { ...base, W: q })).label).toBe('q4_matmul_mma_16x16x16_f16_sf16');
-    expect((await linear(ctx, { ...base, W: W16, bias: buf(outDim * 4, 'b'), accumulate: true })).label).toBe('matmul_mma_16x16x16_bias_acc');
-    // Few blocks: 64-row ones.
-    expect((await linear(ctx, { ...base, n: 100, outDim: 200, W: W16 })).label).toBe('matmul_mma64_16x16x16');
+    expect((await linear(ctx, { ...base, W: q })).label).toBe('q4_matmul_mma64_16x16x16_f16_sf16');
+    expect((await linear(ctx, { ...base, W: W16, bias: buf(outDim * 4, 'b'), accumulate: true })).label).toBe('matmul_mma64_16x16x16_bias_acc');
+    // 128-row blocks on request (benchmarks).
+    expect((await matmulSgm(ctx, { ...base, W: W16, blockRows: 128 })).label).toBe('matmul_mma_16x16x16');
     // Below 64 rows, a forced kernel or tile, or inDim not a multiple of 32: the tiled and rows kernels.
     expect((await linear(ctx, { ...base, n: 63, W: { ...q, f16: W16 } })).label).toMatch(/^q4_matmul_tiled/);
     expect((await linear(ctx, { ...base, n: 4, W: W16 })).label).toMatch(/^matmul_rows/);

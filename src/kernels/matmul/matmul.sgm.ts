@@ -1,7 +1,7 @@
 import type { GpuContext } from '../../gpu/device';
 import { getPipeline, type Dispatch } from '../../gpu/pipelines';
 import { checkDims, paramsUniform } from '../common/params';
-import { SGM_MIN_ROWS, SGM_TILE_K, sgmBlockRows, sgmGeometry, sgmGrid, sgmProblem, type SgmBlockRows } from '../common/sgm-tile.wgsl';
+import { SGM_MIN_ROWS, SGM_TILE_K, SGM_BLOCK_ROWS, sgmGeometry, sgmGrid, sgmProblem, type SgmBlockRows } from '../common/sgm-tile.wgsl';
 import type { MatmulArgs } from './matmul';
 import { matmulSgmWgsl } from './matmul.sgm.wgsl';
 
@@ -9,7 +9,7 @@ import { matmulSgmWgsl } from './matmul.sgm.wgsl';
 export interface MatmulSgmArgs extends Omit<MatmulArgs, 'kernel' | 'tileRows' | 'subgroups'> {
   /** First row of W (default 0). */
   wRow?: number;
-  /** Force the block height (benchmarks); default sgmBlockRows' choice. */
+  /** Force the block height (benchmarks); default SGM_BLOCK_ROWS. */
   blockRows?: SgmBlockRows;
   /** Benchmarks: the older looped staging, or no scratch epilogue (whole blocks only; see SgmTileOptions). */
   variant?: { staging?: 'loop' | 'unchecked'; noScratch?: boolean };
@@ -21,7 +21,7 @@ export function matmulSgmProblem(ctx: GpuContext, a: { n: number; inDim: number;
   if (!s) return 'the device was not made with subgroup matrices';
   if (a.n < SGM_MIN_ROWS) return `${a.n} rows: the tensor-core kernel takes ${SGM_MIN_ROWS} or more`;
   if (a.inDim % SGM_TILE_K) return `inDim ${a.inDim} is not a multiple of ${SGM_TILE_K}`;
-  return sgmProblem(s, ctx.caps.limits, sgmBlockRows(s, a.n, a.outDim));
+  return sgmProblem(s, ctx.caps.limits, SGM_BLOCK_ROWS);
 }
 
 /**
@@ -42,7 +42,7 @@ export async function matmulSgm(ctx: GpuContext, a: MatmulSgmArgs): Promise<Disp
   if (a.y.size < ((a.n - 1) * yStride + yOffset + a.outDim) * 4) throw new Error(`matmulSgm: y ('${a.y.label}') is smaller than [${a.n}, ${yStride}] f32`);
   if (a.bias && a.bias.size < a.outDim * 4) throw new Error(`matmulSgm: bias ('${a.bias.label}') is smaller than [${a.outDim}] f32`);
   const s = ctx.caps.subgroupMatrix!;
-  const rows = a.blockRows ?? sgmBlockRows(s, a.n, a.outDim);
+  const rows = a.blockRows ?? SGM_BLOCK_ROWS;
   const g = sgmGeometry(s, rows);
   if (typeof g === 'string') throw new Error(`matmulSgm: ${g}`);
   const forced = a.blockRows !== undefined ? sgmProblem(s, ctx.caps.limits, rows) : null;

@@ -5,7 +5,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import type { GpuContext, SubgroupMatrixShape } from '../../gpu/device';
 import { sgmNullContext } from '../common/sgm-null-context';
-import { sgmBlockRows, sgmGeometry as blockGeometry } from '../common/sgm-tile.wgsl';
+import { SGM_BLOCK_ROWS, sgmGeometry as blockGeometry } from '../common/sgm-tile.wgsl';
 import { Rng } from '../../util/rng';
 import { quantizeQ4, type Q4ScaleDtype } from './q4.ref';
 import { q4Matmul } from './q4matmul';
@@ -68,8 +68,7 @@ describe('q4 subgroup-matrix matmul on Dawn (null backend)', () => {
     const buf = (floats: number) => ctx.device.createBuffer({ size: floats * 4, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
     const [x, y, b] = [buf(n * inDim), buf(n * outDim), buf(outDim)];
     const base = { W, x, y, inDim, outDim };
-    // 2 x 2 blocks of 128 rows would leave most of a GPU idle: 64-row blocks.
-    expect(sgmBlockRows(shapes[0], n, outDim)).toBe(64);
+    expect(SGM_BLOCK_ROWS).toBe(64);
     const g = blockGeometry(shapes[0], 64);
     if (typeof g === 'string') throw new Error(g);
     const d = await q4Matmul(ctx, { ...base, n, bias: b, accumulate: true });

@@ -17,7 +17,8 @@ describe('q4 subgroup-matrix matmul WGSL', () => {
     expect(sgmProblem({ ...h200, subgroupSize: 16 }, limits)).toMatch(/subgroup size 16/);
     expect(sgmProblem({ ...h200, subgroupSize: 128 }, limits)).toMatch(/subgroup size 128/);
     expect(sgmProblem({ ...h200, K: 64 }, limits)).toMatch(/K 64 does not divide the K step 32/);
-    expect(sgmProblem(h200, { ...limits, maxComputeWorkgroupStorageSize: 16384 })).toMatch(/needs 28672 B of workgroup memory, the device grants 16384 B/);
+    expect(sgmProblem(h200, { ...limits, maxComputeWorkgroupStorageSize: 16384 }, 128)).toMatch(/needs 28672 B of workgroup memory, the device grants 16384 B/);
+    expect(sgmProblem(h200, { ...limits, maxComputeWorkgroupStorageSize: 16384 })).toMatch(/needs 23552 B/);
     expect(sgmProblem(h200, { ...limits, maxComputeInvocationsPerWorkgroup: 128 })).toMatch(/256 invocations/);
   });
 

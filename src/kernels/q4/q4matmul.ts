@@ -7,7 +7,7 @@ import { checkTileRows, tileGrid, tileRowsFor } from '../common/tile.wgsl';
 import { Q4_ROWS, Q4_ROWS_CHOICES, Q4_SMALL_N, Q4_TILE_K, q4RowsWgsl, q4TiledWgsl } from './q4matmul.wgsl';
 import { checkQ4Weight, q4Path, type Q4Weight } from './q4weight';
 import { q4SgmWgsl } from './q4matmul.sgm.wgsl';
-import { SGM_MIN_ROWS, sgmBlockRows, sgmGeometry, sgmGrid, sgmProblem } from '../common/sgm-tile.wgsl';
+import { SGM_MIN_ROWS, SGM_BLOCK_ROWS, sgmGeometry, sgmGrid, sgmProblem } from '../common/sgm-tile.wgsl';
 
 /** MatmulArgs with a 4-bit W: swapping an f16 linear for a q4 one changes only `W`. */
 export interface Q4MatmulArgs extends Omit<MatmulArgs, 'W'> {
@@ -43,7 +43,7 @@ export async function q4Matmul(ctx: GpuContext, a: Q4MatmulArgs): Promise<Dispat
   if (a.y.size < ((a.n - 1) * yStride + yOffset + a.outDim) * 4) throw new Error(`q4Matmul: y ('${a.y.label}') is smaller than [${a.n}, ${yStride}] f32`);
   if (a.bias && a.bias.size < a.outDim * 4) throw new Error(`q4Matmul: bias ('${a.bias.label}') is smaller than [${a.outDim}] f32`);
   const sgm = ctx.caps.subgroupMatrix;
-  if (sgm && a.subgroupMatrix !== false && a.kernel === undefined && a.tileRows === undefined && a.n >= SGM_MIN_ROWS && !sgmProblem(sgm, ctx.caps.limits, sgmBlockRows(sgm, a.n, a.outDim))) {
+  if (sgm && a.subgroupMatrix !== false && a.kernel === undefined && a.tileRows === undefined && a.n >= SGM_MIN_ROWS && !sgmProblem(sgm, ctx.caps.limits, SGM_BLOCK_ROWS)) {
     return q4SgmDispatch(ctx, a, yStride, yOffset);
   }
   const kernel = a.kernel ?? (a.n <= Q4_SMALL_N ? 'rows' : 'tiled');
@@ -74,7 +74,7 @@ export async function q4Matmul(ctx: GpuContext, a: Q4MatmulArgs): Promise<Dispat
 /** The subgroup-matrix kernel: same bindings and uniform as the tiled one, its own block grid. */
 async function q4SgmDispatch(ctx: GpuContext, a: Q4MatmulArgs, yStride: number, yOffset: number): Promise<Dispatch> {
   const s = ctx.caps.subgroupMatrix!;
-  const rows = sgmBlockRows(s, a.n, a.outDim);
+  const rows = SGM_BLOCK_ROWS;
   const g = sgmGeometry(s, rows);
   if (typeof g === 'string') throw new Error(`q4Matmul: ${g}`);
   const p = q4Path(ctx, a.W);
