@@ -15,6 +15,7 @@ import { requestGpu, type GpuContext } from '../src/gpu/device';
 import { Qwen2Runtime } from '../src/engine/runtime';
 import type { Qwen2Config } from '../src/io/qwen2-config';
 import { flag, log } from './flags';
+import { compareGradients, loraGradients, type GradRun } from './grad-agreement';
 import { BACKWARD_SHAPES, compareBackwardKernels, compareQ4Kernels, FORWARD_SHAPES, TRAINING_SHAPES, type BackwardRow, type ShapeRow } from './q4-mma-kernel';
 import { parseShapes } from './subgroup-matrix-check';
 import { shapedQ4Weights, shapedWeights, shapeNamed } from './shaped-model';
@@ -131,12 +132,21 @@ async function main(): Promise<void> {
     process.stdout.write(`${JSON.stringify(out, null, 2)}\n`, () => process.exit(0));
     return;
   }
+  // The LoRA gradients of one Flow-GRPO batch on each device (bench/grad-agreement.ts): --grad-seqs 0 skips.
+  const grad = { q4, seqs: Number(flag('grad-seqs', '4')), tokens: Number(flag('grad-tokens', '128')), response: Number(flag('grad-response', '32')) };
+  const gradsOn = async (ctx: GpuContext, what: string): Promise<GradRun | string | null> => {
+    if (grad.seqs <= 0) return null;
+    log(`f16-agreement: LoRA gradients, ${what}`);
+    return loraGradients(ctx, config, grad).catch((e: Error) => e.message);
+  };
+  let gradSgm: GradRun | string | null = null;
   let c: PathRun | undefined;
   let kernel: ShapeRow[] | string | undefined;
   let kernelBackward: BackwardRow[] | string | undefined;
   if (sgmShape && q4) {
     log(`f16-agreement: subgroup-matrix path (f16 -> f32 ${sgmShape.M}x${sgmShape.N}x${sgmShape.K})`);
     c = await runPath(sgmCtx, config, q4, prompt, decode);
+    gradSgm = await gradsOn(sgmCtx, 'subgroup-matrix path');
     const spec = flag('kernel-shapes', '');
     if (spec !== 'none') {
       log('f16-agreement: tiled vs subgroup-matrix 4-bit matmul');
@@ -150,15 +160,23 @@ async function main(): Promise<void> {
   log('f16-agreement: f16 path');
   const f16Ctx = await requestGpu({ subgroupMatrix: false });
   const a = await runPath(f16Ctx, config, q4, prompt, decode);
+  const gradF16 = await gradsOn(f16Ctx, 'f16 path');
   f16Ctx.device.destroy();
   log('f16-agreement: f32 path');
   const f32Ctx = await requestGpu({ f16: false, subgroupMatrix: false });
   const b = await runPath(f32Ctx, config, q4, prompt, decode);
+  const gradF32 = await gradsOn(f32Ctx, 'f32 path');
   f32Ctx.device.destroy();
+  // Each path's gradients against the f32 path's (a string: why that run failed).
+  const gradVsF32 = (g: GradRun | string | null): unknown => {
+    if (g === null || gradF32 === null) return null;
+    if (typeof g === 'string' || typeof gradF32 === 'string') return { error: typeof g === 'string' ? g : gradF32 };
+    return { ...compareGradients(g, gradF32), ms: Math.round(g.ms) };
+  };
 
-  Object.assign(out, { compared: true, paths: [a, b].map((r) => ({ f16: r.f16, ms: Math.round(r.ms) })), ...comparePaths(a, b, AGREE_RELATIVE) });
+  Object.assign(out, { compared: true, paths: [a, b].map((r) => ({ f16: r.f16, ms: Math.round(r.ms) })), ...comparePaths(a, b, AGREE_RELATIVE), gradients: gradVsF32(gradF16) });
   out.sgm = c
-    ? { offered: true, shape: sgmShape, pipelines: c.sgmPipelines, ms: Math.round(c.ms), ...comparePaths(c, b, AGREE_SGM_RELATIVE), kernel: kernel ?? null, kernelBackward: kernelBackward ?? null }
+    ? { offered: true, shape: sgmShape, pipelines: c.sgmPipelines, ms: Math.round(c.ms), ...comparePaths(c, b, AGREE_SGM_RELATIVE), gradients: gradVsF32(gradSgm), kernel: kernel ?? null, kernelBackward: kernelBackward ?? null }
     : { offered: !!sgmShape, why: sgmShape ? 'the subgroup-matrix kernel is 4-bit only (--q4 0)' : 'no subgroup matrices with an f16 -> f32 config here' };
   if (c && c.sgmPipelines.length === 0) Object.assign(out.sgm as object, { agree: false, why: 'no subgroup-matrix pipeline was built: the kernel did not run' });
   log(`f16-agreement: logits rel ${(out.logitsRelative as number).toExponential(2)}, argmax ${out.argmaxSame ? 'same' : 'differs'}, greedy ${out.greedySameTokens}/${decode} shared`);

@@ -13,6 +13,16 @@ function at(v: unknown, ...path: Array<string | number>): number | null {
   return typeof x === 'number' && Number.isFinite(x) ? x : null;
 }
 
+/** A string at a path, or null. */
+function atText(v: unknown, ...path: string[]): string | null {
+  let x = v;
+  for (const k of path) {
+    if (x === null || typeof x !== 'object') return null;
+    x = (x as Record<string, unknown>)[k];
+  }
+  return typeof x === 'string' ? x : null;
+}
+
 const round = (x: number | null, digits = 3): number | null => (x === null ? null : Number(x.toPrecision(digits + 1)));
 
 export interface BenchHeadline {
@@ -107,6 +117,8 @@ export function headlines(partNames: string[], read: (part: string) => unknown):
       return typeof v === 'boolean' ? v : null;
     };
     const check: Record<string, unknown> = { f16Offered: b('f16Offered'), compared: b('compared'), agree: b('agree'), logitsRelative: at(fc, 'logitsRelative'), argmaxSame: b('argmaxSame'), greedySameTokens: at(fc, 'greedySameTokens'), scoreMaxAbsDiff: at(fc, 'scoreMaxAbsDiff') };
+    // The LoRA gradients against the f32 path's, where the part computed them (bench/grad-agreement.ts).
+    if ((fc as { gradients?: unknown }).gradients) check.gradients = gradHeadline((fc as { gradients: unknown }).gradients);
     out['f16-check'] = check;
     const sgm = (fc as { sgm?: unknown }).sgm;
     // The subgroup-matrix path against the f32 path (bench/f16-agreement.ts), when the part ran it.
@@ -133,10 +145,18 @@ export function headlines(partNames: string[], read: (part: string) => unknown):
 }
 
 /** offered, agree (null when not run), how far from the f32 path, and whether its kernel was built at all. */
+/** A gradient comparison's relative L2 error, cosine and worst tensor (or the error that stopped it). */
+function gradHeadline(g: unknown): Record<string, unknown> {
+  const e = atText(g, 'error');
+  if (e !== null) return { error: e };
+  return { relativeL2: at(g, 'relativeL2'), cosine: at(g, 'cosine'), worstTensor: atText(g, 'worstTensor', 'name'), worstRelativeL2: at(g, 'worstTensor', 'relativeL2'), nonFinite: at(g, 'nonFinite') };
+}
+
 export function sgmCheckHeadline(sgm: Record<string, unknown>): Record<string, unknown> {
   const b = (k: string): boolean | null => (typeof sgm[k] === 'boolean' ? (sgm[k] as boolean) : null);
   const pipelines = sgm.pipelines;
   return {
+    ...(sgm.gradients ? { gradients: gradHeadline(sgm.gradients) } : {}),
     offered: b('offered'),
     agree: b('agree'),
     logitsRelative: at(sgm, 'logitsRelative'),

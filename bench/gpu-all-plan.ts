@@ -69,7 +69,7 @@ export function plan(o: PlanOptions): Part[] {
   const parts: Part[] = [
     { name: 'adapter', what: 'adapter info: vendor, driver, features (subgroup matrix?), limits', capS: 20, run: { node: 'adapter.mjs', args: [] } },
     // Before any f16 figure counts: do the f16 shaders (Dawn's vulkan_enable_f16_on_nvidia) give the f32 path's answers here?
-    { name: 'f16-check', what: 'f16 vs f32 kernel paths on this GPU: logits, scores, greedy tokens (0.5B 4-bit shapes)', capS: 60, run: { node: 'f16-check.mjs', args: o.smoke ? ['--layers', '1', '--vocab', '4096', '--prompt', '16', '--decode', '4'] : ['--shape', '0.5b', '--q4', '1', '--prompt', '64', '--decode', '16'] } },
+    { name: 'f16-check', what: 'f16 vs f32 kernel paths on this GPU: logits, scores, greedy tokens, LoRA gradients (0.5B 4-bit shapes)', capS: 60, run: { node: 'f16-check.mjs', args: o.smoke ? ['--layers', '1', '--vocab', '4096', '--prompt', '16', '--decode', '4', '--grad-seqs', '2', '--grad-tokens', '24', '--grad-response', '8'] : ['--shape', '0.5b', '--q4', '1', '--prompt', '64', '--decode', '16'] } },
     bench('bench-0.5b-q4', 'qwen2.5-0.5b-q4', 'Qwen2.5-0.5B q4f16_1: speed, memory, train', 45),
     bench('bench-0.5b-f16', 'qwen2.5-0.5b', 'Qwen2.5-0.5B f16: speed, memory, train', 50),
     { name: 'peft-0.5b', what: 'PyTorch + PEFT on the 0.5B shapes: LoRA step, decode', capS: 85, run: { python: 'peft_step.py', args: peft('0.5b') } },
