@@ -11,7 +11,7 @@ describe('compareGradients', () => {
     // ||d|| = 0.5, ||ref|| = sqrt(26); tensor b is off by 50 %.
     expect(c.relativeL2).toBeCloseTo(0.5 / Math.sqrt(26), 4);
     expect(c.worstTensor).toEqual({ name: 'b', relativeL2: 0.5 });
-    expect(c.cosine).toBeCloseTo(27.5 / Math.sqrt(27.25 * 26), 4);
+    expect(c.cosine).toBeCloseTo(26.5 / Math.sqrt(27.25 * 26), 4);
     expect(c.loss).toEqual([1.5, 1]);
     expect(c.nonFinite).toBe(0);
     expect(compareGradients(run(1, { a: [NaN, 4], b: [0, 1] }), ref).nonFinite).toBe(1);
