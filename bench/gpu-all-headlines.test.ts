@@ -83,8 +83,9 @@ describe('run.sh all: headlines', () => {
     const back = { shape: 'gate dx 512x4864x896', tiled: { tflops: 5 }, mma: { tflops: 20, check: { maxErrorOverAbsSum: 1e-4 } }, speedup: 4 };
     expect(sgmCheckHeadline({ ...sgm, kernelBackward: [back] }).kernelBackward).toEqual([{ shape: 'gate dx 512x4864x896', speedup: 4, mmaTflops: 20, tiledTflops: 5, mmaErrorOverAbsSum: 1e-4 }]);
     expect(sgmCheckHeadline({ ...sgm, kernel: 'out of memory' }).kernel).toBe('out of memory');
-    const gradients = { loss: [1, 1], relativeL2: 0.004, worstTensor: { name: 'base_model.model.model.layers.0.mlp.down_proj.lora_A.weight', relativeL2: 0.02 }, cosine: 0.99999, nonFinite: 0, ms: 900 };
-    expect(sgmCheckHeadline({ ...sgm, gradients }).gradients).toEqual({ relativeL2: 0.004, cosine: 0.99999, worstTensor: gradients.worstTensor.name, worstRelativeL2: 0.02, nonFinite: 0 });
+    const worst = 'base_model.model.model.layers.0.mlp.down_proj.lora_A.weight';
+    const gradients = { loss: [1, 1], relativeL2: 0.004, worstTensor: { name: worst, relativeL2: 0.02, refNorm: 0.5, diffNorm: 0.01 }, largestError: { name: 'x', share: 0.3, relativeL2: 0.005 }, refNorm: 50, cosine: 0.99999, oneMinusCosine: 1e-5, nonFinite: 0, ms: 900 };
+    expect(sgmCheckHeadline({ ...sgm, gradients }).gradients).toEqual({ relativeL2: 0.004, cosine: 0.99999, oneMinusCosine: 1e-5, worstTensor: worst, worstRelativeL2: 0.02, worstNormShare: 0.01, largestErrorTensor: 'x', largestErrorShare: 0.3, nonFinite: 0 });
     expect(sgmCheckHeadline({ ...sgm, gradients: { error: 'out of memory' } }).gradients).toEqual({ error: 'out of memory' });
     const top = headlines(['f16-check'], () => ({ f16Offered: true, compared: true, gradients }))['f16-check'] as Record<string, unknown>;
     expect(top.gradients).toMatchObject({ relativeL2: 0.004, cosine: 0.99999 });

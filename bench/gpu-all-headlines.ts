@@ -149,7 +149,22 @@ export function headlines(partNames: string[], read: (part: string) => unknown):
 function gradHeadline(g: unknown): Record<string, unknown> {
   const e = atText(g, 'error');
   if (e !== null) return { error: e };
-  return { relativeL2: at(g, 'relativeL2'), cosine: at(g, 'cosine'), worstTensor: atText(g, 'worstTensor', 'name'), worstRelativeL2: at(g, 'worstTensor', 'relativeL2'), nonFinite: at(g, 'nonFinite') };
+  return {
+    relativeL2: at(g, 'relativeL2'),
+    cosine: at(g, 'cosine'),
+    oneMinusCosine: at(g, 'oneMinusCosine'),
+    worstTensor: atText(g, 'worstTensor', 'name'),
+    worstRelativeL2: at(g, 'worstTensor', 'relativeL2'),
+    // The worst tensor's norm against the whole gradient's: a near-zero tensor's relative error says little.
+    worstNormShare: (() => {
+      const t = at(g, 'worstTensor', 'refNorm');
+      const all = at(g, 'refNorm');
+      return t !== null && all ? round(t / all) : null;
+    })(),
+    largestErrorTensor: atText(g, 'largestError', 'name'),
+    largestErrorShare: at(g, 'largestError', 'share'),
+    nonFinite: at(g, 'nonFinite'),
+  };
 }
 
 export function sgmCheckHeadline(sgm: Record<string, unknown>): Record<string, unknown> {

@@ -10,7 +10,10 @@ describe('compareGradients', () => {
     const c = compareGradients(got, ref);
     // ||d|| = 0.5, ||ref|| = sqrt(26); tensor b is off by 50 %.
     expect(c.relativeL2).toBeCloseTo(0.5 / Math.sqrt(26), 4);
-    expect(c.worstTensor).toEqual({ name: 'b', relativeL2: 0.5 });
+    expect(c.worstTensor).toEqual({ name: 'b', relativeL2: 0.5, refNorm: 1, diffNorm: 0.5 });
+    expect(c.largestError).toEqual({ name: 'b', share: 1, relativeL2: 0.5 });
+    expect(c.refNorm).toBeCloseTo(Math.sqrt(26), 3);
+    expect(c.oneMinusCosine).toBeCloseTo(1 - 26.5 / Math.sqrt(27.25 * 26), 4);
     expect(c.cosine).toBeCloseTo(26.5 / Math.sqrt(27.25 * 26), 4);
     expect(c.loss).toEqual([1.5, 1]);
     expect(c.nonFinite).toBe(0);

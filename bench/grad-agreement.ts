@@ -51,8 +51,13 @@ export interface GradComparison {
   loss: [number, number];
   /** ||a - b|| / ||b|| over all tensors, and the worst tensor's. */
   relativeL2: number;
-  worstTensor: { name: string; relativeL2: number };
+  /** The tensor with the largest error relative to its own norm, with both norms (a near-zero tensor can top it). */
+  worstTensor: { name: string; relativeL2: number; refNorm: number; diffNorm: number };
+  /** The tensor carrying the largest share of the total error ||a - b||^2. */
+  largestError: { name: string; share: number; relativeL2: number };
+  refNorm: number;
   cosine: number;
+  oneMinusCosine: number;
   nonFinite: number;
 }
 
@@ -63,7 +68,8 @@ export function compareGradients(a: GradRun, b: GradRun): GradComparison {
   let ab = 0;
   let aa = 0;
   let nonFinite = 0;
-  let worst = { name: '', relativeL2: 0 };
+  let worst = { name: '', relativeL2: 0, refNorm: 0, diffNorm: 0 };
+  let largest = { name: '', d2: 0, relativeL2: 0 };
   for (const [name, gb] of b.grads) {
     const ga = a.grads.get(name);
     if (!ga || ga.length !== gb.length) throw new Error(`gradient '${name}' missing or of another size on the compared path`);
@@ -80,8 +86,19 @@ export function compareGradients(a: GradRun, b: GradRun): GradComparison {
     dd += d2;
     bb += b2;
     const rel = b2 > 0 ? Math.sqrt(d2 / b2) : Math.sqrt(d2);
-    if (rel > worst.relativeL2) worst = { name, relativeL2: rel };
+    if (rel > worst.relativeL2) worst = { name, relativeL2: rel, refNorm: Math.sqrt(b2), diffNorm: Math.sqrt(d2) };
+    if (d2 > largest.d2) largest = { name, d2, relativeL2: rel };
   }
   const round = (x: number): number => Number(x.toPrecision(4));
-  return { loss: [a.loss, b.loss], relativeL2: round(Math.sqrt(dd / bb)), worstTensor: { name: worst.name, relativeL2: round(worst.relativeL2) }, cosine: round(ab / Math.sqrt(aa * bb)), nonFinite };
+  return {
+    loss: [a.loss, b.loss],
+    relativeL2: round(Math.sqrt(dd / bb)),
+    worstTensor: { name: worst.name, relativeL2: round(worst.relativeL2), refNorm: round(worst.refNorm), diffNorm: round(worst.diffNorm) },
+    largestError: { name: largest.name, share: dd > 0 ? round(largest.d2 / dd) : 0, relativeL2: round(largest.relativeL2) },
+    refNorm: round(Math.sqrt(bb)),
+    // 1 - cosine: the cosine itself rounds to 1 at 4 digits.
+    cosine: round(ab / Math.sqrt(aa * bb)),
+    oneMinusCosine: round(1 - ab / Math.sqrt(aa * bb)),
+    nonFinite,
+  };
 }
