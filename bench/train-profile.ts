@@ -1,5 +1,5 @@
 // npx tsx bench/train-profile.ts [--q4 1] [--tokens 512] [--seqs 8] [--rank 16] [--response N]
-//   [--micro-batch 768] [--layers 24] [--vocab N] [--logits-rows 32] [--reps N] [--shape 0.5b|1.5b]
+//   [--micro-batch 768] [--layers 24] [--vocab N] [--logits-rows N (default: the trainer's, 32 or 64 with subgroup matrices)] [--reps N] [--shape 0.5b|1.5b]
 // Where one Flow-GRPO update's GPU time goes, for the Qwen2.5-0.5B-shaped planner (random values; --q4 picks the
 // 4-bit base; --shape 1.5b: Qwen2.5-1.5B's shapes). The update is what grpoStep runs after the reference logprobs:
 // zero the LoRA gradients, then per micro-batch the forward that keeps activations, the logprob chunks, the grpo
@@ -19,6 +19,7 @@ import { requestGpu, type GpuContext } from '../src/gpu/device';
 import { encodeDispatch, type Dispatch } from '../src/gpu/pipelines';
 import { encodeSteps, dispatchStep, type Step } from '../src/model/graph';
 import { Qwen2Runtime } from '../src/engine/runtime';
+import { defaultLogitsRows } from '../src/engine/runtime-options';
 import type { ActivationPlan } from '../src/model/activations';
 import { LORA_MODULES } from '../src/io/peft';
 import { DEFAULT_GRPO_CONFIG } from '../src/trainer/grpo-config';
@@ -108,7 +109,7 @@ async function main(): Promise<void> {
   const rank = num('rank', '16');
   const response = num('response', String(Math.max(1, Math.floor(tokens / 4))));
   const microBatchTokens = num('micro-batch', String(Math.max(DEFAULT_GRPO_CONFIG.microBatchTokens, tokens)));
-  const logitsRows = num('logits-rows', '32');
+  const logitsRows = num('logits-rows', String(defaultLogitsRows(ctx.caps)));
   const reps = num('reps', ctx.caps.isSoftware ? '1' : '3');
   const shape = flag('shape', '0.5b');
   const base = shapeNamed(shape);

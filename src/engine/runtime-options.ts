@@ -1,6 +1,7 @@
 // What a Qwen2Runtime is created with, its defaults and checks, and the row counts its calls round to.
 import { Q4_SMALL_N } from '../kernels/q4/q4matmul.wgsl';
 import { SMALL_N } from '../kernels/matmul/matmul.wgsl';
+import { SGM_MIN_ROWS } from '../kernels/common/sgm-tile.wgsl';
 import { checkStallMs } from './decode-stall';
 import type { Qwen2Config } from '../io/qwen2-config';
 import type { UploadProgress } from '../model/weights';
@@ -10,7 +11,7 @@ export interface RuntimeOptions {
   maxContext?: number;
   /** Rows in one packed scoring / prefill batch (longer single sequences get their own batch). Default 512. */
   maxBatchRows?: number;
-  /** Rows of logits computed at once when scoring. Default 32. */
+  /** Rows of logits computed at once when scoring. Default defaultLogitsRows (32; 64 with subgroup matrices). */
   logitsRows?: number;
   onProgress?: (p: UploadProgress) => void;
   /** Cap on one embedding / LM-head chunk (default: the device's binding limit). */
@@ -58,13 +59,23 @@ export function defaultMaxContext(config: Qwen2Config): number {
   return Math.min(config.maxPositionEmbeddings, 4096);
 }
 
-export function runtimeLimits(config: Qwen2Config, o: RuntimeOptions): RuntimeLimits {
+/**
+ * Logits rows per LM-head chunk when not asked for: 32 (a [32, vocab] f32 buffer, 19 MB for Qwen2.5), or
+ * SGM_MIN_ROWS on a device with subgroup matrices, so scoring's and training's LM-head chunks reach the
+ * tensor-core kernels (which take 64 rows or more; 32-row chunks ran on the f32 tiles, 63 ms of a 596 ms update
+ * on an H200, 2026-11-27). Not yet timed on a GPU.
+ */
+export function defaultLogitsRows(caps: { subgroupMatrix: unknown }): number {
+  return caps.subgroupMatrix ? SGM_MIN_ROWS : 32;
+}
+
+export function runtimeLimits(config: Qwen2Config, o: RuntimeOptions, caps: { subgroupMatrix: unknown } = { subgroupMatrix: null }): RuntimeLimits {
   const maxContext = o.maxContext ?? defaultMaxContext(config);
   const batchContext = o.batchContext ?? maxContext;
   if (!Number.isInteger(batchContext) || batchContext < maxContext) {
     throw new Error(`runtime: batchContext must be an integer >= maxContext (${maxContext}), got ${o.batchContext}`);
   }
-  return { maxContext, maxBatchRows: o.maxBatchRows ?? 512, logitsRows: o.logitsRows ?? 32, batchContext, stallMs: checkStallMs(o.stallTimeoutMs) };
+  return { maxContext, maxBatchRows: o.maxBatchRows ?? 512, logitsRows: o.logitsRows ?? defaultLogitsRows(caps), batchContext, stallMs: checkStallMs(o.stallTimeoutMs) };
 }
 
 /**

@@ -42,7 +42,7 @@ export class Qwen2Runtime {
   readonly batchContext: number;
 
   private constructor(readonly ctx: GpuContext, readonly config: Qwen2Config, readonly weights: Qwen2Weights, o: RuntimeOptions) {
-    const limits = runtimeLimits(config, o);
+    const limits = runtimeLimits(config, o, ctx.caps);
     ({ maxContext: this.maxContext, maxBatchRows: this.maxBatchRows, logitsRows: this.logitsRows, batchContext: this.batchContext } = limits);
     this.adapters = new AdapterSet(ctx, config);
     this.res = new RuntimeResources(ctx, config, weights, this.adapters, limits);

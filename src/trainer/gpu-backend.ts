@@ -8,6 +8,7 @@ import { submitDispatches, type Dispatch } from '../gpu/pipelines';
 import type { GpuAdapter } from '../model/adapters';
 import { LORA_MODULES, loraKey, type LoraAdapter, type LoraPair } from '../io/peft';
 import type { Qwen2Runtime } from '../engine/runtime';
+import { defaultLogitsRows } from '../engine/runtime-options';
 import { ADAMW_HYPER_BYTES, adamw as adamwKernel, writeAdamwHyper } from '../kernels/adamw/adamw';
 import { sumOfSquares } from '../kernels/reduce/reduce';
 import type { AdamWParams } from './adamw-cpu';
@@ -23,7 +24,7 @@ export interface GpuBackendOptions {
   adapterId?: string;
   /** Largest micro-batch in rows (the trainer's microBatchTokens). */
   maxRows: number;
-  /** Rows of logits per chunk (memory: logitsRows × vocab × 4 bytes). */
+  /** Rows of logits per chunk (memory: logitsRows × vocab × 4 bytes); default defaultLogitsRows (engine/runtime-options.ts). */
   logitsRows?: number;
 }
 
@@ -74,7 +75,7 @@ export class GpuPolicyBackend implements PolicyBackend {
     const gpuAdapter = await runtime.addAdapter(id, adapter);
     runtime.setActiveAdapter(id);
     const grads = await createLoraGrads(runtime.ctx, gpuAdapter);
-    const pass = await LoraBackwardPass.create(runtime.ctx, runtime.weights, gpuAdapter, grads, o.maxRows, o.logitsRows ?? 32);
+    const pass = await LoraBackwardPass.create(runtime.ctx, runtime.weights, gpuAdapter, grads, o.maxRows, o.logitsRows ?? defaultLogitsRows(runtime.ctx.caps));
     const b = new GpuPolicyBackend(runtime, id, gpuAdapter, adapter, grads, pass);
     await b.setup();
     return b;
