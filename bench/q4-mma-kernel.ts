@@ -15,13 +15,14 @@ import { dequantizeQ4, quantizeQ4 } from '../src/kernels/q4/q4.ref';
 import { q4Matmul } from '../src/kernels/q4/q4matmul';
 import { q4DequantF16 } from '../src/kernels/q4/q4dequant';
 import { matmulSgm } from '../src/kernels/matmul/matmul.sgm';
-import { destroyQ4, uploadQ4 } from '../src/kernels/q4/q4weight';
+import { destroyQ4, uploadQ4, type Q4Weight } from '../src/kernels/q4/q4weight';
 import { checkEntries, sampleEntries, tflops, type CheckResult, type Shape } from './subgroup-matrix-check';
 import { timeDispatchList, timeDispatches } from './timed-dispatch';
 import { q4MatmulBackwardSplitK } from '../src/kernels/q4/q4matmul.backward';
 import { matmulBackwardSgm } from '../src/kernels/matmul/matmul.backward.sgm';
 import { splitKPartialsBytes } from '../src/kernels/matmul/matmul.splitk';
-import { getPipeline } from '../src/gpu/pipelines';
+import { getPipeline, submitDispatches } from '../src/gpu/pipelines';
+import { createStorage } from '../src/gpu/buffers';
 import { paramsUniform } from '../src/kernels/common/params';
 import { VARIANTS, shapeProblem, subgroupMatrixWgsl } from './subgroup-matrix-wgsl';
 
@@ -65,6 +66,13 @@ async function timeDispatch(ctx: GpuContext, d: Dispatch, reps: number): Promise
 
 const round = (x: number): number => Number(x.toPrecision(4));
 
+/** A new f16 copy of W's `rows` x `inDim` values, as model/weights.ts makes them. */
+async function f16Copy(ctx: GpuContext, label: string, W: Q4Weight, rows: number, inDim: number): Promise<GPUBuffer> {
+  const out = createStorage(ctx, label, rows * inDim * 2);
+  submitDispatches(ctx, [await q4DequantF16(ctx, W, rows, inDim, out)]);
+  return out;
+}
+
 /** The probe's staged-8sg-4x2-bk32-f32a kernel (bench/subgroup-matrix-wgsl.ts) on x, the f16 copy and y. */
 async function probeDispatch(ctx: GpuContext, s: Shape, x: GPUBuffer, W16: GPUBuffer, y: GPUBuffer): Promise<Dispatch> {
   const sm = ctx.caps.subgroupMatrix!;
@@ -94,9 +102,9 @@ export async function compareQ4Kernels(ctx: GpuContext, shapes: Shape[], o: { re
     let W16: GPUBuffer | undefined;
     const run = async (subgroupMatrix: boolean, blockRows?: 128 | 64, variant?: { staging?: 'loop' | 'unchecked'; noScratch?: boolean; probe?: boolean }): Promise<KernelRun> => {
       const d = variant?.probe
-        ? await probeDispatch(ctx, s, x, (W16 ??= await q4DequantF16(ctx, `${s.name}.W.f16`, W, s.n, s.k)), y)
+        ? await probeDispatch(ctx, s, x, (W16 ??= await f16Copy(ctx, `${s.name}.W.f16`, W, s.n, s.k)), y)
         : blockRows
-        ? await matmulSgm(ctx, { W: (W16 ??= await q4DequantF16(ctx, `${s.name}.W.f16`, W, s.n, s.k)), x, y, n: s.m, inDim: s.k, outDim: s.n, blockRows, variant })
+        ? await matmulSgm(ctx, { W: (W16 ??= await f16Copy(ctx, `${s.name}.W.f16`, W, s.n, s.k)), x, y, n: s.m, inDim: s.k, outDim: s.n, blockRows, variant })
         : await q4Matmul(ctx, { W, x, y, n: s.m, inDim: s.k, outDim: s.n, subgroupMatrix });
       await timeDispatch(ctx, d, 1); // the first dispatch pays for the driver's compile
       const got = await readF32(ctx, y, s.m * s.n);
@@ -160,7 +168,7 @@ export async function compareBackwardKernels(ctx: GpuContext, shapes: Shape[], o
     for (let o2 = 0; o2 < s.k; o2++) for (let i = 0; i < s.n; i++) wt[i * s.k + o2] = wd[o2 * s.n + i];
     const dyv = rng.fill(s.m * s.k, 1e-4);
     const W = uploadQ4(ctx, `${s.name}.W`, q);
-    const W16 = ctx.caps.subgroupMatrix ? await q4DequantF16(ctx, `${s.name}.W.f16`, W, s.k, s.n) : null;
+    const W16 = ctx.caps.subgroupMatrix ? await f16Copy(ctx, `${s.name}.W.f16`, W, s.k, s.n) : null;
     const dy = f32Buffer(ctx, `${s.name}.dy`, dyv);
     const dx = ctx.device.createBuffer({ label: `${s.name}.dx`, size: s.m * s.n * 4, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC });
     const partials = ctx.device.createBuffer({ label: `${s.name}.partials`, size: Math.min(splitKPartialsBytes(s.m, s.n), ctx.caps.limits.maxStorageBufferBindingSize), usage: GPUBufferUsage.STORAGE });

@@ -5,6 +5,7 @@
 // Qwen2.5-0.5B embedding is 272 MiB in f16, over the 128 MiB many adapters allow; in 4-bit it is 72 MiB).
 import type { GpuContext } from '../gpu/device';
 import { createStorageChecked, writeBuffer } from '../gpu/buffers';
+import { submitDispatches } from '../gpu/pipelines';
 import { assertDeviceAlive } from '../gpu/device';
 import type { Q4Weight } from '../kernels/q4/q4weight';
 import { q4DequantF16 } from '../kernels/q4/q4dequant';
@@ -250,8 +251,10 @@ export class Qwen2Weights {
       const { w, s } = q4Arrays(name, rows, inDim);
       const m: Q4Weight = { qWeight: await put(`${name}.q_weight`, w), qScale: await put(`${name}.q_scale`, s), scale };
       if (copies) {
-        const f16 = await q4DequantF16(ctx, `${name}.f16`, m, rows, inDim);
+        // The f16 copy the tensor-core matmuls read (ops.linear), filled on the GPU right after the upload.
+        const f16 = await createStorageChecked(ctx, `${name}.f16`, rows * inDim * 2);
         buffers.push(f16);
+        submitDispatches(ctx, [await q4DequantF16(ctx, m, rows, inDim, f16)]);
         bytes += f16.size;
         copyBytes += f16.size;
         m.f16 = f16;
