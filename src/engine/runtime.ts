@@ -24,7 +24,7 @@ import { Qwen2Weights, type Q4WeightSource, type WeightSource } from '../model/w
 // The generation contract lives in generation.ts (the decoder uses it without importing the runtime);
 // re-exported here for the runtime's callers, as are its options and row limits.
 export type { GenerateRequest, GenerateTokensOptions, TokenGeneration } from './generation';
-export { decodeRowBucket, defaultMaxContext, GENERAL_DECODE_ROWS, MAX_DECODE_ROWS, type GpuMemoryReport, type RuntimeOptions } from './runtime-options';
+export { decodeRowBucket, defaultLogitsRows, defaultMaxContext, GENERAL_DECODE_ROWS, MAX_DECODE_ROWS, type GpuMemoryReport, type RuntimeOptions } from './runtime-options';
 
 /** The result of a request that asks for no tokens (aborted already, or maxNewTokens 0), else null. */
 function nothingToGenerate(c: CheckedRequest): TokenGeneration | null {
