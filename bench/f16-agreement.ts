@@ -1,4 +1,5 @@
-// npx tsx bench/f16-agreement.ts [--shape 0.5b] [--q4 1] [--prompt 64] [--decode 16] [--layers N] [--vocab V]:
+// npx tsx bench/f16-agreement.ts [--shape 0.5b] [--q4 1] [--prompt 64] [--decode 16] [--layers N] [--vocab V]
+//   [--grad-seqs 4] [--grad-tokens 128] [--grad-response 32] [--kernel-shapes none|name:KxN,...] [--emulate-sgm 1]:
 // whether the runtime's two kernel paths agree on THIS GPU. One process makes two devices from the same Dawn
 // instance, one with `shader-f16` (the f16 path) and one without (the packed-f16 / f32 path), loads the same
 // random-valued model on each and compares the last row's logits of a prompt, the scored log-probs of the prompt
@@ -117,7 +118,10 @@ async function main(): Promise<void> {
 
   // The first device makes the process's Dawn instance: asking it for subgroup matrices gives the instance
   // allow_unsafe_apis, so the adapter shows whether they are offered; the f16 and f32 devices never use them.
-  const sgmCtx = await requestGpu({ subgroupMatrix: true });
+  // --emulate-sgm 1 (diagnostics on a GPU without the feature, e.g. lavapipe): the tensor-core path's numerics with
+  // each matrix operation emulated by per-lane loops (GpuRequestOptions.emulateSubgroupMatrix); slow.
+  const emulate = flag('emulate-sgm', '0') === '1';
+  const sgmCtx = await requestGpu(emulate ? { emulateSubgroupMatrix: { M: 16, N: 16, K: 16, subgroupSize: 32 } } : { subgroupMatrix: true });
   const sgmShape = sgmCtx.caps.subgroupMatrix;
   const out: Record<string, unknown> = {
     device: sgmCtx.caps.description,

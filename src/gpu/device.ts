@@ -37,6 +37,11 @@ export interface SubgroupMatrixShape {
   N: number;
   K: number;
   subgroupSize: number;
+  /**
+   * Diagnostics only (GpuRequestOptions.emulateSubgroupMatrix): no such feature; the tensor-core kernels are
+   * built with each matrix operation as per-lane loops, so a GPU without it (lavapipe) runs their numerics.
+   */
+  emulated?: true;
 }
 
 export interface GpuContext {
@@ -62,6 +67,12 @@ export interface GpuRequestOptions {
    * is made by the first request, with that toggle when the variable is set or that request passes true.
    */
   subgroupMatrix?: boolean;
+  /**
+   * Diagnostics only (bench/f16-agreement.ts --emulate-sgm): claim subgroup matrices of this shape without the
+   * feature, the kernels emulating each matrix operation (SubgroupMatrixShape.emulated). Needs `shader-f16`;
+   * slow (software loops), never for real work.
+   */
+  emulateSubgroupMatrix?: SubgroupMatrixShape;
 }
 
 export class WebGpuUnavailableError extends AgentFlowError {
@@ -228,7 +239,7 @@ export async function requestGpu(options: GpuRequestOptions = {}): Promise<GpuCo
     description,
     f16: device.features.has('shader-f16'),
     subgroups: device.features.has('subgroups'),
-    subgroupMatrix: sgm && device.features.has(SUBGROUP_MATRIX as GPUFeatureName) ? sgm : null,
+    subgroupMatrix: sgm && device.features.has(SUBGROUP_MATRIX as GPUFeatureName) ? sgm : options.emulateSubgroupMatrix && device.features.has('shader-f16') ? { ...options.emulateSubgroupMatrix, emulated: true } : null,
     features: [...device.features].map(String).sort(),
     limits,
     isSoftware: /llvmpipe|lavapipe|swiftshader|software/i.test(`${description} ${info.architecture ?? ''} ${info.vendor ?? ''}`),

@@ -131,7 +131,7 @@ export function sgmTileWgsl(src: SgmTileSource, s: SubgroupMatrixShape, o: SgmTi
   const tiles = range(g.tm).flatMap((i) => range(g.tn).map((j) => [i, j] as const));
   const left = `subgroup_matrix_left<f16, ${s.K}, ${s.M}>`;
   const right = `subgroup_matrix_right<f16, ${s.N}, ${s.K}>`;
-  const em = o.emulate === true;
+  const em = o.emulate === true || s.emulated === true;
   const per = MN / s.subgroupSize;
   const ops0 = { yAt: (t: number) => `(at + ((lane + ${t * s.subgroupSize}u) / ${s.N}u) * dims.yStride + (lane + ${t * s.subgroupSize}u) % ${s.N}u)` };
   const ops = em

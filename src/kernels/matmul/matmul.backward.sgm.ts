@@ -92,7 +92,7 @@ export async function matmulBackwardSgm(ctx: GpuContext, a: SgmBackwardArgs, o: 
   if (split && (out === a.dy || out === a.dx || out === a.W)) throw new Error(`${KERNEL}: partials must be a buffer of its own`);
   // Profiles cut labels at "_sg": the names avoid it.
   const shape = `${s.M}x${s.N}x${s.K}_w${s.subgroupSize}_b${block}`;
-  const pipeline = await getPipeline(ctx, `matmul_backward_mma_${shape}${o.emulate ? '_emulated' : ''}`, matmulBackwardSgmWgsl(s, block, o));
+  const pipeline = await getPipeline(ctx, `matmul_backward_mma_${shape}${o.emulate || s.emulated ? '_emulated' : ''}`, matmulBackwardSgmWgsl(s, block, o));
   const params = paramsUniform(ctx, `${KERNEL}.params`, [
     ['u32', a.n], ['u32', a.inDim], ['u32', a.outDim], ['u32', rowOffset], ['u32', a.accumulate ? 1 : 0],
     ['u32', dyStride], ['u32', dyOffset], ['u32', plan.slice], ['u32', split ? 1 : 0],

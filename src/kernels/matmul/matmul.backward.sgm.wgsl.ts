@@ -82,7 +82,7 @@ export function matmulBackwardSgmWgsl(s: SubgroupMatrixShape, block: SgmBackward
   const tiles = range(g.tm).flatMap((i) => range(g.tn).map((j) => [i, j] as const));
   const left = `subgroup_matrix_left<f16, ${s.K}, ${s.M}>`;
   const right = `subgroup_matrix_right<f16, ${s.N}, ${s.K}>`;
-  const em = o.emulate === true;
+  const em = o.emulate === true || s.emulated === true;
   const per = MN / s.subgroupSize;
   if (em && MN % (4 * s.subgroupSize)) throw new Error(`matmulBackwardSgmWgsl: emulation needs ${s.M}x${s.N} to be a multiple of 4 x the subgroup size ${s.subgroupSize}`);
   // Emulation loops over the subgroup's tm x tn tiles (accumulators in one private array) instead of unrolling

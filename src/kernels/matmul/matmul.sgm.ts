@@ -51,7 +51,7 @@ export async function matmulSgm(ctx: GpuContext, a: MatmulSgmArgs): Promise<Disp
   // 'mma', not 'sgm': profiles name a kernel's kind by cutting the label at `_sg...` (subgroup variants).
   const bench = a.variant ?? {};
   if ((bench.noScratch || bench.staging === 'unchecked') && (a.n % g.blockRows || a.outDim % g.blockCols || variant.bias || variant.accumulate)) throw new Error('matmulSgm: noScratch and unchecked staging need whole blocks and a plain store');
-  const name = `matmul_mma${rows === 64 ? '64' : ''}_${s.M}x${s.N}x${s.K}${variant.bias ? '_bias' : ''}${variant.accumulate ? '_acc' : ''}${bench.staging ? `_${bench.staging}` : ''}${bench.noScratch ? '_noscratch' : ''}`;
+  const name = `matmul_mma${rows === 64 ? '64' : ''}_${s.M}x${s.N}x${s.K}${variant.bias ? '_bias' : ''}${variant.accumulate ? '_acc' : ''}${bench.staging ? `_${bench.staging}` : ''}${bench.noScratch ? '_noscratch' : ''}${s.emulated ? '_emulated' : ''}`;
   const pipeline = await getPipeline(ctx, name, matmulSgmWgsl(variant, s, { rows, ...bench }));
   const dims = paramsUniform(ctx, 'matmulSgm.dims', [['u32', a.n], ['u32', a.inDim], ['u32', a.outDim], ['u32', yStride], ['u32', yOffset], ['u32', wRow]]);
   const buffers = [a.W, a.x, a.y, dims];

@@ -80,7 +80,7 @@ async function q4SgmDispatch(ctx: GpuContext, a: Q4MatmulArgs, yStride: number, 
   const p = q4Path(ctx, a.W);
   const variant = { bias: !!a.bias, accumulate: !!a.accumulate };
   // 'mma', not 'sgm': profiles name a kernel's kind by cutting the label at `_sg...` (subgroup variants).
-  const name = `q4_matmul_mma${rows === 64 ? '64' : ''}_${s.M}x${s.N}x${s.K}_${q4PathName(p)}${variant.bias ? '_bias' : ''}${variant.accumulate ? '_acc' : ''}`;
+  const name = `q4_matmul_mma${rows === 64 ? '64' : ''}_${s.M}x${s.N}x${s.K}_${q4PathName(p)}${variant.bias ? '_bias' : ''}${variant.accumulate ? '_acc' : ''}${s.emulated ? '_emulated' : ''}`;
   const pipeline = await getPipeline(ctx, name, q4SgmWgsl(p, variant, s, { rows }));
   const dims = paramsUniform(ctx, 'q4Matmul.dims', [
     ['u32', a.n], ['u32', a.inDim], ['u32', a.outDim], ['u32', yStride], ['u32', yOffset], ['u32', a.W.rowBase ?? 0],
