@@ -34,7 +34,7 @@ describe('run.sh all: headlines', () => {
       adapter: { subgroupMatrix: { offered: [], offeredWithUnsafeApis: ['chromium-experimental-subgroup-matrix'] } },
       'bench-0.5b-q4': bench(91.4, 3810),
       'bench-0.5b-f16': bench(71.8, 4210),
-      'bench-0.5b-q4-sgm': bench(92, 1450),
+      'bench-0.5b-q4-tiles': bench(92, 1450),
       // Interrupted before training (SIGTERM prints what finished).
       'bench-1.5b-q4': { interrupted: 'SIGTERM', results: [{ speed: { decodeTokensPerSec: 40 } }] },
       'peft-0.5b': { trainStepMs: 145, decodeTokensPerSec: 24.7 },
@@ -45,7 +45,7 @@ describe('run.sh all: headlines', () => {
     expect(h.trainVsPeft).toEqual([
       { part: 'bench-0.5b-q4', peftStepMs: 145, stepMs: 3810, ratio: 0.03806, updateRatio: 0.0516 },
       { part: 'bench-0.5b-f16', peftStepMs: 145, stepMs: 4210, ratio: 0.03444, updateRatio: 0.04517 },
-      { part: 'bench-0.5b-q4-sgm', peftStepMs: 145, stepMs: 1450, ratio: 0.1, updateRatio: 0.3222 },
+      { part: 'bench-0.5b-q4-tiles', peftStepMs: 145, stepMs: 1450, ratio: 0.1, updateRatio: 0.3222 },
     ]);
     expect(h['bench-1.5b-q4']).toMatchObject({ decodeTokPerS: 40, trainStepMs: null, decodePctOfFloor: null });
     expect(h['peft-1.5b']).toEqual({ trainStepMs: null, decodeTokPerS: null });
@@ -56,11 +56,11 @@ describe('run.sh all: headlines', () => {
     const tp = (kinds: Record<string, number>) => ({ realUpdateMs: 991, gpuMs: 851, encodeMs: 77.5, dispatches: 13601, byKind: Object.fromEntries(Object.entries(kinds).map(([k, ms]) => [k, { count: 1, ms }])) });
     const files: Record<string, unknown> = {
       'train-profile': tp({ q4_matmul_tiled: 138.8, q4_matmul_tiled128: 87.2, q4_matmul_tiled32: 36.6, q4_matmul_backward: 51.7 }),
-      'train-profile-sgm': tp({ matmul_mma: 50.5, matmul_mma64: 20, q4_matmul_mma: 1, q4_matmul_tiled32: 36.6, matmul_backward_mma: 70, q4_matmul_backward_splitk: 3 }),
+      'train-profile-tiles': tp({ matmul_mma: 50.5, matmul_mma64: 20, q4_matmul_mma: 1, q4_matmul_tiled32: 36.6, matmul_backward_mma: 70, q4_matmul_backward_splitk: 3 }),
     };
     const h = headlines(Object.keys(files), (n) => files[n] ?? null);
     expect(h['train-profile']).toEqual({ realUpdateMs: 991, gpuMs: 851, encodeMs: 77.5, dispatches: 13601, forwardMatmulMs: 226, backwardMatmulMs: 51.7 });
-    expect(h['train-profile-sgm']).toMatchObject({ forwardMatmulMs: 71.5, backwardMatmulMs: 73 });
+    expect(h['train-profile-tiles']).toMatchObject({ forwardMatmulMs: 71.5, backwardMatmulMs: 73 });
   });
 
   it('reads the f16 check: offered, compared, agreement and how far apart the paths are', () => {

@@ -61,7 +61,7 @@ export function benchHeadline(json: unknown): BenchHeadline {
 
 /**
  * Headlines of a run: `read(part)` gives a part's parsed JSON (null when absent). Bench parts are named
- * bench-<shape>-<q4|f16>[-sgm], PyTorch parts peft-<shape>; trainVsPeft is PEFT's step time over ours (1 = as fast).
+ * bench-<shape>-<q4|f16>[-tiles], PyTorch parts peft-<shape>; trainVsPeft is PEFT's step time over ours (1 = as fast).
  */
 export function headlines(partNames: string[], read: (part: string) => unknown): Record<string, unknown> {
   const out: Record<string, unknown> = {};
@@ -70,7 +70,7 @@ export function headlines(partNames: string[], read: (part: string) => unknown):
   // updateRatio: PEFT's step has no reference pass, so the update alone is the like-for-like figure.
   const trainVsPeft: Array<{ part: string; peftStepMs: number; stepMs: number; ratio: number; updateRatio: number | null }> = [];
   for (const name of partNames) {
-    const m = /^bench-(.+)-(q4|f16)(-sgm)?$/.exec(name);
+    const m = /^bench-(.+)-(q4|f16)(-tiles)?$/.exec(name);
     if (!m) continue;
     const h = benchHeadline(read(name));
     out[name] = h;
@@ -98,11 +98,11 @@ export function headlines(partNames: string[], read: (part: string) => unknown):
   }
   const dp = read('decode-profile');
   if (dp) out['decode-profile'] = { dispatchesPerToken: at(dp, 'dispatchesPerToken'), gpuMsPerTokenNoReadback: round(at(dp, 'gpuMsPerTokenNoReadback')), encodeMsPerToken: round(at(dp, 'encodeMsPerToken')), generateTokPerS: round(at(dp, 'generateTokensPerSec')) };
-  for (const name of ['train-profile', 'train-profile-sgm']) {
+  for (const name of ['train-profile', 'train-profile-tiles']) {
     const tp = read(name);
     if (!tp) continue;
-    // The forward's frozen-weight matmul kinds (tiled f32; under AGENTFLOW_SUBGROUP_MATRIX=1 the tensor-core
-    // matmul_mma on f16 copies, q4_matmul_mma without them) and the input gradients' (backward, split-K, mma).
+    // The forward's frozen-weight matmul kinds (tensor-core matmul_mma on f16 copies where offered, q4_matmul_mma
+    // without them; the f32 tiles under AGENTFLOW_SUBGROUP_MATRIX=0) and the input gradients' (backward, split-K, mma).
     const kinds = (tp as { byKind?: Record<string, { ms?: unknown }> }).byKind ?? {};
     const kindMs = (re: RegExp): number | null => {
       const ms = Object.entries(kinds).filter(([k]) => re.test(k)).map(([, v]) => (typeof v.ms === 'number' ? v.ms : 0));

@@ -12,18 +12,18 @@ describe('run.sh all: the plan', () => {
     const first15 = n.findIndex((x) => x.includes('1.5b'));
     for (const x of ['peft-0.5b', 'decode-profile', 'train-profile', 'prefill-profile', 'sgm-probe', 'e2e-0.5b-q4', 'constrained-0.5b-q4']) expect(n.indexOf(x)).toBeLessThan(first15);
     // The subgroup-matrix probe right after the profiles, before the whole Flow-GRPO step.
-    expect(n.indexOf('prefill-profile-sgm')).toBe(n.indexOf('prefill-profile') + 1);
-    expect(n.indexOf('sgm-probe')).toBe(n.indexOf('prefill-profile-sgm') + 1);
+    expect(n.indexOf('prefill-profile-tiles')).toBe(n.indexOf('prefill-profile') + 1);
+    expect(n.indexOf('sgm-probe')).toBe(n.indexOf('prefill-profile-tiles') + 1);
     expect(n.indexOf('e2e-0.5b-q4')).toBe(n.indexOf('sgm-probe') + 1);
     // The tensor-core variant of the update right after the default one, with its switch in its own environment.
-    expect(n.indexOf('train-profile-sgm')).toBe(n.indexOf('train-profile') + 1);
+    expect(n.indexOf('train-profile-tiles')).toBe(n.indexOf('train-profile') + 1);
     const parts = plan({ smoke: false, bandwidthGBs: 4800 });
-    const sgm = parts.find((p) => p.name === 'train-profile-sgm')!;
-    expect(sgm.env).toEqual({ AGENTFLOW_SUBGROUP_MATRIX: '1' });
+    const sgm = parts.find((p) => p.name === 'train-profile-tiles')!;
+    expect(sgm.env).toEqual({ AGENTFLOW_SUBGROUP_MATRIX: '0' });
     expect(sgm.run).toEqual(parts.find((p) => p.name === 'train-profile')!.run);
-    expect(parts.filter((p) => p.env).map((p) => p.name)).toEqual(['train-profile-sgm', 'bench-0.5b-q4-sgm', 'prefill-profile-sgm']);
-    for (const name of ['bench-0.5b-q4-sgm', 'prefill-profile-sgm']) expect(parts.find((p) => p.name === name)!.env).toEqual({ AGENTFLOW_SUBGROUP_MATRIX: '1' });
-    expect(parts.find((p) => p.name === 'prefill-profile-sgm')!.run).toEqual(parts.find((p) => p.name === 'prefill-profile')!.run);
+    expect(parts.filter((p) => p.env).map((p) => p.name)).toEqual(['train-profile-tiles', 'bench-0.5b-q4-tiles', 'prefill-profile-tiles']);
+    for (const name of ['bench-0.5b-q4-tiles', 'prefill-profile-tiles']) expect(parts.find((p) => p.name === name)!.env).toEqual({ AGENTFLOW_SUBGROUP_MATRIX: '0' });
+    expect(parts.find((p) => p.name === 'prefill-profile-tiles')!.run).toEqual(parts.find((p) => p.name === 'prefill-profile')!.run);
     expect(n).toContain('bench-1.5b-f16');
     expect(n).toContain('peft-1.5b');
   });
@@ -31,7 +31,7 @@ describe('run.sh all: the plan', () => {
   it('gives every bench part the bandwidth and the shaped model; the PyTorch parts the same shape', () => {
     const parts = plan(gpu);
     const bench = parts.filter((p) => 'node' in p.run && p.run.node === 'bench.mjs');
-    expect(bench.map((p) => p.name)).toEqual(['bench-0.5b-q4', 'bench-0.5b-f16', 'bench-0.5b-q4-sgm', 'e2e-0.5b-q4', 'bench-1.5b-q4', 'bench-1.5b-f16']);
+    expect(bench.map((p) => p.name)).toEqual(['bench-0.5b-q4', 'bench-0.5b-f16', 'bench-0.5b-q4-tiles', 'e2e-0.5b-q4', 'bench-1.5b-q4', 'bench-1.5b-f16']);
     for (const p of bench) expect(p.run.args.join(' ')).toContain('--bandwidth 2000');
     const args = (name: string) => parts.find((p) => p.name === name)!.run.args.join(' ');
     expect(args('bench-1.5b-f16')).toContain('--models qwen2.5-1.5b --parts speed,memory,train');

@@ -51,7 +51,8 @@ export const MIN_PART_S = 5;
  * constrained 6.1, bench 1.5B 20.9 (4-bit) and 31.4 (f16), PEFT 1.5B 39.4; with the f16 shaders the f16
  * parts may change either way, so the caps keep room. f16-check (two 0.5B loads, one per path) and the
  * subgroup-matrix probe (sgm-probe; it stops itself after ~25 s) had not run on a GPU when these were set.
- * train-profile-sgm (40) took 16.8 s beside them in the third call. Every part at its cap adds to 860 s, past the
+ * The tensor-core comparison parts took 7-14 s each in the 44cd019 call (then named -sgm; tensor cores are now
+ * the default and the -tiles parts time the f32 tiles beside them). Every part at its cap adds to 860 s, past the
  * 540 s budget: the last parts would be cut, never the call.
  */
 export function plan(o: PlanOptions): Part[] {
@@ -75,15 +76,14 @@ export function plan(o: PlanOptions): Part[] {
     { name: 'peft-0.5b', what: 'PyTorch + PEFT on the 0.5B shapes: LoRA step, decode', capS: 85, run: { python: 'peft_step.py', args: peft('0.5b') } },
     { name: 'decode-profile', what: 'where a 4-bit 0.5B decode token goes (r16 adapter)', capS: 60, run: { node: 'profile.mjs', args: ['--q4', '1', '--adapter', '1', ...(o.smoke ? ['--layers', '1', '--vocab', '4096', '--prompt', '24', '--tokens', '2'] : [])] } },
     { name: 'train-profile', what: 'where a 4-bit 0.5B Flow-GRPO update goes', capS: 70, run: { node: 'train-profile.mjs', args: trainProfileArgs } },
-    // The same update on tensor cores where the adapter offers subgroup matrices (the f32 path otherwise): with
-    // AGENTFLOW_SUBGROUP_MATRIX=1 the layer matrices get f16 copies, which the forward (and the input gradients,
-    // where built) read on tensor cores — timed beside the default.
-    { name: 'train-profile-sgm', what: 'the same update with AGENTFLOW_SUBGROUP_MATRIX=1 (tensor cores on f16 copies)', capS: 40, run: { node: 'train-profile.mjs', args: trainProfileArgs }, env: { AGENTFLOW_SUBGROUP_MATRIX: '1' } },
-    // The bench's training step (reference pass + update) on tensor cores, for the ratio to PyTorch + PEFT.
-    { name: 'bench-0.5b-q4-sgm', what: 'Qwen2.5-0.5B q4f16_1 train step with AGENTFLOW_SUBGROUP_MATRIX=1', capS: 45, run: { node: 'bench.mjs', args: benchArgs('qwen2.5-0.5b-q4', 'speed,train') }, env: { AGENTFLOW_SUBGROUP_MATRIX: '1' } },
+    // The default runs on tensor cores where the adapter offers subgroup matrices (f16 copies of the layer
+    // matrices read by the forward and the input gradients); the same update on the f32 tiles beside it.
+    { name: 'train-profile-tiles', what: 'the same update with AGENTFLOW_SUBGROUP_MATRIX=0 (f32 tiles, no tensor cores)', capS: 40, run: { node: 'train-profile.mjs', args: trainProfileArgs }, env: { AGENTFLOW_SUBGROUP_MATRIX: '0' } },
+    // The bench's speed and training step (reference pass + update) on the f32 tiles, for the same-call comparison.
+    { name: 'bench-0.5b-q4-tiles', what: 'Qwen2.5-0.5B q4f16_1 speed and train step with AGENTFLOW_SUBGROUP_MATRIX=0', capS: 45, run: { node: 'bench.mjs', args: benchArgs('qwen2.5-0.5b-q4', 'speed,train') }, env: { AGENTFLOW_SUBGROUP_MATRIX: '0' } },
     // 4-bit, as the planner runs (2 s on the H200 with --q4 1, prompt 512, including the generate() check).
     { name: 'prefill-profile', what: 'where a 512-token 4-bit 0.5B prefill and its scoring go (r16 adapter)', capS: 30, run: { node: 'prefill-profile.mjs', args: ['--shape', '0.5b', '--q4', '1', '--rank', '16', ...(o.smoke ? ['--layers', '1', '--vocab', '4096', '--prompt', '24'] : ['--prompt', '512'])] } },
-    { name: 'prefill-profile-sgm', what: 'the same prefill and scoring with AGENTFLOW_SUBGROUP_MATRIX=1 (tensor cores on f16 copies)', capS: 30, run: { node: 'prefill-profile.mjs', args: ['--shape', '0.5b', '--q4', '1', '--rank', '16', ...(o.smoke ? ['--layers', '1', '--vocab', '4096', '--prompt', '24'] : ['--prompt', '512'])] }, env: { AGENTFLOW_SUBGROUP_MATRIX: '1' } },
+    { name: 'prefill-profile-tiles', what: 'the same prefill and scoring with AGENTFLOW_SUBGROUP_MATRIX=0 (f32 tiles)', capS: 30, run: { node: 'prefill-profile.mjs', args: ['--shape', '0.5b', '--q4', '1', '--rank', '16', ...(o.smoke ? ['--layers', '1', '--vocab', '4096', '--prompt', '24'] : ['--prompt', '512'])] }, env: { AGENTFLOW_SUBGROUP_MATRIX: '0' } },
     // Tensor cores through Dawn's subgroup matrices: configs, compile messages, float64 error and TFLOP/s on the
     // 768-row training shapes beside the f32 tiled matmul. Stops starting kernels after --budget-s (~25 s in all).
     {

@@ -3,16 +3,18 @@ import { chooseSubgroupMatrix, nodeDawnFlags, type SubgroupMatrixAdapter } from 
 
 describe('nodeDawnFlags', () => {
   const noQuantization = 'disable-dawn-features=timestamp_quantization';
+  const both = 'enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia';
   it('turns on f16 for NVIDIA by default and off with AGENTFLOW_NVIDIA_F16=0; timestamps are never quantized', () => {
-    expect(nodeDawnFlags({})).toEqual(['enable-dawn-features=vulkan_enable_f16_on_nvidia', noQuantization]);
-    expect(nodeDawnFlags({ AGENTFLOW_NVIDIA_F16: '1' })).toEqual(['enable-dawn-features=vulkan_enable_f16_on_nvidia', noQuantization]);
-    expect(nodeDawnFlags({ AGENTFLOW_NVIDIA_F16: '0' })).toEqual([noQuantization]);
+    expect(nodeDawnFlags({})).toEqual([both, noQuantization]);
+    expect(nodeDawnFlags({ AGENTFLOW_NVIDIA_F16: '1' })).toEqual([both, noQuantization]);
+    expect(nodeDawnFlags({ AGENTFLOW_NVIDIA_F16: '0' })).toEqual(['enable-dawn-features=allow_unsafe_apis', noQuantization]);
+    expect(nodeDawnFlags({ AGENTFLOW_NVIDIA_F16: '0', AGENTFLOW_SUBGROUP_MATRIX: '0' })).toEqual([noQuantization]);
   });
 
-  it('adds allow_unsafe_apis only with AGENTFLOW_SUBGROUP_MATRIX=1 or when asked, beside the f16 toggle', () => {
+  it('adds allow_unsafe_apis (subgroup matrices) unless AGENTFLOW_SUBGROUP_MATRIX=0, or when asked, beside the f16 toggle', () => {
     expect(nodeDawnFlags({ AGENTFLOW_SUBGROUP_MATRIX: '0' })).toEqual(['enable-dawn-features=vulkan_enable_f16_on_nvidia', noQuantization]);
-    expect(nodeDawnFlags({ AGENTFLOW_SUBGROUP_MATRIX: '1' })).toEqual(['enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia', noQuantization]);
-    expect(nodeDawnFlags({}, true)).toEqual(['enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia', noQuantization]);
+    expect(nodeDawnFlags({ AGENTFLOW_SUBGROUP_MATRIX: '1' })).toEqual([both, noQuantization]);
+    expect(nodeDawnFlags({ AGENTFLOW_SUBGROUP_MATRIX: '0' }, true)).toEqual([both, noQuantization]);
     expect(nodeDawnFlags({ AGENTFLOW_SUBGROUP_MATRIX: '1', AGENTFLOW_NVIDIA_F16: '0' })).toEqual(['enable-dawn-features=allow_unsafe_apis', noQuantization]);
   });
 

@@ -61,8 +61,8 @@ export interface GpuRequestOptions {
   powerPreference?: GPUPowerPreference;
   /**
    * Ask for `chromium-experimental-subgroup-matrix` (tensor cores; an unsafe, experimental Dawn feature) when
-   * offered with an f16 -> f32 config, `shader-f16` and `subgroups`. Default: off; in Node on with
-   * AGENTFLOW_SUBGROUP_MATRIX=1 (a page passes true to opt in).
+   * offered with an f16 -> f32 config, `shader-f16` and `subgroups`. Default: in Node on (off with
+   * AGENTFLOW_SUBGROUP_MATRIX=0); in a page off (a page passes true to opt in).
    * In Node the adapter offers it only if the process's Dawn instance has `allow_unsafe_apis`: the instance
    * is made by the first request, with that toggle when the variable is set or that request passes true.
    */
@@ -132,13 +132,14 @@ async function getNavigatorGpu(unsafeApis: boolean): Promise<{ gpu: GPU; runtime
  * `f16-check` part compares them with the f32 path on the GPU itself, so Node turns the toggle on;
  * AGENTFLOW_NVIDIA_F16=0 turns it off. Other vendors ignore it. A page cannot set it: Chrome on Linux/NVIDIA
  * needs `--enable-dawn-features=vulkan_enable_f16_on_nvidia` (README, Requirements).
- * `allow_unsafe_apis` (which exposes subgroup matrices) only with AGENTFLOW_SUBGROUP_MATRIX=1 or `unsafeApis`:
- * the tensor-core path is opt-in until the kit's f16-check has compared it with the f32 path on each GPU.
+ * `allow_unsafe_apis` (which exposes subgroup matrices, Dawn's experimental tensor-core feature) unless
+ * AGENTFLOW_SUBGROUP_MATRIX=0 (then only when a request passes `unsafeApis`): the tensor-core path is Node's
+ * default where offered (requestGpu), after the kit's f16-check compared it with the f32 path on an H200.
  */
 export function nodeDawnFlags(env: Record<string, string | undefined>, unsafeApis = false): string[] {
   const features: string[] = [];
   if (switchOn(env, 'AGENTFLOW_NVIDIA_F16', true)) features.push('vulkan_enable_f16_on_nvidia');
-  if (unsafeApis || switchOn(env, 'AGENTFLOW_SUBGROUP_MATRIX', false)) features.unshift('allow_unsafe_apis');
+  if (unsafeApis || switchOn(env, 'AGENTFLOW_SUBGROUP_MATRIX', true)) features.unshift('allow_unsafe_apis');
   // Dawn rounds timestamps down to 65.5 us steps (a browser's guard against timing attacks; 2026-11-27 kit
   // tables showed kernel times in multiples of 6.55 us over 10 reps): Node's profiles want the real ones.
   return [...(features.length ? [`enable-dawn-features=${features.join(',')}`] : []), 'disable-dawn-features=timestamp_quantization'];
@@ -211,9 +212,11 @@ export async function requestGpu(options: GpuRequestOptions = {}): Promise<GpuCo
   if (wantF16) requiredFeatures.push('shader-f16');
   if (wantSubgroups) requiredFeatures.push('subgroups' as GPUFeatureName);
   if (adapter.features.has('timestamp-query')) requiredFeatures.push('timestamp-query');
-  // Off by default everywhere: on the H200 (2026-11-27) the 4-bit tensor-core kernel was correct but slower in
-  // the training forward than the f32 tiles (280 against 232 ms), and a page cannot be measured here.
-  const sgmDefault = runtime === 'node' && switchOn(process.env, 'AGENTFLOW_SUBGROUP_MATRIX', false);
+  // Node's default where the adapter offers them (AGENTFLOW_SUBGROUP_MATRIX=0 turns them off): on an H200
+  // (2026-11-27, kit of 44cd019) the training step took 1.02 s against 1.47 s on the f32 tiles, logits agreed with
+  // the f32 path to 2e-5 of their range and LoRA gradients to 5.3e-4 (relative L2). A page opts in itself: it
+  // cannot be measured here, and Chrome exposes the feature only behind its unsafe-WebGPU flag.
+  const sgmDefault = runtime === 'node' && switchOn(process.env, 'AGENTFLOW_SUBGROUP_MATRIX', true);
   const sgm = wantF16 && wantSubgroups && (options.subgroupMatrix ?? sgmDefault) ? chooseSubgroupMatrix(adapter) : null;
   if (sgm) requiredFeatures.push(SUBGROUP_MATRIX as GPUFeatureName);
 

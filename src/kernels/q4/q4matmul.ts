@@ -29,7 +29,7 @@ export interface Q4MatmulArgs extends Omit<MatmulArgs, 'W'> {
  * [out, in/32], b f32 [out], y f32 [N, yStride] written at columns yOffset .. yOffset+out.
  * Decode (N <= Q4_SMALL_N = 8) uses the rows kernel (each weight word read once for all N rows), else the tiled one in
  * tileRowsFor(N)-row tiles (128 rows only where the device grants its 24 KiB of workgroup memory; all tile
- * shapes add each output up in the same order). Where the device was made with subgroup matrices (opt-in,
+ * shapes add each output up in the same order). Where the device was made with subgroup matrices (Node's default where offered,
  * src/gpu/device.ts) and N >= SGM_MIN_ROWS, the tensor-core kernel instead (f16-rounded operands, f32 sums).
  */
 export async function q4Matmul(ctx: GpuContext, a: Q4MatmulArgs): Promise<Dispatch> {
