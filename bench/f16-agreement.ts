@@ -43,6 +43,12 @@ interface PathRun {
   ms: number;
   /** Labels of the subgroup-matrix pipelines this run built (evidence the kernel ran). */
   sgmPipelines: string[];
+  /**
+   * generateBatch's contract on this path: two prompts (64+ tokens, so their packed prefill spans shared blocks)
+   * decoded together give each the tokens and logprobs it gets alone, to the bit.
+   */
+  batchSameAsAlone: boolean;
+  batchLogprobMaxDiff: number;
 }
 
 /** The comparison of `a` with the reference run `ref`; agree when the largest logit gap over the largest |logit| is within `bound`. */
@@ -95,12 +101,28 @@ async function runPath(ctx: GpuContext, config: Qwen2Config, q4: boolean, prompt
     if (d.label?.includes('matmul_mma')) sgmPipelines.add(d.label);
     return create(d);
   };
-  const rt = await Qwen2Runtime.create(ctx, config, q4 ? shapedQ4Weights(config) : shapedWeights(config), { maxContext: prompt.length + decode + 8 });
+  const maxContext = prompt.length + 16 + decode + 8;
+  const rt = await Qwen2Runtime.create(ctx, config, q4 ? shapedQ4Weights(config) : shapedWeights(config), { maxContext, batchContext: 2 * maxContext });
   try {
     const logits = await rt.logitsLast(prompt);
     const [logprobs] = await rt.score([prompt]);
     const gen = await rt.generate(prompt, { maxNewTokens: decode, temperature: 0 });
-    return { f16: ctx.caps.f16, logits, logprobs, tokens: gen.tokens, ms: performance.now() - t0, sgmPipelines: [...sgmPipelines].sort() };
+    const second = [...prompt.slice(5), ...prompt.slice(0, 16)];
+    const reqs = [prompt, second].map((p) => ({ prompt: p, options: { maxNewTokens: Math.min(decode, 8), temperature: 0, reusePrefix: false } }));
+    const alone = [];
+    for (const r of reqs) alone.push(await rt.generate(r.prompt, r.options));
+    const together = await rt.generateBatch(reqs);
+    let batchLogprobMaxDiff = 0;
+    let batchSameAsAlone = true;
+    for (const [i, g] of together.entries()) {
+      if (g.tokens.join() !== alone[i].tokens.join()) batchSameAsAlone = false;
+      for (const [k, lp] of g.logprobs.entries()) {
+        const d = Math.abs(lp - (alone[i].logprobs[k] ?? NaN));
+        if (!(d === 0)) batchSameAsAlone = false;
+        batchLogprobMaxDiff = Math.max(batchLogprobMaxDiff, Number.isNaN(d) ? Infinity : d);
+      }
+    }
+    return { f16: ctx.caps.f16, logits, logprobs, tokens: gen.tokens, ms: performance.now() - t0, sgmPipelines: [...sgmPipelines].sort(), batchSameAsAlone, batchLogprobMaxDiff };
   } finally {
     rt.destroy();
   }
@@ -178,9 +200,9 @@ async function main(): Promise<void> {
     return { ...compareGradients(g, gradF32), ms: Math.round(g.ms) };
   };
 
-  Object.assign(out, { compared: true, paths: [a, b].map((r) => ({ f16: r.f16, ms: Math.round(r.ms) })), ...comparePaths(a, b, AGREE_RELATIVE), gradients: gradVsF32(gradF16) });
+  Object.assign(out, { compared: true, paths: [a, b].map((r) => ({ f16: r.f16, ms: Math.round(r.ms), batchSameAsAlone: r.batchSameAsAlone, batchLogprobMaxDiff: r.batchLogprobMaxDiff })), ...comparePaths(a, b, AGREE_RELATIVE), gradients: gradVsF32(gradF16) });
   out.sgm = c
-    ? { offered: true, shape: sgmShape, pipelines: c.sgmPipelines, ms: Math.round(c.ms), ...comparePaths(c, b, AGREE_SGM_RELATIVE), gradients: gradVsF32(gradSgm), kernel: kernel ?? null, kernelBackward: kernelBackward ?? null }
+    ? { offered: true, shape: sgmShape, pipelines: c.sgmPipelines, ms: Math.round(c.ms), batchSameAsAlone: c.batchSameAsAlone, batchLogprobMaxDiff: c.batchLogprobMaxDiff, ...comparePaths(c, b, AGREE_SGM_RELATIVE), gradients: gradVsF32(gradSgm), kernel: kernel ?? null, kernelBackward: kernelBackward ?? null }
     : { offered: !!sgmShape, why: sgmShape ? 'the subgroup-matrix kernel is 4-bit only (--q4 0)' : 'no subgroup matrices with an f16 -> f32 config here' };
   if (c && c.sgmPipelines.length === 0) Object.assign(out.sgm as object, { agree: false, why: 'no subgroup-matrix pipeline was built: the kernel did not run' });
   log(`f16-agreement: logits rel ${(out.logitsRelative as number).toExponential(2)}, argmax ${out.argmaxSame ? 'same' : 'differs'}, greedy ${out.greedySameTokens}/${decode} shared`);

@@ -73,9 +73,9 @@ describe('run.sh all: headlines', () => {
   it("reads the f16 check's subgroup-matrix path: agreement with the f32 path and whether its kernel was built", () => {
     const sgm = { offered: true, shape: { M: 16, N: 16, K: 16, subgroupSize: 32 }, pipelines: ['q4_matmul_mma_16x16x16_f16_sf16'], agree: true, logitsRelative: 0.002, argmaxSame: true, greedySameTokens: 16, scoreMaxAbsDiff: 0.01 };
     const h = headlines(['f16-check'], () => ({ f16Offered: true, compared: true, agree: true, sgm }))['f16-check'] as Record<string, unknown>;
-    expect(h.sgm).toEqual({ offered: true, agree: true, logitsRelative: 0.002, argmaxSame: true, greedySameTokens: 16, scoreMaxAbsDiff: 0.01, kernelBuilt: true, kernel: null, kernelBackward: null });
+    expect(h.sgm).toEqual({ offered: true, agree: true, logitsRelative: 0.002, argmaxSame: true, greedySameTokens: 16, scoreMaxAbsDiff: 0.01, kernelBuilt: true, batchSameAsAlone: null, kernel: null, kernelBackward: null });
     const notRun = headlines(['f16-check'], () => ({ f16Offered: true, sgm: { offered: false, why: 'none here' } }))['f16-check'] as Record<string, unknown>;
-    expect(notRun.sgm).toEqual({ offered: false, agree: null, logitsRelative: null, argmaxSame: null, greedySameTokens: null, scoreMaxAbsDiff: null, kernelBuilt: null, kernel: null, kernelBackward: null });
+    expect(notRun.sgm).toEqual({ offered: false, agree: null, logitsRelative: null, argmaxSame: null, greedySameTokens: null, scoreMaxAbsDiff: null, kernelBuilt: null, batchSameAsAlone: null, kernel: null, kernelBackward: null });
     const row = { shape: 'qkv 768x896x1152', tiled: { tflops: 9.5, check: { maxErrorOverAbsSum: 1e-7 } }, mma: { tflops: 34, check: { maxErrorOverAbsSum: 4e-4 } }, speedup: 3.58 };
     expect(sgmCheckHeadline({ ...sgm, kernel: [row] }).kernel).toEqual([{ shape: 'qkv 768x896x1152', speedup: 3.58, mmaTflops: 34, tiledTflops: 9.5, mmaErrorOverAbsSum: 4e-4, f16mma: null }]);
     const f16mma = [{ label: 'matmul_mma_16x16x16', tflops: 50 }, { label: 'matmul_mma64_16x16x16_loop', tflops: 12 }];

@@ -179,6 +179,8 @@ export function sgmCheckHeadline(sgm: Record<string, unknown>): Record<string, u
     greedySameTokens: at(sgm, 'greedySameTokens'),
     scoreMaxAbsDiff: at(sgm, 'scoreMaxAbsDiff'),
     kernelBuilt: Array.isArray(pipelines) ? pipelines.length > 0 : null,
+    // generateBatch = generate alone, to the bit, on this path (packed prefills share tensor-core blocks).
+    batchSameAsAlone: b('batchSameAsAlone'),
     // Per shape: tensor-core over tiled speed-up, and the tensor-core kernel's error against float64.
     kernel: Array.isArray(sgm.kernel)
       ? (sgm.kernel as Array<Record<string, unknown>>).map((r) => ({
