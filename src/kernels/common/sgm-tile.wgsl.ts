@@ -133,7 +133,8 @@ export function sgmTileWgsl(src: SgmTileSource, s: SubgroupMatrixShape, o: SgmTi
   const right = `subgroup_matrix_right<f16, ${s.N}, ${s.K}>`;
   const em = o.emulate === true || s.emulated === true;
   const per = MN / s.subgroupSize;
-  const ops0 = { yAt: (t: number) => `(at + ((lane + ${t * s.subgroupSize}u) / ${s.N}u) * dims.yStride + (lane + ${t * s.subgroupSize}u) % ${s.N}u)` };
+  // Emulation: where in y lane element t (element lane + t * subgroupSize of an M x N matrix stored at `at`) goes.
+  const laneElementInY = (t: number): string => `(at + ((lane + ${t * s.subgroupSize}u) / ${s.N}u) * dims.yStride + (lane + ${t * s.subgroupSize}u) % ${s.N}u)`;
   const ops = em
     ? {
         enables: 'enable f16;',
@@ -150,7 +151,7 @@ export function sgmTileWgsl(src: SgmTileSource, s: SubgroupMatrixShape, o: SgmTi
         store: (i: number, j: number) =>
           range(per).map((t) => `scratch[sg * ${MN}u + lane + ${t * s.subgroupSize}u] = acc${i}${j}_${t >> 2}[${t & 3}];`).join(' '),
         storeY: (i: number, j: number, at: string) =>
-          `{ let at = ${at}; ${range(per).map((t) => `y[${ops0.yAt(t)}] = acc${i}${j}_${t >> 2}[${t & 3}];`).join(' ')} }`,
+          `{ let at = ${at}; ${range(per).map((t) => `y[${laneElementInY(t)}] = acc${i}${j}_${t >> 2}[${t & 3}];`).join(' ')} }`,
         helpers: `
 // Elements e0 + ${s.subgroupSize}q (q < 4) of a result matrix: element e is row e / ${s.N} of the left operand at
 // lo times column e % ${s.N} of the right one at ro.
