@@ -17,37 +17,15 @@ export async function readBack(device: GPUDevice, src: GPUBuffer, bytes: number)
   return copy;
 }
 
-/** Runs `reps` dispatches in one pass; timestamps around the pass when the device has them, else wall time. */
-export async function timeDispatches(device: GPUDevice, pipeline: GPUComputePipeline, bind: GPUBindGroup, grid: [number, number], reps: number): Promise<{ ms: number; method: 'timestamp' | 'wall' }> {
-  const ts = device.features.has('timestamp-query');
-  const qs = ts ? device.createQuerySet({ type: 'timestamp', count: 2 }) : null;
-  const resolve = ts ? device.createBuffer({ size: 16, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC }) : null;
-  const enc = device.createCommandEncoder();
-  const warm = enc.beginComputePass();
-  warm.setPipeline(pipeline);
-  warm.setBindGroup(0, bind);
-  for (let r = 0; r < WARMUP_FACTOR * reps; r++) warm.dispatchWorkgroups(grid[0], grid[1]);
-  warm.end();
-  const pass = enc.beginComputePass(qs ? { timestampWrites: { querySet: qs, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } } : {});
-  pass.setPipeline(pipeline);
-  pass.setBindGroup(0, bind);
-  for (let r = 0; r < reps; r++) pass.dispatchWorkgroups(grid[0], grid[1]);
-  pass.end();
-  if (qs && resolve) enc.resolveQuerySet(qs, 0, 2, resolve, 0);
-  const start = performance.now();
-  device.queue.submit([enc.finish()]);
-  await device.queue.onSubmittedWorkDone();
-  const wallMs = performance.now() - start;
-  if (!qs || !resolve) return { ms: wallMs / reps, method: 'wall' };
-  const t = new BigInt64Array(await readBack(device, resolve, 16));
-  qs.destroy();
-  resolve.destroy();
-  const ns = Number(t[1] - t[0]);
-  // A zero or negative span means the timestamps were not written: fall back to the wall clock.
-  return ns > 0 ? { ms: ns / 1e6 / reps, method: 'timestamp' } : { ms: wallMs / reps, method: 'wall' };
+/** Runs `reps` dispatches in one pass (after the warm-up pass), timed as timeDispatchList does. */
+export function timeDispatches(device: GPUDevice, pipeline: GPUComputePipeline, bind: GPUBindGroup, grid: [number, number], reps: number): Promise<{ ms: number; method: 'timestamp' | 'wall' }> {
+  return timeDispatchList(device, [{ pipeline, bind, grid }], reps);
 }
 
-/** `reps` rounds of a list of dispatches (a split-K pair, say) in one pass, timed as timeDispatches does. */
+/**
+ * `reps` rounds of a list of dispatches (a split-K pair, say) in one pass, timestamped around the pass where the
+ * device has timestamp queries, else the wall time of the submission; WARMUP_FACTOR x reps untimed rounds first.
+ */
 export async function timeDispatchList(device: GPUDevice, list: Array<{ pipeline: GPUComputePipeline; bind: GPUBindGroup; grid: readonly (number | undefined)[] }>, reps: number): Promise<{ ms: number; method: 'timestamp' | 'wall' }> {
   const ts = device.features.has('timestamp-query');
   const qs = ts ? device.createQuerySet({ type: 'timestamp', count: 2 }) : null;
@@ -78,5 +56,6 @@ export async function timeDispatchList(device: GPUDevice, list: Array<{ pipeline
   qs.destroy();
   resolve.destroy();
   const ns = Number(t[1] - t[0]);
+  // A zero or negative span means the timestamps were not written: fall back to the wall clock.
   return ns > 0 ? { ms: ns / 1e6 / reps, method: 'timestamp' } : { ms: wallMs / reps, method: 'wall' };
 }
