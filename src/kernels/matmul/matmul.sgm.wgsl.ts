@@ -6,7 +6,7 @@
 
 import type { SubgroupMatrixShape } from '../../gpu/device';
 import { sgmTileWgsl, type SgmGeometry, type SgmStaging, type SgmTileOptions } from '../common/sgm-tile.wgsl';
-import type { MatmulVariant } from './matmul.wgsl';
+import { matmulStoreWgsl, type MatmulVariant } from './matmul.wgsl';
 
 function header(v: MatmulVariant): string {
   return `struct Dims { n: u32, inDim: u32, outDim: u32, yStride: u32, yOffset: u32, wRow: u32 }
@@ -15,14 +15,7 @@ function header(v: MatmulVariant): string {
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
 @group(0) @binding(3) var<uniform> dims: Dims;
 ${v.bias ? '@group(0) @binding(4) var<storage, read> b: array<f32>;' : ''}
-fn store(row: u32, col: u32, acc: f32) {
-  let idx = row * dims.yStride + dims.yOffset + col;
-  var v = acc;
-  ${v.bias ? 'v += b[col];' : ''}
-  ${v.accumulate ? 'v += y[idx];' : ''}
-  y[idx] = v;
-}
-`;
+${matmulStoreWgsl(v)}`;
 }
 
 /** W: blockCols rows x 8 vec4<f16> of the step's 32 columns. */

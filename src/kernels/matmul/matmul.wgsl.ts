@@ -21,6 +21,21 @@ export const TILE_K = 16;
 export const SMALL_N = 4;
 export const ROW_WG = 64;
 
+/**
+ * `store(row, col, acc)`: y[row, yOffset + col] = acc (+ b[col]) (+ the old y), the epilogue every matmul-shaped
+ * forward kernel shares (tiled, rows, 4-bit and tensor-core); needs `dims.yStride`, `dims.yOffset`, `y` and `b`.
+ */
+export function matmulStoreWgsl(v: Pick<MatmulVariant, 'bias' | 'accumulate'>): string {
+  return `fn store(row: u32, col: u32, acc: f32) {
+  let idx = row * dims.yStride + dims.yOffset + col;
+  var v = acc;
+  ${v.bias ? 'v += b[col];' : ''}
+  ${v.accumulate ? 'v += y[idx];' : ''}
+  y[idx] = v;
+}
+`;
+}
+
 function header(p: WeightPath, v: MatmulVariant): string {
   return `${enableF16(p)}${v.subgroups ? 'enable subgroups;\n' : ''}
 struct Dims { n: u32, inDim: u32, outDim: u32, yStride: u32, yOffset: u32 }
@@ -30,14 +45,7 @@ ${halfArray(p, 0, 'W')}
 @group(0) @binding(3) var<uniform> dims: Dims;
 ${v.bias ? '@group(0) @binding(4) var<storage, read> b: array<f32>;' : ''}
 
-fn store(row: u32, col: u32, acc: f32) {
-  let idx = row * dims.yStride + dims.yOffset + col;
-  var v = acc;
-  ${v.bias ? 'v += b[col];' : ''}
-  ${v.accumulate ? 'v += y[idx];' : ''}
-  y[idx] = v;
-}
-`;
+${matmulStoreWgsl(v)}`;
 }
 
 /** Register-tiled kernel, `rows` output rows per workgroup (tileRowsFor(n)); K step TILE_K. */

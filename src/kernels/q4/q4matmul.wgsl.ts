@@ -14,6 +14,7 @@
 //   once into workgroup memory and reused by every x row of the tile. 16 KiB of workgroup memory at 64
 //   rows (the WebGPU default limit), 24 KiB at 128, taken only where the device grants it.
 
+import { matmulStoreWgsl } from '../matmul/matmul.wgsl';
 import { registerTileWgsl, TILE_COLS, type TileRows } from '../common/tile.wgsl';
 import { SUBGROUP_COUNTER_WGSL, SUBGROUP_INDEX_WGSL } from '../common/subgroups.wgsl';
 import { pairPartialsWgsl, pairTreeSumWgsl, q4Enables, q4ScaleDecl, Q4_UNPACK_WGSL, type Q4Path } from './q4.wgsl';
@@ -52,14 +53,7 @@ ${q4ScaleDecl(p, 1)}
 @group(0) @binding(4) var<uniform> dims: Dims;
 ${v.bias ? '@group(0) @binding(5) var<storage, read> b: array<f32>;' : ''}
 ${Q4_UNPACK_WGSL}
-fn store(row: u32, col: u32, acc: f32) {
-  let idx = row * dims.yStride + dims.yOffset + col;
-  var v = acc;
-  ${v.bias ? 'v += b[col];' : ''}
-  ${v.accumulate ? 'v += y[idx];' : ''}
-  y[idx] = v;
-}
-`;
+${matmulStoreWgsl(v)}`;
 }
 
 /** Row r of x against the groups of two weight rows (qa, sa) and (qb, sb): x is loaded once for both. */
