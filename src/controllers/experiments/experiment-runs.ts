@@ -107,7 +107,11 @@ export class ExperimentRuns {
 
   /** Runs the items `indices` of `b` (one run at a time: a second call waits on the first). */
   run(b: ImportedBenchmark, benchmarkId: string | null, indices: () => number[], maxTurns: number): Promise<void> {
-    return this.running.current ?? this.running.track(this.runSubset(b, benchmarkId, indices, maxTurns));
+    const current = this.running.current;
+    if (current) return current;
+    // The list is read again after the run has settled, not as part of it: the Run button is back the moment
+    // the run ends, and a click meanwhile must start a run, not be answered by this one's last refresh.
+    return this.running.track(this.runSubset(b, benchmarkId, indices, maxTurns)).then(() => this.refresh());
   }
 
   private async runSubset(b: ImportedBenchmark, benchmarkId: string | null, pick: () => number[], maxTurns: number): Promise<void> {
@@ -165,7 +169,6 @@ export class ExperimentRuns {
       this.abort = null;
       this.progress = null;
       this.changed();
-      await this.refresh();
     }
   }
 
