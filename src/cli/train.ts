@@ -442,7 +442,7 @@ export async function runTrain(argv: string[]): Promise<number> {
         const done = m.step - first;
         const eta = ((Date.now() - t0) / 1000 / done) * (run.spec.steps - m.step);
         log(
-          `step ${m.step}/${run.spec.steps}: reward ${m.reward.toFixed(3)} (rolling ${m.rollingReward.toFixed(3)}), loss ${m.loss.toExponential(3)}, kl ${m.kl.toExponential(2)}, ` +
+          `step ${m.step}/${run.spec.steps}: reward ${m.reward.toFixed(3)} (rolling ${m.rollingReward.toFixed(3)}), loss ${m.loss.toExponential(3)}, kl ${Number.isFinite(m.kl) ? m.kl.toExponential(2) : 'not measured'}, ` +
             `${m.rolloutSeconds.toFixed(1)} s rollouts + ${m.updateSeconds.toFixed(1)} s update${m.skippedUpdate ? `, update skipped: ${m.skippedUpdate}` : ''}` +
             `${m.extraRollouts ? `, ${m.extraRollouts} extra rollouts (${m.rescuedGroups} group${m.rescuedGroups === 1 ? '' : 's'} found a success)` : ''}` +
             `${m.noSignal ? `, no reward signal: ${m.noSignal}` : ''}, ETA ${formatSeconds(eta)}`,

@@ -185,6 +185,33 @@ describe('grpoStep', () => {
     expect(adapterTensors(after.adapter).map((t) => Array.from(t.data))).toEqual(w0);
   });
 
+  it('with beta = 0 scores no reference logprobs on a step that updates either: kl is not measured, and the update is the one a scored reference gives', async () => {
+    const cfg = resolveGrpoConfig({ learningRate: 1e-2, beta: 0, epochs: 2, groupSize: 2, queriesPerStep: 2 });
+    const run = async (samples: TurnSample[]) => {
+      const adapter = initLoraAdapter(model.config, { r: 2, alpha: 4 }, new Rng(1));
+      for (const p of adapter.pairs.values()) p.B.forEach((_, i) => (p.B[i] = 0.05 * Math.cos(i + p.layer)));
+      const backend = new CpuPolicyBackend(model.config, model.weights, adapter);
+      const adapterOff: boolean[] = [];
+      const logprobs = backend.logprobs.bind(backend);
+      backend.logprobs = (b, on) => (adapterOff.push(!on), logprobs(b, on));
+      const st = await grpoStep(backend, samples, cfg, { step: 1, optimizerSteps: 0, random: () => 0.5 });
+      return { st, adapterOff, params: adapterTensors(backend.currentAdapter).map((t) => Array.from(t.data)) };
+    };
+    const skipped = await run(batch());
+    expect(skipped.adapterOff).not.toContain(true);
+    expect(skipped.st.kl).toBeNaN();
+    expect(skipped.st.optimizerSteps).toBe(2);
+    expect(skipped.st.skipped).toBeUndefined();
+    // The same batch carrying reference logprobs (here far from the policy, so a KL term would matter): kl is
+    // measured, and beta = 0 leaves it out of the update, which is the same to the last bit.
+    const withRef = await run(batch().map((s) => ({ ...s, refLogprobs: s.responseTokens.map(() => -3) })));
+    expect(withRef.adapterOff).not.toContain(true);
+    expect(withRef.st.kl).toBeGreaterThan(0);
+    expect(withRef.params).toEqual(skipped.params);
+    expect(withRef.st.loss).toBe(skipped.st.loss);
+    expect(skipped.params).not.toEqual((await run(batch().map((s) => ({ ...s, reward: 0 })))).params);
+  });
+
   it('with beta > 0 a step whose groups are all-equal still descends the KL term alone (Flow-GRPO never drops the step)', async () => {
     const adapter = initLoraAdapter(model.config, { r: 2, alpha: 4 }, new Rng(1));
     // An adapter off the reference (B is zero at init), with no AdamW momentum: the KL term has a gradient.

@@ -22,7 +22,7 @@ export interface StepStats {
   rewardMean: number;
   /** Mean over the last update's tokens (the loss the update descended; NaN/±Infinity when it was skipped). */
   loss: number;
-  /** Mean k3 KL estimate to the reference policy over response tokens. */
+  /** Mean k3 KL estimate to the reference policy over response tokens; NaN (not measured) when beta = 0 and the batch carried no reference logprobs. */
   kl: number;
   /** Fraction of response tokens whose ratio was clipped (no policy gradient). */
   clipFraction: number;
@@ -132,11 +132,15 @@ export async function grpoStep(backend: PolicyBackend, input: readonly TurnSampl
   const missingOld = all.filter((i) => !samples[i].oldLogprobs);
   if (missingOld.length) await scoreInto(backend, samples, missingOld, cfg, true, 'oldLogprobs');
   const t1 = now();
-  // The reference policy is the base model (adapter off). With beta = 0 its logprobs are still needed
-  // for the KL statistic, which is cheap next to the backward; a step that takes no update has no backward,
-  // and the scoring alone costs 22-45 s for 1.7k-token agent prompts on lavapipe, so it is not scored.
-  const missingRef = noUpdate ? [] : all.filter((i) => !samples[i].refLogprobs);
+  // The reference policy is the base model (adapter off). With beta = 0 the KL term is not in the objective,
+  // so its logprobs are not scored: a forward of every sample, about a third of a CPU update (and 22-45 s for
+  // 1.7k-token agent prompts on lavapipe), for a statistic only. Such a step reports kl as NaN (not measured);
+  // the loss still reads a reference per row, so the old logprobs stand in for it (finite, multiplied by 0;
+  // a 0 stand-in would overflow the k3 estimate, exp(ref - logp), on improbable tokens).
+  const measureKl = cfg.beta > 0 || samples.every((s) => s.refLogprobs);
+  const missingRef = noUpdate || !measureKl ? [] : all.filter((i) => !samples[i].refLogprobs);
   if (missingRef.length) await scoreInto(backend, samples, missingRef, cfg, false, 'refLogprobs');
+  if (!measureKl) for (const s of samples) s.refLogprobs ??= s.oldLogprobs;
   const t2 = now();
 
   const lossParams = { epsLow: cfg.epsLow, epsHigh: cfg.epsHigh, beta: cfg.beta, klClamp: cfg.klClamp };
@@ -189,7 +193,7 @@ export async function grpoStep(backend: PolicyBackend, input: readonly TurnSampl
     optimizerSteps,
     rewardMean: rolloutRewardMean(samples),
     loss: noUpdate ? 0 : (last.policy + cfg.beta * last.kl) / T,
-    kl: last.kl / T,
+    kl: measureKl ? last.kl / T : NaN,
     clipFraction: last.clipped / T,
     ratioMean: last.ratio / T,
     gradNorm,

@@ -59,6 +59,12 @@ describe('lineChart', () => {
 
     // Flat elsewhere, with no meaning given: the value and how long.
     expect((await draw('Tokens per second', [{ label: 't', values: [12, 12] }])).note()).toBe('all 12 over 2 steps');
+
+    // Steps with no value at all (a statistic the run does not measure): the caption says why, not "no data".
+    const kl = await draw('KL', [{ label: 'KL', values: [NaN, NaN, NaN] }], { empty: 'not measured at beta 0' });
+    expect(kl.note()).toBe('not measured at beta 0');
+    expect(kl.label()).toBe('KL: not measured at beta 0');
+    expect((await draw('KL', [{ label: 'KL', values: [NaN, 0.2, 0.3] }], { empty: 'not measured at beta 0' })).note()).toBeNull();
   });
 
   it('spans the data when it changes, and its text alternative gives the last values', async () => {

@@ -50,6 +50,8 @@ export interface LineChartOptions {
   smoothing?: number;
   /** The step of each value (default 1, 2, …), for series that include a step 0 (an evaluation before training). */
   x?: readonly number[];
+  /** Why a chart whose steps have no value at all is empty (e.g. a statistic the run's settings do not measure). */
+  empty?: string;
 }
 
 /** What a line chart says about its data, before any drawing: the axis level if flat, the caption, the text alternative. */
@@ -91,7 +93,9 @@ export function describeLine(title: string, series: readonly Series[], o: LineCh
   const meaning = flat ? o.flat?.(level) : null;
   const note = flat
     ? `${nearZero ? `all ≈ 0 (every |value| < ${fmt(o.zeroBelow!)})` : `all ${levelText}`}${meaning ? `: ${meaning}` : ` over ${n} step${n === 1 ? '' : 's'}`}`
-    : null;
+    : !any && n > 0 && o.empty
+      ? o.empty
+      : null;
   const lastOf = (s: Series) => {
     for (let i = s.values.length - 1; i >= 0; i--) if (Number.isFinite(s.values[i])) return s.values[i];
     return undefined;

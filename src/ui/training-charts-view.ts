@@ -49,7 +49,7 @@ export function renderTrainingCharts(p: readonly TrainingStepPoint[], evals: rea
         smoothing,
         flat: (v) => (v === 0 ? 'usual for Flow-GRPO, whose advantages average 0 within a group; the reward shows the learning' : null),
       })}
-      ${lineChart('Drift from the base model (KL to the base policy)', [{ label: 'KL', values: series('kl') }], { zeroBelow: 1e-9, log: true, smoothing, flat: (v) => (v === 0 ? 'the adapter has not moved the planner from its base model' : null) })}
+      ${lineChart('Drift from the base model (KL to the base policy)', [{ label: 'KL', values: series('kl') }], { zeroBelow: 1e-9, log: true, smoothing, flat: (v) => (v === 0 ? 'the adapter has not moved the planner from its base model' : null), empty: 'not measured: this run trains with beta 0 (no KL term), so no reference pass is made' })}
       ${lineChart('Updates held back (clip fraction)', [{ label: 'clip fraction', values: series('clipFraction') }], { smoothing, flat: (v) => (v === 0 ? 'no ratio was clipped (every update stayed within the clip range)' : null) })}
       ${lineChart('Training speed (tokens per second)', [{ label: 'tokens/s', values: series('tokensPerSecond') }], { smoothing })}
       ${p.some((x) => x.rolloutSeconds !== undefined) ? lineChart('Rollout time per step (s)', [{ label: 'rollouts s', values: series('rolloutSeconds') }], { smoothing }) : nothing}
