@@ -4,10 +4,12 @@
 // accuracy from then on, and per-kind accuracy at the end. A seed is both the question seed and the run seed.
 //   npx tsx bench/tool-task-stability.ts [--seeds 101-103] [--steps N] [--lr X] [--group G] [--queries Q]
 //       [--eval-every K] [--task '{"trainPerKind":12}'] [--grpo '{"extraRollouts":8}'] [--budget '{"maxTurns":2}']
+//       [--adapter '{"rank":8,"alpha":16}']
 // --goal runs each seed three ways — the task's defaults (TOOL_TASK_TRAINING), twice the lr, three times the
 // steps — and checks the target: held-out accuracy reaches 0.9 within --within steps (200) and never falls
 // below --floor (0.85) afterwards. Prints a table and the seeds that miss. Tune on one seed list and report on
 // another (README, "Tool-choice task", names the seeds each was).
+import type { LoraModule } from '../src/io/peft';
 import type { ExperimentItemRecord } from '../src/store/records';
 import { memoryTrainStorage } from '../src/trainer/checkpoint-memory';
 import type { GrpoConfig } from '../src/trainer/grpo-config';
@@ -32,6 +34,8 @@ export interface ToolTaskStabilityOptions {
   task?: Partial<ToolTaskSpecData>;
   grpo?: Partial<GrpoConfig>;
   budget?: Partial<AgentBudget>;
+  /** A fresh adapter of this rank and alpha (default the task's: TOOL_TASK_TRAINING.rank, alpha 2 × rank, every layer matrix). */
+  adapter?: { rank: number; alpha?: number; targets?: LoraModule[] };
   log?: (line: string) => void;
 }
 
@@ -60,6 +64,7 @@ export async function toolTaskStability(o: ToolTaskStabilityOptions): Promise<To
     keepCheckpoints: 1,
     ...(o.queries !== undefined ? { queriesPerStep: o.queries } : {}),
     ...(o.budget ? { budget: o.budget } : {}),
+    ...(o.adapter ? { adapter: { kind: 'fresh' as const, rank: o.adapter.rank, alpha: o.adapter.alpha ?? 2 * o.adapter.rank, targets: o.adapter.targets ?? ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] } } : {}),
     grpo: { checkpointEvery: o.steps, ...o.grpo },
   });
   const store = new MemoryRunStore();
@@ -117,8 +122,9 @@ async function main(): Promise<void> {
   const task = JSON.parse(arg('task') ?? '{}') as Partial<ToolTaskSpecData>;
   const grpo = JSON.parse(arg('grpo') ?? '{}') as Partial<GrpoConfig>;
   const budget = JSON.parse(arg('budget') ?? '{}') as Partial<AgentBudget>;
-  const common = { group, evaluateEvery, task, grpo, budget, log: (l: string) => console.log(l), ...(queries !== undefined ? { queries } : {}) };
-  const settings = `group ${group} queries ${queries ?? 'default'} eval every ${evaluateEvery} task ${JSON.stringify(task)} grpo ${JSON.stringify(grpo)} budget ${JSON.stringify(budget)}`;
+  const adapter = arg('adapter') !== undefined ? (JSON.parse(arg('adapter')!) as ToolTaskStabilityOptions['adapter']) : undefined;
+  const common = { group, evaluateEvery, task, grpo, budget, ...(adapter ? { adapter } : {}), log: (l: string) => console.log(l), ...(queries !== undefined ? { queries } : {}) };
+  const settings = `group ${group} queries ${queries ?? 'default'} eval every ${evaluateEvery} task ${JSON.stringify(task)} grpo ${JSON.stringify(grpo)} budget ${JSON.stringify(budget)}${adapter ? ` adapter ${JSON.stringify(adapter)}` : ''}`;
   if (!process.argv.includes('--goal')) {
     for (const seed of seeds) {
       const s = await toolTaskStability({ seed, steps, lr, ...common });

@@ -22,6 +22,7 @@ import {
   plannerMessages,
   verifierMessages,
   type ModuleName,
+  type PlannerPrompt,
   type PromptLimits,
 } from './prompts';
 
@@ -60,6 +61,8 @@ export interface AgentConfig {
   constrainReplies: boolean;
   /** Characters of each free-text field of a constrained reply. */
   replyLimits: ReplyLimits;
+  /** The planner's prompt (prompts.ts PlannerPrompt): 'full' by default; 'brief' for planners too small to read it. */
+  plannerPrompt: PlannerPrompt;
 }
 
 export const CHAT_DEFAULTS: AgentConfig = {
@@ -80,6 +83,7 @@ export const CHAT_DEFAULTS: AgentConfig = {
   limits: DEFAULT_LIMITS,
   constrainReplies: true,
   replyLimits: resolveReplyLimits(),
+  plannerPrompt: 'full',
 };
 
 export type AgentConfigInput = Partial<Omit<AgentConfig, 'engineFor' | 'generation' | 'limits' | 'replyLimits'>> & {
@@ -100,6 +104,7 @@ export function resolveConfig(c: AgentConfigInput = {}): AgentConfig {
     limits: { ...CHAT_DEFAULTS.limits, ...c.limits },
     replyLimits: resolveReplyLimits({ ...CHAT_DEFAULTS.replyLimits, ...c.replyLimits }),
   };
+  if (cfg.plannerPrompt !== 'full' && cfg.plannerPrompt !== 'brief') throw new Error(`agent config: plannerPrompt must be 'full' or 'brief', got ${String(cfg.plannerPrompt)}`);
   if (typeof cfg.constrainReplies !== 'boolean') throw new Error(`agent config: constrainReplies must be true or false, got ${String(cfg.constrainReplies)}`);
   if (!Number.isInteger(cfg.maxTurns) || cfg.maxTurns < 1) throw new Error(`agent config: maxTurns must be a positive integer, got ${cfg.maxTurns}`);
   if (!(cfg.timeBudgetMs > 0)) throw new Error(`agent config: timeBudgetMs must be positive, got ${cfg.timeBudgetMs}`);
@@ -358,7 +363,7 @@ export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
 
   async function planTurn(startedAt: number): Promise<void> {
     const turn = state.turn;
-    const messages = plannerMessages({ query: opts.query, analysis: state.analysis, cards, memory: state.memory, turn, maxTurns: cfg.maxTurns, limits: cfg.limits });
+    const messages = plannerMessages({ query: opts.query, analysis: state.analysis, cards, memory: state.memory, turn, maxTurns: cfg.maxTurns, limits: cfg.limits, style: cfg.plannerPrompt });
     let res: Awaited<ReturnType<typeof call>>;
     try {
       res = await call('planner', turn, messages, turnSignal, schemas?.forPlanner());

@@ -8,6 +8,7 @@ import {
   generatorMessages,
   plannerMessages,
   renderMemory,
+  renderMemoryBrief,
   renderToolCardFull,
   renderToolCardsCompact,
   verifierMessages,
@@ -94,5 +95,16 @@ describe('prompts', () => {
     expect(all.generator[0].content).toContain('<answer></answer>');
     expect(generatorMessages('Q?', memory, { answerTags: false })[0].content).not.toContain('<answer>');
     expect(detectModule([{ role: 'user', content: 'hi' }])).toBeNull();
+  });
+
+  it('build a brief planner prompt: the query, the tool names, a line per memory turn, and still the planner', () => {
+    const brief = plannerMessages({ query: 'Q?', analysis: 'A long analysis', cards: [wiki], memory, turn: 3, maxTurns: 5, style: 'brief' });
+    expect(detectModule(brief)).toBe('planner');
+    expect(brief[1].content).toBe(`Query: Q?\nTools: Wikipedia_Search_Tool\nMemory:\n${renderMemoryBrief(memory, 80)}\nStep 3 of 5.`);
+    expect(renderMemoryBrief(memory, 80).split('\n')).toEqual([`Turn 1: Wikipedia_Search_Tool -> ${trimForPrompt('x'.repeat(5000), 80).replace(/\s+/g, ' ')}`, 'Turn 2: Wikipedia_Search_Tool -> error: timed out']);
+    expect(renderMemoryBrief([], 80)).toBe('(empty)');
+    const full = plannerMessages({ query: 'Q?', analysis: 'A long analysis', cards: [wiki], memory, turn: 3, maxTurns: 5 });
+    expect(brief[0].content.length + brief[1].content.length).toBeLessThan((full[0].content.length + full[1].content.length) / 3);
+    expect(brief[1].content).not.toContain('A long analysis');
   });
 });

@@ -106,12 +106,35 @@ export interface PlannerPromptInput {
   turn: number;
   maxTurns: number;
   limits?: PromptLimits;
+  /** 'brief': the query, the tool names, one line per memory turn (no analysis, no cards): PlannerPrompt. */
+  style?: PlannerPrompt;
+}
+
+/**
+ * The planner's prompt: 'full' (the query, its analysis, every card, the memory with sub-goals and calls) or
+ * 'brief' (the query, the tool names and one line per memory turn), for planners too small to read the full
+ * one: in a 250-token prompt the query is a few percent of what attention averages over, and a tiny model's
+ * state where it names the tool hardly depends on it (README, "Tool-choice task").
+ */
+export type PlannerPrompt = 'full' | 'brief';
+
+/** The memory in one line per turn: the tool called and what came back. */
+export function renderMemoryBrief(memory: MemoryEntry[], resultChars: number): string {
+  if (memory.length === 0) return '(empty)';
+  const line = (t: string) => t.replace(/\s+/g, ' ').trim();
+  return memory.map((m) => `Turn ${m.turn}: ${m.toolName || '(no tool)'} -> ${line(m.ok ? trimForPrompt(m.result, resultChars) : `error: ${m.error ?? 'unknown error'}`)}`).join('\n');
 }
 
 /** The planner's reply names its decision first, in the order reply-schemas.ts constrains it to. */
 export function plannerMessages(p: PlannerPromptInput): ChatMessage[] {
   const limits = p.limits ?? DEFAULT_LIMITS;
   const names = p.cards.map((c) => c.name).join(', ');
+  if (p.style === 'brief') {
+    return [
+      { role: 'system', content: `${ROLE_LINE.planner} Choose the tool for the next step. Reply with JSON only.` },
+      { role: 'user', content: `Query: ${p.query}\nTools: ${names}\nMemory:\n${renderMemoryBrief(p.memory, Math.min(80, perResult(limits, p.memory.length)))}\nStep ${p.turn} of ${p.maxTurns}.` },
+    ];
+  }
   return [
     {
       role: 'system',

@@ -1,10 +1,11 @@
 // `cli eval --task tools`: the tool-choice task's planner (its tiny CPU model, untrained or with --adapter, a PEFT
 // folder such as `cli train --task tools` writes) on one of the task's splits, through the same evaluateItems and
 // the same files as `cli eval` (results.jsonl, summary.json, experiment.json), which the Experiments tab imports.
-import { appendFileSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { experimentFile, resultsJsonl, summaryOf, type EvalSummary } from '../agent/experiment-file';
-import { toolTask } from '../tasks/tool-task';
+import { toolTask, toolTaskOfBaseModel, TOOL_TASK_CONVERTER_V1, TOOL_TASK_MODEL_V1, TOOL_TASK_TRAIN_PER_KIND_V1, type ToolTaskOptions } from '../tasks/tool-task';
+import { parseAdapterConfig } from '../io/peft';
 import { evaluateToolTask, TOOL_TASK_BUDGET, toolTaskEvalEngines } from '../tasks/tool-task-run';
 import { loadAdapter } from '../engine/load-checkpoint';
 import { directorySource } from '../io/sources';
@@ -17,10 +18,11 @@ export const TOOL_EVAL_FLAGS = ['task', 'adapter', 'out', 'split', 'task-seed', 
 
 export const TOOL_EVAL_USAGE = `usage:
   cli eval --task tools --out DIR [--adapter DIR] [--split held-out|train (default held-out)] [--task-seed N (default 1)]
-           [--arithmetic calculator|python (default calculator; as the run was trained)]
+           [--arithmetic calculator|python (default calculator)]
            [--temperature X (default 0)] [--samples K (default 1)] [--seed S]
 The tool-choice task's tiny planner (no download) on its questions of --task-seed; --out receives results.jsonl,
-summary.json and experiment.json.`;
+summary.json and experiment.json. With --adapter, the planner, questions and arithmetic tool are the ones the
+adapter was trained on (its base model names them); --task-seed and --arithmetic, if given, must agree.`;
 
 const log = (msg: string) => process.stderr.write(`${msg}\n`);
 
@@ -29,6 +31,28 @@ const OUT_FILES = ['results.jsonl', 'summary.json', 'experiment.json'];
 /** Whether `cli eval`'s arguments ask for the tool-choice task (`--task tools` or `--task=tools`). */
 export function isToolTaskEval(argv: readonly string[]): boolean {
   return argv.some((a, i) => a === '--task=tools' || (a === '--task' && argv[i + 1] === 'tools'));
+}
+
+/**
+ * The task an adapter was trained on, from the base model its adapter_config.json names: the planner must be
+ * the one it was trained with (same questions' tokenizer, shape and weights). --task-seed and --arithmetic may
+ * be left out; given, they must agree. An adapter of the first shape (bare base model name) records no seed:
+ * --task-seed picks it, as before.
+ */
+function adapterTask(flag: string, dir: string, given: ToolTaskOptions, flagged: { taskSeed: boolean; arithmetic: boolean }): ToolTaskOptions {
+  const file = join(dir, 'adapter_config.json');
+  let base: string | null;
+  try {
+    base = parseAdapterConfig(JSON.parse(readFileSync(file, 'utf8')) as unknown, file).baseModelNameOrPath;
+  } catch (e) {
+    throw new UsageError(`--adapter ${flag}: ${(e as Error).message}`);
+  }
+  const of = toolTaskOfBaseModel(base);
+  if (of === null) throw new UsageError(`--adapter ${flag} was trained for base model “${base ?? '(none named)'}”, not the tool-choice task's planner`);
+  if (of === 'v1') return { ...given, converterName: TOOL_TASK_CONVERTER_V1, trainPerKind: TOOL_TASK_TRAIN_PER_KIND_V1, model: { ...TOOL_TASK_MODEL_V1 } };
+  if (flagged.taskSeed && of.seed !== given.seed) throw new UsageError(`--task-seed ${given.seed}: --adapter ${flag} was trained on the questions of seed ${of.seed} (leave --task-seed out to use them)`);
+  if (flagged.arithmetic && of.arithmetic !== given.arithmetic) throw new UsageError(`--arithmetic ${given.arithmetic}: --adapter ${flag} was trained with ${of.arithmetic} (leave --arithmetic out to use it)`);
+  return of;
 }
 
 /** Runs `cli eval --task tools`; resolves with the exit status after printing the summary (or the error). */
@@ -46,7 +70,7 @@ export async function runToolTaskEval(argv: string[]): Promise<number> {
     }
     const split = args.flags.get('split') ?? 'held-out';
     if (split !== 'held-out' && split !== 'train') throw new UsageError(`--split must be held-out or train, got '${split}'`);
-    const taskSeed = boundedInt(args, 'task-seed', 1, 0, MAX_SEED, 'the seed the questions are drawn from');
+    let taskSeed = boundedInt(args, 'task-seed', 1, 0, MAX_SEED, 'the seed the questions are drawn from');
     const temperatureText = args.flags.get('temperature') ?? '0';
     const temperature = Number(temperatureText);
     if (!(Number.isFinite(temperature) && temperature >= 0 && temperature <= 10)) throw new UsageError(`--temperature must be a number from 0 to 10, got '${temperatureText}'`);
@@ -55,9 +79,15 @@ export async function runToolTaskEval(argv: string[]): Promise<number> {
     const adapterFlag = args.flags.get('adapter');
     const adapterDir = adapterFlag !== undefined ? checkDir(adapterFlag, 'adapter') : undefined;
 
-    const arithmetic = args.flags.get('arithmetic') ?? 'calculator';
-    if (arithmetic !== 'calculator' && arithmetic !== 'python') throw new UsageError(`--arithmetic must be calculator or python, got '${arithmetic}'`);
-    const task = toolTask({ seed: taskSeed, arithmetic });
+    const arithmeticFlag = args.flags.get('arithmetic');
+    if (arithmeticFlag !== undefined && arithmeticFlag !== 'calculator' && arithmeticFlag !== 'python') throw new UsageError(`--arithmetic must be calculator or python, got '${arithmeticFlag}'`);
+    let settings: ToolTaskOptions = { seed: taskSeed, arithmetic: (arithmeticFlag ?? 'calculator') as 'calculator' | 'python' };
+    if (adapterDir) {
+      settings = adapterTask(adapterFlag!, adapterDir, settings, { taskSeed: args.flags.has('task-seed'), arithmetic: arithmeticFlag !== undefined });
+      taskSeed = settings.seed!;
+    }
+    const arithmetic = settings.arithmetic!;
+    const task = toolTask(settings);
     const adapter = adapterDir ? await loadAdapter(directorySource(adapterDir), task.model.config) : null;
     let python = null;
     if (arithmetic === 'python') {
@@ -96,6 +126,7 @@ export async function runToolTaskEval(argv: string[]): Promise<number> {
     log(`eval ${experiment.name}: ${items.length} item(s) × ${samples} sample(s), out ${out}`);
     let correct = 0;
     const recs = await evaluateToolTask(engines, tools, {
+      plannerPrompt: task.plannerPrompt,
       items,
       temperature,
       samples,

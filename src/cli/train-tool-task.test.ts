@@ -2,10 +2,11 @@
 // GPU): its flags are checked before anything is written, a run writes its adapter and its held-out evaluations,
 // --resume takes the run's own flags, and `cli eval` scores that adapter on the held-out split.
 import { describe, expect, it } from 'vitest';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from './cli-spawn';
+import { toolTaskBaseModel } from '../tasks/tool-task';
 
 const tmp = () => mkdtempSync(join(tmpdir(), 'agentflow-tool-task-'));
 
@@ -47,5 +48,19 @@ describe('cli train --task tools', () => {
     const summary = JSON.parse(readFileSync(join(evalOut, 'summary.json'), 'utf8')) as { items: number; accuracy: number; benchmark: string };
     expect(summary).toMatchObject({ items: 32, benchmark: 'tool-task-1-held-out' });
     expect(readFileSync(join(evalOut, 'results.jsonl'), 'utf8').trim().split('\n')).toHaveLength(32);
+
+    // The adapter names the task it was trained on; eval rebuilds that one, and refuses flags or adapters that disagree.
+    const config = JSON.parse(readFileSync(join(out, 'adapter', 'adapter_config.json'), 'utf8')) as Record<string, unknown>;
+    expect(config.base_model_name_or_path).toBe(toolTaskBaseModel({ seed: 1 }));
+    const wrongSeed = await runCli(['eval', '--task', 'tools', '--adapter', join(out, 'adapter'), '--task-seed', '2', '--out', join(dir, 'eval2')]);
+    expect(wrongSeed.code).toBe(2);
+    expect(wrongSeed.stderr).toMatch(/--task-seed 2: --adapter .* was trained on the questions of seed 1/);
+    const other = join(dir, 'other-adapter');
+    cpSync(join(out, 'adapter'), other, { recursive: true });
+    writeFileSync(join(other, 'adapter_config.json'), JSON.stringify({ ...config, base_model_name_or_path: 'Qwen/Qwen2.5-0.5B-Instruct' }));
+    const foreign = await runCli(['eval', '--task', 'tools', '--adapter', other, '--out', join(dir, 'eval3')]);
+    expect(foreign.code).toBe(2);
+    expect(foreign.stderr).toMatch(/was trained for base model “Qwen\/Qwen2.5-0.5B-Instruct”, not the tool-choice task's planner/);
+    expect(existsSync(join(dir, 'eval2')) || existsSync(join(dir, 'eval3'))).toBe(false);
   }, 600_000);
 });

@@ -71,7 +71,7 @@ export function executorArgs(query: string, tool: string): Record<string, unknow
     const p = part('lookup');
     return p ? { entity: p.entity, attribute: p.attribute } : { entity: query, attribute: 'capital' };
   }
-  if (tool === 'convert') {
+  if (tool === 'unit_convert' || tool === 'convert') {
     const p = part('convert');
     return p ? { value: p.value, from: p.from, to: p.to } : { value: 0, from: 'm', to: 'kg' };
   }
@@ -79,8 +79,8 @@ export function executorArgs(query: string, tool: string): Record<string, unknow
   return { query };
 }
 
-/** The tools that answer a part: an arithmetic part Python or the calculator (a task offers one of them). */
-const ANSWERED_BY: Record<PartTool, readonly string[]> = { python: ['python', 'calculator'], lookup: ['lookup'], convert: ['convert'] };
+/** The tools that answer a part: an arithmetic part Python or the calculator, a conversion the converter under its name of either shape (a task offers one of each). */
+const ANSWERED_BY: Record<PartTool, readonly string[]> = { python: ['python', 'calculator'], lookup: ['lookup'], convert: ['unit_convert', 'convert'] };
 
 /** The result that answers `part` in the memory: the last successful one of its tool. */
 function resultFor(part: QuestionPart, memory: ShownEntry[]): string | null {

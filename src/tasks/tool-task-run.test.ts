@@ -19,14 +19,14 @@ import { parseQuestion } from './tool-task-data';
 const SMALL = { hiddenSize: 16, intermediateSize: 32 } as const;
 
 /** A planner that names, for the query in its prompt, the tool of the first part no result answers yet. */
-function choosing(right: boolean) {
+function choosing(right: boolean, converter: string) {
   return (messages: ChatMessage[]) => {
     const user = messages.find((m) => m.role === 'user')!.content;
     const query = /^Query: (.*)$/m.exec(user)![1];
     const used = [...user.matchAll(/\nCall: ([a-z_]+) /g)].map((m) => m[1]);
-    const tools = (parseQuestion(query) ?? []).map((p) => (p.tool === 'python' ? 'calculator' : p.tool));
+    const tools = (parseQuestion(query) ?? []).map((p) => (p.tool === 'python' ? 'calculator' : p.tool === 'convert' ? converter : p.tool));
     const next = tools.find((t) => !used.includes(t)) ?? tools[0];
-    const wrong = ['base_generator', 'convert', 'lookup'].find((t) => !(tools as string[]).includes(t))!;
+    const wrong = ['base_generator', converter, 'lookup'].find((t) => !tools.includes(t))!;
     return JSON.stringify({ tool_name: right ? next : wrong, sub_goal: 'x', context: '', justification: '' });
   };
 }
@@ -34,12 +34,12 @@ function choosing(right: boolean) {
 describe('tool-choice task', () => {
   it('is answered through the real loop by the right tool choices and by no wrong ones', async () => {
     const task = toolTask({ seed: 1, model: SMALL });
-    const tools = toolTaskTools(null, task.shared);
+    const tools = toolTaskTools(null, task.shared, task.converterName);
     for (const right of [true, false]) {
       let correct = 0;
       for (const [i, item] of task.splits.heldOut.entries()) {
-        const planner = new ScriptedEngine({ planner: [choosing(right)] }, 'planner:scripted');
-        const run = await runAgent({ conversationId: `c${i}`, query: item.query, tools, engines: { planner, shared: task.shared }, config: toolTaskAgentConfig(TOOL_TASK_BUDGET, 0, 1) });
+        const planner = new ScriptedEngine({ planner: [choosing(right, task.converterName)] }, 'planner:scripted');
+        const run = await runAgent({ conversationId: `c${i}`, query: item.query, tools, engines: { planner, shared: task.shared }, config: toolTaskAgentConfig(TOOL_TASK_BUDGET, 0, 1, task.plannerPrompt) });
         correct += run.finalAnswer !== null ? scoreAnswer({ kind: 'exact', prediction: run.finalAnswer, reference: item.answer }) : 0;
       }
       expect(correct).toBe(right ? task.splits.heldOut.length : 0);
@@ -52,7 +52,7 @@ describe('tool-choice task', () => {
     let replies = 0;
     let right = 0;
     for (const [i, item] of task.splits.heldOut.slice(0, 12).entries()) {
-      const run = await runAgent({ conversationId: `u${i}`, query: item.query, tools, engines, config: toolTaskAgentConfig(TOOL_TASK_BUDGET, 1, 100 + i) });
+      const run = await runAgent({ conversationId: `u${i}`, query: item.query, tools, engines, config: toolTaskAgentConfig(TOOL_TASK_BUDGET, 1, 100 + i, task.plannerPrompt) });
       const planned = run.steps.filter((s) => s.kind === 'planner');
       const unusable = run.steps.filter((s) => s.kind === 'error' && s.data.module === 'planner');
       expect(unusable.map((s) => String((s.data as { message?: unknown }).message))).toEqual([]);

@@ -6,6 +6,7 @@
 import { SchemaGrammar } from '../engine/grammar/json-schema-constraint';
 import type { LoraAdapter } from '../io/peft';
 import type { ExperimentItemRecord } from '../store/records';
+import type { PlannerPrompt } from '../agent/prompts';
 import type { Tool } from '../tools/tool';
 import type { GrpoConfig } from '../trainer/grpo-config';
 import { AgentCollector } from '../trainer/run/agent-collector';
@@ -18,7 +19,7 @@ import { TrainingHost, type TrainStorage } from '../trainer/training-host';
 import type { AgentConfigInput, AgentEngines } from '../agent/loop';
 import type { ReplyConstraint } from './cpu-planner-engine';
 import { KINDS, type ToolTaskItem } from './tool-task-data';
-import { liveAdapter, toolTask, toolTaskTools, TOOL_TASK_PLANNER_ID, type ToolTask, type ToolTaskModelOptions } from './tool-task';
+import { liveAdapter, toolTask, toolTaskTools, TOOL_TASK_CONVERTER, TOOL_TASK_CONVERTER_V1, TOOL_TASK_PLANNER_PROMPT, TOOL_TASK_MODEL, TOOL_TASK_MODEL_V1, TOOL_TASK_PLANNER_ID, TOOL_TASK_TRAIN_PER_KIND, TOOL_TASK_TRAIN_PER_KIND_V1, type ToolTask, type ToolTaskModelOptions } from './tool-task';
 
 /**
  * Characters of the planner's free-text fields. The tool's name is the decision; the sub-goal, context and
@@ -50,7 +51,11 @@ export interface ToolTaskSpecData {
   arithmetic?: 'python' | 'calculator';
   trainPerKind?: number;
   heldOutPerKind?: number;
-  /** The tiny planner's shape (default TOOL_TASK_MODEL). */
+  /** The converter's tool name (new runs record TOOL_TASK_CONVERTER; absent: the first shape's). */
+  converterName?: string;
+  /** The planner's prompt (new runs record TOOL_TASK_PLANNER_PROMPT; absent: the first shape's 'full'). */
+  plannerPrompt?: PlannerPrompt;
+  /** The tiny planner's shape (new runs record TOOL_TASK_MODEL in full; absent fields: the first shape's). */
   model?: ToolTaskModelOptions;
   /**
    * A step draws one question of each kind in turn (the schedule's strata) instead of at random. New runs
@@ -61,8 +66,8 @@ export interface ToolTaskSpecData {
 }
 
 /** The agent settings of a rollout of the task: the run's rollout settings with the task's reply limits. */
-export function toolTaskAgentConfig(budget: AgentBudget, temperature: number, seed: number): AgentConfigInput {
-  return { ...rolloutAgentConfig(budget, temperature, seed), replyLimits: { ...TOOL_TASK_REPLY_LIMITS } };
+export function toolTaskAgentConfig(budget: AgentBudget, temperature: number, seed: number, plannerPrompt: PlannerPrompt): AgentConfigInput {
+  return { ...rolloutAgentConfig(budget, temperature, seed), replyLimits: { ...TOOL_TASK_REPLY_LIMITS }, plannerPrompt };
 }
 
 export interface ToolTaskRunSettings {
@@ -84,7 +89,8 @@ export interface ToolTaskRunSettings {
 
 /** A checked spec for a run of the task. */
 export function toolTaskRunSpec(s: ToolTaskRunSettings = {}): RunSpec {
-  const data: ToolTaskSpecData = { seed: 1, drawByKind: true, ...s.task };
+  // The shape and question counts are written out, so the run rebuilds the same planner whatever the defaults become.
+  const data: ToolTaskSpecData = { seed: 1, drawByKind: true, ...s.task, converterName: s.task?.converterName ?? TOOL_TASK_CONVERTER, plannerPrompt: s.task?.plannerPrompt ?? TOOL_TASK_PLANNER_PROMPT, trainPerKind: s.task?.trainPerKind ?? TOOL_TASK_TRAIN_PER_KIND, model: { ...TOOL_TASK_MODEL, ...s.task?.model } };
   const task = toolTask(data);
   const rank = TOOL_TASK_TRAINING.rank;
   const steps = s.steps ?? TOOL_TASK_TRAINING.steps;
@@ -108,10 +114,14 @@ export function toolTaskRunSpec(s: ToolTaskRunSettings = {}): RunSpec {
   return spec;
 }
 
-/** The task a spec was made for, or null for any other run. */
+/**
+ * The task a spec was made for, or null for any other run. A run stored before specs recorded the shape and
+ * question counts was made on the first shape with 12 questions a kind, and is rebuilt so.
+ */
 export function toolTaskOf(spec: RunSpec): ToolTaskSpecData | null {
   const t = (spec.collector as { toolTask?: ToolTaskSpecData }).toolTask;
-  return t && typeof t.seed === 'number' ? t : null;
+  if (!t || typeof t.seed !== 'number') return null;
+  return { ...t, converterName: t.converterName ?? TOOL_TASK_CONVERTER_V1, plannerPrompt: t.plannerPrompt ?? 'full', trainPerKind: t.trainPerKind ?? TOOL_TASK_TRAIN_PER_KIND_V1, model: { ...TOOL_TASK_MODEL_V1, ...t.model } };
 }
 
 /** The grammar a reply of the task's planner must follow (compiled once per schema for its tokenizer). */
@@ -122,6 +132,8 @@ export function toolTaskConstraint(task: ToolTask): (schema: string) => Promise<
 
 export interface ToolTaskEvalOptions {
   items: ToolTaskTaskItems;
+  /** The task's planner prompt (ToolTask.plannerPrompt). */
+  plannerPrompt: PlannerPrompt;
   /** Planner turns and tokens (default TOOL_TASK_BUDGET's): a run's evaluation plays its own. */
   budget?: Pick<AgentBudget, 'maxTurns' | 'plannerTokens'>;
   temperature?: number;
@@ -147,7 +159,7 @@ export function evaluateToolTask(engines: AgentEngines, tools: Tool[], o: ToolTa
     temperature: o.temperature ?? 0,
     samples: o.samples ?? 1,
     seed: o.seed ?? 1,
-    agent: { replyLimits: { ...TOOL_TASK_REPLY_LIMITS } },
+    agent: { replyLimits: { ...TOOL_TASK_REPLY_LIMITS }, plannerPrompt: o.plannerPrompt },
     ...(o.signal ? { signal: o.signal } : {}),
     ...(o.onItem ? { onItem: o.onItem } : {}),
   });
@@ -191,13 +203,13 @@ export function toolTaskRunSetup(o: {
   const host = new TrainingHost(() => policyHost, o.storage);
   const planner = task.planner({ adapter: liveAdapter(host), constraint: toolTaskConstraint(task) });
   const engines: AgentEngines = { planner, shared: task.shared };
-  const tools = toolTaskTools(data.arithmetic === 'python' ? o.python! : null, task.shared);
+  const tools = toolTaskTools(data.arithmetic === 'python' ? o.python! : null, task.shared, task.converterName);
   const collector = new AgentCollector({
     runId: o.runId,
     items: agent.benchmark.items,
     engines,
     tools,
-    agent: (seed) => toolTaskAgentConfig(agent.budget, o.spec.grpo.temperature ?? 1, seed),
+    agent: (seed) => toolTaskAgentConfig(agent.budget, o.spec.grpo.temperature ?? 1, seed, task.plannerPrompt),
     reward: { kind: 'exact' },
     concurrency: 1,
     ...(o.store.rollouts ? { storage: o.store.rollouts } : {}),
@@ -207,6 +219,7 @@ export function toolTaskRunSetup(o: {
   const evaluator: RunEvaluator | undefined = e && {
     async evaluate({ step, signal, onItem }) {
       const recs = await evaluateToolTask(engines, tools, {
+        plannerPrompt: task.plannerPrompt,
         items: e.items as ToolTaskTaskItems,
         budget: agent.budget,
         experimentId: `${o.runId}-eval-step-${step}`,
@@ -241,5 +254,5 @@ function kindStrata(items: readonly unknown[]): number[] {
 /** The task's planner with a fixed adapter (null: the untrained base model), under the grammar: for `cli eval`. */
 export function toolTaskEvalEngines(task: ToolTask, adapter: LoraAdapter | null, python: Tool | null): { engines: AgentEngines; tools: Tool[] } {
   const planner = task.planner({ adapter: () => ({ adapter, id: adapter ? 'adapter' : null }), constraint: toolTaskConstraint(task) });
-  return { engines: { planner, shared: task.shared }, tools: toolTaskTools(python, task.shared) };
+  return { engines: { planner, shared: task.shared }, tools: toolTaskTools(python, task.shared, task.converterName) };
 }

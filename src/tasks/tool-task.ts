@@ -21,13 +21,13 @@ import { f16BitsToF32, f32ToF16Bits } from '../util/half';
 import { Rng } from '../util/rng';
 import type { AgentEngines } from '../agent/loop';
 import type { MemoryEntry } from '../agent/memory';
-import { plannerMessages } from '../agent/prompts';
+import { plannerMessages, type PlannerPrompt } from '../agent/prompts';
 import { CpuPlannerEngine, type ReplyConstraint } from './cpu-planner-engine';
 import { executorArgs, FIXED_ANALYSIS, FixedModulesEngine } from './fixed-modules';
 import { learnedTokenizer } from './task-tokenizer';
 import { parseQuestion, partAnswer, toolTaskSplits, type SplitOptions, type ToolTaskItem, type ToolTaskSplits } from './tool-task-data';
 
-/** The base model name the task's adapters carry. */
+/** The base model name the task's adapters carry (followed by the task's settings: toolTaskBaseModel). */
 export const TOOL_TASK_BASE_MODEL = 'agentflow-tool-task';
 
 /** The planner engine's id (a run records it; a resumed run must find the same). */
@@ -46,9 +46,44 @@ export interface ToolTaskModelOptions {
   modelSeed?: number;
   /** Scale of the query and key projections' random weights (1: as the others); larger makes attention peakier. */
   attentionScale?: number;
+  /** Scale of the token embeddings' random values (1: unit variance). */
+  embedScale?: number;
+  /** RoPE's base (Qwen2's rope_theta). */
+  ropeTheta?: number;
 }
 
-export const TOOL_TASK_MODEL: Required<ToolTaskModelOptions> = { hiddenSize: 32, numHeads: 2, numKvHeads: 1, intermediateSize: 64, numLayers: 2, merges: 480, modelSeed: 1234, attentionScale: 3 };
+/**
+ * What a run stored before specs recorded the task's settings, and an adapter whose base model is the bare
+ * TOOL_TASK_BASE_MODEL, were made with (frozen: the defaults below may change, these may not).
+ */
+export const TOOL_TASK_MODEL_V1: Required<ToolTaskModelOptions> = { hiddenSize: 32, numHeads: 2, numKvHeads: 1, intermediateSize: 64, numLayers: 2, merges: 480, modelSeed: 1234, attentionScale: 3, embedScale: 1, ropeTheta: 10000 };
+export const TOOL_TASK_TRAIN_PER_KIND_V1 = 12;
+export const TOOL_TASK_CONVERTER_V1 = 'convert';
+
+/**
+ * The default shape: still the first one. Tried against it on 2026-11-27 (README, "Tool-choice task"): q/k at
+ * the ordinary scale with embeddings drawn small ({attentionScale: 1, embedScale: 0.02}), whose state at the
+ * tool name a linear read-out decodes far better (0.80-0.90 of held-out prompts against 0.40-0.45 with 36
+ * training questions a kind, bench/tool-task-features.ts) — yet trained no better in 40 steps on two seeds:
+ * the runs swing one kind's tool preference onto another's whatever the shape.
+ */
+export const TOOL_TASK_MODEL: Required<ToolTaskModelOptions> = { ...TOOL_TASK_MODEL_V1 };
+/** Training questions a kind (36 is about the most distinct fact questions the training entities allow). */
+export const TOOL_TASK_TRAIN_PER_KIND = TOOL_TASK_TRAIN_PER_KIND_V1;
+
+/**
+ * The converter's tool name. `convert` begins with the same token as `calculator` ('c'), so the choice between
+ * them is made at the name's second token; `unit_convert` gives every tool of the task its own first token, so
+ * one token chooses the tool. Measured no better in training (two seeds, 40 steps), so not yet the default.
+ */
+export const TOOL_TASK_CONVERTER = TOOL_TASK_CONVERTER_V1;
+
+/**
+ * The planner prompt: 'full' by default. 'brief' (about 60 tokens against 250) makes the state at the tool
+ * name vary across questions by 8-35 % of its squared norm against 2.5-4 % with 'full' (the full prompt's
+ * constant cards and rules drown the query), and a step about twice as fast; trained no better in 40 steps.
+ */
+export const TOOL_TASK_PLANNER_PROMPT: PlannerPrompt = 'full';
 
 /** A short card for the app's Python tool: the planner's prompt shows every card, and shorter is faster. */
 export const TASK_PYTHON_CARD: ToolCard = {
@@ -76,12 +111,13 @@ export const TASK_BASE_GENERATOR_CARD: ToolCard = {
  * one in the CLI) under a short card, or else the calculator — the lookup table, the converter and the base
  * generator.
  */
-export function toolTaskTools(python: Tool | null, shared: FixedModulesEngine): Tool[] {
+export function toolTaskTools(python: Tool | null, shared: FixedModulesEngine, converterName = TOOL_TASK_CONVERTER): Tool[] {
   const base = new BaseGeneratorTool({ engine: shared, maxNewTokens: 32 });
+  const converter = new UnitConvertTool();
   return [
     python ? { card: TASK_PYTHON_CARD, run: (a, c) => python.run(a, c) } : new CalculatorTool(),
     new FactLookupTool(),
-    new UnitConvertTool(),
+    { card: { ...converter.card, name: converterName }, run: (a) => converter.run(a) },
     { card: TASK_BASE_GENERATOR_CARD, run: (a, c) => base.run(a, c) },
   ];
 }
@@ -91,13 +127,13 @@ export function toolTaskTools(python: Tool | null, shared: FixedModulesEngine): 
  * second turn on every training question (its memory holding the right call), the replies' JSON keys and tool
  * names, and every entity and unit the task knows (so held-out questions are not spelled out byte by byte).
  */
-export function toolTaskCorpus(items: readonly ToolTaskItem[], cards: ToolCard[]): string[] {
+export function toolTaskCorpus(items: readonly ToolTaskItem[], cards: ToolCard[], style: PlannerPrompt = 'full'): string[] {
   const texts: string[] = [];
   for (const item of items) {
     const parts = parseQuestion(item.query) ?? [];
     const memory: MemoryEntry[] = parts.slice(0, 1).map((p) => ({ turn: 1, subGoal: 'Use the tool.', toolName: p.tool, args: executorArgs(item.query, p.tool), result: partAnswer(p), ok: true }));
     for (const mem of [[], memory]) {
-      const m = plannerMessages({ query: item.query, analysis: FIXED_ANALYSIS, cards, memory: mem, turn: mem.length + 1, maxTurns: 2 });
+      const m = plannerMessages({ query: item.query, analysis: FIXED_ANALYSIS, cards, memory: mem, turn: mem.length + 1, maxTurns: 2, style });
       texts.push(...m.map((x) => `<|im_start|>${x.role}\n${x.content}<|im_end|>\n`), '<|im_start|>assistant\n');
     }
   }
@@ -125,7 +161,7 @@ export function toolTaskModel(vocabSize: number, o: ToolTaskModelOptions = {}): 
     headDim,
     intermediateSize: d.intermediateSize,
     vocabSize,
-    ropeTheta: 10000,
+    ropeTheta: d.ropeTheta,
     rmsNormEps: 1e-6,
     tieWordEmbeddings: false,
     maxPositionEmbeddings: 4096,
@@ -136,7 +172,7 @@ export function toolTaskModel(vocabSize: number, o: ToolTaskModelOptions = {}): 
   const half = (a: Float32Array) => a.map((v) => f16BitsToF32(f32ToF16Bits(v)));
   const mat = (out: number, inp: number) => half(rng.fill(out * inp, 1 / Math.sqrt(inp)));
   const vec = (n: number, mean: number, scale: number) => rng.fill(n, scale).map((v) => v + mean);
-  const embed = half(rng.fill(vocabSize * H, 1));
+  const embed = half(rng.fill(vocabSize * H, d.embedScale));
   const lmHead = half(rng.fill(vocabSize * H, 1 / Math.sqrt(H)));
   const layers = randomLayers(config, mat, vec);
   if (d.attentionScale !== 1) for (const L of layers) for (const lin of [L.q, L.k]) lin.W = half(Float32Array.from(lin.W, (v) => v * d.attentionScale));
@@ -148,11 +184,19 @@ export interface ToolTaskOptions extends SplitOptions {
   seed?: number;
   /** The arithmetic tool: the app's Python, or the calculator (default: a Python run costs ~1.3 CPU-seconds). */
   arithmetic?: 'python' | 'calculator';
+  /** The unit converter's tool name (TOOL_TASK_CONVERTER; the first shape's runs: TOOL_TASK_CONVERTER_V1). */
+  converterName?: string;
+  /** The planner's prompt (TOOL_TASK_PLANNER_PROMPT; the first shape's runs: 'full'). */
+  plannerPrompt?: PlannerPrompt;
   model?: ToolTaskModelOptions;
 }
 
 export interface ToolTask {
   splits: ToolTaskSplits;
+  /** The converter's tool name in this task's cards. */
+  converterName: string;
+  /** The planner prompt its tokenizer was learned on and its rollouts use. */
+  plannerPrompt: PlannerPrompt;
   tokenizer: Tokenizer;
   model: ToolTaskModel;
   /** The frozen modules (engines.shared). */
@@ -168,16 +212,63 @@ export interface ToolTask {
   policyHost(): PolicyHost;
 }
 
+/** Everything a task is built from, defaults filled in: two tasks with the same settings are the same task. */
+export function toolTaskSettings(o: ToolTaskOptions = {}): Required<Omit<ToolTaskOptions, 'model'>> & { model: Required<ToolTaskModelOptions> } {
+  return { seed: o.seed ?? 1, arithmetic: o.arithmetic ?? 'calculator', converterName: o.converterName ?? TOOL_TASK_CONVERTER, plannerPrompt: o.plannerPrompt ?? TOOL_TASK_PLANNER_PROMPT, trainPerKind: o.trainPerKind ?? TOOL_TASK_TRAIN_PER_KIND, heldOutPerKind: o.heldOutPerKind ?? 8, model: { ...TOOL_TASK_MODEL, ...o.model } };
+}
+
+/**
+ * The base model name an adapter of this task carries: the task's name and every setting its planner is built
+ * from (the questions' seed and counts make the tokenizer, the shape and model seed the weights), so an adapter
+ * is never applied to another task's planner, and `cli eval` can rebuild the one it was trained on.
+ */
+export function toolTaskBaseModel(o: ToolTaskOptions = {}): string {
+  const { model, ...rest } = toolTaskSettings(o);
+  const fields: Record<string, string> = {};
+  for (const [k, v] of Object.entries({ ...rest, ...model })) fields[k] = String(v);
+  return `${TOOL_TASK_BASE_MODEL}?${new URLSearchParams(fields).toString()}`;
+}
+
+/** Whether `name` is an adapter base model of this task (of either shape). */
+export function isToolTaskBaseModel(name: string | null | undefined): boolean {
+  return name === TOOL_TASK_BASE_MODEL || !!name?.startsWith(`${TOOL_TASK_BASE_MODEL}?`);
+}
+
+/**
+ * The task settings an adapter's base model names: 'v1' for the bare name (the first shape, questions' seed not
+ * recorded), null for another model's adapter. Throws, naming the field, on a name this task did not write.
+ */
+export function toolTaskOfBaseModel(name: string | null | undefined): ToolTaskOptions | 'v1' | null {
+  if (!isToolTaskBaseModel(name)) return null;
+  if (name === TOOL_TASK_BASE_MODEL) return 'v1';
+  const p = new URLSearchParams(name!.slice(TOOL_TASK_BASE_MODEL.length + 1));
+  const num = (k: string) => {
+    const v = Number(p.get(k));
+    if (p.get(k) === null || !Number.isFinite(v)) throw new Error(`tool task: the adapter's base model “${name}” has no number for '${k}'`);
+    return v;
+  };
+  const arithmetic = p.get('arithmetic');
+  if (arithmetic !== 'python' && arithmetic !== 'calculator') throw new Error(`tool task: the adapter's base model “${name}” names arithmetic '${arithmetic}' (python or calculator)`);
+  const model = Object.fromEntries(Object.keys(TOOL_TASK_MODEL).map((k) => [k, num(k)])) as unknown as ToolTaskModelOptions;
+  const converterName = p.get('converterName');
+  if (!converterName || !/^[a-z_]+$/.test(converterName)) throw new Error(`tool task: the adapter's base model “${name}” has no converterName`);
+  const plannerPrompt = p.get('plannerPrompt');
+  if (plannerPrompt !== 'full' && plannerPrompt !== 'brief') throw new Error(`tool task: the adapter's base model “${name}” names plannerPrompt '${plannerPrompt}' (full or brief)`);
+  return { seed: num('seed'), arithmetic, converterName, plannerPrompt, trainPerKind: num('trainPerKind'), heldOutPerKind: num('heldOutPerKind'), model };
+}
+
 /** The task from its seeds: the splits, the tokenizer learned from the training split's prompts, the model. */
-export function toolTask(o: ToolTaskOptions = {}): ToolTask {
-  const splits = toolTaskSplits(o.seed ?? 1, o);
+export function toolTask(options: ToolTaskOptions = {}): ToolTask {
+  const o = toolTaskSettings(options);
+  const splits = toolTaskSplits(o.seed, o);
   const shared = new FixedModulesEngine();
-  const cards = toolTaskTools(o.arithmetic === 'python' ? { card: TASK_PYTHON_CARD, run: async () => ({ ok: false, output: '' }) } : null, shared).map((t) => t.card);
-  const merges = o.model?.merges ?? TOOL_TASK_MODEL.merges;
-  const { tokenizer, vocabSize } = learnedTokenizer(toolTaskCorpus(splits.train, cards), merges);
+  const cards = toolTaskTools(o.arithmetic === 'python' ? { card: TASK_PYTHON_CARD, run: async () => ({ ok: false, output: '' }) } : null, shared, o.converterName).map((t) => t.card);
+  const { tokenizer, vocabSize } = learnedTokenizer(toolTaskCorpus(splits.train, cards, o.plannerPrompt), o.model.merges);
   const model = toolTaskModel(vocabSize, o.model);
   return {
     splits,
+    converterName: o.converterName,
+    plannerPrompt: o.plannerPrompt,
     tokenizer,
     model,
     shared,
@@ -185,7 +276,7 @@ export function toolTask(o: ToolTaskOptions = {}): ToolTask {
     planner: (p) => new CpuPlannerEngine({ id: TOOL_TASK_PLANNER_ID, config: model.config, weights: model.weights, tokenizer, adapter: () => p.adapter(), ...(p.constraint ? { constraint: p.constraint } : {}), contextTokens: model.config.maxPositionEmbeddings }),
     policyHost: () => ({
       modelConfig: model.config,
-      baseModel: TOOL_TASK_BASE_MODEL,
+      baseModel: toolTaskBaseModel(o),
       async createBackend(adapter) {
         const backend = new PrefixSharingCpuBackend(model.config, model.weights, adapter);
         return { backend, adapterId: 'cpu', maxRows: Number.POSITIVE_INFINITY, destroy: () => undefined };

@@ -297,9 +297,11 @@ describe('Training panel progress, stored runs and results', () => {
     expect(item.textContent!.replace(/\s+/g, ' ')).toMatch(/: step 4 of 4 — done, result step [1-4] \(shown above\)/);
     expect(item.querySelector('button')).toBeNull(); // shown already, and done: nothing to show or resume
     // Points on each chart's canvas: the reward and its rolling mean, loss, KL, clip fraction, tokens/s, rollout time.
+    // The toy trains at beta 0, where the KL is not measured: its chart has no point and says why.
     const charts = () => [...again.shadowRoot!.querySelectorAll('[data-testid="training-charts"] agentflow-line-chart')];
     const points = () => charts().map((c) => c.shadowRoot?.querySelector<HTMLElement>('.plot')?.dataset.points ?? '');
-    await expect.poll(points, SLOW).toEqual(['4,4', '4', '4', '4', '4', '4']);
+    await expect.poll(points, SLOW).toEqual(['4,4', '4', '0', '4', '4', '4']);
+    expect(charts()[2].shadowRoot!.querySelector('[data-testid="flat-note"]')?.textContent).toMatch(/^not measured: this run trains with beta 0/);
     // The smoothing control draws each chart's EMA beside its raw points, which stay.
     const legend = () => charts()[0].shadowRoot?.querySelector('.u-legend')?.textContent ?? '';
     expect(legend()).not.toContain('(smoothed)');
@@ -308,7 +310,7 @@ describe('Training panel progress, stored runs and results', () => {
     smoothing.value = '0.9';
     smoothing.dispatchEvent(new Event('change'));
     await expect.poll(legend, SLOW).toMatch(/reward \(smoothed\).*rolling \(smoothed\)/);
-    await expect.poll(points, SLOW).toEqual(['4,4', '4', '4', '4', '4', '4']);
+    await expect.poll(points, SLOW).toEqual(['4,4', '4', '0', '4', '4', '4']);
     // A stored run shown: its own length, from its spec.
     expect(q(again, '[data-testid="training-status"]').textContent).toMatch(/^Done: step 4 of 4, reward \d\.\d\d$/);
     expect(q(again, '[data-testid="training-result"]').textContent).toMatch(/^Result: the adapter of step [1-4]/);

@@ -29,7 +29,7 @@ import { renderTrainingCharts } from './training-charts-view';
 import { TOY_BASE_MODEL, type TrainingDriver, type TrainingSettings, type TrainingStepPoint } from '../controllers/training/training-driver';
 import { readBudget, readExtraRollouts, readSettings, readToolTaskSettings, renderAgentSetup, renderSettings, specMode, type FormView, type TrainingMode } from './training-form';
 import { TOOL_TASK_FORM_DEFAULTS, type ToolTaskSettings } from '../controllers/training/tool-task-driver';
-import { TOOL_TASK_BASE_MODEL } from '../tasks/tool-task';
+import { isToolTaskBaseModel } from '../tasks/tool-task';
 import { trainingPanelStyles } from './training-panel-styles';
 import { TrainingRunner, type RunProgress } from '../controllers/training/training-runner';
 import { renderRunState } from './training-run-view';
@@ -201,7 +201,7 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
 
   /** Stored adapters a run of `mode` can start from: each tiny planner's own, the others for the real one. */
   startableAdapters(mode: TrainingMode): AdapterRecord[] {
-    const base = (a: AdapterRecord): TrainingMode => (a.baseModel === TOY_BASE_MODEL ? 'toy' : a.baseModel === TOOL_TASK_BASE_MODEL ? 'tools' : 'agent');
+    const base = (a: AdapterRecord): TrainingMode => (a.baseModel === TOY_BASE_MODEL ? 'toy' : isToolTaskBaseModel(a.baseModel) ? 'tools' : 'agent');
     return this.adapters.filter((a) => base(a) === mode);
   }
 

@@ -1,0 +1,46 @@
+// The task's identity: an adapter's base model names every setting the planner is built from, and reads back to
+// them; a run stored before specs recorded the shape is rebuilt on the first shape it was made on.
+import { describe, expect, it } from 'vitest';
+import { isToolTaskBaseModel, toolTask, toolTaskBaseModel, toolTaskOfBaseModel, toolTaskSettings, TOOL_TASK_BASE_MODEL, TOOL_TASK_CONVERTER, TOOL_TASK_MODEL, TOOL_TASK_PLANNER_PROMPT, TOOL_TASK_MODEL_V1, TOOL_TASK_TRAIN_PER_KIND } from './tool-task';
+import { toolTaskOf, toolTaskRunSpec } from './tool-task-run';
+
+describe('tool task identity', () => {
+  it('names every setting in the base model and reads them back', () => {
+    const o = { seed: 7, arithmetic: 'python' as const, trainPerKind: 5, heldOutPerKind: 3, model: { hiddenSize: 16, embedScale: 0.5 } };
+    const name = toolTaskBaseModel(o);
+    expect(name.startsWith(`${TOOL_TASK_BASE_MODEL}?`)).toBe(true);
+    expect(isToolTaskBaseModel(name)).toBe(true);
+    expect(toolTaskOfBaseModel(name)).toEqual(toolTaskSettings(o));
+    expect(toolTaskBaseModel({})).not.toBe(toolTaskBaseModel({ seed: 2 }));
+    expect(toolTaskBaseModel({})).not.toBe(toolTaskBaseModel({ model: { attentionScale: 1 } }));
+    expect(toolTaskBaseModel({})).not.toBe(toolTaskBaseModel({ plannerPrompt: 'brief' }));
+    // The first shape's bare name records no settings; other models' adapters are not the task's.
+    expect(toolTaskOfBaseModel(TOOL_TASK_BASE_MODEL)).toBe('v1');
+    expect(toolTaskOfBaseModel('Qwen/Qwen2.5-0.5B-Instruct')).toBeNull();
+    expect(isToolTaskBaseModel('agentflow-tool-taskx')).toBe(false);
+    expect(() => toolTaskOfBaseModel(name.replace(/hiddenSize=16/, 'hiddenSize=abc'))).toThrow(/has no number for 'hiddenSize'/);
+    expect(() => toolTaskOfBaseModel(name.replace('arithmetic=python', 'arithmetic=abacus'))).toThrow(/names arithmetic 'abacus'/);
+  });
+
+  it('records every setting in a new spec, and rebuilds a spec stored without them as it was made', () => {
+    const spec = toolTaskRunSpec({ steps: 1, evaluateEvery: 0, task: { seed: 3 } });
+    expect(toolTaskOf(spec)).toMatchObject({ seed: 3, converterName: TOOL_TASK_CONVERTER, plannerPrompt: TOOL_TASK_PLANNER_PROMPT, trainPerKind: TOOL_TASK_TRAIN_PER_KIND, model: TOOL_TASK_MODEL });
+    const stored = (spec.collector as { toolTask: Record<string, unknown> }).toolTask;
+    expect(Object.keys(stored).sort()).toEqual(['converterName', 'drawByKind', 'model', 'plannerPrompt', 'seed', 'trainPerKind']);
+    const other = toolTaskRunSpec({ steps: 1, evaluateEvery: 0, task: { seed: 3, plannerPrompt: 'brief', converterName: 'unit_convert', trainPerKind: 20, model: { attentionScale: 1 } } });
+    expect(toolTaskOf(other)).toMatchObject({ plannerPrompt: 'brief', converterName: 'unit_convert', trainPerKind: 20, model: { ...TOOL_TASK_MODEL, attentionScale: 1 } });
+    const old = { ...spec, collector: { ...spec.collector, toolTask: { seed: 3, drawByKind: true } } };
+    expect(toolTaskOf(old)).toMatchObject({ seed: 3, converterName: 'convert', plannerPrompt: 'full', trainPerKind: 12, model: TOOL_TASK_MODEL_V1 });
+  });
+
+  it('with the converter named unit_convert, gives every tool a name whose first token is its own, so one token chooses the tool', () => {
+    for (const arithmetic of ['calculator', 'python'] as const) {
+      const task = toolTask({ seed: 1, arithmetic, converterName: 'unit_convert', trainPerKind: 2, heldOutPerKind: 1 });
+      const first = task.cards.map((c) => task.tokenizer.encode(c.name)[0]);
+      expect(new Set(first).size, task.cards.map((c) => c.name).join(', ')).toBe(task.cards.length);
+    }
+    // The default names do not: calculator and convert both begin with 'c'.
+    const v1 = toolTask({ seed: 1, converterName: 'convert', trainPerKind: 2, heldOutPerKind: 1 });
+    expect(new Set(v1.cards.map((c) => v1.tokenizer.encode(c.name)[0])).size).toBe(v1.cards.length - 1);
+  });
+});
