@@ -42,14 +42,15 @@ export function isToolTaskEval(argv: readonly string[]): boolean {
 function adapterTask(flag: string, dir: string, given: ToolTaskOptions, flagged: { taskSeed: boolean; arithmetic: boolean }): ToolTaskOptions {
   const file = join(dir, 'adapter_config.json');
   let base: string | null;
+  let of: ReturnType<typeof toolTaskOfBaseModel>;
   try {
     base = parseAdapterConfig(JSON.parse(readFileSync(file, 'utf8')) as unknown, file).baseModelNameOrPath;
+    of = toolTaskOfBaseModel(base);
   } catch (e) {
     throw new UsageError(`--adapter ${flag}: ${(e as Error).message}`);
   }
-  const of = toolTaskOfBaseModel(base);
   if (of === null) throw new UsageError(`--adapter ${flag} was trained for base model “${base ?? '(none named)'}”, not the tool-choice task's planner`);
-  if (of === 'v1') return { ...given, converterName: TOOL_TASK_CONVERTER_V1, trainPerKind: TOOL_TASK_TRAIN_PER_KIND_V1, model: { ...TOOL_TASK_MODEL_V1 } };
+  if (of === 'v1') return { ...given, converterName: TOOL_TASK_CONVERTER_V1, plannerPrompt: 'full', trainPerKind: TOOL_TASK_TRAIN_PER_KIND_V1, model: { ...TOOL_TASK_MODEL_V1 } };
   if (flagged.taskSeed && of.seed !== given.seed) throw new UsageError(`--task-seed ${given.seed}: --adapter ${flag} was trained on the questions of seed ${of.seed} (leave --task-seed out to use them)`);
   if (flagged.arithmetic && of.arithmetic !== given.arithmetic) throw new UsageError(`--arithmetic ${given.arithmetic}: --adapter ${flag} was trained with ${of.arithmetic} (leave --arithmetic out to use it)`);
   return of;

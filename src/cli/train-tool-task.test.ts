@@ -61,6 +61,15 @@ describe('cli train --task tools', () => {
     const foreign = await runCli(['eval', '--task', 'tools', '--adapter', other, '--out', join(dir, 'eval3')]);
     expect(foreign.code).toBe(2);
     expect(foreign.stderr).toMatch(/was trained for base model “Qwen\/Qwen2.5-0.5B-Instruct”, not the tool-choice task's planner/);
-    expect(existsSync(join(dir, 'eval2')) || existsSync(join(dir, 'eval3'))).toBe(false);
+    writeFileSync(join(other, 'adapter_config.json'), JSON.stringify({ ...config, base_model_name_or_path: 'agentflow-tool-task?seed=1' }));
+    const torn = await runCli(['eval', '--task', 'tools', '--adapter', other, '--out', join(dir, 'eval4')]);
+    expect(torn.code).toBe(2);
+    expect(torn.stderr).toMatch(/base model “agentflow-tool-task\?seed=1” has no/);
+    expect([2, 3, 4].some((k) => existsSync(join(dir, `eval${k}`)))).toBe(false);
+    // An adapter from before the base model named the task: evaluated with the settings runs had then.
+    writeFileSync(join(other, 'adapter_config.json'), JSON.stringify({ ...config, base_model_name_or_path: 'agentflow-tool-task' }));
+    const old = await runCli(['eval', '--task', 'tools', '--adapter', other, '--task-seed', '1', '--out', join(dir, 'eval5')]);
+    expect(old.code, old.stderr).toBe(0);
+    expect(readFileSync(join(dir, 'eval5', 'results.jsonl'), 'utf8').trim().split('\n')).toHaveLength(32);
   }, 600_000);
 });

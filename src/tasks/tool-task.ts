@@ -248,6 +248,7 @@ export function toolTaskOfBaseModel(name: string | null | undefined): ToolTaskOp
     return v;
   };
   const arithmetic = p.get('arithmetic');
+  if (arithmetic === null) throw new Error(`tool task: the adapter's base model “${name}” has no 'arithmetic'`);
   if (arithmetic !== 'python' && arithmetic !== 'calculator') throw new Error(`tool task: the adapter's base model “${name}” names arithmetic '${arithmetic}' (python or calculator)`);
   const model = Object.fromEntries(Object.keys(TOOL_TASK_MODEL).map((k) => [k, num(k)])) as unknown as ToolTaskModelOptions;
   const converterName = p.get('converterName');
