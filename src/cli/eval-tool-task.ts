@@ -4,7 +4,7 @@
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { experimentFile, resultsJsonl, summaryOf, type EvalSummary } from '../agent/experiment-file';
-import { toolTask, toolTaskOfBaseModel, TOOL_TASK_CONVERTER_V1, TOOL_TASK_MODEL_V1, TOOL_TASK_TRAIN_PER_KIND_V1, type ToolTaskOptions } from '../tasks/tool-task';
+import { toolTask, toolTaskOfBaseModel, TOOL_TASK_SETTINGS_V1, type ToolTaskOptions } from '../tasks/tool-task';
 import { parseAdapterConfig } from '../io/peft';
 import { evaluateToolTask, TOOL_TASK_BUDGET, toolTaskEvalEngines } from '../tasks/tool-task-run';
 import { loadAdapter } from '../engine/load-checkpoint';
@@ -50,7 +50,7 @@ function adapterTask(flag: string, dir: string, given: ToolTaskOptions, flagged:
     throw new UsageError(`--adapter ${flag}: ${(e as Error).message}`);
   }
   if (of === null) throw new UsageError(`--adapter ${flag} was trained for base model “${base ?? '(none named)'}”, not the tool-choice task's planner`);
-  if (of === 'v1') return { ...given, converterName: TOOL_TASK_CONVERTER_V1, plannerPrompt: 'full', trainPerKind: TOOL_TASK_TRAIN_PER_KIND_V1, model: { ...TOOL_TASK_MODEL_V1 } };
+  if (of === 'v1') return { ...given, ...TOOL_TASK_SETTINGS_V1, model: { ...TOOL_TASK_SETTINGS_V1.model } };
   if (flagged.taskSeed && of.seed !== given.seed) throw new UsageError(`--task-seed ${given.seed}: --adapter ${flag} was trained on the questions of seed ${of.seed} (leave --task-seed out to use them)`);
   if (flagged.arithmetic && of.arithmetic !== given.arithmetic) throw new UsageError(`--arithmetic ${given.arithmetic}: --adapter ${flag} was trained with ${of.arithmetic} (leave --arithmetic out to use it)`);
   return of;

@@ -71,7 +71,7 @@ export function executorArgs(query: string, tool: string): Record<string, unknow
     const p = part('lookup');
     return p ? { entity: p.entity, attribute: p.attribute } : { entity: query, attribute: 'capital' };
   }
-  if (tool === 'unit_convert' || tool === 'convert') {
+  if (ANSWERED_BY.convert.includes(tool)) {
     const p = part('convert');
     return p ? { value: p.value, from: p.from, to: p.to } : { value: 0, from: 'm', to: 'kg' };
   }

@@ -19,7 +19,7 @@ import { TrainingHost, type TrainStorage } from '../trainer/training-host';
 import type { AgentConfigInput, AgentEngines } from '../agent/loop';
 import type { ReplyConstraint } from './cpu-planner-engine';
 import { KINDS, type ToolTaskItem } from './tool-task-data';
-import { liveAdapter, toolTask, toolTaskTools, TOOL_TASK_CONVERTER, TOOL_TASK_CONVERTER_V1, TOOL_TASK_PLANNER_PROMPT, TOOL_TASK_MODEL, TOOL_TASK_MODEL_V1, TOOL_TASK_PLANNER_ID, TOOL_TASK_TRAIN_PER_KIND, TOOL_TASK_TRAIN_PER_KIND_V1, type ToolTask, type ToolTaskModelOptions } from './tool-task';
+import { liveAdapter, toolTask, toolTaskSettings, toolTaskTools, TOOL_TASK_PLANNER_ID, TOOL_TASK_SETTINGS_V1, type ToolTask, type ToolTaskModelOptions } from './tool-task';
 
 /**
  * Characters of the planner's free-text fields. The tool's name is the decision; the sub-goal, context and
@@ -90,7 +90,8 @@ export interface ToolTaskRunSettings {
 /** A checked spec for a run of the task. */
 export function toolTaskRunSpec(s: ToolTaskRunSettings = {}): RunSpec {
   // The shape and question counts are written out, so the run rebuilds the same planner whatever the defaults become.
-  const data: ToolTaskSpecData = { seed: 1, drawByKind: true, ...s.task, converterName: s.task?.converterName ?? TOOL_TASK_CONVERTER, plannerPrompt: s.task?.plannerPrompt ?? TOOL_TASK_PLANNER_PROMPT, trainPerKind: s.task?.trainPerKind ?? TOOL_TASK_TRAIN_PER_KIND, model: { ...TOOL_TASK_MODEL, ...s.task?.model } };
+  const { converterName, plannerPrompt, trainPerKind, model } = toolTaskSettings(s.task);
+  const data: ToolTaskSpecData = { seed: 1, drawByKind: true, ...s.task, converterName, plannerPrompt, trainPerKind, model };
   const task = toolTask(data);
   const rank = TOOL_TASK_TRAINING.rank;
   const steps = s.steps ?? TOOL_TASK_TRAINING.steps;
@@ -121,7 +122,7 @@ export function toolTaskRunSpec(s: ToolTaskRunSettings = {}): RunSpec {
 export function toolTaskOf(spec: RunSpec): ToolTaskSpecData | null {
   const t = (spec.collector as { toolTask?: ToolTaskSpecData }).toolTask;
   if (!t || typeof t.seed !== 'number') return null;
-  return { ...t, converterName: t.converterName ?? TOOL_TASK_CONVERTER_V1, plannerPrompt: t.plannerPrompt ?? 'full', trainPerKind: t.trainPerKind ?? TOOL_TASK_TRAIN_PER_KIND_V1, model: { ...TOOL_TASK_MODEL_V1, ...t.model } };
+  return { ...TOOL_TASK_SETTINGS_V1, ...t, model: { ...TOOL_TASK_SETTINGS_V1.model, ...t.model } };
 }
 
 /** The grammar a reply of the task's planner must follow (compiled once per schema for its tokenizer). */

@@ -59,6 +59,8 @@ export interface ToolTaskModelOptions {
 export const TOOL_TASK_MODEL_V1: Required<ToolTaskModelOptions> = { hiddenSize: 32, numHeads: 2, numKvHeads: 1, intermediateSize: 64, numLayers: 2, merges: 480, modelSeed: 1234, attentionScale: 3, embedScale: 1, ropeTheta: 10000 };
 export const TOOL_TASK_TRAIN_PER_KIND_V1 = 12;
 export const TOOL_TASK_CONVERTER_V1 = 'convert';
+/** Those settings together (a stored spec's or an old adapter's, the questions' seed aside). */
+export const TOOL_TASK_SETTINGS_V1 = Object.freeze({ converterName: TOOL_TASK_CONVERTER_V1, plannerPrompt: 'full' as PlannerPrompt, trainPerKind: TOOL_TASK_TRAIN_PER_KIND_V1, model: TOOL_TASK_MODEL_V1 });
 
 /**
  * The default shape: still the first one. Tried against it on 2026-11-27 (README, "Tool-choice task"): q/k at
