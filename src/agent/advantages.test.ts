@@ -31,6 +31,17 @@ describe('group-relative advantages', () => {
     expect(r.advantages[0]).toBeCloseTo(0.5 / (Math.SQRT1_2 + 0.5), 12);
   });
 
+  it('without the std division only centres each group (Dr. GRPO), and still gives all-equal groups nothing', () => {
+    const turns = [1, 0, 0, 0, 0, 0, 0, 0].map((reward) => ({ groupId: 'g', reward })).concat([{ groupId: 'h', reward: 1 }, { groupId: 'h', reward: 1 }]);
+    const r = groupAdvantages(turns, 1e-6, false);
+    expect(r.advantages[0]).toBeCloseTo(7 / 8, 12);
+    for (const a of r.advantages.slice(1, 8)) expect(a).toBeCloseTo(-1 / 8, 12);
+    expect(r.advantages.slice(8)).toEqual([0, 0]);
+    expect(r.noGradientGroups).toBe(1);
+    // With the division the lone success's advantage is 0.875 / std = 2.47: about three times the update.
+    expect(groupAdvantages(turns).advantages[0]).toBeCloseTo(0.875 / (Math.sqrt(1 / 8) + 1e-6), 9);
+  });
+
   it('turns of a rollout share its reward; all-equal and single-turn groups give no gradient', () => {
     const r = groupAdvantages([
       { groupId: 'same', reward: 1 },

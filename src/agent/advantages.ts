@@ -1,6 +1,7 @@
 // Group-relative advantages of Flow-GRPO. A rollout's final reward is broadcast to every one of its
 // planner turns; each query's group of turns is normalised on its own, A = (r - mean) / (std + eps),
-// with the unbiased standard deviation (torch.std, as the reference fixture and verl compute it).
+// with the unbiased standard deviation (torch.std, as the reference fixture and verl compute it), or
+// only centred, A = r - mean (Dr. GRPO), when a run turns the division off.
 // A group whose rewards are all equal (or that has a single turn) carries no learning signal: its
 // advantages are exactly 0 and it is reported as a "no gradient" group.
 
@@ -59,11 +60,13 @@ export function groupStats(turns: readonly RewardedTurn[]): Omit<AdvantageResult
   return { groups, noGradientGroups: groups.filter((g) => g.noGradient).length };
 }
 
-export function groupAdvantages(turns: readonly RewardedTurn[], eps = 1e-6): AdvantageResult {
+/** `std` false: A = r - mean, unscaled (Dr. GRPO; GrpoConfig.advantageStd says why). */
+export function groupAdvantages(turns: readonly RewardedTurn[], eps = 1e-6, std = true): AdvantageResult {
   const advantages = new Array<number>(turns.length).fill(0);
   const grouped = rewardGroups(turns);
   for (const { stats, idx } of grouped) {
-    if (!stats.noGradient) for (const i of idx) advantages[i] = (turns[i].reward - stats.rewardMean) / (stats.rewardStd + eps);
+    const scale = std ? stats.rewardStd + eps : 1;
+    if (!stats.noGradient) for (const i of idx) advantages[i] = (turns[i].reward - stats.rewardMean) / scale;
   }
   const groups = grouped.map((g) => g.stats);
   return { advantages, groups, noGradientGroups: groups.filter((g) => g.noGradient).length };

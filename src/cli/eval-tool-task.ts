@@ -127,7 +127,7 @@ export async function runToolTaskEval(argv: string[]): Promise<number> {
     log(`eval ${experiment.name}: ${items.length} item(s) × ${samples} sample(s), out ${out}`);
     let correct = 0;
     const recs = await evaluateToolTask(engines, tools, {
-      plannerPrompt: task.plannerPrompt,
+      task,
       items,
       temperature,
       samples,

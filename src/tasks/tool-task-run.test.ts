@@ -39,7 +39,7 @@ describe('tool-choice task', () => {
       let correct = 0;
       for (const [i, item] of task.splits.heldOut.entries()) {
         const planner = new ScriptedEngine({ planner: [choosing(right, task.converterName)] }, 'planner:scripted');
-        const run = await runAgent({ conversationId: `c${i}`, query: item.query, tools, engines: { planner, shared: task.shared }, config: toolTaskAgentConfig(TOOL_TASK_BUDGET, 0, 1, task.plannerPrompt) });
+        const run = await runAgent({ conversationId: `c${i}`, query: item.query, tools, engines: { planner, shared: task.shared }, config: toolTaskAgentConfig(TOOL_TASK_BUDGET, 0, 1, task) });
         correct += run.finalAnswer !== null ? scoreAnswer({ kind: 'exact', prediction: run.finalAnswer, reference: item.answer }) : 0;
       }
       expect(correct).toBe(right ? task.splits.heldOut.length : 0);
@@ -52,7 +52,7 @@ describe('tool-choice task', () => {
     let replies = 0;
     let right = 0;
     for (const [i, item] of task.splits.heldOut.slice(0, 12).entries()) {
-      const run = await runAgent({ conversationId: `u${i}`, query: item.query, tools, engines, config: toolTaskAgentConfig(TOOL_TASK_BUDGET, 1, 100 + i, task.plannerPrompt) });
+      const run = await runAgent({ conversationId: `u${i}`, query: item.query, tools, engines, config: toolTaskAgentConfig(TOOL_TASK_BUDGET, 1, 100 + i, task) });
       const planned = run.steps.filter((s) => s.kind === 'planner');
       const unusable = run.steps.filter((s) => s.kind === 'error' && s.data.module === 'planner');
       expect(unusable.map((s) => String((s.data as { message?: unknown }).message))).toEqual([]);

@@ -22,13 +22,6 @@ import { KINDS, type ToolTaskItem } from './tool-task-data';
 import { liveAdapter, toolTask, toolTaskSettings, toolTaskTools, TOOL_TASK_PLANNER_ID, TOOL_TASK_SETTINGS_V1, type ToolTask, type ToolTaskModelOptions } from './tool-task';
 
 /**
- * Characters of the planner's free-text fields. The tool's name is the decision; the sub-goal, context and
- * justification are what an untrained model writes at random until its string is closed, so they are kept to a
- * few tokens: long ones would make each reply and each trained sequence several times longer.
- */
-export const TOOL_TASK_REPLY_LIMITS = Object.freeze({ subGoal: 8, context: 1, justification: 1 });
-
-/**
  * Rollout budgets: two turns (a two-part question needs both; a one-part question gets a second try), 48 new
  * tokens per planner reply (a constrained reply takes 30-40), the frozen modules' replies are short.
  */
@@ -55,6 +48,8 @@ export interface ToolTaskSpecData {
   converterName?: string;
   /** The planner's prompt (new runs record TOOL_TASK_PLANNER_PROMPT; absent: the first shape's 'full'). */
   plannerPrompt?: PlannerPrompt;
+  /** Characters of the planner's sub-goal (new runs record TOOL_TASK_SUB_GOAL_CHARS; absent: the first shape's 8). */
+  subGoalChars?: number;
   /** The tiny planner's shape (new runs record TOOL_TASK_MODEL in full; absent fields: the first shape's). */
   model?: ToolTaskModelOptions;
   /**
@@ -66,8 +61,8 @@ export interface ToolTaskSpecData {
 }
 
 /** The agent settings of a rollout of the task: the run's rollout settings with the task's reply limits. */
-export function toolTaskAgentConfig(budget: AgentBudget, temperature: number, seed: number, plannerPrompt: PlannerPrompt): AgentConfigInput {
-  return { ...rolloutAgentConfig(budget, temperature, seed), replyLimits: { ...TOOL_TASK_REPLY_LIMITS }, plannerPrompt };
+export function toolTaskAgentConfig(budget: AgentBudget, temperature: number, seed: number, task: Pick<ToolTask, 'plannerPrompt' | 'replyLimits'>): AgentConfigInput {
+  return { ...rolloutAgentConfig(budget, temperature, seed), replyLimits: { ...task.replyLimits }, plannerPrompt: task.plannerPrompt };
 }
 
 export interface ToolTaskRunSettings {
@@ -90,8 +85,8 @@ export interface ToolTaskRunSettings {
 /** A checked spec for a run of the task. */
 export function toolTaskRunSpec(s: ToolTaskRunSettings = {}): RunSpec {
   // The shape and question counts are written out, so the run rebuilds the same planner whatever the defaults become.
-  const { converterName, plannerPrompt, trainPerKind, model } = toolTaskSettings(s.task);
-  const data: ToolTaskSpecData = { seed: 1, drawByKind: true, ...s.task, converterName, plannerPrompt, trainPerKind, model };
+  const { converterName, plannerPrompt, subGoalChars, trainPerKind, model } = toolTaskSettings(s.task);
+  const data: ToolTaskSpecData = { seed: 1, drawByKind: true, ...s.task, converterName, plannerPrompt, subGoalChars, trainPerKind, model };
   const task = toolTask(data);
   const rank = TOOL_TASK_TRAINING.rank;
   const steps = s.steps ?? TOOL_TASK_TRAINING.steps;
@@ -133,8 +128,8 @@ export function toolTaskConstraint(task: ToolTask): (schema: string) => Promise<
 
 export interface ToolTaskEvalOptions {
   items: ToolTaskTaskItems;
-  /** The task's planner prompt (ToolTask.plannerPrompt). */
-  plannerPrompt: PlannerPrompt;
+  /** The task's planner prompt and reply limits (a ToolTask's). */
+  task: Pick<ToolTask, 'plannerPrompt' | 'replyLimits'>;
   /** Planner turns and tokens (default TOOL_TASK_BUDGET's): a run's evaluation plays its own. */
   budget?: Pick<AgentBudget, 'maxTurns' | 'plannerTokens'>;
   temperature?: number;
@@ -160,7 +155,7 @@ export function evaluateToolTask(engines: AgentEngines, tools: Tool[], o: ToolTa
     temperature: o.temperature ?? 0,
     samples: o.samples ?? 1,
     seed: o.seed ?? 1,
-    agent: { replyLimits: { ...TOOL_TASK_REPLY_LIMITS }, plannerPrompt: o.plannerPrompt },
+    agent: { replyLimits: { ...o.task.replyLimits }, plannerPrompt: o.task.plannerPrompt },
     ...(o.signal ? { signal: o.signal } : {}),
     ...(o.onItem ? { onItem: o.onItem } : {}),
   });
@@ -210,7 +205,7 @@ export function toolTaskRunSetup(o: {
     items: agent.benchmark.items,
     engines,
     tools,
-    agent: (seed) => toolTaskAgentConfig(agent.budget, o.spec.grpo.temperature ?? 1, seed, task.plannerPrompt),
+    agent: (seed) => toolTaskAgentConfig(agent.budget, o.spec.grpo.temperature ?? 1, seed, task),
     reward: { kind: 'exact' },
     concurrency: 1,
     ...(o.store.rollouts ? { storage: o.store.rollouts } : {}),
@@ -220,7 +215,7 @@ export function toolTaskRunSetup(o: {
   const evaluator: RunEvaluator | undefined = e && {
     async evaluate({ step, signal, onItem }) {
       const recs = await evaluateToolTask(engines, tools, {
-        plannerPrompt: task.plannerPrompt,
+        task,
         items: e.items as ToolTaskTaskItems,
         budget: agent.budget,
         experimentId: `${o.runId}-eval-step-${step}`,

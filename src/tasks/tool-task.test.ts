@@ -14,6 +14,10 @@ describe('tool task identity', () => {
     expect(toolTaskBaseModel({})).not.toBe(toolTaskBaseModel({ seed: 2 }));
     expect(toolTaskBaseModel({})).not.toBe(toolTaskBaseModel({ model: { attentionScale: 1 } }));
     expect(toolTaskBaseModel({})).not.toBe(toolTaskBaseModel({ plannerPrompt: 'brief' }));
+    expect(toolTaskBaseModel({})).not.toBe(toolTaskBaseModel({ subGoalChars: 3 }));
+    // A name written before the sub-goal's length was recorded was made with the first shape's 8 characters.
+    expect(toolTaskOfBaseModel(name.replace(/&subGoalChars=\d+/, ''))).toEqual({ ...toolTaskSettings(o), subGoalChars: 8 });
+    expect(() => toolTaskOfBaseModel(name.replace(/subGoalChars=\d+/, 'subGoalChars=x'))).toThrow(/has no number for 'subGoalChars'/);
     // The first shape's bare name records no settings; other models' adapters are not the task's.
     expect(toolTaskOfBaseModel(TOOL_TASK_BASE_MODEL)).toBe('v1');
     expect(toolTaskOfBaseModel('Qwen/Qwen2.5-0.5B-Instruct')).toBeNull();
@@ -26,11 +30,12 @@ describe('tool task identity', () => {
     const spec = toolTaskRunSpec({ steps: 1, evaluateEvery: 0, task: { seed: 3 } });
     expect(toolTaskOf(spec)).toMatchObject({ seed: 3, converterName: TOOL_TASK_CONVERTER, plannerPrompt: TOOL_TASK_PLANNER_PROMPT, trainPerKind: TOOL_TASK_TRAIN_PER_KIND, model: TOOL_TASK_MODEL });
     const stored = (spec.collector as { toolTask: Record<string, unknown> }).toolTask;
-    expect(Object.keys(stored).sort()).toEqual(['converterName', 'drawByKind', 'model', 'plannerPrompt', 'seed', 'trainPerKind']);
+    expect(Object.keys(stored).sort()).toEqual(['converterName', 'drawByKind', 'model', 'plannerPrompt', 'seed', 'subGoalChars', 'trainPerKind']);
     const other = toolTaskRunSpec({ steps: 1, evaluateEvery: 0, task: { seed: 3, plannerPrompt: 'brief', converterName: 'unit_convert', trainPerKind: 20, model: { attentionScale: 1 } } });
     expect(toolTaskOf(other)).toMatchObject({ plannerPrompt: 'brief', converterName: 'unit_convert', trainPerKind: 20, model: { ...TOOL_TASK_MODEL, attentionScale: 1 } });
     const old = { ...spec, collector: { ...spec.collector, toolTask: { seed: 3, drawByKind: true } } };
-    expect(toolTaskOf(old)).toMatchObject({ seed: 3, converterName: 'convert', plannerPrompt: 'full', trainPerKind: 12, model: TOOL_TASK_MODEL_V1 });
+    expect(toolTaskOf(old)).toMatchObject({ seed: 3, converterName: 'convert', plannerPrompt: 'full', subGoalChars: 8, trainPerKind: 12, model: TOOL_TASK_MODEL_V1 });
+    expect(toolTask({ ...toolTaskOf(old)!, trainPerKind: 2, heldOutPerKind: 1 }).replyLimits).toEqual({ subGoal: 8, context: 1, justification: 1 });
   });
 
   it('with the converter named unit_convert, gives every tool a name whose first token is its own, so one token chooses the tool', () => {

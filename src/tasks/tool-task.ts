@@ -59,8 +59,9 @@ export interface ToolTaskModelOptions {
 export const TOOL_TASK_MODEL_V1: Required<ToolTaskModelOptions> = { hiddenSize: 32, numHeads: 2, numKvHeads: 1, intermediateSize: 64, numLayers: 2, merges: 480, modelSeed: 1234, attentionScale: 3, embedScale: 1, ropeTheta: 10000 };
 export const TOOL_TASK_TRAIN_PER_KIND_V1 = 12;
 export const TOOL_TASK_CONVERTER_V1 = 'convert';
+export const TOOL_TASK_SUB_GOAL_CHARS_V1 = 8;
 /** Those settings together (a stored spec's or an old adapter's, the questions' seed aside). */
-export const TOOL_TASK_SETTINGS_V1 = Object.freeze({ converterName: TOOL_TASK_CONVERTER_V1, plannerPrompt: 'full' as PlannerPrompt, trainPerKind: TOOL_TASK_TRAIN_PER_KIND_V1, model: TOOL_TASK_MODEL_V1 });
+export const TOOL_TASK_SETTINGS_V1 = Object.freeze({ converterName: TOOL_TASK_CONVERTER_V1, plannerPrompt: 'full' as PlannerPrompt, trainPerKind: TOOL_TASK_TRAIN_PER_KIND_V1, subGoalChars: TOOL_TASK_SUB_GOAL_CHARS_V1, model: TOOL_TASK_MODEL_V1 });
 
 /**
  * The default shape: still the first one. Tried against it on 2026-11-27 (README, "Tool-choice task"): q/k at
@@ -86,6 +87,18 @@ export const TOOL_TASK_CONVERTER = TOOL_TASK_CONVERTER_V1;
  * constant cards and rules drown the query), and a step about twice as fast; trained no better in 40 steps.
  */
 export const TOOL_TASK_PLANNER_PROMPT: PlannerPrompt = 'full';
+
+/**
+ * Characters of the planner's sub-goal. Nothing in the task reads it (the frozen executor calls the chosen tool
+ * for the question), so what an untrained planner writes there is noise the update is trained on with the
+ * reply's advantage: 8 characters are 3-8 sampled tokens beside the 1-2 that name the tool.
+ */
+export const TOOL_TASK_SUB_GOAL_CHARS = TOOL_TASK_SUB_GOAL_CHARS_V1;
+
+/** The reply limits of the task's planner (free-text fields of a few characters: see TOOL_TASK_SUB_GOAL_CHARS). */
+export function toolTaskReplyLimits(subGoalChars: number): { subGoal: number; context: number; justification: number } {
+  return { subGoal: subGoalChars, context: 1, justification: 1 };
+}
 
 /** A short card for the app's Python tool: the planner's prompt shows every card, and shorter is faster. */
 export const TASK_PYTHON_CARD: ToolCard = {
@@ -190,6 +203,8 @@ export interface ToolTaskOptions extends SplitOptions {
   converterName?: string;
   /** The planner's prompt (TOOL_TASK_PLANNER_PROMPT; the first shape's runs: 'full'). */
   plannerPrompt?: PlannerPrompt;
+  /** Characters of the planner's sub-goal (TOOL_TASK_SUB_GOAL_CHARS; the first shape's runs: 8). */
+  subGoalChars?: number;
   model?: ToolTaskModelOptions;
 }
 
@@ -199,6 +214,8 @@ export interface ToolTask {
   converterName: string;
   /** The planner prompt its tokenizer was learned on and its rollouts use. */
   plannerPrompt: PlannerPrompt;
+  /** The planner's reply limits in its rollouts and evaluations. */
+  replyLimits: ReturnType<typeof toolTaskReplyLimits>;
   tokenizer: Tokenizer;
   model: ToolTaskModel;
   /** The frozen modules (engines.shared). */
@@ -216,7 +233,7 @@ export interface ToolTask {
 
 /** Everything a task is built from, defaults filled in: two tasks with the same settings are the same task. */
 export function toolTaskSettings(o: ToolTaskOptions = {}): Required<Omit<ToolTaskOptions, 'model'>> & { model: Required<ToolTaskModelOptions> } {
-  return { seed: o.seed ?? 1, arithmetic: o.arithmetic ?? 'calculator', converterName: o.converterName ?? TOOL_TASK_CONVERTER, plannerPrompt: o.plannerPrompt ?? TOOL_TASK_PLANNER_PROMPT, trainPerKind: o.trainPerKind ?? TOOL_TASK_TRAIN_PER_KIND, heldOutPerKind: o.heldOutPerKind ?? 8, model: { ...TOOL_TASK_MODEL, ...o.model } };
+  return { seed: o.seed ?? 1, arithmetic: o.arithmetic ?? 'calculator', converterName: o.converterName ?? TOOL_TASK_CONVERTER, plannerPrompt: o.plannerPrompt ?? TOOL_TASK_PLANNER_PROMPT, subGoalChars: o.subGoalChars ?? TOOL_TASK_SUB_GOAL_CHARS, trainPerKind: o.trainPerKind ?? TOOL_TASK_TRAIN_PER_KIND, heldOutPerKind: o.heldOutPerKind ?? 8, model: { ...TOOL_TASK_MODEL, ...o.model } };
 }
 
 /**
@@ -257,7 +274,9 @@ export function toolTaskOfBaseModel(name: string | null | undefined): ToolTaskOp
   if (!converterName || !/^[a-z_]+$/.test(converterName)) throw new Error(`tool task: the adapter's base model “${name}” has no converterName`);
   const plannerPrompt = p.get('plannerPrompt');
   if (plannerPrompt !== 'full' && plannerPrompt !== 'brief') throw new Error(`tool task: the adapter's base model “${name}” names plannerPrompt '${plannerPrompt}' (full or brief)`);
-  return { seed: num('seed'), arithmetic, converterName, plannerPrompt, trainPerKind: num('trainPerKind'), heldOutPerKind: num('heldOutPerKind'), model };
+  // Names written before the sub-goal's length was a setting have none: their runs wrote the first shape's.
+  const subGoalChars = p.get('subGoalChars') === null ? TOOL_TASK_SUB_GOAL_CHARS_V1 : num('subGoalChars');
+  return { seed: num('seed'), arithmetic, converterName, plannerPrompt, subGoalChars, trainPerKind: num('trainPerKind'), heldOutPerKind: num('heldOutPerKind'), model };
 }
 
 /** The task from its seeds: the splits, the tokenizer learned from the training split's prompts, the model. */
@@ -272,6 +291,7 @@ export function toolTask(options: ToolTaskOptions = {}): ToolTask {
     splits,
     converterName: o.converterName,
     plannerPrompt: o.plannerPrompt,
+    replyLimits: toolTaskReplyLimits(o.subGoalChars),
     tokenizer,
     model,
     shared,

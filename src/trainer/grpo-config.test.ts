@@ -13,6 +13,8 @@ describe('Flow-GRPO config', () => {
     expect(c.learningRate).toBe(1e-3);
     expect(c.groupSize).toBe(4);
     expect(c.beta).toBe(DEFAULT_GRPO_CONFIG.beta);
+    expect(c.advantageStd).toBe(true);
+    expect(resolveGrpoConfig({ advantageStd: false }).advantageStd).toBe(false);
   });
 
   it.each([
@@ -24,6 +26,7 @@ describe('Flow-GRPO config', () => {
     ['adamBeta2', 1, /'adamBeta2'/],
     ['microBatchTokens', '4096', /'microBatchTokens'.*got "4096"/],
     ['seed', -1, /'seed'/],
+    ['advantageStd', 1, /'advantageStd' must be true or false \(got 1\)/],
   ] as const)('rejects %s = %s naming the setting', (key, value, re) => {
     expect(() => resolveGrpoConfig({ [key]: value })).toThrow(GrpoConfigError);
     expect(() => resolveGrpoConfig({ [key]: value })).toThrow(re);

@@ -24,8 +24,14 @@ export interface GrpoConfig {
   beta: number;
   /** k3 is clamped to [-klClamp, klClamp] per token, as in the fixture's loss. */
   klClamp: number;
-  /** A = (r - mean) / (std + advantageEps). */
+  /** A = (r - mean) / (std + advantageEps) (see advantageStd). */
   advantageEps: number;
+  /**
+   * Divide each group's advantages by its reward's standard deviation (GRPO, AgentFlow). false: A = r - mean
+   * (Dr. GRPO, Liu et al. 2025), so a group's update scales with its reward spread and a lone success or failure
+   * in a group of 8 moves the adapter about a third as far as a half-solved group, not more.
+   */
+  advantageStd: boolean;
   adamBeta1: number;
   adamBeta2: number;
   adamEps: number;
@@ -75,6 +81,9 @@ export interface GrpoConfig {
  *   gradient as one pass. Raise it on large GPUs for speed; it must be at least the longest turn.
  * - temperature 1.0: sampling at the policy's own distribution keeps old logprobs the true behaviour policy.
  * - klClamp 10 and advantageEps 1e-6: the values of the reference loss (shared fixture).
+ * - advantageStd true: Flow-GRPO's (and verl's GRPO's) advantage. Dr. GRPO's unscaled one is a setting: on the
+ *   tool-choice task it moved held-out accuracy more gradually but trained no better on four tuning seeds
+ *   (README, "Tool-choice task").
  * - extraRollouts 8 (one more group's worth): a query whose group all failed gives no gradient, so a query
  *   the base planner rarely solves is never learned unless a success is sampled (DAPO's dynamic sampling
  *   resamples for the same reason). Only all-failed groups are resampled: an all-solved group's rare failure
@@ -93,6 +102,7 @@ export const DEFAULT_GRPO_CONFIG: Readonly<GrpoConfig> = Object.freeze({
   beta: 0.001,
   klClamp: 10,
   advantageEps: 1e-6,
+  advantageStd: true,
   adamBeta1: 0.9,
   adamBeta2: 0.999,
   adamEps: 1e-8,
@@ -116,7 +126,7 @@ export class GrpoConfigError extends AgentFlowError {
   }
 }
 
-type Rule = { int?: boolean; min?: number; minExclusive?: boolean; max?: number; maxExclusive?: boolean };
+type Rule = { bool?: true; int?: boolean; min?: number; minExclusive?: boolean; max?: number; maxExclusive?: boolean };
 
 const RULES: Record<keyof GrpoConfig, Rule> = {
   groupSize: { int: true, min: 2 },
@@ -129,6 +139,7 @@ const RULES: Record<keyof GrpoConfig, Rule> = {
   beta: { min: 0 },
   klClamp: { min: 0, minExclusive: true },
   advantageEps: { min: 0, minExclusive: true },
+  advantageStd: { bool: true },
   adamBeta1: { min: 0, max: 1, maxExclusive: true },
   adamBeta2: { min: 0, max: 1, maxExclusive: true },
   adamEps: { min: 0, minExclusive: true },
@@ -145,6 +156,7 @@ const RULES: Record<keyof GrpoConfig, Rule> = {
 };
 
 function describeRule(r: Rule): string {
+  if (r.bool) return 'true or false';
   const parts: string[] = [r.int ? 'an integer' : 'a finite number'];
   if (r.min !== undefined) parts.push(`${r.minExclusive ? '>' : '>='} ${r.min}`);
   if (r.max !== undefined) parts.push(`${r.maxExclusive ? '<' : '<='} ${r.max}`);
@@ -160,6 +172,10 @@ export function resolveGrpoConfig(overrides: Partial<Record<keyof GrpoConfig, un
   for (const [k, v] of Object.entries(overrides)) if (v !== undefined) cfg[k] = v;
   for (const [key, rule] of Object.entries(RULES) as Array<[keyof GrpoConfig, Rule]>) {
     const v = cfg[key];
+    if (rule.bool) {
+      if (typeof v !== 'boolean') throw new GrpoConfigError(key, `must be true or false (got ${JSON.stringify(v)})`);
+      continue;
+    }
     const ok =
       typeof v === 'number' &&
       Number.isFinite(v) &&

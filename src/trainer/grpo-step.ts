@@ -106,7 +106,7 @@ export function rolloutRewardMean(samples: readonly TurnSample[]): number {
  * when it built the batch (and stored with each turn); a batch without them gets them here, by the same rule.
  */
 function stepAdvantages(input: readonly TurnSample[], cfg: GrpoConfig): AdvantageResult {
-  if (!input.every((s) => s.advantage !== undefined)) return groupAdvantages(input, cfg.advantageEps);
+  if (!input.every((s) => s.advantage !== undefined)) return groupAdvantages(input, cfg.advantageEps, cfg.advantageStd);
   input.forEach((s, i) => {
     if (!Number.isFinite(s.advantage)) throw new Error(`grpoStep: sample ${i} (rollout '${s.rolloutId}', turn ${s.turn}) carries advantage ${s.advantage}; an advantage must be a finite number`);
   });

@@ -178,5 +178,10 @@ describe('AgentCollector', () => {
     batch.samples.forEach((s, i) => expect(s.advantage).toBeCloseTo(want[i], 12));
     expect(batch.records.map((r) => [r.id, r.step, r.rollout, r.reward, r.advantage])).toEqual(batch.samples.map((s, i) => [`run:${s.rolloutId}:${s.turn}`, 1, i === 0 ? 0 : 1, s.reward, s.advantage]));
     for (const s of batch.samples) expect(s.oldLogprobs!.length).toBe(s.responseTokens.length);
+    // Without the std division (GrpoConfig.advantageStd false, Dr. GRPO) the same turns are only centred; the
+    // stored records carry what the update used.
+    const centred = stepBatch({ runId: 'run', step: 1, groups, advantageEps: 1e-6, advantageStd: false });
+    centred.samples.forEach((s, i) => expect(s.advantage).toBeCloseTo([0, 1, 1][i] - 2 / 3, 12));
+    expect(centred.records.map((r) => r.advantage)).toEqual(centred.samples.map((s) => s.advantage));
   });
 });

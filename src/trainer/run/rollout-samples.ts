@@ -48,9 +48,9 @@ export interface StepBatch {
 
 /**
  * The step's batch from its groups, in group, rollout and turn order. Advantages: A = (R - mean) / (std +
- * eps) over each group's turns (groupAdvantages, as grpoStep computes them).
+ * eps) over each group's turns, or R - mean without advantageStd (groupAdvantages, as grpoStep computes them).
  */
-export function stepBatch(o: { runId: string; step: number; groups: readonly CollectedGroup[]; advantageEps: number; createdAt?: number }): StepBatch {
+export function stepBatch(o: { runId: string; step: number; groups: readonly CollectedGroup[]; advantageEps: number; advantageStd?: boolean; createdAt?: number }): StepBatch {
   const samples: TurnSample[] = [];
   const kept: Array<{ turn: PlannerTurn; trajectory: Trajectory; groupId: string }> = [];
   const skipped: string[] = [];
@@ -71,7 +71,7 @@ export function stepBatch(o: { runId: string; step: number; groups: readonly Col
       }
     }
   }
-  const { advantages } = groupAdvantages(samples, o.advantageEps);
+  const { advantages } = groupAdvantages(samples, o.advantageEps, o.advantageStd ?? true);
   samples.forEach((s, i) => (s.advantage = advantages[i]));
   const createdAt = o.createdAt ?? Date.now();
   const records = kept.map(({ turn: t, trajectory: tr, groupId }, i): RolloutRecord => ({

@@ -229,6 +229,23 @@ describe('TrainingRun: steps without a reward signal', () => {
     await (await TrainingRun.start('s', spec({ steps: 1, grpo: { groupSize: 2, queriesPerStep: 1, extraRollouts: 6 } }), { collector: indexCollector(() => true, solved), policy: signalTrainer(), store: new MemoryRunStore() })).run();
     expect(solved).toHaveLength(2);
   });
+
+  it("the run's advantageStd reaches the batch it trains on and the records it stores", async () => {
+    const advantages = async (grpo: Record<string, unknown>) => {
+      const seen: number[][] = [];
+      const policy = signalTrainer();
+      const step = policy.trainStep.bind(policy);
+      policy.trainStep = async (samples) => (seen.push(samples.map((x) => x.advantage!)), step(samples));
+      const store = new MemoryRunStore();
+      await (await TrainingRun.start('a', spec({ steps: 1, grpo: { groupSize: 4, queriesPerStep: 1, extraRollouts: 0, ...grpo } }), { collector: indexCollector((g) => g === 0), policy, store })).run();
+      expect(store.rolloutRecords.map((r) => r.advantage)).toEqual(seen[0]);
+      return seen[0];
+    };
+    // Rewards 1, 0, 0, 0: mean 1/4, unbiased std 1/2.
+    const std = await advantages({});
+    [1.5, -0.5, -0.5, -0.5].forEach((a, i) => expect(std[i]).toBeCloseTo(a, 5));
+    expect(await advantages({ advantageStd: false })).toEqual([0.75, -0.25, -0.25, -0.25]);
+  });
 });
 
 describe('BestTracker', () => {
