@@ -36,6 +36,7 @@ describe('tool task identity', () => {
     const old = { ...spec, collector: { ...spec.collector, toolTask: { seed: 3, drawByKind: true } } };
     expect(toolTaskOf(old)).toMatchObject({ seed: 3, converterName: 'convert', plannerPrompt: 'full', subGoalChars: 8, trainPerKind: 12, model: TOOL_TASK_MODEL_V1 });
     expect(toolTask({ ...toolTaskOf(old)!, trainPerKind: 2, heldOutPerKind: 1 }).replyLimits).toEqual({ subGoal: 8, context: 1, justification: 1 });
+    expect(() => toolTask({ seed: 3, subGoalChars: 0, trainPerKind: 2, heldOutPerKind: 1 })).toThrow(/replyLimits\.subGoal must be an integer from 1 to \d+ \(characters\), got 0/);
   });
 
   it('with the converter named unit_convert, gives every tool a name whose first token is its own, so one token chooses the tool', () => {

@@ -22,6 +22,7 @@ import { Rng } from '../util/rng';
 import type { AgentEngines } from '../agent/loop';
 import type { MemoryEntry } from '../agent/memory';
 import { plannerMessages, type PlannerPrompt } from '../agent/prompts';
+import { resolveReplyLimits } from '../agent/reply-schemas';
 import { CpuPlannerEngine, type ReplyConstraint } from './cpu-planner-engine';
 import { executorArgs, FIXED_ANALYSIS, FixedModulesEngine } from './fixed-modules';
 import { learnedTokenizer } from './task-tokenizer';
@@ -95,9 +96,13 @@ export const TOOL_TASK_PLANNER_PROMPT: PlannerPrompt = 'full';
  */
 export const TOOL_TASK_SUB_GOAL_CHARS = TOOL_TASK_SUB_GOAL_CHARS_V1;
 
-/** The reply limits of the task's planner (free-text fields of a few characters: see TOOL_TASK_SUB_GOAL_CHARS). */
+/**
+ * The reply limits of the task's planner (free-text fields of a few characters: see TOOL_TASK_SUB_GOAL_CHARS),
+ * checked by the loop's own rule, so a bad length is refused when the task is built, not at its first rollout.
+ */
 export function toolTaskReplyLimits(subGoalChars: number): { subGoal: number; context: number; justification: number } {
-  return { subGoal: subGoalChars, context: 1, justification: 1 };
+  const { subGoal, context, justification } = resolveReplyLimits({ subGoal: subGoalChars, context: 1, justification: 1 });
+  return { subGoal, context, justification };
 }
 
 /** A short card for the app's Python tool: the planner's prompt shows every card, and shorter is faster. */
@@ -282,6 +287,7 @@ export function toolTaskOfBaseModel(name: string | null | undefined): ToolTaskOp
 /** The task from its seeds: the splits, the tokenizer learned from the training split's prompts, the model. */
 export function toolTask(options: ToolTaskOptions = {}): ToolTask {
   const o = toolTaskSettings(options);
+  const replyLimits = toolTaskReplyLimits(o.subGoalChars);
   const splits = toolTaskSplits(o.seed, o);
   const shared = new FixedModulesEngine();
   const cards = toolTaskTools(o.arithmetic === 'python' ? { card: TASK_PYTHON_CARD, run: async () => ({ ok: false, output: '' }) } : null, shared, o.converterName).map((t) => t.card);
@@ -291,7 +297,7 @@ export function toolTask(options: ToolTaskOptions = {}): ToolTask {
     splits,
     converterName: o.converterName,
     plannerPrompt: o.plannerPrompt,
-    replyLimits: toolTaskReplyLimits(o.subGoalChars),
+    replyLimits,
     tokenizer,
     model,
     shared,

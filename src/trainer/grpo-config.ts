@@ -28,8 +28,8 @@ export interface GrpoConfig {
   advantageEps: number;
   /**
    * Divide each group's advantages by its reward's standard deviation (GRPO, AgentFlow). false: A = r - mean
-   * (Dr. GRPO, Liu et al. 2025), so a group's update scales with its reward spread and a lone success or failure
-   * in a group of 8 moves the adapter about a third as far as a half-solved group, not more.
+   * (Dr. GRPO, Liu et al. 2025), so a group's update scales with its reward spread: in a group of 8 a lone
+   * success gets 0.875 against a half-solved group's 0.5, where the division gives it 2.47 against 0.94.
    */
   advantageStd: boolean;
   adamBeta1: number;

@@ -71,7 +71,7 @@ export function stepBatch(o: { runId: string; step: number; groups: readonly Col
       }
     }
   }
-  const { advantages } = groupAdvantages(samples, o.advantageEps, o.advantageStd ?? true);
+  const { advantages } = groupAdvantages(samples, o.advantageEps, o.advantageStd);
   samples.forEach((s, i) => (s.advantage = advantages[i]));
   const createdAt = o.createdAt ?? Date.now();
   const records = kept.map(({ turn: t, trajectory: tr, groupId }, i): RolloutRecord => ({
