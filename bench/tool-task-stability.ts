@@ -4,7 +4,9 @@
 // accuracy from then on, and per-kind accuracy at the end. A seed is both the question seed and the run seed.
 //   npx tsx bench/tool-task-stability.ts [--seeds 101-103] [--steps N] [--lr X] [--group G] [--queries Q]
 //       [--eval-every K] [--task '{"trainPerKind":12}'] [--grpo '{"extraRollouts":8}'] [--budget '{"maxTurns":2}']
-//       [--adapter '{"rank":8,"alpha":16}']
+//       [--adapter '{"rank":8,"alpha":16}'] [--train-eval N] [--train-kinds fact,arithmetic]
+// --train-eval N also evaluates the first N training questions of each kind, reported apart (learned but not
+// carried to new questions, or not learned).
 // --goal runs each seed three ways — the task's defaults (TOOL_TASK_TRAINING), twice the lr, three times the
 // steps — and checks the target: held-out accuracy reaches 0.9 within --within steps (200) and never falls
 // below --floor (0.85) afterwards. Prints a table and the seeds that miss. Tune on one seed list and report on
@@ -13,7 +15,7 @@ import type { LoraModule } from '../src/io/peft';
 import type { ExperimentItemRecord } from '../src/store/records';
 import { memoryTrainStorage } from '../src/trainer/checkpoint-memory';
 import type { GrpoConfig } from '../src/trainer/grpo-config';
-import type { AgentBudget } from '../src/trainer/run/agent-run';
+import type { AgentBudget, AgentRunData } from '../src/trainer/run/agent-run';
 import { MemoryRunStore } from '../src/trainer/run/run-store-memory';
 import { TrainingRun } from '../src/trainer/run/training-run';
 import { toolTaskRunSetup, toolTaskRunSpec, TOOL_TASK_TRAINING, type ToolTaskSpecData } from '../src/tasks/tool-task-run';
@@ -36,6 +38,10 @@ export interface ToolTaskStabilityOptions {
   budget?: Partial<AgentBudget>;
   /** A fresh adapter of this rank and alpha (default the task's: TOOL_TASK_TRAINING.rank, alpha 2 × rank, every layer matrix). */
   adapter?: { rank: number; alpha?: number; targets?: LoraModule[] };
+  /** Also evaluate this many training questions of each kind (reported apart; the accuracies stay held-out). */
+  trainEval?: number;
+  /** Train on these question kinds only (a diagnostic; the evaluation keeps every kind). */
+  trainKinds?: string[];
   log?: (line: string) => void;
 }
 
@@ -67,6 +73,25 @@ export async function toolTaskStability(o: ToolTaskStabilityOptions): Promise<To
     ...(o.adapter ? { adapter: { kind: 'fresh' as const, rank: o.adapter.rank, alpha: o.adapter.alpha ?? 2 * o.adapter.rank, targets: o.adapter.targets ?? ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] } } : {}),
     grpo: { checkpointEvery: o.steps, ...o.grpo },
   });
+  // Training questions in the evaluation too (the first `trainEval` of each kind), to tell a kind the run has not
+  // learned from one it learned and does not carry to new questions (held-out facts name countries and
+  // elements no training question names).
+  if (o.trainEval && spec.evaluation) {
+    const train = (spec.collector as unknown as AgentRunData).benchmark.items;
+    const take = new Map<string, number>();
+    const extra = train.filter((i) => {
+      const k = /^train-(.+)-\d+$/.exec((i as { pid?: string }).pid ?? '')?.[1] ?? '?';
+      take.set(k, (take.get(k) ?? 0) + 1);
+      return take.get(k)! <= o.trainEval!;
+    });
+    spec.evaluation = { ...spec.evaluation, items: [...spec.evaluation.items, ...extra] };
+  }
+  // A diagnostic: train on some kinds only (the evaluation keeps every kind), to see whether one kind's
+  // gradients undo another's.
+  if (o.trainKinds) {
+    const data = spec.collector as unknown as AgentRunData;
+    data.benchmark.items = data.benchmark.items.filter((i) => o.trainKinds!.includes((i as { kind?: string }).kind ?? ''));
+  }
   const store = new MemoryRunStore();
   const storage = memoryTrainStorage();
   const byStep = new Map<number, ExperimentItemRecord[]>();
@@ -81,11 +106,26 @@ export async function toolTaskStability(o: ToolTaskStabilityOptions): Promise<To
       if (m.step % 10 === 0) rewards = 0;
     },
     onEval: (e) => {
-      evals.push({ step: e.step, accuracy: e.accuracy });
-      o.log?.(`seed ${o.seed} step ${e.step}: held-out ${e.accuracy.toFixed(3)} (${e.correct}/${e.total}) ${kinds(byStep.get(e.step) ?? [])}  ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+      const recs = byStep.get(e.step) ?? [];
+      const held = recs.filter((r) => r.pid.startsWith('heldOut-'));
+      const correct = held.filter((r) => r.correct).length;
+      const accuracy = o.trainEval ? correct / held.length : e.accuracy;
+      evals.push({ step: e.step, accuracy });
+      const train = o.trainEval ? `; training questions ${kinds(recs.filter((r) => r.pid.startsWith('train-')))}` : '';
+      o.log?.(`seed ${o.seed} step ${e.step}: held-out ${accuracy.toFixed(3)} (${correct}/${held.length}) ${kinds(held)}${train}  ${((Date.now() - t0) / 1000).toFixed(0)} s`);
     },
   });
   setup.destroy();
+  // What the last evaluation's misses did: the tools each called, in count, per kind.
+  const misses = new Map<string, Map<string, number>>();
+  for (const r of byStep.get(evals[evals.length - 1]?.step ?? -1) ?? []) {
+    if (r.correct || !r.pid.startsWith('heldOut-')) continue;
+    const kind = /^heldOut-(.+)-\d+$/.exec(r.pid)?.[1] ?? '?';
+    const calls = Object.entries(r.toolCalls ?? {}).map(([t, n]) => (n > 1 ? `${t}×${n}` : t)).sort().join('+') || 'none';
+    const m = misses.get(kind) ?? misses.set(kind, new Map()).get(kind)!;
+    m.set(calls, (m.get(calls) ?? 0) + 1);
+  }
+  if (misses.size) o.log?.(`seed ${o.seed} misses at the end: ${[...misses].map(([k, m]) => `${k}: ${[...m].map(([c, n]) => `${c} (${n})`).join(', ')}`).join('; ')}`);
   const at = evals.findIndex((e) => e.accuracy >= 0.9);
   const last = evals[evals.length - 1];
   return {
@@ -94,7 +134,7 @@ export async function toolTaskStability(o: ToolTaskStabilityOptions): Promise<To
     reached: at < 0 ? null : evals[at].step,
     minAfter: at < 0 ? null : Math.min(...evals.slice(at).map((e) => e.accuracy)),
     final: last?.accuracy ?? 0,
-    perKind: kinds(byStep.get(last?.step ?? -1) ?? []),
+    perKind: kinds((byStep.get(last?.step ?? -1) ?? []).filter((r) => r.pid.startsWith('heldOut-'))),
     seconds: (Date.now() - t0) / 1000,
   };
 }
@@ -103,7 +143,7 @@ export async function toolTaskStability(o: ToolTaskStabilityOptions): Promise<To
 function kinds(recs: readonly ExperimentItemRecord[]): string {
   const by = new Map<string, [number, number]>();
   for (const r of recs) {
-    const k = /^heldOut-(.+)-\d+$/.exec(r.pid)?.[1] ?? '?';
+    const k = /^(?:heldOut|train)-(.+)-\d+$/.exec(r.pid)?.[1] ?? '?';
     const c = by.get(k) ?? [0, 0];
     by.set(k, [c[0] + (r.correct ? 1 : 0), c[1] + 1]);
   }
@@ -123,7 +163,9 @@ async function main(): Promise<void> {
   const grpo = JSON.parse(arg('grpo') ?? '{}') as Partial<GrpoConfig>;
   const budget = JSON.parse(arg('budget') ?? '{}') as Partial<AgentBudget>;
   const adapter = arg('adapter') !== undefined ? (JSON.parse(arg('adapter')!) as ToolTaskStabilityOptions['adapter']) : undefined;
-  const common = { group, evaluateEvery, task, grpo, budget, ...(adapter ? { adapter } : {}), log: (l: string) => console.log(l), ...(queries !== undefined ? { queries } : {}) };
+  const trainEval = arg('train-eval') !== undefined ? Number(arg('train-eval')) : undefined;
+  const trainKinds = arg('train-kinds')?.split(',');
+  const common = { ...(trainEval ? { trainEval } : {}), ...(trainKinds ? { trainKinds } : {}), group, evaluateEvery, task, grpo, budget, ...(adapter ? { adapter } : {}), log: (l: string) => console.log(l), ...(queries !== undefined ? { queries } : {}) };
   const settings = `group ${group} queries ${queries ?? 'default'} eval every ${evaluateEvery} task ${JSON.stringify(task)} grpo ${JSON.stringify(grpo)} budget ${JSON.stringify(budget)}${adapter ? ` adapter ${JSON.stringify(adapter)}` : ''}`;
   if (!process.argv.includes('--goal')) {
     for (const seed of seeds) {

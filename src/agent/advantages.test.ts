@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { groupAdvantages } from './advantages';
+import { groupAdvantages, groupStats } from './advantages';
 
 describe('group-relative advantages', () => {
   it('normalises each group with the unbiased std (hand-computed)', () => {
@@ -53,6 +53,40 @@ describe('group-relative advantages', () => {
     expect(r.advantages).toEqual([0, 0, 0, 0, 0]);
     expect(r.noGradientGroups).toBe(3);
     expect(r.groups.every((g) => g.noGradient)).toBe(true);
+  });
+
+  it("with the batch baseline, measures every turn from the step's mean and std: all-equal groups keep a gradient", () => {
+    // Groups: solved (1, 1), failed (0, 0), split (1, 0). Step rewards 1,1,0,0,1,0: mean 1/2, unbiased std
+    // sqrt(6 × 0.25 / 5) = sqrt(0.3).
+    const turns = [
+      { groupId: 'solved', reward: 1 },
+      { groupId: 'solved', reward: 1 },
+      { groupId: 'failed', reward: 0 },
+      { groupId: 'failed', reward: 0 },
+      { groupId: 'split', reward: 1 },
+      { groupId: 'split', reward: 0 },
+    ];
+    const r = groupAdvantages(turns, 1e-6, true, 'batch');
+    const a = 0.5 / (Math.sqrt(0.3) + 1e-6);
+    [a, a, -a, -a, a, -a].forEach((x, i) => expect(r.advantages[i]).toBeCloseTo(x, 9));
+    expect(r.noGradientGroups).toBe(0);
+    // The groups' own statistics are still reported.
+    expect(r.groups.map((g) => [g.groupId, g.rewardMean])).toEqual([['solved', 1], ['failed', 0], ['split', 0.5]]);
+    // Unscaled: only centred on the step's mean.
+    expect(groupAdvantages(turns, 1e-6, false, 'batch').advantages).toEqual([0.5, 0.5, -0.5, -0.5, 0.5, -0.5]);
+    // The group baseline gives the solved and failed groups nothing.
+    expect(groupAdvantages(turns, 1e-6, false).advantages).toEqual([0, 0, 0, 0, 0.5, -0.5]);
+    // A step whose rewards are all equal has no signal under either baseline.
+    const flat = groupAdvantages(turns.map((t) => ({ ...t, reward: 1 })), 1e-6, true, 'batch');
+    expect(flat.advantages.every((x) => x === 0)).toBe(true);
+    expect(flat.noGradientGroups).toBe(3);
+  });
+
+  it('groupStats judges "no gradient" from carried advantages when it is given them', () => {
+    const turns = [{ groupId: 'solved', reward: 1 }, { groupId: 'solved', reward: 1 }, { groupId: 'failed', reward: 0 }, { groupId: 'failed', reward: 0 }];
+    expect(groupStats(turns).noGradientGroups).toBe(2);
+    expect(groupStats(turns, [0.5, 0.5, -0.5, -0.5]).noGradientGroups).toBe(0);
+    expect(groupStats(turns, [0, 0, -0.5, -0.5]).groups.map((g) => g.noGradient)).toEqual([true, false]);
   });
 
   it('rejects a turn without a reward, naming it', () => {

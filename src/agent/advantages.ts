@@ -4,6 +4,10 @@
 // only centred, A = r - mean (Dr. GRPO), when a run turns the division off.
 // A group whose rewards are all equal (or that has a single turn) carries no learning signal: its
 // advantages are exactly 0 and it is reported as a "no gradient" group.
+// With the batch baseline (GrpoConfig.advantageBaseline 'batch', REINFORCE++'s global normalisation) the mean
+// and std are the whole step's instead: an all-solved group then keeps a positive advantage and an all-failed
+// one a negative advantage, and a group is "no gradient" only when its advantages are all 0 (every reward of
+// the step equal).
 
 export interface RewardedTurn {
   /** The query's group: all rollouts of one query share it. */
@@ -55,18 +59,37 @@ function rewardGroups(turns: readonly RewardedTurn[]): Array<{ stats: GroupStats
  * The groups' statistics alone: for a step whose samples carry the advantages the run computed when it
  * built the batch (src/trainer/run/rollout-samples.ts), so they are not computed twice.
  */
-export function groupStats(turns: readonly RewardedTurn[]): Omit<AdvantageResult, 'advantages'> {
-  const groups = rewardGroups(turns).map((g) => g.stats);
+export function groupStats(turns: readonly RewardedTurn[], advantages?: readonly number[]): Omit<AdvantageResult, 'advantages'> {
+  const grouped = rewardGroups(turns);
+  // Carried advantages decide which groups give no gradient: under the batch baseline an all-equal group
+  // still has a nonzero advantage.
+  if (advantages) for (const g of grouped) g.stats.noGradient = g.idx.every((i) => advantages[i] === 0);
+  const groups = grouped.map((g) => g.stats);
   return { groups, noGradientGroups: groups.filter((g) => g.noGradient).length };
 }
 
-/** `std` false: A = r - mean, unscaled (Dr. GRPO; GrpoConfig.advantageStd says why). */
-export function groupAdvantages(turns: readonly RewardedTurn[], eps = 1e-6, std = true): AdvantageResult {
+/** Whose mean (and std) an advantage is measured from: the query's group, or the whole step's turns. */
+export type AdvantageBaseline = 'group' | 'batch';
+
+/**
+ * `std` false: A = r - mean, unscaled (Dr. GRPO; GrpoConfig.advantageStd says why). `baseline` 'batch':
+ * mean and std over every turn of the step (GrpoConfig.advantageBaseline says why).
+ */
+export function groupAdvantages(turns: readonly RewardedTurn[], eps = 1e-6, std = true, baseline: AdvantageBaseline = 'group'): AdvantageResult {
   const advantages = new Array<number>(turns.length).fill(0);
   const grouped = rewardGroups(turns);
-  for (const { stats, idx } of grouped) {
-    const scale = std ? stats.rewardStd + eps : 1;
-    if (!stats.noGradient) for (const i of idx) advantages[i] = (turns[i].reward - stats.rewardMean) / scale;
+  if (baseline === 'batch') {
+    const [whole] = rewardGroups(turns.map((t) => ({ groupId: '', reward: t.reward })));
+    if (whole && !whole.stats.noGradient) {
+      const scale = std ? whole.stats.rewardStd + eps : 1;
+      turns.forEach((t, i) => (advantages[i] = (t.reward - whole.stats.rewardMean) / scale));
+    }
+    for (const g of grouped) g.stats.noGradient = g.idx.every((i) => advantages[i] === 0);
+  } else {
+    for (const { stats, idx } of grouped) {
+      const scale = std ? stats.rewardStd + eps : 1;
+      if (!stats.noGradient) for (const i of idx) advantages[i] = (turns[i].reward - stats.rewardMean) / scale;
+    }
   }
   const groups = grouped.map((g) => g.stats);
   return { advantages, groups, noGradientGroups: groups.filter((g) => g.noGradient).length };

@@ -23,7 +23,8 @@ function choosing(right: boolean, converter: string) {
   return (messages: ChatMessage[]) => {
     const user = messages.find((m) => m.role === 'user')!.content;
     const query = /^Query: (.*)$/m.exec(user)![1];
-    const used = [...user.matchAll(/\nCall: ([a-z_]+) /g)].map((m) => m[1]);
+    // The full prompt's memory shows "Call: tool …", the brief one "Turn N: tool -> …".
+    const used = [...user.matchAll(/(?:\nCall: |\nTurn \d+: )([a-z_]+) /g)].map((m) => m[1]);
     const tools = (parseQuestion(query) ?? []).map((p) => (p.tool === 'python' ? 'calculator' : p.tool === 'convert' ? converter : p.tool));
     const next = tools.find((t) => !used.includes(t)) ?? tools[0];
     const wrong = ['base_generator', converter, 'lookup'].find((t) => !tools.includes(t))!;

@@ -12,6 +12,7 @@ import { CalculatorTool } from '../tools/calculator';
 import { FactLookupTool } from '../tools/fact-lookup';
 import type { Tool, ToolCard } from '../tools/tool';
 import { UnitConvertTool } from '../tools/unit-convert';
+import { CAPITALS, SYMBOLS } from '../tools/offline-tables';
 import { CpuPolicyBackend } from '../trainer/cpu-backend';
 import { PrefixSharingCpuBackend } from '../trainer/cpu-prefix-backend';
 import type { HostQwen2Weights } from '../trainer/cpu-model';
@@ -61,40 +62,62 @@ export const TOOL_TASK_MODEL_V1: Required<ToolTaskModelOptions> = { hiddenSize: 
 export const TOOL_TASK_TRAIN_PER_KIND_V1 = 12;
 export const TOOL_TASK_CONVERTER_V1 = 'convert';
 export const TOOL_TASK_SUB_GOAL_CHARS_V1 = 8;
+export const TOOL_TASK_ENTITY_WORDS_V1 = false;
 /** Those settings together (a stored spec's or an old adapter's, the questions' seed aside). */
-export const TOOL_TASK_SETTINGS_V1 = Object.freeze({ converterName: TOOL_TASK_CONVERTER_V1, plannerPrompt: 'full' as PlannerPrompt, trainPerKind: TOOL_TASK_TRAIN_PER_KIND_V1, subGoalChars: TOOL_TASK_SUB_GOAL_CHARS_V1, model: TOOL_TASK_MODEL_V1 });
+export const TOOL_TASK_SETTINGS_V1 = Object.freeze({ converterName: TOOL_TASK_CONVERTER_V1, plannerPrompt: 'full' as PlannerPrompt, trainPerKind: TOOL_TASK_TRAIN_PER_KIND_V1, subGoalChars: TOOL_TASK_SUB_GOAL_CHARS_V1, entityWords: TOOL_TASK_ENTITY_WORDS_V1, model: TOOL_TASK_MODEL_V1 });
 
 /**
- * The default shape: still the first one. Tried against it on 2026-11-27 (README, "Tool-choice task"): q/k at
- * the ordinary scale with embeddings drawn small ({attentionScale: 1, embedScale: 0.02}), whose state at the
- * tool name a linear read-out decodes far better (0.80-0.90 of held-out prompts against 0.40-0.45 with 36
- * training questions a kind, bench/tool-task-features.ts) — yet trained no better in 40 steps on two seeds:
- * the runs swing one kind's tool preference onto another's whatever the shape.
+ * The default shape (the second; README, "Tool-choice task" has every run behind it): q/k at the ordinary
+ * scale with embeddings drawn small, whose state at the tool name a linear read-out decodes far better than the
+ * first shape's (0.80-0.90 of held-out prompts against 0.40-0.45 with 36 training questions a kind,
+ * bench/tool-task-features.ts): the first shape's peaked random attention made that state vary with where the
+ * question's tokens fall, hardly with its kind.
  */
-export const TOOL_TASK_MODEL: Required<ToolTaskModelOptions> = { ...TOOL_TASK_MODEL_V1 };
+export const TOOL_TASK_MODEL: Required<ToolTaskModelOptions> = { ...TOOL_TASK_MODEL_V1, attentionScale: 1, embedScale: 0.02 };
 /** Training questions a kind (36 is about the most distinct fact questions the training entities allow). */
-export const TOOL_TASK_TRAIN_PER_KIND = TOOL_TASK_TRAIN_PER_KIND_V1;
+export const TOOL_TASK_TRAIN_PER_KIND = 36;
 
 /**
  * The converter's tool name. `convert` begins with the same token as `calculator` ('c'), so the choice between
  * them is made at the name's second token; `unit_convert` gives every tool of the task its own first token, so
- * one token chooses the tool. Measured no better in training (two seeds, 40 steps), so not yet the default.
+ * one token chooses the tool (and one token carries the reply's advantage).
  */
-export const TOOL_TASK_CONVERTER = TOOL_TASK_CONVERTER_V1;
+export const TOOL_TASK_CONVERTER = 'unit_convert';
 
 /**
- * The planner prompt: 'full' by default. 'brief' (about 60 tokens against 250) makes the state at the tool
- * name vary across questions by 8-35 % of its squared norm against 2.5-4 % with 'full' (the full prompt's
- * constant cards and rules drown the query), and a step about twice as fast; trained no better in 40 steps.
+ * The planner prompt. 'brief' (about 60 tokens against 250) makes the state at the tool name vary across
+ * questions by 8-35 % of its squared norm against 2.5-4 % with 'full' (the full prompt's constant cards and
+ * rules drown the query), and a step about twice as fast.
  */
-export const TOOL_TASK_PLANNER_PROMPT: PlannerPrompt = 'full';
+export const TOOL_TASK_PLANNER_PROMPT: PlannerPrompt = 'brief';
 
 /**
  * Characters of the planner's sub-goal. Nothing in the task reads it (the frozen executor calls the chosen tool
  * for the question), so what an untrained planner writes there is noise the update is trained on with the
  * reply's advantage: 8 characters are 3-8 sampled tokens beside the 1-2 that name the tool.
  */
-export const TOOL_TASK_SUB_GOAL_CHARS = TOOL_TASK_SUB_GOAL_CHARS_V1;
+export const TOOL_TASK_SUB_GOAL_CHARS = 1;
+
+/**
+ * Whether the tokenizer's corpus also names every entity of the lookup tables (each country and element, as a
+ * word: no question, kind or answer). The merges are learned from the training split's prompts, so without it a
+ * held-out fact's country or element — which no training question names — falls apart into 4-7 near-byte tokens
+ * where a training fact's is one (" Russia" → " R" "u" "s" "si" "a"): the held-out facts then differ from the
+ * training ones by a run of tokens the planner never saw in a fact, and were the kind that did not carry over
+ * (training facts 8/8, held-out facts 0-2/8 on seed 2). A pretrained tokenizer's vocabulary holds such words
+ * whatever a fine-tuning set names, which this mirrors. The words share the model's merges budget: with the
+ * brief prompt every entity is one token; the full prompt's text takes most of the 480, leaving entities of 2-5.
+ */
+export const TOOL_TASK_ENTITY_WORDS = true;
+
+/**
+ * Each lookup table entity as the questions write it (a word after a space), for the tokenizer's corpus: twice,
+ * as a training question's entity is there (its first-turn and second-turn prompts), because learnMerges takes
+ * no pair seen only once.
+ */
+export function entityWordsCorpus(): string[] {
+  return [...Object.keys(CAPITALS), ...Object.keys(SYMBOLS)].flatMap((e) => [` ${e}`, ` ${e}`]);
+}
 
 /**
  * The reply limits of the task's planner (free-text fields of a few characters: see TOOL_TASK_SUB_GOAL_CHARS),
@@ -210,6 +233,8 @@ export interface ToolTaskOptions extends SplitOptions {
   plannerPrompt?: PlannerPrompt;
   /** Characters of the planner's sub-goal (TOOL_TASK_SUB_GOAL_CHARS; the first shape's runs: 8). */
   subGoalChars?: number;
+  /** The tokenizer also learns every lookup entity's word (TOOL_TASK_ENTITY_WORDS; the first shape's runs: false). */
+  entityWords?: boolean;
   model?: ToolTaskModelOptions;
 }
 
@@ -238,7 +263,7 @@ export interface ToolTask {
 
 /** Everything a task is built from, defaults filled in: two tasks with the same settings are the same task. */
 export function toolTaskSettings(o: ToolTaskOptions = {}): Required<Omit<ToolTaskOptions, 'model'>> & { model: Required<ToolTaskModelOptions> } {
-  return { seed: o.seed ?? 1, arithmetic: o.arithmetic ?? 'calculator', converterName: o.converterName ?? TOOL_TASK_CONVERTER, plannerPrompt: o.plannerPrompt ?? TOOL_TASK_PLANNER_PROMPT, subGoalChars: o.subGoalChars ?? TOOL_TASK_SUB_GOAL_CHARS, trainPerKind: o.trainPerKind ?? TOOL_TASK_TRAIN_PER_KIND, heldOutPerKind: o.heldOutPerKind ?? 8, model: { ...TOOL_TASK_MODEL, ...o.model } };
+  return { seed: o.seed ?? 1, arithmetic: o.arithmetic ?? 'calculator', converterName: o.converterName ?? TOOL_TASK_CONVERTER, plannerPrompt: o.plannerPrompt ?? TOOL_TASK_PLANNER_PROMPT, subGoalChars: o.subGoalChars ?? TOOL_TASK_SUB_GOAL_CHARS, entityWords: o.entityWords ?? TOOL_TASK_ENTITY_WORDS, trainPerKind: o.trainPerKind ?? TOOL_TASK_TRAIN_PER_KIND, heldOutPerKind: o.heldOutPerKind ?? 8, model: { ...TOOL_TASK_MODEL, ...o.model } };
 }
 
 /**
@@ -281,7 +306,11 @@ export function toolTaskOfBaseModel(name: string | null | undefined): ToolTaskOp
   if (plannerPrompt !== 'full' && plannerPrompt !== 'brief') throw new Error(`tool task: the adapter's base model “${name}” names plannerPrompt '${plannerPrompt}' (full or brief)`);
   // Names written before the sub-goal's length was a setting have none: their runs wrote the first shape's.
   const subGoalChars = p.get('subGoalChars') === null ? TOOL_TASK_SUB_GOAL_CHARS_V1 : num('subGoalChars');
-  return { seed: num('seed'), arithmetic, converterName, plannerPrompt, subGoalChars, trainPerKind: num('trainPerKind'), heldOutPerKind: num('heldOutPerKind'), model };
+  // Likewise the entity words: absent, the tokenizer was learned from the training prompts alone.
+  const words = p.get('entityWords');
+  if (words !== null && words !== 'true' && words !== 'false') throw new Error(`tool task: the adapter's base model “${name}” names entityWords '${words}' (true or false)`);
+  const entityWords = words === null ? TOOL_TASK_ENTITY_WORDS_V1 : words === 'true';
+  return { seed: num('seed'), arithmetic, converterName, plannerPrompt, subGoalChars, entityWords, trainPerKind: num('trainPerKind'), heldOutPerKind: num('heldOutPerKind'), model };
 }
 
 /** The task from its seeds: the splits, the tokenizer learned from the training split's prompts, the model. */
@@ -291,7 +320,8 @@ export function toolTask(options: ToolTaskOptions = {}): ToolTask {
   const splits = toolTaskSplits(o.seed, o);
   const shared = new FixedModulesEngine();
   const cards = toolTaskTools(o.arithmetic === 'python' ? { card: TASK_PYTHON_CARD, run: async () => ({ ok: false, output: '' }) } : null, shared, o.converterName).map((t) => t.card);
-  const { tokenizer, vocabSize } = learnedTokenizer(toolTaskCorpus(splits.train, cards, o.plannerPrompt), o.model.merges);
+  const corpus = toolTaskCorpus(splits.train, cards, o.plannerPrompt);
+  const { tokenizer, vocabSize } = learnedTokenizer(o.entityWords ? [...corpus, ...entityWordsCorpus()] : corpus, o.model.merges);
   const model = toolTaskModel(vocabSize, o.model);
   return {
     splits,

@@ -15,6 +15,8 @@ describe('Flow-GRPO config', () => {
     expect(c.beta).toBe(DEFAULT_GRPO_CONFIG.beta);
     expect(c.advantageStd).toBe(true);
     expect(resolveGrpoConfig({ advantageStd: false }).advantageStd).toBe(false);
+    expect(c.advantageBaseline).toBe('group');
+    expect(resolveGrpoConfig({ advantageBaseline: 'batch' }).advantageBaseline).toBe('batch');
   });
 
   it.each([
@@ -27,6 +29,8 @@ describe('Flow-GRPO config', () => {
     ['microBatchTokens', '4096', /'microBatchTokens'.*got "4096"/],
     ['seed', -1, /'seed'/],
     ['advantageStd', 1, /'advantageStd' must be true or false \(got 1\)/],
+    ['advantageBaseline', 'step', /'advantageBaseline' must be one of 'group', 'batch' \(got "step"\)/],
+    ['advantageBaseline', true, /'advantageBaseline' must be one of 'group', 'batch' \(got true\)/],
   ] as const)('rejects %s = %s naming the setting', (key, value, re) => {
     expect(() => resolveGrpoConfig({ [key]: value })).toThrow(GrpoConfigError);
     expect(() => resolveGrpoConfig({ [key]: value })).toThrow(re);

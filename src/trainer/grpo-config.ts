@@ -1,6 +1,7 @@
 // Flow-GRPO training settings: the defaults, why each is what it is, and validation that names the
 // setting at fault. Everything the step and the loop read comes from a validated GrpoConfig.
 import { AgentFlowError, type ErrorCategory } from '../errors';
+import type { AdvantageBaseline } from '../agent/advantages';
 
 export interface GrpoConfig {
   /** Rollouts per query (G). */
@@ -32,6 +33,13 @@ export interface GrpoConfig {
    * success gets 0.875 against a half-solved group's 0.5, where the division gives it 2.47 against 0.94.
    */
   advantageStd: boolean;
+  /**
+   * 'group' (Flow-GRPO): each query's group is its own baseline, so an all-solved or all-failed group gives no
+   * gradient. 'batch': the step's mean and std over all its turns (REINFORCE++'s global normalisation), so a
+   * solved query keeps pulling towards what solved it while other queries' groups move the weights it shares
+   * with them, and an all-failed group pushes away from what it did.
+   */
+  advantageBaseline: AdvantageBaseline;
   adamBeta1: number;
   adamBeta2: number;
   adamEps: number;
@@ -103,6 +111,7 @@ export const DEFAULT_GRPO_CONFIG: Readonly<GrpoConfig> = Object.freeze({
   klClamp: 10,
   advantageEps: 1e-6,
   advantageStd: true,
+  advantageBaseline: 'group',
   adamBeta1: 0.9,
   adamBeta2: 0.999,
   adamEps: 1e-8,
@@ -126,7 +135,7 @@ export class GrpoConfigError extends AgentFlowError {
   }
 }
 
-type Rule = { bool?: true; int?: boolean; min?: number; minExclusive?: boolean; max?: number; maxExclusive?: boolean };
+type Rule = { bool?: true; oneOf?: readonly string[]; int?: boolean; min?: number; minExclusive?: boolean; max?: number; maxExclusive?: boolean };
 
 const RULES: Record<keyof GrpoConfig, Rule> = {
   groupSize: { int: true, min: 2 },
@@ -140,6 +149,7 @@ const RULES: Record<keyof GrpoConfig, Rule> = {
   klClamp: { min: 0, minExclusive: true },
   advantageEps: { min: 0, minExclusive: true },
   advantageStd: { bool: true },
+  advantageBaseline: { oneOf: ['group', 'batch'] },
   adamBeta1: { min: 0, max: 1, maxExclusive: true },
   adamBeta2: { min: 0, max: 1, maxExclusive: true },
   adamEps: { min: 0, minExclusive: true },
@@ -157,6 +167,7 @@ const RULES: Record<keyof GrpoConfig, Rule> = {
 
 function describeRule(r: Rule): string {
   if (r.bool) return 'true or false';
+  if (r.oneOf) return `one of ${r.oneOf.map((v) => `'${v}'`).join(', ')}`;
   const parts: string[] = [r.int ? 'an integer' : 'a finite number'];
   if (r.min !== undefined) parts.push(`${r.minExclusive ? '>' : '>='} ${r.min}`);
   if (r.max !== undefined) parts.push(`${r.maxExclusive ? '<' : '<='} ${r.max}`);
@@ -174,6 +185,10 @@ export function resolveGrpoConfig(overrides: Partial<Record<keyof GrpoConfig, un
     const v = cfg[key];
     if (rule.bool) {
       if (typeof v !== 'boolean') throw new GrpoConfigError(key, `must be true or false (got ${JSON.stringify(v)})`);
+      continue;
+    }
+    if (rule.oneOf) {
+      if (typeof v !== 'string' || !rule.oneOf.includes(v)) throw new GrpoConfigError(key, `must be ${describeRule(rule)} (got ${JSON.stringify(v)})`);
       continue;
     }
     const ok =

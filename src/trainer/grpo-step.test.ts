@@ -185,6 +185,23 @@ describe('grpoStep', () => {
     expect(adapterTensors(after.adapter).map((t) => Array.from(t.data))).toEqual(w0);
   });
 
+  it("with the batch baseline, a solved group beside a failed one is signal: beta = 0 still takes the step, whether the advantages are computed here or carried", async () => {
+    const cfg = resolveGrpoConfig({ learningRate: 1e-2, beta: 0, groupSize: 2, queriesPerStep: 2, advantageBaseline: 'batch' });
+    const solved = batch().map((s) => ({ ...s, reward: s.groupId === 'g1' ? 1 : 0 }));
+    const carried = groupAdvantages(solved, cfg.advantageEps, cfg.advantageStd, 'batch').advantages;
+    expect(carried.every((a) => a !== 0)).toBe(true);
+    for (const samples of [solved, solved.map((s, i) => ({ ...s, advantage: carried[i] }))]) {
+      const backend = new CpuPolicyBackend(model.config, model.weights, initLoraAdapter(model.config, { r: 2, alpha: 4 }, new Rng(1)));
+      const w0 = adapterTensors(backend.currentAdapter).map((t) => Array.from(t.data));
+      const st = await grpoStep(backend, samples, cfg, { step: 1, optimizerSteps: 0, random: () => 0.5 });
+      expect(st.noSignal).toBeUndefined();
+      expect(st.noGradientGroups).toBe(0);
+      expect(st.optimizerSteps).toBe(1);
+      expect(st.gradNorm).toBeGreaterThan(0);
+      expect(adapterTensors(backend.currentAdapter).map((t) => Array.from(t.data))).not.toEqual(w0);
+    }
+  });
+
   it('with beta = 0 scores no reference logprobs on a step that updates either: kl is not measured, and the update is the one a scored reference gives', async () => {
     const cfg = resolveGrpoConfig({ learningRate: 1e-2, beta: 0, epochs: 2, groupSize: 2, queriesPerStep: 2 });
     const run = async (samples: TurnSample[]) => {

@@ -106,11 +106,12 @@ export function rolloutRewardMean(samples: readonly TurnSample[]): number {
  * when it built the batch (and stored with each turn); a batch without them gets them here, by the same rule.
  */
 function stepAdvantages(input: readonly TurnSample[], cfg: GrpoConfig): AdvantageResult {
-  if (!input.every((s) => s.advantage !== undefined)) return groupAdvantages(input, cfg.advantageEps, cfg.advantageStd);
+  if (!input.every((s) => s.advantage !== undefined)) return groupAdvantages(input, cfg.advantageEps, cfg.advantageStd, cfg.advantageBaseline);
   input.forEach((s, i) => {
     if (!Number.isFinite(s.advantage)) throw new Error(`grpoStep: sample ${i} (rollout '${s.rolloutId}', turn ${s.turn}) carries advantage ${s.advantage}; an advantage must be a finite number`);
   });
-  return { ...groupStats(input), advantages: input.map((s) => s.advantage as number) };
+  const advantages = input.map((s) => s.advantage as number);
+  return { ...groupStats(input, advantages), advantages };
 }
 
 export async function grpoStep(backend: PolicyBackend, input: readonly TurnSample[], cfg: GrpoConfig, ctx: StepContext): Promise<StepStats> {

@@ -4,7 +4,7 @@
 // and a rollout record for storage and the TRL/verl JSONL export.
 import { rolloutRecord, type PlannerTurn } from '../../agent/rollouts';
 import type { RolloutRecord } from '../../store/records';
-import { groupAdvantages } from '../../agent/advantages';
+import { groupAdvantages, type AdvantageBaseline } from '../../agent/advantages';
 import type { TurnSample } from '../../model/samples';
 
 /** One rollout: its planner turns and the 0/1 reward of its final answer. */
@@ -48,9 +48,10 @@ export interface StepBatch {
 
 /**
  * The step's batch from its groups, in group, rollout and turn order. Advantages: A = (R - mean) / (std +
- * eps) over each group's turns, or R - mean without advantageStd (groupAdvantages, as grpoStep computes them).
+ * eps) over each group's turns (or the whole step's, advantageBaseline 'batch'), or R - mean without advantageStd
+ * (groupAdvantages, as grpoStep computes them).
  */
-export function stepBatch(o: { runId: string; step: number; groups: readonly CollectedGroup[]; advantageEps: number; advantageStd?: boolean; createdAt?: number }): StepBatch {
+export function stepBatch(o: { runId: string; step: number; groups: readonly CollectedGroup[]; advantageEps: number; advantageStd?: boolean; advantageBaseline?: AdvantageBaseline; createdAt?: number }): StepBatch {
   const samples: TurnSample[] = [];
   const kept: Array<{ turn: PlannerTurn; trajectory: Trajectory; groupId: string }> = [];
   const skipped: string[] = [];
@@ -71,7 +72,7 @@ export function stepBatch(o: { runId: string; step: number; groups: readonly Col
       }
     }
   }
-  const { advantages } = groupAdvantages(samples, o.advantageEps, o.advantageStd);
+  const { advantages } = groupAdvantages(samples, o.advantageEps, o.advantageStd, o.advantageBaseline);
   samples.forEach((s, i) => (s.advantage = advantages[i]));
   const createdAt = o.createdAt ?? Date.now();
   const records = kept.map(({ turn: t, trajectory: tr, groupId }, i): RolloutRecord => ({

@@ -2,7 +2,7 @@
 // the run's bookkeeping around an optimizer that skips a non-finite update, a step with nothing to train on,
 // a spec refused before anything starts, and the best-step tracker.
 import { describe, expect, it } from 'vitest';
-import { groupAdvantages } from '../../agent/advantages';
+import { groupAdvantages, groupStats } from '../../agent/advantages';
 import { resolveGrpoConfig } from '../grpo-config';
 import type { StepStats } from '../grpo-step';
 import type { PolicyTrainer } from '../training-host';
@@ -173,7 +173,8 @@ function signalTrainer(): PolicyTrainer & { batches: number[][] } {
   const step = t.trainStep.bind(t);
   t.trainStep = async (samples) => {
     t.batches.push(samples.map((x) => x.reward));
-    const adv = groupAdvantages(samples, 1e-6);
+    // As grpoStep judges it: from the advantages the run's samples carry.
+    const adv = groupStats(samples, samples.map((x) => x.advantage ?? 0));
     const st = await step(samples);
     return { ...st, noGradientGroups: adv.noGradientGroups, ...(adv.noGradientGroups === adv.groups.length ? { noSignal: true as const } : {}) };
   };
@@ -245,6 +246,37 @@ describe('TrainingRun: steps without a reward signal', () => {
     const std = await advantages({});
     [1.5, -0.5, -0.5, -0.5].forEach((a, i) => expect(std[i]).toBeCloseTo(a, 5));
     expect(await advantages({ advantageStd: false })).toEqual([0.75, -0.25, -0.25, -0.25]);
+  });
+
+  it("the run's advantageBaseline reaches the batch: an all-solved group beside an all-failed one still trains", async () => {
+    const run = async (grpo: Record<string, unknown>) => {
+      const seen: number[][] = [];
+      const policy = signalTrainer();
+      const step = policy.trainStep.bind(policy);
+      policy.trainStep = async (samples) => (seen.push(samples.map((x) => x.advantage!)), step(samples));
+      const store = new MemoryRunStore();
+      // Item 0 is solved by every rollout, item 1 by none: no group has a spread of its own.
+      const byItem: RolloutCollector = {
+        items: 2,
+        async collect(plans) {
+          return plans.map((p): CollectedGroup => ({
+            groupId: p.groupId,
+            item: p.item,
+            trajectories: p.rollouts.map((r, g) => ({ rolloutId: r.id, rollout: g, reward: p.item === 0 ? 1 : 0, status: 'done', answer: 'x', skipped: [], turns: [{ turn: 1, promptTokens: [1, 2], responseTokens: [3], logprobs: [-0.5], adapterId: 'a', prompt: 'p', completion: 'c' }] })),
+          }));
+        },
+      };
+      const r = await TrainingRun.start('b', spec({ steps: 1, grpo: { groupSize: 2, queriesPerStep: 2, extraRollouts: 0, beta: 0, ...grpo } }), { collector: byItem, policy, store });
+      await r.run();
+      return { seen: [...seen[0]].sort(), records: store.rolloutRecords.map((x) => x.advantage).sort(), history: r.history };
+    };
+    const group = await run({});
+    expect(group.seen).toEqual([0, 0, 0, 0]);
+    expect(group.history[0].noSignal).toMatch(/every group's rewards were equal/);
+    const batch = await run({ advantageBaseline: 'batch', advantageStd: false });
+    expect(batch.seen).toEqual([-0.5, -0.5, 0.5, 0.5]);
+    expect(batch.records).toEqual(batch.seen);
+    expect(batch.history[0].noSignal).toBeUndefined();
   });
 });
 

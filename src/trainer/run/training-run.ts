@@ -245,7 +245,7 @@ export class TrainingRun {
     if (this.pauseRequested) return;
     const t1 = now();
     const d1 = await this.decodeStats();
-    const batch = stepBatch({ runId: this.id, step: next, groups, advantageEps: cfg.advantageEps, advantageStd: cfg.advantageStd });
+    const batch = stepBatch({ runId: this.id, step: next, groups, advantageEps: cfg.advantageEps, advantageStd: cfg.advantageStd, advantageBaseline: cfg.advantageBaseline });
     if (!batch.samples.length) {
       const why = batch.skipped.length ? ` (${batch.skipped.length} skipped, e.g. ${batch.skipped[0]})` : ' (every planner call failed)';
       throw new Error(`step ${next}: no rollout recorded a planner turn that can be trained on${why}; the planner must run on this runtime, which reports token ids and logprobs`);
