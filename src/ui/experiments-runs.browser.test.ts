@@ -141,8 +141,9 @@ describe('<agentflow-experiments-panel> runs told apart', () => {
     el.importText(['{"pid": "1", "query": "stressed", "answer": "desserts"}', '{"pid": "2", "query": "drawer", "answer": "Reward"}', '{"pid": "3", "query": "live", "answer": "devil"}'].join('\n'), 'reversals.jsonl');
     await runOnce(el, 0);
     await expect.poll(() => text(el, '[data-testid="runs"] tbody td:nth-child(4)')).toBe('2/3 (67%)');
-    const rows = [...el.renderRoot.querySelectorAll('[data-testid="items"] tbody tr')].map((tr) => [...tr.querySelectorAll('td')].slice(2, 6).map((td) => squash(td.textContent)));
-    expect(rows).toEqual([
+    // The items table renders after the runs table's summary: wait for its rows too.
+    const rows = () => [...el.renderRoot.querySelectorAll('[data-testid="items"] tbody tr')].map((tr) => [...tr.querySelectorAll('td')].slice(2, 6).map((td) => squash(td.textContent)));
+    await expect.poll(rows).toEqual([
       ['desserts', 'desserts', 'yes', 'exact text'],
       ['Reward', 'reward', 'yes', 'exact text'],
       ['devil', 'evil', 'no', 'exact text'],
