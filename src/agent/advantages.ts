@@ -55,6 +55,11 @@ function rewardGroups(turns: readonly RewardedTurn[]): Array<{ stats: GroupStats
   });
 }
 
+/** A group gives no gradient exactly when every one of its turns' advantages is 0. */
+function markZeroGroups(grouped: ReadonlyArray<{ stats: GroupStats; idx: number[] }>, advantages: readonly number[]): void {
+  for (const g of grouped) g.stats.noGradient = g.idx.every((i) => advantages[i] === 0);
+}
+
 /**
  * The groups' statistics alone: for a step whose samples carry the advantages the run computed when it
  * built the batch (src/trainer/run/rollout-samples.ts), so they are not computed twice.
@@ -63,7 +68,7 @@ export function groupStats(turns: readonly RewardedTurn[], advantages?: readonly
   const grouped = rewardGroups(turns);
   // Carried advantages decide which groups give no gradient: under the batch baseline an all-equal group
   // still has a nonzero advantage.
-  if (advantages) for (const g of grouped) g.stats.noGradient = g.idx.every((i) => advantages[i] === 0);
+  if (advantages) markZeroGroups(grouped, advantages);
   const groups = grouped.map((g) => g.stats);
   return { groups, noGradientGroups: groups.filter((g) => g.noGradient).length };
 }
@@ -84,7 +89,7 @@ export function groupAdvantages(turns: readonly RewardedTurn[], eps = 1e-6, std 
       const scale = std ? whole.stats.rewardStd + eps : 1;
       turns.forEach((t, i) => (advantages[i] = (t.reward - whole.stats.rewardMean) / scale));
     }
-    for (const g of grouped) g.stats.noGradient = g.idx.every((i) => advantages[i] === 0);
+    markZeroGroups(grouped, advantages);
   } else {
     for (const { stats, idx } of grouped) {
       const scale = std ? stats.rewardStd + eps : 1;

@@ -149,9 +149,9 @@ describe('TrainingRun', () => {
 });
 
 /** Rollouts rewarded by their index in the group (from the plan's ids), so extra rollouts can succeed. */
-function indexCollector(success: (g: number) => boolean, seen: Array<{ id: string; seed: number }> = []): RolloutCollector {
+function indexCollector(success: (g: number, item: number) => boolean, seen: Array<{ id: string; seed: number }> = [], items = 1): RolloutCollector {
   return {
-    items: 1,
+    items,
     async collect(plans) {
       return plans.map((p): CollectedGroup => ({
         groupId: p.groupId,
@@ -159,7 +159,7 @@ function indexCollector(success: (g: number) => boolean, seen: Array<{ id: strin
         trajectories: p.rollouts.map((r, g) => {
           seen.push(r);
           const index = Number(/:r(\d+)$/.exec(r.id)![1]);
-          return { rolloutId: r.id, rollout: g, reward: success(index) ? 1 : 0, status: 'done', answer: 'x', skipped: [], turns: [{ turn: 1, promptTokens: [1, 2], responseTokens: [3], logprobs: [-0.5], adapterId: 'a', prompt: 'p', completion: 'c' }] };
+          return { rolloutId: r.id, rollout: g, reward: success(index, p.item) ? 1 : 0, status: 'done', answer: 'x', skipped: [], turns: [{ turn: 1, promptTokens: [1, 2], responseTokens: [3], logprobs: [-0.5], adapterId: 'a', prompt: 'p', completion: 'c' }] };
         }),
       }));
     },
@@ -167,6 +167,15 @@ function indexCollector(success: (g: number) => boolean, seen: Array<{ id: strin
 }
 
 /** An optimizer that reports noSignal as grpoStep does: every group's rewards equal. */
+/** signalTrainer, also keeping the advantages of every batch it is given. */
+function recordingTrainer(): { policy: PolicyTrainer; seen: number[][] } {
+  const seen: number[][] = [];
+  const policy = signalTrainer();
+  const step = policy.trainStep.bind(policy);
+  policy.trainStep = async (samples) => (seen.push(samples.map((x) => x.advantage!)), step(samples));
+  return { policy, seen };
+}
+
 function signalTrainer(): PolicyTrainer & { batches: number[][] } {
   const t = trainer(0) as PolicyTrainer & { batches: number[][] };
   t.batches = [];
@@ -233,10 +242,7 @@ describe('TrainingRun: steps without a reward signal', () => {
 
   it("the run's advantageStd reaches the batch it trains on and the records it stores", async () => {
     const advantages = async (grpo: Record<string, unknown>) => {
-      const seen: number[][] = [];
-      const policy = signalTrainer();
-      const step = policy.trainStep.bind(policy);
-      policy.trainStep = async (samples) => (seen.push(samples.map((x) => x.advantage!)), step(samples));
+      const { policy, seen } = recordingTrainer();
       const store = new MemoryRunStore();
       await (await TrainingRun.start('a', spec({ steps: 1, grpo: { groupSize: 4, queriesPerStep: 1, extraRollouts: 0, ...grpo } }), { collector: indexCollector((g) => g === 0), policy, store })).run();
       expect(store.rolloutRecords.map((r) => r.advantage)).toEqual(seen[0]);
@@ -250,22 +256,10 @@ describe('TrainingRun: steps without a reward signal', () => {
 
   it("the run's advantageBaseline reaches the batch: an all-solved group beside an all-failed one still trains", async () => {
     const run = async (grpo: Record<string, unknown>) => {
-      const seen: number[][] = [];
-      const policy = signalTrainer();
-      const step = policy.trainStep.bind(policy);
-      policy.trainStep = async (samples) => (seen.push(samples.map((x) => x.advantage!)), step(samples));
+      const { policy, seen } = recordingTrainer();
       const store = new MemoryRunStore();
       // Item 0 is solved by every rollout, item 1 by none: no group has a spread of its own.
-      const byItem: RolloutCollector = {
-        items: 2,
-        async collect(plans) {
-          return plans.map((p): CollectedGroup => ({
-            groupId: p.groupId,
-            item: p.item,
-            trajectories: p.rollouts.map((r, g) => ({ rolloutId: r.id, rollout: g, reward: p.item === 0 ? 1 : 0, status: 'done', answer: 'x', skipped: [], turns: [{ turn: 1, promptTokens: [1, 2], responseTokens: [3], logprobs: [-0.5], adapterId: 'a', prompt: 'p', completion: 'c' }] })),
-          }));
-        },
-      };
+      const byItem = indexCollector((_g, item) => item === 0, [], 2);
       const r = await TrainingRun.start('b', spec({ steps: 1, grpo: { groupSize: 2, queriesPerStep: 2, extraRollouts: 0, beta: 0, ...grpo } }), { collector: byItem, policy, store });
       await r.run();
       return { seen: [...seen[0]].sort(), records: store.rolloutRecords.map((x) => x.advantage).sort(), history: r.history };
