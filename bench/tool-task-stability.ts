@@ -194,7 +194,7 @@ async function main(): Promise<void> {
   console.log(misses.length ? `missed: ${misses.join('; ')}` : `all ${seeds.length} seeds met the target in all 3 ways`);
 }
 
-if (process.argv[1]?.endsWith('tool-task-stability.ts')) main().catch((e) => {
+if (/tool-task-stability\.(ts|mjs)$/.test(process.argv[1] ?? '')) main().catch((e) => {
   console.error(e);
   process.exit(1);
 });

@@ -10,6 +10,7 @@ import { memoryTrainStorage } from '../trainer/checkpoint-memory';
 import { CpuPolicyBackend } from '../trainer/cpu-backend';
 import { MemoryRunStore } from '../trainer/run/run-store-memory';
 import { TrainingRun } from '../trainer/run/training-run';
+import { planStep } from '../trainer/run/schedule';
 import { adapterTensors } from '../trainer/lora-init';
 import type { ChatMessage } from '../engine/chat-engine';
 import { toolTaskAgentConfig, toolTaskEvalEngines, toolTaskRunSetup, toolTaskRunSpec, TOOL_TASK_BUDGET } from './tool-task-run';
@@ -85,5 +86,22 @@ describe('tool-choice task', () => {
     const learned = stored.history.map((m) => m.noGradientGroups < 2);
     expect(moved).toEqual(learned.map((_, i) => learned.slice(0, i + 1).some(Boolean)));
     setup.destroy();
+  });
+
+  it('weights the question kinds of a step as the spec says, and refuses a weight of a kind it does not have', () => {
+    const spec = toolTaskRunSpec({ task: { seed: 1, kindWeights: { 'two-part': 3 }, model: SMALL }, steps: 2 });
+    const setup = toolTaskRunSetup({ runId: 'w', spec, store: new MemoryRunStore(), storage: async () => memoryTrainStorage() });
+    // KINDS order: arithmetic, fact, conversion, two-part.
+    expect(setup.deps.collector.strataWeights).toEqual([1, 1, 1, 3]);
+    const kinds = setup.deps.collector.strata!;
+    const step = planStep({ runId: 'w', seed: 1, step: 1, queriesPerStep: 6, groupSize: 1, items: setup.deps.collector.items, strata: kinds, strataWeights: setup.deps.collector.strataWeights! });
+    expect(step.map((g) => kinds[g.item]).sort()).toEqual([0, 1, 2, 3, 3, 3]);
+    setup.destroy();
+    // A spec without weights (and every run stored before them) draws the kinds equally.
+    const plain = toolTaskRunSetup({ runId: 'p', spec: toolTaskRunSpec({ task: { seed: 1, model: SMALL }, steps: 2 }), store: new MemoryRunStore(), storage: async () => memoryTrainStorage() });
+    expect(plain.deps.collector.strataWeights).toBeUndefined();
+    plain.destroy();
+    expect(() => toolTaskRunSpec({ task: { seed: 1, kindWeights: { 'three-part': 2 } as never, model: SMALL } })).toThrow("kindWeights names 'three-part', not a question kind (arithmetic, fact, conversion, two-part)");
+    expect(() => toolTaskRunSpec({ task: { seed: 1, kindWeights: { fact: 0.5 }, model: SMALL } })).toThrow('kindWeights.fact must be an integer from 1 to 16, got 0.5');
   });
 });

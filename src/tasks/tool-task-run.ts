@@ -18,7 +18,7 @@ import type { RunDeps, RunEvaluator } from '../trainer/run/training-run';
 import { TrainingHost, type TrainStorage } from '../trainer/training-host';
 import type { AgentConfigInput, AgentEngines } from '../agent/loop';
 import type { ReplyConstraint } from './cpu-planner-engine';
-import { KINDS, type ToolTaskItem } from './tool-task-data';
+import { KINDS, type QuestionKind, type ToolTaskItem } from './tool-task-data';
 import { liveAdapter, toolTask, toolTaskSettings, toolTaskTools, TOOL_TASK_PLANNER_ID, TOOL_TASK_SETTINGS_V1, type ToolTask, type ToolTaskModelOptions } from './tool-task';
 
 /**
@@ -63,6 +63,11 @@ export interface ToolTaskSpecData {
    * 0.250 and 0.313 drawing at random); a run stored without it keeps drawing as it did.
    */
   drawByKind?: boolean;
+  /**
+   * With drawByKind, how often each kind comes up in a step's rotation (default 1 each; the schedule's
+   * strataCycle). Absent in runs stored before it: they draw the kinds equally, as they did.
+   */
+  kindWeights?: Partial<Record<QuestionKind, number>>;
 }
 
 /** The agent settings of a rollout of the task: the run's rollout settings with the task's reply limits. */
@@ -93,6 +98,8 @@ export function toolTaskRunSpec(s: ToolTaskRunSettings = {}): RunSpec {
   const { converterName, plannerPrompt, subGoalChars, entityWords, trainPerKind, model } = toolTaskSettings(s.task);
   const data: ToolTaskSpecData = { seed: 1, drawByKind: true, ...s.task, converterName, plannerPrompt, subGoalChars, entityWords, trainPerKind, model };
   const task = toolTask(data);
+  // A bad weight is refused here, naming the kind, not at the run's first step.
+  if (data.kindWeights) kindWeightList(data.kindWeights);
   const rank = TOOL_TASK_TRAINING.rank;
   const steps = s.steps ?? TOOL_TASK_TRAINING.steps;
   const spec = agentRunSpec({
@@ -215,6 +222,7 @@ export function toolTaskRunSetup(o: {
     concurrency: 1,
     ...(o.store.rollouts ? { storage: o.store.rollouts } : {}),
     ...(data.drawByKind ? { strata: kindStrata(agent.benchmark.items) } : {}),
+    ...(data.drawByKind && data.kindWeights ? { strataWeights: kindWeightList(data.kindWeights) } : {}),
   });
   const e = o.spec.evaluation;
   const evaluator: RunEvaluator | undefined = e && {
@@ -250,6 +258,15 @@ function kindStrata(items: readonly unknown[]): number[] {
     if (k < 0) throw new Error(`tool task: training item ${i} has no question kind (${JSON.stringify((item as Partial<ToolTaskItem>).kind)}); a run that draws by kind needs one`);
     return k;
   });
+}
+
+/** The kinds' weights as the schedule takes them (indexed by the kind's stratum, its index in KINDS); throws naming an unknown kind. */
+export function kindWeightList(w: Partial<Record<QuestionKind, number>>): number[] {
+  for (const [k, v] of Object.entries(w)) {
+    if (!KINDS.includes(k as QuestionKind)) throw new Error(`tool task: kindWeights names '${k}', not a question kind (${KINDS.join(', ')})`);
+    if (!Number.isInteger(v) || v < 1 || v > 16) throw new Error(`tool task: kindWeights.${k} must be an integer from 1 to 16, got ${v}`);
+  }
+  return KINDS.map((k) => w[k] ?? 1);
 }
 
 /** The task's planner with a fixed adapter (null: the untrained base model), under the grammar: for `cli eval`. */

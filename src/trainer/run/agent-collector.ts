@@ -52,6 +52,8 @@ export interface AgentCollectorOptions {
   storage?: RolloutStorage;
   /** Each item's stratum, when a step draws across strata in turn (RolloutCollector.strata). */
   strata?: readonly number[];
+  /** How often each stratum comes up (RolloutCollector.strataWeights). */
+  strataWeights?: readonly number[];
 }
 
 export class AgentCollector implements RolloutCollector {
@@ -66,6 +68,10 @@ export class AgentCollector implements RolloutCollector {
 
   get strata(): readonly number[] | undefined {
     return this.o.strata;
+  }
+
+  get strataWeights(): readonly number[] | undefined {
+    return this.o.strataWeights;
   }
 
   async collect(plans: readonly GroupPlan[], ctx: CollectContext): Promise<CollectedGroup[]> {

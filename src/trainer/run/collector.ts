@@ -25,6 +25,8 @@ export interface RolloutCollector {
   readonly items: number;
   /** Each item's stratum (e.g. its question kind) when a step should draw across strata in turn. */
   readonly strata?: readonly number[];
+  /** How often each stratum comes up in the schedule's cycle (`strataWeights[s]`, default 1: strataCycle). */
+  readonly strataWeights?: readonly number[];
   /**
    * Plays every group of one step and returns them in plan order, each trajectory scored. When the signal
    * aborts, it returns what it has as soon as the running rollouts end; the run then discards the step.

@@ -40,11 +40,12 @@ export function rolloutId(group: string, rollout: number): string {
  * one each epoch (pass over the items), `perStep` at a time. A step that straddles two epochs takes the end
  * of one and then the next one's items that it does not already have.
  */
-export function stepItems(seed: number, step: number, perStep: number, items: number, strata?: readonly number[]): number[] {
+export function stepItems(seed: number, step: number, perStep: number, items: number, strata?: readonly number[], weights?: readonly number[]): number[] {
   if (!Number.isInteger(step) || step < 1) throw new Error(`training schedule: step must be a positive integer, got ${step}`);
   if (!Number.isInteger(items) || items < 1) throw new Error('training schedule: the run has no items');
   if (!Number.isInteger(perStep) || perStep < 1 || perStep > items) throw new Error(`training schedule: queries per step must be 1 to ${items} (the items), got ${perStep}`);
-  if (strata) return stratifiedItems(seed, step, perStep, items, strata);
+  if (strata) return stratifiedItems(seed, step, perStep, items, strata, weights);
+  if (weights) throw new Error('training schedule: stratum weights without strata');
   const out: number[] = [];
   for (let at = (step - 1) * perStep; out.length < perStep; ) at = takeNew(out, at, (i) => walk(seed, i, items)) + 1;
   return out;
@@ -52,28 +53,63 @@ export function stepItems(seed: number, step: number, perStep: number, items: nu
 
 /**
  * The queries of `step` drawn across strata in turn (`strata[i]`: item i's stratum, e.g. a question kind):
- * the run's g-th query (g counted over all steps) comes from stratum g mod K, each stratum walking its own
- * seeded permutation, so every step holds as many of each stratum as it can and fewer queries a step than
- * strata rotate through them all. Why: with a few queries a step drawn at random, a step often holds two
- * queries of one kind and none of another, so the groups' gradients share a push towards one tool; the
- * tool-choice task's runs learned "prefer tool X" and swung between tools (README, "Tool-choice task").
+ * the run's g-th query (g counted over all steps) comes from the stratum at g mod C of a fixed cycle, each
+ * stratum walking its own seeded permutation, so every step holds as many of each stratum as it can and fewer
+ * queries a step than strata rotate through them all. Why: with a few queries a step drawn at random, a step
+ * often holds two queries of one kind and none of another, so the groups' gradients share a push towards one
+ * tool; the tool-choice task's runs learned "prefer tool X" and swung between tools (README, "Tool-choice task").
+ * `weights[s]` (default 1) is how often stratum s comes up in the cycle, spread through it (strataCycle): a
+ * kind that learns slowly can have more of each step without leaving the others out.
  */
-function stratifiedItems(seed: number, step: number, perStep: number, items: number, strata: readonly number[]): number[] {
+function stratifiedItems(seed: number, step: number, perStep: number, items: number, strata: readonly number[], weights?: readonly number[]): number[] {
   if (strata.length !== items) throw new Error(`training schedule: ${strata.length} strata for ${items} items`);
   const kinds = [...new Set(strata)].sort((a, b) => a - b);
-  const K = kinds.length;
-  const members = kinds.map((k) => strata.flatMap((s, i) => (s === k ? [i] : [])));
-  const perKind = Math.ceil(perStep / K);
-  const small = members.findIndex((m) => m.length < perKind);
-  if (small >= 0) throw new Error(`training schedule: stratum ${kinds[small]} has ${members[small].length} items, fewer than the ${perKind} a step of ${perStep} queries takes from it`);
+  const members = new Map(kinds.map((k) => [k, strata.flatMap((s, i) => (s === k ? [i] : []))]));
+  const cycle = strataCycle(kinds, weights);
+  const C = cycle.length;
+  // Where stratum cycle[c] is in its own walk at cycle position c: the times it came up before c in the cycle.
+  const before = cycle.map((k, c) => cycle.slice(0, c).filter((x) => x === k).length);
+  const perCycle = new Map(kinds.map((k) => [k, cycle.filter((x) => x === k).length]));
+  for (const k of kinds) {
+    // The most of stratum k any window of perStep consecutive cycle positions holds.
+    let most = 0;
+    for (let s = 0; s < C; s++) most = Math.max(most, Array.from({ length: perStep }, (_, j) => cycle[(s + j) % C]).filter((x) => x === k).length);
+    const n = members.get(k)!.length;
+    if (n < most) throw new Error(`training schedule: stratum ${k} has ${n} items, fewer than the ${most} a step of ${perStep} queries takes from it`);
+  }
   const out: number[] = [];
   for (let j = 0; j < perStep; j++) {
     const g = (step - 1) * perStep + j;
-    const m = members[g % K];
-    const stratumSeed = mixSeed(seed, 0x57a, kinds[g % K]);
-    takeNew(out, Math.floor(g / K), (at) => m[walk(stratumSeed, at, m.length)]);
+    const c = g % C;
+    const k = cycle[c];
+    const m = members.get(k)!;
+    const stratumSeed = mixSeed(seed, 0x57a, k);
+    takeNew(out, Math.floor(g / C) * perCycle.get(k)! + before[c], (at) => m[walk(stratumSeed, at, m.length)]);
   }
   return out;
+}
+
+/**
+ * The order strata come up in: each stratum `weights[s]` times (default 1) in a cycle, spread by smooth weighted
+ * round-robin (each turn every stratum gains its weight, the one with most is taken and pays the total; ties to
+ * the lower stratum). Equal weights give the strata in order, [0, 1, 2, 3], as runs stored before weights drew.
+ */
+export function strataCycle(kinds: readonly number[], weights?: readonly number[]): number[] {
+  const w = kinds.map((k) => weights?.[k] ?? 1);
+  w.forEach((x, i) => {
+    if (!Number.isInteger(x) || x < 1 || x > 16) throw new Error(`training schedule: stratum ${kinds[i]}'s weight must be an integer from 1 to 16, got ${x}`);
+  });
+  const total = w.reduce((a, b) => a + b, 0);
+  const credit = w.map(() => 0);
+  const cycle: number[] = [];
+  for (let n = 0; n < total; n++) {
+    w.forEach((x, i) => (credit[i] += x));
+    let best = 0;
+    for (let i = 1; i < w.length; i++) if (credit[i] > credit[best]) best = i;
+    credit[best] -= total;
+    cycle.push(kinds[best]);
+  }
+  return cycle;
 }
 
 /**
@@ -107,8 +143,8 @@ function epochOrder(seed: number, epoch: number, n: number): number[] {
 }
 
 /** The groups of `step`: ids and per-rollout seeds. */
-export function planStep(o: { runId: string; seed: number; step: number; queriesPerStep: number; groupSize: number; items: number; strata?: readonly number[] }): GroupPlan[] {
-  return stepItems(o.seed, o.step, o.queriesPerStep, o.items, o.strata).map((item) => {
+export function planStep(o: { runId: string; seed: number; step: number; queriesPerStep: number; groupSize: number; items: number; strata?: readonly number[]; strataWeights?: readonly number[] }): GroupPlan[] {
+  return stepItems(o.seed, o.step, o.queriesPerStep, o.items, o.strata, o.strataWeights).map((item) => {
     const id = groupId(o.runId, o.step, item);
     return { step: o.step, item, groupId: id, rollouts: Array.from({ length: o.groupSize }, (_, g) => ({ id: rolloutId(id, g), seed: mixSeed(o.seed, o.step, item, g) })) };
   });

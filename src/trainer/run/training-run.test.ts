@@ -10,7 +10,7 @@ import type { RolloutCollector } from './collector';
 import { BestTracker } from './metrics';
 import { MemoryRunStore } from './run-store-memory';
 import type { RunSpec } from './run-store';
-import { mixSeed, planStep, stepItems } from './schedule';
+import { mixSeed, planStep, stepItems, strataCycle } from './schedule';
 import type { CollectedGroup } from './rollout-samples';
 import { checkSpec, TrainingRun } from './training-run';
 
@@ -54,6 +54,27 @@ describe('schedule', () => {
     // Two a step from a stratum of one cannot be distinct.
     expect(() => stepItems(5, 1, 4, 4, [0, 0, 0, 1])).toThrow('stratum 1 has 1 items, fewer than the 2 a step of 4 queries takes from it');
     expect(() => stepItems(5, 1, 2, 4, [0, 1])).toThrow('2 strata for 4 items');
+  });
+
+  it('weights strata: a stratum of weight w comes up w times a cycle, spread through it, each still walking its own permutation', () => {
+    expect(strataCycle([0, 1, 2, 3])).toEqual([0, 1, 2, 3]);
+    // Smooth weighted round-robin, by hand: credits [1,1,1,3] → 3; [2,2,2,0] → 0; [-3,3,3,3] → 1; [-2,-2,4,6] → 3; [-1,-1,5,3] → 2; → 3.
+    expect(strataCycle([0, 1, 2, 3], [1, 1, 1, 3])).toEqual([3, 0, 1, 3, 2, 3]);
+    expect(strataCycle([0, 2], [2, 1])).toEqual([0, 2, 0]);
+    expect(() => strataCycle([0, 1], [1, 0])).toThrow("stratum 1's weight must be an integer from 1 to 16, got 0");
+    // 24 items in 4 strata of 6 (interleaved); the last stratum weighted 3: half of every 6 queries.
+    const strata = Array.from({ length: 24 }, (_, i) => i % 4);
+    const weights = [1, 1, 1, 3];
+    const drawn = Array.from({ length: 12 }, (_, i) => stepItems(9, i + 1, 6, 24, strata, weights));
+    for (const s of drawn) expect(s.map((i) => strata[i])).toEqual([3, 0, 1, 3, 2, 3]);
+    // Stratum 3 (6 items, 3 a step): two steps are one epoch of it, each item once; the others take six steps.
+    for (let e = 0; e < 6; e++) expect(new Set(drawn.slice(2 * e, 2 * e + 2).flat().filter((i) => strata[i] === 3)).size).toBe(6);
+    expect(new Set(drawn.slice(0, 6).flat().filter((i) => strata[i] === 0)).size).toBe(6);
+    // Weights of 1 are the unweighted schedule (runs stored before weights draw as they did).
+    expect(Array.from({ length: 5 }, (_, i) => stepItems(9, i + 1, 3, 24, strata, [1, 1, 1, 1]))).toEqual(Array.from({ length: 5 }, (_, i) => stepItems(9, i + 1, 3, 24, strata)));
+    // A step of 8 can take 5 from stratum 3 (the one starting at cycle position 5: 3,3,0,1,3,2,3,3): 3 items are too few.
+    expect(() => stepItems(9, 1, 8, 12, [0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3], weights)).toThrow('stratum 3 has 3 items, fewer than the 5 a step of 8 queries takes from it');
+    expect(() => stepItems(9, 1, 2, 4, undefined, weights)).toThrow('stratum weights without strata');
   });
 
   it('names groups and rollouts by run, step and item, with a seed per rollout', () => {

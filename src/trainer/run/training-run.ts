@@ -235,7 +235,7 @@ export class TrainingRun {
     const { policy, collector, store } = this.deps;
     const cfg = this.info.config;
     const next = this.step + 1;
-    const plans = planStep({ runId: this.id, seed: cfg.seed, step: next, queriesPerStep: cfg.queriesPerStep, groupSize: cfg.groupSize, items: collector.items, ...(collector.strata ? { strata: collector.strata } : {}) });
+    const plans = planStep({ runId: this.id, seed: cfg.seed, step: next, queriesPerStep: cfg.queriesPerStep, groupSize: cfg.groupSize, items: collector.items, ...(collector.strata ? { strata: collector.strata } : {}), ...(collector.strataWeights ? { strataWeights: collector.strataWeights } : {}) });
     const d0 = await this.decodeStats();
     const t0 = now();
     const groups = await collector.collect(plans, { signal: this.abort?.signal, onProgress: events.onProgress });
