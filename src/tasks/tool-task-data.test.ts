@@ -29,6 +29,16 @@ describe('toolTaskSplits', () => {
   it('refuses split sizes out of range, naming the setting', () => {
     expect(() => toolTaskSplits(1, { trainPerKind: 0 })).toThrow(/'trainPerKind' must be an integer from 1 to 200, got 0/);
     expect(() => toolTaskSplits(1, { heldOutPerKind: 1.5 })).toThrow(/'heldOutPerKind'/);
+    expect(() => toolTaskSplits(1, { trainCounts: { 'two-part': 0 } })).toThrow('trainCounts.two-part must be an integer from 1 to 200, got 0');
+    expect(() => toolTaskSplits(1, { trainCounts: { riddle: 3 } as never })).toThrow("trainCounts names 'riddle', not a question kind");
+  });
+
+  it('draws the kinds trainCounts names that many times for training, the others trainPerKind, the held-out split as before in size', () => {
+    const s = toolTaskSplits(4, { trainPerKind: 6, heldOutPerKind: 3, trainCounts: { 'two-part': 20 } });
+    const count = (items: typeof s.train) => Object.fromEntries(KINDS.map((k) => [k, items.filter((i) => i.kind === k).length]));
+    expect(count(s.train)).toEqual({ arithmetic: 6, fact: 6, conversion: 6, 'two-part': 20 });
+    expect(count(s.heldOut)).toEqual({ arithmetic: 3, fact: 3, conversion: 3, 'two-part': 3 });
+    expect(new Set([...s.train, ...s.heldOut].map((i) => i.query)).size).toBe(s.train.length + s.heldOut.length);
   });
 
   it('reads every query back into parts whose answers make the item answer; two-part queries need two different tools', () => {

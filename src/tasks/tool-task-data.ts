@@ -87,6 +87,12 @@ export interface SplitOptions {
   trainPerKind?: number;
   /** Questions of each kind in the held-out split. */
   heldOutPerKind?: number;
+  /**
+   * Training questions of the kinds named, instead of trainPerKind (e.g. `{"two-part": 108}`: the two-part kind
+   * has four pairs of parts and many more distinct questions than the fact kind's entities allow). Changing the
+   * counts draws other questions for both splits (one seeded draw makes them).
+   */
+  trainCounts?: Partial<Record<QuestionKind, number>>;
 }
 
 /**
@@ -99,6 +105,10 @@ export function toolTaskSplits(seed: number, o: SplitOptions = {}): ToolTaskSpli
   const heldN = o.heldOutPerKind ?? 8;
   for (const [name, v] of [['trainPerKind', trainN], ['heldOutPerKind', heldN]] as const) {
     if (!Number.isInteger(v) || v < 1 || v > 200) throw new Error(`tool task: '${name}' must be an integer from 1 to 200, got ${v}`);
+  }
+  for (const [k, v] of Object.entries(o.trainCounts ?? {})) {
+    if (!KINDS.includes(k as QuestionKind)) throw new Error(`tool task: trainCounts names '${k}', not a question kind (${KINDS.join(', ')})`);
+    if (!Number.isInteger(v) || v! < 1 || v! > 200) throw new Error(`tool task: trainCounts.${k} must be an integer from 1 to 200, got ${v}`);
   }
   const rng = new Rng(seed);
   const shuffle = <T>(a: T[]): T[] => {
@@ -134,9 +144,10 @@ export function toolTaskSplits(seed: number, o: SplitOptions = {}): ToolTaskSpli
     const [a, b] = pairs[rng.int(pairs.length)];
     return [one[a](), one[b]()];
   };
-  const make = (split: 'train' | 'heldOut', n: number): ToolTaskItem[] => {
+  const make = (split: 'train' | 'heldOut', perKind: number): ToolTaskItem[] => {
     const items: ToolTaskItem[] = [];
     for (const kind of KINDS) {
+      const n = (split === 'train' ? o.trainCounts?.[kind] : undefined) ?? perKind;
       for (let i = 0, tries = 0; i < n; tries++) {
         if (tries > 10_000) throw new Error(`tool task: cannot draw ${n} different ${kind} questions for the ${split} split`);
         const item = itemOf(`${split}-${kind}-${i + 1}`, kind, draw(split, kind));

@@ -47,6 +47,8 @@ export interface ToolTaskSpecData {
   arithmetic?: 'python' | 'calculator';
   trainPerKind?: number;
   heldOutPerKind?: number;
+  /** Training questions of the kinds named, instead of trainPerKind (absent in runs stored before it: none). */
+  trainCounts?: Partial<Record<QuestionKind, number>>;
   /** The converter's tool name (new runs record TOOL_TASK_CONVERTER; absent: the first shape's). */
   converterName?: string;
   /** The planner's prompt (new runs record TOOL_TASK_PLANNER_PROMPT; absent: the first shape's 'full'). */

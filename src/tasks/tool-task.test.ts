@@ -32,6 +32,12 @@ describe('tool task identity', () => {
     expect(isToolTaskBaseModel('agentflow-tool-taskx')).toBe(false);
     expect(() => toolTaskOfBaseModel(name.replace(/hiddenSize=16/, 'hiddenSize=abc'))).toThrow(/has no number for 'hiddenSize'/);
     expect(() => toolTaskOfBaseModel(name.replace('arithmetic=python', 'arithmetic=abacus'))).toThrow(/names arithmetic 'abacus'/);
+    // Per-kind training counts are named only when set (adapters made without them keep their names), and read back.
+    expect(name).not.toContain('trainCounts');
+    const counted = toolTaskBaseModel({ ...o, trainCounts: { 'two-part': 9, fact: 4 } });
+    expect(counted).toContain(`&trainCounts=${encodeURIComponent('fact:4,two-part:9')}`);
+    expect(toolTaskOfBaseModel(counted)).toEqual(toolTaskSettings({ ...o, trainCounts: { fact: 4, 'two-part': 9 } }));
+    expect(() => toolTaskOfBaseModel(counted.replace('two-part%3A9', 'three-part%3A9'))).toThrow(/trainCounts entry 'three-part:9' that is not kind:count/);
   });
 
   it('records every setting in a new spec, and rebuilds a spec stored without them as it was made', () => {

@@ -27,7 +27,7 @@ import { resolveReplyLimits } from '../agent/reply-schemas';
 import { CpuPlannerEngine, type ReplyConstraint } from './cpu-planner-engine';
 import { executorArgs, FIXED_ANALYSIS, FixedModulesEngine } from './fixed-modules';
 import { learnedTokenizer } from './task-tokenizer';
-import { parseQuestion, partAnswer, toolTaskSplits, type SplitOptions, type ToolTaskItem, type ToolTaskSplits } from './tool-task-data';
+import { KINDS, parseQuestion, partAnswer, toolTaskSplits, type QuestionKind, type SplitOptions, type ToolTaskItem, type ToolTaskSplits } from './tool-task-data';
 
 /** The base model name the task's adapters carry (followed by the task's settings: toolTaskBaseModel). */
 export const TOOL_TASK_BASE_MODEL = 'agentflow-tool-task';
@@ -263,7 +263,7 @@ export interface ToolTask {
 
 /** Everything a task is built from, defaults filled in: two tasks with the same settings are the same task. */
 export function toolTaskSettings(o: ToolTaskOptions = {}): Required<Omit<ToolTaskOptions, 'model'>> & { model: Required<ToolTaskModelOptions> } {
-  return { seed: o.seed ?? 1, arithmetic: o.arithmetic ?? 'calculator', converterName: o.converterName ?? TOOL_TASK_CONVERTER, plannerPrompt: o.plannerPrompt ?? TOOL_TASK_PLANNER_PROMPT, subGoalChars: o.subGoalChars ?? TOOL_TASK_SUB_GOAL_CHARS, entityWords: o.entityWords ?? TOOL_TASK_ENTITY_WORDS, trainPerKind: o.trainPerKind ?? TOOL_TASK_TRAIN_PER_KIND, heldOutPerKind: o.heldOutPerKind ?? 8, model: { ...TOOL_TASK_MODEL, ...o.model } };
+  return { seed: o.seed ?? 1, arithmetic: o.arithmetic ?? 'calculator', converterName: o.converterName ?? TOOL_TASK_CONVERTER, plannerPrompt: o.plannerPrompt ?? TOOL_TASK_PLANNER_PROMPT, subGoalChars: o.subGoalChars ?? TOOL_TASK_SUB_GOAL_CHARS, entityWords: o.entityWords ?? TOOL_TASK_ENTITY_WORDS, trainPerKind: o.trainPerKind ?? TOOL_TASK_TRAIN_PER_KIND, heldOutPerKind: o.heldOutPerKind ?? 8, trainCounts: { ...o.trainCounts }, model: { ...TOOL_TASK_MODEL, ...o.model } };
 }
 
 /**
@@ -272,9 +272,12 @@ export function toolTaskSettings(o: ToolTaskOptions = {}): Required<Omit<ToolTas
  * is never applied to another task's planner, and `cli eval` can rebuild the one it was trained on.
  */
 export function toolTaskBaseModel(o: ToolTaskOptions = {}): string {
-  const { model, ...rest } = toolTaskSettings(o);
+  const { model, trainCounts, ...rest } = toolTaskSettings(o);
   const fields: Record<string, string> = {};
   for (const [k, v] of Object.entries({ ...rest, ...model })) fields[k] = String(v);
+  // Written only when set, as "kind:count,…" in KINDS order, so the names of adapters made without it stay as they were.
+  const counts = KINDS.filter((k) => trainCounts[k] !== undefined).map((k) => `${k}:${trainCounts[k]}`);
+  if (counts.length) fields.trainCounts = counts.join(',');
   return `${TOOL_TASK_BASE_MODEL}?${new URLSearchParams(fields).toString()}`;
 }
 
@@ -310,7 +313,13 @@ export function toolTaskOfBaseModel(name: string | null | undefined): ToolTaskOp
   const words = p.get('entityWords');
   if (words !== null && words !== 'true' && words !== 'false') throw new Error(`tool task: the adapter's base model “${name}” names entityWords '${words}' (true or false)`);
   const entityWords = words === null ? TOOL_TASK_ENTITY_WORDS_V1 : words === 'true';
-  return { seed: num('seed'), arithmetic, converterName, plannerPrompt, subGoalChars, entityWords, trainPerKind: num('trainPerKind'), heldOutPerKind: num('heldOutPerKind'), model };
+  const trainCounts: Partial<Record<QuestionKind, number>> = {};
+  for (const pair of (p.get('trainCounts') ?? '').split(',').filter(Boolean)) {
+    const m = /^([a-z-]+):(\d+)$/.exec(pair);
+    if (!m || !KINDS.includes(m[1] as QuestionKind)) throw new Error(`tool task: the adapter's base model “${name}” has a trainCounts entry '${pair}' that is not kind:count`);
+    trainCounts[m[1] as QuestionKind] = Number(m[2]);
+  }
+  return { seed: num('seed'), arithmetic, converterName, plannerPrompt, subGoalChars, entityWords, trainPerKind: num('trainPerKind'), heldOutPerKind: num('heldOutPerKind'), trainCounts, model };
 }
 
 /** The task from its seeds: the splits, the tokenizer learned from the training split's prompts, the model. */
