@@ -77,6 +77,14 @@ export function itemOf(pid: string, kind: QuestionKind, parts: QuestionPart[]): 
 
 export const KINDS: readonly QuestionKind[] = ['arithmetic', 'fact', 'conversion', 'two-part'];
 
+/** Checks a per-kind setting (`field`: its name in messages): known kinds only, each an integer from 1 to `max`. */
+export function checkKindNumbers(field: string, values: Partial<Record<QuestionKind, number>>, max: number): void {
+  for (const [k, v] of Object.entries(values)) {
+    if (!KINDS.includes(k as QuestionKind)) throw new Error(`tool task: ${field} names '${k}', not a question kind (${KINDS.join(', ')})`);
+    if (!Number.isInteger(v) || v! < 1 || v! > max) throw new Error(`tool task: ${field}.${k} must be an integer from 1 to ${max}, got ${v}`);
+  }
+}
+
 export interface ToolTaskSplits {
   train: ToolTaskItem[];
   heldOut: ToolTaskItem[];
@@ -106,10 +114,7 @@ export function toolTaskSplits(seed: number, o: SplitOptions = {}): ToolTaskSpli
   for (const [name, v] of [['trainPerKind', trainN], ['heldOutPerKind', heldN]] as const) {
     if (!Number.isInteger(v) || v < 1 || v > 200) throw new Error(`tool task: '${name}' must be an integer from 1 to 200, got ${v}`);
   }
-  for (const [k, v] of Object.entries(o.trainCounts ?? {})) {
-    if (!KINDS.includes(k as QuestionKind)) throw new Error(`tool task: trainCounts names '${k}', not a question kind (${KINDS.join(', ')})`);
-    if (!Number.isInteger(v) || v! < 1 || v! > 200) throw new Error(`tool task: trainCounts.${k} must be an integer from 1 to 200, got ${v}`);
-  }
+  checkKindNumbers('trainCounts', o.trainCounts ?? {}, 200);
   const rng = new Rng(seed);
   const shuffle = <T>(a: T[]): T[] => {
     for (let i = a.length - 1; i > 0; i--) {

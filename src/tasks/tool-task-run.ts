@@ -12,13 +12,14 @@ import type { GrpoConfig } from '../trainer/grpo-config';
 import { AgentCollector } from '../trainer/run/agent-collector';
 import { agentRunData, agentRunSpec, rolloutAgentConfig, type AgentBudget } from '../trainer/run/agent-run';
 import { evaluateItems } from '../trainer/run/evaluate-items';
+import { MAX_STRATUM_WEIGHT } from '../trainer/run/schedule';
 import { evalOutcome } from '../trainer/run/run-evaluator';
 import type { RunSpec, RunStore, StartAdapterSpec } from '../trainer/run/run-store';
 import type { RunDeps, RunEvaluator } from '../trainer/run/training-run';
 import { TrainingHost, type TrainStorage } from '../trainer/training-host';
 import type { AgentConfigInput, AgentEngines } from '../agent/loop';
 import type { ReplyConstraint } from './cpu-planner-engine';
-import { KINDS, type QuestionKind, type ToolTaskItem } from './tool-task-data';
+import { checkKindNumbers, KINDS, type QuestionKind, type ToolTaskItem } from './tool-task-data';
 import { liveAdapter, toolTask, toolTaskSettings, toolTaskTools, TOOL_TASK_PLANNER_ID, TOOL_TASK_SETTINGS_V1, type ToolTask, type ToolTaskModelOptions } from './tool-task';
 
 /**
@@ -264,10 +265,7 @@ function kindStrata(items: readonly unknown[]): number[] {
 
 /** The kinds' weights as the schedule takes them (indexed by the kind's stratum, its index in KINDS); throws naming an unknown kind. */
 export function kindWeightList(w: Partial<Record<QuestionKind, number>>): number[] {
-  for (const [k, v] of Object.entries(w)) {
-    if (!KINDS.includes(k as QuestionKind)) throw new Error(`tool task: kindWeights names '${k}', not a question kind (${KINDS.join(', ')})`);
-    if (!Number.isInteger(v) || v < 1 || v > 16) throw new Error(`tool task: kindWeights.${k} must be an integer from 1 to 16, got ${v}`);
-  }
+  checkKindNumbers('kindWeights', w, MAX_STRATUM_WEIGHT);
   return KINDS.map((k) => w[k] ?? 1);
 }
 

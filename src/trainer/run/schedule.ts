@@ -89,6 +89,9 @@ function stratifiedItems(seed: number, step: number, perStep: number, items: num
   return out;
 }
 
+/** The largest weight a stratum may have (a cycle stays short: the total of the weights). */
+export const MAX_STRATUM_WEIGHT = 16;
+
 /**
  * The order strata come up in: each stratum `weights[s]` times (default 1) in a cycle, spread by smooth weighted
  * round-robin (each turn every stratum gains its weight, the one with most is taken and pays the total; ties to
@@ -97,7 +100,7 @@ function stratifiedItems(seed: number, step: number, perStep: number, items: num
 export function strataCycle(kinds: readonly number[], weights?: readonly number[]): number[] {
   const w = kinds.map((k) => weights?.[k] ?? 1);
   w.forEach((x, i) => {
-    if (!Number.isInteger(x) || x < 1 || x > 16) throw new Error(`training schedule: stratum ${kinds[i]}'s weight must be an integer from 1 to 16, got ${x}`);
+    if (!Number.isInteger(x) || x < 1 || x > MAX_STRATUM_WEIGHT) throw new Error(`training schedule: stratum ${kinds[i]}'s weight must be an integer from 1 to ${MAX_STRATUM_WEIGHT}, got ${x}`);
   });
   const total = w.reduce((a, b) => a + b, 0);
   const credit = w.map(() => 0);

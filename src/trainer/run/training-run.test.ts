@@ -188,15 +188,6 @@ function indexCollector(success: (g: number, item: number) => boolean, seen: Arr
 }
 
 /** An optimizer that reports noSignal as grpoStep does: every group's rewards equal. */
-/** signalTrainer, also keeping the advantages of every batch it is given. */
-function recordingTrainer(): { policy: PolicyTrainer; seen: number[][] } {
-  const seen: number[][] = [];
-  const policy = signalTrainer();
-  const step = policy.trainStep.bind(policy);
-  policy.trainStep = async (samples) => (seen.push(samples.map((x) => x.advantage!)), step(samples));
-  return { policy, seen };
-}
-
 function signalTrainer(): PolicyTrainer & { batches: number[][] } {
   const t = trainer(0) as PolicyTrainer & { batches: number[][] };
   t.batches = [];
@@ -209,6 +200,15 @@ function signalTrainer(): PolicyTrainer & { batches: number[][] } {
     return { ...st, noGradientGroups: adv.noGradientGroups, ...(adv.noGradientGroups === adv.groups.length ? { noSignal: true as const } : {}) };
   };
   return t;
+}
+
+/** signalTrainer, also keeping the advantages of every batch it is given. */
+function recordingTrainer(): { policy: PolicyTrainer; seen: number[][] } {
+  const seen: number[][] = [];
+  const policy = signalTrainer();
+  const step = policy.trainStep.bind(policy);
+  policy.trainStep = async (samples) => (seen.push(samples.map((x) => x.advantage!)), step(samples));
+  return { policy, seen };
 }
 
 describe('TrainingRun: steps without a reward signal', () => {
