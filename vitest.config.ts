@@ -3,10 +3,12 @@ import { playwright } from '@vitest/browser-playwright';
 import viteConfig from './vite.config.ts';
 
 import { CHROMIUM_ARGS, CHROMIUM_PATH as CHROMIUM } from './tests/support/chromium.ts';
+import { LongFirstSequencer } from './tests/support/long-first-sequencer.ts';
 export default mergeConfig(
   viteConfig,
   defineConfig({
     test: {
+      sequence: { sequencer: LongFirstSequencer },
       projects: [
         {
           extends: true,
@@ -14,6 +16,10 @@ export default mergeConfig(
             name: 'unit',
             // Projects run one after another: on 2 cores, software GPUs and Chromium only slow each other down.
             sequence: { groupOrder: 0 },
+            // Vitest's default is one worker fewer than the cores: on CI's 2 cores the unit files ran one at a
+            // time, using 1.2 cores (2026-11-28, clean clone: 417 s). Two workers, the long files first
+            // (LongFirstSequencer), overlap the tool-choice learning test with everything else.
+            maxWorkers: 2,
             environment: 'node',
             // Vitest's 5 s default turns CPU-bound tests into timed tests on a loaded 2-core machine (a 63k-value
             // sweep took 5.4 s there); a hang still fails, after a minute.
@@ -59,6 +65,7 @@ export default mergeConfig(
           test: {
             name: 'e2e',
             sequence: { groupOrder: 3 },
+            globalSetup: ['tests/support/e2e-app-build.ts'],
             environment: 'node',
             include: ['tests/e2e/**/*.e2e.test.ts'],
             testTimeout: 600_000,

@@ -3,7 +3,7 @@
 // the adapter offers; and the GPU memory a 4-bit model takes against the same shapes in f16. Runs in
 // Node/Dawn and in Chromium.
 import { describe, expect, it } from 'vitest';
-import { gpuFor, weightPaths } from '../../tests/support/gpu';
+import { alsoInBrowser, gpuFor, weightPaths } from '../../tests/support/gpu';
 import { maxAbsDiff } from '../../tests/support/compare';
 import { qwen2RefForward, qwen2RefGreedy, type Qwen2RefAdapter, type Qwen2RefConfig, type Qwen2RefWeights } from '../../tests/support/qwen2-ref';
 import { randomAdapter, randomQwen2, randomTokens, toLoraAdapter, toQwen2Config, type RandomQwen2Options } from '../../tests/support/random-qwen2';
@@ -26,7 +26,9 @@ const refLogprobs = (c: Qwen2RefConfig, w: Qwen2RefWeights, seqs: number[][], a?
 
 describe('Qwen2 runtime on random 4-bit models vs the float64 reference', async () => {
   for (const path of await weightPaths()) {
-    for (const [si, [name, shape, scale, maxChunkBytes]] of SHAPES.entries()) {
+    // f32 scales read no f16, so the second shape's WGSL is the same on Dawn's two paths and in Chromium: the
+    // browser runs the first (17 of its 42 s there were the second's).
+    for (const [si, [name, shape, scale, maxChunkBytes]] of alsoInBrowser([...SHAPES.entries()], ([, [, , scale]]) => scale === 'f16')) {
       it(`${path}: ${name}: scoring with and without the adapter, greedy, KV cache = recompute`, async () => {
         const { config, weights } = randomQwen2(500 + si, shape);
         const { source, ref } = quantizeModel(config, weights, scale);

@@ -6,7 +6,7 @@
 // headers is explained, `models/x` gets a hint, stale errors and bars go when the form changes, the size line
 // and the finished bar agree, the words put plain labels first, and at 390 px the Models tab has no clipped or
 // word-per-line text. The app is built once; each scenario starts a fresh browser context.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { mkdirSync, mkdtempSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,14 +18,14 @@ import { serveStatic, type StaticServer } from '../support/static-server';
 import { formatBytes } from '../../src/controllers/progress-tracker';
 import { poll } from '../support/poll';
 import { explainFailure } from '../support/page-state';
-import { buildApp } from '../support/build-app';
 import { startDevServer } from '../support/vite-server';
 
 let server: StaticServer;
 /** The same model folder on another origin, served as `python3 -m http.server` serves it: no CORS headers. */
 let otherOrigin: StaticServer;
 let browser: Browser;
-const outDir = mkdtempSync(join(tmpdir(), 'agentflow-offline-app-'));
+// The app as `npm run build` makes it, built once for the e2e project (tests/support/e2e-app-build.ts).
+const outDir = inject('appDir');
 const modelsDir = mkdtempSync(join(tmpdir(), 'agentflow-offline-models-'));
 const modelDir = join(modelsDir, 'tiny-chat');
 const shots = mkdtempSync(join(tmpdir(), 'agentflow-offline-shots-'));
@@ -38,7 +38,6 @@ beforeAll(async () => {
   for (const [name, bytes] of Object.entries(toHfFiles(config, weights, [BYTE_SPECIALS.im_end]))) writeFileSync(join(modelDir, name), bytes);
   writeFileSync(join(modelDir, 'tokenizer.json'), JSON.stringify(byteTokenizerJson()));
   writeFileSync(join(modelDir, 'tokenizer_config.json'), JSON.stringify(byteTokenizerConfig()));
-  await buildApp(outDir);
   // The planner as a folder beside the app, on its own site: './models/tiny-chat'.
   server = await serveStatic({ [SUB]: outDir, [`${SUB}models/`]: modelsDir });
   otherOrigin = await serveStatic({ '/': modelsDir });

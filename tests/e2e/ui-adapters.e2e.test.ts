@@ -2,7 +2,7 @@
 // Export downloads one zip holding a folder with its two PEFT files, Import reads them back under a new name with the same tensors,
 // corrupt or wrong-shaped files are refused with the file and tensor named and nothing stored changes,
 // and a new run starts from the imported adapter.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { unzipSync } from 'fflate';
 import { tmpdir } from 'node:os';
@@ -11,16 +11,15 @@ import type { Browser, Page } from 'playwright-core';
 import { readSafetensors, writeSafetensors } from '../../src/io/safetensors';
 import { launchChromium } from '../support/chromium';
 import { serveStatic, type StaticServer } from '../support/static-server';
-import { buildApp } from '../support/build-app';
 
 let server: StaticServer;
 let browser: Browser;
-const outDir = mkdtempSync(join(tmpdir(), 'agentflow-app-adapters-'));
+// The app as `npm run build` makes it, built once for the e2e project (tests/support/e2e-app-build.ts).
+const outDir = inject('appDir');
 const saved = mkdtempSync(join(tmpdir(), 'agentflow-adapter-downloads-'));
 const SUB = '/adapters/app/';
 
 beforeAll(async () => {
-  await buildApp(outDir);
   server = await serveStatic({ [SUB]: outDir });
   browser = await launchChromium();
 });

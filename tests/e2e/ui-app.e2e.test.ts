@@ -3,7 +3,7 @@
 // line reports that line and imports and runs the rest, toy training runs and stores an adapter, and the
 // model cache lists and deletes what it holds. The scripted demo engines (chosen as a user would) stand in
 // for the models.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,16 +11,15 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchChromium } from '../support/chromium';
 import { serveStatic, type StaticServer } from '../support/static-server';
 import { countOf, poll, textOf, textsOf } from '../support/poll';
-import { buildApp } from '../support/build-app';
 
 let server: StaticServer;
 let browser: Browser;
-const outDir = mkdtempSync(join(tmpdir(), 'agentflow-app-'));
+// The app as `npm run build` makes it, built once for the e2e project (tests/support/e2e-app-build.ts).
+const outDir = inject('appDir');
 const shots = mkdtempSync(join(tmpdir(), 'agentflow-app-shots-'));
 const SUB = '/some/app/';
 
 beforeAll(async () => {
-  await buildApp(outDir);
   server = await serveStatic({ [SUB]: outDir });
   browser = await launchChromium();
   console.info(`[ui-app] screenshots in ${shots}`);

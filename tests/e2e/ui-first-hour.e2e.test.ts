@@ -4,7 +4,7 @@
 // the model comes back from the cache, a load can be cancelled, a question too long for the model is
 // refused up front, Resume asks before switching engines, and an adapter the planner refuses is not marked
 // active. The app is built once; each scenario starts a fresh browser context.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,14 +18,14 @@ import { TINY_MLC } from '../../src/io/test-fixtures';
 import { formatBytes } from '../../src/controllers/progress-tracker';
 import { poll } from '../support/poll';
 import { explainFailure } from '../support/page-state';
-import { buildApp } from '../support/build-app';
 
 let server: StaticServer;
 /** The same build on a host that answers every unknown path with index.html (single-page-app hosting). */
 let spaServer: StaticServer;
 let hub: HubServer;
 let browser: Browser;
-const outDir = mkdtempSync(join(tmpdir(), 'agentflow-first-hour-'));
+// The app as `npm run build` makes it, built once for the e2e project (tests/support/e2e-app-build.ts).
+const outDir = inject('appDir');
 const modelDir = mkdtempSync(join(tmpdir(), 'agentflow-first-hour-model-'));
 const shots = mkdtempSync(join(tmpdir(), 'agentflow-first-hour-shots-'));
 const SUB = '/first/hour/';
@@ -38,7 +38,6 @@ beforeAll(async () => {
   writeFileSync(join(modelDir, 'tokenizer.json'), JSON.stringify(byteTokenizerJson()));
   writeFileSync(join(modelDir, 'tokenizer_config.json'), JSON.stringify(byteTokenizerConfig()));
   hub = await serveHub({ 'test-org/tiny-chat': modelDir, 'test-org/slow-chat': modelDir });
-  await buildApp(outDir);
   server = await serveStatic({ [SUB]: outDir });
   spaServer = await serveStatic({ [SUB]: outDir }, { spaFallback: true, immutableAssets: true });
   browser = await launchChromium();

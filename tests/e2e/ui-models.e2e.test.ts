@@ -1,7 +1,7 @@
 // Models & GPU with a real (tiny, random) Qwen2 planner served in the hub's URL layout: loading shows
 // per-model progress with bytes and percent, the engines switch to the planner, the download appears in
 // the cached-models list with its size, and a question the model's context cannot hold is refused up front.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,12 +12,12 @@ import { serveHub, type HubServer } from '../support/hub-server';
 import { randomQwen2, toHfFiles } from '../support/random-qwen2';
 import { serveStatic, type StaticServer } from '../support/static-server';
 import { MLC_MANIFEST_05B, TINY_MLC } from '../../src/io/test-fixtures';
-import { buildApp } from '../support/build-app';
 
 let server: StaticServer;
 let hub: HubServer;
 let browser: Browser;
-const outDir = mkdtempSync(join(tmpdir(), 'agentflow-app-models-'));
+// The app as `npm run build` makes it, built once for the e2e project (tests/support/e2e-app-build.ts).
+const outDir = inject('appDir');
 const modelDir = mkdtempSync(join(tmpdir(), 'agentflow-tiny-chat-'));
 const shots = mkdtempSync(join(tmpdir(), 'agentflow-models-shots-'));
 const SUB = '/models/app/';
@@ -28,7 +28,6 @@ beforeAll(async () => {
   writeFileSync(join(modelDir, 'tokenizer.json'), JSON.stringify(byteTokenizerJson()));
   writeFileSync(join(modelDir, 'tokenizer_config.json'), JSON.stringify(byteTokenizerConfig()));
   hub = await serveHub({ 'test-org/tiny-chat': modelDir });
-  await buildApp(outDir);
   server = await serveStatic({ [SUB]: outDir });
   browser = await launchChromium();
   console.info(`[ui-models] screenshots in ${shots}`);

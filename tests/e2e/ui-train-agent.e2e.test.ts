@@ -2,7 +2,7 @@
 // tokenizer), loaded through the planner worker, a 2-item benchmark is imported, and Flow-GRPO steps run
 // on agent rollouts (group size 2, one turn, a few tokens per module) with the optimizer step in the
 // planner worker. The charts gain a point per step and the checkpoint's adapter is stored.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,18 +11,17 @@ import { launchChromium } from '../support/chromium';
 import { serveHub, type HubServer } from '../support/hub-server';
 import { serveStatic, type StaticServer } from '../support/static-server';
 import { tinyChatModelDir } from '../support/tiny-chat-model';
-import { buildApp } from '../support/build-app';
 
 let server: StaticServer;
 let hub: HubServer;
 let browser: Browser;
-const outDir = mkdtempSync(join(tmpdir(), 'agentflow-app-train-'));
+// The app as `npm run build` makes it, built once for the e2e project (tests/support/e2e-app-build.ts).
+const outDir = inject('appDir');
 const shots = mkdtempSync(join(tmpdir(), 'agentflow-train-shots-'));
 const SUB = '/models/train/';
 
 beforeAll(async () => {
   hub = await serveHub({ 'test-org/qwen2-tiny': tinyChatModelDir() });
-  await buildApp(outDir);
   server = await serveStatic({ [SUB]: outDir });
   browser = await launchChromium();
   console.info(`[ui-train-agent] screenshots in ${shots}`);

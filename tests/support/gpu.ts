@@ -21,3 +21,14 @@ export async function weightPaths(): Promise<Array<'native' | 'packed'>> {
 }
 
 export const isBrowser = typeof window !== 'undefined' && typeof document !== 'undefined';
+
+/**
+ * The cases of a GPU test that the browser project runs too: all of them on Dawn, the ones `inBrowser` keeps in
+ * Chromium. SwiftShader compiles a shader many times slower than lavapipe (runtime-batch's 4-bit cases: 100 s
+ * there, 10 s on Dawn), and Dawn's packed device (no shader-f16) already runs the WGSL Chromium gets, so each
+ * file keeps in the browser the cases that reach every kernel variant Chromium's limits select, and leaves the
+ * sweeps of shapes, tiles and models to Dawn.
+ */
+export function alsoInBrowser<T>(cases: readonly T[], inBrowser: (c: T, i: number) => boolean): T[] {
+  return isBrowser ? cases.filter(inBrowser) : [...cases];
+}

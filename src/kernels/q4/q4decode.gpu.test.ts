@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createStorage, readF32 } from '../../gpu/buffers';
 import { submitDispatches } from '../../gpu/pipelines';
 import { Rng } from '../../util/rng';
-import { gpuFor, weightPaths } from '../../../tests/support/gpu';
+import { alsoInBrowser, gpuFor, weightPaths } from '../../../tests/support/gpu';
 import { f32Buffer, relMaxErr } from '../common/testing';
 import { dequantizeQ4, quantizeQ4, type Q4ScaleDtype } from './q4.ref';
 import { Q4D_MAX_STORAGE, q4DecodeLinear, q4DecodeStorage, type Q4DecodeArgs } from './q4decode';
@@ -107,7 +107,10 @@ describe('q4DecodeLinear (fused decode linear) vs float64', async () => {
   const hasSg = (await gpuFor(paths[0])).caps.subgroups;
   // Each case's runs on this adapter, without repeats: where a kernel or path is missing, or f32 scales make
   // the packed path's WGSL the native one's, a run is the same program as one already listed.
-  const runs = CASES.flatMap((c, ci) => {
+  // In Chromium, the f16-scale cases (the packed path's own WGSL) and the one binding the 10 storage buffers
+  // SwiftShader grants; f32 scales' WGSL is what Dawn already runs (they took ~25 of the browser's 65 s).
+  const here = alsoInBrowser([...CASES.entries()], ([, c]) => c.scale === 'f16' || c.name.includes('first of 3 segments only'));
+  const runs = here.flatMap(([ci, c]) => {
     const seen = new Set<string>();
     return [{}, ...(c.also ?? [])].flatMap((r: Run) => {
       const path = r.packed && c.scale === 'f16' ? paths[paths.length - 1] : paths[0];
