@@ -4,7 +4,9 @@
 // accuracy from then on, and per-kind accuracy at the end. A seed is both the question seed and the run seed.
 //   npx tsx bench/tool-task-stability.ts [--seeds 101-103] [--steps N] [--lr X] [--group G] [--queries Q]
 //       [--eval-every K] [--task '{"trainPerKind":12}'] [--grpo '{"extraRollouts":8}'] [--budget '{"maxTurns":2}']
-//       [--adapter '{"rank":8,"alpha":16}'] [--train-eval N] [--train-kinds fact,arithmetic]
+//       [--adapter '{"rank":8,"alpha":16}'] [--train-eval N] [--train-kinds fact,arithmetic] [--norms]
+// --norms logs every step's gradient norm beside what the update did: the change of the adapter's tensors and of
+// the weights it adds (scale · B·A, every module), to tell a large update from a large gradient.
 // --train-eval N also evaluates the first N training questions of each kind, reported apart (learned but not
 // carried to new questions, or not learned).
 // --goal runs each seed three ways — the task's defaults (TOOL_TASK_TRAINING), twice the lr, three times the
@@ -19,6 +21,8 @@ import type { AgentBudget, AgentRunData } from '../src/trainer/run/agent-run';
 import { MemoryRunStore } from '../src/trainer/run/run-store-memory';
 import { TrainingRun } from '../src/trainer/run/training-run';
 import { toolTaskRunSetup, toolTaskRunSpec, TOOL_TASK_TRAINING, type ToolTaskSpecData } from '../src/tasks/tool-task-run';
+import { liveAdapter } from '../src/tasks/tool-task';
+import type { LoraAdapter } from '../src/io/peft';
 import { seedList, stabilityWays } from './toy-stability';
 
 function arg(name: string): string | undefined {
@@ -42,8 +46,29 @@ export interface ToolTaskStabilityOptions {
   trainEval?: number;
   /** Train on these question kinds only (a diagnostic; the evaluation keeps every kind). */
   trainKinds?: string[];
+  /** Log each step's gradient norm and update norms (see --norms). */
+  norms?: boolean;
   log?: (line: string) => void;
 }
+
+/** The adapter's tensors, and the weights it adds (scale · B·A per module), each flattened in one array. */
+function adapterState(a: LoraAdapter): { params: Float64Array; delta: Float64Array } {
+  const params: number[] = [];
+  const delta: number[] = [];
+  for (const p of [...a.pairs.values()]) {
+    params.push(...p.A, ...p.B);
+    for (let o = 0; o < p.outFeatures; o++) {
+      for (let i = 0; i < p.inFeatures; i++) {
+        let d = 0;
+        for (let k = 0; k < p.r; k++) d += p.B[o * p.r + k] * p.A[k * p.inFeatures + i];
+        delta.push(p.scale * d);
+      }
+    }
+  }
+  return { params: Float64Array.from(params), delta: Float64Array.from(delta) };
+}
+
+const l2 = (x: Float64Array, y?: Float64Array) => Math.sqrt(x.reduce((s, v, i) => s + (v - (y ? y[i] : 0)) ** 2, 0));
 
 export interface ToolTaskStabilitySummary {
   seed: number;
@@ -99,8 +124,19 @@ export async function toolTaskStability(o: ToolTaskStabilityOptions): Promise<To
   const run = await TrainingRun.start(`tool-stability-${o.seed}`, spec, setup.deps);
   const evals: Array<{ step: number; accuracy: number }> = [];
   let rewards = 0;
+  const current = liveAdapter(setup.host);
+  let before: ReturnType<typeof adapterState> | null = null;
   await run.run({
     onStep: (m) => {
+      if (o.norms) {
+        const a = current().adapter;
+        const now = a ? adapterState(a) : null;
+        if (now) {
+          const moved = before ? `adapter moved ${l2(now.params, before.params).toExponential(2)}, added weights moved ${l2(now.delta, before.delta).toExponential(2)}` : 'first step';
+          o.log?.(`seed ${o.seed} step ${m.step}: reward ${m.reward.toFixed(3)} grad norm ${m.gradNorm.toExponential(2)}${m.noSignal ? ' (no signal)' : ''}; ${moved}; |adapter| ${l2(now.params).toExponential(2)} |added| ${l2(now.delta).toExponential(2)}`);
+        }
+        before = now;
+      }
       rewards += m.reward;
       if (m.step % 10 === 0) o.log?.(`seed ${o.seed} step ${m.step}: training reward ${(rewards / 10).toFixed(2)} (last 10 steps)  ${((Date.now() - t0) / 1000).toFixed(0)} s`);
       if (m.step % 10 === 0) rewards = 0;
@@ -165,7 +201,7 @@ async function main(): Promise<void> {
   const adapter = arg('adapter') !== undefined ? (JSON.parse(arg('adapter')!) as ToolTaskStabilityOptions['adapter']) : undefined;
   const trainEval = arg('train-eval') !== undefined ? Number(arg('train-eval')) : undefined;
   const trainKinds = arg('train-kinds')?.split(',');
-  const common = { ...(trainEval ? { trainEval } : {}), ...(trainKinds ? { trainKinds } : {}), group, evaluateEvery, task, grpo, budget, ...(adapter ? { adapter } : {}), log: (l: string) => console.log(l), ...(queries !== undefined ? { queries } : {}) };
+  const common = { ...(process.argv.includes('--norms') ? { norms: true } : {}), ...(trainEval ? { trainEval } : {}), ...(trainKinds ? { trainKinds } : {}), group, evaluateEvery, task, grpo, budget, ...(adapter ? { adapter } : {}), log: (l: string) => console.log(l), ...(queries !== undefined ? { queries } : {}) };
   const settings = `group ${group} queries ${queries ?? 'default'} eval every ${evaluateEvery} task ${JSON.stringify(task)} grpo ${JSON.stringify(grpo)} budget ${JSON.stringify(budget)}${adapter ? ` adapter ${JSON.stringify(adapter)}` : ''}`;
   if (!process.argv.includes('--goal')) {
     for (const seed of seeds) {

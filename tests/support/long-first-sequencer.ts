@@ -1,14 +1,14 @@
 // Vitest's sequencer orders a project's files by the durations it cached on earlier runs; CI runs a clean clone,
-// with no cache, so files start in glob order and the tool-choice learning test (~190 s, the longest unit file)
-// began three minutes in and ran alone at the end while the other core sat idle. This starts the files known
-// to be long first, so on 2 workers they overlap the many short ones. Other files keep Vitest's order.
+// with no cache, so files start in glob order and the tool-choice learning test (then ~190 s, the longest unit
+// file) began three minutes in and ran alone at the end. This starts the files known to be long first, so on 2
+// workers they overlap the many short ones. Other files keep Vitest's order.
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
-/** Unit files that take 15 s or more on a 2-core machine (clean-clone CI, 2026-11-28), longest first. */
+/** Unit files that take 30 s or more beside another worker on a 2-core machine (2026-11-28). */
 export const LONG_FILES = [
   'src/tasks/tool-task-learning.test.ts',
-  'src/tools/python-node.test.ts',
   'src/cli/train.test.ts',
+  'src/tools/python-node.test.ts',
   'src/cli/train-tool-task.test.ts',
 ];
 
