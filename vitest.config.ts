@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig, mergeConfig } from 'vitest/config';
 import { playwright } from '@vitest/browser-playwright';
 import viteConfig from './vite.config.ts';
@@ -17,9 +18,9 @@ export default mergeConfig(
             // Projects run one after another: on 2 cores, software GPUs and Chromium only slow each other down.
             sequence: { groupOrder: 0 },
             // Vitest's default is one worker fewer than the cores: on CI's 2 cores the unit files ran one at a
-            // time, using 1.2 cores (2026-11-28, clean clone: 417 s). Two workers, the long files first
-            // (LongFirstSequencer), overlap the tool-choice learning test with everything else.
-            maxWorkers: 2,
+            // time, using 1.2 cores (2026-11-28, clean clone: 417 s). At least two workers, the long files first
+            // (LongFirstSequencer), overlap the long files with everything else (177 s there).
+            maxWorkers: Math.max(2, availableParallelism() - 1),
             environment: 'node',
             // Vitest's 5 s default turns CPU-bound tests into timed tests on a loaded 2-core machine (a 63k-value
             // sweep took 5.4 s there); a hang still fails, after a minute.
