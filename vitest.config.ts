@@ -15,7 +15,10 @@ export default mergeConfig(
           extends: true,
           test: {
             name: 'unit',
-            // Projects run one after another: on 2 cores, software GPUs and Chromium only slow each other down.
+            // Groups run one after another: unit, then gpu beside browser, then e2e. The unit project's two workers
+            // already fill 2 cores; Dawn (lavapipe) and Chromium (SwiftShader) each keep ~1.65 of 2 cores busy, so
+            // side by side they fill the gaps: 951 s for both against 352 + 746 s one after the other (2026-11-28,
+            // this 2-core machine, idle). e2e runs last and alone (not measured beside the others).
             sequence: { groupOrder: 0 },
             // Vitest's default is one worker fewer than the cores: on CI's 2 cores the unit files ran one at a
             // time, using 1.2 cores (2026-11-28, clean clone: 417 s). At least two workers, the long files first
@@ -46,7 +49,8 @@ export default mergeConfig(
           extends: true,
           test: {
             name: 'browser',
-            sequence: { groupOrder: 2 },
+            // Beside the gpu project (see unit); both run one file at a time, as a group's projects must agree.
+            sequence: { groupOrder: 1 },
             include: ['src/**/*.gpu.test.ts', 'src/**/*.browser.test.ts', 'tests/browser/**/*.browser.test.ts'],
             exclude: ['**/*.node.gpu.test.ts', 'node_modules/**'],
             testTimeout: 600_000,
@@ -65,7 +69,7 @@ export default mergeConfig(
           extends: true,
           test: {
             name: 'e2e',
-            sequence: { groupOrder: 3 },
+            sequence: { groupOrder: 2 },
             globalSetup: ['tests/support/e2e-app-build.ts'],
             environment: 'node',
             include: ['tests/e2e/**/*.e2e.test.ts'],

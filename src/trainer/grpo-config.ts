@@ -66,6 +66,13 @@ export interface GrpoConfig {
    * and below 1), drawn groupSize at a time until one differs; they join its group. 0 = never.
    */
   extraRollouts: number;
+  /**
+   * Each update's learning rate is multiplied by the share of the step's groups that have a reward spread, so a
+   * step where one group of eight carries the evidence moves the adapter an eighth as far. AdamW divides the
+   * gradient by its running size, so without this a late step's few unsolved groups move every weight about
+   * the learning rate, as far as an early step's many (README, "What an update does, measured").
+   */
+  lrBySignal: boolean;
 }
 
 /**
@@ -125,6 +132,7 @@ export const DEFAULT_GRPO_CONFIG: Readonly<GrpoConfig> = Object.freeze({
   checkpointEvery: 10,
   seed: 1,
   extraRollouts: 8,
+  lrBySignal: false,
 });
 
 export class GrpoConfigError extends AgentFlowError {
@@ -163,6 +171,7 @@ const RULES: Record<keyof GrpoConfig, Rule> = {
   checkpointEvery: { int: true, min: 0 },
   seed: { int: true, min: 0, max: 2 ** 32 - 1 },
   extraRollouts: { int: true, min: 0, max: 4096 },
+  lrBySignal: { bool: true },
 };
 
 function describeRule(r: Rule): string {

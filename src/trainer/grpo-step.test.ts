@@ -229,6 +229,25 @@ describe('grpoStep', () => {
     expect(skipped.params).not.toEqual((await run(batch().map((s) => ({ ...s, reward: 0 })))).params);
   });
 
+  it('lrBySignal scales an update by the share of groups with a reward spread, and leaves a step with no signal at the full rate', async () => {
+    const run = async (over: Parameters<typeof resolveGrpoConfig>[0], samples = batch()) => {
+      const backend = new CpuPolicyBackend(model.config, model.weights, initLoraAdapter(model.config, { r: 2, alpha: 4 }, new Rng(1)));
+      await grpoStep(backend, samples, resolveGrpoConfig({ beta: 0, groupSize: 2, queriesPerStep: 2, ...over }), { step: 1, optimizerSteps: 0, random: () => 0.5 });
+      return adapterTensors(backend.currentAdapter).map((t) => Array.from(t.data));
+    };
+    // batch(): g1 has a spread, g2 is all-failed, so half the rate.
+    const scaled = await run({ learningRate: 1e-2, lrBySignal: true });
+    expect(scaled).toEqual(await run({ learningRate: 5e-3 }));
+    expect(scaled).not.toEqual(await run({ learningRate: 1e-2 }));
+    // Every group with a spread: the full rate.
+    const both = batch().map((s) => (s.groupId === 'g2' && s.rolloutId === 'c' ? { ...s, reward: 1 } : s));
+    expect(await run({ learningRate: 1e-2, lrBySignal: true }, both)).toEqual(await run({ learningRate: 1e-2 }, both));
+    // No group with a spread and beta > 0: the KL step keeps the full rate.
+    const none = batch().map((s) => ({ ...s, reward: 0, refLogprobs: s.responseTokens.map(() => -3) }));
+    const kl = await run({ learningRate: 1e-2, beta: 0.1, lrBySignal: true }, none);
+    expect(kl).toEqual(await run({ learningRate: 1e-2, beta: 0.1 }, none));
+  });
+
   it('with beta > 0 a step whose groups are all-equal still descends the KL term alone (Flow-GRPO never drops the step)', async () => {
     const adapter = initLoraAdapter(model.config, { r: 2, alpha: 4 }, new Rng(1));
     // An adapter off the reference (B is zero at init), with no AdamW momentum: the KL term has a gradient.

@@ -129,6 +129,8 @@ export async function grpoStep(backend: PolicyBackend, input: readonly TurnSampl
   const noSignal = adv.noGradientGroups === adv.groups.length;
   const noUpdate = noSignal && !(cfg.beta > 0) && !ctx.zeroAdvantages;
   const all = samples.map((_, i) => i);
+  // A step with no signal keeps the full rate: with beta > 0 it descends the KL term alone (see above).
+  const lrScale = cfg.lrBySignal && !noSignal ? (adv.groups.length - adv.noGradientGroups) / adv.groups.length : 1;
 
   const missingOld = all.filter((i) => !samples[i].oldLogprobs);
   if (missingOld.length) await scoreInto(backend, samples, missingOld, cfg, true, 'oldLogprobs');
@@ -174,7 +176,7 @@ export async function grpoStep(backend: PolicyBackend, input: readonly TurnSampl
       }
       optimizerSteps++;
       await backend.adamw({
-        lr: learningRateAt(cfg, ctx.step),
+        lr: learningRateAt(cfg, ctx.step) * lrScale,
         beta1: cfg.adamBeta1,
         beta2: cfg.adamBeta2,
         eps: cfg.adamEps,
