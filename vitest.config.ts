@@ -5,6 +5,15 @@ import viteConfig from './vite.config.ts';
 
 import { CHROMIUM_ARGS, CHROMIUM_PATH as CHROMIUM } from './tests/support/chromium.ts';
 import { LongFirstSequencer } from './tests/support/long-first-sequencer.ts';
+
+// A fresh object per project: Vitest writes each project's name into its instances.
+const chromiumBrowser = () => ({
+  enabled: true,
+  headless: true,
+  screenshotFailures: false,
+  provider: playwright({ launchOptions: { executablePath: CHROMIUM, args: CHROMIUM_ARGS } }),
+  instances: [{ browser: 'chromium' as const }],
+});
 export default mergeConfig(
   viteConfig,
   defineConfig({
@@ -15,10 +24,11 @@ export default mergeConfig(
           extends: true,
           test: {
             name: 'unit',
-            // Groups run one after another: unit, then gpu beside browser, then e2e. The unit project's two workers
-            // already fill 2 cores; Dawn (lavapipe) and Chromium (SwiftShader) each keep ~1.65 of 2 cores busy, so
-            // side by side they fill the gaps: 951 s for both against 352 + 746 s one after the other (2026-11-28,
-            // this 2-core machine, idle). e2e runs last and alone (not measured beside the others).
+            // Groups run one after another: unit; gpu beside browser-gpu; browser; e2e. The unit project's two
+            // workers already fill 2 cores; Dawn (lavapipe) and Chromium (SwiftShader) each keep ~1.65 of 2 cores
+            // busy, so side by side they fill the gaps: 951 s for gpu and every Chromium test against 352 + 746 s
+            // one after the other (2026-11-28, this 2-core machine, idle). The UI tests and e2e run alone (their
+            // waits have timeouts; not measured beside the others).
             sequence: { groupOrder: 0 },
             // Vitest's default is one worker fewer than the cores: on CI's 2 cores the unit files ran one at a
             // time, using 1.2 cores (2026-11-28, clean clone: 417 s). At least two workers, the long files first
@@ -48,28 +58,41 @@ export default mergeConfig(
         {
           extends: true,
           test: {
-            name: 'browser',
-            // Beside the gpu project (see unit); both run one file at a time, as a group's projects must agree.
+            name: 'browser-gpu',
+            // The GPU tests again in Chromium (the f32 fallback WGSL on SwiftShader), beside the gpu project (see
+            // unit); both run one file at a time, as a group's projects must agree.
             sequence: { groupOrder: 1 },
-            include: ['src/**/*.gpu.test.ts', 'src/**/*.browser.test.ts', 'tests/browser/**/*.browser.test.ts'],
+            include: ['src/**/*.gpu.test.ts'],
             exclude: ['**/*.node.gpu.test.ts', 'node_modules/**'],
             testTimeout: 600_000,
             hookTimeout: 600_000,
             fileParallelism: false,
-            browser: {
-              enabled: true,
-              headless: true,
-              screenshotFailures: false,
-              provider: playwright({ launchOptions: { executablePath: CHROMIUM, args: CHROMIUM_ARGS } }),
-              instances: [{ browser: 'chromium' }],
-            },
+            // One page for every file: tests/support/gpu.ts's devices, and the pipelines compiled on them, serve
+            // the next file, where an isolated page compiled the planner's kernels again in each (SwiftShader
+            // compiles many times slower than lavapipe). 2026-11-28, idle: the whole browser project 590 s
+            // instead of 746 s. The UI tests keep their own pages (next project): they share a document.
+            isolate: false,
+            browser: chromiumBrowser(),
+          },
+        },
+        {
+          extends: true,
+          test: {
+            name: 'browser',
+            sequence: { groupOrder: 2 },
+            include: ['src/**/*.browser.test.ts', 'tests/browser/**/*.browser.test.ts'],
+            exclude: ['node_modules/**'],
+            testTimeout: 600_000,
+            hookTimeout: 600_000,
+            fileParallelism: false,
+            browser: chromiumBrowser(),
           },
         },
         {
           extends: true,
           test: {
             name: 'e2e',
-            sequence: { groupOrder: 2 },
+            sequence: { groupOrder: 3 },
             globalSetup: ['tests/support/e2e-app-build.ts'],
             environment: 'node',
             include: ['tests/e2e/**/*.e2e.test.ts'],
