@@ -27,8 +27,9 @@ export default mergeConfig(
             // Groups run one after another: unit; gpu beside browser-gpu; browser; e2e. The unit project's two
             // workers already fill 2 cores; Dawn (lavapipe) and Chromium (SwiftShader) each keep ~1.65 of 2 cores
             // busy, so side by side they fill the gaps: 951 s for gpu and every Chromium test against 352 + 746 s
-            // one after the other (2026-11-28, this 2-core machine, idle). The UI tests and e2e run alone (their
-            // waits have timeouts; not measured beside the others).
+            // one after the other (2026-11-28, this 2-core machine, idle); with browser-gpu's shared page, 607 s
+            // for gpu + browser-gpu, then 183 s for browser. The UI tests and e2e run alone (their waits have
+            // timeouts; not measured beside the others).
             sequence: { groupOrder: 0 },
             // Vitest's default is one worker fewer than the cores: on CI's 2 cores the unit files ran one at a
             // time, using 1.2 cores (2026-11-28, clean clone: 417 s). At least two workers, the long files first
