@@ -70,8 +70,9 @@ export default mergeConfig(
             fileParallelism: false,
             // One page for every file: tests/support/gpu.ts's devices, and the pipelines compiled on them, serve
             // the next file, where an isolated page compiled the planner's kernels again in each (SwiftShader
-            // compiles many times slower than lavapipe). 2026-11-28, idle: the whole browser project 590 s
-            // instead of 746 s. The UI tests keep their own pages (next project): they share a document.
+            // compiles many times slower than lavapipe). 2026-11-28, idle: every Chromium test in one page took
+            // 590 s instead of 746 s, but a UI test failed there (they share a document), so the UI tests keep
+            // their own pages (next project).
             isolate: false,
             browser: chromiumBrowser(),
           },
