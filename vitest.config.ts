@@ -6,11 +6,6 @@ import viteConfig from './vite.config.ts';
 import { CHROMIUM_ARGS, CHROMIUM_PATH as CHROMIUM } from './tests/support/chromium.ts';
 import { LongFirstSequencer } from './tests/support/long-first-sequencer.ts';
 
-// Chromium tests that load the planner worker and compile its kernels on SwiftShader (33 and 32 s on CI's 2
-// cores), not UI: they run in browser-gpu's lane beside the gpu project, which ended ~50 s after it, and so come off
-// the UI tests' lone stretch (both passed in the shared page: each makes and ends its own worker).
-const PLANNER_WORKER_PAGES = ['src/planner/planner-client.browser.test.ts', 'src/ui/agentflow-chat-planner-worker.browser.test.ts'];
-
 // A fresh object per project: Vitest writes each project's name into its instances.
 const chromiumBrowser = () => ({
   enabled: true,
@@ -68,7 +63,7 @@ export default mergeConfig(
             // The GPU tests again in Chromium (the f32 fallback WGSL on SwiftShader), beside the gpu project (see
             // unit); both run one file at a time, as a group's projects must agree.
             sequence: { groupOrder: 1 },
-            include: ['src/**/*.gpu.test.ts', ...PLANNER_WORKER_PAGES],
+            include: ['src/**/*.gpu.test.ts'],
             exclude: ['**/*.node.gpu.test.ts', 'node_modules/**'],
             testTimeout: 600_000,
             hookTimeout: 600_000,
@@ -88,7 +83,7 @@ export default mergeConfig(
             name: 'browser',
             sequence: { groupOrder: 2 },
             include: ['src/**/*.browser.test.ts', 'tests/browser/**/*.browser.test.ts'],
-            exclude: [...PLANNER_WORKER_PAGES, 'node_modules/**'],
+            exclude: ['node_modules/**'],
             testTimeout: 600_000,
             hookTimeout: 600_000,
             fileParallelism: false,
