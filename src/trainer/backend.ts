@@ -17,6 +17,12 @@ export interface TrainableState {
 export interface PolicyBackend {
   readonly modelConfig: Qwen2Config;
   /**
+   * The backend's own micro-batch token budget, in place of GrpoConfig.microBatchTokens (a GPU memory bound).
+   * The CPU prefix-tree backend takes a whole mini-batch (MAX_SAFE_INTEGER): its memory grows with the tree's depth, not
+   * the batch, and a larger batch shares more prefixes. Gradients are the same either way (accumulated).
+   */
+  readonly microBatchTokens?: number;
+  /**
    * log p(target) of every row of `batch` (meaningful on its loss rows), with the trained adapter on or
    * off (off = the frozen reference policy).
    */

@@ -52,26 +52,9 @@ export class CpuPolicyBackend implements PolicyBackend {
       const tokens = Array.from(batch.ids.subarray(s0.start, s0.start + s0.length));
       // Only the response's rows carry loss (the mask is 0 on the prompt), so only they need logits.
       const f = cpuForward(this.modelConfig, this.weights, tokens, this.adapter, s0.promptLen - 1);
-      const rows = s0.length - 1;
-      // The backward is linear in dlogp: identical sequences share one forward and one backward of their
-      // summed token gradients (each keeps its own old logprobs and advantage in the loss).
-      const dlogp = new Float64Array(rows);
-      for (const s of seqs) {
-        const r = grpoLoss(
-          {
-            logp: f.logprobs,
-            old: batch.oldLogprobs.subarray(s.start, s.start + rows),
-            ref: batch.refLogprobs.subarray(s.start, s.start + rows),
-            adv: batch.advantages.subarray(s.start, s.start + rows),
-            mask: batch.lossMask.subarray(s.start, s.start + rows),
-          },
-          loss,
-          normalizer,
-        );
-        for (let i = 0; i < rows; i++) dlogp[i] += r.dlogp[i];
-        sums = addSums(sums, r.sums);
-      }
-      cpuBackward(this.modelConfig, this.weights, f, dlogp, this.adapter, this.grads);
+      const r = sequencesLoss(batch, seqs, f.logprobs, loss, normalizer);
+      sums = addSums(sums, r.sums);
+      cpuBackward(this.modelConfig, this.weights, f, r.dlogp, this.adapter, this.grads);
     }
     return sums;
   }
@@ -140,8 +123,35 @@ export function cpuTokenPolicy(backend: CpuPolicyBackend): TokenPolicy {
   };
 }
 
+/**
+ * The loss of sequences with the same tokens (so the same logprobs `logp`) and its dlogp, summed: the backward is
+ * linear in dlogp, so identical sequences share one forward and one backward of their summed token gradients
+ * (each keeps its own old logprobs and advantage in the loss).
+ */
+export function sequencesLoss(batch: PackedBatch, seqs: PackedBatch['seqs'], logp: Float64Array, loss: GrpoLossParams, normalizer: number): { dlogp: Float64Array; sums: GrpoLossSums } {
+  const rows = logp.length;
+  const dlogp = new Float64Array(rows);
+  let sums = emptySums();
+  for (const s of seqs) {
+    const r = grpoLoss(
+      {
+        logp,
+        old: batch.oldLogprobs.subarray(s.start, s.start + rows),
+        ref: batch.refLogprobs.subarray(s.start, s.start + rows),
+        adv: batch.advantages.subarray(s.start, s.start + rows),
+        mask: batch.lossMask.subarray(s.start, s.start + rows),
+      },
+      loss,
+      normalizer,
+    );
+    for (let i = 0; i < rows; i++) dlogp[i] += r.dlogp[i];
+    sums = addSums(sums, r.sums);
+  }
+  return { dlogp, sums };
+}
+
 /** The batch's sequences grouped by identical token ids and prompt length (first-seen order). */
-function sameTokens(batch: PackedBatch): Array<PackedBatch['seqs']> {
+export function sameTokens(batch: PackedBatch): Array<PackedBatch['seqs']> {
   const groups = new Map<string, PackedBatch['seqs']>();
   for (const s of batch.seqs) {
     const key = `${s.promptLen}:${batch.ids.subarray(s.start, s.start + s.length).join(',')}`;

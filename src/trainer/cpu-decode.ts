@@ -2,7 +2,7 @@
 // CPU planner generates a reply in one forward per token rather than one over the whole sequence per token.
 // The arithmetic is cpu-model.ts's cpuForward, one position at a time (cpu-decode.test.ts checks they agree).
 import type { Qwen2Config } from '../io/qwen2-config';
-import { loraKey, type LoraAdapter, type LoraModule } from '../io/peft';
+import { LORA_MODULES, loraKey, type LoraAdapter, type LoraModule, type LoraPair } from '../io/peft';
 import type { HostLinear, HostQwen2Weights } from './cpu-model';
 
 type Dims = Pick<Qwen2Config, 'hiddenSize' | 'intermediateSize' | 'numHeads' | 'numKvHeads' | 'headDim' | 'numLayers' | 'vocabSize' | 'ropeTheta' | 'rmsNormEps' | 'tieWordEmbeddings'>;
@@ -13,6 +13,8 @@ export class CpuDecoder {
   private keys: Float64Array[];
   private values: Float64Array[];
   private capacity = 64;
+  /** The adapter's pair of each layer's module, looked up once (a key string and map lookup per call cost more than the LoRA's arithmetic). */
+  private readonly pairs: Array<Partial<Record<LoraModule, LoraPair>>>;
 
   constructor(
     readonly cfg: Dims,
@@ -20,6 +22,10 @@ export class CpuDecoder {
     readonly adapter: LoraAdapter | null,
   ) {
     const kvd = cfg.numKvHeads * cfg.headDim;
+    this.pairs = Array.from({ length: cfg.numLayers }, (_, l) => Object.fromEntries(LORA_MODULES.flatMap((m) => {
+      const p = adapter?.pairs.get(loraKey(l, m));
+      return p ? [[m, p]] : [];
+    })));
     this.keys = Array.from({ length: cfg.numLayers }, () => new Float64Array(this.capacity * kvd));
     this.values = Array.from({ length: cfg.numLayers }, () => new Float64Array(this.capacity * kvd));
   }
@@ -78,19 +84,23 @@ export class CpuDecoder {
       const sc = 1 / Math.sqrt(hd);
       const p = new Float64Array(pos + 1);
       for (let h = 0; h < nH; h++) {
-        const kh = Math.floor(h / group);
+        const ko = Math.floor(h / group) * hd;
+        const qo = h * hd;
         let m = -Infinity;
         for (let s = 0; s <= pos; s++) {
           let d = 0;
-          for (let i = 0; i < hd; i++) d += q[h * hd + i] * K[s * kvd + kh * hd + i];
-          p[s] = d * sc;
-          if (p[s] > m) m = p[s];
+          const ks = s * kvd + ko;
+          for (let i = 0; i < hd; i++) d += q[qo + i] * K[ks + i];
+          const e = d * sc;
+          p[s] = e;
+          if (e > m) m = e;
         }
         let z = 0;
         for (let s = 0; s <= pos; s++) z += p[s] = Math.exp(p[s] - m);
         for (let s = 0; s <= pos; s++) {
           const ps = p[s] / z;
-          for (let i = 0; i < hd; i++) att[h * hd + i] += ps * Vc[s * kvd + kh * hd + i];
+          const vs = s * kvd + ko;
+          for (let i = 0; i < hd; i++) att[qo + i] += ps * Vc[vs + i];
         }
       }
       const o = this.lin(att, L.o, H, l, 'o');
@@ -107,34 +117,28 @@ export class CpuDecoder {
     const nF = rms(x, w.finalNorm, this.cfg.rmsNormEps);
     const head = this.cfg.tieWordEmbeddings ? w.embed : w.lmHead;
     if (!head) throw new Error('CpuDecoder: an untied model needs lmHead');
-    const out = new Float64Array(V);
-    for (let t = 0; t < V; t++) {
-      let s = 0;
-      for (let i = 0; i < H; i++) s += head[t * H + i] * nF[i];
-      out[t] = s;
-    }
-    return out;
+    return matVec(head, undefined, nF, V);
   }
 
   private lin(x: Float64Array, lin: HostLinear, out: number, layer: number, module: LoraModule): Float64Array {
     const inp = x.length;
-    const y = new Float64Array(out);
-    for (let o = 0; o < out; o++) {
-      let s = lin.b ? lin.b[o] : 0;
-      for (let i = 0; i < inp; i++) s += lin.W[o * inp + i] * x[i];
-      y[o] = s;
-    }
-    const pair = this.adapter?.pairs.get(loraKey(layer, module));
+    const y = matVec(lin.W, lin.b, x, out);
+    const pair = this.pairs[layer][module];
     if (pair) {
-      const t = new Float64Array(pair.r);
-      for (let j = 0; j < pair.r; j++) {
+      const R = pair.r;
+      const A = pair.A;
+      const B = pair.B;
+      const t = new Float64Array(R);
+      for (let j = 0; j < R; j++) {
         let s = 0;
-        for (let i = 0; i < inp; i++) s += pair.A[j * inp + i] * x[i];
+        const ao = j * inp;
+        for (let i = 0; i < inp; i++) s += A[ao + i] * x[i];
         t[j] = s;
       }
       for (let o = 0; o < out; o++) {
         let s = 0;
-        for (let j = 0; j < pair.r; j++) s += pair.B[o * pair.r + j] * t[j];
+        const bo = o * R;
+        for (let j = 0; j < R; j++) s += B[bo + j] * t[j];
         y[o] += pair.scale * s;
       }
     }
@@ -153,6 +157,45 @@ export class CpuDecoder {
     this.keys = this.keys.map(widen);
     this.values = this.values.map(widen);
   }
+}
+
+/**
+ * W x (+ b) for W [out, x.length]: each output's terms added in order, as cpu-model.ts's linFwd does (so the two
+ * agree to the bit), four outputs per pass over x.
+ */
+function matVec(W: ArrayLike<number>, b: ArrayLike<number> | undefined, x: Float64Array, out: number): Float64Array {
+  const inp = x.length;
+  const y = new Float64Array(out);
+  const out4 = out - (out % 4);
+  let o = 0;
+  for (; o < out4; o += 4) {
+    let s0 = b ? b[o] : 0;
+    let s1 = b ? b[o + 1] : 0;
+    let s2 = b ? b[o + 2] : 0;
+    let s3 = b ? b[o + 3] : 0;
+    const w0 = o * inp;
+    const w1 = w0 + inp;
+    const w2 = w1 + inp;
+    const w3 = w2 + inp;
+    for (let i = 0; i < inp; i++) {
+      const xi = x[i];
+      s0 += W[w0 + i] * xi;
+      s1 += W[w1 + i] * xi;
+      s2 += W[w2 + i] * xi;
+      s3 += W[w3 + i] * xi;
+    }
+    y[o] = s0;
+    y[o + 1] = s1;
+    y[o + 2] = s2;
+    y[o + 3] = s3;
+  }
+  for (; o < out; o++) {
+    let s = b ? b[o] : 0;
+    const wo = o * inp;
+    for (let i = 0; i < inp; i++) s += W[wo + i] * x[i];
+    y[o] = s;
+  }
+  return y;
 }
 
 function rms(x: Float64Array, w: ArrayLike<number>, eps: number): Float64Array {

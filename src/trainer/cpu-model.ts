@@ -74,6 +74,9 @@ interface LayerCache {
 
 export interface CpuForward {
   tokens: number[];
+  /** Position of tokens[0] (> 0 for a segment run after a shared prefix's context). */
+  start: number;
+  ctx?: KvContext;
   /** logprobs[t] = log p(tokens[t+1] | tokens[..t]), length T-1. */
   logprobs: Float64Array;
   /** [T, V] */
@@ -84,31 +87,67 @@ export interface CpuForward {
   nF: Float64Array;
 }
 
+// The loops below keep every sum in the order of the plain triple loop (each output's terms added one by one,
+// i ascending), so results are bit-identical to it; they gain speed by computing four outputs per pass over an
+// input row (one load of x serves four products) and by hoisting every array out of the inner loops.
 function linFwd(x: Float64Array, T: number, inp: number, out: number, lin: HostLinear, pair: LoraPair | undefined): { y: Float64Array; t?: Float64Array } {
   const y = new Float64Array(T * out);
   const W = lin.W;
+  const b = lin.b;
+  const out4 = out - (out % 4);
   for (let r = 0; r < T; r++) {
     const xo = r * inp;
-    for (let o = 0; o < out; o++) {
-      let s = lin.b ? lin.b[o] : 0;
+    const yo = r * out;
+    let o = 0;
+    for (; o < out4; o += 4) {
+      let s0 = b ? b[o] : 0;
+      let s1 = b ? b[o + 1] : 0;
+      let s2 = b ? b[o + 2] : 0;
+      let s3 = b ? b[o + 3] : 0;
+      const w0 = o * inp;
+      const w1 = w0 + inp;
+      const w2 = w1 + inp;
+      const w3 = w2 + inp;
+      for (let i = 0; i < inp; i++) {
+        const xi = x[xo + i];
+        s0 += W[w0 + i] * xi;
+        s1 += W[w1 + i] * xi;
+        s2 += W[w2 + i] * xi;
+        s3 += W[w3 + i] * xi;
+      }
+      y[yo + o] = s0;
+      y[yo + o + 1] = s1;
+      y[yo + o + 2] = s2;
+      y[yo + o + 3] = s3;
+    }
+    for (; o < out; o++) {
+      let s = b ? b[o] : 0;
       const wo = o * inp;
       for (let i = 0; i < inp; i++) s += W[wo + i] * x[xo + i];
-      y[r * out + o] = s;
+      y[yo + o] = s;
     }
   }
   if (!pair) return { y };
   const R = pair.r;
+  const A = pair.A;
+  const B = pair.B;
+  const scale = pair.scale;
   const t = new Float64Array(T * R);
   for (let r = 0; r < T; r++) {
+    const xo = r * inp;
+    const to = r * R;
     for (let j = 0; j < R; j++) {
       let s = 0;
-      for (let i = 0; i < inp; i++) s += pair.A[j * inp + i] * x[r * inp + i];
-      t[r * R + j] = s;
+      const ao = j * inp;
+      for (let i = 0; i < inp; i++) s += A[ao + i] * x[xo + i];
+      t[to + j] = s;
     }
+    const yo = r * out;
     for (let o = 0; o < out; o++) {
       let s = 0;
-      for (let j = 0; j < R; j++) s += pair.B[o * R + j] * t[r * R + j];
-      y[r * out + o] += pair.scale * s;
+      const bo = o * R;
+      for (let j = 0; j < R; j++) s += B[bo + j] * t[to + j];
+      y[yo + o] += scale * s;
     }
   }
   return { y, t };
@@ -117,34 +156,74 @@ function linFwd(x: Float64Array, T: number, inp: number, out: number, lin: HostL
 /** dx (added into `dx`) and LoRA grads of y = x W^T + b + s (x A^T) B^T, given dy. */
 function linBwd(dy: Float64Array, T: number, inp: number, out: number, lin: HostLinear, c: LinCache, pair: LoraPair | undefined, grad: { A: Float64Array; B: Float64Array } | undefined, dx: Float64Array): void {
   const W = lin.W;
+  const out4 = out - (out % 4);
   for (let r = 0; r < T; r++) {
-    for (let o = 0; o < out; o++) {
-      const g = dy[r * out + o];
+    const xo = r * inp;
+    const yo = r * out;
+    let o = 0;
+    for (; o < out4; o += 4) {
+      const g0 = dy[yo + o];
+      const g1 = dy[yo + o + 1];
+      const g2 = dy[yo + o + 2];
+      const g3 = dy[yo + o + 3];
+      if (g0 !== 0 && g1 !== 0 && g2 !== 0 && g3 !== 0) {
+        const w0 = o * inp;
+        const w1 = w0 + inp;
+        const w2 = w1 + inp;
+        const w3 = w2 + inp;
+        for (let i = 0; i < inp; i++) {
+          let v = dx[xo + i];
+          v += g0 * W[w0 + i];
+          v += g1 * W[w1 + i];
+          v += g2 * W[w2 + i];
+          v += g3 * W[w3 + i];
+          dx[xo + i] = v;
+        }
+        continue;
+      }
+      for (let k = o; k < o + 4; k++) {
+        const g = dy[yo + k];
+        if (g === 0) continue;
+        const wo = k * inp;
+        for (let i = 0; i < inp; i++) dx[xo + i] += g * W[wo + i];
+      }
+    }
+    for (; o < out; o++) {
+      const g = dy[yo + o];
       if (g === 0) continue;
       const wo = o * inp;
-      for (let i = 0; i < inp; i++) dx[r * inp + i] += g * W[wo + i];
+      for (let i = 0; i < inp; i++) dx[xo + i] += g * W[wo + i];
     }
   }
   if (!pair || !c.t) return;
   const R = pair.r;
   const s = pair.scale;
+  const A = pair.A;
+  const B = pair.B;
+  const ct = c.t;
+  const cx = c.x;
   const u = new Float64Array(R);
   for (let r = 0; r < T; r++) {
     u.fill(0);
+    const yo = r * out;
+    const to = r * R;
     for (let o = 0; o < out; o++) {
-      const g = dy[r * out + o];
+      const g = dy[yo + o];
       if (g === 0) continue;
+      const bo = o * R;
       for (let j = 0; j < R; j++) {
-        u[j] += g * pair.B[o * R + j];
-        if (grad) grad.B[o * R + j] += s * g * c.t[r * R + j];
+        u[j] += g * B[bo + j];
+        if (grad) grad.B[bo + j] += s * g * ct[to + j];
       }
     }
+    const xo = r * inp;
     for (let j = 0; j < R; j++) {
       const uj = s * u[j];
       if (uj === 0) continue;
+      const ao = j * inp;
       for (let i = 0; i < inp; i++) {
-        dx[r * inp + i] += uj * pair.A[j * inp + i];
-        if (grad) grad.A[j * inp + i] += uj * c.x[r * inp + i];
+        dx[xo + i] += uj * A[ao + i];
+        if (grad) grad.A[ao + i] += uj * cx[xo + i];
       }
     }
   }
@@ -174,13 +253,14 @@ function rmsBwd(dy: Float64Array, x: Float64Array, rstd: Float64Array, T: number
   }
 }
 
-function ropeAngles(T: number, hd: number, theta: number): { cos: Float64Array; sin: Float64Array } {
+/** The angles of positions start .. start+T-1. */
+function ropeAngles(T: number, hd: number, theta: number, start = 0): { cos: Float64Array; sin: Float64Array } {
   const half = hd / 2;
   const cos = new Float64Array(T * half);
   const sin = new Float64Array(T * half);
   for (let t = 0; t < T; t++) {
     for (let i = 0; i < half; i++) {
-      const a = t * Math.pow(theta, (-2 * i) / hd);
+      const a = (start + t) * Math.pow(theta, (-2 * i) / hd);
       cos[t * half + i] = Math.cos(a);
       sin[t * half + i] = Math.sin(a);
     }
@@ -214,69 +294,216 @@ function pairOf(adapter: LoraAdapter | null, l: number, m: LoraModule): LoraPair
 }
 
 /**
- * `logitsFrom`: the first position whose logits (and so logprobs) are wanted; earlier rows of `logits` and
- * `logprobs` are left 0. The LM head is most of a tiny model's forward, and training reads only the response's
- * rows, so the backend starts them at the prompt's last token.
+ * The keys (after RoPE) and values of the positions before a segment, per layer, [length, numKvHeads·headDim]
+ * each: what a segment's attention reads besides its own positions.
  */
-export function cpuForward(cfg: Dims, w: HostQwen2Weights, tokens: number[], adapter: LoraAdapter | null, logitsFrom = 0): CpuForward {
-  const { hiddenSize: H, intermediateSize: I, numHeads: nH, numKvHeads: nKV, headDim: hd, vocabSize: V } = cfg;
-  const T = tokens.length;
+export interface KvContext {
+  length: number;
+  k: Float64Array[];
+  v: Float64Array[];
+}
+
+/** One decoder layer over T positions starting at `start`, attending to `ctx` (positions 0..start-1) and itself. */
+function layerForward(cfg: Dims, L: HostQwen2Weights['layers'][number], x: Float64Array, T: number, start: number, ctxK: Float64Array | undefined, ctxV: Float64Array | undefined, angles: { cos: Float64Array; sin: Float64Array }, adapter: LoraAdapter | null, l: number): { cache: LayerCache; out: Float64Array } {
+  const { hiddenSize: H, intermediateSize: I, numHeads: nH, numKvHeads: nKV, headDim: hd } = cfg;
   const qd = nH * hd;
   const kvd = nKV * hd;
   const group = nH / nKV;
-  const angles = ropeAngles(T, hd, cfg.ropeTheta);
-  let x = new Float64Array(T * H);
+  const total = start + T;
+  const { y: n1, rstd: rstd1 } = rmsFwd(x, T, H, L.inputNorm, cfg.rmsNormEps);
+  const q = linFwd(n1, T, H, qd, L.q, pairOf(adapter, l, 'q'));
+  const k = linFwd(n1, T, H, kvd, L.k, pairOf(adapter, l, 'k'));
+  const v = linFwd(n1, T, H, kvd, L.v, pairOf(adapter, l, 'v'));
+  rope(q.y, T, nH, hd, angles, false);
+  rope(k.y, T, nKV, hd, angles, false);
+  // P rows are this segment's positions, columns every position up to the last (context first), in order, so a
+  // segment's scores, softmax and weighted values are summed exactly as the whole sequence's forward sums them.
+  const P = new Float64Array(nH * T * total);
+  const att = new Float64Array(T * qd);
+  const sc = 1 / Math.sqrt(hd);
+  const qy = q.y;
+  const ky = k.y;
+  const vy = v.y;
+  for (let h = 0; h < nH; h++) {
+    const ko = Math.floor(h / group) * hd;
+    for (let t = 0; t < T; t++) {
+      let m = -Infinity;
+      const row = (h * T + t) * total;
+      const qt = t * qd + h * hd;
+      for (let s = 0; s < start; s++) {
+        let d = 0;
+        const ks = s * kvd + ko;
+        for (let i = 0; i < hd; i++) d += qy[qt + i] * ctxK![ks + i];
+        const e = d * sc;
+        P[row + s] = e;
+        m = Math.max(m, e);
+      }
+      for (let s = 0; s <= t; s++) {
+        let d = 0;
+        const ks = s * kvd + ko;
+        for (let i = 0; i < hd; i++) d += qy[qt + i] * ky[ks + i];
+        const e = d * sc;
+        P[row + start + s] = e;
+        m = Math.max(m, e);
+      }
+      const end = start + t;
+      let z = 0;
+      for (let s = 0; s <= end; s++) {
+        const e = Math.exp(P[row + s] - m);
+        P[row + s] = e;
+        z += e;
+      }
+      for (let s = 0; s < start; s++) {
+        const p = P[row + s] / z;
+        P[row + s] = p;
+        const vs = s * kvd + ko;
+        for (let i = 0; i < hd; i++) att[qt + i] += p * ctxV![vs + i];
+      }
+      for (let s = 0; s <= t; s++) {
+        const p = P[row + start + s] / z;
+        P[row + start + s] = p;
+        const vs = s * kvd + ko;
+        for (let i = 0; i < hd; i++) att[qt + i] += p * vy[vs + i];
+      }
+    }
+  }
+  const o = linFwd(att, T, qd, H, L.o, pairOf(adapter, l, 'o'));
+  const h1 = new Float64Array(T * H);
+  for (let i = 0; i < T * H; i++) h1[i] = x[i] + o.y[i];
+  const { y: n2, rstd: rstd2 } = rmsFwd(h1, T, H, L.postNorm, cfg.rmsNormEps);
+  const g = linFwd(n2, T, H, I, L.gate, pairOf(adapter, l, 'gate'));
+  const u = linFwd(n2, T, H, I, L.up, pairOf(adapter, l, 'up'));
+  const act = new Float64Array(T * I);
+  for (let i = 0; i < T * I; i++) act[i] = g.y[i] * sigmoid(g.y[i]) * u.y[i];
+  const d = linFwd(act, T, I, H, L.down, pairOf(adapter, l, 'down'));
+  const out = new Float64Array(T * H);
+  for (let i = 0; i < T * H; i++) out[i] = h1[i] + d.y[i];
+  return { cache: { xIn: x, rstd1, n1, tq: q.t, tk: k.t, tv: v.t, q: q.y, k: k.y, v: v.y, P, att, to: o.t, h: h1, rstd2, n2, tg: g.t, tu: u.t, g: g.y, u: u.y, act, td: d.t }, out };
+}
+
+/**
+ * The backward of layerForward: returns the gradient of its input given `dOut`'s. `extra` adds gradients of this
+ * segment's keys (after RoPE) and values from later segments that attend to it; `dCtx` receives the gradients of
+ * the context's keys and values (both [start, kvd]).
+ */
+function layerBackward(cfg: Dims, L: HostQwen2Weights['layers'][number], c: LayerCache, T: number, start: number, ctxK: Float64Array | undefined, ctxV: Float64Array | undefined, dOut: Float64Array, angles: { cos: Float64Array; sin: Float64Array }, adapter: LoraAdapter, grads: LoraGrads, l: number, extra?: { k: Float64Array; v: Float64Array }, dCtx?: { k: Float64Array; v: Float64Array }): Float64Array {
+  const { hiddenSize: H, intermediateSize: I, numHeads: nH, numKvHeads: nKV, headDim: hd } = cfg;
+  const qd = nH * hd;
+  const kvd = nKV * hd;
+  const group = nH / nKV;
+  const total = start + T;
+  const gr = (m: LoraModule) => grads.get(loraKey(l, m));
+  // MLP: out = h + down(silu(gate(n2)) * up(n2))
+  const dh = Float64Array.from(dOut);
+  const dact = new Float64Array(T * I);
+  linBwd(dOut, T, I, H, L.down, { x: c.act, t: c.td }, pairOf(adapter, l, 'down'), gr('down'), dact);
+  const dg = new Float64Array(T * I);
+  const du = new Float64Array(T * I);
+  for (let i = 0; i < T * I; i++) {
+    const sg = sigmoid(c.g[i]);
+    du[i] = dact[i] * c.g[i] * sg;
+    dg[i] = dact[i] * c.u[i] * sg * (1 + c.g[i] * (1 - sg));
+  }
+  const dn2 = new Float64Array(T * H);
+  linBwd(dg, T, H, I, L.gate, { x: c.n2, t: c.tg }, pairOf(adapter, l, 'gate'), gr('gate'), dn2);
+  linBwd(du, T, H, I, L.up, { x: c.n2, t: c.tu }, pairOf(adapter, l, 'up'), gr('up'), dn2);
+  rmsBwd(dn2, c.h, c.rstd2, T, H, L.postNorm, dh);
+  // Attention: h = x + o(attn(q, k, v))
+  const dx = Float64Array.from(dh);
+  const datt = new Float64Array(T * qd);
+  linBwd(dh, T, qd, H, L.o, { x: c.att, t: c.to }, pairOf(adapter, l, 'o'), gr('o'), datt);
+  const dq = new Float64Array(T * qd);
+  const dk = extra ? Float64Array.from(extra.k) : new Float64Array(T * kvd);
+  const dv = extra ? Float64Array.from(extra.v) : new Float64Array(T * kvd);
+  const sc = 1 / Math.sqrt(hd);
+  const dP = new Float64Array(total);
+  const cP = c.P;
+  const cq = c.q;
+  const ck = c.k;
+  const cv = c.v;
+  for (let h = 0; h < nH; h++) {
+    const ko = Math.floor(h / group) * hd;
+    for (let t = 0; t < T; t++) {
+      const row = (h * T + t) * total;
+      const qt = t * qd + h * hd;
+      let sum = 0;
+      for (let s = 0; s < start; s++) {
+        let d = 0;
+        const ks = s * kvd + ko;
+        const p = cP[row + s];
+        for (let i = 0; i < hd; i++) {
+          const da = datt[qt + i];
+          d += da * ctxV![ks + i];
+          if (dCtx) dCtx.v[ks + i] += p * da;
+        }
+        dP[s] = d;
+        sum += p * d;
+      }
+      for (let s = 0; s <= t; s++) {
+        let d = 0;
+        const ks = s * kvd + ko;
+        const p = cP[row + start + s];
+        for (let i = 0; i < hd; i++) {
+          const da = datt[qt + i];
+          d += da * cv[ks + i];
+          dv[ks + i] += p * da;
+        }
+        dP[start + s] = d;
+        sum += p * d;
+      }
+      for (let s = 0; s < start; s++) {
+        const dS = cP[row + s] * (dP[s] - sum) * sc;
+        if (dS === 0) continue;
+        const ks = s * kvd + ko;
+        for (let i = 0; i < hd; i++) {
+          dq[qt + i] += dS * ctxK![ks + i];
+          if (dCtx) dCtx.k[ks + i] += dS * cq[qt + i];
+        }
+      }
+      for (let s = 0; s <= t; s++) {
+        const dS = cP[row + start + s] * (dP[start + s] - sum) * sc;
+        if (dS === 0) continue;
+        const ks = s * kvd + ko;
+        for (let i = 0; i < hd; i++) {
+          dq[qt + i] += dS * ck[ks + i];
+          dk[ks + i] += dS * cq[qt + i];
+        }
+      }
+    }
+  }
+  rope(dq, T, nH, hd, angles, true);
+  rope(dk, T, nKV, hd, angles, true);
+  const dn1 = new Float64Array(T * H);
+  linBwd(dq, T, H, qd, L.q, { x: c.n1, t: c.tq }, pairOf(adapter, l, 'q'), gr('q'), dn1);
+  linBwd(dk, T, H, kvd, L.k, { x: c.n1, t: c.tk }, pairOf(adapter, l, 'k'), gr('k'), dn1);
+  linBwd(dv, T, H, kvd, L.v, { x: c.n1, t: c.tv }, pairOf(adapter, l, 'v'), gr('v'), dn1);
+  rmsBwd(dn1, c.xIn, c.rstd1, T, H, L.inputNorm, dx);
+  return dx;
+}
+
+/**
+ * `logitsFrom`: the first position whose logits (and so logprobs) are wanted; earlier rows of `logits` and
+ * `logprobs` are left 0. The LM head is most of a tiny model's forward, and training reads only the response's
+ * rows, so the backend starts them at the prompt's last token.
+ * `ctx`: the keys and values of positions before `tokens` (a shared prefix's, cpuContext), so `tokens` are a
+ * segment at positions ctx.length..; rows, `logitsFrom` and logprobs are the segment's own. Every value it
+ * computes is bit-identical to the whole sequence's forward.
+ */
+export function cpuForward(cfg: Dims, w: HostQwen2Weights, tokens: number[], adapter: LoraAdapter | null, logitsFrom = 0, ctx?: KvContext): CpuForward {
+  const { hiddenSize: H, vocabSize: V } = cfg;
+  const T = tokens.length;
+  const start = ctx?.length ?? 0;
+  const angles = ropeAngles(T, cfg.headDim, cfg.ropeTheta, start);
+  let x: Float64Array = new Float64Array(T * H);
   tokens.forEach((id, t) => {
-    if (!Number.isInteger(id) || id < 0 || id >= V) throw new Error(`cpuForward: token id ${id} at position ${t} is outside the vocabulary (size ${V})`);
+    if (!Number.isInteger(id) || id < 0 || id >= V) throw new Error(`cpuForward: token id ${id} at position ${start + t} is outside the vocabulary (size ${V})`);
     for (let i = 0; i < H; i++) x[t * H + i] = w.embed[id * H + i];
   });
   const layers: LayerCache[] = [];
   for (let l = 0; l < cfg.numLayers; l++) {
-    const L = w.layers[l];
-    const { y: n1, rstd: rstd1 } = rmsFwd(x, T, H, L.inputNorm, cfg.rmsNormEps);
-    const q = linFwd(n1, T, H, qd, L.q, pairOf(adapter, l, 'q'));
-    const k = linFwd(n1, T, H, kvd, L.k, pairOf(adapter, l, 'k'));
-    const v = linFwd(n1, T, H, kvd, L.v, pairOf(adapter, l, 'v'));
-    rope(q.y, T, nH, hd, angles, false);
-    rope(k.y, T, nKV, hd, angles, false);
-    const P = new Float64Array(nH * T * T);
-    const att = new Float64Array(T * qd);
-    const sc = 1 / Math.sqrt(hd);
-    for (let h = 0; h < nH; h++) {
-      const kh = Math.floor(h / group);
-      for (let t = 0; t < T; t++) {
-        let m = -Infinity;
-        const row = (h * T + t) * T;
-        for (let s = 0; s <= t; s++) {
-          let d = 0;
-          for (let i = 0; i < hd; i++) d += q.y[t * qd + h * hd + i] * k.y[s * kvd + kh * hd + i];
-          P[row + s] = d * sc;
-          m = Math.max(m, d * sc);
-        }
-        let z = 0;
-        for (let s = 0; s <= t; s++) {
-          P[row + s] = Math.exp(P[row + s] - m);
-          z += P[row + s];
-        }
-        for (let s = 0; s <= t; s++) {
-          P[row + s] /= z;
-          for (let i = 0; i < hd; i++) att[t * qd + h * hd + i] += P[row + s] * v.y[s * kvd + kh * hd + i];
-        }
-      }
-    }
-    const o = linFwd(att, T, qd, H, L.o, pairOf(adapter, l, 'o'));
-    const h1 = new Float64Array(T * H);
-    for (let i = 0; i < T * H; i++) h1[i] = x[i] + o.y[i];
-    const { y: n2, rstd: rstd2 } = rmsFwd(h1, T, H, L.postNorm, cfg.rmsNormEps);
-    const g = linFwd(n2, T, H, I, L.gate, pairOf(adapter, l, 'gate'));
-    const u = linFwd(n2, T, H, I, L.up, pairOf(adapter, l, 'up'));
-    const act = new Float64Array(T * I);
-    for (let i = 0; i < T * I; i++) act[i] = g.y[i] * sigmoid(g.y[i]) * u.y[i];
-    const d = linFwd(act, T, I, H, L.down, pairOf(adapter, l, 'down'));
-    const xNext = new Float64Array(T * H);
-    for (let i = 0; i < T * H; i++) xNext[i] = h1[i] + d.y[i];
-    layers.push({ xIn: x, rstd1, n1, tq: q.t, tk: k.t, tv: v.t, q: q.y, k: k.y, v: v.y, P, att, to: o.t, h: h1, rstd2, n2, tg: g.t, tu: u.t, g: g.y, u: u.y, act, td: d.t });
-    x = xNext;
+    const { cache, out } = layerForward(cfg, w.layers[l], x, T, start, ctx?.k[l], ctx?.v[l], angles, adapter, l);
+    layers.push(cache);
+    x = out;
   }
   const { y: nF, rstd: rstdF } = rmsFwd(x, T, H, w.finalNorm, cfg.rmsNormEps);
   const head = cfg.tieWordEmbeddings ? w.embed : w.lmHead;
@@ -292,20 +519,26 @@ export function cpuForward(cfg: Dims, w: HostQwen2Weights, tokens: number[], ada
     for (let j = 0; j < V; j++) z += Math.exp(logits[t * V + j] - m);
     logprobs[t] = logits[t * V + tokens[t + 1]] - m - Math.log(z);
   }
-  return { tokens, logprobs, logits, layers, xLast: x, rstdF, nF };
+  return { tokens, start, ...(ctx ? { ctx } : {}), logprobs, logits, layers, xLast: x, rstdF, nF };
 }
 
-/**
- * Accumulates into `grads` the gradient of Σ_t dlogp[t] · logprobs[t] with respect to the adapter's A and B
- * (dlogp has length T-1; zeros where the loss does not look).
- */
-export function cpuBackward(cfg: Dims, w: HostQwen2Weights, f: CpuForward, dlogp: ArrayLike<number>, adapter: LoraAdapter, grads: LoraGrads): void {
-  const { hiddenSize: H, intermediateSize: I, numHeads: nH, numKvHeads: nKV, headDim: hd, vocabSize: V } = cfg;
+/** The keys and values a segment after `f` attends to: `f`'s own context followed by `f`'s positions. */
+export function cpuContext(f: CpuForward): KvContext {
+  const n = f.start + f.tokens.length;
+  const join = (before: Float64Array | undefined, own: Float64Array) => {
+    if (!before) return own;
+    const a = new Float64Array(before.length + own.length);
+    a.set(before);
+    a.set(own, before.length);
+    return a;
+  };
+  return { length: n, k: f.layers.map((c, l) => join(f.ctx?.k[l], c.k)), v: f.layers.map((c, l) => join(f.ctx?.v[l], c.v)) };
+}
+
+/** d logp / d(final normed hidden) of a forward's rows, given dlogp (zeros where the loss does not look). */
+function headBackward(cfg: Dims, w: HostQwen2Weights, f: CpuForward, dlogp: ArrayLike<number>): Float64Array {
+  const { hiddenSize: H, vocabSize: V } = cfg;
   const T = f.tokens.length;
-  const qd = nH * hd;
-  const kvd = nKV * hd;
-  const group = nH / nKV;
-  const angles = ropeAngles(T, hd, cfg.ropeTheta);
   // d logp_t / d logits_t = onehot(target) - softmax(logits_t)
   const dlogits = new Float64Array(T * V);
   for (let t = 0; t + 1 < T; t++) {
@@ -321,67 +554,32 @@ export function cpuBackward(cfg: Dims, w: HostQwen2Weights, f: CpuForward, dlogp
   const head = cfg.tieWordEmbeddings ? w.embed : w.lmHead!;
   const dnF = new Float64Array(T * H);
   linBwd(dlogits, T, H, V, { W: head }, { x: f.nF }, undefined, undefined, dnF);
-  let dx = new Float64Array(T * H);
+  const dx = new Float64Array(T * H);
   rmsBwd(dnF, f.xLast, f.rstdF, T, H, w.finalNorm, dx);
+  return dx;
+}
+
+/**
+ * Accumulates into `grads` the gradient of Σ_t dlogp[t] · logprobs[t] with respect to the adapter's A and B
+ * (dlogp has length T-1; zeros where the loss does not look).
+ */
+export function cpuBackward(cfg: Dims, w: HostQwen2Weights, f: CpuForward, dlogp: ArrayLike<number>, adapter: LoraAdapter, grads: LoraGrads): void {
+  cpuSegmentBackward(cfg, w, f, dlogp, adapter, grads);
+}
+
+/**
+ * cpuBackward of one segment of a prefix tree (cpu-prefix-tree.ts): `dlogp` of its own rows (null: no loss on
+ * them), `extra[l]` the gradients of its layer-l keys (after RoPE) and values from the segments after it that
+ * attend to it; `onContextGrad(l, dk, dv)` receives its context's (both [ctx.length, kvd]).
+ */
+export function cpuSegmentBackward(cfg: Dims, w: HostQwen2Weights, f: CpuForward, dlogp: ArrayLike<number> | null, adapter: LoraAdapter, grads: LoraGrads, extra?: ReadonlyArray<{ k: Float64Array; v: Float64Array }>, onContextGrad?: (l: number, dk: Float64Array, dv: Float64Array) => void): void {
+  const T = f.tokens.length;
+  const kvd = cfg.numKvHeads * cfg.headDim;
+  const angles = ropeAngles(T, cfg.headDim, cfg.ropeTheta, f.start);
+  let dx = dlogp ? headBackward(cfg, w, f, dlogp) : new Float64Array(T * cfg.hiddenSize);
   for (let l = cfg.numLayers - 1; l >= 0; l--) {
-    const L = w.layers[l];
-    const c = f.layers[l];
-    const gr = (m: LoraModule) => grads.get(loraKey(l, m));
-    // MLP: x_out = h + down(silu(gate(n2)) * up(n2))
-    const dh = Float64Array.from(dx);
-    const dact = new Float64Array(T * I);
-    linBwd(dx, T, I, H, L.down, { x: c.act, t: c.td }, pairOf(adapter, l, 'down'), gr('down'), dact);
-    const dg = new Float64Array(T * I);
-    const du = new Float64Array(T * I);
-    for (let i = 0; i < T * I; i++) {
-      const sg = sigmoid(c.g[i]);
-      du[i] = dact[i] * c.g[i] * sg;
-      dg[i] = dact[i] * c.u[i] * sg * (1 + c.g[i] * (1 - sg));
-    }
-    const dn2 = new Float64Array(T * H);
-    linBwd(dg, T, H, I, L.gate, { x: c.n2, t: c.tg }, pairOf(adapter, l, 'gate'), gr('gate'), dn2);
-    linBwd(du, T, H, I, L.up, { x: c.n2, t: c.tu }, pairOf(adapter, l, 'up'), gr('up'), dn2);
-    rmsBwd(dn2, c.h, c.rstd2, T, H, L.postNorm, dh);
-    // Attention: h = x + o(attn(q, k, v))
-    const dxl = Float64Array.from(dh);
-    const datt = new Float64Array(T * qd);
-    linBwd(dh, T, qd, H, L.o, { x: c.att, t: c.to }, pairOf(adapter, l, 'o'), gr('o'), datt);
-    const dq = new Float64Array(T * qd);
-    const dk = new Float64Array(T * kvd);
-    const dv = new Float64Array(T * kvd);
-    const sc = 1 / Math.sqrt(hd);
-    const dP = new Float64Array(T);
-    for (let h = 0; h < nH; h++) {
-      const kh = Math.floor(h / group);
-      for (let t = 0; t < T; t++) {
-        const row = (h * T + t) * T;
-        let sum = 0;
-        for (let s = 0; s <= t; s++) {
-          let d = 0;
-          for (let i = 0; i < hd; i++) {
-            d += datt[t * qd + h * hd + i] * c.v[s * kvd + kh * hd + i];
-            dv[s * kvd + kh * hd + i] += c.P[row + s] * datt[t * qd + h * hd + i];
-          }
-          dP[s] = d;
-          sum += c.P[row + s] * d;
-        }
-        for (let s = 0; s <= t; s++) {
-          const dS = c.P[row + s] * (dP[s] - sum) * sc;
-          if (dS === 0) continue;
-          for (let i = 0; i < hd; i++) {
-            dq[t * qd + h * hd + i] += dS * c.k[s * kvd + kh * hd + i];
-            dk[s * kvd + kh * hd + i] += dS * c.q[t * qd + h * hd + i];
-          }
-        }
-      }
-    }
-    rope(dq, T, nH, hd, angles, true);
-    rope(dk, T, nKV, hd, angles, true);
-    const dn1 = new Float64Array(T * H);
-    linBwd(dq, T, H, qd, L.q, { x: c.n1, t: c.tq }, pairOf(adapter, l, 'q'), gr('q'), dn1);
-    linBwd(dk, T, H, kvd, L.k, { x: c.n1, t: c.tk }, pairOf(adapter, l, 'k'), gr('k'), dn1);
-    linBwd(dv, T, H, kvd, L.v, { x: c.n1, t: c.tv }, pairOf(adapter, l, 'v'), gr('v'), dn1);
-    rmsBwd(dn1, c.xIn, c.rstd1, T, H, L.inputNorm, dxl);
-    dx = dxl;
+    const dCtx = f.start > 0 && onContextGrad ? { k: new Float64Array(f.start * kvd), v: new Float64Array(f.start * kvd) } : undefined;
+    dx = layerBackward(cfg, w.layers[l], f.layers[l], T, f.start, f.ctx?.k[l], f.ctx?.v[l], dx, angles, adapter, grads, l, extra?.[l], dCtx);
+    if (dCtx) onContextGrad!(l, dCtx.k, dCtx.v);
   }
 }

@@ -2,14 +2,30 @@
 // with the same system message, and a group's turns with the same prompt. Scoring (the reference policy's
 // logprobs, and old ones when missing) is a forward only, so it runs token by token with the keys and values kept
 // (cpu-decode.ts), each sequence forked from the previous one at their common prefix; the LM head runs only on
-// the response's rows. Training's forward and backward stay CpuPolicyBackend's.
+// the response's rows. Training's forward and backward run over the batch's prefix tree (cpu-prefix-tree.ts).
 import type { LoraAdapter } from '../io/peft';
 import { logSumExp } from '../kernels/sampling/draw';
-import { CpuPolicyBackend } from './cpu-backend';
+import { addSums, emptySums, type GrpoLossParams, type GrpoLossSums } from '../model/loss';
+import { CpuPolicyBackend, sameTokens, sequencesLoss } from './cpu-backend';
 import { CpuDecoder } from './cpu-decode';
+import { cpuPrefixTreeStep } from './cpu-prefix-tree';
 import type { PackedBatch } from '../model/samples';
 
 export class PrefixSharingCpuBackend extends CpuPolicyBackend {
+  readonly microBatchTokens = Number.MAX_SAFE_INTEGER;
+
+  override async accumulate(batch: PackedBatch, loss: GrpoLossParams, normalizer: number): Promise<GrpoLossSums> {
+    let sums = emptySums();
+    const groups = sameTokens(batch);
+    const seqs = groups.map((g) => ({ tokens: Array.from(batch.ids.subarray(g[0].start, g[0].start + g[0].length)), shareable: g[0].promptLen - 1 }));
+    cpuPrefixTreeStep(this.modelConfig, this.weights, this.currentAdapter, this.gradients, seqs, (i, logp) => {
+      const r = sequencesLoss(batch, groups[i], logp, loss, normalizer);
+      sums = addSums(sums, r.sums);
+      return r.dlogp;
+    });
+    return sums;
+  }
+
   override async logprobs(batch: PackedBatch, adapterOn: boolean): Promise<Float32Array> {
     const out = new Float32Array(batch.rows);
     const adapter: LoraAdapter | null = adapterOn ? this.currentAdapter : null;

@@ -82,7 +82,7 @@ const now = () => (typeof performance !== 'undefined' ? performance.now() : Date
 
 /** Fills per-row logprobs of `samples[i].key` for the given indices through the backend, micro-batched. */
 async function scoreInto(backend: PolicyBackend, samples: TurnSample[], idx: number[], cfg: GrpoConfig, adapterOn: boolean, key: 'oldLogprobs' | 'refLogprobs'): Promise<void> {
-  for (const mb of microBatches(samples, idx, cfg.microBatchTokens)) {
+  for (const mb of microBatches(samples, idx, backend.microBatchTokens ?? cfg.microBatchTokens)) {
     const batch = packBatch(samples, mb, backend.modelConfig.vocabSize);
     const lp = await backend.logprobs(batch, adapterOn);
     for (const s of batch.seqs) {
@@ -156,7 +156,7 @@ export async function grpoStep(backend: PolicyBackend, input: readonly TurnSampl
   for (let epoch = 0; epoch < (noUpdate ? 0 : cfg.epochs); epoch++) {
     const parts = cfg.miniBatches === 1 ? [all] : miniBatches(samples, cfg.miniBatches, ctx.random);
     for (const part of parts) {
-      const micro = microBatches(samples, part, cfg.microBatchTokens).map((mb) => packBatch(samples, mb, backend.modelConfig.vocabSize));
+      const micro = microBatches(samples, part, backend.microBatchTokens ?? cfg.microBatchTokens).map((mb) => packBatch(samples, mb, backend.modelConfig.vocabSize));
       // At least 1: a mini-batch of forced tokens only has no loss rows (and nothing to divide).
       const N = Math.max(1, micro.reduce((n, b) => n + b.responseTokens, 0));
       backend.zeroGrads();

@@ -1,0 +1,103 @@
+// The prefix tree of a batch's sequences, and training's forward and backward over it against one sequence at
+// a time (cpu-model.ts cpuForward / cpuBackward): logprobs bit-identical, gradients equal to float64 rounding.
+import { describe, expect, it } from 'vitest';
+import { toolTaskModel } from '../tasks/tool-task';
+import { Rng } from '../util/rng';
+import { cpuBackward, cpuForward, zeroLoraGrads } from './cpu-model';
+import { cpuPrefixTreeStep, prefixTree, type PrefixTreeNode } from './cpu-prefix-tree';
+import { adapterTensors, initLoraAdapter } from './lora-init';
+
+function walk(nodes: PrefixTreeNode[], path: PrefixTreeNode[], out: Map<number, PrefixTreeNode[]>): void {
+  for (const n of nodes) {
+    if (n.sequence !== undefined) out.set(n.sequence, [...path, n]);
+    walk(n.children, [...path, n], out);
+  }
+}
+
+describe('prefixTree', () => {
+  it('gives each sequence one leaf, shares every common prefix once, and keeps rows that need logits in the leaf', () => {
+    const seqs = [
+      { tokens: [1, 2, 3, 4, 5, 6], shareable: 4 },
+      { tokens: [1, 2, 3, 4, 9, 9], shareable: 4 },
+      { tokens: [1, 2, 7, 7], shareable: 2 },
+      { tokens: [1, 2, 3, 4, 5, 8], shareable: 2 },
+      { tokens: [5, 5], shareable: 1 },
+    ];
+    const roots = prefixTree(seqs);
+    expect(roots.map((r) => [r.start, r.end])).toEqual([[0, 2], [0, 2]]);
+    const paths = new Map<number, PrefixTreeNode[]>();
+    walk(roots, [], paths);
+    expect([...paths.keys()].sort()).toEqual([0, 1, 2, 3, 4]);
+    for (const [i, path] of paths) {
+      // The path covers the sequence exactly, each node's positions hold its tokens, and the leaf starts at or
+      // before `shareable`.
+      expect(path[0].start).toBe(0);
+      path.forEach((n, j) => {
+        if (j) expect(n.start).toBe(path[j - 1].end);
+        expect(Array.from(seqs[n.source].tokens).slice(n.start, n.end)).toEqual(seqs[i].tokens.slice(n.start, n.end));
+      });
+      expect(path[path.length - 1].end).toBe(seqs[i].tokens.length);
+      expect(path[path.length - 1].start).toBeLessThanOrEqual(seqs[i].shareable);
+    }
+    // 0 and 1 share [1,2,3,4]; 3 stops sharing at 2 (its own logits start there), so 0,1 and 3 share [1,2] only
+    // with 2, and [3,4] is a node of 0 and 1.
+    expect(paths.get(0)!.map((n) => [n.start, n.end])).toEqual([[0, 2], [2, 4], [4, 6]]);
+    expect(paths.get(1)![1]).toBe(paths.get(0)![1]);
+    expect(paths.get(3)!.map((n) => [n.start, n.end])).toEqual([[0, 2], [2, 6]]);
+    expect(paths.get(4)!.map((n) => [n.start, n.end])).toEqual([[0, 2]]);
+  });
+
+  it('names the sequence whose shareable length is out of range', () => {
+    expect(() => prefixTree([{ tokens: [1, 2], shareable: 0 }, { tokens: [1, 2], shareable: 2 }])).toThrow(/sequence 1 has 2 tokens and shareable 2/);
+  });
+});
+
+describe('cpuPrefixTreeStep', () => {
+  it('gives each sequence its own logprobs to the bit and the summed gradients of separate backwards', () => {
+    const { config, weights } = toolTaskModel(53, { hiddenSize: 16, numHeads: 2, numKvHeads: 1, intermediateSize: 24, numLayers: 2, modelSeed: 3 });
+    const rng = new Rng(9);
+    const adapter = initLoraAdapter(config, { r: 2, alpha: 4, baseModelNameOrPath: 'test' }, rng);
+    for (const t of adapterTensors(adapter)) if (t.which === 'B') for (let i = 0; i < t.data.length; i++) t.data[i] = rng.normal() * 0.3;
+    const tok = (n: number) => Array.from({ length: n }, () => rng.int(config.vocabSize));
+    const system = tok(9);
+    const q1 = [...system, ...tok(5)];
+    const q2 = [...system, ...tok(4)];
+    // Three levels of sharing (system, query, a first reply), sequences whose logits start inside a shared
+    // part, and a sequence sharing nothing.
+    const turns = [
+      { tokens: [...q1, ...tok(4)], shareable: q1.length - 1 },
+      { tokens: [...q1, ...tok(6)], shareable: q1.length - 1 },
+      { tokens: [...q1, 3, 3, 3, ...tok(3)], shareable: q1.length + 2 },
+      { tokens: [...q1, 3, 3, 3, ...tok(2)], shareable: q1.length + 2 },
+      { tokens: [...q2, ...tok(5)], shareable: q2.length - 1 },
+      { tokens: [...q2, ...tok(3)], shareable: 4 },
+      { tokens: tok(8), shareable: 3 },
+    ];
+    const dl = turns.map((s) => Float64Array.from({ length: s.tokens.length - 1 }, (_, t) => (t >= s.shareable ? rng.normal() : 0)));
+    const want = zeroLoraGrads(adapter);
+    const wantLogp = turns.map((s, i) => {
+      const f = cpuForward(config, weights, s.tokens, adapter, s.shareable);
+      cpuBackward(config, weights, f, dl[i], adapter, want);
+      return f.logprobs;
+    });
+    const got = zeroLoraGrads(adapter);
+    const seen: number[] = [];
+    cpuPrefixTreeStep(config, weights, adapter, got, turns, (i, logp) => {
+      seen.push(i);
+      expect(Array.from(logp), `sequence ${i}`).toEqual(Array.from(wantLogp[i]));
+      return dl[i];
+    });
+    expect(seen.sort()).toEqual([0, 1, 2, 3, 4, 5, 6]);
+    let worst = 0;
+    for (const [k, g] of want) {
+      for (const which of ['A', 'B'] as const) {
+        const a = g[which];
+        const b = got.get(k)![which];
+        const scale = Math.max(...a.map(Math.abs));
+        expect(scale, `${k}.${which}`).toBeGreaterThan(0);
+        for (let i = 0; i < a.length; i++) worst = Math.max(worst, Math.abs(a[i] - b[i]) / scale);
+      }
+    }
+    expect(worst).toBeLessThan(1e-12);
+  });
+});

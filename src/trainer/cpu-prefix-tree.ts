@@ -1,0 +1,111 @@
+// Training's float64 forward and backward over sequences that share prefixes, each shared part computed once.
+// A step's planner turns all begin with the same system message and tool cards, and a group's first turns with
+// the same prompt: as separate sequences, most of a tiny planner's training time went to those shared rows.
+// The sequences form a prefix tree; it is walked depth first, so only the segments on the current path are held:
+// a segment runs its forward on its ancestors' keys and values (cpu-model.ts cpuForward with a context), its
+// children run to the end of their backward, handing it the gradients of the keys and values they read from it,
+// and then its own backward runs. The forward is bit-identical to one sequence at a time; the gradients differ
+// only in the order of float64 additions.
+import type { LoraAdapter } from '../io/peft';
+import { cpuContext, cpuForward, cpuSegmentBackward, type HostQwen2Weights, type KvContext, type LoraGrads } from './cpu-model';
+import type { Qwen2Config } from '../io/qwen2-config';
+
+export interface PrefixTreeNode {
+  /** Positions start..end-1 of `tokens` of sequence `source` (every sequence below it has the same ones). */
+  start: number;
+  end: number;
+  source: number;
+  children: PrefixTreeNode[];
+  /** The sequence that ends here (leaves only; a leaf holds every row of its sequence that needs logits). */
+  sequence?: number;
+}
+
+export interface TreeSequence {
+  tokens: ArrayLike<number>;
+  /** How many leading positions may be shared: rows from here on need their own logits (a turn: promptLen - 1). */
+  shareable: number;
+}
+
+/**
+ * The prefix tree of `seqs`: roots in first-seen order of their first token. Each sequence is one leaf, starting
+ * at most at its `shareable`; every inner node is shared by two or more sequences.
+ */
+export function prefixTree(seqs: readonly TreeSequence[]): PrefixTreeNode[] {
+  seqs.forEach((s, i) => {
+    if (!(s.tokens.length >= 1) || !Number.isInteger(s.shareable) || s.shareable < 0 || s.shareable >= s.tokens.length) {
+      throw new Error(`prefixTree: sequence ${i} has ${s.tokens.length} tokens and shareable ${s.shareable} (must be 0..length-1)`);
+    }
+  });
+  return build(seqs, seqs.map((_, i) => i), 0);
+}
+
+function build(seqs: readonly TreeSequence[], members: number[], depth: number): PrefixTreeNode[] {
+  if (members.length === 1) {
+    const i = members[0];
+    return [{ start: depth, end: seqs[i].tokens.length, source: i, children: [], sequence: i }];
+  }
+  const limit = Math.min(...members.map((i) => seqs[i].shareable));
+  let end = depth;
+  const first = seqs[members[0]].tokens;
+  while (end < limit && members.every((i) => seqs[i].tokens[end] === first[end])) end++;
+  const leaves = members.filter((i) => seqs[i].shareable === end);
+  const byToken = new Map<number, number[]>();
+  for (const i of members) {
+    if (seqs[i].shareable === end) continue;
+    const t = seqs[i].tokens[end];
+    const g = byToken.get(t);
+    if (g) g.push(i);
+    else byToken.set(t, [i]);
+  }
+  const below = [...leaves.map((i) => ({ start: end, end: seqs[i].tokens.length, source: i, children: [], sequence: i })), ...[...byToken.values()].flatMap((g) => build(seqs, g, end))];
+  if (end === depth) return below;
+  return [{ start: depth, end, source: members[0], children: below }];
+}
+
+export interface TreeStepSequence extends TreeSequence {
+  tokens: number[];
+}
+
+/**
+ * Accumulates into `grads` the gradient of Σ_seq Σ_t dlogp_seq[t] · logprobs_seq[t]. `lossOf(i, logprobs)` gets
+ * sequence i's logprobs (length tokens-1, rows before `shareable` 0) as soon as its forward is done and returns its
+ * dlogp (same length).
+ */
+export function cpuPrefixTreeStep(cfg: Qwen2Config, w: HostQwen2Weights, adapter: LoraAdapter, grads: LoraGrads, seqs: readonly TreeStepSequence[], lossOf: (i: number, logprobs: Float64Array) => ArrayLike<number>): void {
+  const kvd = cfg.numKvHeads * cfg.headDim;
+  interface Open {
+    node: PrefixTreeNode;
+    extra: Array<{ k: Float64Array; v: Float64Array }>;
+  }
+  const visit = (node: PrefixTreeNode, ctx: KvContext | undefined, path: Open[]): void => {
+    const seq = seqs[node.source];
+    const T = node.end - node.start;
+    const leaf = node.sequence !== undefined;
+    const f = cpuForward(cfg, w, seq.tokens.slice(node.start, node.end), adapter, leaf ? seq.shareable - node.start : T, ctx);
+    let dlogp: ArrayLike<number> | null = null;
+    if (leaf) {
+      const full = new Float64Array(seq.tokens.length - 1);
+      full.set(f.logprobs, node.start);
+      const d = lossOf(node.sequence!, full);
+      if (d.length !== full.length) throw new Error(`cpuPrefixTreeStep: dlogp of sequence ${node.sequence} has ${d.length} rows, not ${full.length}`);
+      dlogp = Float64Array.from({ length: T - 1 }, (_, t) => d[node.start + t]);
+    }
+    const open: Open = { node, extra: Array.from({ length: cfg.numLayers }, () => ({ k: new Float64Array(T * kvd), v: new Float64Array(T * kvd) })) };
+    if (node.children.length) {
+      const inner = cpuContext(f);
+      for (const c of node.children) visit(c, inner, [...path, open]);
+    }
+    // The context's positions belong to the open ancestors: each takes its own range.
+    cpuSegmentBackward(cfg, w, f, dlogp, adapter, grads, open.extra, (l, dk, dv) => {
+      for (const a of path) {
+        const from = a.node.start * kvd;
+        const { k, v } = a.extra[l];
+        for (let j = 0; j < k.length; j++) {
+          k[j] += dk[from + j];
+          v[j] += dv[from + j];
+        }
+      }
+    });
+  };
+  for (const root of prefixTree(seqs)) visit(root, undefined, []);
+}
