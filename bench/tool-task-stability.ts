@@ -4,9 +4,10 @@
 // accuracy from then on, and per-kind accuracy at the end. A seed is both the question seed and the run seed.
 //   npx tsx bench/tool-task-stability.ts [--seeds 101-103] [--steps N] [--lr X] [--group G] [--queries Q]
 //       [--eval-every K] [--task '{"trainPerKind":12}'] [--grpo '{"extraRollouts":8}'] [--budget '{"maxTurns":2}']
-//       [--adapter '{"rank":8,"alpha":16}'] [--train-eval N] [--train-kinds fact,arithmetic] [--norms]
+//       [--adapter '{"rank":8,"alpha":16}'] [--train-eval N] [--train-kinds fact,arithmetic] [--norms] [--show-two-part]
 // --norms logs every step's gradient norm beside what the update did: the change of the adapter's tensors and of
 // the weights it adds (scale · B·A, every module), to tell a large update from a large gradient.
+// --show-two-part logs, at the end, each held-out two-part question with the tools the planner called for it.
 // --train-eval N also evaluates the first N training questions of each kind, reported apart (learned but not
 // carried to new questions, or not learned).
 // --goal runs each seed three ways — the task's defaults (TOOL_TASK_TRAINING), twice the lr, three times the
@@ -48,6 +49,8 @@ export interface ToolTaskStabilityOptions {
   trainKinds?: string[];
   /** Log each step's gradient norm and update norms (see --norms). */
   norms?: boolean;
+  /** At the end, log each held-out two-part question with the tools it called (see --show-two-part). */
+  showTwoPart?: boolean;
   log?: (line: string) => void;
 }
 
@@ -162,6 +165,13 @@ export async function toolTaskStability(o: ToolTaskStabilityOptions): Promise<To
     m.set(calls, (m.get(calls) ?? 0) + 1);
   }
   if (misses.size) o.log?.(`seed ${o.seed} misses at the end: ${[...misses].map(([k, m]) => `${k}: ${[...m].map(([c, n]) => `${c} (${n})`).join(', ')}`).join('; ')}`);
+  if (o.showTwoPart) {
+    for (const r of byStep.get(evals[evals.length - 1]?.step ?? -1) ?? []) {
+      if (!/^heldOut-two-part-/.test(r.pid)) continue;
+      const calls = Object.entries(r.toolCalls ?? {}).map(([t, n]) => (n > 1 ? `${t}×${n}` : t)).sort().join('+') || 'none';
+      o.log?.(`seed ${o.seed} two-part ${r.correct ? 'hit ' : 'miss'}: ${r.query}  [${calls}]`);
+    }
+  }
   const at = evals.findIndex((e) => e.accuracy >= 0.9);
   const last = evals[evals.length - 1];
   return {
@@ -201,7 +211,7 @@ async function main(): Promise<void> {
   const adapter = arg('adapter') !== undefined ? (JSON.parse(arg('adapter')!) as ToolTaskStabilityOptions['adapter']) : undefined;
   const trainEval = arg('train-eval') !== undefined ? Number(arg('train-eval')) : undefined;
   const trainKinds = arg('train-kinds')?.split(',');
-  const common = { ...(process.argv.includes('--norms') ? { norms: true } : {}), ...(trainEval ? { trainEval } : {}), ...(trainKinds ? { trainKinds } : {}), group, evaluateEvery, task, grpo, budget, ...(adapter ? { adapter } : {}), log: (l: string) => console.log(l), ...(queries !== undefined ? { queries } : {}) };
+  const common = { ...(process.argv.includes('--norms') ? { norms: true } : {}), ...(process.argv.includes('--show-two-part') ? { showTwoPart: true } : {}), ...(trainEval ? { trainEval } : {}), ...(trainKinds ? { trainKinds } : {}), group, evaluateEvery, task, grpo, budget, ...(adapter ? { adapter } : {}), log: (l: string) => console.log(l), ...(queries !== undefined ? { queries } : {}) };
   const settings = `group ${group} queries ${queries ?? 'default'} eval every ${evaluateEvery} task ${JSON.stringify(task)} grpo ${JSON.stringify(grpo)} budget ${JSON.stringify(budget)}${adapter ? ` adapter ${JSON.stringify(adapter)}` : ''}`;
   if (!process.argv.includes('--goal')) {
     for (const seed of seeds) {

@@ -2,7 +2,9 @@
 // per-token function of the logprobs with respect to the LoRA A/B tensors. It is the trainer's CPU
 // backend (toy mode without a usable GPU, unit tests of the training loop) and an analytic reference for
 // the GPU backward, itself checked against the PyTorch fixture gradients and finite differences.
-// One sequence at a time, no KV cache; every intermediate the backward needs is kept (tiny models only).
+// One sequence at a time, no KV cache; every intermediate the backward needs is kept (tiny models only). A
+// sequence may also run as a segment after others' keys and values (a KvContext), which is how
+// cpu-prefix-tree.ts computes a shared prompt once for every turn that starts with it.
 import type { Qwen2Config } from '../io/qwen2-config';
 import { loraKey, type LoraAdapter, type LoraModule, type LoraPair } from '../io/peft';
 
