@@ -99,5 +99,7 @@ describe('cpuPrefixTreeStep', () => {
       }
     }
     expect(worst).toBeLessThan(1e-12);
+    // A loss on a shared row cannot be carried by one sequence's leaf: refused, naming the row.
+    expect(() => cpuPrefixTreeStep(config, weights, adapter, zeroLoraGrads(adapter), turns.slice(0, 2), (i) => Float64Array.from(dl[i], (v, t) => (t === 3 ? 1 : v)))).toThrow(/sequence 0 is 1 at row 3, inside the prefix it shares/);
   });
 });

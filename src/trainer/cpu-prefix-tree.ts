@@ -88,6 +88,8 @@ export function cpuPrefixTreeStep(cfg: Qwen2Config, w: HostQwen2Weights, adapter
       full.set(f.logprobs, node.start);
       const d = lossOf(node.sequence!, full);
       if (d.length !== full.length) throw new Error(`cpuPrefixTreeStep: dlogp of sequence ${node.sequence} has ${d.length} rows, not ${full.length}`);
+      // Rows before the leaf belong to shared segments, whose backward carries no loss of its own.
+      for (let t = 0; t < node.start; t++) if (d[t] !== 0) throw new Error(`cpuPrefixTreeStep: dlogp of sequence ${node.sequence} is ${d[t]} at row ${t}, inside the prefix it shares (rows before ${seq.shareable} must be 0)`);
       dlogp = Float64Array.from({ length: T - 1 }, (_, t) => d[node.start + t]);
     }
     const open: Open = { node, extra: Array.from({ length: cfg.numLayers }, () => ({ k: new Float64Array(T * kvd), v: new Float64Array(T * kvd) })) };
