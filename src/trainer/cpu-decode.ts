@@ -3,7 +3,7 @@
 // The arithmetic is cpu-model.ts's cpuForward, one position at a time (cpu-decode.test.ts checks they agree).
 import type { Qwen2Config } from '../io/qwen2-config';
 import { LORA_MODULES, loraKey, type LoraAdapter, type LoraModule, type LoraPair } from '../io/peft';
-import type { HostLinear, HostQwen2Weights } from './cpu-model';
+import { matVecInto, type HostLinear, type HostQwen2Weights } from './cpu-model';
 
 type Dims = Pick<Qwen2Config, 'hiddenSize' | 'intermediateSize' | 'numHeads' | 'numKvHeads' | 'headDim' | 'numLayers' | 'vocabSize' | 'ropeTheta' | 'rmsNormEps' | 'tieWordEmbeddings'>;
 
@@ -159,42 +159,9 @@ export class CpuDecoder {
   }
 }
 
-/**
- * W x (+ b) for W [out, x.length]: each output's terms added in order, as cpu-model.ts's linFwd does (so the two
- * agree to the bit), four outputs per pass over x.
- */
 function matVec(W: ArrayLike<number>, b: ArrayLike<number> | undefined, x: Float64Array, out: number): Float64Array {
-  const inp = x.length;
   const y = new Float64Array(out);
-  const out4 = out - (out % 4);
-  let o = 0;
-  for (; o < out4; o += 4) {
-    let s0 = b ? b[o] : 0;
-    let s1 = b ? b[o + 1] : 0;
-    let s2 = b ? b[o + 2] : 0;
-    let s3 = b ? b[o + 3] : 0;
-    const w0 = o * inp;
-    const w1 = w0 + inp;
-    const w2 = w1 + inp;
-    const w3 = w2 + inp;
-    for (let i = 0; i < inp; i++) {
-      const xi = x[i];
-      s0 += W[w0 + i] * xi;
-      s1 += W[w1 + i] * xi;
-      s2 += W[w2 + i] * xi;
-      s3 += W[w3 + i] * xi;
-    }
-    y[o] = s0;
-    y[o + 1] = s1;
-    y[o + 2] = s2;
-    y[o + 3] = s3;
-  }
-  for (; o < out; o++) {
-    let s = b ? b[o] : 0;
-    const wo = o * inp;
-    for (let i = 0; i < inp; i++) s += W[wo + i] * x[i];
-    y[o] = s;
-  }
+  matVecInto(W, b, x, 0, x.length, y, 0, out);
   return y;
 }
 

@@ -92,43 +92,45 @@ export interface CpuForward {
 // The loops below keep every sum in the order of the plain triple loop (each output's terms added one by one,
 // i ascending), so results are bit-identical to it; they gain speed by computing four outputs per pass over an
 // input row (one load of x serves four products) and by hoisting every array out of the inner loops.
+/**
+ * y[yo..yo+out) = W x[xo..xo+inp) (+ b) for W [out, inp]: each output's terms added in order (i ascending), four
+ * outputs per pass over x. The training forward runs it per row and the decoder per token, so the two agree to the bit.
+ */
+export function matVecInto(W: ArrayLike<number>, b: ArrayLike<number> | undefined, x: Float64Array, xo: number, inp: number, y: Float64Array, yo: number, out: number): void {
+  const out4 = out - (out % 4);
+  let o = 0;
+  for (; o < out4; o += 4) {
+    let s0 = b ? b[o] : 0;
+    let s1 = b ? b[o + 1] : 0;
+    let s2 = b ? b[o + 2] : 0;
+    let s3 = b ? b[o + 3] : 0;
+    const w0 = o * inp;
+    const w1 = w0 + inp;
+    const w2 = w1 + inp;
+    const w3 = w2 + inp;
+    for (let i = 0; i < inp; i++) {
+      const xi = x[xo + i];
+      s0 += W[w0 + i] * xi;
+      s1 += W[w1 + i] * xi;
+      s2 += W[w2 + i] * xi;
+      s3 += W[w3 + i] * xi;
+    }
+    y[yo + o] = s0;
+    y[yo + o + 1] = s1;
+    y[yo + o + 2] = s2;
+    y[yo + o + 3] = s3;
+  }
+  for (; o < out; o++) {
+    let s = b ? b[o] : 0;
+    const wo = o * inp;
+    for (let i = 0; i < inp; i++) s += W[wo + i] * x[xo + i];
+    y[yo + o] = s;
+  }
+}
+
 function linFwd(x: Float64Array, T: number, inp: number, out: number, lin: HostLinear, pair: LoraPair | undefined): { y: Float64Array; t?: Float64Array } {
   const y = new Float64Array(T * out);
-  const W = lin.W;
-  const b = lin.b;
-  const out4 = out - (out % 4);
-  for (let r = 0; r < T; r++) {
-    const xo = r * inp;
-    const yo = r * out;
-    let o = 0;
-    for (; o < out4; o += 4) {
-      let s0 = b ? b[o] : 0;
-      let s1 = b ? b[o + 1] : 0;
-      let s2 = b ? b[o + 2] : 0;
-      let s3 = b ? b[o + 3] : 0;
-      const w0 = o * inp;
-      const w1 = w0 + inp;
-      const w2 = w1 + inp;
-      const w3 = w2 + inp;
-      for (let i = 0; i < inp; i++) {
-        const xi = x[xo + i];
-        s0 += W[w0 + i] * xi;
-        s1 += W[w1 + i] * xi;
-        s2 += W[w2 + i] * xi;
-        s3 += W[w3 + i] * xi;
-      }
-      y[yo + o] = s0;
-      y[yo + o + 1] = s1;
-      y[yo + o + 2] = s2;
-      y[yo + o + 3] = s3;
-    }
-    for (; o < out; o++) {
-      let s = b ? b[o] : 0;
-      const wo = o * inp;
-      for (let i = 0; i < inp; i++) s += W[wo + i] * x[xo + i];
-      y[yo + o] = s;
-    }
-  }
+  for (let r = 0; r < T; r++) matVecInto(lin.W, lin.b, x, r * inp, inp, y, r * out, out);
   if (!pair) return { y };
   const R = pair.r;
   const A = pair.A;
