@@ -7,12 +7,14 @@
 //       [--adapter '{"rank":8,"alpha":16}'] [--train-eval N] [--train-kinds fact,arithmetic] [--norms] [--show-two-part]
 // --norms logs every step's gradient norm beside what the update did: the change of the adapter's tensors and of
 // the weights it adds (scale · B·A, every module), to tell a large update from a large gradient.
-// --show-two-part logs, at the end, each held-out two-part question with the tools the planner called for it.
+// --show-two-part logs, at the end, each held-out two-part question with the tools the planner called for it, in order,
+// and the first tool of 32 draws at temperature 1 (the training policy) for each.
 // --train-eval N also evaluates the first N training questions of each kind, reported apart (learned but not
 // carried to new questions, or not learned).
 // --goal runs each seed three ways — the task's defaults (TOOL_TASK_TRAINING), twice the lr, three times the
 // steps — and checks the target: held-out accuracy reaches 0.9 within --within steps (200) and never falls
-// below --floor (0.85) afterwards. Prints a table and the seeds that miss. Tune on one seed list and report on
+// below --floor (0.85) afterwards. Prints a table and the seeds that miss. --ways default,2x-lr,3x-steps runs some
+// of the three (one process a way, so two cores fill the table side by side). Tune on one seed list and report on
 // another (README, "Tool-choice task", names the seeds each was).
 import type { LoraModule } from '../src/io/peft';
 import type { ExperimentItemRecord } from '../src/store/records';
@@ -23,6 +25,10 @@ import { MemoryRunStore } from '../src/trainer/run/run-store-memory';
 import { TrainingRun } from '../src/trainer/run/training-run';
 import { toolTaskRunSetup, toolTaskRunSpec, TOOL_TASK_TRAINING, type ToolTaskSpecData } from '../src/tasks/tool-task-run';
 import { liveAdapter } from '../src/tasks/tool-task';
+import { toolTaskEvalEngines } from '../src/tasks/tool-task-run';
+import { FIXED_ANALYSIS } from '../src/tasks/fixed-modules';
+import { plannerMessages } from '../src/agent/prompts';
+import { ReplySchemas, resolveReplyLimits } from '../src/agent/reply-schemas';
 import type { LoraAdapter } from '../src/io/peft';
 import { seedList, stabilityWays } from './toy-stability';
 
@@ -129,6 +135,7 @@ export async function toolTaskStability(o: ToolTaskStabilityOptions): Promise<To
   let rewards = 0;
   const current = liveAdapter(setup.host);
   let before: ReturnType<typeof adapterState> | null = null;
+  let lastAdapter: LoraAdapter | null = null;
   await run.run({
     onStep: (m) => {
       if (o.norms) {
@@ -145,6 +152,8 @@ export async function toolTaskStability(o: ToolTaskStabilityOptions): Promise<To
       if (m.step % 10 === 0) rewards = 0;
     },
     onEval: (e) => {
+      // The run's session stops when it ends: keep the last evaluated adapter for the draws below.
+      if (o.showTwoPart) lastAdapter = structuredClone(current().adapter);
       const recs = byStep.get(e.step) ?? [];
       const held = recs.filter((r) => r.pid.startsWith('heldOut-'));
       const correct = held.filter((r) => r.correct).length;
@@ -154,6 +163,23 @@ export async function toolTaskStability(o: ToolTaskStabilityOptions): Promise<To
       o.log?.(`seed ${o.seed} step ${e.step}: held-out ${accuracy.toFixed(3)} (${correct}/${held.length}) ${kinds(held)}${train}  ${((Date.now() - t0) / 1000).toFixed(0)} s`);
     },
   });
+  // How the trained planner picks its first tool for each held-out two-part question: 32 draws at temperature 1
+  // (its training policy) under the reply schema. One count near 32 for questions of different pairs is a
+  // first tool chosen without reading the question.
+  if (o.showTwoPart) {
+    const { engines } = toolTaskEvalEngines(setup.task, lastAdapter, null);
+    const schema = new ReplySchemas(setup.task.cards.map((c) => c.name), resolveReplyLimits({ ...setup.task.replyLimits })).forPlanner()!;
+    for (const item of setup.task.splits.heldOut.filter((i) => i.kind === 'two-part')) {
+      const messages = plannerMessages({ query: item.query, analysis: FIXED_ANALYSIS, cards: setup.task.cards, memory: [], turn: 1, maxTurns: 2, style: setup.task.plannerPrompt });
+      const counts = new Map<string, number>();
+      for (let k = 0; k < 32; k++) {
+        const r = await engines.planner.chat(messages, { temperature: 1, seed: 1000 + k, jsonSchema: schema, maxNewTokens: 48 });
+        const tool = /"tool_name": ?"([^"]*)"/.exec(r.text)?.[1] ?? '?';
+        counts.set(tool, (counts.get(tool) ?? 0) + 1);
+      }
+      o.log?.(`seed ${o.seed} turn-1 draws: ${item.query}  ${[...counts].sort((a, b) => b[1] - a[1]).map(([t, n]) => `${t} ${n}`).join(', ')}`);
+    }
+  }
   setup.destroy();
   // What the last evaluation's misses did: the tools each called, in count, per kind.
   const misses = new Map<string, Map<string, number>>();
@@ -168,7 +194,8 @@ export async function toolTaskStability(o: ToolTaskStabilityOptions): Promise<To
   if (o.showTwoPart) {
     for (const r of byStep.get(evals[evals.length - 1]?.step ?? -1) ?? []) {
       if (!/^heldOut-two-part-/.test(r.pid)) continue;
-      const calls = Object.entries(r.toolCalls ?? {}).map(([t, n]) => (n > 1 ? `${t}×${n}` : t)).sort().join('+') || 'none';
+      // Unsorted: toolCalls keeps the order of each tool's first call, so this reads as turn 1 then turn 2.
+      const calls = Object.entries(r.toolCalls ?? {}).map(([t, n]) => (n > 1 ? `${t}×${n}` : t)).join(' then ') || 'none';
       o.log?.(`seed ${o.seed} two-part ${r.correct ? 'hit ' : 'miss'}: ${r.query}  [${calls}]`);
     }
   }
@@ -222,7 +249,12 @@ async function main(): Promise<void> {
   }
   const within = Number(arg('within') ?? 200);
   const floor = Number(arg('floor') ?? 0.85);
-  const ways = stabilityWays(steps, lr);
+  // --ways picks some of the three (e.g. two processes on a 2-core machine, one way each); names: default, 2x-lr, 3x-steps.
+  const wayKeys = ['default', '2x-lr', '3x-steps'];
+  const picked = (arg('ways') ?? wayKeys.join(',')).split(',');
+  const unknown = picked.filter((k) => !wayKeys.includes(k));
+  if (unknown.length) throw new Error(`--ways: '${unknown.join(', ')}' is not one of ${wayKeys.join(', ')}`);
+  const ways = stabilityWays(steps, lr).filter((_, i) => picked.includes(wayKeys[i]));
   console.log(`${settings}; target: held-out 0.9 by step ${within}, never below ${floor} after`);
   console.log(`| seed | ${ways.map((w) => `${w.name}: first 0.9 / min after / final`).join(' | ')} |`);
   console.log(`| --- | ${ways.map(() => '---').join(' | ')} |`);
@@ -237,7 +269,7 @@ async function main(): Promise<void> {
     }
     console.log(`| ${seed} | ${cells.join(' | ')} |`);
   }
-  console.log(misses.length ? `missed: ${misses.join('; ')}` : `all ${seeds.length} seeds met the target in all 3 ways`);
+  console.log(misses.length ? `missed: ${misses.join('; ')}` : `all ${seeds.length} seeds met the target in ${ways.length === 3 ? 'all 3 ways' : ways.map((w) => w.name).join(', ')}`);
 }
 
 if (/tool-task-stability\.(ts|mjs)$/.test(process.argv[1] ?? '')) main().catch((e) => {
