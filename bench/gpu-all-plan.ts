@@ -53,7 +53,8 @@ export const MIN_PART_S = 5;
  * subgroup-matrix probe (sgm-probe; it stops itself after ~25 s) had not run on a GPU when these were set.
  * The tensor-core comparison parts took 7-14 s each in the 44cd019 call (then named -sgm; tensor cores are now
  * the default and the -tiles parts time the f32 tiles beside them). Every part at its cap adds to 860 s, past the
- * 540 s budget: the last parts would be cut, never the call.
+ * 540 s budget: the last parts would be cut, never the call. The full call of 31b7dde (H200, 2026-11-28) took 261 s,
+ * every part well inside its cap (the longest: peft-1.5b 45 s, peft-0.5b 39 s, e2e 25 s).
  */
 export function plan(o: PlanOptions): Part[] {
   const bw = ['--bandwidth', String(o.bandwidthGBs)];
