@@ -82,6 +82,31 @@ describe('group-relative advantages', () => {
     expect(flat.noGradientGroups).toBe(3);
   });
 
+  it("with 'group-failed-batch', an all-failed group is measured from the step's mean and std, every other group from its own", () => {
+    const turns = [
+      { groupId: 'solved', reward: 1 },
+      { groupId: 'solved', reward: 1 },
+      { groupId: 'failed', reward: 0 },
+      { groupId: 'failed', reward: 0 },
+      { groupId: 'split', reward: 1 },
+      { groupId: 'split', reward: 0 },
+    ];
+    const r = groupAdvantages(turns, 1e-6, true, 'group-failed-batch');
+    const failed = -0.5 / (Math.sqrt(0.3) + 1e-6);
+    const split = 0.5 / (Math.sqrt(0.5) + 1e-6);
+    [0, 0, failed, failed, split, -split].forEach((x, i) => expect(r.advantages[i]).toBeCloseTo(x, 9));
+    // Only the all-solved group gives nothing.
+    expect(r.groups.map((g) => g.noGradient)).toEqual([true, false, false]);
+    expect(r.noGradientGroups).toBe(1);
+    expect(groupAdvantages(turns, 1e-6, false, 'group-failed-batch').advantages).toEqual([0, 0, -0.5, -0.5, 0.5, -0.5]);
+    // A step that failed everywhere has no mean to fall below: no signal; nor has one that solved everything.
+    for (const reward of [0, 1]) {
+      const flat = groupAdvantages(turns.map((t) => ({ ...t, reward })), 1e-6, true, 'group-failed-batch');
+      expect(flat.advantages.every((x) => x === 0)).toBe(true);
+      expect(flat.noGradientGroups).toBe(3);
+    }
+  });
+
   it('groupStats judges "no gradient" from carried advantages when it is given them', () => {
     const turns = [{ groupId: 'solved', reward: 1 }, { groupId: 'solved', reward: 1 }, { groupId: 'failed', reward: 0 }, { groupId: 'failed', reward: 0 }];
     expect(groupStats(turns).noGradientGroups).toBe(2);

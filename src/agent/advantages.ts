@@ -8,6 +8,10 @@
 // and std are the whole step's instead: an all-solved group then keeps a positive advantage and an all-failed
 // one a negative advantage, and a group is "no gradient" only when its advantages are all 0 (every reward of
 // the step equal).
+// With 'group-failed-batch' each group is its own baseline as in Flow-GRPO, except a group that all failed
+// (every reward equal and below the step's mean), which is measured from the step's mean and std: its turns get
+// a negative advantage, so what the planner did on a query it never solves is pushed down instead of left as it
+// is (negative-sample reinforcement, Zhu et al. 2025); an all-solved group still gives nothing.
 
 export interface RewardedTurn {
   /** The query's group: all rollouts of one query share it. */
@@ -73,12 +77,16 @@ export function groupStats(turns: readonly RewardedTurn[], advantages?: readonly
   return { groups, noGradientGroups: groups.filter((g) => g.noGradient).length };
 }
 
-/** Whose mean (and std) an advantage is measured from: the query's group, or the whole step's turns. */
-export type AdvantageBaseline = 'group' | 'batch';
+/**
+ * Whose mean (and std) an advantage is measured from: the query's group, the whole step's turns, or the
+ * group's unless it all failed, then the step's.
+ */
+export type AdvantageBaseline = 'group' | 'batch' | 'group-failed-batch';
 
 /**
  * `std` false: A = r - mean, unscaled (Dr. GRPO; GrpoConfig.advantageStd says why). `baseline` 'batch':
- * mean and std over every turn of the step (GrpoConfig.advantageBaseline says why).
+ * mean and std over every turn of the step; 'group-failed-batch': those for all-failed groups only
+ * (GrpoConfig.advantageBaseline says why).
  */
 export function groupAdvantages(turns: readonly RewardedTurn[], eps = 1e-6, std = true, baseline: AdvantageBaseline = 'group'): AdvantageResult {
   const advantages = new Array<number>(turns.length).fill(0);
@@ -94,6 +102,16 @@ export function groupAdvantages(turns: readonly RewardedTurn[], eps = 1e-6, std 
     for (const { stats, idx } of grouped) {
       const scale = std ? stats.rewardStd + eps : 1;
       if (!stats.noGradient) for (const i of idx) advantages[i] = (turns[i].reward - stats.rewardMean) / scale;
+    }
+    if (baseline === 'group-failed-batch') {
+      const [whole] = rewardGroups(turns.map((t) => ({ groupId: '', reward: t.reward })));
+      if (whole && !whole.stats.noGradient) {
+        const scale = std ? whole.stats.rewardStd + eps : 1;
+        for (const { stats, idx } of grouped) {
+          if (stats.noGradient && stats.rewardMean < whole.stats.rewardMean) for (const i of idx) advantages[i] = (turns[i].reward - whole.stats.rewardMean) / scale;
+        }
+      }
+      markZeroGroups(grouped, advantages);
     }
   }
   const groups = grouped.map((g) => g.stats);

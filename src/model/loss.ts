@@ -11,6 +11,12 @@ export interface GrpoLossParams {
   beta: number;
   /** Default 10 (the fixture's clamp). */
   klClamp?: number;
+  /**
+   * Entropy bonus weight (GrpoConfig.entropyCoef): −entropyCoef × H_t per counted token. Not part of this
+   * function's loss (it needs the whole distribution, not logp): backends that take it add its gradient at the
+   * LM head (entropyRowWeights). Absent or 0: none.
+   */
+  entropyCoef?: number;
 }
 
 export interface GrpoTokenInputs {
@@ -88,4 +94,15 @@ export function grpoLoss(x: GrpoTokenInputs, p: GrpoLossParams, normalizer?: num
     sums.ratio += rho;
   }
   return { loss: total / N, dlogp, sums };
+}
+
+/**
+ * dL/dH_t of the entropy bonus (−entropyCoef × H_t per counted token, over `normalizer` tokens like the rest of
+ * the loss) for each entry of `mask` (absent = all count); null when there is no bonus.
+ */
+export function entropyRowWeights(rows: number, entropyCoef: number | undefined, normalizer: number, mask?: ArrayLike<number>): Float64Array | null {
+  if (!(entropyCoef! > 0) || !(normalizer > 0)) return null;
+  const w = new Float64Array(rows);
+  for (let i = 0; i < rows; i++) if (!mask || mask[i] > 0) w[i] = -entropyCoef! / normalizer;
+  return w;
 }

@@ -22,6 +22,8 @@ export interface PolicyBackend {
    * the batch, and a larger batch shares more prefixes. Gradients are the same either way (accumulated).
    */
   readonly microBatchTokens?: number;
+  /** True where accumulate() takes GrpoLossParams.entropyCoef (the float64 CPU backends); grpoStep refuses a bonus elsewhere. */
+  readonly entropyBonus?: boolean;
   /**
    * log p(target) of every row of `batch` (meaningful on its loss rows), with the trained adapter on or
    * off (off = the frozen reference policy).

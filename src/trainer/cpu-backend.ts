@@ -6,11 +6,12 @@ import { adamwUpdate, type AdamWParams } from './adamw-cpu';
 import type { Moments, PolicyBackend, TrainableState } from './backend';
 import { cpuBackward, cpuForward, zeroLoraGrads, type HostQwen2Weights, type LoraGrads } from './cpu-model';
 import { adapterTensors, cloneAdapter } from './lora-init';
-import { grpoLoss, addSums, emptySums, type GrpoLossParams, type GrpoLossSums } from '../model/loss';
+import { entropyRowWeights, grpoLoss, addSums, emptySums, type GrpoLossParams, type GrpoLossSums } from '../model/loss';
 import type { PackedBatch } from '../model/samples';
 import { sampleFromLogits, type TokenPolicy } from './token-policy';
 
 export class CpuPolicyBackend implements PolicyBackend {
+  readonly entropyBonus: boolean = true;
   private adapter: LoraAdapter;
   private grads: LoraGrads;
   private moments: Moments = new Map();
@@ -54,7 +55,7 @@ export class CpuPolicyBackend implements PolicyBackend {
       const f = cpuForward(this.modelConfig, this.weights, tokens, this.adapter, s0.promptLen - 1);
       const r = sequencesLoss(batch, seqs, f.logprobs, loss, normalizer);
       sums = addSums(sums, r.sums);
-      cpuBackward(this.modelConfig, this.weights, f, r.dlogp, this.adapter, this.grads);
+      cpuBackward(this.modelConfig, this.weights, f, r.dlogp, this.adapter, this.grads, r.dEntropy);
     }
     return sums;
   }
@@ -126,11 +127,13 @@ export function cpuTokenPolicy(backend: CpuPolicyBackend): TokenPolicy {
 /**
  * The loss of sequences with the same tokens (so the same logprobs `logp`) and its dlogp, summed: the backward is
  * linear in dlogp, so identical sequences share one forward and one backward of their summed token gradients
- * (each keeps its own old logprobs and advantage in the loss).
+ * (each keeps its own old logprobs and advantage in the loss). With an entropy bonus, dEntropy (d loss / d H_t)
+ * is summed the same way; null without one.
  */
-export function sequencesLoss(batch: PackedBatch, seqs: PackedBatch['seqs'], logp: Float64Array, loss: GrpoLossParams, normalizer: number): { dlogp: Float64Array; sums: GrpoLossSums } {
+export function sequencesLoss(batch: PackedBatch, seqs: PackedBatch['seqs'], logp: Float64Array, loss: GrpoLossParams, normalizer: number): { dlogp: Float64Array; dEntropy: Float64Array | null; sums: GrpoLossSums } {
   const rows = logp.length;
   const dlogp = new Float64Array(rows);
+  let dEntropy: Float64Array | null = null;
   let sums = emptySums();
   for (const s of seqs) {
     const r = grpoLoss(
@@ -145,9 +148,14 @@ export function sequencesLoss(batch: PackedBatch, seqs: PackedBatch['seqs'], log
       normalizer,
     );
     for (let i = 0; i < rows; i++) dlogp[i] += r.dlogp[i];
+    const e = entropyRowWeights(rows, loss.entropyCoef, normalizer, batch.lossMask.subarray(s.start, s.start + rows));
+    if (e) {
+      dEntropy ??= new Float64Array(rows);
+      for (let i = 0; i < rows; i++) dEntropy[i] += e[i];
+    }
     sums = addSums(sums, r.sums);
   }
-  return { dlogp, sums };
+  return { dlogp, dEntropy, sums };
 }
 
 /** The batch's sequences grouped by identical token ids and prompt length (first-seen order). */

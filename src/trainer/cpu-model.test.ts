@@ -86,4 +86,53 @@ describe('float64 CPU forward/backward with LoRA', () => {
     }
     expect(checked).toBe(28);
   });
+
+  it("the entropy bonus's gradient (dEntropy) matches central finite differences of the reference model's entropies, beside a logp term", () => {
+    const { config, weights } = randomQwen2(21, { hiddenSize: 24, numHeads: 3, numKvHeads: 1, headDim: 8, intermediateSize: 20, vocabSize: 17, tie: true, numLayers: 2 });
+    const adapter = refAdapterToLora(randomAdapter(22, config, 2, 4), config, 4);
+    const cfg = toQwen2Config(config);
+    const rng = new Rng(6);
+    const tokens = randomTokens(rng, 7, config.vocabSize);
+    const c = Array.from({ length: 6 }, (_, t) => (t >= 2 ? rng.normal() : 0));
+    const e = Array.from({ length: 6 }, (_, t) => (t >= 3 ? rng.normal() : 0));
+    // Objective Σ c_t logp_t + Σ e_t H_t, H_t = -Σ_j p_j log p_j of the reference forward's row t.
+    const entropy = (row: Float64Array) => {
+      const m = Math.max(...row);
+      const lse = m + Math.log(row.reduce((s, v) => s + Math.exp(v - m), 0));
+      return -row.reduce((s, v) => s + Math.exp(v - lse) * (v - lse), 0);
+    };
+    const objective = () => {
+      const r = qwen2RefForward(config, weights, tokens, loraToRefAdapter(adapter, config.numLayers));
+      return r.logprobs.reduce((s, v, t) => s + c[t] * v + e[t] * entropy(r.logits[t]), 0);
+    };
+    const fw = cpuForward(cfg, weights, tokens, adapter);
+    const grads = zeroLoraGrads(adapter);
+    cpuBackward(cfg, weights, fw, c, adapter, grads, e);
+    const without = zeroLoraGrads(adapter);
+    cpuBackward(cfg, weights, fw, c, adapter, without);
+    let checked = 0;
+    let moved = 0;
+    for (const p of adapter.pairs.values()) {
+      for (const which of ['A', 'B'] as const) {
+        const data = p[which];
+        const i = rng.int(data.length);
+        const orig = data[i];
+        const h = 1e-3;
+        data[i] = orig + h;
+        const up = objective();
+        data[i] = orig - h;
+        const dn = objective();
+        data[i] = orig;
+        const fd = (up - dn) / (2 * h);
+        const key = `${p.layer}.${p.module}`;
+        const an = grads.get(key)![which][i];
+        expect(Math.abs(an - fd), `${key}.${which}[${i}]`).toBeLessThan(2e-5 + 1e-3 * Math.abs(fd));
+        // The entropy term is not a rounding: it moves the gradient by far more than the check's tolerance.
+        if (Math.abs(an - without.get(key)![which][i]) > 1e-3 + 1e-2 * Math.abs(fd)) moved++;
+        checked++;
+      }
+    }
+    expect(checked).toBe(28);
+    expect(moved).toBeGreaterThan(14);
+  });
 });

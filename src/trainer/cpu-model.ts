@@ -539,21 +539,34 @@ export function cpuContext(f: CpuForward): KvContext {
   return { length: n, k: f.layers.map((c, l) => join(f.ctx?.k[l], c.k)), v: f.layers.map((c, l) => join(f.ctx?.v[l], c.v)) };
 }
 
-/** d logp / d(final normed hidden) of a forward's rows, given dlogp (zeros where the loss does not look). */
-function headBackward(cfg: Dims, w: HostQwen2Weights, f: CpuForward, dlogp: ArrayLike<number>): Float64Array {
+/**
+ * d loss / d(final normed hidden) of a forward's rows, given dlogp (d loss / d logp_t; zeros where the loss does
+ * not look) and, with an entropy bonus, dEntropy (d loss / d H_t, H_t the entropy of row t's distribution).
+ */
+function headBackward(cfg: Dims, w: HostQwen2Weights, f: CpuForward, dlogp: ArrayLike<number>, dEntropy?: ArrayLike<number> | null): Float64Array {
   const { hiddenSize: H, vocabSize: V } = cfg;
   const T = f.tokens.length;
-  // d logp_t / d logits_t = onehot(target) - softmax(logits_t)
   const dlogits = new Float64Array(T * V);
+  const p = new Float64Array(V);
   for (let t = 0; t + 1 < T; t++) {
     const g = dlogp[t];
-    if (g === 0) continue;
+    const e = dEntropy ? dEntropy[t] : 0;
+    if (g === 0 && e === 0) continue;
     let m = -Infinity;
     for (let j = 0; j < V; j++) m = Math.max(m, f.logits[t * V + j]);
     let z = 0;
-    for (let j = 0; j < V; j++) z += Math.exp(f.logits[t * V + j] - m);
-    for (let j = 0; j < V; j++) dlogits[t * V + j] = -g * (Math.exp(f.logits[t * V + j] - m) / z);
+    for (let j = 0; j < V; j++) z += (p[j] = Math.exp(f.logits[t * V + j] - m));
+    const logZ = Math.log(z);
+    for (let j = 0; j < V; j++) p[j] /= z;
+    // d logp_t / d logits_t = onehot(target) - softmax(logits_t)
+    for (let j = 0; j < V; j++) dlogits[t * V + j] = -g * p[j];
     dlogits[t * V + f.tokens[t + 1]] += g;
+    if (e !== 0) {
+      // H = -Σ p log p; dH / d logit_j = -p_j (log p_j + H)
+      let ent = 0;
+      for (let j = 0; j < V; j++) if (p[j] > 0) ent -= p[j] * (f.logits[t * V + j] - m - logZ);
+      for (let j = 0; j < V; j++) if (p[j] > 0) dlogits[t * V + j] -= e * p[j] * (f.logits[t * V + j] - m - logZ + ent);
+    }
   }
   const head = cfg.tieWordEmbeddings ? w.embed : w.lmHead!;
   const dnF = new Float64Array(T * H);
@@ -564,23 +577,24 @@ function headBackward(cfg: Dims, w: HostQwen2Weights, f: CpuForward, dlogp: Arra
 }
 
 /**
- * Accumulates into `grads` the gradient of Σ_t dlogp[t] · logprobs[t] with respect to the adapter's A and B
- * (dlogp has length T-1; zeros where the loss does not look).
+ * Accumulates into `grads` the gradient of Σ_t dlogp[t] · logprobs[t] (+ Σ_t dEntropy[t] · H_t, H_t the entropy
+ * of row t's next-token distribution) with respect to the adapter's A and B (both of length T-1; zeros where
+ * the loss does not look).
  */
-export function cpuBackward(cfg: Dims, w: HostQwen2Weights, f: CpuForward, dlogp: ArrayLike<number>, adapter: LoraAdapter, grads: LoraGrads): void {
-  cpuSegmentBackward(cfg, w, f, dlogp, adapter, grads);
+export function cpuBackward(cfg: Dims, w: HostQwen2Weights, f: CpuForward, dlogp: ArrayLike<number>, adapter: LoraAdapter, grads: LoraGrads, dEntropy?: ArrayLike<number> | null): void {
+  cpuSegmentBackward(cfg, w, f, dlogp, adapter, grads, undefined, undefined, dEntropy);
 }
 
 /**
- * cpuBackward of one segment of a prefix tree (cpu-prefix-tree.ts): `dlogp` of its own rows (null: no loss on
- * them), `extra[l]` the gradients of its layer-l keys (after RoPE) and values from the segments after it that
+ * cpuBackward of one segment of a prefix tree (cpu-prefix-tree.ts): `dlogp` (and `dEntropy`, if any) of its own
+ * rows (null: no loss on them), `extra[l]` the gradients of its layer-l keys (after RoPE) and values from the segments after it that
  * attend to it; `onContextGrad(l, dk, dv)` receives its context's (both [ctx.length, kvd]).
  */
-export function cpuSegmentBackward(cfg: Dims, w: HostQwen2Weights, f: CpuForward, dlogp: ArrayLike<number> | null, adapter: LoraAdapter, grads: LoraGrads, extra?: ReadonlyArray<{ k: Float64Array; v: Float64Array }>, onContextGrad?: (l: number, dk: Float64Array, dv: Float64Array) => void): void {
+export function cpuSegmentBackward(cfg: Dims, w: HostQwen2Weights, f: CpuForward, dlogp: ArrayLike<number> | null, adapter: LoraAdapter, grads: LoraGrads, extra?: ReadonlyArray<{ k: Float64Array; v: Float64Array }>, onContextGrad?: (l: number, dk: Float64Array, dv: Float64Array) => void, dEntropy?: ArrayLike<number> | null): void {
   const T = f.tokens.length;
   const kvd = cfg.numKvHeads * cfg.headDim;
   const angles = ropeAngles(T, cfg.headDim, cfg.ropeTheta, f.start);
-  let dx = dlogp ? headBackward(cfg, w, f, dlogp) : new Float64Array(T * cfg.hiddenSize);
+  let dx = dlogp ? headBackward(cfg, w, f, dlogp, dEntropy) : new Float64Array(T * cfg.hiddenSize);
   for (let l = cfg.numLayers - 1; l >= 0; l--) {
     const dCtx = f.start > 0 && onContextGrad ? { k: new Float64Array(f.start * kvd), v: new Float64Array(f.start * kvd) } : undefined;
     dx = layerBackward(cfg, w.layers[l], f.layers[l], T, f.start, f.ctx?.k[l], f.ctx?.v[l], dx, angles, adapter, grads, l, extra?.[l], dCtx);

@@ -21,7 +21,7 @@ export class PrefixSharingCpuBackend extends CpuPolicyBackend {
     cpuPrefixTreeStep(this.modelConfig, this.weights, this.currentAdapter, this.gradients, seqs, (i, logp) => {
       const r = sequencesLoss(batch, groups[i], logp, loss, normalizer);
       sums = addSums(sums, r.sums);
-      return r.dlogp;
+      return r;
     });
     return sums;
   }

@@ -99,6 +99,26 @@ describe('cpuPrefixTreeStep', () => {
       }
     }
     expect(worst).toBeLessThan(1e-12);
+    // With an entropy bonus's dEntropy beside dlogp (RowGradients): the same sums as separate backwards.
+    const de = turns.map((s) => Float64Array.from({ length: s.tokens.length - 1 }, (_, t) => (t >= s.shareable ? rng.normal() : 0)));
+    const wantE = zeroLoraGrads(adapter);
+    turns.forEach((s, i) => cpuBackward(config, weights, cpuForward(config, weights, s.tokens, adapter, s.shareable), dl[i], adapter, wantE, de[i]));
+    const gotE = zeroLoraGrads(adapter);
+    cpuPrefixTreeStep(config, weights, adapter, gotE, turns, (i) => ({ dlogp: dl[i], dEntropy: de[i] }));
+    let worstE = 0;
+    let changed = 0;
+    for (const [k, g] of wantE) {
+      for (const which of ['A', 'B'] as const) {
+        const a = g[which];
+        const b = gotE.get(k)![which];
+        const scale = Math.max(...a.map(Math.abs));
+        for (let i = 0; i < a.length; i++) worstE = Math.max(worstE, Math.abs(a[i] - b[i]) / scale);
+        if (a.some((v, i) => Math.abs(v - want.get(k)![which][i]) > 1e-6 * scale)) changed++;
+      }
+    }
+    expect(worstE).toBeLessThan(1e-12);
+    expect(changed).toBeGreaterThan(0);
+    expect(() => cpuPrefixTreeStep(config, weights, adapter, zeroLoraGrads(adapter), turns.slice(0, 2), (i) => ({ dlogp: dl[i], dEntropy: Float64Array.from(de[i], (v, t) => (t === 3 ? 1 : v)) }))).toThrow(/dEntropy of sequence 0 is 1 at row 3, inside the prefix it shares/);
     // A loss on a shared row cannot be carried by one sequence's leaf: refused, naming the row.
     expect(() => cpuPrefixTreeStep(config, weights, adapter, zeroLoraGrads(adapter), turns.slice(0, 2), (i) => Float64Array.from(dl[i], (v, t) => (t === 3 ? 1 : v)))).toThrow(/sequence 0 is 1 at row 3, inside the prefix it shares/);
   });

@@ -66,12 +66,18 @@ export interface TreeStepSequence extends TreeSequence {
   tokens: number[];
 }
 
+/** What a sequence's loss gives its rows: d loss / d logp_t and, with an entropy bonus, d loss / d H_t. */
+export interface RowGradients {
+  dlogp: ArrayLike<number>;
+  dEntropy?: ArrayLike<number> | null;
+}
+
 /**
- * Accumulates into `grads` the gradient of Σ_seq Σ_t dlogp_seq[t] · logprobs_seq[t]. `lossOf(i, logprobs)` gets
- * sequence i's logprobs (length tokens-1, rows before `shareable` 0) as soon as its forward is done and returns its
- * dlogp (same length).
+ * Accumulates into `grads` the gradient of Σ_seq Σ_t dlogp_seq[t] · logprobs_seq[t] (+ dEntropy_seq[t] · H_seq,t).
+ * `lossOf(i, logprobs)` gets sequence i's logprobs (length tokens-1, rows before `shareable` 0) as soon as its
+ * forward is done and returns its dlogp (same length), or its RowGradients.
  */
-export function cpuPrefixTreeStep(cfg: Qwen2Config, w: HostQwen2Weights, adapter: LoraAdapter, grads: LoraGrads, seqs: readonly TreeStepSequence[], lossOf: (i: number, logprobs: Float64Array) => ArrayLike<number>): void {
+export function cpuPrefixTreeStep(cfg: Qwen2Config, w: HostQwen2Weights, adapter: LoraAdapter, grads: LoraGrads, seqs: readonly TreeStepSequence[], lossOf: (i: number, logprobs: Float64Array) => ArrayLike<number> | RowGradients): void {
   const kvd = cfg.numKvHeads * cfg.headDim;
   interface Open {
     node: PrefixTreeNode;
@@ -83,14 +89,20 @@ export function cpuPrefixTreeStep(cfg: Qwen2Config, w: HostQwen2Weights, adapter
     const leaf = node.sequence !== undefined;
     const f = cpuForward(cfg, w, seq.tokens.slice(node.start, node.end), adapter, leaf ? seq.shareable - node.start : T, ctx);
     let dlogp: ArrayLike<number> | null = null;
+    let dEntropy: ArrayLike<number> | null = null;
     if (leaf) {
       const full = new Float64Array(seq.tokens.length - 1);
       full.set(f.logprobs, node.start);
-      const d = lossOf(node.sequence!, full);
-      if (d.length !== full.length) throw new Error(`cpuPrefixTreeStep: dlogp of sequence ${node.sequence} has ${d.length} rows, not ${full.length}`);
+      const got = lossOf(node.sequence!, full);
+      const rows = 'dlogp' in got ? got : { dlogp: got, dEntropy: null };
       // Rows before the leaf belong to shared segments, whose backward carries no loss of its own.
-      for (let t = 0; t < node.start; t++) if (d[t] !== 0) throw new Error(`cpuPrefixTreeStep: dlogp of sequence ${node.sequence} is ${d[t]} at row ${t}, inside the prefix it shares (rows before ${seq.shareable} must be 0)`);
-      dlogp = Float64Array.from({ length: T - 1 }, (_, t) => d[node.start + t]);
+      const own = (d: ArrayLike<number>, what: string): Float64Array => {
+        if (d.length !== full.length) throw new Error(`cpuPrefixTreeStep: ${what} of sequence ${node.sequence} has ${d.length} rows, not ${full.length}`);
+        for (let t = 0; t < node.start; t++) if (d[t] !== 0) throw new Error(`cpuPrefixTreeStep: ${what} of sequence ${node.sequence} is ${d[t]} at row ${t}, inside the prefix it shares (rows before ${seq.shareable} must be 0)`);
+        return Float64Array.from({ length: T - 1 }, (_, t) => d[node.start + t]);
+      };
+      dlogp = own(rows.dlogp, 'dlogp');
+      if (rows.dEntropy) dEntropy = own(rows.dEntropy, 'dEntropy');
     }
     const open: Open = { node, extra: Array.from({ length: cfg.numLayers }, () => ({ k: new Float64Array(T * kvd), v: new Float64Array(T * kvd) })) };
     if (node.children.length) {
@@ -98,16 +110,26 @@ export function cpuPrefixTreeStep(cfg: Qwen2Config, w: HostQwen2Weights, adapter
       for (const c of node.children) visit(c, inner, [...path, open]);
     }
     // The context's positions belong to the open ancestors: each takes its own range.
-    cpuSegmentBackward(cfg, w, f, dlogp, adapter, grads, open.extra, (l, dk, dv) => {
-      for (const a of path) {
-        const from = a.node.start * kvd;
-        const { k, v } = a.extra[l];
-        for (let j = 0; j < k.length; j++) {
-          k[j] += dk[from + j];
-          v[j] += dv[from + j];
+    cpuSegmentBackward(
+      cfg,
+      w,
+      f,
+      dlogp,
+      adapter,
+      grads,
+      open.extra,
+      (l, dk, dv) => {
+        for (const a of path) {
+          const from = a.node.start * kvd;
+          const { k, v } = a.extra[l];
+          for (let j = 0; j < k.length; j++) {
+            k[j] += dk[from + j];
+            v[j] += dv[from + j];
+          }
         }
-      }
-    });
+      },
+      dEntropy,
+    );
   };
   for (const root of prefixTree(seqs)) visit(root, undefined, []);
 }

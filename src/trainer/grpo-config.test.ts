@@ -29,8 +29,8 @@ describe('Flow-GRPO config', () => {
     ['microBatchTokens', '4096', /'microBatchTokens'.*got "4096"/],
     ['seed', -1, /'seed'/],
     ['advantageStd', 1, /'advantageStd' must be true or false \(got 1\)/],
-    ['advantageBaseline', 'step', /'advantageBaseline' must be one of 'group', 'batch' \(got "step"\)/],
-    ['advantageBaseline', true, /'advantageBaseline' must be one of 'group', 'batch' \(got true\)/],
+    ['advantageBaseline', 'step', /'advantageBaseline' must be one of 'group', 'batch', 'group-failed-batch' \(got "step"\)/],
+    ['advantageBaseline', true, /'advantageBaseline' must be one of 'group', 'batch', 'group-failed-batch' \(got true\)/],
   ] as const)('rejects %s = %s naming the setting', (key, value, re) => {
     expect(() => resolveGrpoConfig({ [key]: value })).toThrow(GrpoConfigError);
     expect(() => resolveGrpoConfig({ [key]: value })).toThrow(re);

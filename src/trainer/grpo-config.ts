@@ -37,7 +37,10 @@ export interface GrpoConfig {
    * 'group' (Flow-GRPO): each query's group is its own baseline, so an all-solved or all-failed group gives no
    * gradient. 'batch': the step's mean and std over all its turns (REINFORCE++'s global normalisation), so a
    * solved query keeps pulling towards what solved it while other queries' groups move the weights it shares
-   * with them, and an all-failed group pushes away from what it did.
+   * with them, and an all-failed group pushes away from what it did. 'group-failed-batch': the group's, except
+   * for a group that all failed (every reward equal, below the step's mean), measured from the step's mean and
+   * std instead — pushed away from what it did, so a planner whose choice is wrong for a query, and too sure of
+   * it to ever draw another, still gets a gradient there; an all-solved group still gives none.
    */
   advantageBaseline: AdvantageBaseline;
   adamBeta1: number;
@@ -73,6 +76,15 @@ export interface GrpoConfig {
    * the learning rate, as far as an early step's many (README, "What an update does, measured").
    */
   lrBySignal: boolean;
+  /**
+   * Weight of an entropy bonus: the loss gains −entropyCoef × H per response token, H the entropy of the
+   * model's whole next-token distribution at that token (PPO's entropy bonus, not in Flow-GRPO's objective),
+   * so a choice the rewards have not settled does not peak before it is read. 0 = none. The float64 CPU
+   * backends implement it; grpoStep refuses a non-zero value on the GPU backend (its loss kernels have no
+   * entropy term). It rides on updates only: a step with no reward spread and beta 0 still takes no update
+   * (the momentum drift that takes no-signal steps out, grpo-step.ts, would come back with the bonus alone).
+   */
+  entropyCoef: number;
 }
 
 /**
@@ -133,6 +145,7 @@ export const DEFAULT_GRPO_CONFIG: Readonly<GrpoConfig> = Object.freeze({
   seed: 1,
   extraRollouts: 8,
   lrBySignal: false,
+  entropyCoef: 0,
 });
 
 export class GrpoConfigError extends AgentFlowError {
@@ -157,7 +170,7 @@ const RULES: Record<keyof GrpoConfig, Rule> = {
   klClamp: { min: 0, minExclusive: true },
   advantageEps: { min: 0, minExclusive: true },
   advantageStd: { bool: true },
-  advantageBaseline: { oneOf: ['group', 'batch'] },
+  advantageBaseline: { oneOf: ['group', 'batch', 'group-failed-batch'] },
   adamBeta1: { min: 0, max: 1, maxExclusive: true },
   adamBeta2: { min: 0, max: 1, maxExclusive: true },
   adamEps: { min: 0, minExclusive: true },
@@ -172,6 +185,7 @@ const RULES: Record<keyof GrpoConfig, Rule> = {
   seed: { int: true, min: 0, max: 2 ** 32 - 1 },
   extraRollouts: { int: true, min: 0, max: 4096 },
   lrBySignal: { bool: true },
+  entropyCoef: { min: 0 },
 };
 
 function describeRule(r: Rule): string {

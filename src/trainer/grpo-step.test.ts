@@ -248,6 +248,39 @@ describe('grpoStep', () => {
     expect(kl).toEqual(await run({ learningRate: 1e-2, beta: 0.1 }, none));
   });
 
+  it('entropyCoef adds an entropy bonus on the CPU backend (a step raises the entropy at its response rows), rides on updates only, and is refused by a backend without it', async () => {
+    const entropyAt = (adapter: ReturnType<typeof initLoraAdapter>, samples: TurnSample[]) => {
+      // Mean entropy of the next-token distribution where each distinct turn's response begins.
+      const prompts = [...new Map(samples.map((s) => [s.promptTokens.join(','), s.promptTokens])).values()];
+      const V = model.config.vocabSize;
+      return prompts.reduce((sum, p) => {
+        const row = cpuForward(model.config, model.weights, p, adapter).logits.subarray((p.length - 1) * V, p.length * V);
+        const m = Math.max(...row);
+        const lse = m + Math.log(row.reduce((z, v) => z + Math.exp(v - m), 0));
+        return sum - row.reduce((h, v) => h + Math.exp(v - lse) * (v - lse), 0);
+      }, 0) / prompts.length;
+    };
+    const run = async (entropyCoef: number, samples = batch(), backend = new CpuPolicyBackend(model.config, model.weights, initLoraAdapter(model.config, { r: 2, alpha: 4 }, new Rng(1)))) => {
+      const stats = await grpoStep(backend, samples, resolveGrpoConfig({ beta: 0, groupSize: 2, queriesPerStep: 2, learningRate: 5e-2, entropyCoef }), { step: 1, optimizerSteps: 0, random: () => 0.5 });
+      return { adapter: backend.currentAdapter, stats };
+    };
+    const plain = await run(0);
+    const bonus = await run(2);
+    expect(adapterTensors(bonus.adapter).map((t) => Array.from(t.data))).not.toEqual(adapterTensors(plain.adapter).map((t) => Array.from(t.data)));
+    expect(entropyAt(bonus.adapter, batch())).toBeGreaterThan(entropyAt(plain.adapter, batch()) + 1e-3);
+    // No reward spread and beta 0: no update, bonus or not.
+    const none = batch().map((s) => ({ ...s, reward: 0 }));
+    const start = initLoraAdapter(model.config, { r: 2, alpha: 4 }, new Rng(1));
+    const still = await run(2, none);
+    expect(still.stats.noSignal).toBe(true);
+    expect(adapterTensors(still.adapter).map((t) => Array.from(t.data))).toEqual(adapterTensors(start).map((t) => Array.from(t.data)));
+    class NoEntropyBackend extends CpuPolicyBackend {
+      override readonly entropyBonus = false;
+    }
+    await expect(run(0.01, batch(), new NoEntropyBackend(model.config, model.weights, start))).rejects.toThrow(/Flow-GRPO setting 'entropyCoef' is 0.01, but this training backend has no entropy bonus/);
+    expect(() => resolveGrpoConfig({ entropyCoef: -0.1 })).toThrow(/'entropyCoef' must be a finite number >= 0/);
+  });
+
   it('with beta > 0 a step whose groups are all-equal still descends the KL term alone (Flow-GRPO never drops the step)', async () => {
     const adapter = initLoraAdapter(model.config, { r: 2, alpha: 4 }, new Rng(1));
     // An adapter off the reference (B is zero at init), with no AdamW momentum: the KL term has a gradient.

@@ -5,7 +5,7 @@
 import { clipFactor } from './adamw-cpu';
 import { groupAdvantages, groupStats, type AdvantageResult, type GroupStats } from '../agent/advantages';
 import type { PolicyBackend } from './backend';
-import type { GrpoConfig } from './grpo-config';
+import { GrpoConfigError, type GrpoConfig } from './grpo-config';
 import { addSums, emptySums, type GrpoLossSums } from '../model/loss';
 import { microBatches, miniBatches, packBatch, type TurnSample } from '../model/samples';
 
@@ -117,6 +117,7 @@ function stepAdvantages(input: readonly TurnSample[], cfg: GrpoConfig): Advantag
 export async function grpoStep(backend: PolicyBackend, input: readonly TurnSample[], cfg: GrpoConfig, ctx: StepContext): Promise<StepStats> {
   const t0 = now();
   if (input.length === 0) throw new Error('grpoStep: the batch has no samples (no planner turns were recorded)');
+  if (cfg.entropyCoef > 0 && !backend.entropyBonus) throw new GrpoConfigError('entropyCoef', `is ${cfg.entropyCoef}, but this training backend has no entropy bonus (only the float64 CPU backends do); set it to 0`);
   const adv = stepAdvantages(input, cfg);
   const samples: TurnSample[] = input.map((s, i) => ({ ...s, advantage: ctx.zeroAdvantages ? 0 : adv.advantages[i] }));
   // With every group's rewards equal the policy gradient is zero. With beta = 0 no optimizer step runs: there
@@ -146,7 +147,7 @@ export async function grpoStep(backend: PolicyBackend, input: readonly TurnSampl
   if (!measureKl) for (const s of samples) s.refLogprobs ??= s.oldLogprobs;
   const t2 = now();
 
-  const lossParams = { epsLow: cfg.epsLow, epsHigh: cfg.epsHigh, beta: cfg.beta, klClamp: cfg.klClamp };
+  const lossParams = { epsLow: cfg.epsLow, epsHigh: cfg.epsHigh, beta: cfg.beta, klClamp: cfg.klClamp, entropyCoef: cfg.entropyCoef };
   let optimizerSteps = ctx.optimizerSteps;
   let last = emptySums();
   let gradNorm = 0;
