@@ -249,12 +249,13 @@ async function main(): Promise<void> {
   }
   const within = Number(arg('within') ?? 200);
   const floor = Number(arg('floor') ?? 0.85);
-  // --ways picks some of the three (e.g. two processes on a 2-core machine, one way each); names: default, 2x-lr, 3x-steps.
-  const wayKeys = ['default', '2x-lr', '3x-steps'];
+  // --ways picks some of the three (e.g. two processes on a 2-core machine, one way each).
+  const all = stabilityWays(steps, lr);
+  const wayKeys = all.map((w) => w.key);
   const picked = (arg('ways') ?? wayKeys.join(',')).split(',');
   const unknown = picked.filter((k) => !wayKeys.includes(k));
   if (unknown.length) throw new Error(`--ways: '${unknown.join(', ')}' is not one of ${wayKeys.join(', ')}`);
-  const ways = stabilityWays(steps, lr).filter((_, i) => picked.includes(wayKeys[i]));
+  const ways = all.filter((w) => picked.includes(w.key));
   console.log(`${settings}; target: held-out 0.9 by step ${within}, never below ${floor} after`);
   console.log(`| seed | ${ways.map((w) => `${w.name}: first 0.9 / min after / final`).join(' | ')} |`);
   console.log(`| --- | ${ways.map(() => '---').join(' | ')} |`);

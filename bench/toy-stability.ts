@@ -19,16 +19,19 @@ function arg(name: string): string | undefined {
   return i >= 0 ? process.argv[i + 1] : undefined;
 }
 
-/** "1-10,15,101-103" -> [1..10, 15, 101, 102, 103]. */
-/** The three ways a stability bench runs each seed: the defaults, twice the lr, three times the steps. */
-export function stabilityWays(steps: number, lr: number): Array<{ name: string; steps: number; lr: number }> {
+/**
+ * The three ways a stability bench runs each seed: the defaults, twice the lr, three times the steps. `key` is
+ * the way's name on the command line (`--ways`).
+ */
+export function stabilityWays(steps: number, lr: number): Array<{ key: string; name: string; steps: number; lr: number }> {
   return [
-    { name: `default (${steps} steps, lr ${lr})`, steps, lr },
-    { name: `2x lr (${steps} steps, lr ${2 * lr})`, steps, lr: 2 * lr },
-    { name: `3x steps (${3 * steps} steps, lr ${lr})`, steps: 3 * steps, lr },
+    { key: 'default', name: `default (${steps} steps, lr ${lr})`, steps, lr },
+    { key: '2x-lr', name: `2x lr (${steps} steps, lr ${2 * lr})`, steps, lr: 2 * lr },
+    { key: '3x-steps', name: `3x steps (${3 * steps} steps, lr ${lr})`, steps: 3 * steps, lr },
   ];
 }
 
+/** "1-10,15,101-103" -> [1..10, 15, 101, 102, 103]. */
 export function seedList(s: string): number[] {
   return s.split(',').flatMap((part) => {
     const m = /^(\d+)-(\d+)$/.exec(part.trim());
