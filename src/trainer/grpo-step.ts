@@ -20,7 +20,10 @@ export interface StepStats {
   optimizerSteps: number;
   /** Mean final reward over the batch's rollouts. */
   rewardMean: number;
-  /** Mean over the last update's tokens (the loss the update descended; NaN/±Infinity when it was skipped). */
+  /**
+   * Mean over the last update's tokens (the loss the update descended, less an entropy bonus's term, which is not
+   * measured; NaN/±Infinity when it was skipped).
+   */
   loss: number;
   /** Mean k3 KL estimate to the reference policy over response tokens; NaN (not measured) when beta = 0 and the batch carried no reference logprobs. */
   kl: number;
