@@ -55,17 +55,18 @@ describe('group-relative advantages', () => {
     expect(r.groups.every((g) => g.noGradient)).toBe(true);
   });
 
+  // Groups: solved (1, 1), failed (0, 0), split (1, 0). Step rewards 1,1,0,0,1,0: mean 1/2, unbiased std
+  // sqrt(6 × 0.25 / 5) = sqrt(0.3).
+  const turns = [
+    { groupId: 'solved', reward: 1 },
+    { groupId: 'solved', reward: 1 },
+    { groupId: 'failed', reward: 0 },
+    { groupId: 'failed', reward: 0 },
+    { groupId: 'split', reward: 1 },
+    { groupId: 'split', reward: 0 },
+  ];
+
   it("with the batch baseline, measures every turn from the step's mean and std: all-equal groups keep a gradient", () => {
-    // Groups: solved (1, 1), failed (0, 0), split (1, 0). Step rewards 1,1,0,0,1,0: mean 1/2, unbiased std
-    // sqrt(6 × 0.25 / 5) = sqrt(0.3).
-    const turns = [
-      { groupId: 'solved', reward: 1 },
-      { groupId: 'solved', reward: 1 },
-      { groupId: 'failed', reward: 0 },
-      { groupId: 'failed', reward: 0 },
-      { groupId: 'split', reward: 1 },
-      { groupId: 'split', reward: 0 },
-    ];
     const r = groupAdvantages(turns, 1e-6, true, 'batch');
     const a = 0.5 / (Math.sqrt(0.3) + 1e-6);
     [a, a, -a, -a, a, -a].forEach((x, i) => expect(r.advantages[i]).toBeCloseTo(x, 9));
@@ -83,14 +84,6 @@ describe('group-relative advantages', () => {
   });
 
   it("with 'group-failed-batch', an all-failed group is measured from the step's mean and std, every other group from its own", () => {
-    const turns = [
-      { groupId: 'solved', reward: 1 },
-      { groupId: 'solved', reward: 1 },
-      { groupId: 'failed', reward: 0 },
-      { groupId: 'failed', reward: 0 },
-      { groupId: 'split', reward: 1 },
-      { groupId: 'split', reward: 0 },
-    ];
     const r = groupAdvantages(turns, 1e-6, true, 'group-failed-batch');
     const failed = -0.5 / (Math.sqrt(0.3) + 1e-6);
     const split = 0.5 / (Math.sqrt(0.5) + 1e-6);

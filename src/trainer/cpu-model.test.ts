@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { TINY, readFixtureAdapter, readFixtureWeights, readSafetensorsF32 } from '../../tests/support/qwen2-fixture';
-import { qwen2RefForward } from '../../tests/support/qwen2-ref';
+import { qwen2RefForward, refEntropy } from '../../tests/support/qwen2-ref';
 import { randomAdapter, randomQwen2, randomTokens } from '../../tests/support/random-qwen2';
 import { loraToRefAdapter, refAdapterToLora, toQwen2Config } from '../../tests/support/toy-ref';
 import { relL2, maxAbsDiff } from '../../tests/support/compare';
@@ -12,6 +12,17 @@ import { Rng } from '../util/rng';
 import { cpuBackward, cpuForward, zeroLoraGrads } from './cpu-model';
 import { adapterTensors } from './lora-init';
 import { grpoLoss } from '../model/loss';
+
+/** Central finite difference of `objective` in entry i of `data` (restored afterwards). */
+function centralDifference(data: Float32Array, i: number, objective: () => number, h = 1e-3): number {
+  const orig = data[i];
+  data[i] = orig + h;
+  const up = objective();
+  data[i] = orig - h;
+  const dn = objective();
+  data[i] = orig;
+  return (up - dn) / (2 * h);
+}
 
 describe('float64 CPU forward/backward with LoRA', () => {
   it('matches the fixture Flow-GRPO loss and all LoRA gradients', () => {
@@ -68,16 +79,8 @@ describe('float64 CPU forward/backward with LoRA', () => {
     let checked = 0;
     for (const p of adapter.pairs.values()) {
       for (const which of ['A', 'B'] as const) {
-        const data = p[which];
-        const i = rng.int(data.length);
-        const orig = data[i];
-        const h = 1e-3;
-        data[i] = orig + h;
-        const up = objective();
-        data[i] = orig - h;
-        const dn = objective();
-        data[i] = orig;
-        const fd = (up - dn) / (2 * h);
+        const i = rng.int(p[which].length);
+        const fd = centralDifference(p[which], i, objective);
         const an = grads.get(`${p.layer}.${p.module}`)![which][i];
         // f32 storage of the perturbed entry limits the FD to ~1e-6 absolute.
         expect(Math.abs(an - fd), `${p.layer}.${p.module}.${which}[${i}]`).toBeLessThan(2e-5 + 1e-3 * Math.abs(fd));
@@ -95,15 +98,10 @@ describe('float64 CPU forward/backward with LoRA', () => {
     const tokens = randomTokens(rng, 7, config.vocabSize);
     const c = Array.from({ length: 6 }, (_, t) => (t >= 2 ? rng.normal() : 0));
     const e = Array.from({ length: 6 }, (_, t) => (t >= 3 ? rng.normal() : 0));
-    // Objective Σ c_t logp_t + Σ e_t H_t, H_t = -Σ_j p_j log p_j of the reference forward's row t.
-    const entropy = (row: Float64Array) => {
-      const m = Math.max(...row);
-      const lse = m + Math.log(row.reduce((s, v) => s + Math.exp(v - m), 0));
-      return -row.reduce((s, v) => s + Math.exp(v - lse) * (v - lse), 0);
-    };
+    // Objective Σ c_t logp_t + Σ e_t H_t, H_t the entropy of the reference forward's row t.
     const objective = () => {
       const r = qwen2RefForward(config, weights, tokens, loraToRefAdapter(adapter, config.numLayers));
-      return r.logprobs.reduce((s, v, t) => s + c[t] * v + e[t] * entropy(r.logits[t]), 0);
+      return r.logprobs.reduce((s, v, t) => s + c[t] * v + e[t] * refEntropy(r.logits[t]), 0);
     };
     const fw = cpuForward(cfg, weights, tokens, adapter);
     const grads = zeroLoraGrads(adapter);
@@ -114,16 +112,8 @@ describe('float64 CPU forward/backward with LoRA', () => {
     let moved = 0;
     for (const p of adapter.pairs.values()) {
       for (const which of ['A', 'B'] as const) {
-        const data = p[which];
-        const i = rng.int(data.length);
-        const orig = data[i];
-        const h = 1e-3;
-        data[i] = orig + h;
-        const up = objective();
-        data[i] = orig - h;
-        const dn = objective();
-        data[i] = orig;
-        const fd = (up - dn) / (2 * h);
+        const i = rng.int(p[which].length);
+        const fd = centralDifference(p[which], i, objective);
         const key = `${p.layer}.${p.module}`;
         const an = grads.get(key)![which][i];
         expect(Math.abs(an - fd), `${key}.${which}[${i}]`).toBeLessThan(2e-5 + 1e-3 * Math.abs(fd));

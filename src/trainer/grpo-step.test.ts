@@ -13,6 +13,7 @@ import { grpoLoss } from '../model/loss';
 import { groupAdvantages } from '../agent/advantages';
 import { ToyTask, toyModel } from './toy-task';
 import type { TurnSample } from '../model/samples';
+import { refEntropy } from '../../tests/support/qwen2-ref';
 
 const task = new ToyTask({ numQueries: 4 });
 const model = toyModel(task, { seed: 3, hiddenSize: 16, intermediateSize: 24, numLayers: 1 });
@@ -254,10 +255,7 @@ describe('grpoStep', () => {
       const prompts = [...new Map(samples.map((s) => [s.promptTokens.join(','), s.promptTokens])).values()];
       const V = model.config.vocabSize;
       return prompts.reduce((sum, p) => {
-        const row = cpuForward(model.config, model.weights, p, adapter).logits.subarray((p.length - 1) * V, p.length * V);
-        const m = Math.max(...row);
-        const lse = m + Math.log(row.reduce((z, v) => z + Math.exp(v - m), 0));
-        return sum - row.reduce((h, v) => h + Math.exp(v - lse) * (v - lse), 0);
+        return sum + refEntropy(cpuForward(model.config, model.weights, p, adapter).logits.subarray((p.length - 1) * V, p.length * V));
       }, 0) / prompts.length;
     };
     const run = async (entropyCoef: number, samples = batch(), backend = new CpuPolicyBackend(model.config, model.weights, initLoraAdapter(model.config, { r: 2, alpha: 4 }, new Rng(1)))) => {

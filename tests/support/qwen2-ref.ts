@@ -227,6 +227,18 @@ export function logSoftmaxAt(logits: ArrayLike<number>, target: number): number 
   return logits[target] - m - Math.log(z);
 }
 
+/** H = -Σ_j p_j log p_j of the softmax of one row of logits, in float64 (the entropy bonus's reference). */
+export function refEntropy(row: ArrayLike<number>): number {
+  let m = -Infinity;
+  for (let j = 0; j < row.length; j++) m = Math.max(m, row[j]);
+  let z = 0;
+  for (let j = 0; j < row.length; j++) z += Math.exp(row[j] - m);
+  const lse = m + Math.log(z);
+  let h = 0;
+  for (let j = 0; j < row.length; j++) h -= Math.exp(row[j] - lse) * (row[j] - lse);
+  return h;
+}
+
 export function argmax(a: ArrayLike<number>): number {
   let best = 0;
   for (let i = 1; i < a.length; i++) if (a[i] > a[best]) best = i;
