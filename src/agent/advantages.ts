@@ -91,25 +91,24 @@ export type AdvantageBaseline = 'group' | 'batch' | 'group-failed-batch';
 export function groupAdvantages(turns: readonly RewardedTurn[], eps = 1e-6, std = true, baseline: AdvantageBaseline = 'group'): AdvantageResult {
   const advantages = new Array<number>(turns.length).fill(0);
   const grouped = rewardGroups(turns);
-  if (baseline === 'batch') {
+  // The step's baseline, where its rewards differ at all (the 'batch' and 'group-failed-batch' baselines).
+  const step = (): { mean: number; scale: number } | null => {
     const [whole] = rewardGroups(turns.map((t) => ({ groupId: '', reward: t.reward })));
-    if (whole && !whole.stats.noGradient) {
-      const scale = std ? whole.stats.rewardStd + eps : 1;
-      turns.forEach((t, i) => (advantages[i] = (t.reward - whole.stats.rewardMean) / scale));
-    }
+    return whole && !whole.stats.noGradient ? { mean: whole.stats.rewardMean, scale: std ? whole.stats.rewardStd + eps : 1 } : null;
+  };
+  if (baseline === 'batch') {
+    const b = step();
+    if (b) turns.forEach((t, i) => (advantages[i] = (t.reward - b.mean) / b.scale));
     markZeroGroups(grouped, advantages);
   } else {
     for (const { stats, idx } of grouped) {
       const scale = std ? stats.rewardStd + eps : 1;
       if (!stats.noGradient) for (const i of idx) advantages[i] = (turns[i].reward - stats.rewardMean) / scale;
     }
-    if (baseline === 'group-failed-batch') {
-      const [whole] = rewardGroups(turns.map((t) => ({ groupId: '', reward: t.reward })));
-      if (whole && !whole.stats.noGradient) {
-        const scale = std ? whole.stats.rewardStd + eps : 1;
-        for (const { stats, idx } of grouped) {
-          if (stats.noGradient && stats.rewardMean < whole.stats.rewardMean) for (const i of idx) advantages[i] = (turns[i].reward - whole.stats.rewardMean) / scale;
-        }
+    const b = baseline === 'group-failed-batch' ? step() : null;
+    if (b) {
+      for (const { stats, idx } of grouped) {
+        if (stats.noGradient && stats.rewardMean < b.mean) for (const i of idx) advantages[i] = (turns[i].reward - b.mean) / b.scale;
       }
       markZeroGroups(grouped, advantages);
     }
