@@ -5,8 +5,11 @@
 //   npx tsx bench/tool-task-stability.ts [--seeds 101-103] [--steps N] [--lr X] [--group G] [--queries Q]
 //       [--eval-every K] [--task '{"trainPerKind":12}'] [--grpo '{"extraRollouts":8}'] [--budget '{"maxTurns":2}']
 //       [--adapter '{"rank":8,"alpha":16}'] [--train-eval N] [--train-kinds fact,arithmetic] [--norms] [--show-two-part]
+//       [--stop-at N]
 // --norms logs every step's gradient norm beside what the update did: the change of the adapter's tensors and of
 // the weights it adds (scale · B·A, every module), to tell a large update from a large gradient.
+// --stop-at N stops a run once step N is evaluated (a multiple of --eval-every), its learning-rate schedule still that
+// of --steps: a screen of a run's first part where a whole run does not fit (the device tool's 600 s calls).
 // --show-two-part logs, at the end, each held-out two-part question with the tools the planner called for it, in order,
 // and the first tool of 32 draws at temperature 1 (the training policy) for each.
 // --train-eval N also evaluates the first N training questions of each kind, reported apart (learned but not
@@ -57,6 +60,8 @@ export interface ToolTaskStabilityOptions {
   norms?: boolean;
   /** At the end, log each held-out two-part question with the tools it called (see --show-two-part). */
   showTwoPart?: boolean;
+  /** Stop once this step is evaluated, keeping the schedule of `steps` (see --stop-at). */
+  stopAt?: number;
   log?: (line: string) => void;
 }
 
@@ -161,6 +166,7 @@ export async function toolTaskStability(o: ToolTaskStabilityOptions): Promise<To
       evals.push({ step: e.step, accuracy });
       const train = o.trainEval ? `; training questions ${kinds(recs.filter((r) => r.pid.startsWith('train-')))}` : '';
       o.log?.(`seed ${o.seed} step ${e.step}: held-out ${accuracy.toFixed(3)} (${correct}/${held.length}) ${kinds(held)}${train}  ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+      if (o.stopAt !== undefined && e.step >= o.stopAt) run.pause();
     },
   });
   // How the trained planner picks its first tool for each held-out two-part question: 32 draws at temperature 1
@@ -238,7 +244,8 @@ async function main(): Promise<void> {
   const adapter = arg('adapter') !== undefined ? (JSON.parse(arg('adapter')!) as ToolTaskStabilityOptions['adapter']) : undefined;
   const trainEval = arg('train-eval') !== undefined ? Number(arg('train-eval')) : undefined;
   const trainKinds = arg('train-kinds')?.split(',');
-  const common = { ...(process.argv.includes('--norms') ? { norms: true } : {}), ...(process.argv.includes('--show-two-part') ? { showTwoPart: true } : {}), ...(trainEval ? { trainEval } : {}), ...(trainKinds ? { trainKinds } : {}), group, evaluateEvery, task, grpo, budget, ...(adapter ? { adapter } : {}), log: (l: string) => console.log(l), ...(queries !== undefined ? { queries } : {}) };
+  const stopAt = arg('stop-at') !== undefined ? Number(arg('stop-at')) : undefined;
+  const common = { ...(process.argv.includes('--norms') ? { norms: true } : {}), ...(process.argv.includes('--show-two-part') ? { showTwoPart: true } : {}), ...(trainEval ? { trainEval } : {}), ...(trainKinds ? { trainKinds } : {}), ...(stopAt !== undefined ? { stopAt } : {}), group, evaluateEvery, task, grpo, budget, ...(adapter ? { adapter } : {}), log: (l: string) => console.log(l), ...(queries !== undefined ? { queries } : {}) };
   const settings = `group ${group} queries ${queries ?? 'default'} eval every ${evaluateEvery} task ${JSON.stringify(task)} grpo ${JSON.stringify(grpo)} budget ${JSON.stringify(budget)}${adapter ? ` adapter ${JSON.stringify(adapter)}` : ''}`;
   if (!process.argv.includes('--goal')) {
     for (const seed of seeds) {

@@ -28,6 +28,8 @@ export interface PlannerTurn {
   logprobs: number[];
   /** Under a reply schema: which response tokens the grammar forced (no draw: left out of the loss). */
   forced?: boolean[];
+  /** Under a reply schema, where the engine records them: the few ids each drawn token was chosen from (GenerationResult.choices). */
+  choices?: Array<number[][] | null>;
   /** The adapter that sampled the response (null: the base model). */
   adapterId: string | null;
   /** The chat messages the planner saw, when it is a chat model. */
@@ -48,6 +50,7 @@ export function plannerTurn(c: PlannerCall): PlannerTurn {
     responseTokens: [...r.tokens],
     logprobs: [...r.logprobs],
     ...(r.forced ? { forced: [...r.forced] } : {}),
+    ...(r.choices ? { choices: r.choices.map((c) => (c ? c.map((g) => [...g]) : null)) } : {}),
     adapterId: r.adapterId,
     messages: c.messages.map((m) => ({ role: m.role, content: m.content })),
     prompt: c.messages.map((m) => `${m.role}: ${m.content}`).join('\n\n'),

@@ -55,6 +55,13 @@ export interface GenerationResult {
    * the model's own all the same; the trainer leaves forced tokens out of the loss (TurnSample.forced).
    */
   forced?: boolean[];
+  /**
+   * Under a jsonSchema, where the engine records them: choices[t] is the ids the grammar allowed where tokens[t]
+   * was drawn, grouped by the reply each leads to up to the next choice, when they were few (CHOICE_SET_MAX: a
+   * choice among tools, not free text) and in two groups or more, else null. The entropy bonus over choices
+   * reads them (GrpoConfig.entropyOver).
+   */
+  choices?: Array<number[][] | null>;
   /** cachedPromptTokens: prompt tokens the engine did not prefill again (KV reused from its previous call). */
   timings: { prefillMs: number; decodeMs: number; cachedPromptTokens?: number };
 }

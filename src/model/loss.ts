@@ -17,6 +17,8 @@ export interface GrpoLossParams {
    * LM head (entropyRowWeights). Absent or 0: none.
    */
   entropyCoef?: number;
+  /** GrpoConfig.entropyOver: 'choices' limits the bonus to rows with a choice set, over its tokens (default 'vocabulary'). */
+  entropyOver?: 'vocabulary' | 'choices';
 }
 
 export interface GrpoTokenInputs {

@@ -45,6 +45,19 @@ describe('packing turn samples', () => {
     expect(() => packBatch([s('r1', [1], [2, 3], { forced: [true] })])).toThrow(/forced has 1 entries for 2 response tokens/);
   });
 
+  it('maps each drawn token\'s choice groups to the row that predicts it, for rows in the loss only, and checks them', () => {
+    const b = packBatch([s('r0', [5, 6], [7, 8, 9], { choices: [[[7, 3], [1]], null, [[2], [9, 4]]], forced: [false, false, true] }), s('r1', [1], [2], { choices: [[[2], [3]]] })]);
+    // Row 1 predicts 7 (groups [7, 3] and [1]), row 2 predicts 8 (none), row 3 predicts the forced 9 (out of the loss); row 5 predicts 2.
+    expect([...b.choices!.entries()].map(([row, groups]) => [row, groups.map((g) => [...g])])).toEqual([[1, [[7, 3], [1]]], [5, [[2], [3]]]]);
+    expect(packBatch([s('r2', [1], [2])]).choices).toBeUndefined();
+    expect(() => packBatch([s('x', [1], [2, 3], { choices: [[[2], [5]]] })])).toThrow(/sample 0 \(rollout 'x', turn 0\): choices has 1 entries for 2 response tokens/);
+    expect(() => packBatch([s('x', [1], [2], { choices: [[[2, 5]]] })])).toThrow(/choices\[0\] holds 1 group\(s\) of tokens; a choice needs at least 2/);
+    expect(() => packBatch([s('x', [1], [2], { choices: [[[2], []]] })])).toThrow(/choices\[0\] holds an empty group/);
+    expect(() => packBatch([s('x', [1], [2], { choices: [[[2], [5, 2]]] })])).toThrow(/choices\[0\] holds token id 2 twice/);
+    expect(() => packBatch([s('x', [1], [2], { choices: [[[3], [4]]] })])).toThrow(/choices\[0\] does not hold the token drawn there \(2\)/);
+    expect(() => packBatch([s('x', [1], [2], { choices: [[[2], [60]]] })], undefined, 50)).toThrow(/choices\[0\] holds token id 60, outside the vocabulary \(size 50\)/);
+  });
+
   it('packs a chosen subset in the given order', () => {
     const all = [s('a', [1], [2]), s('b', [3, 4], [5])];
     const b = packBatch(all, [1]);

@@ -24,6 +24,13 @@ export interface TurnSample {
    */
   forced?: boolean[];
   /**
+   * choices[k]: the token ids the reply's grammar allowed where response token k was drawn, grouped by the
+   * reply each leads to (two tokens spelling one tool name are one group), when they were few (a choice between
+   * tools, not free text); null where there was no such choice. Only the entropy bonus over choices
+   * (GrpoConfig.entropyOver) reads them.
+   */
+  choices?: Array<number[][] | null>;
+  /**
    * Group-normalised advantage: set by the training run when it builds the step's batch (and stored with the
    * turn); a batch whose samples all lack it gets it from grpoStep, by the same rule.
    */
@@ -60,6 +67,8 @@ export interface PackedBatch {
   seqs: PackedSequence[];
   /** Number of response tokens in the loss (= lossRows.length): forced tokens are not. */
   responseTokens: number;
+  /** Row -> the groups of ids its token was drawn from (TurnSample.choices), for rows in the loss that have them; absent when no sample has choices. */
+  choices?: Map<number, Uint32Array[]>;
 }
 
 export function validateSample(s: TurnSample, i: number, vocabSize?: number): void {
@@ -75,6 +84,23 @@ export function validateSample(s: TurnSample, i: number, vocabSize?: number): vo
   }
   if (s.forced && s.forced.length !== s.responseTokens.length) {
     throw new Error(`${where}: forced has ${s.forced.length} entries for ${s.responseTokens.length} response tokens`);
+  }
+  if (s.choices) {
+    if (s.choices.length !== s.responseTokens.length) throw new Error(`${where}: choices has ${s.choices.length} entries for ${s.responseTokens.length} response tokens`);
+    s.choices.forEach((groups, k) => {
+      if (groups === null) return;
+      if (groups.length < 2) throw new Error(`${where}: choices[${k}] holds ${groups.length} group(s) of tokens; a choice needs at least 2 (null where there was none)`);
+      const seen = new Set<number>();
+      for (const g of groups) {
+        if (g.length < 1) throw new Error(`${where}: choices[${k}] holds an empty group`);
+        for (const t of g) {
+          if (!Number.isInteger(t) || t < 0 || (vocabSize !== undefined && t >= vocabSize)) throw new Error(`${where}: choices[${k}] holds token id ${t}, outside the vocabulary${vocabSize !== undefined ? ` (size ${vocabSize})` : ''}`);
+          if (seen.has(t)) throw new Error(`${where}: choices[${k}] holds token id ${t} twice`);
+          seen.add(t);
+        }
+      }
+      if (!seen.has(s.responseTokens[k])) throw new Error(`${where}: choices[${k}] does not hold the token drawn there (${s.responseTokens[k]})`);
+    });
   }
   for (const name of ['oldLogprobs', 'refLogprobs'] as const) {
     const lp = s[name];
@@ -101,6 +127,7 @@ export function packBatch(samples: readonly TurnSample[], indices: readonly numb
   const refLogprobs = new Float32Array(rows);
   const seqs: PackedSequence[] = [];
   const lossRows: number[] = [];
+  const choices = indices.some((i) => samples[i].choices) ? new Map<number, Uint32Array[]>() : undefined;
   let start = 0;
   for (const si of indices) {
     const s = samples[si];
@@ -121,12 +148,14 @@ export function packBatch(samples: readonly TurnSample[], indices: readonly numb
         advantages[row] = s.advantage ?? 0;
         oldLogprobs[row] = s.oldLogprobs?.[k] ?? 0;
         refLogprobs[row] = s.refLogprobs?.[k] ?? 0;
+        const groups = s.choices?.[k];
+        if (groups) choices!.set(row, groups.map((g) => Uint32Array.from(g)));
       }
     }
     seqs.push({ sample: si, start, length: len, promptLen: p });
     start += len;
   }
-  return { rows, ids, pos, ranges, targets, lossMask, lossRows: Uint32Array.from(lossRows), advantages, oldLogprobs, refLogprobs, seqs, responseTokens: lossRows.length };
+  return { rows, ids, pos, ranges, targets, lossMask, lossRows: Uint32Array.from(lossRows), advantages, oldLogprobs, refLogprobs, seqs, responseTokens: lossRows.length, ...(choices ? { choices } : {}) };
 }
 
 /**

@@ -23,6 +23,8 @@ export interface ReplyConstraint {
   readonly terminated: boolean;
   /** Tokens the grammar leaves no choice on from here, already accepted. */
   forced(limit?: number): number[];
+  /** The text the grammar forces right after `id`, state unchanged (SchemaMatcher.continuation); absent: every id its own outcome. */
+  continuation?(id: number): string | null;
   dispose(): void;
 }
 
@@ -67,6 +69,30 @@ function sameWeights(a: Float32Array | null, b: Float32Array | null): boolean {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;
+}
+
+/**
+ * The most ids a draw's allowed set may hold to be recorded as a choice (GenerationResult.choices): a tool enum's
+ * first tokens are a handful; free text (a sub-goal) allows hundreds and is no choice the bonus should spread.
+ */
+export const CHOICE_SET_MAX = 64;
+
+/**
+ * The ids `mask` allows, grouped by the reply they lead to up to the next choice (a token's text and what the
+ * grammar forces after it), when there are 2..CHOICE_SET_MAX ids in at least two groups; else null.
+ */
+function choiceGroups(mask: Int32Array, vocabSize: number, constraint: ReplyConstraint, tok: Tokenizer): number[][] | null {
+  const ids: number[] = [];
+  for (let id = 0; id < vocabSize; id++) {
+    if (isAllowed(mask, id) && ids.push(id) > CHOICE_SET_MAX) return null;
+  }
+  const groups = new Map<string, number[]>();
+  for (const id of ids) {
+    const after = constraint.continuation?.(id);
+    const key = after === undefined || after === null ? `#${id}` : tok.decode([id]) + after;
+    (groups.get(key) ?? groups.set(key, []).get(key)!).push(id);
+  }
+  return groups.size >= 2 ? [...groups.values()] : null;
 }
 
 function isAllowed(mask: Int32Array, id: number): boolean {
@@ -118,11 +144,13 @@ export class CpuPlannerEngine implements ChatEngine {
     const tokens: number[] = [];
     const logprobs: number[] = [];
     const forced: boolean[] = [];
+    const choices: Array<number[][] | null> = [];
     let finishReason: GenerationResult['finishReason'] = 'length';
-    const take = (t: number, wasForced: boolean) => {
+    const take = (t: number, wasForced: boolean, choice: number[][] | null = null) => {
       logprobs.push(logits[t] - logSumExp(logits));
       tokens.push(t);
       forced.push(wasForced);
+      choices.push(choice);
       if (!stops.has(t)) logits = dec.step(t);
     };
     try {
@@ -137,9 +165,11 @@ export class CpuPlannerEngine implements ChatEngine {
           if (tokens.length >= maxNew) break;
         }
         const mask = constraint ? await constraint.allowedMask() : null;
+        // Before the draw's token is accepted: the groups are of this state's continuations.
+        const groups = mask && constraint ? choiceGroups(mask, logits.length, constraint, tok) : null;
         const t = draw(logits, mask, temperature, rng);
         if (constraint && !constraint.accept(t)) throw new Error(`${this.id}: the grammar refused token ${t}, which its own mask allowed`);
-        take(t, false);
+        take(t, false, groups);
         if (stops.has(t) || constraint?.terminated) {
           finishReason = 'stop';
           break;
@@ -164,7 +194,7 @@ export class CpuPlannerEngine implements ChatEngine {
       logprobs,
       adapterId,
       finishReason,
-      ...(constraint ? { forcedTokens, forced } : {}),
+      ...(constraint ? { forcedTokens, forced, choices } : {}),
       timings: { prefillMs: t1 - t0, decodeMs: performance.now() - t1, cachedPromptTokens: cached },
     };
   }

@@ -12,7 +12,8 @@ import { MemoryRunStore } from '../trainer/run/run-store-memory';
 import { TrainingRun } from '../trainer/run/training-run';
 import { planStep } from '../trainer/run/schedule';
 import { adapterTensors } from '../trainer/lora-init';
-import type { ChatMessage } from '../engine/chat-engine';
+import type { GrpoConfig } from '../trainer/grpo-config';
+import type { ChatMessage, GenerationResult } from '../engine/chat-engine';
 import { toolTaskAgentConfig, toolTaskEvalEngines, toolTaskRunSetup, toolTaskRunSpec, TOOL_TASK_BUDGET } from './tool-task-run';
 import { toolTask, toolTaskTools } from './tool-task';
 import { parseQuestion } from './tool-task-data';
@@ -66,6 +67,34 @@ describe('tool-choice task', () => {
     expect(right).toBeLessThan(12);
   });
 
+  it("records each drawn token's choices: the tool name's first token is drawn from groups of tokens, one group a registered tool", async () => {
+    const task = toolTask({ seed: 1, model: SMALL });
+    const { engines, tools } = toolTaskEvalEngines(task, null, null);
+    const results: GenerationResult[] = [];
+    for (const [i, item] of task.splits.heldOut.slice(0, 3).entries()) {
+      await runAgent({ conversationId: `c${i}`, query: item.query, tools, engines, config: toolTaskAgentConfig(TOOL_TASK_BUDGET, 1, 200 + i, task), onPlannerCall: (call) => void results.push(call.result) });
+    }
+    expect(results.length).toBeGreaterThanOrEqual(3);
+    const names = tools.map((t) => t.card.name).sort();
+    for (const r of results) {
+      expect(r.choices!.length).toBe(r.tokens.length);
+      r.choices!.forEach((groups, k) => {
+        if (r.forced![k]) expect(groups, `forced token ${k}`).toBeNull();
+        if (groups) expect(groups.flat()).toContain(r.tokens[k]);
+      });
+      // The first drawn token names the tool: one group a tool, every token of a group beginning that tool's
+      // name (base_generator's group holds "b" and "base", two tokens of this tokenizer that spell it).
+      const first = r.forced!.indexOf(false);
+      const named = r.choices![first]!.map((g) => {
+        const tools = [...new Set(g.map((id) => names.filter((n) => n.startsWith(task.tokenizer.decode([id])))).flat())];
+        expect(tools, g.map((id) => task.tokenizer.decode([id])).join(' ')).toHaveLength(1);
+        return tools[0];
+      });
+      expect(named.sort()).toEqual(names);
+      expect(r.choices![first]!.flat().length).toBeGreaterThan(names.length);
+    }
+  });
+
   it('trains the planner through the real loop: steps play, the live adapter is updated, the held-out split is evaluated', async () => {
     const spec = toolTaskRunSpec({ steps: 2, groupSize: 4, queriesPerStep: 2, learningRate: 0.02, evaluateEvery: 2, task: { seed: 1, model: SMALL } });
     const store = new MemoryRunStore();
@@ -86,6 +115,23 @@ describe('tool-choice task', () => {
     const learned = stored.history.map((m) => m.noGradientGroups < 2);
     expect(moved).toEqual(learned.map((_, i) => learned.slice(0, i + 1).some(Boolean)));
     setup.destroy();
+  });
+
+  it('carries the choices the planner drew from to the update: a run with the entropy bonus over choices steps elsewhere than one without', async () => {
+    const adapterAfter = async (grpo: Partial<GrpoConfig>) => {
+      const spec = toolTaskRunSpec({ steps: 1, groupSize: 4, queriesPerStep: 2, learningRate: 0.02, evaluateEvery: 0, task: { seed: 1, model: SMALL }, grpo });
+      const setup = toolTaskRunSetup({ runId: 'e', spec, store: new MemoryRunStore(), storage: async () => memoryTrainStorage() });
+      const run = await TrainingRun.start('e', spec, setup.deps);
+      // The session closes with the run: read the adapter after its step.
+      let tensors: number[][] = [];
+      expect((await run.run({ onStep: () => void (tensors = adapterTensors((setup.host.current!.backend as CpuPolicyBackend).currentAdapter).map((t) => Array.from(t.data))) })).status).toBe('done');
+      setup.destroy();
+      return tensors;
+    };
+    const plain = await adapterAfter({});
+    // The step learned something (B left 0), and the bonus changed what: grpoStep refuses 'choices' when no turn recorded them.
+    expect(plain.flat().some((v) => v !== 0)).toBe(true);
+    expect(await adapterAfter({ entropyCoef: 0.5, entropyOver: 'choices' })).not.toEqual(plain);
   });
 
   it('weights the question kinds of a step as the spec says, and refuses a weight of a kind it does not have', () => {

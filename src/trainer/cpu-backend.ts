@@ -55,7 +55,7 @@ export class CpuPolicyBackend implements PolicyBackend {
       const f = cpuForward(this.modelConfig, this.weights, tokens, this.adapter, s0.promptLen - 1);
       const r = sequencesLoss(batch, seqs, f.logprobs, loss, normalizer);
       sums = addSums(sums, r.sums);
-      cpuBackward(this.modelConfig, this.weights, f, r.dlogp, this.adapter, this.grads, r.dEntropy);
+      cpuBackward(this.modelConfig, this.weights, f, r.dlogp, this.adapter, this.grads, r.dEntropy, r.choices);
     }
     return sums;
   }
@@ -128,12 +128,16 @@ export function cpuTokenPolicy(backend: CpuPolicyBackend): TokenPolicy {
  * The loss of sequences with the same tokens (so the same logprobs `logp`) and its dlogp, summed: the backward is
  * linear in dlogp, so identical sequences share one forward and one backward of their summed token gradients
  * (each keeps its own old logprobs and advantage in the loss). With an entropy bonus, dEntropy (d loss / d H_t)
- * is summed the same way; null without one.
+ * is summed the same way; null without one. With the bonus over choices (entropyOver 'choices'), `choices` holds
+ * each row's groups of choices (null on rows without, which get no bonus); null otherwise.
  */
-export function sequencesLoss(batch: PackedBatch, seqs: PackedBatch['seqs'], logp: Float64Array, loss: GrpoLossParams, normalizer: number): { dlogp: Float64Array; dEntropy: Float64Array | null; sums: GrpoLossSums } {
+export function sequencesLoss(batch: PackedBatch, seqs: PackedBatch['seqs'], logp: Float64Array, loss: GrpoLossParams, normalizer: number): { dlogp: Float64Array; dEntropy: Float64Array | null; choices: Array<Uint32Array[] | null> | null; sums: GrpoLossSums } {
   const rows = logp.length;
   const dlogp = new Float64Array(rows);
   let dEntropy: Float64Array | null = null;
+  // Identical sequences were drawn under the same grammar, so any one of them gives the rows' choice sets.
+  const overChoices = loss.entropyOver === 'choices' && (loss.entropyCoef ?? 0) > 0;
+  const choices = overChoices ? Array.from({ length: rows }, (_, i) => batch.choices?.get(seqs[0].start + i) ?? null) : null;
   let sums = emptySums();
   for (const s of seqs) {
     const r = grpoLoss(
@@ -149,13 +153,14 @@ export function sequencesLoss(batch: PackedBatch, seqs: PackedBatch['seqs'], log
     );
     for (let i = 0; i < rows; i++) dlogp[i] += r.dlogp[i];
     const e = entropyRowWeights(rows, loss.entropyCoef, normalizer, batch.lossMask.subarray(s.start, s.start + rows));
+    if (e && choices) for (let i = 0; i < rows; i++) if (!choices[i]) e[i] = 0;
     if (e) {
       dEntropy ??= new Float64Array(rows);
       for (let i = 0; i < rows; i++) dEntropy[i] += e[i];
     }
     sums = addSums(sums, r.sums);
   }
-  return { dlogp, dEntropy, sums };
+  return { dlogp, dEntropy, choices, sums };
 }
 
 /** The batch's sequences grouped by identical token ids and prompt length (first-seen order). */

@@ -125,4 +125,42 @@ describe('float64 CPU forward/backward with LoRA', () => {
     expect(checked).toBe(28);
     expect(moved).toBeGreaterThan(14);
   });
+
+  it('over choices, the entropy gradient matches central finite differences of the entropies of the renormalised choice groups (rows without choices keep the whole distribution)', () => {
+    const { config, weights } = randomQwen2(23, { hiddenSize: 24, numHeads: 3, numKvHeads: 1, headDim: 8, intermediateSize: 20, vocabSize: 17, tie: false, numLayers: 2 });
+    const adapter = refAdapterToLora(randomAdapter(24, config, 2, 4), config, 4);
+    const cfg = toQwen2Config(config);
+    const rng = new Rng(8);
+    const tokens = randomTokens(rng, 7, config.vocabSize);
+    const c = Array.from({ length: 6 }, (_, t) => (t >= 2 ? rng.normal() : 0));
+    const e = Array.from({ length: 6 }, (_, t) => (t >= 2 ? 1 + rng.normal() : 0));
+    // Rows 2 and 4 choose among a few ids (row 2's 4 and 9 one outcome: a group of two); rows 3 and 5 have no
+    // choices (the whole distribution).
+    const choices: Array<number[][] | null> = [null, null, [[1], [4, 9], [12]], null, [[0], [16]], null];
+    const objective = () => {
+      const r = qwen2RefForward(config, weights, tokens, loraToRefAdapter(adapter, config.numLayers));
+      return r.logprobs.reduce((s, v, t) => s + c[t] * v + e[t] * refEntropy(r.logits[t], choices[t] ?? undefined), 0);
+    };
+    const fw = cpuForward(cfg, weights, tokens, adapter);
+    const grads = zeroLoraGrads(adapter);
+    cpuBackward(cfg, weights, fw, c, adapter, grads, e, choices);
+    const whole = zeroLoraGrads(adapter);
+    cpuBackward(cfg, weights, fw, c, adapter, whole, e);
+    let checked = 0;
+    let differs = 0;
+    for (const p of adapter.pairs.values()) {
+      for (const which of ['A', 'B'] as const) {
+        const i = rng.int(p[which].length);
+        const fd = centralDifference(p[which], i, objective);
+        const key = `${p.layer}.${p.module}`;
+        const an = grads.get(key)![which][i];
+        expect(Math.abs(an - fd), `${key}.${which}[${i}]`).toBeLessThan(2e-5 + 1e-3 * Math.abs(fd));
+        // Not the whole-vocabulary bonus under another name.
+        if (Math.abs(an - whole.get(key)![which][i]) > 1e-3 + 1e-2 * Math.abs(fd)) differs++;
+        checked++;
+      }
+    }
+    expect(checked).toBe(28);
+    expect(differs).toBeGreaterThan(14);
+  });
 });

@@ -539,11 +539,16 @@ export function cpuContext(f: CpuForward): KvContext {
   return { length: n, k: f.layers.map((c, l) => join(f.ctx?.k[l], c.k)), v: f.layers.map((c, l) => join(f.ctx?.v[l], c.v)) };
 }
 
+/** One row's choices for the entropy bonus over choices: groups of token ids, each group one outcome of the draw. */
+export type ChoiceGroups = ReadonlyArray<ArrayLike<number>>;
+
 /**
  * d loss / d(final normed hidden) of a forward's rows, given dlogp (d loss / d logp_t; zeros where the loss does
- * not look) and, with an entropy bonus, dEntropy (d loss / d H_t, H_t the entropy of row t's distribution).
+ * not look) and, with an entropy bonus, dEntropy (d loss / d H_t, H_t the entropy of row t's distribution, or
+ * with `choices[t]` set, of that distribution renormalised over those ids and summed within each group: the
+ * bonus over choices).
  */
-function headBackward(cfg: Dims, w: HostQwen2Weights, f: CpuForward, dlogp: ArrayLike<number>, dEntropy?: ArrayLike<number> | null): Float64Array {
+function headBackward(cfg: Dims, w: HostQwen2Weights, f: CpuForward, dlogp: ArrayLike<number>, dEntropy?: ArrayLike<number> | null, choices?: ReadonlyArray<ChoiceGroups | null> | null): Float64Array {
   const { hiddenSize: H, vocabSize: V } = cfg;
   const T = f.tokens.length;
   const dlogits = new Float64Array(T * V);
@@ -561,7 +566,26 @@ function headBackward(cfg: Dims, w: HostQwen2Weights, f: CpuForward, dlogp: Arra
     // d logp_t / d logits_t = onehot(target) - softmax(logits_t)
     for (let j = 0; j < V; j++) dlogits[t * V + j] = -g * p[j];
     dlogits[t * V + f.tokens[t + 1]] += g;
-    if (e !== 0) {
+    const groups = choices?.[t];
+    if (e !== 0 && groups) {
+      // The same over the choices alone: q_j = p_j / Σ_S p over the ids S of the groups, Q_g = Σ_{j in g} q_j,
+      // H = -Σ_g Q_g log Q_g, and dH / d logit_j = -q_j (log Q_g + H) for j in group g, 0 outside S (q does
+      // not move with a logit outside S).
+      let zS = 0;
+      for (const g of groups) for (let i = 0; i < g.length; i++) zS += Math.exp(f.logits[t * V + g[i]] - m);
+      const mass = groups.map((g) => {
+        let z = 0;
+        for (let i = 0; i < g.length; i++) z += Math.exp(f.logits[t * V + g[i]] - m);
+        return z / zS;
+      });
+      let ent = 0;
+      for (const Q of mass) if (Q > 0) ent -= Q * Math.log(Q);
+      groups.forEach((g, k) => {
+        if (!(mass[k] > 0)) return;
+        const logQ = Math.log(mass[k]);
+        for (let i = 0; i < g.length; i++) dlogits[t * V + g[i]] -= e * (Math.exp(f.logits[t * V + g[i]] - m) / zS) * (logQ + ent);
+      });
+    } else if (e !== 0) {
       // H = -Σ p log p; dH / d logit_j = -p_j (log p_j + H)
       let ent = 0;
       for (let j = 0; j < V; j++) if (p[j] > 0) ent -= p[j] * (f.logits[t * V + j] - m - logZ);
@@ -578,11 +602,11 @@ function headBackward(cfg: Dims, w: HostQwen2Weights, f: CpuForward, dlogp: Arra
 
 /**
  * Accumulates into `grads` the gradient of Σ_t dlogp[t] · logprobs[t] (+ Σ_t dEntropy[t] · H_t, H_t the entropy
- * of row t's next-token distribution) with respect to the adapter's A and B (both of length T-1; zeros where
- * the loss does not look).
+ * of row t's next-token distribution, over the groups `choices[t]` alone where given) with respect to the adapter's A and B
+ * (both of length T-1; zeros where the loss does not look).
  */
-export function cpuBackward(cfg: Dims, w: HostQwen2Weights, f: CpuForward, dlogp: ArrayLike<number>, adapter: LoraAdapter, grads: LoraGrads, dEntropy?: ArrayLike<number> | null): void {
-  cpuSegmentBackward(cfg, w, f, dlogp, adapter, grads, undefined, undefined, dEntropy);
+export function cpuBackward(cfg: Dims, w: HostQwen2Weights, f: CpuForward, dlogp: ArrayLike<number>, adapter: LoraAdapter, grads: LoraGrads, dEntropy?: ArrayLike<number> | null, choices?: ReadonlyArray<ChoiceGroups | null> | null): void {
+  cpuSegmentBackward(cfg, w, f, dlogp, adapter, grads, undefined, undefined, dEntropy, choices);
 }
 
 /**
@@ -590,11 +614,11 @@ export function cpuBackward(cfg: Dims, w: HostQwen2Weights, f: CpuForward, dlogp
  * rows (null: no loss on them), `extra[l]` the gradients of its layer-l keys (after RoPE) and values from the segments after it that
  * attend to it; `onContextGrad(l, dk, dv)` receives its context's (both [ctx.length, kvd]).
  */
-export function cpuSegmentBackward(cfg: Dims, w: HostQwen2Weights, f: CpuForward, dlogp: ArrayLike<number> | null, adapter: LoraAdapter, grads: LoraGrads, extra?: ReadonlyArray<{ k: Float64Array; v: Float64Array }>, onContextGrad?: (l: number, dk: Float64Array, dv: Float64Array) => void, dEntropy?: ArrayLike<number> | null): void {
+export function cpuSegmentBackward(cfg: Dims, w: HostQwen2Weights, f: CpuForward, dlogp: ArrayLike<number> | null, adapter: LoraAdapter, grads: LoraGrads, extra?: ReadonlyArray<{ k: Float64Array; v: Float64Array }>, onContextGrad?: (l: number, dk: Float64Array, dv: Float64Array) => void, dEntropy?: ArrayLike<number> | null, choices?: ReadonlyArray<ChoiceGroups | null> | null): void {
   const T = f.tokens.length;
   const kvd = cfg.numKvHeads * cfg.headDim;
   const angles = ropeAngles(T, cfg.headDim, cfg.ropeTheta, f.start);
-  let dx = dlogp ? headBackward(cfg, w, f, dlogp, dEntropy) : new Float64Array(T * cfg.hiddenSize);
+  let dx = dlogp ? headBackward(cfg, w, f, dlogp, dEntropy, choices) : new Float64Array(T * cfg.hiddenSize);
   for (let l = cfg.numLayers - 1; l >= 0; l--) {
     const dCtx = f.start > 0 && onContextGrad ? { k: new Float64Array(f.start * kvd), v: new Float64Array(f.start * kvd) } : undefined;
     dx = layerBackward(cfg, w.layers[l], f.layers[l], T, f.start, f.ctx?.k[l], f.ctx?.v[l], dx, angles, adapter, grads, l, extra?.[l], dCtx);

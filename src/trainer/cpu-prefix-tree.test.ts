@@ -112,6 +112,15 @@ describe('cpuPrefixTreeStep', () => {
     expect(worstRelative(wantE, gotE)).toBeLessThan(1e-12);
     // The entropy term moved the gradients (by far more than the 1e-12 above).
     expect(worstRelative(wantE, want)).toBeGreaterThan(1e-6);
+    // Over choices (two groups, one of two ids, on every other own row): the same sums as separate backwards, and not the whole-vocabulary ones.
+    const sets = turns.map((s) => Array.from({ length: s.tokens.length - 1 }, (_, t) => (t >= s.shareable && t % 2 === 0 ? [[s.tokens[t + 1]], [(s.tokens[t + 1] + 3) % config.vocabSize, (s.tokens[t + 1] + 5) % config.vocabSize]] : null)));
+    const wantC = zeroLoraGrads(adapter);
+    turns.forEach((s, i) => cpuBackward(config, weights, cpuForward(config, weights, s.tokens, adapter, s.shareable), dl[i], adapter, wantC, de[i], sets[i]));
+    const gotC = zeroLoraGrads(adapter);
+    cpuPrefixTreeStep(config, weights, adapter, gotC, turns, (i) => ({ dlogp: dl[i], dEntropy: de[i], choices: sets[i] }));
+    expect(worstRelative(wantC, gotC)).toBeLessThan(1e-12);
+    expect(worstRelative(wantC, wantE)).toBeGreaterThan(1e-6);
+    expect(() => cpuPrefixTreeStep(config, weights, adapter, zeroLoraGrads(adapter), turns.slice(0, 1), () => ({ dlogp: dl[0], dEntropy: de[0], choices: sets[0].slice(1) }))).toThrow(/choices of sequence 0 has \d+ rows, not \d+/);
     expect(() => cpuPrefixTreeStep(config, weights, adapter, zeroLoraGrads(adapter), turns.slice(0, 2), (i) => ({ dlogp: dl[i], dEntropy: Float64Array.from(de[i], (v, t) => (t === 3 ? 1 : v)) }))).toThrow(/dEntropy of sequence 0 is 1 at row 3, inside the prefix it shares/);
     // A loss on a shared row cannot be carried by one sequence's leaf: refused, naming the row.
     expect(() => cpuPrefixTreeStep(config, weights, adapter, zeroLoraGrads(adapter), turns.slice(0, 2), (i) => Float64Array.from(dl[i], (v, t) => (t === 3 ? 1 : v)))).toThrow(/sequence 0 is 1 at row 3, inside the prefix it shares/);

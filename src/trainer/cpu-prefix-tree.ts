@@ -7,7 +7,7 @@
 // and then its own backward runs. The forward is bit-identical to one sequence at a time; the gradients differ
 // only in the order of float64 additions.
 import type { LoraAdapter } from '../io/peft';
-import { cpuContext, cpuForward, cpuSegmentBackward, type HostQwen2Weights, type KvContext, type LoraGrads } from './cpu-model';
+import { cpuContext, cpuForward, cpuSegmentBackward, type ChoiceGroups, type HostQwen2Weights, type KvContext, type LoraGrads } from './cpu-model';
 import type { Qwen2Config } from '../io/qwen2-config';
 
 export interface PrefixTreeNode {
@@ -66,10 +66,14 @@ export interface TreeStepSequence extends TreeSequence {
   tokens: number[];
 }
 
-/** What a sequence's loss gives its rows: d loss / d logp_t and, with an entropy bonus, d loss / d H_t. */
+/**
+ * What a sequence's loss gives its rows: d loss / d logp_t and, with an entropy bonus, d loss / d H_t (with
+ * `choices`, H_t over row t's groups of choices where it has them: the bonus over choices).
+ */
 export interface RowGradients {
   dlogp: ArrayLike<number>;
   dEntropy?: ArrayLike<number> | null;
+  choices?: ReadonlyArray<ChoiceGroups | null> | null;
 }
 
 /**
@@ -90,6 +94,7 @@ export function cpuPrefixTreeStep(cfg: Qwen2Config, w: HostQwen2Weights, adapter
     const f = cpuForward(cfg, w, seq.tokens.slice(node.start, node.end), adapter, leaf ? seq.shareable - node.start : T, ctx);
     let dlogp: ArrayLike<number> | null = null;
     let dEntropy: ArrayLike<number> | null = null;
+    let choices: Array<ChoiceGroups | null> | null = null;
     if (leaf) {
       const full = new Float64Array(seq.tokens.length - 1);
       full.set(f.logprobs, node.start);
@@ -103,6 +108,10 @@ export function cpuPrefixTreeStep(cfg: Qwen2Config, w: HostQwen2Weights, adapter
       };
       dlogp = own(rows.dlogp, 'dlogp');
       if (rows.dEntropy) dEntropy = own(rows.dEntropy, 'dEntropy');
+      if (rows.choices) {
+        if (rows.choices.length !== full.length) throw new Error(`cpuPrefixTreeStep: choices of sequence ${node.sequence} has ${rows.choices.length} rows, not ${full.length}`);
+        choices = Array.from({ length: T - 1 }, (_, t) => rows.choices![node.start + t]);
+      }
     }
     const open: Open = { node, extra: Array.from({ length: cfg.numLayers }, () => ({ k: new Float64Array(T * kvd), v: new Float64Array(T * kvd) })) };
     if (node.children.length) {
@@ -129,6 +138,7 @@ export function cpuPrefixTreeStep(cfg: Qwen2Config, w: HostQwen2Weights, adapter
         }
       },
       dEntropy,
+      choices,
     );
   };
   for (const root of prefixTree(seqs)) visit(root, undefined, []);

@@ -85,6 +85,15 @@ export interface GrpoConfig {
    * (the momentum drift that takes no-signal steps out, grpo-step.ts, would come back with the bonus alone).
    */
   entropyCoef: number;
+  /**
+   * Which distribution the entropy bonus spreads: 'vocabulary' (the model's whole next-token distribution at
+   * every response token in the loss) or 'choices' (only where a reply's grammar left a few tokens to choose
+   * from, such as a tool name's first token, and over those tokens alone, renormalised: the distribution the
+   * draw actually came from). The whole-vocabulary bonus mostly moves mass to tokens the grammar masks anyway;
+   * 'choices' keeps a choice between tools open without touching the rest. Needs rollouts that recorded their
+   * choice sets (TurnSample.choices: the float64 CPU planner records them); rows without one get no bonus.
+   */
+  entropyOver: 'vocabulary' | 'choices';
 }
 
 /**
@@ -146,6 +155,7 @@ export const DEFAULT_GRPO_CONFIG: Readonly<GrpoConfig> = Object.freeze({
   extraRollouts: 8,
   lrBySignal: false,
   entropyCoef: 0,
+  entropyOver: 'vocabulary',
 });
 
 export class GrpoConfigError extends AgentFlowError {
@@ -186,6 +196,7 @@ const RULES: Record<keyof GrpoConfig, Rule> = {
   extraRollouts: { int: true, min: 0, max: 4096 },
   lrBySignal: { bool: true },
   entropyCoef: { min: 0 },
+  entropyOver: { oneOf: ['vocabulary', 'choices'] },
 };
 
 function describeRule(r: Rule): string {

@@ -279,6 +279,40 @@ describe('grpoStep', () => {
     expect(() => resolveGrpoConfig({ entropyCoef: -0.1 })).toThrow(/'entropyCoef' must be a finite number >= 0/);
   });
 
+  it("entropyOver 'choices' spreads only the recorded choices: a step raises the entropy over a row's choice groups, rows without them get no bonus, and a batch with none recorded is refused", async () => {
+    const V = model.config.vocabSize;
+    // Every turn's one response token was drawn against the next two ids, which lead to one other outcome.
+    const choiceOf = (t: number) => [[t], [(t + 1) % V, (t + 2) % V]];
+    const withSets = () => batch().map((s) => ({ ...s, choices: [choiceOf(s.responseTokens[0])] }));
+    const run = async (over: Parameters<typeof resolveGrpoConfig>[0], samples: TurnSample[]) => {
+      const backend = new CpuPolicyBackend(model.config, model.weights, initLoraAdapter(model.config, { r: 2, alpha: 4 }, new Rng(1)));
+      await grpoStep(backend, samples, resolveGrpoConfig({ beta: 0, groupSize: 2, queriesPerStep: 2, learningRate: 5e-2, ...over }), { step: 1, optimizerSteps: 0, random: () => 0.5 });
+      return backend.currentAdapter;
+    };
+    const tensors = (a: ReturnType<typeof initLoraAdapter>) => adapterTensors(a).map((t) => Array.from(t.data));
+    // Mean entropy over each distinct turn's choice groups, where its response begins.
+    const choiceEntropy = (adapter: ReturnType<typeof initLoraAdapter>) => {
+      const turns = [...new Map(withSets().map((s) => [`${s.promptTokens.join(',')}|${s.responseTokens[0]}`, s])).values()];
+      return turns.reduce((sum, s) => {
+        const p = s.promptTokens;
+        return sum + refEntropy(cpuForward(model.config, model.weights, p, adapter).logits.subarray((p.length - 1) * V, p.length * V), s.choices[0]);
+      }, 0) / turns.length;
+    };
+    const plain = await run({}, withSets());
+    // A first AdamW step moves every weight by about the learning rate whatever the gradient's size: a large
+    // coefficient makes the bonus decide the signs, so the step climbs the choices' entropy (+1.2e-3 over the
+    // plain step's, measured; a sign flip in its gradient gives less than the plain step).
+    const overChoices = await run({ entropyCoef: 1000, entropyOver: 'choices' }, withSets());
+    const overVocabulary = await run({ entropyCoef: 1000 }, withSets());
+    expect(choiceEntropy(overChoices)).toBeGreaterThan(choiceEntropy(plain) + 5e-4);
+    expect(tensors(overChoices)).not.toEqual(tensors(overVocabulary));
+    // Choices recorded as null (none there): no bonus, the plain step to the bit.
+    const noSets = batch().map((s) => ({ ...s, choices: [null] }));
+    expect(tensors(await run({ entropyCoef: 2, entropyOver: 'choices' }, noSets))).toEqual(tensors(await run({}, noSets)));
+    await expect(run({ entropyCoef: 2, entropyOver: 'choices' }, batch())).rejects.toThrow(/Flow-GRPO setting 'entropyOver' is 'choices', but none of this step's 6 planner turns recorded its choice sets/);
+    expect(() => resolveGrpoConfig({ entropyOver: 'tokens' as never })).toThrow(/'entropyOver' must be one of 'vocabulary', 'choices' \(got "tokens"\)/);
+  });
+
   it('with beta > 0 a step whose groups are all-equal still descends the KL term alone (Flow-GRPO never drops the step)', async () => {
     const adapter = initLoraAdapter(model.config, { r: 2, alpha: 4 }, new Rng(1));
     // An adapter off the reference (B is zero at init), with no AdamW momentum: the KL term has a gradient.

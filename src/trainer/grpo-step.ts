@@ -121,6 +121,10 @@ export async function grpoStep(backend: PolicyBackend, input: readonly TurnSampl
   const t0 = now();
   if (input.length === 0) throw new Error('grpoStep: the batch has no samples (no planner turns were recorded)');
   if (cfg.entropyCoef > 0 && !backend.entropyBonus) throw new GrpoConfigError('entropyCoef', `is ${cfg.entropyCoef}, but this training backend has no entropy bonus (only the float64 CPU backends do); set it to 0`);
+  // A bonus over choices with no choice set recorded would silently be no bonus at all.
+  if (cfg.entropyCoef > 0 && cfg.entropyOver === 'choices' && !input.some((s) => s.choices)) {
+    throw new GrpoConfigError('entropyOver', `is 'choices', but none of this step's ${input.length} planner turns recorded its choice sets (the engine that sampled them does not; the float64 CPU planner does); use 'vocabulary' or set entropyCoef to 0`);
+  }
   const adv = stepAdvantages(input, cfg);
   const samples: TurnSample[] = input.map((s, i) => ({ ...s, advantage: ctx.zeroAdvantages ? 0 : adv.advantages[i] }));
   // With every group's rewards equal the policy gradient is zero. With beta = 0 no optimizer step runs: there
@@ -150,7 +154,7 @@ export async function grpoStep(backend: PolicyBackend, input: readonly TurnSampl
   if (!measureKl) for (const s of samples) s.refLogprobs ??= s.oldLogprobs;
   const t2 = now();
 
-  const lossParams = { epsLow: cfg.epsLow, epsHigh: cfg.epsHigh, beta: cfg.beta, klClamp: cfg.klClamp, entropyCoef: cfg.entropyCoef };
+  const lossParams = { epsLow: cfg.epsLow, epsHigh: cfg.epsHigh, beta: cfg.beta, klClamp: cfg.klClamp, entropyCoef: cfg.entropyCoef, entropyOver: cfg.entropyOver };
   let optimizerSteps = ctx.optimizerSteps;
   let last = emptySums();
   let gradNorm = 0;

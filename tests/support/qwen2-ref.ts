@@ -227,16 +227,16 @@ export function logSoftmaxAt(logits: ArrayLike<number>, target: number): number 
   return logits[target] - m - Math.log(z);
 }
 
-/** H = -Σ_j p_j log p_j of the softmax of one row of logits, in float64 (the entropy bonus's reference). */
-export function refEntropy(row: ArrayLike<number>): number {
-  let m = -Infinity;
-  for (let j = 0; j < row.length; j++) m = Math.max(m, row[j]);
-  let z = 0;
-  for (let j = 0; j < row.length; j++) z += Math.exp(row[j] - m);
-  const lse = m + Math.log(z);
-  let h = 0;
-  for (let j = 0; j < row.length; j++) h -= Math.exp(row[j] - lse) * (row[j] - lse);
-  return h;
+/**
+ * H = -Σ_j p_j log p_j of the softmax of one row of logits, in float64 (the entropy bonus's reference); with
+ * `groups`, of the softmax of those ids' logits alone, summed within each group (the bonus over choices).
+ */
+export function refEntropy(row: ArrayLike<number>, groups?: ReadonlyArray<ArrayLike<number>>): number {
+  const ids = groups ? groups.flatMap((g) => Array.from(g)) : Array.from({ length: row.length }, (_, j) => j);
+  const m = Math.max(...ids.map((j) => row[j]));
+  const z = ids.reduce((s, j) => s + Math.exp(row[j] - m), 0);
+  const mass = groups ? groups.map((g) => Array.from(g).reduce((s, j) => s + Math.exp(row[j] - m) / z, 0)) : ids.map((j) => Math.exp(row[j] - m) / z);
+  return mass.reduce((h, q) => (q > 0 ? h - q * Math.log(q) : h), 0);
 }
 
 export function argmax(a: ArrayLike<number>): number {

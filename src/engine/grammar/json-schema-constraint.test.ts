@@ -60,6 +60,25 @@ describe('SchemaGrammar', () => {
     await expect(grammar.matcher('{not json')).rejects.toThrow(/jsonSchema is not valid JSON/);
   });
 
+  it('continuation gives the text the grammar forces after a token, and leaves the state as it was (a stop token too)', async () => {
+    const grammar = await SchemaGrammar.for(tokenizer(), { vocabSize: V, stopIds: [STOP] });
+    const m = await grammar.matcher(schema);
+    m.forced(64);
+    const before = Array.from(await m.allowedMask());
+    // Bytes: 'P' commits to Python_Coder_Tool, whose rest and the next key come forced; 'W' likewise.
+    expect(m.continuation('P'.charCodeAt(0))).toBe('ython_Coder_Tool", "sub_goal": "');
+    expect(m.continuation('W'.charCodeAt(0))).toBe('ikipedia_Search", "sub_goal": "');
+    expect(m.continuation('x'.charCodeAt(0))).toBeNull();
+    expect(Array.from(await m.allowedMask())).toEqual(before);
+    for (const id of [...'Python_Coder_Tool", "sub_goal": "ab"}'].map((c) => c.charCodeAt(0))) expect(m.accept(id)).toBe(true);
+    // At the end only the stop token is left: nothing follows it, and the matcher is not terminated by asking.
+    expect(m.continuation(STOP)).toBe('');
+    expect(m.terminated).toBe(false);
+    expect(m.accept(STOP)).toBe(true);
+    expect(m.terminated).toBe(true);
+    m.dispose();
+  });
+
   it('drawMasked draws only allowed tokens and reports the unmasked log-softmax', () => {
     const logits = Float32Array.from({ length: 8 }, (_, i) => i * 0.5);
     const mask = new Int32Array([0b00100110]); // ids 1, 2, 5

@@ -184,6 +184,26 @@ export class SchemaMatcher implements TokenConstraint {
     return out;
   }
 
+  /**
+   * The text the grammar would force right after `id` (its jump-forward string there), with this state left as
+   * it was: two tokens with the same text and continuation lead to the same reply up to the next choice, such
+   * as "b" and "base" of an enum value "base_generator" (the entropy bonus over choices counts them as one).
+   * Null when the grammar does not allow `id` here.
+   */
+  continuation(id: number): string | null {
+    this.live();
+    const t0 = performance.now();
+    try {
+      if (!this.m.acceptToken(id)) return null;
+      // A stop token ends the reply: nothing follows it (and xgrammar aborts on a jump-forward past the end).
+      const text = this.m.isTerminated() ? '' : this.m.findJumpForwardString();
+      this.m.rollBack(1);
+      return text;
+    } finally {
+      this.grammarMs += performance.now() - t0;
+    }
+  }
+
   reset(): void {
     this.live();
     this.m.reset();

@@ -68,7 +68,7 @@ export function stepBatch(o: { runId: string; step: number; groups: readonly Col
           continue;
         }
         kept.push({ turn: t, trajectory: tr, groupId: g.groupId });
-        samples.push({ groupId: g.groupId, rolloutId: tr.rolloutId, turn: t.turn, promptTokens: [...t.promptTokens], responseTokens: [...t.responseTokens], reward: tr.reward, oldLogprobs: [...t.logprobs], ...(t.forced ? { forced: [...t.forced] } : {}) });
+        samples.push({ groupId: g.groupId, rolloutId: tr.rolloutId, turn: t.turn, promptTokens: [...t.promptTokens], responseTokens: [...t.responseTokens], reward: tr.reward, oldLogprobs: [...t.logprobs], ...(t.forced ? { forced: [...t.forced] } : {}), ...(t.choices ? { choices: t.choices.map((c) => (c ? c.map((g) => [...g]) : null)) } : {}) });
       }
     }
   }
