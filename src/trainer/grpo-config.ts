@@ -78,8 +78,9 @@ export interface GrpoConfig {
   lrBySignal: boolean;
   /**
    * Weight of an entropy bonus: the loss gains −entropyCoef × H per response token, H the entropy of the
-   * model's whole next-token distribution at that token (PPO's entropy bonus, not in Flow-GRPO's objective),
-   * so a choice the rewards have not settled does not peak before it is read. 0 = none. The float64 CPU
+   * model's whole next-token distribution at that token or of the choices there (entropyOver); PPO's entropy
+   * bonus, not in Flow-GRPO's objective, so that a choice the rewards have not settled does not peak before it
+   * is read. 0 = none. The float64 CPU
    * backends implement it; grpoStep refuses a non-zero value on the GPU backend (its loss kernels have no
    * entropy term). It rides on updates only: a step with no reward spread and beta 0 still takes no update
    * (the momentum drift that takes no-signal steps out, grpo-step.ts, would come back with the bonus alone).
@@ -89,9 +90,11 @@ export interface GrpoConfig {
    * Which distribution the entropy bonus spreads: 'vocabulary' (the model's whole next-token distribution at
    * every response token in the loss) or 'choices' (only where a reply's grammar left a few tokens to choose
    * from, such as a tool name's first token, and over those tokens alone, renormalised: the distribution the
-   * draw actually came from). The whole-vocabulary bonus mostly moves mass to tokens the grammar masks anyway;
-   * 'choices' keeps a choice between tools open without touching the rest. Needs rollouts that recorded their
-   * choice sets (TurnSample.choices: the float64 CPU planner records them); rows without one get no bonus.
+   * draw actually came from, with tokens that spell the same reply up to the next choice counted as one
+   * outcome). The whole-vocabulary bonus mostly moves mass to tokens the grammar masks anyway; 'choices' keeps
+   * a choice between tools open without touching the rest. Needs rollouts that recorded their choices
+   * (TurnSample.choices: the float64 CPU planner records them, the GPU planner does not); rows without any get
+   * no bonus, and a step where no turn has any is refused.
    */
   entropyOver: 'vocabulary' | 'choices';
 }
