@@ -58,6 +58,12 @@ describe('packing turn samples', () => {
     expect(() => packBatch([s('x', [1], [2], { choices: [[[2], [60]]] })], undefined, 50)).toThrow(/choices\[0\] holds token id 60, outside the vocabulary \(size 50\)/);
   });
 
+  it("lays each turn's entropy weight over its loss rows (absent: 1), and none when no sample sets one", () => {
+    const b = packBatch([s('r0', [5, 6], [7, 8], { entropyWeight: 0 }), s('r1', [1], [2, 3])]);
+    expect([...b.entropyWeights!]).toEqual([0, 0, 0, 0, 1, 1, 0]);
+    expect(packBatch([s('r2', [1], [2])]).entropyWeights).toBeUndefined();
+  });
+
   it('packs a chosen subset in the given order', () => {
     const all = [s('a', [1], [2]), s('b', [3, 4], [5])];
     const b = packBatch(all, [1]);

@@ -30,6 +30,8 @@ export interface TurnSample {
    * (GrpoConfig.entropyOver) reads them.
    */
   choices?: Array<number[][] | null>;
+  /** Weight of the entropy bonus on this turn's rows (GrpoConfig.entropyGroups); absent = 1. */
+  entropyWeight?: number;
   /**
    * Group-normalised advantage: set by the training run when it builds the step's batch (and stored with the
    * turn); a batch whose samples all lack it gets it from grpoStep, by the same rule.
@@ -67,6 +69,8 @@ export interface PackedBatch {
   seqs: PackedSequence[];
   /** Number of response tokens in the loss (= lossRows.length): forced tokens are not. */
   responseTokens: number;
+  /** Per row, the entropy bonus's weight (TurnSample.entropyWeight); absent when no sample sets one (all 1). */
+  entropyWeights?: Float32Array;
   /** Row -> the groups of ids its token was drawn from (TurnSample.choices), for rows in the loss that have them; absent when no sample has choices. */
   choices?: Map<number, Uint32Array[]>;
 }
@@ -128,6 +132,7 @@ export function packBatch(samples: readonly TurnSample[], indices: readonly numb
   const seqs: PackedSequence[] = [];
   const lossRows: number[] = [];
   const choices = indices.some((i) => samples[i].choices) ? new Map<number, Uint32Array[]>() : undefined;
+  const entropyWeights = indices.some((i) => samples[i].entropyWeight !== undefined) ? new Float32Array(rows) : undefined;
   let start = 0;
   for (const si of indices) {
     const s = samples[si];
@@ -150,12 +155,13 @@ export function packBatch(samples: readonly TurnSample[], indices: readonly numb
         refLogprobs[row] = s.refLogprobs?.[k] ?? 0;
         const groups = s.choices?.[k];
         if (groups) choices!.set(row, groups.map((g) => Uint32Array.from(g)));
+        if (entropyWeights) entropyWeights[row] = s.entropyWeight ?? 1;
       }
     }
     seqs.push({ sample: si, start, length: len, promptLen: p });
     start += len;
   }
-  return { rows, ids, pos, ranges, targets, lossMask, lossRows: Uint32Array.from(lossRows), advantages, oldLogprobs, refLogprobs, seqs, responseTokens: lossRows.length, ...(choices ? { choices } : {}) };
+  return { rows, ids, pos, ranges, targets, lossMask, lossRows: Uint32Array.from(lossRows), advantages, oldLogprobs, refLogprobs, seqs, responseTokens: lossRows.length, ...(choices ? { choices } : {}), ...(entropyWeights ? { entropyWeights } : {}) };
 }
 
 /**

@@ -154,6 +154,7 @@ export function sequencesLoss(batch: PackedBatch, seqs: PackedBatch['seqs'], log
     for (let i = 0; i < rows; i++) dlogp[i] += r.dlogp[i];
     const e = entropyRowWeights(rows, loss.entropyCoef, normalizer, batch.lossMask.subarray(s.start, s.start + rows));
     if (e && choices) for (let i = 0; i < rows; i++) if (!choices[i]) e[i] = 0;
+    if (e && batch.entropyWeights) for (let i = 0; i < rows; i++) e[i] *= batch.entropyWeights[s.start + i];
     if (e) {
       dEntropy ??= new Float64Array(rows);
       for (let i = 0; i < rows; i++) dEntropy[i] += e[i];

@@ -97,6 +97,14 @@ export interface GrpoConfig {
    * no bonus, and a step where no turn has any is refused.
    */
   entropyOver: 'vocabulary' | 'choices';
+  /**
+   * Whose turns take the entropy bonus: 'all' (every turn of an update), or 'all-failed' (only the turns of
+   * groups whose rewards are all equal and below the step's mean: the queries no rollout solved, which give no
+   * policy gradient, so the bonus there widens what the next rollouts try without unsettling what solved
+   * groups have learned). A fixed bonus on every turn strong enough to loosen a peaked choice also shook whole
+   * learned kinds on the tool task (README, "An entropy bonus over the choices themselves").
+   */
+  entropyGroups: 'all' | 'all-failed';
 }
 
 /**
@@ -159,6 +167,7 @@ export const DEFAULT_GRPO_CONFIG: Readonly<GrpoConfig> = Object.freeze({
   lrBySignal: false,
   entropyCoef: 0,
   entropyOver: 'vocabulary',
+  entropyGroups: 'all',
 });
 
 export class GrpoConfigError extends AgentFlowError {
@@ -200,6 +209,7 @@ const RULES: Record<keyof GrpoConfig, Rule> = {
   lrBySignal: { bool: true },
   entropyCoef: { min: 0 },
   entropyOver: { oneOf: ['vocabulary', 'choices'] },
+  entropyGroups: { oneOf: ['all', 'all-failed'] },
 };
 
 function describeRule(r: Rule): string {

@@ -313,6 +313,29 @@ describe('grpoStep', () => {
     expect(() => resolveGrpoConfig({ entropyOver: 'tokens' as never })).toThrow(/'entropyOver' must be one of 'vocabulary', 'choices' \(got "tokens"\)/);
   });
 
+  it("entropyGroups 'all-failed' gives the bonus to the turns of groups no rollout solved, and to no others", async () => {
+    const V = model.config.vocabSize;
+    const run = async (over: Parameters<typeof resolveGrpoConfig>[0], samples = batch()) => {
+      const backend = new CpuPolicyBackend(model.config, model.weights, initLoraAdapter(model.config, { r: 2, alpha: 4 }, new Rng(1)));
+      await grpoStep(backend, samples, resolveGrpoConfig({ beta: 0, groupSize: 2, queriesPerStep: 2, learningRate: 5e-2, ...over }), { step: 1, optimizerSteps: 0, random: () => 0.5 });
+      return backend.currentAdapter;
+    };
+    const tensors = (a: ReturnType<typeof initLoraAdapter>) => adapterTensors(a).map((t) => Array.from(t.data));
+    // Entropy where g2's turns (query 1, all failed) begin their response.
+    const g2Entropy = (a: ReturnType<typeof initLoraAdapter>) => {
+      const p = task.turn1Prompt(1);
+      return refEntropy(cpuForward(model.config, model.weights, p, a).logits.subarray((p.length - 1) * V, p.length * V));
+    };
+    const plain = await run({});
+    const failedOnly = await run({ entropyCoef: 1000, entropyGroups: 'all-failed' });
+    expect(g2Entropy(failedOnly)).toBeGreaterThan(g2Entropy(plain) + 1e-3);
+    expect(tensors(failedOnly)).not.toEqual(tensors(await run({ entropyCoef: 1000 })));
+    // Every group with a spread: no turn takes the bonus, the plain step to the bit.
+    const both = batch().map((s) => (s.groupId === 'g2' && s.rolloutId === 'c' ? { ...s, reward: 1 } : s));
+    expect(tensors(await run({ entropyCoef: 1000, entropyGroups: 'all-failed' }, both))).toEqual(tensors(await run({}, both)));
+    expect(() => resolveGrpoConfig({ entropyGroups: 'failed' as never })).toThrow(/'entropyGroups' must be one of 'all', 'all-failed' \(got "failed"\)/);
+  });
+
   it('with beta > 0 a step whose groups are all-equal still descends the KL term alone (Flow-GRPO never drops the step)', async () => {
     const adapter = initLoraAdapter(model.config, { r: 2, alpha: 4 }, new Rng(1));
     // An adapter off the reference (B is zero at init), with no AdamW momentum: the KL term has a gradient.

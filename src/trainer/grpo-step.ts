@@ -117,6 +117,14 @@ function stepAdvantages(input: readonly TurnSample[], cfg: GrpoConfig): Advantag
   return { ...groupStats(input, advantages), advantages };
 }
 
+/** Groups whose rewards are all equal and below the step's mean reward over turns: no rollout solved them. */
+function allFailedGroups(samples: readonly TurnSample[]): Set<string> {
+  const mean = samples.reduce((s, t) => s + t.reward, 0) / samples.length;
+  const rewards = new Map<string, number[]>();
+  for (const s of samples) (rewards.get(s.groupId) ?? rewards.set(s.groupId, []).get(s.groupId)!).push(s.reward);
+  return new Set([...rewards].filter(([, r]) => r.length > 1 && r.every((v) => v === r[0]) && r[0] < mean).map(([g]) => g));
+}
+
 export async function grpoStep(backend: PolicyBackend, input: readonly TurnSample[], cfg: GrpoConfig, ctx: StepContext): Promise<StepStats> {
   const t0 = now();
   if (input.length === 0) throw new Error('grpoStep: the batch has no samples (no planner turns were recorded)');
@@ -126,7 +134,8 @@ export async function grpoStep(backend: PolicyBackend, input: readonly TurnSampl
     throw new GrpoConfigError('entropyOver', `is 'choices', but none of this step's ${input.length} planner turns recorded its choice sets (the engine that sampled them does not; the float64 CPU planner does); use 'vocabulary' or set entropyCoef to 0`);
   }
   const adv = stepAdvantages(input, cfg);
-  const samples: TurnSample[] = input.map((s, i) => ({ ...s, advantage: ctx.zeroAdvantages ? 0 : adv.advantages[i] }));
+  const failed = cfg.entropyCoef > 0 && cfg.entropyGroups === 'all-failed' ? allFailedGroups(input) : null;
+  const samples: TurnSample[] = input.map((s, i) => ({ ...s, advantage: ctx.zeroAdvantages ? 0 : adv.advantages[i], ...(failed ? { entropyWeight: failed.has(s.groupId) ? 1 : 0 } : {}) }));
   // With every group's rewards equal the policy gradient is zero. With beta = 0 no optimizer step runs: there
   // is nothing to descend, yet AdamW would still move every weight on its momentum, about the learning rate
   // per step for several steps; once a run has solved most queries most steps are like this, and that drift
