@@ -9,7 +9,8 @@ import { randomAdapter, randomQwen2, randomTokens } from '../../tests/support/ra
 import { loraToRefAdapter, refAdapterToLora, toQwen2Config } from '../../tests/support/toy-ref';
 import { relL2, maxAbsDiff } from '../../tests/support/compare';
 import { Rng } from '../util/rng';
-import { cpuBackward, cpuForward, zeroLoraGrads } from './cpu-model';
+import { cpuBackward, cpuForward, zeroLoraGrads, type LoraGrads } from './cpu-model';
+import type { LoraAdapter } from '../io/peft';
 import { adapterTensors } from './lora-init';
 import { grpoLoss } from '../model/loss';
 
@@ -22,6 +23,29 @@ function centralDifference(data: Float32Array, i: number, objective: () => numbe
   const dn = objective();
   data[i] = orig;
   return (up - dn) / (2 * h);
+}
+
+/**
+ * Checks one random entry of every A and B of `grads` against central finite differences of `objective`, and
+ * counts the entries where `grads` stands apart from `other` (the same backward without the term under test) by
+ * far more than the check's tolerance.
+ */
+function checkEntryPerTensor(adapter: LoraAdapter, grads: LoraGrads, other: LoraGrads | null, objective: () => number, rng: Rng): { checked: number; apart: number } {
+  let checked = 0;
+  let apart = 0;
+  for (const p of adapter.pairs.values()) {
+    for (const which of ['A', 'B'] as const) {
+      const i = rng.int(p[which].length);
+      const fd = centralDifference(p[which], i, objective);
+      const key = `${p.layer}.${p.module}`;
+      const an = grads.get(key)![which][i];
+      // f32 storage of the perturbed entry limits the FD to ~1e-6 absolute.
+      expect(Math.abs(an - fd), `${key}.${which}[${i}]`).toBeLessThan(2e-5 + 1e-3 * Math.abs(fd));
+      if (other && Math.abs(an - other.get(key)![which][i]) > 1e-3 + 1e-2 * Math.abs(fd)) apart++;
+      checked++;
+    }
+  }
+  return { checked, apart };
 }
 
 describe('float64 CPU forward/backward with LoRA', () => {
@@ -76,18 +100,7 @@ describe('float64 CPU forward/backward with LoRA', () => {
     const fw = cpuForward(cfg, weights, tokens, adapter);
     const grads = zeroLoraGrads(adapter);
     cpuBackward(cfg, weights, fw, c, adapter, grads);
-    let checked = 0;
-    for (const p of adapter.pairs.values()) {
-      for (const which of ['A', 'B'] as const) {
-        const i = rng.int(p[which].length);
-        const fd = centralDifference(p[which], i, objective);
-        const an = grads.get(`${p.layer}.${p.module}`)![which][i];
-        // f32 storage of the perturbed entry limits the FD to ~1e-6 absolute.
-        expect(Math.abs(an - fd), `${p.layer}.${p.module}.${which}[${i}]`).toBeLessThan(2e-5 + 1e-3 * Math.abs(fd));
-        checked++;
-      }
-    }
-    expect(checked).toBe(28);
+    expect(checkEntryPerTensor(adapter, grads, null, objective, rng).checked).toBe(28);
   });
 
   it("the entropy bonus's gradient (dEntropy) matches central finite differences of the reference model's entropies, beside a logp term", () => {
@@ -108,21 +121,9 @@ describe('float64 CPU forward/backward with LoRA', () => {
     cpuBackward(cfg, weights, fw, c, adapter, grads, e);
     const without = zeroLoraGrads(adapter);
     cpuBackward(cfg, weights, fw, c, adapter, without);
-    let checked = 0;
-    let moved = 0;
-    for (const p of adapter.pairs.values()) {
-      for (const which of ['A', 'B'] as const) {
-        const i = rng.int(p[which].length);
-        const fd = centralDifference(p[which], i, objective);
-        const key = `${p.layer}.${p.module}`;
-        const an = grads.get(key)![which][i];
-        expect(Math.abs(an - fd), `${key}.${which}[${i}]`).toBeLessThan(2e-5 + 1e-3 * Math.abs(fd));
-        // The entropy term is not a rounding: it moves the gradient by far more than the check's tolerance.
-        if (Math.abs(an - without.get(key)![which][i]) > 1e-3 + 1e-2 * Math.abs(fd)) moved++;
-        checked++;
-      }
-    }
+    const { checked, apart: moved } = checkEntryPerTensor(adapter, grads, without, objective, rng);
     expect(checked).toBe(28);
+    // The entropy term is not a rounding: it moves the gradient by far more than the check's tolerance.
     expect(moved).toBeGreaterThan(14);
   });
 
@@ -146,21 +147,9 @@ describe('float64 CPU forward/backward with LoRA', () => {
     cpuBackward(cfg, weights, fw, c, adapter, grads, e, choices);
     const whole = zeroLoraGrads(adapter);
     cpuBackward(cfg, weights, fw, c, adapter, whole, e);
-    let checked = 0;
-    let differs = 0;
-    for (const p of adapter.pairs.values()) {
-      for (const which of ['A', 'B'] as const) {
-        const i = rng.int(p[which].length);
-        const fd = centralDifference(p[which], i, objective);
-        const key = `${p.layer}.${p.module}`;
-        const an = grads.get(key)![which][i];
-        expect(Math.abs(an - fd), `${key}.${which}[${i}]`).toBeLessThan(2e-5 + 1e-3 * Math.abs(fd));
-        // Not the whole-vocabulary bonus under another name.
-        if (Math.abs(an - whole.get(key)![which][i]) > 1e-3 + 1e-2 * Math.abs(fd)) differs++;
-        checked++;
-      }
-    }
+    const { checked, apart: differs } = checkEntryPerTensor(adapter, grads, whole, objective, rng);
     expect(checked).toBe(28);
+    // Not the whole-vocabulary bonus under another name.
     expect(differs).toBeGreaterThan(14);
   });
 });
