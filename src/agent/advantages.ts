@@ -78,6 +78,17 @@ export function groupStats(turns: readonly RewardedTurn[], advantages?: readonly
 }
 
 /**
+ * The groups that all failed: every reward equal (or a single turn) and below the step's mean over turns — no
+ * rollout solved the query. The 'group-failed-batch' baseline measures them from the step's mean; the entropy
+ * bonus's 'all-failed' groups (GrpoConfig.entropyGroups) are these.
+ */
+export function allFailedGroups(turns: readonly RewardedTurn[]): Set<string> {
+  const grouped = rewardGroups(turns);
+  const mean = turns.reduce((s, t) => s + t.reward, 0) / turns.length;
+  return new Set(grouped.filter((g) => g.stats.noGradient && g.stats.rewardMean < mean).map((g) => g.stats.groupId));
+}
+
+/**
  * Whose mean (and std) an advantage is measured from: the query's group, the whole step's turns, or the
  * group's unless it all failed, then the step's.
  */
@@ -107,8 +118,9 @@ export function groupAdvantages(turns: readonly RewardedTurn[], eps = 1e-6, std 
     }
     const b = baseline === 'group-failed-batch' ? step() : null;
     if (b) {
+      const failed = allFailedGroups(turns);
       for (const { stats, idx } of grouped) {
-        if (stats.noGradient && stats.rewardMean < b.mean) for (const i of idx) advantages[i] = (turns[i].reward - b.mean) / b.scale;
+        if (failed.has(stats.groupId)) for (const i of idx) advantages[i] = (turns[i].reward - b.mean) / b.scale;
       }
       markZeroGroups(grouped, advantages);
     }

@@ -3,7 +3,7 @@
 // (adapter off), then for each epoch and mini-batch: forward+backward over micro-batches with gradient
 // accumulation, global-norm clip, AdamW.
 import { clipFactor } from './adamw-cpu';
-import { groupAdvantages, groupStats, type AdvantageResult, type GroupStats } from '../agent/advantages';
+import { allFailedGroups, groupAdvantages, groupStats, type AdvantageResult, type GroupStats } from '../agent/advantages';
 import type { PolicyBackend } from './backend';
 import { GrpoConfigError, type GrpoConfig } from './grpo-config';
 import { addSums, emptySums, type GrpoLossSums } from '../model/loss';
@@ -115,14 +115,6 @@ function stepAdvantages(input: readonly TurnSample[], cfg: GrpoConfig): Advantag
   });
   const advantages = input.map((s) => s.advantage as number);
   return { ...groupStats(input, advantages), advantages };
-}
-
-/** Groups whose rewards are all equal and below the step's mean reward over turns: no rollout solved them. */
-function allFailedGroups(samples: readonly TurnSample[]): Set<string> {
-  const mean = samples.reduce((s, t) => s + t.reward, 0) / samples.length;
-  const rewards = new Map<string, number[]>();
-  for (const s of samples) (rewards.get(s.groupId) ?? rewards.set(s.groupId, []).get(s.groupId)!).push(s.reward);
-  return new Set([...rewards].filter(([, r]) => r.length > 1 && r.every((v) => v === r[0]) && r[0] < mean).map(([g]) => g));
 }
 
 export async function grpoStep(backend: PolicyBackend, input: readonly TurnSample[], cfg: GrpoConfig, ctx: StepContext): Promise<StepStats> {
