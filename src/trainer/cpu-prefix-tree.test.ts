@@ -122,6 +122,22 @@ describe('cpuPrefixTreeStep', () => {
     expect(worstRelative(wantC, wantE)).toBeGreaterThan(1e-6);
     expect(() => cpuPrefixTreeStep(config, weights, adapter, zeroLoraGrads(adapter), turns.slice(0, 1), () => ({ dlogp: dl[0], dEntropy: de[0], choices: sets[0].slice(1) }))).toThrow(/choices of sequence 0 has \d+ rows, not \d+/);
     expect(() => cpuPrefixTreeStep(config, weights, adapter, zeroLoraGrads(adapter), turns.slice(0, 2), (i) => ({ dlogp: dl[i], dEntropy: Float64Array.from(de[i], (v, t) => (t === 3 ? 1 : v)) }))).toThrow(/dEntropy of sequence 0 is 1 at row 3, inside the prefix it shares/);
+    // Sequences whose rows all carry zero (a group that scored alike) skip their backward, and a shared segment
+    // whose every sequence does skips its own: q1's four turns here (3 leaves, the shared q1 and "3 3 3"
+    // segments); the system prompt still runs for q2's turns. Same sums as separate backwards, as if the zero
+    // rows were not there; a zero dlogp beside a non-zero dEntropy still runs.
+    const zeroQ1 = dl.map((d, i) => (i < 4 ? new Float64Array(d.length) : d));
+    const wantZ = zeroLoraGrads(adapter);
+    turns.forEach((s, i) => cpuBackward(config, weights, cpuForward(config, weights, s.tokens, adapter, s.shareable), zeroQ1[i], adapter, wantZ));
+    const gotZ = zeroLoraGrads(adapter);
+    const full = cpuPrefixTreeStep(config, weights, adapter, zeroLoraGrads(adapter), turns, (i) => dl[i]);
+    const counts = cpuPrefixTreeStep(config, weights, adapter, gotZ, turns, (i) => zeroQ1[i]);
+    expect(worstRelative(wantZ, gotZ)).toBeLessThan(1e-12);
+    expect(full.backwards).toBe(full.segments);
+    expect(counts.segments).toBe(full.segments);
+    expect(full.backwards - counts.backwards).toBe(6);
+    const entropyOnly = cpuPrefixTreeStep(config, weights, adapter, zeroLoraGrads(adapter), turns, (i) => ({ dlogp: zeroQ1[i], dEntropy: i === 0 ? de[0] : null }));
+    expect(full.backwards - entropyOnly.backwards).toBe(4);
     // A loss on a shared row cannot be carried by one sequence's leaf: refused, naming the row.
     expect(() => cpuPrefixTreeStep(config, weights, adapter, zeroLoraGrads(adapter), turns.slice(0, 2), (i) => Float64Array.from(dl[i], (v, t) => (t === 3 ? 1 : v)))).toThrow(/sequence 0 is 1 at row 3, inside the prefix it shares/);
   });

@@ -5,7 +5,9 @@
 // a segment runs its forward on its ancestors' keys and values (cpu-model.ts cpuForward with a context), its
 // children run to the end of their backward, handing it the gradients of the keys and values they read from it,
 // and then its own backward runs. The forward is bit-identical to one sequence at a time; the gradients differ
-// only in the order of float64 additions.
+// only in the order of float64 additions. A subtree whose rows all carry a zero gradient (a Flow-GRPO group whose
+// rollouts all scored alike: advantage 0, and no KL or entropy term on it) skips its backward: it would add
+// exact zeros. Late in a run most groups are such, and the backward is about half of an update.
 import type { LoraAdapter } from '../io/peft';
 import { cpuContext, cpuForward, cpuSegmentBackward, type ChoiceGroups, type HostQwen2Weights, type KvContext, type LoraGrads } from './cpu-model';
 import type { Qwen2Config } from '../io/qwen2-config';
@@ -76,18 +78,27 @@ export interface RowGradients {
   choices?: ReadonlyArray<ChoiceGroups | null> | null;
 }
 
+/** What a tree step ran: segments forwarded, and how many of them also ran a backward. */
+export interface TreeStepCounts {
+  segments: number;
+  backwards: number;
+}
+
 /**
  * Accumulates into `grads` the gradient of Σ_seq Σ_t dlogp_seq[t] · logprobs_seq[t] (+ dEntropy_seq[t] · H_seq,t).
  * `lossOf(i, logprobs)` gets sequence i's logprobs (length tokens-1, rows before `shareable` 0) as soon as its
  * forward is done and returns its dlogp (same length), or its RowGradients.
  */
-export function cpuPrefixTreeStep(cfg: Qwen2Config, w: HostQwen2Weights, adapter: LoraAdapter, grads: LoraGrads, seqs: readonly TreeStepSequence[], lossOf: (i: number, logprobs: Float64Array) => ArrayLike<number> | RowGradients): void {
+export function cpuPrefixTreeStep(cfg: Qwen2Config, w: HostQwen2Weights, adapter: LoraAdapter, grads: LoraGrads, seqs: readonly TreeStepSequence[], lossOf: (i: number, logprobs: Float64Array) => ArrayLike<number> | RowGradients): TreeStepCounts {
   const kvd = cfg.numKvHeads * cfg.headDim;
   interface Open {
     node: PrefixTreeNode;
     extra: Array<{ k: Float64Array; v: Float64Array }>;
   }
-  const visit = (node: PrefixTreeNode, ctx: KvContext | undefined, path: Open[]): void => {
+  const counts: TreeStepCounts = { segments: 0, backwards: 0 };
+  /** Runs the subtree; true when its backward ran (it had a non-zero gradient to hand up). */
+  const visit = (node: PrefixTreeNode, ctx: KvContext | undefined, path: Open[]): boolean => {
+    counts.segments++;
     const seq = seqs[node.source];
     const T = node.end - node.start;
     const leaf = node.sequence !== undefined;
@@ -114,10 +125,14 @@ export function cpuPrefixTreeStep(cfg: Qwen2Config, w: HostQwen2Weights, adapter
       }
     }
     const open: Open = { node, extra: Array.from({ length: cfg.numLayers }, () => ({ k: new Float64Array(T * kvd), v: new Float64Array(T * kvd) })) };
+    let carries = nonZero(dlogp) || nonZero(dEntropy);
     if (node.children.length) {
       const inner = cpuContext(f);
-      for (const c of node.children) visit(c, inner, [...path, open]);
+      for (const c of node.children) if (visit(c, inner, [...path, open])) carries = true;
     }
+    // No loss of its own and none handed up from below: its backward would add zeros.
+    if (!carries) return false;
+    counts.backwards++;
     // The context's positions belong to the open ancestors: each takes its own range.
     cpuSegmentBackward(
       cfg,
@@ -140,6 +155,14 @@ export function cpuPrefixTreeStep(cfg: Qwen2Config, w: HostQwen2Weights, adapter
       dEntropy,
       choices,
     );
+    return true;
   };
   for (const root of prefixTree(seqs)) visit(root, undefined, []);
+  return counts;
+}
+
+function nonZero(d: ArrayLike<number> | null): boolean {
+  if (!d) return false;
+  for (let t = 0; t < d.length; t++) if (d[t] !== 0) return true;
+  return false;
 }
