@@ -61,7 +61,7 @@ async function decodeBench(engine: PlannerEngine, calls: number, tokens: number,
   let ms = 0;
   const g0 = engine.grammarMs;
   for (let k = 0; k < calls; k++) {
-    const r = await engine.chat([{ role: 'user', content: `What is ${k + 2} times 7?` }], { maxNewTokens: tokens, temperature: 1, seed: k + 1, jsonSchema: schema });
+    const r = await engine.stream([{ role: 'user', content: `What is ${k + 2} times 7?` }], { maxNewTokens: tokens, temperature: 1, seed: k + 1, jsonSchema: schema }).result;
     // A reply cut by the token limit is unfinished JSON; one that stopped must parse.
     if (schema && r.finishReason === 'stop') JSON.parse(r.text);
     // decodeMs runs from the first token on: the tokens after it.

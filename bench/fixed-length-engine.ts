@@ -13,6 +13,7 @@ import { detectModule, type ModuleName } from '../src/agent/prompts';
 import { GenerateBatcher } from '../src/engine/generate-batcher';
 import type { Qwen2Runtime } from '../src/engine/runtime';
 import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../src/engine/chat-engine';
+import { chatStream, type ChatStream } from '../src/engine/chat-stream';
 import { ChunkTokenizer } from './chunk-tokenizer';
 import { LoggedRuntime } from './runtime-log';
 
@@ -80,7 +81,11 @@ export class FixedLengthEngine implements ChatEngine {
    * Serves one module's call: its length is the engine's, not options.maxNewTokens, and stop strings do not
    * apply (the text is scripted). Temperature, top-k / top-p, seed, signal and adapter are the caller's.
    */
-  async chat(messages: ChatMessage[], options: GenerateOptions = {}): Promise<GenerationResult> {
+  stream(messages: ChatMessage[], options: GenerateOptions = {}): ChatStream {
+    return chatStream((emit) => this.serve(messages, options, emit));
+  }
+
+  private async serve(messages: ChatMessage[], options: GenerateOptions, emit: (piece: string) => void): Promise<GenerationResult> {
     const module = detectModule(messages);
     if (!module) throw new Error(`fixed-length engine: a prompt no agent module wrote (its system message starts with no module's role line): ${JSON.stringify(messages[0]?.content.slice(0, 80))}`);
     const n = this.o.lengths[module];
@@ -100,7 +105,7 @@ export class FixedLengthEngine implements ChatEngine {
     }
     this.calls.push({ module, adapter, promptTokens: prompt.length, promptChars: messages.reduce((a, m) => a + m.content.length, 0), newTokens: out.tokens.length, reusedPromptTokens: out.reusedPrefixTokens, redrawnTokens: out.redrawnTokens, start, end: now() });
     const text = this.o.reply(module, index);
-    options.onToken?.(text);
+    emit(text);
     return {
       text,
       promptTokens: prompt,

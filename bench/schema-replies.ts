@@ -102,7 +102,7 @@ async function main(): Promise<void> {
       // its prefill (on a software GPU the prompt's prefill, not the reply, is most of a call's time).
       const question = QUESTIONS[Math.floor((i * questions) / calls)];
       const messages = plannerMessages({ query: question, analysis: '', cards, memory: [], turn: 1, maxTurns: 3 });
-      const out: GenerationResult = await planner.chat(messages, { maxNewTokens, temperature, seed: i, ...(mode === 'on' ? { jsonSchema: schema } : {}) });
+      const out: GenerationResult = await planner.stream(messages, { maxNewTokens, temperature, seed: i, ...(mode === 'on' ? { jsonSchema: schema } : {}) }).result;
       tokens += out.tokens.length;
       r.prefillMs += out.timings.prefillMs / calls;
       r.decodeMs += out.timings.decodeMs / calls;

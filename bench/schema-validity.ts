@@ -46,7 +46,7 @@ async function run(engine: PlannerEngine, calls: number, tokens: number, schema:
     engine.expectConcurrentCalls(m);
     const rs = await Promise.all(
       Array.from({ length: m }, (_, j) =>
-        engine.chat([{ role: 'user', content: `Question ${k + j}: which tool answers it?` }], { maxNewTokens: tokens, temperature: 1, seed: seed0 + k + j, jsonSchema: schema }),
+        engine.stream([{ role: 'user', content: `Question ${k + j}: which tool answers it?` }], { maxNewTokens: tokens, temperature: 1, seed: seed0 + k + j, jsonSchema: schema }).result,
       ),
     );
     engine.expectConcurrentCalls(1);

@@ -179,7 +179,7 @@ export async function toolTaskStability(o: ToolTaskStabilityOptions): Promise<To
       const messages = plannerMessages({ query: item.query, analysis: FIXED_ANALYSIS, cards: setup.task.cards, memory: [], turn: 1, maxTurns: 2, style: setup.task.plannerPrompt });
       const counts = new Map<string, number>();
       for (let k = 0; k < 32; k++) {
-        const r = await engines.planner.chat(messages, { temperature: 1, seed: 1000 + k, jsonSchema: schema, maxNewTokens: 48 });
+        const r = await engines.planner.stream(messages, { temperature: 1, seed: 1000 + k, jsonSchema: schema, maxNewTokens: 48 }).result;
         const tool = /"tool_name": ?"([^"]*)"/.exec(r.text)?.[1] ?? '?';
         counts.set(tool, (counts.get(tool) ?? 0) + 1);
       }

@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { StepRecord } from '../store/records';
 import { ToolRegistry } from '../tools/registry';
 import type { Tool, ToolContext, ToolResult } from '../tools/tool';
+import { chatStream } from '../engine/chat-stream';
 import { runAgent, stateFromSteps, type AgentConfigInput, type PlannerCall } from './loop';
 import { toolsFromRegistry } from './registry-tools';
 import { ScriptedEngine, scriptedLogprob, scriptedTokenIds, type Script } from './scripted-engine';
@@ -103,6 +104,45 @@ describe('runAgent', () => {
     expect(e.shared.calls.map((c) => c.module)).toEqual(['analysis', 'executor', 'verifier', 'generator']);
     expect(e.shared.calls[2].messages[1].content).toContain('Result: 42');
     expect(e.planner.calls[0].messages[1].content).toContain('Query analysis: Needs an addition.');
+  });
+
+  it('tags each streamed piece with its module and turn, and passes every piece on before its step is written', async () => {
+    const e = engines({
+      analysis: ['Two additions, one after the other.'],
+      planner: [plan('Add 1 and 2', 'Adder_Tool'), plan('Add 3 and 4', 'Adder_Tool')],
+      executor: ['{"args": {"a": 1, "b": 2}}', '{"args": {"a": 3, "b": 4}}'],
+      verifier: ['{"verdict": "CONTINUE"}', '{"explanation": "both sums", "verdict": "STOP"}'],
+      generator: ['The sums are 3 and 7.'],
+    });
+    const events: string[] = [];
+    const pieces = new Map<string, string[]>();
+    const sink = {
+      async write(step: StepRecord) {
+        events.push(`step ${step.kind}@${step.turn}`);
+      },
+    };
+    const r = await runAgent({
+      conversationId: 'tags',
+      query: 'q',
+      tools: TOOLS,
+      engines: e,
+      sink,
+      onToken: (module, turn, piece) => {
+        const key = `${module}@${turn}`;
+        if (events.at(-1) !== `pieces ${key}`) events.push(`pieces ${key}`);
+        pieces.set(key, [...(pieces.get(key) ?? []), piece]);
+      },
+    });
+    expect(r.status).toBe('done');
+    const stepKeys = r.steps.map((s) => `${s.kind}@${s.turn}`);
+    expect(stepKeys).toEqual(['analysis@0', 'planner@1', 'executor@1', 'verifier@1', 'planner@2', 'executor@2', 'verifier@2', 'generator@2']);
+    // Each call's pieces, all of them, then its step: nothing of a call arrives after its step or another call's.
+    expect(events).toEqual(stepKeys.flatMap((k) => [`pieces ${k}`, `step ${k}`]));
+    for (const s of r.steps) {
+      const text = String(s.kind === 'analysis' || s.kind === 'generator' ? s.data.text : s.data.raw);
+      // The scripted engine streams 8 characters at a time: the pieces come as the engine made them.
+      expect(pieces.get(`${s.kind}@${s.turn}`), `${s.kind}@${s.turn}`).toEqual(text.match(/[^]{1,8}/g));
+    }
   });
 
   it('says when it is done with the planner engine: after its last turn, before the generator, unless the generator runs there', async () => {
@@ -533,9 +573,9 @@ function deadEngine(id: string) {
     calls,
     engine: {
       id,
-      chat: (messages: import('../engine/chat-engine').ChatMessage[]) => {
+      stream: (messages: import('../engine/chat-engine').ChatMessage[]) => {
         calls.push(messages[0].content.slice(0, 20));
-        return new Promise<import('../engine/chat-engine').GenerationResult>(() => undefined);
+        return chatStream(() => new Promise<import('../engine/chat-engine').GenerationResult>(() => undefined));
       },
     },
   };
@@ -545,7 +585,8 @@ describe('runAgent with an engine that never answers', () => {
   it('ends at Stop, interrupted, however the engine behaves', async () => {
     const dead = deadEngine('dead');
     const ctl = new AbortController();
-    const running = runAgent({ conversationId: 'd1', query: 'q', tools: TOOLS, engines: { planner: dead.engine, shared: dead.engine }, signal: ctl.signal });
+    // With a reader of the pieces: a stream that never ends must not hold the run either.
+    const running = runAgent({ conversationId: 'd1', query: 'q', tools: TOOLS, engines: { planner: dead.engine, shared: dead.engine }, signal: ctl.signal, onToken: () => undefined });
     await vi.waitFor(() => expect(dead.calls.length).toBe(1));
     ctl.abort(new DOMException('Stopped by the user', 'AbortError'));
     const r = await running;

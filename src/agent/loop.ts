@@ -227,13 +227,22 @@ export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
 
   const call = async (module: ModuleName, turn: number, messages: ChatMessage[], signal: AbortSignal, jsonSchema?: string | null) => {
     const engine = opts.engines[cfg.engineFor[module]];
-    const onToken = opts.onToken ? (p: string) => opts.onToken!(module, turn, p) : undefined;
     opts.onCallStart?.(module, turn, engine, messages);
-    const options: GenerateOptions = { ...cfg.generation[module], signal, onToken };
+    const options: GenerateOptions = { ...cfg.generation[module], signal };
     if (jsonSchema) options.jsonSchema = jsonSchema;
-    // Raced against the signal: an engine that never answers (its worker died) must not hold the run past
-    // Stop or its time budget.
-    const result = await untilAborted(engine.chat(messages, options), signal);
+    const stream = engine.stream(messages, options);
+    const onToken = opts.onToken;
+    // Every piece reaches the consumer before the call's step is written, as the stream ends only after
+    // its last piece.
+    const relayed = onToken
+      ? (async () => {
+          for await (const piece of stream) onToken(module, turn, piece);
+          return stream.result;
+        })()
+      : stream.result;
+    // Raced against the signal: an engine that never answers (its worker died) neither ends its stream nor
+    // settles its result, and must not hold the run past Stop or its time budget.
+    const result = await untilAborted(relayed, signal);
     signal.throwIfAborted();
     return { engine, result, usage: usage(engine, result) };
   };
@@ -245,7 +254,7 @@ export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
     let p = map.get(key);
     const own = !p;
     if (!p) {
-      const made = engine.chat(messages, { ...cfg.generation[module], signal });
+      const made = engine.stream(messages, { ...cfg.generation[module], signal }).result;
       map.set(key, made);
       made.catch(() => {
         if (map.get(key) === made) map.delete(key);

@@ -3,6 +3,7 @@
 // replies as sequential ones (ScriptedEngine answers lists in call order, which interleaving reshuffles).
 // It counts the calls in flight, so a test can prove that calls overlapped, and can hold calls back.
 import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../engine/chat-engine';
+import { chatStream, type ChatStream } from '../engine/chat-stream';
 import { detectModule, type ModuleName } from './prompts';
 import { untilAborted } from '../util/abort';
 import { scriptedResult, sleep } from './scripted-engine';
@@ -50,7 +51,12 @@ export class ProbeEngine implements ChatEngine {
     this.gate = null;
   }
 
-  async chat(messages: ChatMessage[], options: GenerateOptions = {}): Promise<GenerationResult> {
+  stream(messages: ChatMessage[], options: GenerateOptions = {}): ChatStream {
+    return chatStream(() => this.answer(messages, options));
+  }
+
+  /** The call's whole reply (a probe streams no pieces). */
+  protected async answer(messages: ChatMessage[], options: GenerateOptions): Promise<GenerationResult> {
     const module = detectModule(messages) ?? 'other';
     this.calls.push({ module, options });
     this.inFlight++;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ChatEngine, ChatMessage } from '../engine/chat-engine';
+import { chatStream } from '../engine/chat-stream';
 import { PYTHON_CARD } from '../tools/cards';
 import { checkQueryFits, QueryTooLongError } from './query-fit';
 import { ScriptedEngine } from './scripted-engine';
@@ -10,7 +11,7 @@ function counted(id: string, contextTokens: number, counts = true): ChatEngine {
     id,
     contextTokens,
     ...(counts ? { countPromptTokens: async (m: ChatMessage[]) => m.reduce((n, x) => n + x.content.length, 0) } : {}),
-    chat: () => Promise.reject(new Error('checkQueryFits must not run the engine')),
+    stream: () => chatStream(() => Promise.reject(new Error('checkQueryFits must not run the engine'))),
   };
 }
 

@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { ChatEngine, ChatMessage, GenerationResult } from '../engine/chat-engine';
+import { chatStream, type ChatStream } from '../engine/chat-stream';
 import {
   checkGame24,
   choiceLetter,
@@ -245,9 +246,9 @@ class OneReplyEngine implements ChatEngine {
   readonly id = 'test:one-reply';
   seen: ChatMessage[][] = [];
   constructor(private reply: string) {}
-  async chat(messages: ChatMessage[]): Promise<GenerationResult> {
+  stream(messages: ChatMessage[]): ChatStream {
     this.seen.push(messages);
-    return { text: this.reply, promptTokens: [], tokens: [], logprobs: [], adapterId: null, finishReason: 'stop', timings: { prefillMs: 0, decodeMs: 0 } };
+    return chatStream(async () => ({ text: this.reply, promptTokens: [], tokens: [], logprobs: [], adapterId: null, finishReason: 'stop', timings: { prefillMs: 0, decodeMs: 0 } }));
   }
 }
 
@@ -271,7 +272,7 @@ describe('judge', () => {
     expect(await rewardAnswer(miss, { engine: judge, question: 'Who?' })).toBe(1);
     expect(judge.seen.length).toBe(1);
     expect(await rewardAnswer(miss, { engine: new OneReplyEngine('perhaps'), question: 'Who?' })).toBe(0);
-    const failing: ChatEngine = { id: 'test:fails', chat: async () => { throw new Error('engine lost'); } };
+    const failing: ChatEngine = { id: 'test:fails', stream: () => chatStream(async () => { throw new Error('engine lost'); }) };
     expect(await rewardAnswer(miss, { engine: failing, question: 'Who?' })).toBe(0);
   });
 });

@@ -337,7 +337,7 @@ export async function judgeAnswer(
   const refs = refList(reference).join(' | ');
   // With no usable reference the judge would be guessing; a hostile question or response is no answer.
   if (!refs.trim() || typeof question !== 'string' || typeof prediction !== 'string') return null;
-  const res = await engine.chat(
+  const res = await engine.stream(
     [
       {
         role: 'system',
@@ -349,7 +349,7 @@ export async function judgeAnswer(
       },
     ],
     { maxNewTokens: 8, temperature: 0, signal },
-  );
+  ).result;
   return parseYesNo(res.text);
 }
 

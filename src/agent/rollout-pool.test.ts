@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { CHAT_DEFAULTS } from './loop';
 import type { ChatEngine } from '../engine/chat-engine';
+import { chatStream } from '../engine/chat-stream';
 import { checkConcurrency, concurrentRolloutConfig, runPlannerRollouts, runRollouts } from './rollout-pool';
 
 /** Tasks that wait until the test settles them; records which started, and how many ran at once. */
@@ -109,7 +110,7 @@ function announcedPlanner(): ChatEngine & { announced: number[] } {
   return {
     id: 'planner',
     announced,
-    chat: () => Promise.reject(new Error('not called in this test')),
+    stream: () => chatStream(() => Promise.reject(new Error('not called in this test'))),
     expectConcurrentCalls: (n) => void announced.push(n),
   };
 }

@@ -2,6 +2,7 @@
 // It reports deterministic token ids and log-probabilities (one token per UTF-16 unit) so that rollout
 // recording can be checked end to end without a model.
 import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../engine/chat-engine';
+import { chatStream, type ChatStream } from '../engine/chat-stream';
 import { detectModule, type ModuleName } from './prompts';
 
 export interface ScriptedReplyObject {
@@ -50,7 +51,11 @@ export class ScriptedEngine implements ChatEngine {
     return messages.map((m) => `<|${m.role}|>\n${m.content}\n`).join('') + '<|assistant|>\n';
   }
 
-  async chat(messages: ChatMessage[], options: GenerateOptions = {}): Promise<GenerationResult> {
+  stream(messages: ChatMessage[], options: GenerateOptions = {}): ChatStream {
+    return chatStream((emit) => this.reply(messages, options, emit));
+  }
+
+  private async reply(messages: ChatMessage[], options: GenerateOptions, emit: (piece: string) => void): Promise<GenerationResult> {
     const module = detectModule(messages) ?? 'other';
     this.calls.push({ module, messages, options });
     const list = this.script[module];
@@ -74,7 +79,7 @@ export class ScriptedEngine implements ChatEngine {
       text = text.slice(0, options.maxNewTokens);
       finishReason = 'length';
     }
-    if (options.onToken) for (let k = 0; k < text.length; k += 8) options.onToken(text.slice(k, k + 8));
+    for (let k = 0; k < text.length; k += 8) emit(text.slice(k, k + 8));
     return scriptedResult(messages, text, this.adapterId, finishReason);
   }
 

@@ -3,7 +3,7 @@
 // planner). This view asks the same engine for its base weights on every call; because it is the same
 // engine underneath, a group's executor calls still meet in its batcher and decode together. (It does not
 // forward expectConcurrentCalls: the planner's count is the rollouts' to set, through engines.planner.)
-import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from './chat-engine';
+import type { ChatEngine, ChatMessage, ChatStream, GenerateOptions } from './chat-engine';
 
 export class BaseModelView implements ChatEngine {
   readonly id: string;
@@ -16,8 +16,9 @@ export class BaseModelView implements ChatEngine {
     return this.engine.gone ?? null;
   }
 
-  chat(messages: ChatMessage[], options: GenerateOptions = {}): Promise<GenerationResult> {
-    return this.engine.chat(messages, { ...options, adapter: null });
+  // The engine's own stream, not a copy: a piece crosses no extra layer for the view.
+  stream(messages: ChatMessage[], options: GenerateOptions = {}): ChatStream {
+    return this.engine.stream(messages, { ...options, adapter: null });
   }
 }
 

@@ -1,6 +1,8 @@
 // The one small chat-engine interface that every agent module talks to. Two implementations: the
 // planner engine (our WebGPU Qwen2 runtime, with LoRA, token ids and logprobs) and the shared web-llm
-// engine (token ids and logprobs empty). Any module can run on either.
+// engine (token ids and logprobs empty). Any module can run on either. A call is a pull stream
+// (ChatStream; engines make theirs with chat-stream.ts): its pieces are read, not handed to a callback, and
+// its one AbortSignal stops it.
 
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant';
@@ -16,9 +18,8 @@ export interface GenerateOptions {
   seed?: number;
   /** Stop when the decoded text ends with one of these (the stop string is not returned). */
   stop?: string[];
+  /** The one cancel: the generation ends with finishReason 'abort' (or rejects, as the engine does). */
   signal?: AbortSignal;
-  /** Called with each newly decoded piece of text. */
-  onToken?: (piece: string) => void;
   /** Ask for a JSON object (web-llm `response_format: {type: 'json_object'}`); planner engine ignores it. */
   json?: boolean;
   /**
@@ -66,6 +67,17 @@ export interface GenerationResult {
   timings: { prefillMs: number; decodeMs: number; cachedPromptTokens?: number };
 }
 
+/**
+ * One generation's text as it is decoded, and its outcome. Reading the pieces is optional; they wait for a
+ * late reader, and a reader that stops (break, return()) only stops reading: the generation runs on to its
+ * result, and only its signal ends it early. The iteration ends when the generation does, however it ends;
+ * a failure is `result`'s rejection, not the iteration's. One reader per stream.
+ */
+export interface ChatStream extends AsyncIterable<string> {
+  /** Settles when the generation ends, after every piece has been pushed; rejects where it fails. */
+  readonly result: Promise<GenerationResult>;
+}
+
 export interface ChatEngine {
   /** A human-readable id, e.g. 'planner:Qwen2.5-0.5B-Instruct' or 'web-llm:Qwen2.5-1.5B-Instruct-q4f16_1-MLC'. */
   readonly id: string;
@@ -83,9 +95,13 @@ export interface ChatEngine {
   readonly contextTokens?: number;
   /** The prompt tokens `messages` make with this engine's chat template, when it can count them. */
   countPromptTokens?(messages: ChatMessage[]): Promise<number>;
-  chat(messages: ChatMessage[], options?: GenerateOptions): Promise<GenerationResult>;
   /**
-   * `n` callers will call chat() concurrently from now on (the live rollouts of a Flow-GRPO group; 1 when
+   * Starts a generation: its decoded text comes piece by piece from the stream (a stop string never
+   * reaches it), its outcome is `result`. A caller that wants only the outcome awaits `result`.
+   */
+  stream(messages: ChatMessage[], options?: GenerateOptions): ChatStream;
+  /**
+   * `n` callers will call stream() concurrently from now on (the live rollouts of a Flow-GRPO group; 1 when
    * they are over). An engine that decodes overlapping calls together (the planner) may then hold a call
    * briefly for the others. Optional: engines that serve one call at a time ignore it.
    */

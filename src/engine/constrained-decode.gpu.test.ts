@@ -19,7 +19,7 @@ describe('schema-constrained decoding (random model)', () => {
     const engine = new PlannerEngine(rt, new Tokenizer({ tokenizerJson: byteTokenizerJson(), tokenizerConfig: byteTokenizerConfig() }), 'random');
     try {
       for (const seed of [1, 2]) {
-        const r = await engine.chat([{ role: 'user', content: 'Done?' }], { maxNewTokens: 64, temperature: 1, seed, jsonSchema: VERDICT });
+        const r = await engine.stream([{ role: 'user', content: 'Done?' }], { maxNewTokens: 64, temperature: 1, seed, jsonSchema: VERDICT }).result;
         expect(r.finishReason, r.text).toBe('stop');
         const v = JSON.parse(r.text) as { verdict: string; why: string };
         expect(['STOP', 'CONTINUE']).toContain(v.verdict);

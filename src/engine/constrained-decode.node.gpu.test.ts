@@ -53,16 +53,16 @@ describe('schema-constrained decoding on the tiny planners', () => {
       try {
         const alone: GenerationResult[] = [];
         for (let seed = 1; seed <= 4; seed++) {
-          const r = await engine.chat(ask(`Question ${seed}?`), { maxNewTokens: 120, temperature: 1, seed, jsonSchema: JSON.stringify(PLAN) });
+          const r = await engine.stream(ask(`Question ${seed}?`), { maxNewTokens: 120, temperature: 1, seed, jsonSchema: JSON.stringify(PLAN) }).result;
           follows(r, PLAN);
           alone.push(r);
         }
         // Greedy too (a mask over the argmax).
-        follows(await engine.chat(ask('Go?'), { maxNewTokens: 120, jsonSchema: JSON.stringify(VERDICT) }), VERDICT);
+        follows(await engine.stream(ask('Go?'), { maxNewTokens: 120, jsonSchema: JSON.stringify(VERDICT) }).result, VERDICT);
         // Overlapping calls decode as one batch: plan and verdict rows side by side.
         engine.expectConcurrentCalls(4);
         const before = rt.decodeCounters.rows;
-        const mixed = await Promise.all([1, 2, 3, 4].map((seed) => engine.chat(ask(`Question ${seed}?`), { maxNewTokens: 120, temperature: 1, seed, jsonSchema: JSON.stringify(seed % 2 ? PLAN : VERDICT) })));
+        const mixed = await Promise.all([1, 2, 3, 4].map((seed) => engine.stream(ask(`Question ${seed}?`), { maxNewTokens: 120, temperature: 1, seed, jsonSchema: JSON.stringify(seed % 2 ? PLAN : VERDICT) }).result));
         engine.expectConcurrentCalls(1);
         expect(rt.decodeCounters.rows - before).toBeGreaterThan(0);
         mixed.forEach((r, i) => follows(r, i % 2 === 0 ? PLAN : VERDICT));
@@ -92,7 +92,7 @@ describe('schema-constrained decoding on the tiny planners', () => {
     const engine = new PlannerEngine(rt, tokenizer(), 'tiny');
     try {
       engine.expectConcurrentCalls(4);
-      const rollouts = await Promise.all([1, 2, 3, 4].map((seed) => engine.chat(ask(`Q${seed}`), { maxNewTokens: 120, temperature: 1, seed, jsonSchema: JSON.stringify(PLAN) })));
+      const rollouts = await Promise.all([1, 2, 3, 4].map((seed) => engine.stream(ask(`Q${seed}`), { maxNewTokens: 120, temperature: 1, seed, jsonSchema: JSON.stringify(PLAN) }).result));
       engine.expectConcurrentCalls(1);
       rollouts.forEach((r) => expect(r.adapterId).toBe('training'));
       const samples: TurnSample[] = rollouts.map((r, i) => ({

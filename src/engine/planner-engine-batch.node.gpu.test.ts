@@ -42,7 +42,7 @@ describe('PlannerEngine: overlapping generations run as one batch', () => {
     const calls = runtimeCalls();
     const streams: string[][] = prompts.map(() => []);
     const got = await Promise.all(
-      prompts.map((p, i) => engine.generate(p, { temperature: 1, seed: seeds[i], maxNewTokens: 16, onToken: (piece) => void streams[i].push(piece) })),
+      prompts.map((p, i) => engine.generate(p, { temperature: 1, seed: seeds[i], maxNewTokens: 16 }, (piece) => void streams[i].push(piece))),
     );
     for (const [i, g] of got.entries()) {
       expect(g.tokens, `call ${i}`).toEqual(want[i].tokens);

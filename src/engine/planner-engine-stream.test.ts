@@ -1,4 +1,4 @@
-// The text PlannerEngine.generate streams to onToken, on a byte-level tokenizer and a scripted batcher (no
+// The text PlannerEngine.generate streams to its onPiece (what stream() reads), on a byte-level tokenizer and a scripted batcher (no
 // GPU): a character split over several tokens, or over the hold kept for stop strings, must never reach the
 // live line as U+FFFD or as half of a surrogate pair.
 import { describe, expect, it } from 'vitest';
@@ -34,7 +34,7 @@ function engineSampling(ids: number[]): PlannerEngine {
 
 async function stream(ids: number[], stop?: string[]): Promise<{ pieces: string[]; text: string }> {
   const pieces: string[] = [];
-  const r = await engineSampling(ids).generate([1], { stop, onToken: (p) => pieces.push(p) });
+  const r = await engineSampling(ids).generate([1], { stop }, (p) => pieces.push(p));
   return { pieces, text: r.text };
 }
 

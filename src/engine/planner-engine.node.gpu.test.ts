@@ -25,7 +25,9 @@ describe('PlannerEngine on qwen2-tiny', () => {
     expect(engine.stopIds.sort((a, b) => a - b)).toEqual([BYTE_SPECIALS.endoftext, BYTE_SPECIALS.im_end, 319]);
     engine.setActiveAdapter('fixture');
     const pieces: string[] = [];
-    const r = await engine.chat(messages, { maxNewTokens: 12, temperature: 1, seed: 3, onToken: (p) => void pieces.push(p) });
+    const stream = engine.stream(messages, { maxNewTokens: 12, temperature: 1, seed: 3 });
+    for await (const p of stream) pieces.push(p);
+    const r = await stream.result;
     expect(r.promptTokens).toEqual([
       BYTE_SPECIALS.im_start, ...bytes('user\nHi!'), BYTE_SPECIALS.im_end, ...bytes('\n'), BYTE_SPECIALS.im_start, ...bytes('assistant\n'),
     ]);
@@ -43,7 +45,7 @@ describe('PlannerEngine on qwen2-tiny', () => {
 
   it('greedy logprobs equal scoring the same tokens; base model reports adapterId null', async () => {
     engine.setActiveAdapter(null);
-    const r = await engine.chat(messages, { maxNewTokens: 8 });
+    const r = await engine.stream(messages, { maxNewTokens: 8 }).result;
     expect(r.adapterId).toBeNull();
     const scored = await engine.score([[...r.promptTokens, ...r.tokens]]);
     expect(maxAbsDiff(r.logprobs, scored[0].slice(r.promptTokens.length - 1))).toBeLessThan(2e-3);
@@ -51,25 +53,23 @@ describe('PlannerEngine on qwen2-tiny', () => {
 
   it('stops at a stop string without returning it, and stops on abort', async () => {
     engine.setActiveAdapter(null);
-    const free = await engine.chat(messages, { maxNewTokens: 20 });
+    const free = await engine.stream(messages, { maxNewTokens: 20 }).result;
     // Pick a stop string from the greedy text itself (deterministic), if it has one.
     const printable = free.text.replace(/[^\x20-\x7e]/g, '');
     expect(printable.length).toBeGreaterThanOrEqual(3);
     const stop = printable.slice(1, 3);
     const at = free.text.indexOf(stop);
     const streamed: string[] = [];
-    const r = await engine.chat(messages, { maxNewTokens: 20, stop: [stop], onToken: (p) => void streamed.push(p) });
+    const stream = engine.stream(messages, { maxNewTokens: 20, stop: [stop] });
+    for await (const p of stream) streamed.push(p);
+    const r = await stream.result;
     expect(r.finishReason).toBe('stop');
     expect(r.text).toBe(free.text.slice(0, at));
     expect(streamed.join('')).toBe(r.text);
     const ac = new AbortController();
     let seen = 0;
-    const aborted = await engine.generate(free.promptTokens, {
-      maxNewTokens: 50,
-      signal: ac.signal,
-      onToken: () => {
-        if (++seen === 1) ac.abort();
-      },
+    const aborted = await engine.generate(free.promptTokens, { maxNewTokens: 50, signal: ac.signal }, () => {
+      if (++seen === 1) ac.abort();
     });
     expect(seen).toBeGreaterThan(0);
     expect(aborted.finishReason).toBe('abort');
@@ -89,10 +89,10 @@ describe('PlannerEngine on qwen2-tiny', () => {
     try {
       expect(loaded.id).toBe('planner:qwen2-tiny');
       expect([...loaded.stopIds].sort((a, b) => a - b)).toEqual([BYTE_SPECIALS.endoftext, BYTE_SPECIALS.im_end, 300, 301, 319]);
-      const r = await loaded.chat(messages, { maxNewTokens: 4 });
+      const r = await loaded.stream(messages, { maxNewTokens: 4 }).result;
       // Same weights and prompt as the engine built by hand: the same greedy tokens.
       engine.setActiveAdapter(null);
-      const want = await engine.chat(messages, { maxNewTokens: 4 });
+      const want = await engine.stream(messages, { maxNewTokens: 4 }).result;
       expect(r.tokens).toEqual(want.tokens);
       expect(r.promptTokens).toEqual(want.promptTokens);
     } finally {

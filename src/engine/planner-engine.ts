@@ -10,6 +10,7 @@ import { defaultMaxContext, Qwen2Runtime, type GenerateTokensOptions, type Runti
 import { convTemplateProblem, MLC_CHAT_CONFIG } from './tokenizer/conv-template';
 import { StreamingDecoder, Tokenizer } from './tokenizer/tokenizer';
 import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from './chat-engine';
+import { chatStream, type ChatStream } from './chat-stream';
 import { SchemaGrammar, type GrammarTokenizer, type SchemaMatcher } from './grammar/json-schema-constraint';
 
 /** What the engine needs of a tokenizer (tokenizer/tokenizer.ts's Tokenizer); a jsonSchema needs vocabulary and encode too. */
@@ -152,7 +153,7 @@ export class PlannerEngine implements ChatEngine {
     return this.batcher.activeAdapterId;
   }
 
-  /** The exact prompt ids `chat` feeds the model for these messages. */
+  /** The exact prompt ids `stream` feeds the model for these messages. */
   promptIds(messages: ChatMessage[]): number[] {
     return this.tokenizer.encodeChat(messages, { addGenerationPrompt: true });
   }
@@ -165,15 +166,17 @@ export class PlannerEngine implements ChatEngine {
     return this.runtime.score(sequences);
   }
 
-  async chat(messages: ChatMessage[], options: GenerateOptions = {}): Promise<GenerationResult> {
-    return this.generate(this.promptIds(messages), options);
+  stream(messages: ChatMessage[], options: GenerateOptions = {}): ChatStream {
+    return chatStream((emit) => this.generate(this.promptIds(messages), options, emit));
   }
 
   /**
-   * Generation from prompt ids, with text streaming, stop strings and the ChatEngine result shape. Calls
-   * that overlap in time are decoded as one batch; each samples from the adapter active when it was made.
+   * Generation from prompt ids, with stop strings and the ChatEngine result shape; `onPiece` takes each
+   * piece of text as it is decoded (stream() reads them; the worker's host posts them to the page as they
+   * come, with no queue of its own in between). Calls that overlap in time are decoded as one batch; each
+   * samples from the adapter active when it was made.
    */
-  async generate(promptTokens: number[], options: GenerateOptions = {}): Promise<GenerationResult> {
+  async generate(promptTokens: number[], options: GenerateOptions = {}, onPiece?: (piece: string) => void): Promise<GenerationResult> {
     // The batcher runs this call under the adapter asked for, else the one active now (it switches back if
     // another was activated while the call waited), so this is the adapter the tokens come from.
     const adapterId = options.adapter === undefined ? this.batcher.activeAdapterId : options.adapter;
@@ -181,7 +184,7 @@ export class PlannerEngine implements ChatEngine {
     const stops = (options.stop ?? []).filter((s) => s.length > 0);
     let stoppedBy: string | null = null;
     // Text is held back while it could still be the start of a stop string, so a stop string never
-    // reaches onToken.
+    // reaches onPiece.
     let shown = 0;
     const hold = Math.max(0, ...stops.map((s) => s.length - 1));
     const stopSet = new Set(this.stopIds);
@@ -201,7 +204,7 @@ export class PlannerEngine implements ChatEngine {
           const at = text.indexOf(s, Math.max(0, shown - s.length));
           if (at >= 0) {
             stoppedBy = s;
-            if (at > shown) options.onToken?.(text.slice(shown, at));
+            if (at > shown) onPiece?.(text.slice(shown, at));
             shown = at;
             return true;
           }
@@ -211,7 +214,7 @@ export class PlannerEngine implements ChatEngine {
         // U+FFFD (an emoji as '��'), so the high half waits with the rest.
         if (safe > 0 && isHighSurrogate(text.charCodeAt(safe - 1))) safe--;
         if (safe > shown) {
-          options.onToken?.(text.slice(shown, safe));
+          onPiece?.(text.slice(shown, safe));
           shown = safe;
         }
         return false;
@@ -234,7 +237,7 @@ export class PlannerEngine implements ChatEngine {
     } else {
       decoder.flush();
       text = decoder.text;
-      if (text.length > shown) options.onToken?.(text.slice(shown));
+      if (text.length > shown) onPiece?.(text.slice(shown));
     }
     const result: GenerationResult = {
       text,

@@ -43,7 +43,9 @@ describe('planner worker over comlink', () => {
 
       const engine = new RemotePlannerEngine(client, info.id);
       const pieces: string[] = [];
-      const r = await engine.chat([{ role: 'user', content: 'hello' }], { maxNewTokens: 6, temperature: 1, seed: 1, onToken: (p) => void pieces.push(p) });
+      const stream = engine.stream([{ role: 'user', content: 'hello' }], { maxNewTokens: 6, temperature: 1, seed: 1 });
+      for await (const p of stream) pieces.push(p);
+      const r = await stream.result;
       expect(r.adapterId).toBe('a');
       expect(r.promptTokens.slice(0, 1)).toEqual([BYTE_SPECIALS.im_start]);
       expect(r.tokens.length).toBe(r.logprobs.length);

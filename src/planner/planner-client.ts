@@ -1,6 +1,7 @@
 // Main-thread handle on the planner worker (its protocol: planner-protocol.ts): starts it, forwards calls
 // over comlink, and gives each generation its own line (a MessagePort, see GenerationLine) that brings its
-// tokens to the caller's callback and carries its AbortSignal's cancel.
+// tokens to the caller (a callback; RemotePlannerEngine's stream for chat) and carries its AbortSignal's
+// cancel.
 // `RemotePlannerEngine` is the ChatEngine the agent uses when the planner runs in the worker; the client
 // itself is the PlannerTrainer the app hands to its Training tab.
 import * as Comlink from 'comlink';
@@ -8,6 +9,7 @@ import type { PolicyTrainer } from '../trainer/training-host';
 import type { DecodeStats, GenerationLine, GenerationLineMessage, ModelSpec, LoadOptions, PlannerInfo, PlannerTraining, PlannerWorkerApi, RemoteTokenOptions } from './planner-protocol';
 import type { TokenGeneration } from '../engine/runtime';
 import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult, LoadProgress } from '../engine/chat-engine';
+import { chatStream, type ChatStream } from '../engine/chat-stream';
 import { guardCalls, watchWorker, type WorkerGoneError, type WorkerWatch } from '../util/worker-watch';
 
 export type { DecodeStats, ModelSpec, LoadOptions, PlannerInfo, TrainStartOptions, TrainAdapterSpec } from './planner-protocol';
@@ -113,9 +115,10 @@ export class PlannerClient implements PlannerTrainer {
     return this.api.promptTokens(messages);
   }
 
-  async chat(messages: ChatMessage[], options: GenerateOptions = {}): Promise<GenerationResult> {
-    const { signal, onToken, ...rest } = options;
-    return overLine(signal, onToken, (line) => this.api.chat(messages, rest, line));
+  /** `onPiece` takes each piece of text as the worker posts it (RemotePlannerEngine's stream pushes them). */
+  async chat(messages: ChatMessage[], options: GenerateOptions = {}, onPiece?: (piece: string) => void): Promise<GenerationResult> {
+    const { signal, ...rest } = options;
+    return overLine(signal, onPiece, (line) => this.api.chat(messages, rest, line));
   }
 
   async generateIds(promptIds: number[], options: TokenStreamOptions = {}): Promise<TokenGeneration> {
@@ -131,10 +134,11 @@ export class PlannerClient implements PlannerTrainer {
 }
 
 /**
- * A generation over its own line (GenerationLine): the caller's onToken itself takes each token the worker
- * posts, and the signal's abort is the one cancel message. Settles once the call has answered and the line
- * has ended (every token delivered), or at once when the call fails; a dead worker fails the call (the
- * client's api is raced against it), so nothing waits on a line that will not end.
+ * A generation over its own line (GenerationLine): the caller's callback itself (for chat, the push into its
+ * stream) takes each token the worker posts, and the signal's abort is the one cancel message. Settles once
+ * the call has answered and the line has ended (every token delivered), or at once when the call fails; a
+ * dead worker fails the call (the client's api is raced against it), so nothing waits on a line that will
+ * not end.
  */
 async function overLine<T>(signal: AbortSignal | undefined, onToken: ((...token: never[]) => unknown) | undefined, run: (line?: GenerationLine) => Promise<T>): Promise<T> {
   if (!signal && !onToken) return run();
@@ -174,8 +178,8 @@ export class RemotePlannerEngine implements ChatEngine {
     return this.client.promptTokens(messages);
   }
 
-  chat(messages: ChatMessage[], options?: GenerateOptions): Promise<GenerationResult> {
-    return this.client.chat(messages, options);
+  stream(messages: ChatMessage[], options?: GenerateOptions): ChatStream {
+    return chatStream((emit) => this.client.chat(messages, options, emit));
   }
 
   expectConcurrentCalls(n: number): void {

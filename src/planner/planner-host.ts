@@ -152,7 +152,12 @@ export class PlannerHost implements PlannerWorkerApi {
   }
 
   chat(messages: ChatMessage[], opts: RemoteGenerateOptions = {}, line?: GenerationLine): Promise<GenerationResult> {
-    return overLine(line, (signal, onToken) => this.needChat('use generateIds with token ids').chat(messages, { ...opts, signal, onToken }));
+    // generate() rather than stream(): the line's post takes each piece as it is decoded, with no queue
+    // between them (the page's stream is the one queue a piece waits in).
+    return overLine(line, (signal, onToken) => {
+      const engine = this.needChat('use generateIds with token ids');
+      return engine.generate(engine.promptIds(messages), { ...opts, signal }, onToken);
+    });
   }
 
   generateIds(promptIds: number[], opts: RemoteTokenOptions = {}, line?: GenerationLine): Promise<TokenGeneration> {

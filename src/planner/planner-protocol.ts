@@ -96,7 +96,7 @@ export interface GenerationLine {
 export type GenerationLineMessage = { token: unknown[] } | { end: true };
 
 /** Generation options that cross the worker boundary (no AbortSignal, no functions). */
-export type RemoteGenerateOptions = Omit<GenerateOptions, 'signal' | 'onToken'>;
+export type RemoteGenerateOptions = Omit<GenerateOptions, 'signal'>;
 // A constraint is live grammar state (wasm handles): it cannot cross; chat's jsonSchema builds one in the worker.
 export type RemoteTokenOptions = Omit<GenerateTokensOptions, 'signal' | 'onToken' | 'onLogits' | 'constraint'>;
 

@@ -5,6 +5,7 @@
 // are appended without a draw, and every token's logprob is the model's own (full softmax at temperature 1, no
 // mask), the number the trainer computes when it scores the sequence.
 import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../engine/chat-engine';
+import { chatStream, type ChatStream } from '../engine/chat-stream';
 import type { Qwen2Config } from '../io/qwen2-config';
 import type { LoraAdapter } from '../io/peft';
 import type { Tokenizer } from '../engine/tokenizer/tokenizer';
@@ -119,7 +120,11 @@ export class CpuPlannerEngine implements ChatEngine {
     return this.o.tokenizer.encodeChat(messages, { addGenerationPrompt: true }).length;
   }
 
-  async chat(messages: ChatMessage[], options: GenerateOptions = {}): Promise<GenerationResult> {
+  stream(messages: ChatMessage[], options: GenerateOptions = {}): ChatStream {
+    return chatStream((emit) => this.generate(messages, options, emit));
+  }
+
+  private async generate(messages: ChatMessage[], options: GenerateOptions, emit: (piece: string) => void): Promise<GenerationResult> {
     options.signal?.throwIfAborted();
     const tok = this.o.tokenizer;
     const promptTokens = tok.encodeChat(messages, { addGenerationPrompt: true });
@@ -183,7 +188,7 @@ export class CpuPlannerEngine implements ChatEngine {
     const forcedTokens = forced.filter(Boolean).length;
     const body = tokens.filter((t) => !stops.has(t));
     const text = tok.decode(body, { skipSpecialTokens: true });
-    options.onToken?.(text);
+    emit(text);
     this.counters.calls++;
     this.counters.tokens += tokens.length;
     this.counters.forcedTokens += forcedTokens;

@@ -12,7 +12,7 @@ import { CALCULATOR_CARD } from '../tools/calculator';
 import { TASK_BASE_GENERATOR_CARD, TASK_PYTHON_CARD } from './tool-task';
 
 const engine = new FixedModulesEngine();
-const say = async (m: Parameters<FixedModulesEngine['chat']>[0]) => (await engine.chat(m)).text;
+const say = async (m: Parameters<FixedModulesEngine['stream']>[0]) => (await engine.stream(m).result).text;
 const entry = (turn: number, toolName: string, result: string, ok = true, subGoal = 'do it'): MemoryEntry => ({ turn, subGoal, toolName, args: {}, result: ok ? result : '', ok, ...(ok ? {} : { error: result }) });
 const TWO = 'What is the capital of Peru, and what is 12 * 7?';
 
@@ -52,6 +52,6 @@ describe('FixedModulesEngine', () => {
   it('answers the query analysis with the same words for every query, and refuses to plan', async () => {
     const { analysisMessages } = await import('../agent/prompts');
     expect(await say(analysisMessages(TWO, []))).toBe(FIXED_ANALYSIS);
-    await expect(engine.chat(plannerMessages({ query: TWO, analysis: '', cards: [], memory: [], turn: 1, maxTurns: 2 }))).rejects.toThrow(/the planner is the model being trained/);
+    await expect(engine.stream(plannerMessages({ query: TWO, analysis: '', cards: [], memory: [], turn: 1, maxTurns: 2 })).result).rejects.toThrow(/the planner is the model being trained/);
   });
 });

@@ -7,6 +7,7 @@
 // - verifier: STOP once the memory holds a successful result of the right tool for every part of the query;
 // - generator: the answer from those results, or that the memory is not enough.
 import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../engine/chat-engine';
+import { chatStream, type ChatStream } from '../engine/chat-stream';
 import { detectModule } from '../agent/prompts';
 import { ANSWER_JOIN, parseQuestion, type PartTool, type QuestionPart } from './tool-task-data';
 
@@ -112,10 +113,14 @@ export class FixedModulesEngine implements ChatEngine {
     this.id = id;
   }
 
-  async chat(messages: ChatMessage[], options: GenerateOptions = {}): Promise<GenerationResult> {
+  stream(messages: ChatMessage[], options: GenerateOptions = {}): ChatStream {
+    return chatStream(async (emit) => this.answer(messages, options, emit));
+  }
+
+  private answer(messages: ChatMessage[], options: GenerateOptions, emit: (piece: string) => void): GenerationResult {
     options.signal?.throwIfAborted();
     const text = this.reply(messages);
-    options.onToken?.(text);
+    emit(text);
     return { text, promptTokens: [], tokens: [], logprobs: [], adapterId: null, finishReason: 'stop', timings: { prefillMs: 0, decodeMs: 0 } };
   }
 

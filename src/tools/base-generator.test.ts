@@ -1,16 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import { BaseGeneratorTool, BASE_GENERATOR_SYSTEM_PROMPT } from './base-generator';
 import type { ChatEngine, ChatMessage, FinishReason, GenerateOptions, GenerationResult } from '../engine/chat-engine';
+import { chatStream, type ChatStream } from '../engine/chat-stream';
 
 /** An engine that answers with the reversed user message, recording what it was asked. */
 class ReversingEngine implements ChatEngine {
   readonly id = 'test:reverse';
   calls: Array<{ messages: ChatMessage[]; options: GenerateOptions }> = [];
   constructor(private readonly finish: FinishReason = 'stop') {}
-  async chat(messages: ChatMessage[], options: GenerateOptions = {}): Promise<GenerationResult> {
+  stream(messages: ChatMessage[], options: GenerateOptions = {}): ChatStream {
     this.calls.push({ messages, options });
     const user = messages[messages.length - 1].content;
-    return { text: ` ${[...user].reverse().join('')} `, promptTokens: [], tokens: [], logprobs: [], adapterId: null, finishReason: this.finish, timings: { prefillMs: 0, decodeMs: 0 } };
+    const result: GenerationResult = { text: ` ${[...user].reverse().join('')} `, promptTokens: [], tokens: [], logprobs: [], adapterId: null, finishReason: this.finish, timings: { prefillMs: 0, decodeMs: 0 } };
+    return chatStream(async () => result);
   }
 }
 
@@ -48,7 +50,7 @@ describe('base generator tool', () => {
     expect((await new BaseGeneratorTool({ engine: new ReversingEngine('length') }).run({ query: 'ab' }, ctx())).output).toBe('ba\n[answer cut off at the length limit]');
     const aborted = await new BaseGeneratorTool({ engine: new ReversingEngine('abort') }).run({ query: 'ab' }, ctx());
     expect(aborted).toMatchObject({ ok: false, error: 'base_generator: cancelled' });
-    const broken: ChatEngine = { id: 'x', chat: async () => { throw new Error('device lost'); } };
+    const broken: ChatEngine = { id: 'x', stream: () => chatStream(async () => { throw new Error('device lost'); }) };
     expect(await new BaseGeneratorTool({ engine: broken }).run({ query: 'ab' }, ctx())).toEqual({ ok: false, output: '', error: 'base_generator: device lost' });
   });
 });

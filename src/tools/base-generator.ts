@@ -34,13 +34,13 @@ export class BaseGeneratorTool implements Tool {
       signal: ctx.signal,
     };
     try {
-      const r = await engine.chat(
+      const r = await engine.stream(
         [
           { role: 'system', content: this.options.systemPrompt ?? BASE_GENERATOR_SYSTEM_PROMPT },
           { role: 'user', content: query },
         ],
         gen,
-      );
+      ).result;
       if (r.finishReason === 'abort') return { ok: false, output: r.text, error: 'base_generator: cancelled' };
       const text = r.text.trim();
       if (!text) return { ok: false, output: '', error: 'base_generator: the model returned an empty answer' };

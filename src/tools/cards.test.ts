@@ -6,6 +6,7 @@ import { PythonTool } from './python';
 import { WikipediaTool } from './wikipedia';
 import { BaseGeneratorTool } from './base-generator';
 import { WebSearchTool } from './web-search';
+import { chatStream } from '../engine/chat-stream';
 
 describe('built-in tool cards', () => {
   it('are valid, uniquely named, and their examples pass their own schema', () => {
@@ -28,7 +29,7 @@ describe('built-in tool cards', () => {
   });
 
   it('are the cards the tools carry', () => {
-    const tools = [new PythonTool({ indexURL: 'http://localhost/pyodide/' }), new WikipediaTool(), new BaseGeneratorTool({ engine: { id: 'x', chat: () => Promise.reject(new Error('unused')) } }), new WebSearchTool()];
+    const tools = [new PythonTool({ indexURL: 'http://localhost/pyodide/' }), new WikipediaTool(), new BaseGeneratorTool({ engine: { id: 'x', stream: () => chatStream(() => Promise.reject(new Error('unused'))) } }), new WebSearchTool()];
     expect(tools.map((t) => t.card)).toEqual(BUILTIN_CARDS);
   });
 

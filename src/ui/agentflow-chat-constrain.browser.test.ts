@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { detectModule } from '../agent/prompts';
 import { scriptedResult } from '../agent/scripted-engine';
 import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../engine/chat-engine';
+import { chatStream, type ChatStream } from '../engine/chat-stream';
 import { putSetting } from '../store/settings';
 import type { Tool } from '../tools/tool';
 import './agentflow-chat';
@@ -15,7 +16,11 @@ import { CONSTRAIN_REPLIES_KEY } from '../controllers/tools/tool-settings';
 class RecordingEngine implements ChatEngine {
   readonly id = 'planner:recording';
   readonly calls: Array<{ module: string; schema: boolean }> = [];
-  async chat(messages: ChatMessage[], o: GenerateOptions = {}): Promise<GenerationResult> {
+  stream(messages: ChatMessage[], o: GenerateOptions = {}): ChatStream {
+    return chatStream(async () => this.reply(messages, o));
+  }
+
+  private reply(messages: ChatMessage[], o: GenerateOptions): GenerationResult {
     const module = detectModule(messages);
     this.calls.push({ module: module ?? 'unknown', schema: typeof o.jsonSchema === 'string' && o.jsonSchema.length > 0 });
     const text =

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { detectModule } from '../agent/prompts';
 import { scriptedResult, sleep } from '../agent/scripted-engine';
 import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../engine/chat-engine';
+import { chatStream, type ChatStream } from '../engine/chat-stream';
 import { createConversation } from '../store/conversations';
 import type { Tool } from '../tools/tool';
 import './agentflow-chat';
@@ -16,7 +17,11 @@ class StreamingEngine implements ChatEngine {
   readonly id = 'planner:streaming';
   private generatorCalls = 0;
   constructor(private readonly tool = 'echo') {}
-  async chat(messages: ChatMessage[], o: GenerateOptions = {}): Promise<GenerationResult> {
+  stream(messages: ChatMessage[], o: GenerateOptions = {}): ChatStream {
+    return chatStream((emit) => this.reply(messages, o, emit));
+  }
+
+  private async reply(messages: ChatMessage[], o: GenerateOptions, emit: (piece: string) => void): Promise<GenerationResult> {
     const module = detectModule(messages);
     const text =
       module === 'planner' ? JSON.stringify({ justification: 'j', context: '', sub_goal: 'Echo it', tool_name: this.tool })
@@ -28,7 +33,7 @@ class StreamingEngine implements ChatEngine {
     await sleep(300, o.signal);
     const pieces = text.match(/.{1,4}/g) ?? [];
     for (const p of pieces) {
-      o.onToken?.(p);
+      emit(p);
       await sleep(25, o.signal);
     }
     if (hang) await sleep(60_000, o.signal);

@@ -4,6 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { ProbeEngine, type ProbeReplyFn } from '../agent/probe-engine';
 import type { ChatEngine, GenerationResult } from '../engine/chat-engine';
+import { chatStream, type ChatStream } from '../engine/chat-stream';
 import { WorkerGoneError } from '../util/worker-watch';
 import './agentflow-chat';
 import type { AgentFlowChat } from './agentflow-chat';
@@ -14,10 +15,9 @@ class DyingEngine implements ChatEngine {
   gone: Error | null = null;
   calls = 0;
   private fail: Array<(e: Error) => void> = [];
-  chat(): Promise<GenerationResult> {
+  stream(): ChatStream {
     this.calls++;
-    if (this.gone) return Promise.reject(this.gone);
-    return new Promise((_, reject) => this.fail.push(reject));
+    return chatStream(() => (this.gone ? Promise.reject(this.gone) : new Promise<GenerationResult>((_, reject) => this.fail.push(reject))));
   }
   kill(): void {
     this.gone = new WorkerGoneError('planner', 'an error: RangeError: out of memory');

@@ -7,6 +7,7 @@ import { runAgent } from '../agent/loop';
 import { detectModule } from '../agent/prompts';
 import { ScriptedEngine, scriptedResult, sleep } from '../agent/scripted-engine';
 import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../engine/chat-engine';
+import { chatStream, type ChatStream } from '../engine/chat-stream';
 import { createConversation, getConversation, idbStepSink, updateConversation } from '../store/conversations';
 import type { Tool } from '../tools/tool';
 import './agentflow-chat';
@@ -35,7 +36,11 @@ class PlannerEngine implements ChatEngine {
   async countPromptTokens(messages: ChatMessage[]): Promise<number> {
     return ScriptedEngine.renderPrompt(messages).length;
   }
-  async chat(messages: ChatMessage[], o: GenerateOptions = {}): Promise<GenerationResult> {
+  stream(messages: ChatMessage[], o: GenerateOptions = {}): ChatStream {
+    return chatStream((emit) => this.reply(messages, o, emit));
+  }
+
+  private async reply(messages: ChatMessage[], o: GenerateOptions, emit: (piece: string) => void): Promise<GenerationResult> {
     const module = detectModule(messages);
     const text =
       module === 'planner' ? (this.planner++ === 0 ? 'I think I should look at the question more closely.' : PLAN)
@@ -45,11 +50,11 @@ class PlannerEngine implements ChatEngine {
       : 'Echo it.';
     await sleep(150, o.signal);
     if (module === 'planner' && this.holdPlanner) {
-      o.onToken?.('{"justifi');
+      emit('{"justifi');
       await sleep(600_000, o.signal);
     }
     for (const p of text.match(/.{1,4}/g) ?? []) {
-      o.onToken?.(p);
+      emit(p);
       await sleep(10, o.signal);
     }
     return scriptedResult(messages, text, null);

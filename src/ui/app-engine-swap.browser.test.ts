@@ -9,6 +9,7 @@ import { detectModule } from '../agent/prompts';
 import type { PlannerTrainer } from '../planner/planner-client';
 import type { PlannerInfo } from '../planner/planner-protocol';
 import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../engine/chat-engine';
+import { chatStream } from '../engine/chat-stream';
 import { resolveGrpoConfig } from '../trainer/grpo-config';
 import { listRuns } from '../trainer/run/run-store-idb';
 import type { AgentFlowChat } from './agentflow-chat';
@@ -31,7 +32,7 @@ class HeldEngines {
     id: string,
     private readonly training: () => string,
   ) {
-    const engine = (name: string): ChatEngine => ({ id: `${name}:${id}`, chat: (m, o) => this.chat(m, o) });
+    const engine = (name: string): ChatEngine => ({ id: `${name}:${id}`, stream: (m, o) => chatStream(() => this.chat(m, o)) });
     this.planner = engine('planner');
     this.shared = engine('shared');
   }

@@ -5,6 +5,7 @@
 // pauses (as pauseTraining() does) when the page replaces the engines under it.
 import { describe, expect, it } from 'vitest';
 import { ProbeEngine, type ProbeReplyFn } from '../agent/probe-engine';
+import type { ChatMessage, GenerateOptions, GenerationResult } from '../engine/chat-engine';
 import { ScriptedEngine } from '../agent/scripted-engine';
 import { resolveGrpoConfig } from '../trainer/grpo-config';
 import type { StepStats } from '../trainer/grpo-step';
@@ -31,9 +32,9 @@ const byCall: ProbeReplyFn = (module, messages, options) => {
 class DisposableProbe extends ProbeEngine {
   private killed: WorkerGoneError | null = null;
   private waiting: Array<(e: Error) => void> = [];
-  override async chat(...args: Parameters<ProbeEngine['chat']>): ReturnType<ProbeEngine['chat']> {
+  protected override async answer(messages: ChatMessage[], options: GenerateOptions): Promise<GenerationResult> {
     if (this.killed) throw this.killed;
-    return Promise.race([super.chat(...args), new Promise<never>((_, reject) => this.waiting.push(reject))]);
+    return Promise.race([super.answer(messages, options), new Promise<never>((_, reject) => this.waiting.push(reject))]);
   }
   dispose(): void {
     this.killed = new WorkerGoneError('planner', 'terminated');

@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AgentEngines } from '../agent/loop';
 import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../engine/chat-engine';
+import { chatStream } from '../engine/chat-stream';
 import { createConversation, updateConversation } from '../store/conversations';
 import './agentflow-chat';
 import type { AgentFlowChat } from './agentflow-chat';
@@ -19,8 +20,8 @@ const colour = (el: Element | null | undefined) => (el ? getComputedStyle(el).co
 function heldEngines(): AgentEngines {
   const engine: ChatEngine = {
     id: 'planner:held',
-    chat: (_m: ChatMessage[], o: GenerateOptions = {}) =>
-      new Promise<GenerationResult>((_resolve, reject) => o.signal?.addEventListener('abort', () => reject(o.signal!.reason), { once: true })),
+    stream: (_m: ChatMessage[], o: GenerateOptions = {}) =>
+      chatStream(() => new Promise<GenerationResult>((_resolve, reject) => o.signal?.addEventListener('abort', () => reject(o.signal!.reason), { once: true }))),
   };
   return { planner: engine, shared: engine };
 }

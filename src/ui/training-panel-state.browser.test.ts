@@ -4,6 +4,7 @@
 // step a swap cut short, and adapters grouped under their run with Activate only where the base fits.
 import { describe, expect, it } from 'vitest';
 import type { ChatEngine, GenerationResult } from '../engine/chat-engine';
+import { chatStream } from '../engine/chat-stream';
 import { openAgentDb } from '../store/db';
 import { resolveGrpoConfig } from '../trainer/grpo-config';
 import type { PolicyTrainer } from '../trainer/training-host';
@@ -107,11 +108,14 @@ describe('Training tab after a reload', () => {
 function heldEngine(id: string, calls: { n: number }): ChatEngine {
   return {
     id,
-    chat: (_m, o = {}) =>
-      new Promise<GenerationResult>((_resolve, reject) => {
-        calls.n++;
-        o.signal?.addEventListener('abort', () => reject(o.signal!.reason ?? new DOMException('Aborted', 'AbortError')), { once: true });
-      }),
+    stream: (_m, o = {}) =>
+      chatStream(
+        () =>
+          new Promise<GenerationResult>((_resolve, reject) => {
+            calls.n++;
+            o.signal?.addEventListener('abort', () => reject(o.signal!.reason ?? new DOMException('Aborted', 'AbortError')), { once: true });
+          }),
+      ),
   };
 }
 

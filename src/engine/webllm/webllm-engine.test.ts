@@ -51,18 +51,20 @@ describe('WebLlmChatEngine', () => {
     // A stream that never ends: web-llm's answer from a worker that died.
     const mlc = { chatCompletion: async () => ({ async *[Symbol.asyncIterator]() { await new Promise(() => undefined); } }), interruptGenerate: () => undefined, unload: async () => undefined };
     const { e, worker, terminated } = engine(mlc as unknown as ScriptedMlc);
-    const pending = e.chat([{ role: 'user', content: 'hi' }]);
+    const pending = e.stream([{ role: 'user', content: 'hi' }]).result;
     worker.dispatchEvent(Object.assign(new Event('error'), { message: 'Out of memory' }));
     await expect(pending).rejects.toThrow(new WorkerGoneError('web-llm', 'an error: Out of memory'));
-    await expect(e.chat([{ role: 'user', content: 'again' }])).rejects.toBeInstanceOf(WorkerGoneError);
+    await expect(e.stream([{ role: 'user', content: 'again' }]).result).rejects.toBeInstanceOf(WorkerGoneError);
     expect(terminated()).toBe(1);
   });
 
-  it('streams pieces to onToken and returns their concatenation', async () => {
+  it('streams the pieces and returns their concatenation', async () => {
     const mlc = new ScriptedMlc(['Hel', 'lo', ' world']);
     const { e } = engine(mlc);
     const seen: string[] = [];
-    const r = await e.chat([{ role: 'user', content: 'hi' }], { onToken: (p) => seen.push(p), maxNewTokens: 8 });
+    const stream = e.stream([{ role: 'user', content: 'hi' }], { maxNewTokens: 8 });
+    for await (const p of stream) seen.push(p);
+    const r = await stream.result;
     expect(seen).toEqual(['Hel', 'lo', ' world']);
     expect(r).toMatchObject({ text: 'Hello world', finishReason: 'stop', promptTokens: [], tokens: [], logprobs: [], adapterId: null });
     expect(e.id).toBe('web-llm:Qwen2.5-1.5B-Instruct-q4f32_1-MLC');
@@ -71,7 +73,7 @@ describe('WebLlmChatEngine', () => {
   });
 
   it('reports length when web-llm stops at max_tokens', async () => {
-    const r = await engine(new ScriptedMlc(['a', 'b'], 'length')).e.chat([{ role: 'user', content: 'x' }], { maxNewTokens: 2 });
+    const r = await engine(new ScriptedMlc(['a', 'b'], 'length')).e.stream([{ role: 'user', content: 'x' }], { maxNewTokens: 2 }).result;
     expect(r.finishReason).toBe('length');
   });
 
@@ -79,12 +81,14 @@ describe('WebLlmChatEngine', () => {
     const mlc = new ScriptedMlc(['one', ' two', ' three', ' four']);
     const { e } = engine(mlc);
     const ac = new AbortController();
-    const r = await e.chat([{ role: 'user', content: 'count' }], { signal: ac.signal, onToken: (p) => p === ' two' && ac.abort() });
+    const stream = e.stream([{ role: 'user', content: 'count' }], { signal: ac.signal });
+    for await (const p of stream) if (p === ' two') ac.abort();
+    const r = await stream.result;
     expect(r.text).toBe('one two');
     expect(r.finishReason).toBe('abort');
     const pre = new AbortController();
     pre.abort();
-    expect((await e.chat([{ role: 'user', content: 'x' }], { signal: pre.signal })).finishReason).toBe('abort');
+    expect((await e.stream([{ role: 'user', content: 'x' }], { signal: pre.signal }).result).finishReason).toBe('abort');
     expect(mlc.requests).toHaveLength(1);
   });
 
@@ -92,10 +96,10 @@ describe('WebLlmChatEngine', () => {
     const mlc = new ScriptedMlc(['x', 'y']);
     const { e } = engine(mlc);
     const order: string[] = [];
-    await Promise.all([
-      e.chat([{ role: 'user', content: 'a' }], { onToken: (p) => order.push(`a${p}`) }),
-      e.chat([{ role: 'user', content: 'b' }], { onToken: (p) => order.push(`b${p}`) }),
-    ]);
+    const read = async (name: string) => {
+      for await (const p of e.stream([{ role: 'user', content: name }])) order.push(`${name}${p}`);
+    };
+    await Promise.all([read('a'), read('b')]);
     expect(order).toEqual(['ax', 'ay', 'bx', 'by']);
   });
 
@@ -105,11 +109,11 @@ describe('WebLlmChatEngine', () => {
       throw new Error('ContextWindowSizeExceededError: prompt too long');
     };
     const { e, terminated } = engine(mlc);
-    await expect(e.chat([{ role: 'user', content: 'x' }])).rejects.toThrow(/web-llm generation with 'Qwen2.5-1.5B-Instruct-q4f32_1-MLC' failed: .*prompt too long/);
+    await expect(e.stream([{ role: 'user', content: 'x' }]).result).rejects.toThrow(/web-llm generation with 'Qwen2.5-1.5B-Instruct-q4f32_1-MLC' failed: .*prompt too long/);
     await e.dispose();
     expect(mlc.unloaded).toBe(true);
     expect(terminated()).toBe(1);
-    await expect(e.chat([{ role: 'user', content: 'x' }])).rejects.toBeInstanceOf(WebLlmEngineError);
+    await expect(e.stream([{ role: 'user', content: 'x' }]).result).rejects.toBeInstanceOf(WebLlmEngineError);
   });
 });
 
@@ -144,9 +148,9 @@ describe('web-llm request mapping', () => {
     // The engine sends it with the call, and a bad schema fails the call as a generation error naming it.
     const mlc = new ScriptedMlc(['{"verdict": "STOP"}']);
     const { e } = engine(mlc);
-    expect((await e.chat([{ role: 'user', content: 'u' }], { jsonSchema: schema })).text).toBe('{"verdict": "STOP"}');
+    expect((await e.stream([{ role: 'user', content: 'u' }], { jsonSchema: schema }).result).text).toBe('{"verdict": "STOP"}');
     expect(mlc.requests[0].response_format).toEqual({ type: 'json_object', schema });
-    await expect(e.chat([{ role: 'user', content: 'u' }], { jsonSchema: 'nope' })).rejects.toThrow(/web-llm generation with .* failed: GenerateOptions.jsonSchema is not JSON/);
+    await expect(e.stream([{ role: 'user', content: 'u' }], { jsonSchema: 'nope' }).result).rejects.toThrow(/web-llm generation with .* failed: GenerateOptions.jsonSchema is not JSON/);
   });
 
   it('points only the chosen record at the mirrors', () => {

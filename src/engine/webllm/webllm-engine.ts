@@ -6,6 +6,7 @@ import { AgentFlowError, type ErrorCategory } from '../../errors';
 import { watchWorker, type WorkerWatch } from '../../util/worker-watch';
 import { CreateWebWorkerMLCEngine, prebuiltAppConfig, type AppConfig, type ChatCompletionChunk, type ChatCompletionRequestStreaming, type InitProgressReport, type ModelRecord, type WebWorkerMLCEngine } from '@mlc-ai/web-llm';
 import type { ChatEngine, ChatMessage, FinishReason, GenerateOptions, GenerationResult, LoadProgress } from '../chat-engine';
+import { chatStream, type ChatStream } from '../chat-stream';
 import { DEFAULT_WEBLLM_MODEL, selectWebLlmModel, type ModelChoice } from './model-select';
 import { toLoadProgress } from './progress';
 
@@ -203,12 +204,14 @@ export class WebLlmChatEngine implements ChatEngine {
     return this.disposed ? null : this.watch.goneReason;
   }
 
-  chat(messages: ChatMessage[], options: GenerateOptions = {}): Promise<GenerationResult> {
-    // A worker that dies mid-answer leaves web-llm's stream waiting forever: the call fails with its
-    // WorkerGoneError instead (so does every later one).
-    const run = this.queue.then(() => (this.disposed ? this.generate(messages, options) : this.watch.race(this.generate(messages, options))));
-    this.queue = run.catch(() => undefined);
-    return run;
+  stream(messages: ChatMessage[], options: GenerateOptions = {}): ChatStream {
+    return chatStream((emit) => {
+      // A worker that dies mid-answer leaves web-llm's stream waiting forever: the call fails with its
+      // WorkerGoneError instead (so does every later one).
+      const run = this.queue.then(() => (this.disposed ? this.generate(messages, options, emit) : this.watch.race(this.generate(messages, options, emit))));
+      this.queue = run.catch(() => undefined);
+      return run;
+    });
   }
 
   /** Stops the generation in progress (it ends with finishReason 'abort'). */
@@ -227,7 +230,7 @@ export class WebLlmChatEngine implements ChatEngine {
     }
   }
 
-  private async generate(messages: ChatMessage[], options: GenerateOptions): Promise<GenerationResult> {
+  private async generate(messages: ChatMessage[], options: GenerateOptions, emit: (piece: string) => void): Promise<GenerationResult> {
     if (this.disposed) throw new WebLlmEngineError('generate', `web-llm engine for '${this.modelId}' was disposed`, this.modelId);
     const empty = (finishReason: FinishReason): GenerationResult => ({ text: '', promptTokens: [], tokens: [], logprobs: [], adapterId: null, finishReason, timings: { prefillMs: 0, decodeMs: 0 } });
     if (options.signal?.aborted) return empty('abort');
@@ -245,7 +248,7 @@ export class WebLlmChatEngine implements ChatEngine {
         if (piece) {
           tFirst ??= performance.now();
           text += piece;
-          options.onToken?.(piece);
+          emit(piece);
         }
         if (choice?.finish_reason) finish = choice.finish_reason;
       }
