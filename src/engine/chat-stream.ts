@@ -27,7 +27,8 @@ class PieceQueue implements ChatStream {
   private waiters: Array<() => void> = [];
 
   constructor(run: (emit: (piece: string) => void) => Promise<GenerationResult>) {
-    this.result = new Promise<GenerationResult>((resolve) => resolve(run((piece) => this.push(piece))));
+    // The engine is handed push itself: a piece crosses no wrapper on its way into the queue.
+    this.result = new Promise<GenerationResult>((resolve) => resolve(run(this.push)));
     const end = () => {
       this.ended = true;
       this.wake();
@@ -49,11 +50,11 @@ class PieceQueue implements ChatStream {
     };
   }
 
-  private push(piece: string): void {
+  private readonly push = (piece: string): void => {
     if (this.closed || this.ended) return;
     this.pieces.push(piece);
     this.wake();
-  }
+  };
 
   private async next(): Promise<IteratorResult<string>> {
     for (;;) {
