@@ -18,7 +18,7 @@ export interface GenerateOptions {
   seed?: number;
   /** Stop when the decoded text ends with one of these (the stop string is not returned). */
   stop?: string[];
-  /** The one cancel: the generation ends with finishReason 'abort' (or rejects, as the engine does). */
+  /** The call's only cancel: a reader that stops reading its stream does not stop the generation. */
   signal?: AbortSignal;
   /** Ask for a JSON object (web-llm `response_format: {type: 'json_object'}`); planner engine ignores it. */
   json?: boolean;
