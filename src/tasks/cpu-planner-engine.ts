@@ -6,6 +6,7 @@
 // mask), the number the trainer computes when it scores the sequence.
 import type { ChatEngine, ChatMessage, GenerateOptions, GenerationResult } from '../engine/chat-engine';
 import { chatStream, type ChatStream } from '../engine/chat-stream';
+import { isAllowed } from '../engine/grammar/json-schema-constraint';
 import type { Qwen2Config } from '../io/qwen2-config';
 import type { LoraAdapter } from '../io/peft';
 import type { Tokenizer } from '../engine/tokenizer/tokenizer';
@@ -94,10 +95,6 @@ function choiceGroups(mask: Int32Array, vocabSize: number, constraint: ReplyCons
     (groups.get(key) ?? groups.set(key, []).get(key)!).push(id);
   }
   return groups.size >= 2 ? [...groups.values()] : null;
-}
-
-function isAllowed(mask: Int32Array, id: number): boolean {
-  return ((mask[id >> 5] >>> (id & 31)) & 1) === 1;
 }
 
 export class CpuPlannerEngine implements ChatEngine {
