@@ -14,7 +14,7 @@ import { planStep } from '../trainer/run/schedule';
 import { adapterTensors } from '../trainer/lora-init';
 import type { GrpoConfig } from '../trainer/grpo-config';
 import type { ChatMessage, GenerationResult } from '../engine/chat-engine';
-import { toolTaskAgentConfig, toolTaskEvalEngines, toolTaskRunSetup, toolTaskRunSpec, TOOL_TASK_BUDGET } from './tool-task-run';
+import { toolTaskAgentConfig, toolTaskEvalEngines, toolTaskRunSetup, toolTaskRunSpec, TOOL_TASK_BUDGET, type ToolTaskSpecData } from './tool-task-run';
 import { toolTask, toolTaskTools } from './tool-task';
 import { parseQuestion } from './tool-task-data';
 
@@ -143,8 +143,14 @@ describe('tool-choice task', () => {
     const step = planStep({ runId: 'w', seed: 1, step: 1, queriesPerStep: 6, groupSize: 1, items: setup.deps.collector.items, strata: kinds, strataWeights: setup.deps.collector.strataWeights! });
     expect(step.map((g) => kinds[g.item]).sort()).toEqual([0, 1, 2, 3, 3, 3]);
     setup.destroy();
-    // A spec without weights (and every run stored before them) draws the kinds equally.
-    const plain = toolTaskRunSetup({ runId: 'p', spec: toolTaskRunSpec({ task: { seed: 1, model: SMALL }, steps: 2 }), store: new MemoryRunStore(), storage: async () => memoryTrainStorage() });
+    // A new spec weights two-part questions twice (TOOL_TASK_KIND_WEIGHTS); a spec stored before weights draws the kinds equally.
+    const fresh = toolTaskRunSpec({ task: { seed: 1, model: SMALL }, steps: 2 });
+    const byDefault = toolTaskRunSetup({ runId: 'd', spec: fresh, store: new MemoryRunStore(), storage: async () => memoryTrainStorage() });
+    expect(byDefault.deps.collector.strataWeights).toEqual([1, 1, 1, 2]);
+    byDefault.destroy();
+    const before: ToolTaskSpecData = { ...(fresh.collector as { toolTask: ToolTaskSpecData }).toolTask };
+    delete before.kindWeights;
+    const plain = toolTaskRunSetup({ runId: 'p', spec: { ...fresh, collector: { ...fresh.collector, toolTask: before } }, store: new MemoryRunStore(), storage: async () => memoryTrainStorage() });
     expect(plain.deps.collector.strataWeights).toBeUndefined();
     plain.destroy();
     expect(() => toolTaskRunSpec({ task: { seed: 1, kindWeights: { 'three-part': 2 } as never, model: SMALL } })).toThrow("kindWeights names 'three-part', not a question kind (arithmetic, fact, conversion, two-part)");

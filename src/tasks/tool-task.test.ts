@@ -44,7 +44,7 @@ describe('tool task identity', () => {
     const spec = toolTaskRunSpec({ steps: 1, evaluateEvery: 0, task: { seed: 3 } });
     expect(toolTaskOf(spec)).toMatchObject({ seed: 3, converterName: TOOL_TASK_CONVERTER, plannerPrompt: TOOL_TASK_PLANNER_PROMPT, trainPerKind: TOOL_TASK_TRAIN_PER_KIND, model: TOOL_TASK_MODEL });
     const stored = (spec.collector as { toolTask: Record<string, unknown> }).toolTask;
-    expect(Object.keys(stored).sort()).toEqual(['converterName', 'drawByKind', 'entityWords', 'model', 'plannerPrompt', 'seed', 'subGoalChars', 'trainPerKind']);
+    expect(Object.keys(stored).sort()).toEqual(['converterName', 'drawByKind', 'entityWords', 'kindWeights', 'model', 'plannerPrompt', 'seed', 'subGoalChars', 'trainPerKind']);
     const other = toolTaskRunSpec({ steps: 1, evaluateEvery: 0, task: { seed: 3, plannerPrompt: 'brief', converterName: 'unit_convert', trainPerKind: 20, model: { attentionScale: 1 } } });
     expect(toolTaskOf(other)).toMatchObject({ plannerPrompt: 'brief', converterName: 'unit_convert', trainPerKind: 20, model: { ...TOOL_TASK_MODEL, attentionScale: 1 } });
     const old = { ...spec, collector: { ...spec.collector, toolTask: { seed: 3, drawByKind: true } } };
