@@ -124,8 +124,10 @@ export function cpuPrefixTreeStep(cfg: Qwen2Config, w: HostQwen2Weights, adapter
         choices = Array.from({ length: T - 1 }, (_, t) => rows.choices![node.start + t]);
       }
     }
-    const open: Open = { node, extra: Array.from({ length: cfg.numLayers }, () => ({ k: new Float64Array(T * kvd), v: new Float64Array(T * kvd) })) };
     let carries = nonZero(dlogp) || nonZero(dEntropy);
+    // A leaf with nothing to hand up needs no key/value gradient buffers: skip before allocating them.
+    if (!carries && !node.children.length) return false;
+    const open: Open = { node, extra: Array.from({ length: cfg.numLayers }, () => ({ k: new Float64Array(T * kvd), v: new Float64Array(T * kvd) })) };
     if (node.children.length) {
       const inner = cpuContext(f);
       for (const c of node.children) if (visit(c, inner, [...path, open])) carries = true;
