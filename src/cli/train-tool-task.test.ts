@@ -47,7 +47,12 @@ describe('cli train --task tools', () => {
     expect(e.code, e.stderr).toBe(0);
     const summary = JSON.parse(readFileSync(join(evalOut, 'summary.json'), 'utf8')) as { items: number; accuracy: number; benchmark: string };
     expect(summary).toMatchObject({ items: 32, benchmark: 'tool-task-1-held-out' });
-    expect(readFileSync(join(evalOut, 'results.jsonl'), 'utf8').trim().split('\n')).toHaveLength(32);
+    const questions = (file: string) => readFileSync(file, 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { question: string }).question).sort();
+    expect(questions(join(evalOut, 'results.jsonl'))).toHaveLength(32);
+    // Without --adapter, the untrained planner is scored on the same held-out questions as the run's (its "before").
+    const untrained = await runCli(['eval', '--task', 'tools', '--out', join(dir, 'eval0')]);
+    expect(untrained.code, untrained.stderr).toBe(0);
+    expect(questions(join(dir, 'eval0', 'results.jsonl'))).toEqual(questions(join(evalOut, 'results.jsonl')));
 
     // The adapter names the task it was trained on; eval rebuilds that one, and refuses flags or adapters that disagree.
     const config = JSON.parse(readFileSync(join(out, 'adapter', 'adapter_config.json'), 'utf8')) as Record<string, unknown>;
