@@ -141,7 +141,8 @@ describe('the conversation list on a phone', () => {
       fold.click();
       await expect.poll(() => visible(list())).toBe(true);
       expect(fold.getAttribute('aria-expanded')).toBe('true');
-      (list()!.querySelectorAll('button.open')[2] as HTMLButtonElement).click();
+      // By its title, not its place: conversations updated in the same millisecond list in their ids' order.
+      list()!.querySelector<HTMLButtonElement>('button.open[title^="Question number 6,"]')!.click();
       await expect.poll(() => text(r, '[data-testid="query"]')).toBe('Question number 6, long enough to take two lines of a narrow sidebar');
       await expect.poll(() => visible(list())).toBe(false);
       expect(text(r, '[data-testid="conversations-fold"]')).toBe('Conversations (8): Question number 6, long enough to take two lines of a narrow sidebar');
