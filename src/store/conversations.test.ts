@@ -104,6 +104,23 @@ describe('conversation store', () => {
     expect(await getSteps('q', db)).toEqual([]);
   });
 
+  it('lists the conversation touched last first, even when every write falls in the same millisecond', async () => {
+    const db = freshDb();
+    vi.spyOn(Date, 'now').mockReturnValue(5_000);
+    // Random ids: the tie-break of a plain updatedAt index would be the ids' order, not the writes'.
+    const made = [];
+    for (let i = 0; i < 6; i++) made.push(await createConversation({ query: `q${i}` }, db));
+    expect((await listConversations(db)).map((c) => c.title)).toEqual(['q5', 'q4', 'q3', 'q2', 'q1', 'q0']);
+    await updateConversation(made[2].id, { status: 'done' }, db);
+    await appendStep(step(made[0].id, 0), db);
+    const listed = await listConversations(db);
+    expect(listed.map((c) => c.title)).toEqual(['q0', 'q2', 'q5', 'q4', 'q3', 'q1']);
+    expect(new Set(listed.map((c) => c.updatedAt)).size).toBe(6);
+    // A clock that catches up stamps with itself again.
+    vi.spyOn(Date, 'now').mockReturnValue(9_000);
+    expect((await updateConversation(made[1].id, {}, db)).updatedAt).toBe(9_000);
+  });
+
   it('titles long queries briefly', () => {
     expect(titleFromQuery('  ' + 'word '.repeat(40))).toHaveLength(80);
     expect(titleFromQuery('')).toBe('Untitled');

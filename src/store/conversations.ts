@@ -1,7 +1,9 @@
 // Conversations and their steps in IndexedDB. Each step is written in its own transaction as it completes,
 // together with the conversation's updatedAt, so a reload loses at most the step in flight.
+import type { IDBPObjectStore } from 'idb';
 import { describeStorageError, openAgentDb } from './db';
 import type { ConversationRecord, StepRecord } from './records';
+import type { AgentFlowDB } from './schema';
 
 export interface NewConversation {
   id?: string;
@@ -21,25 +23,39 @@ export function titleFromQuery(query: string): string {
   return line.length > 80 ? line.slice(0, 77) + '...' : line || 'Untitled';
 }
 
-export async function createConversation(init: NewConversation, dbName?: string): Promise<ConversationRecord> {
+/**
+ * The time to stamp a write with: now, or one past the newest stored stamp when that is not older. Two writes in
+ * the same millisecond would otherwise tie, and the list (ordered by updatedAt, ties by random id) could show the
+ * one touched first above the one touched last. Read inside the write's transaction, so tabs cannot interleave.
+ */
+async function nextStamp(store: IDBPObjectStore<AgentFlowDB, ['conversations'] | ['steps', 'conversations'], 'conversations', 'readwrite'>): Promise<number> {
+  const newest = await store.index('byUpdated').openCursor(null, 'prev');
   const now = Date.now();
-  const rec: ConversationRecord = {
-    id: init.id ?? newId(),
-    title: init.title ?? titleFromQuery(init.query),
-    createdAt: now,
-    updatedAt: now,
-    status: 'running',
-    query: init.query,
-    ...(init.reference !== undefined ? { reference: init.reference } : {}),
-    ...(init.settings ? { settings: init.settings } : {}),
-  };
+  return newest && newest.value.updatedAt >= now ? newest.value.updatedAt + 1 : now;
+}
+
+export async function createConversation(init: NewConversation, dbName?: string): Promise<ConversationRecord> {
+  const title = init.title ?? titleFromQuery(init.query);
   const db = await openAgentDb(dbName);
   try {
-    await db.add('conversations', rec);
+    const tx = db.transaction('conversations', 'readwrite');
+    const now = await nextStamp(tx.store);
+    const rec: ConversationRecord = {
+      id: init.id ?? newId(),
+      title,
+      createdAt: now,
+      updatedAt: now,
+      status: 'running',
+      query: init.query,
+      ...(init.reference !== undefined ? { reference: init.reference } : {}),
+      ...(init.settings ? { settings: init.settings } : {}),
+    };
+    await tx.store.add(rec);
+    await tx.done;
+    return rec;
   } catch (e) {
-    throw describeStorageError(e, `conversation '${rec.title}'`);
+    throw describeStorageError(e, `conversation '${title}'`);
   }
-  return rec;
 }
 
 export async function getConversation(id: string, dbName?: string): Promise<ConversationRecord | undefined> {
@@ -56,7 +72,7 @@ export async function updateConversation(
     const tx = db.transaction('conversations', 'readwrite');
     const cur = await tx.store.get(id);
     if (!cur) throw new Error(`no conversation with id '${id}'`);
-    const next: ConversationRecord = { ...cur, ...patch, id, updatedAt: Date.now() };
+    const next: ConversationRecord = { ...cur, ...patch, id, updatedAt: await nextStamp(tx.store) };
     await tx.store.put(next);
     await tx.done;
     return next;
@@ -89,8 +105,9 @@ export async function appendStep(step: StepRecord, dbName?: string): Promise<voi
   try {
     const tx = db.transaction(['steps', 'conversations'], 'readwrite');
     await tx.objectStore('steps').put(step);
-    const conv = await tx.objectStore('conversations').get(step.conversationId);
-    if (conv) await tx.objectStore('conversations').put({ ...conv, updatedAt: Date.now() });
+    const conversations = tx.objectStore('conversations');
+    const conv = await conversations.get(step.conversationId);
+    if (conv) await conversations.put({ ...conv, updatedAt: await nextStamp(conversations) });
     await tx.done;
   } catch (e) {
     throw describeStorageError(e, `step ${step.seq} (${step.kind}) of conversation '${step.conversationId}'`);
