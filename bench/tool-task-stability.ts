@@ -148,7 +148,8 @@ export async function toolTaskStability(o: ToolTaskStabilityOptions): Promise<To
         const now = a ? adapterState(a) : null;
         if (now) {
           const moved = before ? `adapter moved ${l2(now.params, before.params).toExponential(2)}, added weights moved ${l2(now.delta, before.delta).toExponential(2)}` : 'first step';
-          o.log?.(`seed ${o.seed} step ${m.step}: reward ${m.reward.toFixed(3)} grad norm ${m.gradNorm.toExponential(2)}${m.noSignal ? ' (no signal)' : ''}; ${moved}; |adapter| ${l2(now.params).toExponential(2)} |added| ${l2(now.delta).toExponential(2)}`);
+          const region = m.updateKl !== undefined ? `; update KL ${m.updateKl.toExponential(2)}, kept ${m.updateScale!.toFixed(3)}` : '';
+          o.log?.(`seed ${o.seed} step ${m.step}: reward ${m.reward.toFixed(3)} grad norm ${m.gradNorm.toExponential(2)}${m.noSignal ? ' (no signal)' : ''}${region}; ${moved}; |adapter| ${l2(now.params).toExponential(2)} |added| ${l2(now.delta).toExponential(2)}`);
         }
         before = now;
       }

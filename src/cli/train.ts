@@ -445,6 +445,7 @@ export async function runTrain(argv: string[]): Promise<number> {
           `step ${m.step}/${run.spec.steps}: reward ${m.reward.toFixed(3)} (rolling ${m.rollingReward.toFixed(3)}), loss ${m.loss.toExponential(3)}, kl ${Number.isFinite(m.kl) ? m.kl.toExponential(2) : 'not measured'}, ` +
             `${m.rolloutSeconds.toFixed(1)} s rollouts + ${m.updateSeconds.toFixed(1)} s update${m.skippedUpdate ? `, update skipped: ${m.skippedUpdate}` : ''}` +
             `${m.extraRollouts ? `, ${m.extraRollouts} extra rollouts (${m.rescuedGroups} group${m.rescuedGroups === 1 ? '' : 's'} found a success)` : ''}` +
+            `${m.updateKl !== undefined ? `, update KL ${m.updateKl.toExponential(2)}${m.updateScale! < 1 ? ` (${(100 * m.updateScale!).toFixed(0)}% of the update kept)` : ''}` : ''}` +
             `${m.noSignal ? `, no reward signal: ${m.noSignal}` : ''}, ETA ${formatSeconds(eta)}`,
         );
       },

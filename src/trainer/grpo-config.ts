@@ -105,6 +105,15 @@ export interface GrpoConfig {
    * learned kinds on the tool task (README, "An entropy bonus over the choices themselves").
    */
   entropyGroups: 'all' | 'all-failed';
+  /**
+   * A trust region on each update, in policy space: after AdamW, the batch is scored again and the mean k3
+   * estimate of KL(sampling policy ‖ updated policy) over its response tokens measured; above this, the update
+   * is scaled back toward the adapter it started from until within it (a few rescorings at most). AdamW moves
+   * every weight about the learning rate whatever the gradient, so without it how far the policy moves depends
+   * on the rate: a doubled rate flipped solved kinds onto one tool (README, "A trust region on each update").
+   * 0 = off (no extra scoring).
+   */
+  maxUpdateKl: number;
 }
 
 /**
@@ -168,6 +177,7 @@ export const DEFAULT_GRPO_CONFIG: Readonly<GrpoConfig> = Object.freeze({
   entropyCoef: 0,
   entropyOver: 'vocabulary',
   entropyGroups: 'all',
+  maxUpdateKl: 0,
 });
 
 export class GrpoConfigError extends AgentFlowError {
@@ -210,6 +220,7 @@ const RULES: Record<keyof GrpoConfig, Rule> = {
   entropyCoef: { min: 0 },
   entropyOver: { oneOf: ['vocabulary', 'choices'] },
   entropyGroups: { oneOf: ['all', 'all-failed'] },
+  maxUpdateKl: { min: 0 },
 };
 
 function describeRule(r: Rule): string {

@@ -336,6 +336,56 @@ describe('grpoStep', () => {
     expect(() => resolveGrpoConfig({ entropyGroups: 'failed' as never })).toThrow(/'entropyGroups' must be one of 'all', 'all-failed' \(got "failed"\)/);
   });
 
+  it('maxUpdateKl bounds an update in policy space: the KL it reports is an independent float64 one from the sampling policy, an update over it is scaled back toward the start, and AdamW keeps the full update\'s moments', async () => {
+    const V = model.config.vocabSize;
+    const start = initLoraAdapter(model.config, { r: 2, alpha: 4 }, new Rng(1));
+    for (const p of start.pairs.values()) p.B.forEach((_, i) => (p.B[i] = 0.05 * Math.cos(i + p.layer)));
+    // Float64 log p of each response token, by a forward of its own (not the backend's scoring).
+    const logpOf = (adapter: typeof start, s: TurnSample) => {
+      const { logits } = cpuForward(model.config, model.weights, [...s.promptTokens, ...s.responseTokens], adapter);
+      return s.responseTokens.map((t, k) => {
+        const row = logits.subarray((s.promptTokens.length - 1 + k) * V, (s.promptTokens.length + k) * V);
+        const max = Math.max(...row);
+        return row[t] - max - Math.log(row.reduce((z, x) => z + Math.exp(x - max), 0));
+      });
+    };
+    const samples = batch().map((s) => ({ ...s, oldLogprobs: logpOf(start, s) }));
+    const klFromSampling = (adapter: typeof start) => {
+      const ds = samples.flatMap((s) => logpOf(adapter, s).map((lp, k) => lp - s.oldLogprobs[k]));
+      return ds.reduce((sum, d) => sum + Math.expm1(d) - d, 0) / ds.length;
+    };
+    const run = async (maxUpdateKl: number) => {
+      const backend = new CpuPolicyBackend(model.config, model.weights, cloneAdapter(start));
+      const st = await grpoStep(backend, samples, resolveGrpoConfig({ learningRate: 5e-2, beta: 0, groupSize: 2, queriesPerStep: 2, maxUpdateKl }), { step: 1, optimizerSteps: 0, random: () => 0.5 });
+      return { st, state: await backend.exportState() };
+    };
+    const tensors = (a: typeof start) => adapterTensors(a).map((t) => Array.from(t.data));
+    const plain = await run(0);
+    expect(plain.st.trustRegion).toBeUndefined();
+    const full = klFromSampling(plain.state.adapter);
+    expect(full).toBeGreaterThan(1e-4);
+    // A bound it is under: measured, nothing kept back.
+    const loose = await run(1e9);
+    expect(loose.st.trustRegion!.scale).toBe(1);
+    expect(Math.abs(loose.st.trustRegion!.kl - full)).toBeLessThan(1e-5 * full + 1e-9);
+    expect(tensors(loose.state.adapter)).toEqual(tensors(plain.state.adapter));
+    // A tenth of it: the update shrinks along its own direction until the policy is within the bound.
+    const held = await run(full / 10);
+    const { kl, scale } = held.st.trustRegion!;
+    expect(scale).toBeGreaterThan(0);
+    expect(scale).toBeLessThan(1);
+    expect(kl).toBeLessThanOrEqual(full / 10);
+    expect(Math.abs(klFromSampling(held.state.adapter) - kl)).toBeLessThan(1e-5 * kl + 1e-9);
+    const from = tensors(start);
+    const to = tensors(plain.state.adapter);
+    tensors(held.state.adapter).forEach((t, i) => t.forEach((x, j) => expect(Math.abs(x - (from[i][j] + scale * (to[i][j] - from[i][j])))).toBeLessThan(1e-6)));
+    for (const [name, mv] of plain.state.moments) {
+      expect(held.state.moments.get(name)!.m).toEqual(mv.m);
+      expect(held.state.moments.get(name)!.v).toEqual(mv.v);
+    }
+    expect(() => resolveGrpoConfig({ maxUpdateKl: -1 })).toThrow(/'maxUpdateKl' must be a finite number >= 0/);
+  });
+
   it('with beta > 0 a step whose groups are all-equal still descends the KL term alone (Flow-GRPO never drops the step)', async () => {
     const adapter = initLoraAdapter(model.config, { r: 2, alpha: 4 }, new Rng(1));
     // An adapter off the reference (B is zero at init), with no AdamW momentum: the KL term has a gradient.

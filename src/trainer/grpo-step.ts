@@ -8,6 +8,7 @@ import type { PolicyBackend } from './backend';
 import { GrpoConfigError, type GrpoConfig } from './grpo-config';
 import { addSums, emptySums, type GrpoLossSums } from '../model/loss';
 import { microBatches, miniBatches, packBatch, type TurnSample } from '../model/samples';
+import { holdUpdateWithin } from './update-trust-region';
 
 export interface StepStats {
   /** 1-based index of this training step. */
@@ -58,6 +59,12 @@ export interface StepStats {
   /** Forward+backward tokens per second over the update phase. */
   tokensPerSecond: number;
   ms: { oldLogprobs: number; refLogprobs: number; update: number; total: number };
+  /**
+   * With GrpoConfig.maxUpdateKl: the last update's KL from the sampling policy on its batch (mean k3 per
+   * response token), and the share of AdamW's update kept to stay within the bound (1 = all). Absent otherwise
+   * or when no update ran.
+   */
+  trustRegion?: { kl: number; scale: number };
 }
 
 export interface StepContext {
@@ -162,6 +169,7 @@ export async function grpoStep(backend: PolicyBackend, input: readonly TurnSampl
   let processed = 0;
   let skipped: StepStats['skipped'];
   let skippedUpdates = 0;
+  let trustRegion: StepStats['trustRegion'];
   for (let epoch = 0; epoch < (noUpdate ? 0 : cfg.epochs); epoch++) {
     const parts = cfg.miniBatches === 1 ? [all] : miniBatches(samples, cfg.miniBatches, ctx.random);
     for (const part of parts) {
@@ -184,6 +192,7 @@ export async function grpoStep(backend: PolicyBackend, input: readonly TurnSampl
         continue;
       }
       optimizerSteps++;
+      const before = cfg.maxUpdateKl > 0 ? await backend.exportState() : null;
       await backend.adamw({
         lr: learningRateAt(cfg, ctx.step) * lrScale,
         beta1: cfg.adamBeta1,
@@ -193,6 +202,7 @@ export async function grpoStep(backend: PolicyBackend, input: readonly TurnSampl
         step: optimizerSteps,
         gradScale: clipFactor(gradNorm, cfg.maxGradNorm),
       });
+      if (before) trustRegion = await holdUpdateWithin(backend, samples, part, backend.microBatchTokens ?? cfg.microBatchTokens, before, cfg.maxUpdateKl);
     }
   }
   const t3 = now();
@@ -219,5 +229,6 @@ export async function grpoStep(backend: PolicyBackend, input: readonly TurnSampl
     ms: { oldLogprobs: t1 - t0, refLogprobs: t2 - t1, update: t3 - t2, total: t3 - t0 },
     ...(skipped ? { skipped, skippedUpdates } : {}),
     ...(noSignal ? { noSignal: true as const } : {}),
+    ...(trustRegion ? { trustRegion } : {}),
   };
 }

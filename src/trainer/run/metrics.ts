@@ -34,6 +34,12 @@ export interface StepMetrics {
   /** Dynamic sampling: extra rollouts drawn for groups with no success, and how many of those groups then had one. */
   extraRollouts?: number;
   rescuedGroups?: number;
+  /**
+   * With a trust region (GrpoConfig.maxUpdateKl): the step's last update's KL from the sampling policy on its
+   * batch, and the share of AdamW's update it kept (1 = all).
+   */
+  updateKl?: number;
+  updateScale?: number;
   /** This step is the run's best so far by rolling reward: its checkpoint is the run's result. */
   best?: boolean;
 }

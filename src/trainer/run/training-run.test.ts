@@ -115,7 +115,7 @@ function trainer(skipAt: number): PolicyTrainer {
     async trainStep(samples) {
       step++;
       const skipped = step === skipAt;
-      const stats: StepStats = { step, optimizerSteps: step, rewardMean: 0.5, loss: skipped ? NaN : 0.1, kl: 0, clipFraction: 0, ratioMean: 1, gradNorm: skipped ? Infinity : 1, samples: samples.length, responseTokens: samples.length, tokens: 3 * samples.length, groups: 1, noGradientGroups: 0, groupStats: [], tokensPerSecond: 1, ms: { oldLogprobs: 0, refLogprobs: 0, update: 0, total: 0 }, ...(skipped ? { skipped: 'non-finite gradient norm' as const, skippedUpdates: 1 } : {}) };
+      const stats: StepStats = { step, optimizerSteps: step, rewardMean: 0.5, loss: skipped ? NaN : 0.1, kl: 0, clipFraction: 0, ratioMean: 1, gradNorm: skipped ? Infinity : 1, samples: samples.length, responseTokens: samples.length, tokens: 3 * samples.length, groups: 1, noGradientGroups: 0, groupStats: [], tokensPerSecond: 1, ms: { oldLogprobs: 0, refLogprobs: 0, update: 0, total: 0 }, ...(skipped ? { skipped: 'non-finite gradient norm' as const, skippedUpdates: 1 } : {}), ...(step === 1 ? { trustRegion: { kl: 0.02, scale: 0.25 } } : {}) };
       return stats;
     },
     async trainCheckpoint() {
@@ -134,6 +134,8 @@ describe('TrainingRun', () => {
     const s = await run.run();
     expect(s).toMatchObject({ status: 'done', steps: 3 });
     expect(run.history.map((m) => m.skippedUpdate ?? null)).toEqual([null, 'non-finite gradient norm', null]);
+    // A trust region's measurement reaches the step's metrics (metrics.jsonl, the CLI's step line); steps without one carry none.
+    expect(run.history.map((m) => [m.updateKl ?? null, m.updateScale ?? null])).toEqual([[0.02, 0.25], [null, null], [null, null]]);
     expect(run.history.map((m) => m.reward)).toEqual([0.5, 0.5, 0.5]);
     expect(store.rolloutRecords.map((r) => [r.step, r.reward])).toEqual([
       [1, 1],

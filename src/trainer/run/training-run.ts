@@ -273,6 +273,7 @@ export class TrainingRun {
       ...(stats.skipped ? { skippedUpdate: stats.skipped } : {}),
       ...(stats.noSignal ? { noSignal: noSignalWhy(groups, resampled.drawn, cfg.beta > 0) } : {}),
       ...(resampled.drawn ? { extraRollouts: resampled.drawn, rescuedGroups: resampled.rescued } : {}),
+      ...(stats.trustRegion ? { updateKl: stats.trustRegion.kl, updateScale: stats.trustRegion.scale } : {}),
       ...(best ? { best: true } : {}),
     };
     await store.appendStep(this.record, metrics, batch.records);
