@@ -57,7 +57,7 @@ describe('Training tab: the tool-choice task', () => {
       await p.updateComplete;
       // `cli train --task tools`'s defaults.
       const value = (id: string) => q<HTMLInputElement>(p, `#${id}`)!.value;
-      expect(['steps', 'group', 'lr', 'rank', 'queries', 'eval-every', 'extra-rollouts'].map(value)).toEqual(['120', '16', '0.02', '4', '8', '10', '8']);
+      expect(['steps', 'group', 'lr', 'rank', 'queries', 'eval-every', 'extra-rollouts'].map(value)).toEqual(['120', '16', '0.01', '4', '8', '10', '8']);
       expect(text(q(p, '[data-testid="tool-task-about"]'))).toMatch(/nothing downloaded/);
 
       set(p, 'steps', '1');
