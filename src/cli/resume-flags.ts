@@ -10,10 +10,10 @@ import { DEFAULT_GRPO_CONFIG } from '../trainer/grpo-config';
 import { TOY_TRAINING } from '../trainer/toy-task';
 import { TOY_GRPO } from '../trainer/run/toy-run';
 import { numberFlag, UsageError, type CliArgs } from './args';
-import { extraRolloutsFlag, groupFlag, parseTools, positiveInt, readData, rewardFlag, seedFlag, stepsFlag } from './train-flags';
+import { extraRolloutsFlag, groupFlag, maxUpdateKlFlag, parseTools, positiveInt, readData, rewardFlag, seedFlag, stepsFlag } from './train-flags';
 
 /** The flags a run is set up with; --model, --max-context and --resume itself only say how to run it now. */
-export const RUN_SETTINGS = ['task', 'adapter', 'data', 'group', 'queries-per-step', 'max-turns', 'max-new-tokens', 'tools', 'reward', 'lr', 'seed', 'rank', 'micro-batch-tokens', 'keep-checkpoints', 'extra-rollouts', 'backend'] as const;
+export const RUN_SETTINGS = ['task', 'adapter', 'data', 'group', 'queries-per-step', 'max-turns', 'max-new-tokens', 'tools', 'reward', 'lr', 'seed', 'rank', 'micro-batch-tokens', 'keep-checkpoints', 'extra-rollouts', 'max-update-kl', 'backend'] as const;
 
 type Setting = (typeof RUN_SETTINGS)[number];
 
@@ -66,6 +66,9 @@ function compare(name: Setting, args: CliArgs, spec: RunSpec): { given: unknown;
       return { given: positiveInt(args, name, 0), stored: spec.keepCheckpoints };
     case 'extra-rollouts':
       return { given: extraRolloutsFlag(args), stored: spec.grpo.extraRollouts ?? (spec.task === 'toy' ? TOY_GRPO.extraRollouts : DEFAULT_GRPO_CONFIG.extraRollouts) };
+    case 'max-update-kl':
+      // A spec records the bound it was made with (the tool task's default included); one without ran unbounded.
+      return { given: maxUpdateKlFlag(args), stored: spec.grpo.maxUpdateKl ?? DEFAULT_GRPO_CONFIG.maxUpdateKl };
     case 'backend':
       return { given: raw, stored: spec.task === 'toy' ? (collector.backend ?? 'cpu') : undefined };
   }

@@ -4,7 +4,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { importBenchmark } from '../agent/benchmark-import';
-import { boundedInt, UsageError, type CliArgs } from './args';
+import { boundedInt, numberFlag, UsageError, type CliArgs } from './args';
 import { MAX_GROUP, MAX_SEED, MAX_STEPS } from './train-limits';
 
 /** Tools a training run can use from the command line, by card name. */
@@ -28,6 +28,16 @@ export const seedFlag = (args: CliArgs) => boundedInt(args, 'seed', 1, 0, MAX_SE
 export function extraRolloutsFlag(args: CliArgs): number | undefined {
   if (!args.flags.has('extra-rollouts')) return undefined;
   return boundedInt(args, 'extra-rollouts', 0, 0, MAX_EXTRA_ROLLOUTS, 'extra rollouts for a group with no success');
+}
+
+/**
+ * The trust region on each update (GrpoConfig.maxUpdateKl: the largest KL from the sampling policy an update may
+ * move its batch), or undefined for the task's default (the tool task's 0.03, 0 elsewhere). 0 turns it off.
+ */
+export function maxUpdateKlFlag(args: CliArgs): number | undefined {
+  const v = numberFlag(args, 'max-update-kl', undefined);
+  if (v !== undefined && !(v >= 0)) throw new UsageError(`--max-update-kl must be >= 0 (0: no bound), got ${v}`);
+  return v;
 }
 
 /** GrpoConfig's own bound on extraRollouts. */

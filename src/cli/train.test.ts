@@ -32,6 +32,8 @@ describe('cli train: flags are read strictly and bounded before anything is writ
       [[...toy(out), '--lr', '0x1'], /--lr must be a decimal number, got '0x1'/],
       [[...toy(out), '--extra-rollouts', '-1'], /--extra-rollouts must be an integer/],
       [[...toy(out), '--extra-rollouts', '4097'], /--extra-rollouts must be an integer from 0 to 4096/],
+      [[...toy(out), '--max-update-kl', '-0.1'], /--max-update-kl must be >= 0 \(0: no bound\), got -0.1/],
+      [[...toy(out), '--max-update-kl', 'none'], /--max-update-kl must be a decimal number, got 'none'/],
       [['train', '--model', TINY, '--data', dir, '--out', out], /--data '.*' is a directory, not a file/],
       [[...agent, '--rank', '65'], /--rank must be at most 64 \(--model .*qwen2-tiny's hidden size is 64\)/],
       [[...agent, '--adapter', join(TINY, 'adapter'), '--rank', '4'], /--rank does not apply with --adapter/],
@@ -86,14 +88,20 @@ describe('cli train: one process per output directory', () => {
 describe('cli train --resume', () => {
   it("accepts the run's own flags, refuses others naming both values, extends but never shortens a run", async () => {
     const out = join(tmp(), 'run');
-    expect((await runCli(toy(out, '--steps', '3', '--lr', '0.01'))).code).toBe(0);
-    const same = await runCli(toy(out, '--steps', '3', '--lr', '0.01', '--resume'));
+    expect((await runCli(toy(out, '--steps', '3', '--lr', '0.01', '--max-update-kl', '1e-4'))).code).toBe(0);
+    // The bound is the run's: stored in its spec, and each update that ran says what it kept.
+    expect(runJson(out).spec).toMatchObject({ grpo: { maxUpdateKl: 1e-4 } });
+    const kept = readFileSync(join(out, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { updateKl?: number; updateScale?: number; optimizerSteps: number });
+    const updated = kept.filter((m) => m.updateKl !== undefined);
+    expect(updated.length).toBeGreaterThan(0);
+    for (const m of updated) expect(m.updateScale).toBeGreaterThan(0);
+    const same = await runCli(toy(out, '--steps', '3', '--lr', '0.01', '--max-update-kl', '0.0001', '--resume'));
     expect(same.code, same.stderr).toBe(0);
     expect(JSON.parse(same.stdout)).toMatchObject({ status: 'done', steps: 3, stepsRun: 0 });
 
-    const other = await runCli(['train', '--out', out, '--resume', '--group', '8', '--seed', '2', '--extra-rollouts', '0', '--backend', 'gpu']);
+    const other = await runCli(['train', '--out', out, '--resume', '--group', '8', '--seed', '2', '--extra-rollouts', '0', '--max-update-kl', '0', '--backend', 'gpu']);
     expect(other.code).toBe(2);
-    expect(other.stderr).toMatch(/flags differ from its settings: --group 8 \(the run has 4\); --extra-rollouts 0 \(the run has 32\); --backend gpu \(the run has cpu\)/);
+    expect(other.stderr).toMatch(/flags differ from its settings: --group 8 \(the run has 4\); --extra-rollouts 0 \(the run has 32\); --max-update-kl 0 \(the run has 0.0001\); --backend gpu \(the run has cpu\)/);
 
     const runBefore = readFileSync(join(out, 'run.json'), 'utf8');
     const shorter = await runCli(['train', '--out', out, '--resume', '--steps', '2']);

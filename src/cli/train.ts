@@ -26,7 +26,7 @@ import { TOY_GRPO, toyRunSetup, toyRunSpec } from '../trainer/run/toy-run';
 import { DEFAULT_GRPO_CONFIG } from '../trainer/grpo-config';
 import { TOY_TRAINING, ToyTask, toyModel } from '../trainer/toy-task';
 import { newRunId, TrainingRun, type RunDeps, type RunSummary } from '../trainer/run/training-run';
-import { toolTaskOf, toolTaskRunSetup, toolTaskRunSpec, TOOL_TASK_TRAINING } from '../tasks/tool-task-run';
+import { toolTaskOf, toolTaskRunSetup, toolTaskRunSpec, TOOL_TASK_GRPO, TOOL_TASK_TRAINING } from '../tasks/tool-task-run';
 import { TOOL_TASK_MODEL } from '../tasks/tool-task';
 import { runtimePolicyHost } from '../trainer/runtime-policy-host';
 import { TrainingHost } from '../trainer/training-host';
@@ -34,7 +34,7 @@ import { numberFlag, onOffFlag, parseArgs, reportFailure, UsageError, type CliAr
 import { checkResumeFlags, resumeSteps } from './resume-flags';
 import { checkEvalResume, DEFAULT_EVAL_EVERY, EVAL_TRAIN_FLAGS, evalLine, evaluationFlags } from './train-eval';
 import { acquireRunLock, LockHeldError, type RunLock } from './run-lock';
-import { checkDir, extraRolloutsFlag, groupFlag, parseTools, positiveInt, readData, rewardFlag, seedFlag, stepsFlag } from './train-flags';
+import { checkDir, extraRolloutsFlag, groupFlag, maxUpdateKlFlag, parseTools, positiveInt, readData, rewardFlag, seedFlag, stepsFlag } from './train-flags';
 import { checkRank, checkStepMemory, MAX_GROUP, MAX_RANK, MAX_STEPS, modelShape } from './train-limits';
 
 export const TRAIN_FLAGS = [
@@ -57,6 +57,7 @@ export const TRAIN_FLAGS = [
   'max-context',
   'keep-checkpoints',
   'extra-rollouts',
+  'max-update-kl',
   'backend',
   'resume',
   'constrain-replies',
@@ -67,17 +68,19 @@ export const TRAIN_USAGE = `usage:
   cli train --model DIR [--adapter DIR] --data FILE --out DIR
             [--steps N] [--group G] [--queries-per-step Q] [--max-turns T] [--max-new-tokens N]
             [--tools python,base_generator] [--reward exact|numeric|choice|gameof24|judge] [--lr X] [--seed S]
-            [--rank R] [--micro-batch-tokens N] [--max-context N] [--keep-checkpoints K] [--extra-rollouts N] [--resume]
+            [--rank R] [--micro-batch-tokens N] [--max-context N] [--keep-checkpoints K] [--extra-rollouts N] [--max-update-kl X] [--resume]
             [--constrain-replies on|off (default on: module replies decoded under their JSON Schemas)]
             [--eval-data FILE [--eval-every K (default ${DEFAULT_EVAL_EVERY})]]
-  cli train --task toy --out DIR [--steps N (default ${TOY_TRAINING.steps})] [--group G] [--lr X] [--seed S] [--rank R] [--extra-rollouts N] [--backend cpu|gpu] [--resume]
+  cli train --task toy --out DIR [--steps N (default ${TOY_TRAINING.steps})] [--group G] [--lr X] [--seed S] [--rank R] [--extra-rollouts N] [--max-update-kl X] [--backend cpu|gpu] [--resume]
 --out DIR receives adapter/ (PEFT), rollouts.jsonl, metrics.jsonl, run.json and checkpoints/.
   cli train --task tools --out DIR [--steps N (default ${TOOL_TASK_TRAINING.steps})] [--group G] [--queries-per-step Q] [--lr X] [--seed S]
-            [--rank R] [--extra-rollouts N] [--eval-every K (default ${TOOL_TASK_TRAINING.evaluateEvery})] [--resume]
+            [--rank R] [--extra-rollouts N] [--max-update-kl X] [--eval-every K (default ${TOOL_TASK_TRAINING.evaluateEvery})] [--resume]
 --task tools: the tool-choice task (a tiny planner on the CPU, no download), evaluated on its own held-out split.
 --eval-data FILE: held-out items evaluated (temperature 0) with the start adapter, every K-th step's and the last
 step's; one line each in --out's eval.jsonl (step, accuracy, correct, total, seconds, adapter).
 --extra-rollouts N: more rollouts for a group with no success, N at most (default ${DEFAULT_GRPO_CONFIG.extraRollouts}, toy ${TOY_GRPO.extraRollouts}; 0: none).
+--max-update-kl X: a trust region on each update: scaled back until the KL of its batch from the sampling policy
+(mean per response token) is at most X (default 0 = none; --task tools ${TOOL_TASK_GRPO.maxUpdateKl}).
 --resume continues the run in --out from its newest intact checkpoint; the run's own flags may be repeated
 (a different value is refused), and --steps N larger than the run's extends it.
 Bounds: --steps <= ${MAX_STEPS}, --group 2..${MAX_GROUP}, --rank <= min(model hidden size, ${MAX_RANK}), --seed < 2^32.`;
@@ -221,7 +224,8 @@ function newRun(args: CliArgs): RunSpec {
   const keepCheckpoints = positiveInt(args, 'keep-checkpoints', 3);
   const lrFlag = numberFlag(args, 'lr', undefined);
   const extra = extraRolloutsFlag(args);
-  const extraGrpo = extra === undefined ? {} : { extraRollouts: extra };
+  const maxKl = maxUpdateKlFlag(args);
+  const extraGrpo = { ...(extra === undefined ? {} : { extraRollouts: extra }), ...(maxKl === undefined ? {} : { maxUpdateKl: maxKl }) };
   if (lrFlag !== undefined && !(lrFlag > 0 && lrFlag <= 1)) throw new UsageError(`--lr must be > 0 and <= 1, got ${lrFlag}`);
   const adapterFlag = args.flags.get('adapter');
   // A stored adapter has its rank: a --rank beside it would be ignored, so it is refused.
@@ -293,6 +297,8 @@ function toolTaskRun(args: CliArgs): RunSpec {
   const lr = numberFlag(args, 'lr', TOOL_TASK_TRAINING.learningRate) ?? TOOL_TASK_TRAINING.learningRate;
   if (!(lr > 0 && lr <= 1)) throw new UsageError(`--lr must be > 0 and <= 1, got ${lr}`);
   const extra = extraRolloutsFlag(args);
+  const maxKl = maxUpdateKlFlag(args);
+  const grpo = { ...(extra === undefined ? {} : { extraRollouts: extra }), ...(maxKl === undefined ? {} : { maxUpdateKl: maxKl }) };
   return toolTaskRunSpec({
     steps: stepsFlag(args, TOOL_TASK_TRAINING.steps),
     groupSize: groupFlag(args, TOOL_TASK_TRAINING.groupSize),
@@ -302,7 +308,7 @@ function toolTaskRun(args: CliArgs): RunSpec {
     ...(args.flags.has('queries-per-step') ? { queriesPerStep: positiveInt(args, 'queries-per-step', 1) } : {}),
     keepCheckpoints: positiveInt(args, 'keep-checkpoints', 3),
     evaluateEvery: positiveInt(args, 'eval-every', TOOL_TASK_TRAINING.evaluateEvery),
-    ...(extra !== undefined ? { grpo: { extraRollouts: extra } } : {}),
+    ...(Object.keys(grpo).length ? { grpo } : {}),
   });
 }
 

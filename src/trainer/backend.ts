@@ -43,4 +43,12 @@ export interface PolicyBackend {
   /** Copies of the adapter and moments (for checkpoints). */
   exportState(): Promise<TrainableState>;
   importState(s: TrainableState): Promise<void>;
+  /**
+   * A copy of the adapter's weights alone, and setting them back: what a trust region needs to scale an update
+   * back (moments and gradients are left as they are, and are not copied: on the GPU they are two thirds of
+   * the state's bytes).
+   */
+  exportAdapter(): Promise<LoraAdapter>;
+  /** Sets the adapter's weights in place; `a` must have the trained adapter's tensors and shapes (else it throws, naming the tensor). */
+  importAdapter(a: LoraAdapter): Promise<void>;
 }

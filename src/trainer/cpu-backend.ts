@@ -90,6 +90,21 @@ export class CpuPolicyBackend implements PolicyBackend {
     return { adapter: cloneAdapter(this.adapter), moments };
   }
 
+  async exportAdapter(): Promise<LoraAdapter> {
+    return cloneAdapter(this.adapter);
+  }
+
+  async importAdapter(a: LoraAdapter): Promise<void> {
+    const from = new Map(adapterTensors(a).map((t) => [t.name, t.data]));
+    const into = adapterTensors(this.adapter);
+    // Every tensor is checked before any is written: a bad adapter leaves the trained one whole.
+    for (const t of into) {
+      const d = from.get(t.name);
+      if (!d || d.length !== t.data.length) throw new Error(`importAdapter: tensor '${t.name}' is missing or has another shape than the trained adapter`);
+    }
+    for (const t of into) t.data.set(from.get(t.name)!);
+  }
+
   async importState(s: TrainableState): Promise<void> {
     this.adapter = cloneAdapter(s.adapter);
     this.grads = zeroLoraGrads(this.adapter);

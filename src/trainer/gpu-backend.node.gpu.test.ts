@@ -12,6 +12,7 @@ import { GpuPolicyBackend, gpuTokenPolicy } from './gpu-backend';
 import { grpoStep } from './grpo-step';
 import { adapterTensors, initLoraAdapter } from './lora-init';
 import { ToyTask, playToyRollouts, toyModel } from './toy-task';
+import { packBatch } from '../model/samples';
 import { runtimePolicyHost } from './runtime-policy-host';
 import { TrainingHost } from './training-host';
 
@@ -54,6 +55,54 @@ describe('GPU Flow-GRPO backend', () => {
       expect(relL2(d(t.data), d(want[i].data)), t.name).toBeLessThan(1e-2);
     });
     expect(want.some((t) => t.which === 'B' && t.data.some((v) => Math.abs(v) > 1e-3))).toBe(true);
+    gpu.destroy();
+    rt.destroy();
+  });
+
+  it('the trust region on the GPU scales an update back as the float64 CPU backend does; importAdapter sets the weights the runtime reads, keeps the moments, marks the KV prefix stale, and refuses a wrong shape whole', async () => {
+    const base = { learningRate: 0.05, groupSize: 4, queriesPerStep: 3, beta: 0, microBatchTokens: 40 };
+    const fresh = () => new CpuPolicyBackend(model.config, model.weights, initLoraAdapter(model.config, { r: 4, alpha: 8 }, new Rng(6)));
+    const played = await playToyRollouts(task, cpuTokenPolicy(fresh()), [0, 1, 2], 4, 1, new Rng(7), 'tr');
+    // Rewards that differ within each group, so the step updates whatever the rollouts scored.
+    const ids = [...new Set(played.samples.map((x) => x.rolloutId))];
+    const samples = played.samples.map((x) => ({ ...x, reward: ids.indexOf(x.rolloutId) % 2 }));
+    const ctx = () => ({ step: 1, optimizerSteps: 0, random: () => 0.5 });
+    // The whole update's KL, measured and never bound; then a tenth of it as the bound.
+    const full = (await grpoStep(fresh(), samples, resolveGrpoConfig({ ...base, maxUpdateKl: 1e9 }), ctx())).trustRegion!.kl;
+    expect(full).toBeGreaterThan(1e-6);
+    const cfg = resolveGrpoConfig({ ...base, maxUpdateKl: full / 10 });
+    const cpu = fresh();
+    const a = (await grpoStep(cpu, samples, cfg, ctx())).trustRegion!;
+    const { rt, backend: gpu } = await gpuBackend(6);
+    const b = (await grpoStep(gpu, samples, cfg, ctx())).trustRegion!;
+    expect(a.scale).toBeLessThan(1);
+    expect(Math.abs(b.scale - a.scale)).toBeLessThan(1e-3 * a.scale);
+    expect(b.kl).toBeLessThanOrEqual(full / 10);
+    expect(Math.abs(b.kl - a.kl)).toBeLessThan(1e-2 * a.kl);
+    const want = adapterTensors(cpu.currentAdapter);
+    adapterTensors(await gpu.exportAdapter()).forEach((t, i) => expect(relL2(t.data, want[i].data), t.name).toBeLessThan(1e-3));
+
+    // importAdapter alone: new weights, the same moments, one more version, and the runtime computes with them.
+    const state = await gpu.exportState();
+    const target = await gpu.exportAdapter();
+    for (const t of adapterTensors(target)) t.data.forEach((v, i) => (t.data[i] = v + 0.02 * Math.cos(i + t.data.length)));
+    const version = rt.adapters.active!.version;
+    await gpu.importAdapter(target);
+    expect(rt.adapters.active!.version).toBe(version + 1);
+    const now = await gpu.exportState();
+    expect(adapterTensors(now.adapter).map((t) => Array.from(t.data))).toEqual(adapterTensors(target).map((t) => Array.from(t.data)));
+    expect([...now.moments.values()]).toEqual([...state.moments.values()]);
+    const ref = new CpuPolicyBackend(model.config, model.weights, target);
+    const packed = packBatch(samples, samples.map((_, i) => i), model.config.vocabSize);
+    const [lg, lc] = [await gpu.logprobs(packed, true), await ref.logprobs(packed, true)];
+    for (const r of packed.lossRows) expect(Math.abs(lg[r] - lc[r])).toBeLessThan(1e-3);
+    const bad = await gpu.exportAdapter();
+    const pairs = [...bad.pairs.values()];
+    for (const t of adapterTensors(bad)) t.data.fill(7);
+    pairs[pairs.length - 1].B = new Float32Array(3);
+    await expect(gpu.importAdapter(bad)).rejects.toThrow(/importAdapter: tensor '.*lora_B.*' is missing or has another shape than the trained adapter/);
+    expect(adapterTensors(await gpu.exportAdapter()).map((t) => Array.from(t.data))).toEqual(adapterTensors(target).map((t) => Array.from(t.data)));
+    expect(rt.adapters.active!.version).toBe(version + 1);
     gpu.destroy();
     rt.destroy();
   });

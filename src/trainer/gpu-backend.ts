@@ -184,6 +184,28 @@ export class GpuPolicyBackend implements PolicyBackend {
     return { adapter: { config: { ...this.source.config }, pairs }, moments };
   }
 
+  async exportAdapter(): Promise<LoraAdapter> {
+    const pairs = new Map<string, LoraPair>();
+    for (const t of this.tensors) {
+      const src = this.source.pairs.get(t.key)!;
+      const pair = pairs.get(t.key) ?? { ...src };
+      pair[t.which] = new Float32Array(await readBuffer(this.ctx, t.param, t.count * 4));
+      pairs.set(t.key, pair);
+    }
+    return { config: { ...this.source.config }, pairs };
+  }
+
+  async importAdapter(a: LoraAdapter): Promise<void> {
+    // Every tensor is checked before any is written: a bad adapter leaves the trained one whole.
+    for (const t of this.tensors) {
+      const p = a.pairs.get(t.key);
+      if (!p || p[t.which].length !== t.count) throw new Error(`importAdapter: tensor '${t.name}' is missing or has another shape than the trained adapter`);
+    }
+    for (const t of this.tensors) writeBuffer(this.ctx, t.param, a.pairs.get(t.key)![t.which]);
+    // As after AdamW: a KV prefix cached with the old weights is stale.
+    this.gpuAdapter.version++;
+  }
+
   async importState(s: TrainableState): Promise<void> {
     for (const t of this.tensors) {
       const p = s.adapter.pairs.get(t.key);
@@ -195,6 +217,8 @@ export class GpuPolicyBackend implements PolicyBackend {
       writeBuffer(this.ctx, t.v, mv ? mv.v : new Float32Array(t.count));
     }
     this.source = { config: { ...s.adapter.config }, pairs: new Map([...s.adapter.pairs].map(([k, p]) => [k, { ...p }])) };
+    // As after AdamW: a KV prefix cached with the old weights is stale.
+    this.gpuAdapter.version++;
   }
 
   destroy(): void {

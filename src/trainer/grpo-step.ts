@@ -8,6 +8,7 @@ import type { PolicyBackend } from './backend';
 import { GrpoConfigError, type GrpoConfig } from './grpo-config';
 import { addSums, emptySums, type GrpoLossSums } from '../model/loss';
 import { microBatches, miniBatches, packBatch, type TurnSample } from '../model/samples';
+import { scoredMicroBatches } from './score-batches';
 import { holdUpdateWithin } from './update-trust-region';
 
 export interface StepStats {
@@ -92,12 +93,10 @@ const now = () => (typeof performance !== 'undefined' ? performance.now() : Date
 
 /** Fills per-row logprobs of `samples[i].key` for the given indices through the backend, micro-batched. */
 async function scoreInto(backend: PolicyBackend, samples: TurnSample[], idx: number[], cfg: GrpoConfig, adapterOn: boolean, key: 'oldLogprobs' | 'refLogprobs'): Promise<void> {
-  for (const mb of microBatches(samples, idx, backend.microBatchTokens ?? cfg.microBatchTokens)) {
-    const batch = packBatch(samples, mb, backend.modelConfig.vocabSize);
-    const lp = await backend.logprobs(batch, adapterOn);
+  for await (const { batch, logprobs } of scoredMicroBatches(backend, samples, idx, backend.microBatchTokens ?? cfg.microBatchTokens, adapterOn)) {
     for (const s of batch.seqs) {
       const p = s.promptLen;
-      samples[s.sample][key] = Array.from(lp.subarray(s.start + p - 1, s.start + s.length - 1));
+      samples[s.sample][key] = Array.from(logprobs.subarray(s.start + p - 1, s.start + s.length - 1));
     }
   }
 }
@@ -192,7 +191,7 @@ export async function grpoStep(backend: PolicyBackend, input: readonly TurnSampl
         continue;
       }
       optimizerSteps++;
-      const before = cfg.maxUpdateKl > 0 ? await backend.exportState() : null;
+      const before = cfg.maxUpdateKl > 0 ? await backend.exportAdapter() : null;
       await backend.adamw({
         lr: learningRateAt(cfg, ctx.step) * lrScale,
         beta1: cfg.adamBeta1,

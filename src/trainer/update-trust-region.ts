@@ -3,9 +3,11 @@
 // update is scaled back toward the adapter it started from. AdamW's step is about the learning rate per weight
 // whatever the gradient's size, so the rate alone decides how far the policy moves; this bounds the move
 // itself, as PPO's target KL and TRPO's line search do.
-import type { PolicyBackend, TrainableState } from './backend';
+import type { LoraAdapter } from '../io/peft';
+import type { PolicyBackend } from './backend';
 import { adapterTensors, cloneAdapter } from './lora-init';
-import { microBatches, packBatch, type TurnSample } from '../model/samples';
+import type { TurnSample } from '../model/samples';
+import { scoredMicroBatches } from './score-batches';
 
 /** Scorings after the first before the trust region settles for the smallest scale tried. */
 const MAX_SHRINKS = 4;
@@ -24,11 +26,9 @@ export interface TrustRegionResult {
 export async function batchKlFromOld(backend: PolicyBackend, samples: readonly TurnSample[], idx: readonly number[], microBatchTokens: number): Promise<number> {
   let sum = 0;
   let n = 0;
-  for (const mb of microBatches(samples, [...idx], microBatchTokens)) {
-    const batch = packBatch(samples, mb, backend.modelConfig.vocabSize);
-    const lp = await backend.logprobs(batch, true);
+  for await (const { batch, logprobs } of scoredMicroBatches(backend, samples, idx, microBatchTokens, true)) {
     for (const r of batch.lossRows) {
-      const d = lp[r] - batch.oldLogprobs[r];
+      const d = logprobs[r] - batch.oldLogprobs[r];
       sum += Math.expm1(d) - d;
       n++;
     }
@@ -36,39 +36,42 @@ export async function batchKlFromOld(backend: PolicyBackend, samples: readonly T
   return n ? sum / n : 0;
 }
 
-/** `before` moved `scale` of the way to `after`, tensor by tensor; AdamW's moments are `after`'s (the gradient was seen). */
-export function blendState(before: TrainableState, after: TrainableState, scale: number): TrainableState {
-  const adapter = cloneAdapter(after.adapter);
-  const from = new Map(adapterTensors(before.adapter).map((t) => [t.name, t.data]));
-  for (const t of adapterTensors(adapter)) {
+/** Writes into `into` the adapter `scale` of the way from `before` to `after`, tensor by tensor. */
+export function blendAdapter(before: LoraAdapter, after: LoraAdapter, scale: number, into: LoraAdapter): LoraAdapter {
+  const from = new Map(adapterTensors(before).map((t) => [t.name, t.data]));
+  const to = new Map(adapterTensors(after).map((t) => [t.name, t.data]));
+  for (const t of adapterTensors(into)) {
     const b = from.get(t.name);
-    if (!b || b.length !== t.data.length) throw new Error(`trust region: adapter tensor '${t.name}' changed shape during the update`);
-    for (let i = 0; i < t.data.length; i++) t.data[i] = b[i] + scale * (t.data[i] - b[i]);
+    const a = to.get(t.name);
+    if (!b || !a || b.length !== t.data.length || a.length !== t.data.length) throw new Error(`trust region: adapter tensor '${t.name}' changed shape during the update`);
+    for (let i = 0; i < t.data.length; i++) t.data[i] = b[i] + scale * (a[i] - b[i]);
   }
-  return { adapter, moments: after.moments };
+  return into;
 }
 
 /**
- * Keeps the update just applied to `backend` (from `before`) within `maxKl` on the samples `idx`. Each
- * shrink guesses the scale from KL growing with the square of the step (so one rescoring usually does), and
- * never keeps more than 0.9 of the previous try.
+ * Keeps the update just applied to `backend` (from the adapter `before`) within `maxKl` on the samples `idx`.
+ * Each shrink guesses the scale from KL growing with the square of the step (so one rescoring usually does),
+ * and never keeps more than 0.9 of the previous try. Only the adapter's weights move: AdamW's moments keep the
+ * full update's (the gradient was seen).
  */
 export async function holdUpdateWithin(
   backend: PolicyBackend,
   samples: readonly TurnSample[],
   idx: readonly number[],
   microBatchTokens: number,
-  before: TrainableState,
+  before: LoraAdapter,
   maxKl: number,
 ): Promise<TrustRegionResult> {
   let kl = await batchKlFromOld(backend, samples, idx, microBatchTokens);
   if (!(kl > maxKl)) return { kl, scale: 1 };
-  const after = await backend.exportState();
+  const after = await backend.exportAdapter();
+  const tried = cloneAdapter(after);
   let scale = 1;
   for (let i = 0; i < MAX_SHRINKS && kl > maxKl; i++) {
     // A NaN/infinite KL says nothing about the size: halve.
     scale *= Number.isFinite(kl) ? Math.min(0.9, 0.9 * Math.sqrt(maxKl / kl)) : 0.5;
-    await backend.importState(blendState(before, after, scale));
+    await backend.importAdapter(blendAdapter(before, after, scale, tried));
     kl = await batchKlFromOld(backend, samples, idx, microBatchTokens);
   }
   return { kl, scale };

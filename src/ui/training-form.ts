@@ -136,11 +136,30 @@ function renderToolTaskSettings(spec: RunSpec | null) {
   const queries = (s?.collector as { budget?: { queriesPerStep?: number } } | undefined)?.budget?.queriesPerStep ?? TOOL_TASK_FORM_DEFAULTS.queriesPerStep;
   const every = s ? (s.evaluation?.every ?? 0) : TOOL_TASK_FORM_DEFAULTS.evaluateEvery;
   const extra = s?.grpo.extraRollouts ?? TOOL_TASK_FORM_DEFAULTS.extraRollouts;
+  // A run stored before the task had a bound ran without one.
+  const maxKl = s ? (s.grpo.maxUpdateKl ?? DEFAULT_GRPO_CONFIG.maxUpdateKl) : TOOL_TASK_FORM_DEFAULTS.maxUpdateKl;
   return html`<div class="grid" role="group" aria-label="Tool-choice task">
       <label>Questions per step (queries per step)<input id="queries" type="number" min="1" max="64" .value=${String(queries)} /></label>
       <label title="Also at step 0 (before training) and the last step; 0: never">Test on held-out questions every (steps)<input id="eval-every" type="number" min="0" max="10000" .value=${String(every)} /></label>
       <label title="A group whose rollouts all failed gets up to this many more, until one succeeds (0: none)">More tries when all fail (extra rollouts)<input id="extra-rollouts" type="number" min="0" max="4096" .value=${String(extra)} /></label>
+      ${maxUpdateKlField(maxKl)}
     </div>`;
+}
+
+/**
+ * The trust region on each update (GrpoConfig.maxUpdateKl). Its words say what it does for the user: an update
+ * that would change the planner's choices on its own batch by more than this is made smaller.
+ */
+function maxUpdateKlField(value: number) {
+  return html`<label title="After each update the batch is scored again; an update that moved the planner's choices further than this from how they were sampled (KL per reply token) is scaled back. 0: no limit">Largest change per update (max update KL)<input id="max-update-kl" type="number" min="0" step="any" .value=${String(value)} /></label>`;
+}
+
+/** The trust region's bound from the form (0 turns it off); checked as GrpoConfig checks it. */
+export function readMaxUpdateKl(root: ParentNode): number {
+  const raw = (root.querySelector('#max-update-kl') as HTMLInputElement).value.trim();
+  const v = Number(raw);
+  if (raw === '' || !Number.isFinite(v) || v < 0) throw new Error(`Largest change per update (max update KL) must be a number, 0 or more (0: no limit), got '${raw}'`);
+  return v;
 }
 
 /** The tool-choice task's settings from the form, each checked with a message naming its field. */
@@ -150,7 +169,7 @@ export function readToolTaskSettings(root: ParentNode): ToolTaskSettings {
   if (!Number.isInteger(queriesPerStep) || queriesPerStep < 1 || queriesPerStep > 64) throw new Error(`Questions per step must be a whole number from 1 to 64, got ${queriesPerStep}`);
   const evaluateEvery = n('eval-every');
   if (!Number.isInteger(evaluateEvery) || evaluateEvery < 0) throw new Error(`Test on held-out questions every … steps must be a whole number, 0 or more, got ${evaluateEvery}`);
-  return { queriesPerStep, evaluateEvery, extraRollouts: readExtraRollouts(root) };
+  return { queriesPerStep, evaluateEvery, extraRollouts: readExtraRollouts(root), maxUpdateKl: readMaxUpdateKl(root) };
 }
 
 /** Rollout budgets of agent runs, inside the Advanced fold. */
@@ -162,6 +181,7 @@ function renderAgentBudget(v: FormView) {
       <label>Questions per step (queries per step)<input id="queries" type="number" min="1" max="64" value=${DEFAULT_AGENT_BUDGET.queriesPerStep} /></label>
       <label>Tokens per update batch (micro-batch tokens)<input id="micro-tokens" type="number" min="2" max="16384" value=${DEFAULT_AGENT_BUDGET.microBatchTokens} /></label>
       <label title="A group whose rollouts all failed gets up to this many more, until one succeeds (0: none)">More tries when all fail (extra rollouts)<input id="extra-rollouts" type="number" min="0" max="4096" value=${DEFAULT_GRPO_CONFIG.extraRollouts} /></label>
+      ${maxUpdateKlField(DEFAULT_GRPO_CONFIG.maxUpdateKl)}
       <label>Tries run together (rollouts at once)<input id="rollout-concurrency" type="number" min="1" max=${MAX_ROLLOUT_CONCURRENCY} step="1"
         placeholder=${String(v.defaultRolloutsAtOnce)} aria-describedby="rollout-concurrency-hint" /></label>
     </div>

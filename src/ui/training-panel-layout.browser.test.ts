@@ -78,7 +78,7 @@ describe('Training tab words and layout', () => {
     p.importBenchmarkText(JSON.stringify([{ pid: 'a', query: 'What is 1+1?', answer: '2' }]), 'tiny.json');
     await p.updateComplete;
     const labelOf = (id: string) => (p.shadowRoot!.querySelector(`#${id}`)!.closest('label')!.firstChild!.textContent ?? '').trim();
-    expect(['group', 'lr', 'rank', 'max-turns', 'planner-tokens', 'queries', 'micro-tokens', 'extra-rollouts', 'rollout-concurrency'].map(labelOf)).toEqual([
+    expect(['group', 'lr', 'rank', 'max-turns', 'planner-tokens', 'queries', 'micro-tokens', 'extra-rollouts', 'max-update-kl', 'rollout-concurrency'].map(labelOf)).toEqual([
       'Tries per question (group size)',
       'Step size of each update (learning rate)',
       'Adapter size (LoRA rank)',
@@ -87,6 +87,7 @@ describe('Training tab words and layout', () => {
       'Questions per step (queries per step)',
       'Tokens per update batch (micro-batch tokens)',
       'More tries when all fail (extra rollouts)',
+      'Largest change per update (max update KL)',
       'Tries run together (rollouts at once)',
     ]);
     // The agent part is open in agent mode, before Start; its budgets are under Advanced.

@@ -27,7 +27,7 @@ import * as defaultDrivers from '../controllers/training/default-drivers';
 import './training-adapters';
 import { renderTrainingCharts } from './training-charts-view';
 import { TOY_BASE_MODEL, type TrainingDriver, type TrainingSettings, type TrainingStepPoint } from '../controllers/training/training-driver';
-import { readBudget, readExtraRollouts, readSettings, readToolTaskSettings, renderAgentSetup, renderSettings, specMode, type FormView, type TrainingMode } from './training-form';
+import { readBudget, readExtraRollouts, readMaxUpdateKl, readSettings, readToolTaskSettings, renderAgentSetup, renderSettings, specMode, type FormView, type TrainingMode } from './training-form';
 import { TOOL_TASK_FORM_DEFAULTS, type ToolTaskSettings } from '../controllers/training/tool-task-driver';
 import { isToolTaskBaseModel } from '../tasks/tool-task';
 import { trainingPanelStyles } from './training-panel-styles';
@@ -302,7 +302,7 @@ export class AgentflowTrainingPanel extends LitElement implements EngineUser {
       if (!this.benchmark?.items.length) throw new Error('Import a benchmark file with at least one item first.');
       const benchmark = this.benchmark;
       const heldOut = this.heldOut.heldOut(benchmark, () => readHeldOutEvery(root, s.steps));
-      return this.runner.onEngines((deps) => createAgentDriver(s, benchmark, deps, readBudget(root, s.groupSize), { extraRollouts: readExtraRollouts(root) }, heldOut));
+      return this.runner.onEngines((deps) => createAgentDriver(s, benchmark, deps, readBudget(root, s.groupSize), { extraRollouts: readExtraRollouts(root), maxUpdateKl: readMaxUpdateKl(root) }, heldOut));
     }, false);
   }
 

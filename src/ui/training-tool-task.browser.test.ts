@@ -57,7 +57,7 @@ describe('Training tab: the tool-choice task', () => {
       await p.updateComplete;
       // `cli train --task tools`'s defaults.
       const value = (id: string) => q<HTMLInputElement>(p, `#${id}`)!.value;
-      expect(['steps', 'group', 'lr', 'rank', 'queries', 'eval-every', 'extra-rollouts'].map(value)).toEqual(['120', '16', '0.01', '4', '8', '10', '8']);
+      expect(['steps', 'group', 'lr', 'rank', 'queries', 'eval-every', 'extra-rollouts', 'max-update-kl'].map(value)).toEqual(['120', '16', '0.01', '4', '8', '10', '8', '0.03']);
       expect(text(q(p, '[data-testid="tool-task-about"]'))).toMatch(/nothing downloaded/);
 
       set(p, 'steps', '1');
@@ -66,6 +66,12 @@ describe('Training tab: the tool-choice task', () => {
       set(p, 'eval-every', '1');
       set(p, 'extra-rollouts', '0');
       const start = [...p.shadowRoot!.querySelectorAll('button')].find((b) => b.textContent?.trim() === 'Tool-choice task: start training')!;
+      // A bound below 0 is refused before anything starts, naming the field.
+      set(p, 'max-update-kl', '-1');
+      start.click();
+      await expect.poll(() => text(q(p, '[role="alert"]')), SLOW).toBe("Largest change per update (max update KL) must be a number, 0 or more (0: no limit), got '-1'");
+      expect(started).toEqual([]);
+      set(p, 'max-update-kl', '0.03');
       start.click();
       await expect.poll(() => status(p), SLOW).toMatch(/^Done: step 1 of 1, reward \d\.\d\d$/);
       expect(started).toEqual(['Tool-choice task (tiny planner, CPU), in a worker']);
@@ -107,22 +113,22 @@ describe('Training tab: the tool-choice task', () => {
 
   it('after a reload shows a paused run in its mode with its settings, and Resume continues it in a worker to the end', async () => {
     const dbName = `tool-task-resume-${Math.random()}`;
-    const pausedRun = async (lr: number) => {
+    const pausedRun = async (lr: number, maxUpdateKl: number) => {
       const d = await createToolTaskDriver(
-        { dataset: 'tools', reward: 'exact', groupSize: 2, steps: 2, learningRate: lr, rank: 2, targets: ['q', 'v'], toolTask: { queriesPerStep: 1, evaluateEvery: 0, extraRollouts: 0, task: TINY_TASK } },
+        { dataset: 'tools', reward: 'exact', groupSize: 2, steps: 2, learningRate: lr, rank: 2, targets: ['q', 'v'], toolTask: { queriesPerStep: 1, evaluateEvery: 0, extraRollouts: 0, maxUpdateKl, task: TINY_TASK } },
         dbName,
       );
       await d.run((pt) => pt.step === 1 && d.pause());
       d.dispose();
       return d.runId;
     };
-    const older = await pausedRun(0.01);
+    const older = await pausedRun(0.01, 0.1);
     await new Promise((r) => setTimeout(r, 5)); // a later update time
-    await pausedRun(0.03);
+    await pausedRun(0.03, 0.3);
     const p = await mount(dbName);
     await expect.poll(() => status(p), SLOW).toMatch(/^Paused at step 1 of 2/);
     expect(q<HTMLSelectElement>(p, '#dataset')!.value).toBe('tools');
-    expect(['steps', 'group', 'lr', 'rank', 'queries', 'eval-every'].map((id) => q<HTMLInputElement>(p, `#${id}`)!.value)).toEqual(['2', '2', '0.03', '2', '1', '0']);
+    expect(['steps', 'group', 'lr', 'rank', 'queries', 'eval-every', 'max-update-kl'].map((id) => q<HTMLInputElement>(p, `#${id}`)!.value)).toEqual(['2', '2', '0.03', '2', '1', '0', '0.3']);
     // The older paused run has its own Resume in the list (no planner model loaded: the task needs none).
     expect(q(p, `[data-testid="training-runs"] button[aria-label="Resume run ${older}"]`)).not.toBeNull();
     const resume = [...p.shadowRoot!.querySelectorAll('button')].filter((b) => b.textContent?.trim() === 'Resume' && !b.hasAttribute('aria-label'));

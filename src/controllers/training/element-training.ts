@@ -32,6 +32,8 @@ export interface ElementTrainOptions {
   budget?: Partial<AgentBudget>;
   /** Dynamic sampling: more rollouts, up to this many, for a group with no success (default 8; 0: none). */
   extraRollouts?: number;
+  /** A trust region on each update: the largest KL from the sampling policy an update may move its batch (default 0: none). */
+  maxUpdateKl?: number;
   /**
    * Held-out items (same shape as `items`) to evaluate the adapter on during the run: at step 0, every
    * `evalEvery` steps (default 10) and at the last step, each once at temperature 0, scored like `items`.
@@ -94,7 +96,7 @@ export async function startElementTraining(o: ElementTrainOptions, on: Trainable
     adapter: o.startAdapter ? { kind: 'stored', ...o.startAdapter } : { kind: 'fresh', rank, alpha: 2 * rank, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] },
     ...(o.budget ? { budget: o.budget } : {}),
     judge: o.reward === 'judge',
-    ...(o.extraRollouts !== undefined ? { grpo: { extraRollouts: o.extraRollouts } } : {}),
+    grpo: { ...(o.extraRollouts !== undefined ? { extraRollouts: o.extraRollouts } : {}), ...(o.maxUpdateKl !== undefined ? { maxUpdateKl: o.maxUpdateKl } : {}) },
   });
   if (o.evalItems) spec.evaluation = heldOutEvaluation({ name: `${o.name ?? 'embedded'} (held out)`, kind, items: trainingItems(o.evalItems, 'evalItems') }, o.evalEvery ?? 10);
   else if (o.evalEvery !== undefined) throw new Error('train(): evalEvery needs evalItems (the held-out items to evaluate on)');

@@ -81,8 +81,9 @@ describe('held-out evaluation in the page', () => {
     const dbName = `held-out-element-${Math.random()}`;
     const engine = new ProbeEngine(replies, 'probe');
     const on = { engines: { planner: engine, shared: engine }, trainer: trainer() };
-    const run = await startElementTraining({ items: train, reward: 'numeric', steps: 2, groupSize: 2, rank: 2, budget, extraRollouts: 0, evalItems: heldOut.map((h) => ({ question: h.query, answer: h.answer })), evalEvery: 1 }, on, [multiplyTool], dbName);
+    const run = await startElementTraining({ items: train, reward: 'numeric', steps: 2, groupSize: 2, rank: 2, budget, extraRollouts: 0, maxUpdateKl: 0.05, evalItems: heldOut.map((h) => ({ question: h.query, answer: h.answer })), evalEvery: 1 }, on, [multiplyTool], dbName);
     expect(run.spec.evaluation).toMatchObject({ every: 1, dataset: 'embedded (held out)', kind: 'numeric' });
+    expect(run.spec.grpo).toMatchObject({ extraRollouts: 0, maxUpdateKl: 0.05 });
     const seen: Array<[string, number, number]> = [];
     await driveTraining(run, { onStep: () => undefined, onProgress: () => undefined, onEval: (id, p) => seen.push([id, p.step, p.accuracy]) });
     expect(seen).toEqual([
@@ -91,6 +92,7 @@ describe('held-out evaluation in the page', () => {
       [run.id, 2, 0.5],
     ]);
     await expect(startElementTraining({ items: train, steps: 1, evalEvery: 2 }, on, [multiplyTool], dbName)).rejects.toThrow('train(): evalEvery needs evalItems');
+    await expect(startElementTraining({ items: train, steps: 1, maxUpdateKl: -1 }, on, [multiplyTool], dbName)).rejects.toThrow(/'maxUpdateKl' must be a finite number >= 0/);
     await expect(startElementTraining({ items: train, steps: 1, evalItems: [{ question: ' ', answer: '1' }] }, on, [multiplyTool], dbName)).rejects.toThrow("train(): evalItems[0] has no 'query' (or 'question') text");
   });
 });

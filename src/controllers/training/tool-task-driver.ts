@@ -16,6 +16,7 @@ export const TOOL_TASK_FORM_DEFAULTS = Object.freeze({
   ...TOOL_TASK_TRAINING,
   queriesPerStep: TOOL_TASK_BUDGET.queriesPerStep,
   extraRollouts: TOOL_TASK_GRPO.extraRollouts ?? 8,
+  maxUpdateKl: TOOL_TASK_GRPO.maxUpdateKl ?? 0,
 });
 
 /** A tool-task run's own settings, beside the form's common ones. */
@@ -24,6 +25,8 @@ export interface ToolTaskSettings {
   /** Held-out evaluation every this many steps (and at step 0 and the last); 0: none. */
   evaluateEvery?: number;
   extraRollouts?: number;
+  /** The trust region's bound (GrpoConfig.maxUpdateKl; 0: none); the task's default where left out. */
+  maxUpdateKl?: number;
   /** The task's questions (seeds, split sizes); the task's defaults where left out. */
   task?: Partial<ToolTaskSpecData>;
 }
@@ -39,7 +42,7 @@ export async function createToolTaskDriver(settings: TrainingSettings & { toolTa
     adapter: startAdapterSpec(settings),
     ...(t.queriesPerStep !== undefined ? { queriesPerStep: t.queriesPerStep } : {}),
     ...(t.evaluateEvery !== undefined ? { evaluateEvery: t.evaluateEvery } : {}),
-    ...(t.extraRollouts !== undefined ? { grpo: { extraRollouts: t.extraRollouts } } : {}),
+    grpo: { ...(t.extraRollouts !== undefined ? { extraRollouts: t.extraRollouts } : {}), ...(t.maxUpdateKl !== undefined ? { maxUpdateKl: t.maxUpdateKl } : {}) },
     ...(t.task ? { task: { seed: 1, ...t.task } } : {}),
     label: `Tool-choice task (tiny planner, CPU)${startLabel(settings)}`,
   });
