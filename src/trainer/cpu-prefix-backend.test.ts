@@ -1,5 +1,6 @@
 // Scoring with shared prefixes (cpu-prefix-backend.ts) gives the whole-sequence backend's logprobs on every loss
-// row, with and without the adapter, for sequences that share prompts, share only a prefix, or repeat exactly.
+// row, with and without the adapter, for sequences that share prompts, share only a prefix (into the reply), or
+// repeat exactly, forced tokens or not.
 import { describe, expect, it } from 'vitest';
 import { toolTaskModel } from '../tasks/tool-task';
 import { Rng } from '../util/rng';
@@ -21,6 +22,12 @@ describe('PrefixSharingCpuBackend.logprobs', () => {
     const sample = (prompt: number[], response: number[], i: number): TurnSample => ({ groupId: 'g', rolloutId: `r${i}`, turn: 0, promptTokens: prompt, responseTokens: response, reward: i % 2 });
     const samples = [sample(promptA, toks(5), 0), sample(promptB, toks(3), 1), sample(promptA, toks(7), 2), sample(promptA, [], 3), sample(promptB, toks(3), 4), sample(toks(4), toks(4), 5)];
     samples[4] = { ...samples[4], responseTokens: samples[1].responseTokens };
+    // Replies that share their opening tokens, then part; and the same reply once with tokens a grammar forced
+    // (not loss rows, so not scored) and once without, sorted so the forced one comes first.
+    const opening = toks(4);
+    samples.push(sample(promptA, [...opening, ...toks(3)], 6), sample(promptA, [...opening, ...toks(2)], 7));
+    const reply = toks(6);
+    samples.push({ ...sample(promptB, reply, 8), forced: [false, true, true, false, true, false] }, sample(promptB, reply, 9));
     const batch = packBatch(samples.filter((s) => s.responseTokens.length), undefined, config.vocabSize);
     const plain = new CpuPolicyBackend(config, weights, adapter);
     const shared = new PrefixSharingCpuBackend(config, weights, adapter);
@@ -33,7 +40,7 @@ describe('PrefixSharingCpuBackend.logprobs', () => {
         rows++;
         expect(got[r]).toBeCloseTo(want[r], 5);
       }
-      expect(rows).toBe(5 + 3 + 7 + 3 + 4);
+      expect(rows).toBe(5 + 3 + 7 + 3 + 4 + 7 + 6 + 3 + 6);
     }
   });
 });

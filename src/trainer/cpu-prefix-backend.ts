@@ -1,8 +1,9 @@
 // The float64 CPU backend scoring sequences that share prompt prefixes once per prefix: a step's turns all begin
 // with the same system message, and a group's turns with the same prompt. Scoring (the reference policy's
-// logprobs, and old ones when missing) is a forward only, so it runs token by token with the keys and values kept
-// (cpu-decode.ts), each sequence forked from the previous one at their common prefix; the LM head runs only on
-// the response's rows. Training's forward and backward run over the batch's prefix tree (cpu-prefix-tree.ts).
+// logprobs, old ones when missing, and the trust region's rescoring) is a forward only, so it runs token by token
+// with the keys and values kept (cpu-decode.ts), each sequence forked from the previous one at their common prefix
+// (into the reply: a group's replies share their opening tokens); the LM head runs only on loss rows (free tokens).
+// Training's forward and backward run over the batch's prefix tree (cpu-prefix-tree.ts).
 import type { LoraAdapter } from '../io/peft';
 import { logSumExp } from '../kernels/sampling/draw';
 import { addSums, emptySums, type GrpoLossParams, type GrpoLossSums } from '../model/loss';
@@ -32,22 +33,41 @@ export class PrefixSharingCpuBackend extends CpuPolicyBackend {
     const seqs = batch.seqs.map((s) => ({ s, tokens: Array.from(batch.ids.subarray(s.start, s.start + s.length)) }));
     // Sorted by their tokens, sequences with a common prefix are neighbours.
     seqs.sort((a, b) => compareTokens(a.tokens, b.tokens));
-    let prev: { tokens: number[]; decoder: CpuDecoder } | null = null;
+    let prev: { tokens: number[]; decoder: CpuDecoder; start: number; scored: Uint8Array } | null = null;
     for (const { s, tokens } of seqs) {
-      // Rows before promptLen - 1 carry no loss; from there on each needs its logits, so the shared part stops there.
-      const first = s.promptLen - 1;
-      let decoder: CpuDecoder;
+      // Only loss rows need logits (the LM head is skipped on the prompt and on tokens the grammar forced).
+      const need = (t: number) => batch.lossMask[s.start + t] === 1;
+      // Rows whose position and target both lie in the prefix shared with the previous sequence (t + 1 < n) hold the
+      // same logprob there: a group's replies share their opening tokens as well as their prompt. They are copied
+      // where the previous sequence scored them; decoding resumes at the first row that is not.
+      let fork = 0;
       if (prev) {
         let n = 0;
-        const max = Math.min(first, prev.decoder.length);
+        const max = Math.min(tokens.length, prev.tokens.length);
         while (n < max && prev.tokens[n] === tokens[n]) n++;
-        decoder = prev.decoder.fork(n);
-      } else decoder = new CpuDecoder(this.modelConfig, this.weights, adapter);
-      for (let t = decoder.length; t + 1 < tokens.length; t++) {
-        const logits = decoder.step(tokens[t], t >= first);
-        if (t >= first) out[s.start + t] = logits[tokens[t + 1]] - logSumExp(logits);
+        fork = Math.min(Math.max(0, n - 1), prev.decoder.length);
+        for (let t = s.promptLen - 1; t < fork; t++) {
+          if (need(t) && !prev.scored[t]) {
+            fork = t;
+            break;
+          }
+        }
       }
-      prev = { tokens, decoder };
+      const decoder: CpuDecoder = prev && fork > 0 ? prev.decoder.fork(fork) : new CpuDecoder(this.modelConfig, this.weights, adapter);
+      const scored = new Uint8Array(tokens.length);
+      for (let t = s.promptLen - 1; t < fork; t++) {
+        if (!need(t)) continue;
+        out[s.start + t] = out[prev!.start + t];
+        scored[t] = 1;
+      }
+      for (let t = decoder.length; t + 1 < tokens.length; t++) {
+        const want = need(t);
+        const logits = decoder.step(tokens[t], want);
+        if (!want) continue;
+        out[s.start + t] = logits[tokens[t + 1]] - logSumExp(logits);
+        scored[t] = 1;
+      }
+      prev = { tokens, decoder, start: s.start, scored };
     }
     return out;
   }
