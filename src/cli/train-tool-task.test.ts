@@ -42,11 +42,11 @@ describe('cli train --task tools', () => {
     const refused = await runCli([...flags.map((f) => (f === '4' ? '6' : f)), '--resume']);
     expect(refused.code).toBe(2);
     expect(refused.stderr).toMatch(/--group 6 \(the run has 4\)/);
-    // The task's trust region is stored with a new run (TOOL_TASK_GRPO), so naming another bound is refused.
-    const unbounded = await runCli([...flags, '--max-update-kl', '0', '--resume']);
-    expect(unbounded.code).toBe(2);
-    expect(unbounded.stderr).toMatch(/--max-update-kl 0 \(the run has 0.03\)/);
-    expect((await runCli([...flags, '--max-update-kl', '0.03', '--resume'])).code).toBe(0);
+    // The run was made with the task's default (no trust region): naming a bound is refused, naming none is not.
+    const bounded = await runCli([...flags, '--max-update-kl', '0.05', '--resume']);
+    expect(bounded.code).toBe(2);
+    expect(bounded.stderr).toMatch(/--max-update-kl 0.05 \(the run has 0\)/);
+    expect((await runCli([...flags, '--max-update-kl', '0', '--resume'])).code).toBe(0);
     const evalOut = join(dir, 'eval');
     const e = await runCli(['eval', '--task', 'tools', '--adapter', join(out, 'adapter'), '--out', evalOut]);
     expect(e.code, e.stderr).toBe(0);

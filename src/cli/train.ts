@@ -26,7 +26,7 @@ import { TOY_GRPO, toyRunSetup, toyRunSpec } from '../trainer/run/toy-run';
 import { DEFAULT_GRPO_CONFIG } from '../trainer/grpo-config';
 import { TOY_TRAINING, ToyTask, toyModel } from '../trainer/toy-task';
 import { newRunId, TrainingRun, type RunDeps, type RunSummary } from '../trainer/run/training-run';
-import { toolTaskOf, toolTaskRunSetup, toolTaskRunSpec, TOOL_TASK_GRPO, TOOL_TASK_TRAINING } from '../tasks/tool-task-run';
+import { toolTaskOf, toolTaskRunSetup, toolTaskRunSpec, TOOL_TASK_TRAINING } from '../tasks/tool-task-run';
 import { TOOL_TASK_MODEL } from '../tasks/tool-task';
 import { runtimePolicyHost } from '../trainer/runtime-policy-host';
 import { TrainingHost } from '../trainer/training-host';
@@ -80,7 +80,7 @@ export const TRAIN_USAGE = `usage:
 step's; one line each in --out's eval.jsonl (step, accuracy, correct, total, seconds, adapter).
 --extra-rollouts N: more rollouts for a group with no success, N at most (default ${DEFAULT_GRPO_CONFIG.extraRollouts}, toy ${TOY_GRPO.extraRollouts}; 0: none).
 --max-update-kl X: a trust region on each update: scaled back until the KL of its batch from the sampling policy
-(mean per response token) is at most X (default 0 = none; --task tools ${TOOL_TASK_GRPO.maxUpdateKl}).
+(mean per response token) is at most X (default 0 = none).
 --resume continues the run in --out from its newest intact checkpoint; the run's own flags may be repeated
 (a different value is refused), and --steps N larger than the run's extends it.
 Bounds: --steps <= ${MAX_STEPS}, --group 2..${MAX_GROUP}, --rank <= min(model hidden size, ${MAX_RANK}), --seed < 2^32.`;
