@@ -136,7 +136,7 @@ function renderToolTaskSettings(spec: RunSpec | null) {
   const queries = (s?.collector as { budget?: { queriesPerStep?: number } } | undefined)?.budget?.queriesPerStep ?? TOOL_TASK_FORM_DEFAULTS.queriesPerStep;
   const every = s ? (s.evaluation?.every ?? 0) : TOOL_TASK_FORM_DEFAULTS.evaluateEvery;
   const extra = s?.grpo.extraRollouts ?? TOOL_TASK_FORM_DEFAULTS.extraRollouts;
-  // A run stored before the task had a bound ran without one.
+  // A stored run that recorded no bound ran without one.
   const maxKl = s ? (s.grpo.maxUpdateKl ?? DEFAULT_GRPO_CONFIG.maxUpdateKl) : TOOL_TASK_FORM_DEFAULTS.maxUpdateKl;
   return html`<div class="grid" role="group" aria-label="Tool-choice task">
       <label>Questions per step (queries per step)<input id="queries" type="number" min="1" max="64" .value=${String(queries)} /></label>
