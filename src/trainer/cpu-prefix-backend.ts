@@ -33,9 +33,10 @@ export class PrefixSharingCpuBackend extends CpuPolicyBackend {
     const seqs = batch.seqs.map((s) => ({ s, tokens: Array.from(batch.ids.subarray(s.start, s.start + s.length)) }));
     // Sorted by their tokens, sequences with a common prefix are neighbours.
     seqs.sort((a, b) => compareTokens(a.tokens, b.tokens));
-    let prev: { tokens: number[]; decoder: CpuDecoder; start: number; scored: Uint8Array } | null = null;
+    let prev: { tokens: number[]; decoder: CpuDecoder; start: number } | null = null;
     for (const { s, tokens } of seqs) {
-      // Only loss rows need logits (the LM head is skipped on the prompt and on tokens the grammar forced).
+      // Only loss rows need logits (the LM head is skipped on the prompt and on tokens the grammar forced), so a
+      // sequence has scored exactly its own loss rows.
       const need = (t: number) => batch.lossMask[s.start + t] === 1;
       // Rows whose position and target both lie in the prefix shared with the previous sequence (t + 1 < n) hold the
       // same logprob there: a group's replies share their opening tokens as well as their prompt. They are copied
@@ -47,27 +48,21 @@ export class PrefixSharingCpuBackend extends CpuPolicyBackend {
         while (n < max && prev.tokens[n] === tokens[n]) n++;
         fork = Math.min(Math.max(0, n - 1), prev.decoder.length);
         for (let t = s.promptLen - 1; t < fork; t++) {
-          if (need(t) && !prev.scored[t]) {
+          if (need(t) && batch.lossMask[prev.start + t] !== 1) {
             fork = t;
             break;
           }
         }
       }
       const decoder: CpuDecoder = prev && fork > 0 ? prev.decoder.fork(fork) : new CpuDecoder(this.modelConfig, this.weights, adapter);
-      const scored = new Uint8Array(tokens.length);
-      for (let t = s.promptLen - 1; t < fork; t++) {
-        if (!need(t)) continue;
-        out[s.start + t] = out[prev!.start + t];
-        scored[t] = 1;
-      }
+      for (let t = s.promptLen - 1; t < fork; t++) if (need(t)) out[s.start + t] = out[prev!.start + t];
       for (let t = decoder.length; t + 1 < tokens.length; t++) {
         const want = need(t);
         const logits = decoder.step(tokens[t], want);
         if (!want) continue;
         out[s.start + t] = logits[tokens[t + 1]] - logSumExp(logits);
-        scored[t] = 1;
       }
-      prev = { tokens, decoder, start: s.start, scored };
+      prev = { tokens, decoder, start: s.start };
     }
     return out;
   }
