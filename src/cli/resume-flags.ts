@@ -67,7 +67,7 @@ function compare(name: Setting, args: CliArgs, spec: RunSpec): { given: unknown;
     case 'extra-rollouts':
       return { given: extraRolloutsFlag(args), stored: spec.grpo.extraRollouts ?? (spec.task === 'toy' ? TOY_GRPO.extraRollouts : DEFAULT_GRPO_CONFIG.extraRollouts) };
     case 'max-update-kl':
-      // A spec records the bound it was made with (the tool task's default included); one without ran unbounded.
+      // A spec records the bound it was made with; one without ran unbounded (GrpoConfig's default).
       return { given: maxUpdateKlFlag(args), stored: spec.grpo.maxUpdateKl ?? DEFAULT_GRPO_CONFIG.maxUpdateKl };
     case 'backend':
       return { given: raw, stored: spec.task === 'toy' ? (collector.backend ?? 'cpu') : undefined };

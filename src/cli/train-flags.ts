@@ -4,6 +4,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { importBenchmark } from '../agent/benchmark-import';
+import type { GrpoConfig } from '../trainer/grpo-config';
 import { boundedInt, numberFlag, UsageError, type CliArgs } from './args';
 import { MAX_GROUP, MAX_SEED, MAX_STEPS } from './train-limits';
 
@@ -32,12 +33,19 @@ export function extraRolloutsFlag(args: CliArgs): number | undefined {
 
 /**
  * The trust region on each update (GrpoConfig.maxUpdateKl: the largest KL from the sampling policy an update may
- * move its batch), or undefined for the task's default (the tool task's 0.03, 0 elsewhere). 0 turns it off.
+ * move its batch), or undefined for the default (0, off, for every task).
  */
 export function maxUpdateKlFlag(args: CliArgs): number | undefined {
   const v = numberFlag(args, 'max-update-kl', undefined);
   if (v !== undefined && !(v >= 0)) throw new UsageError(`--max-update-kl must be >= 0 (0: no bound), got ${v}`);
   return v;
+}
+
+/** The Flow-GRPO settings a new run takes from its flags (any task): only those given, over the task's defaults. */
+export function grpoFlags(args: CliArgs): Partial<GrpoConfig> {
+  const extra = extraRolloutsFlag(args);
+  const maxKl = maxUpdateKlFlag(args);
+  return { ...(extra === undefined ? {} : { extraRollouts: extra }), ...(maxKl === undefined ? {} : { maxUpdateKl: maxKl }) };
 }
 
 /** GrpoConfig's own bound on extraRollouts. */

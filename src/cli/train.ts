@@ -34,7 +34,7 @@ import { numberFlag, onOffFlag, parseArgs, reportFailure, UsageError, type CliAr
 import { checkResumeFlags, resumeSteps } from './resume-flags';
 import { checkEvalResume, DEFAULT_EVAL_EVERY, EVAL_TRAIN_FLAGS, evalLine, evaluationFlags } from './train-eval';
 import { acquireRunLock, LockHeldError, type RunLock } from './run-lock';
-import { checkDir, extraRolloutsFlag, groupFlag, maxUpdateKlFlag, parseTools, positiveInt, readData, rewardFlag, seedFlag, stepsFlag } from './train-flags';
+import { checkDir, groupFlag, grpoFlags, parseTools, positiveInt, readData, rewardFlag, seedFlag, stepsFlag } from './train-flags';
 import { checkRank, checkStepMemory, MAX_GROUP, MAX_RANK, MAX_STEPS, modelShape } from './train-limits';
 
 export const TRAIN_FLAGS = [
@@ -223,9 +223,7 @@ function newRun(args: CliArgs): RunSpec {
   const rank = positiveInt(args, 'rank', task === 'toy' ? 4 : 16);
   const keepCheckpoints = positiveInt(args, 'keep-checkpoints', 3);
   const lrFlag = numberFlag(args, 'lr', undefined);
-  const extra = extraRolloutsFlag(args);
-  const maxKl = maxUpdateKlFlag(args);
-  const extraGrpo = { ...(extra === undefined ? {} : { extraRollouts: extra }), ...(maxKl === undefined ? {} : { maxUpdateKl: maxKl }) };
+  const extraGrpo = grpoFlags(args);
   if (lrFlag !== undefined && !(lrFlag > 0 && lrFlag <= 1)) throw new UsageError(`--lr must be > 0 and <= 1, got ${lrFlag}`);
   const adapterFlag = args.flags.get('adapter');
   // A stored adapter has its rank: a --rank beside it would be ignored, so it is refused.
@@ -296,9 +294,7 @@ function toolTaskRun(args: CliArgs): RunSpec {
   if (adapterFlag === undefined) checkRank(rank, TOOL_TASK_MODEL.hiddenSize, 'the tool-task planner');
   const lr = numberFlag(args, 'lr', TOOL_TASK_TRAINING.learningRate) ?? TOOL_TASK_TRAINING.learningRate;
   if (!(lr > 0 && lr <= 1)) throw new UsageError(`--lr must be > 0 and <= 1, got ${lr}`);
-  const extra = extraRolloutsFlag(args);
-  const maxKl = maxUpdateKlFlag(args);
-  const grpo = { ...(extra === undefined ? {} : { extraRollouts: extra }), ...(maxKl === undefined ? {} : { maxUpdateKl: maxKl }) };
+  const grpo = grpoFlags(args);
   return toolTaskRunSpec({
     steps: stepsFlag(args, TOOL_TASK_TRAINING.steps),
     groupSize: groupFlag(args, TOOL_TASK_TRAINING.groupSize),
