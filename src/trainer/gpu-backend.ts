@@ -171,17 +171,12 @@ export class GpuPolicyBackend implements PolicyBackend {
   }
 
   async exportState(): Promise<TrainableState> {
-    const pairs = new Map<string, LoraPair>();
+    const adapter = await this.exportAdapter();
     const moments: Moments = new Map();
     for (const t of this.tensors) {
-      const data = new Float32Array(await readBuffer(this.ctx, t.param, t.count * 4));
-      const src = this.source.pairs.get(t.key)!;
-      const pair = pairs.get(t.key) ?? { ...src, A: src.A, B: src.B };
-      pair[t.which] = data;
-      pairs.set(t.key, pair);
       moments.set(t.name, { m: new Float32Array(await readBuffer(this.ctx, t.m, t.count * 4)), v: new Float32Array(await readBuffer(this.ctx, t.v, t.count * 4)) });
     }
-    return { adapter: { config: { ...this.source.config }, pairs }, moments };
+    return { adapter, moments };
   }
 
   async exportAdapter(): Promise<LoraAdapter> {
@@ -195,30 +190,40 @@ export class GpuPolicyBackend implements PolicyBackend {
     return { config: { ...this.source.config }, pairs };
   }
 
-  async importAdapter(a: LoraAdapter): Promise<void> {
-    // Every tensor is checked before any is written: a bad adapter leaves the trained one whole.
+  /** Throws, naming the tensor, unless `a` has every trained tensor at its shape (`what` says whose it is). */
+  private checkAdapter(a: LoraAdapter, what: string): void {
     for (const t of this.tensors) {
       const p = a.pairs.get(t.key);
-      if (!p || p[t.which].length !== t.count) throw new Error(`importAdapter: tensor '${t.name}' is missing or has another shape than the trained adapter`);
+      if (!p || p[t.which].length !== t.count) throw new Error(`${what}: tensor '${t.name}' is missing or has another shape than the trained adapter`);
     }
+  }
+
+  private writeAdapter(a: LoraAdapter): void {
     for (const t of this.tensors) writeBuffer(this.ctx, t.param, a.pairs.get(t.key)![t.which]);
     // As after AdamW: a KV prefix cached with the old weights is stale.
     this.gpuAdapter.version++;
   }
 
+  async importAdapter(a: LoraAdapter): Promise<void> {
+    // Every tensor is checked before any is written: a bad adapter leaves the trained one whole.
+    this.checkAdapter(a, 'importAdapter');
+    this.writeAdapter(a);
+  }
+
   async importState(s: TrainableState): Promise<void> {
+    // Every tensor is checked before any is written: a bad checkpoint leaves the trained state whole.
+    this.checkAdapter(s.adapter, 'checkpoint adapter');
     for (const t of this.tensors) {
-      const p = s.adapter.pairs.get(t.key);
-      if (!p || p[t.which].length !== t.count) throw new Error(`checkpoint adapter: tensor '${t.name}' is missing or has another shape than the trained adapter`);
-      writeBuffer(this.ctx, t.param, p[t.which]);
       const mv = s.moments.get(t.name);
       if (mv && (mv.m.length !== t.count || mv.v.length !== t.count)) throw new Error(`checkpoint moments: tensor '${t.name}' has another shape than the trained adapter`);
+    }
+    this.writeAdapter(s.adapter);
+    for (const t of this.tensors) {
+      const mv = s.moments.get(t.name);
       writeBuffer(this.ctx, t.m, mv ? mv.m : new Float32Array(t.count));
       writeBuffer(this.ctx, t.v, mv ? mv.v : new Float32Array(t.count));
     }
     this.source = { config: { ...s.adapter.config }, pairs: new Map([...s.adapter.pairs].map(([k, p]) => [k, { ...p }])) };
-    // As after AdamW: a KV prefix cached with the old weights is stale.
-    this.gpuAdapter.version++;
   }
 
   destroy(): void {
